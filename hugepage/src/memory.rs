@@ -1,0 +1,453 @@
+//! Mapping DMA memory and translating it to IOVAs.
+
+use std::ffi::CString;
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::sysfs;
+use crate::{Error, Result};
+
+/// Size of the pages behind a [`DmaMemory`] region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PageSize {
+    /// Ordinary 4 KiB pages (`--no-huge`): software ports only, no stable physical address.
+    Small4K,
+    /// 2 MiB hugepages, the x86-64 default.
+    #[default]
+    Huge2M,
+    /// 1 GiB hugepages.
+    Huge1G,
+}
+
+impl PageSize {
+    /// Page size in bytes.
+    pub const fn bytes(self) -> usize {
+        match self {
+            PageSize::Small4K => 4 << 10,
+            PageSize::Huge2M => 2 << 20,
+            PageSize::Huge1G => 1 << 30,
+        }
+    }
+
+    /// Page size in KiB, as sysfs names it (`hugepages-2048kB`).
+    pub const fn kib(self) -> usize {
+        self.bytes() >> 10
+    }
+
+    /// Parses `2M`, `2048kB`, `1G`, `1048576kB`, `4K` (case-insensitive).
+    pub fn parse(text: &str) -> Option<PageSize> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "2m" | "2mb" | "2048k" | "2048kb" => Some(PageSize::Huge2M),
+            "1g" | "1gb" | "1024m" | "1048576k" | "1048576kb" => Some(PageSize::Huge1G),
+            "4k" | "4kb" => Some(PageSize::Small4K),
+            _ => None,
+        }
+    }
+
+    /// Hugepage size from a byte count, if it is one we support.
+    pub const fn from_bytes(bytes: usize) -> Option<PageSize> {
+        match bytes {
+            4096 => Some(PageSize::Small4K),
+            0x20_0000 => Some(PageSize::Huge2M),
+            0x4000_0000 => Some(PageSize::Huge1G),
+            _ => None,
+        }
+    }
+
+    fn mmap_flag(self) -> libc::c_int {
+        // MAP_HUGE_SHIFT encoding: log2(page size) << 26 (mmap(2)).
+        match self {
+            PageSize::Small4K => 0,
+            PageSize::Huge2M => libc::MAP_HUGETLB | (21 << libc::MAP_HUGE_SHIFT),
+            PageSize::Huge1G => libc::MAP_HUGETLB | (30 << libc::MAP_HUGE_SHIFT),
+        }
+    }
+}
+
+impl fmt::Display for PageSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PageSize::Small4K => "4K",
+            PageSize::Huge2M => "2M",
+            PageSize::Huge1G => "1G",
+        })
+    }
+}
+
+/// How a device addresses memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IovaMode {
+    /// IOVA = virtual address; VFIO maps it in the IOMMU. The safe default.
+    #[default]
+    Va,
+    /// IOVA = physical address (from /proc/self/pagemap), for no-IOMMU setups. Needs root and hugepages.
+    Pa,
+}
+
+impl IovaMode {
+    /// Parses `va` or `pa`.
+    pub fn parse(text: &str) -> Option<IovaMode> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "va" => Some(IovaMode::Va),
+            "pa" => Some(IovaMode::Pa),
+            _ => None,
+        }
+    }
+}
+
+/// Where the pages of a region come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backing {
+    /// A file on a hugetlbfs mount (unlinked right after mapping).
+    Hugetlbfs(PathBuf),
+    /// Anonymous `MAP_HUGETLB` memory.
+    AnonymousHuge,
+    /// Ordinary anonymous memory (`--no-huge`).
+    NoHuge,
+}
+
+/// What memory an [`Allocator`] hands out: the EAL arguments `--no-huge`, `--huge-dir`, `--iova-mode`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DmaConfig {
+    /// Hugepage size to use.
+    pub page_size: PageSize,
+    /// Ordinary pages instead of hugepages (software ports only).
+    pub no_huge: bool,
+    /// A hugetlbfs mount to create files on; `None` finds one in /proc/mounts or falls back to `MAP_HUGETLB`.
+    pub huge_dir: Option<PathBuf>,
+    /// IOVA mode.
+    pub iova_mode: IovaMode,
+    /// Prefix of hugetlbfs file names (`--file-prefix`), so that several processes do not collide.
+    pub file_prefix: String,
+}
+
+impl Default for DmaConfig {
+    fn default() -> Self {
+        DmaConfig {
+            page_size: PageSize::Huge2M,
+            no_huge: false,
+            huge_dir: None,
+            iova_mode: IovaMode::Va,
+            file_prefix: "pktio".to_string(),
+        }
+    }
+}
+
+impl DmaConfig {
+    /// Ordinary memory, IOVA = VA: enough for software ports and tests.
+    pub fn no_huge() -> Self {
+        DmaConfig { no_huge: true, page_size: PageSize::Small4K, ..Default::default() }
+    }
+}
+
+/// Hands out [`DmaMemory`] regions according to a [`DmaConfig`].
+#[derive(Debug, Clone)]
+pub struct Allocator {
+    config: DmaConfig,
+    backing: Backing,
+}
+
+impl Allocator {
+    /// Checks the configuration against the system (mounts, PA readability) and picks a backing.
+    pub fn new(config: DmaConfig) -> Result<Self> {
+        if config.no_huge && config.iova_mode == IovaMode::Pa {
+            return Err(Error::PaNeedsHugepages);
+        }
+        let backing = if config.no_huge {
+            Backing::NoHuge
+        } else if let Some(dir) = &config.huge_dir {
+            match sysfs::hugetlbfs_mounts()?.into_iter().find(|m| m.path == *dir) {
+                Some(_) => Backing::Hugetlbfs(dir.clone()),
+                None => return Err(Error::NotHugetlbfs(dir.clone())),
+            }
+        } else {
+            match sysfs::hugetlbfs_mounts()?.into_iter().find(|m| m.page_size == config.page_size) {
+                Some(m) => Backing::Hugetlbfs(m.path),
+                None => Backing::AnonymousHuge,
+            }
+        };
+        let page_size = match (&backing, config.no_huge) {
+            (_, true) => PageSize::Small4K,
+            (Backing::Hugetlbfs(dir), _) => sysfs::hugetlbfs_mounts()?
+                .into_iter()
+                .find(|m| m.path == *dir)
+                .map(|m| m.page_size)
+                .unwrap_or(config.page_size),
+            _ => config.page_size,
+        };
+        Ok(Allocator { config: DmaConfig { page_size, ..config }, backing })
+    }
+
+    /// Ordinary memory for software ports and tests; never fails.
+    pub fn no_huge() -> Self {
+        Allocator { config: DmaConfig::no_huge(), backing: Backing::NoHuge }
+    }
+
+    /// The configuration in force (page size resolved from the mount when `--huge-dir` was given).
+    pub fn config(&self) -> &DmaConfig {
+        &self.config
+    }
+
+    /// The chosen backing.
+    pub fn backing(&self) -> &Backing {
+        &self.backing
+    }
+
+    /// Maps at least `len` bytes (rounded up to whole pages), zeroed, locked in memory for hugepages.
+    pub fn allocate(&self, len: usize) -> Result<DmaMemory> {
+        DmaMemory::map(len, &self.config, &self.backing)
+    }
+}
+
+static FILE_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A mapped, page-aligned, zero-filled region of DMA-able memory. Unmapped on drop.
+///
+/// The region is shared memory in the device's sense: it hands out raw pointers, and it is up to the owner of each
+/// part (a mempool, a descriptor ring) to keep Rust references and device writes apart.
+pub struct DmaMemory {
+    base: NonNull<u8>,
+    len: usize,
+    page_size: PageSize,
+    iova_mode: IovaMode,
+    backing: Backing,
+    /// IOVA of each page in PA mode; empty in VA mode.
+    page_iovas: Vec<u64>,
+}
+
+// SAFETY: DmaMemory owns its mapping; it only hands out raw pointers and IOVAs, and the mapping itself is valid from
+// any thread until drop.
+unsafe impl Send for DmaMemory {}
+// SAFETY: as above; shared access only reads the immutable bookkeeping fields.
+unsafe impl Sync for DmaMemory {}
+
+impl fmt::Debug for DmaMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DmaMemory")
+            .field("base", &self.base)
+            .field("len", &self.len)
+            .field("page_size", &self.page_size)
+            .field("iova_mode", &self.iova_mode)
+            .field("backing", &self.backing)
+            .finish()
+    }
+}
+
+impl DmaMemory {
+    fn map(len: usize, config: &DmaConfig, backing: &Backing) -> Result<DmaMemory> {
+        if len == 0 {
+            return Err(Error::InvalidRequest("zero-length region".into()));
+        }
+        let page_size = if *backing == Backing::NoHuge { PageSize::Small4K } else { config.page_size };
+        let page = page_size.bytes();
+        let len = len
+            .checked_next_multiple_of(page)
+            .ok_or_else(|| Error::InvalidRequest(format!("{len} bytes overflows")))?;
+        let pages = len / page;
+        if page_size != PageSize::Small4K {
+            if let Ok(free) = sysfs::free_hugepages(page_size) {
+                if free < pages {
+                    return Err(not_enough(page_size, pages, free));
+                }
+            }
+        }
+
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        let addr = match backing {
+            Backing::NoHuge => {
+                // SAFETY: a fresh anonymous private mapping; no existing memory is affected.
+                unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) }
+            }
+            Backing::AnonymousHuge => {
+                let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE | page_size.mmap_flag();
+                // SAFETY: a fresh anonymous hugepage mapping; no existing memory is affected.
+                unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, -1, 0) }
+            }
+            Backing::Hugetlbfs(dir) => map_hugetlbfs_file(dir, &config.file_prefix, len, prot)?,
+        };
+        if addr == libc::MAP_FAILED {
+            let err = std::io::Error::last_os_error();
+            if page_size != PageSize::Small4K && err.raw_os_error() == Some(libc::ENOMEM) {
+                let free = sysfs::free_hugepages(page_size).unwrap_or(0);
+                return Err(not_enough(page_size, pages, free));
+            }
+            return Err(Error::Os { what: format!("mmap of {len} bytes of {page_size} pages"), source: err });
+        }
+        let base = NonNull::new(addr.cast::<u8>()).ok_or_else(|| Error::InvalidRequest("mmap returned null".into()))?;
+        let mut memory = DmaMemory {
+            base,
+            len,
+            page_size,
+            iova_mode: config.iova_mode,
+            backing: backing.clone(),
+            page_iovas: Vec::new(),
+        };
+
+        if page_size != PageSize::Small4K {
+            // Touch every page so a shortfall shows up now (SIGBUS later would be worse), then lock them: hugepages
+            // are never swapped, but mlock also keeps their physical address fixed for PA mode.
+            for i in 0..pages {
+                // SAFETY: offset i * page is inside the mapping, which is writable.
+                unsafe { memory.base.as_ptr().add(i * page).write_volatile(0) };
+            }
+            // SAFETY: the range is exactly our mapping.
+            if unsafe { libc::mlock(addr, len) } != 0 && config.iova_mode == IovaMode::Pa {
+                return Err(Error::os("mlock of hugepage memory for --iova-mode pa"));
+            }
+        }
+        if config.iova_mode == IovaMode::Pa {
+            memory.page_iovas = physical_addresses(memory.base.as_ptr() as usize, pages, page)?;
+        }
+        Ok(memory)
+    }
+
+    /// First byte of the region.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.base.as_ptr()
+    }
+
+    /// Length in bytes (a whole number of pages).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: regions are at least one page.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Page size behind the region.
+    pub fn page_size(&self) -> PageSize {
+        self.page_size
+    }
+
+    /// IOVA mode the region was mapped for.
+    pub fn iova_mode(&self) -> IovaMode {
+        self.iova_mode
+    }
+
+    /// Where the pages came from.
+    pub fn backing(&self) -> &Backing {
+        &self.backing
+    }
+
+    /// IOVA of the byte at `offset`, or `None` past the end.
+    #[inline]
+    pub fn iova_at(&self, offset: usize) -> Option<u64> {
+        if offset >= self.len {
+            return None;
+        }
+        Some(match self.iova_mode {
+            IovaMode::Va => self.base.as_ptr() as u64 + offset as u64,
+            IovaMode::Pa => {
+                let page = self.page_size.bytes();
+                self.page_iovas[offset / page] + (offset % page) as u64
+            }
+        })
+    }
+
+    /// IOVA of the byte at `ptr`, or `None` if it is outside the region.
+    #[inline]
+    pub fn iova_of(&self, ptr: *const u8) -> Option<u64> {
+        let offset = (ptr as usize).checked_sub(self.base.as_ptr() as usize)?;
+        self.iova_at(offset)
+    }
+
+    /// The largest `n` such that `[offset, offset + n)` is contiguous in IOVA space (to the end of its page in PA
+    /// mode, to the end of the region in VA mode).
+    pub fn contiguous_from(&self, offset: usize) -> usize {
+        match self.iova_mode {
+            IovaMode::Va => self.len.saturating_sub(offset),
+            IovaMode::Pa => {
+                let page = self.page_size.bytes();
+                let mut end = (offset / page + 1) * page;
+                while end < self.len && self.page_iovas[end / page] == self.page_iovas[end / page - 1] + page as u64 {
+                    end += page;
+                }
+                end.min(self.len).saturating_sub(offset)
+            }
+        }
+    }
+}
+
+impl Drop for DmaMemory {
+    fn drop(&mut self) {
+        // SAFETY: base/len are exactly the mapping made in `map`; nothing else unmaps it.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+fn not_enough(size: PageSize, needed: usize, free: usize) -> Error {
+    Error::NotEnoughHugepages { size, needed, free, kib: size.kib() }
+}
+
+fn map_hugetlbfs_file(dir: &Path, prefix: &str, len: usize, prot: libc::c_int) -> Result<*mut libc::c_void> {
+    let n = FILE_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let path = dir.join(format!("{prefix}map_{}_{n}", std::process::id()));
+    let cpath =
+        CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::InvalidRequest("path has a NUL byte".into()))?;
+    // SAFETY: cpath is a valid NUL-terminated string.
+    let fd = unsafe { libc::open(cpath.as_ptr(), libc::O_CREAT | libc::O_RDWR | libc::O_CLOEXEC, 0o600) };
+    if fd < 0 {
+        return Err(Error::os(format!("creating {}", path.display())));
+    }
+    // The mapping keeps the pages; the name is only needed to create them.
+    // SAFETY: cpath is valid; unlinking our own fresh file.
+    unsafe { libc::unlink(cpath.as_ptr()) };
+    // SAFETY: fd is an open file we own.
+    let rc = unsafe { libc::ftruncate(fd, len as libc::off_t) };
+    let addr = if rc == 0 {
+        // SAFETY: mapping a file we own; a fresh mapping, no existing memory is affected.
+        unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED | libc::MAP_POPULATE, fd, 0) }
+    } else {
+        libc::MAP_FAILED
+    };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: closing the fd we opened; the mapping stays valid.
+    unsafe { libc::close(fd) };
+    if rc != 0 && err.raw_os_error() != Some(libc::ENOMEM) && err.raw_os_error() != Some(libc::ENOSPC) {
+        return Err(Error::Os { what: format!("sizing {} to {len} bytes", path.display()), source: err });
+    }
+    if addr == libc::MAP_FAILED {
+        // Report as ENOMEM so the caller turns it into the "reserve hugepages" advice.
+        // SAFETY: writing errno of this thread.
+        unsafe { *libc::__errno_location() = libc::ENOMEM };
+    }
+    Ok(addr)
+}
+
+/// Physical address of the first byte of each page, from /proc/self/pagemap (one u64 per 4 KiB virtual page: bit 63
+/// "present", bits 0..=54 the page frame number; frame numbers read as 0 without CAP_SYS_ADMIN).
+fn physical_addresses(base: usize, pages: usize, page: usize) -> Result<Vec<u64>> {
+    const PAGEMAP_PRESENT: u64 = 1 << 63;
+    const PAGEMAP_PFN_MASK: u64 = (1 << 55) - 1;
+    let file = File::open("/proc/self/pagemap")
+        .map_err(|source| Error::Os { what: "opening /proc/self/pagemap".into(), source })?;
+    let mut out = Vec::with_capacity(pages);
+    for i in 0..pages {
+        let vpn = (base + i * page) / 4096;
+        let mut entry = [0u8; 8];
+        file.read_exact_at(&mut entry, (vpn * 8) as u64)
+            .map_err(|source| Error::Os { what: "reading /proc/self/pagemap".into(), source })?;
+        let entry = u64::from_le_bytes(entry);
+        let pfn = entry & PAGEMAP_PFN_MASK;
+        if entry & PAGEMAP_PRESENT == 0 || pfn == 0 {
+            return Err(Error::PagemapUnreadable);
+        }
+        out.push(pfn * 4096);
+    }
+    Ok(out)
+}
+
+/// Reads a small text file, trimmed.
+pub(crate) fn read_trimmed(path: &Path) -> std::io::Result<String> {
+    let mut text = String::new();
+    File::open(path)?.read_to_string(&mut text)?;
+    Ok(text.trim().to_string())
+}

@@ -1,0 +1,45 @@
+//! Packet buffers for a poll-mode dataplane.
+//!
+//! A [`Mempool`] carves DMA memory (from [`hugepage`]) into fixed-size elements: a 128-byte [`MbufHeader`] of
+//! metadata, then headroom, then data room. Free elements sit in a lock-free bulk [`ring::Ring`] behind a per-lcore
+//! cache, so the common alloc/free of a burst touches only thread-local state. An [`Mbuf`] owns one element (or a
+//! chain) and returns it on drop; a [`PacketBatch`] carries a burst between `rx_burst` and `tx_burst` without
+//! allocating.
+//!
+//! Threads that want the per-lcore cache claim an lcore id with [`lcore::bind_current_thread`] (the EAL does this
+//! for its worker threads); other threads use the shared ring directly.
+
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+mod batch;
+pub mod lcore;
+mod mbuf;
+mod pool;
+pub mod ring;
+
+pub use batch::{PacketBatch, DEFAULT_BURST, MAX_BURST};
+pub use mbuf::{ol_flags, ptype, Mbuf, MbufHeader, Segment, TxOffload, NO_PORT};
+pub use pool::{Mempool, PoolConfig, DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, MAX_CACHE_SIZE};
+
+/// Errors from creating pools.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration cannot be built.
+    #[error("{0}")]
+    InvalidConfig(String),
+    /// A live pool already has this name.
+    #[error("a mempool named {0:?} already exists; pick another name or look it up with Mempool::lookup")]
+    NameExists(String),
+    /// The memory could not be had.
+    #[error("mempool {pool}: {source}")]
+    Memory {
+        /// The pool being created.
+        pool: String,
+        /// Why memory failed.
+        #[source]
+        source: hugepage::Error,
+    },
+}
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,583 @@
+//! The packet buffer: a 128-byte metadata header followed by headroom and data room, all in DMA memory.
+
+use std::ptr::NonNull;
+
+use crate::pool::PoolInner;
+
+/// Offload and status flags carried in [`Mbuf::ol_flags`] (values are ours; names follow DPDK's RTE_MBUF_F_*).
+pub mod ol_flags {
+    /// RX: the NIC computed the RSS hash in `rss_hash`.
+    pub const RX_RSS_HASH: u64 = 1 << 1;
+    /// RX: a VLAN tag was stripped into `vlan_tci`.
+    pub const RX_VLAN_STRIPPED: u64 = 1 << 6;
+    /// RX: the IPv4 header checksum is good.
+    pub const RX_IP_CKSUM_GOOD: u64 = 1 << 7;
+    /// RX: the IPv4 header checksum is bad.
+    pub const RX_IP_CKSUM_BAD: u64 = 1 << 4;
+    /// RX: the L4 (TCP/UDP) checksum is good.
+    pub const RX_L4_CKSUM_GOOD: u64 = 1 << 8;
+    /// RX: the L4 (TCP/UDP) checksum is bad.
+    pub const RX_L4_CKSUM_BAD: u64 = 1 << 3;
+    /// TX: insert the VLAN tag from `vlan_tci`.
+    pub const TX_VLAN: u64 = 1 << 57;
+    /// TX: the packet is IPv4.
+    pub const TX_IPV4: u64 = 1 << 55;
+    /// TX: the packet is IPv6.
+    pub const TX_IPV6: u64 = 1 << 56;
+    /// TX: compute the IPv4 header checksum.
+    pub const TX_IP_CKSUM: u64 = 1 << 54;
+    /// TX: compute the TCP checksum.
+    pub const TX_TCP_CKSUM: u64 = 1 << 52;
+    /// TX: compute the UDP checksum.
+    pub const TX_UDP_CKSUM: u64 = 3 << 52;
+    /// TX: TCP segmentation offload (`tso_segsz`).
+    pub const TX_TCP_SEG: u64 = 1 << 50;
+}
+
+/// Packet type bits in [`Mbuf::packet_type`] (layout after DPDK's RTE_PTYPE_*: L2 in bits 0-3, L3 4-7, L4 8-11).
+pub mod ptype {
+    /// Ethernet.
+    pub const L2_ETHER: u32 = 0x1;
+    /// IPv4 (any options).
+    pub const L3_IPV4: u32 = 0x10;
+    /// IPv6.
+    pub const L3_IPV6: u32 = 0x40;
+    /// TCP.
+    pub const L4_TCP: u32 = 0x100;
+    /// UDP.
+    pub const L4_UDP: u32 = 0x200;
+    /// ICMP.
+    pub const L4_ICMP: u32 = 0x500;
+    /// Mask of the L3 field.
+    pub const L3_MASK: u32 = 0xf0;
+    /// Mask of the L4 field.
+    pub const L4_MASK: u32 = 0xf00;
+}
+
+/// "Not received on any port".
+pub const NO_PORT: u16 = u16::MAX;
+
+pub(crate) const STATE_FREE: u32 = 0x46524545; // "FREE"
+pub(crate) const STATE_IN_USE: u32 = 0x55534544; // "USED"
+
+/// Metadata at the start of every pool element, 128 bytes (two cache lines) as in DPDK: the first line holds what
+/// RX and TX paths touch, the second the chain, the owner and rarely used fields.
+#[repr(C, align(64))]
+#[derive(Debug)]
+pub struct MbufHeader {
+    pub(crate) buf_addr: *mut u8,
+    pub(crate) buf_iova: u64,
+    pub(crate) data_off: u16,
+    pub(crate) nb_segs: u16,
+    pub(crate) port: u16,
+    pub(crate) buf_len: u16,
+    pub(crate) ol_flags: u64,
+    pub(crate) packet_type: u32,
+    pub(crate) pkt_len: u32,
+    pub(crate) data_len: u16,
+    pub(crate) vlan_tci: u16,
+    pub(crate) rss_hash: u32,
+    pub(crate) udata64: u64,
+    // second cache line
+    pub(crate) next: *mut MbufHeader,
+    pub(crate) pool: *const PoolInner,
+    pub(crate) index: u32,
+    pub(crate) state: u32,
+    pub(crate) tx_offload: u64,
+    pub(crate) timestamp: u64,
+    pub(crate) default_data_off: u16,
+    _reserved: [u8; 22],
+}
+
+const _: () = assert!(std::mem::size_of::<MbufHeader>() == 128);
+
+impl MbufHeader {
+    pub(crate) fn new(
+        buf_addr: *mut u8,
+        buf_iova: u64,
+        buf_len: u16,
+        headroom: u16,
+        pool: *const PoolInner,
+        index: u32,
+    ) -> Self {
+        MbufHeader {
+            buf_addr,
+            buf_iova,
+            data_off: headroom,
+            nb_segs: 1,
+            port: NO_PORT,
+            buf_len,
+            ol_flags: 0,
+            packet_type: 0,
+            pkt_len: 0,
+            data_len: 0,
+            vlan_tci: 0,
+            rss_hash: 0,
+            udata64: 0,
+            next: std::ptr::null_mut(),
+            pool,
+            index,
+            state: STATE_FREE,
+            tx_offload: 0,
+            timestamp: 0,
+            default_data_off: headroom,
+            _reserved: [0; 22],
+        }
+    }
+
+    /// Puts the per-packet fields back to their allocation state. Done on free, while the line is hot, so that
+    /// allocation does not have to touch the header at all.
+    #[inline(always)]
+    pub(crate) fn reset(&mut self) {
+        self.data_off = self.default_data_off;
+        self.nb_segs = 1;
+        self.port = NO_PORT;
+        self.ol_flags = 0;
+        self.packet_type = 0;
+        self.pkt_len = 0;
+        self.data_len = 0;
+        self.vlan_tci = 0;
+        self.rss_hash = 0;
+        self.next = std::ptr::null_mut();
+        self.tx_offload = 0;
+    }
+}
+
+/// One packet buffer (or the first segment of a chain), owned. Dropping it returns it (and its chain) to its pool.
+///
+/// The data lives in DMA memory; [`Mbuf::data_iova`] is the address a NIC uses for it.
+#[repr(transparent)]
+pub struct Mbuf {
+    hdr: NonNull<MbufHeader>,
+}
+
+// SAFETY: an Mbuf is the unique owner of its element (like a Box); the pool it returns to is thread-safe.
+unsafe impl Send for Mbuf {}
+// SAFETY: shared access only reads the element.
+unsafe impl Sync for Mbuf {}
+
+impl std::fmt::Debug for Mbuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mbuf")
+            .field("index", &self.hdr().index)
+            .field("data_len", &self.data_len())
+            .field("pkt_len", &self.pkt_len())
+            .field("nb_segs", &self.nb_segs())
+            .field("port", &self.port())
+            .finish()
+    }
+}
+
+/// One segment of a chain, as a NIC sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Segment<'a> {
+    /// The segment's data.
+    pub data: &'a [u8],
+    /// IOVA of the first data byte.
+    pub iova: u64,
+}
+
+impl Mbuf {
+    /// Takes ownership of a header pointer.
+    ///
+    /// # Safety
+    /// `hdr` must come from [`Mbuf::into_raw`] or a pool's raw allocation, and nothing else may own it.
+    #[inline(always)]
+    pub unsafe fn from_raw(hdr: NonNull<MbufHeader>) -> Mbuf {
+        Mbuf { hdr }
+    }
+
+    /// Gives up ownership without freeing (drivers park buffers in descriptor rings this way).
+    #[inline(always)]
+    pub fn into_raw(self) -> NonNull<MbufHeader> {
+        let hdr = self.hdr;
+        std::mem::forget(self);
+        hdr
+    }
+
+    #[inline(always)]
+    fn hdr(&self) -> &MbufHeader {
+        // SAFETY: we own the element; the header is initialised at pool creation.
+        unsafe { self.hdr.as_ref() }
+    }
+
+    #[inline(always)]
+    fn hdr_mut(&mut self) -> &mut MbufHeader {
+        // SAFETY: we own the element uniquely.
+        unsafe { self.hdr.as_mut() }
+    }
+
+    /// The packet data of this segment.
+    #[inline(always)]
+    pub fn data(&self) -> &[u8] {
+        let h = self.hdr();
+        // SAFETY: data_off + data_len <= buf_len is kept by every setter; the buffer is ours.
+        unsafe { std::slice::from_raw_parts(h.buf_addr.add(h.data_off as usize), h.data_len as usize) }
+    }
+
+    /// The packet data of this segment, writable.
+    #[inline(always)]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        let h = self.hdr();
+        // SAFETY: as in `data`, and we own the buffer uniquely.
+        unsafe { std::slice::from_raw_parts_mut(h.buf_addr.add(h.data_off as usize), h.data_len as usize) }
+    }
+
+    /// The whole buffer after the data start, up to the end of the data room (for writing a frame before setting
+    /// its length).
+    #[inline(always)]
+    pub fn data_room_mut(&mut self) -> &mut [u8] {
+        let h = self.hdr();
+        // SAFETY: data_off <= buf_len; the buffer is ours.
+        unsafe {
+            std::slice::from_raw_parts_mut(h.buf_addr.add(h.data_off as usize), (h.buf_len - h.data_off) as usize)
+        }
+    }
+
+    /// Bytes of this segment.
+    #[inline(always)]
+    pub fn data_len(&self) -> u16 {
+        self.hdr().data_len
+    }
+
+    /// Bytes of the whole packet (all segments).
+    #[inline(always)]
+    pub fn pkt_len(&self) -> u32 {
+        self.hdr().pkt_len
+    }
+
+    /// Sets the length of a single-segment packet (data and packet length). Returns false, changing nothing, when
+    /// `len` does not fit in the buffer after the data start.
+    #[inline(always)]
+    pub fn set_len(&mut self, len: u16) -> bool {
+        let h = self.hdr_mut();
+        if len > h.buf_len - h.data_off {
+            return false;
+        }
+        let delta = len as i64 - h.data_len as i64;
+        h.data_len = len;
+        h.pkt_len = (h.pkt_len as i64 + delta) as u32;
+        true
+    }
+
+    /// Sets this segment's data length alone (drivers building a chain set `pkt_len` on the head).
+    #[inline(always)]
+    pub fn set_data_len(&mut self, len: u16) -> bool {
+        let h = self.hdr_mut();
+        if len > h.buf_len - h.data_off {
+            return false;
+        }
+        h.data_len = len;
+        true
+    }
+
+    /// Sets the total packet length kept in the first segment.
+    #[inline(always)]
+    pub fn set_pkt_len(&mut self, len: u32) {
+        self.hdr_mut().pkt_len = len;
+    }
+
+    /// Free bytes before the data.
+    #[inline(always)]
+    pub fn headroom(&self) -> u16 {
+        self.hdr().data_off
+    }
+
+    /// Free bytes after the data of this segment.
+    #[inline(always)]
+    pub fn tailroom(&self) -> u16 {
+        let h = self.hdr();
+        h.buf_len - h.data_off - h.data_len
+    }
+
+    /// Size of the whole buffer (headroom + data room).
+    #[inline(always)]
+    pub fn buf_len(&self) -> u16 {
+        self.hdr().buf_len
+    }
+
+    /// Grows the data at the end by `len` bytes and returns them, or `None` without tailroom.
+    pub fn append(&mut self, len: u16) -> Option<&mut [u8]> {
+        if len > self.tailroom() {
+            return None;
+        }
+        let h = self.hdr_mut();
+        let start = h.data_off as usize + h.data_len as usize;
+        h.data_len += len;
+        h.pkt_len += len as u32;
+        // SAFETY: start + len <= buf_len (checked against tailroom); the buffer is ours.
+        Some(unsafe { std::slice::from_raw_parts_mut(h.buf_addr.add(start), len as usize) })
+    }
+
+    /// Grows the data at the front by `len` bytes (into the headroom) and returns them, or `None` without room.
+    pub fn prepend(&mut self, len: u16) -> Option<&mut [u8]> {
+        let h = self.hdr_mut();
+        if len > h.data_off {
+            return None;
+        }
+        h.data_off -= len;
+        h.data_len += len;
+        h.pkt_len += len as u32;
+        // SAFETY: the new data_off is inside the buffer; the buffer is ours.
+        Some(unsafe { std::slice::from_raw_parts_mut(h.buf_addr.add(h.data_off as usize), len as usize) })
+    }
+
+    /// Removes `len` bytes from the front; false if the segment is shorter.
+    pub fn adj(&mut self, len: u16) -> bool {
+        let h = self.hdr_mut();
+        if len > h.data_len {
+            return false;
+        }
+        h.data_off += len;
+        h.data_len -= len;
+        h.pkt_len -= len as u32;
+        true
+    }
+
+    /// Removes `len` bytes from the end of this segment; false if it is shorter.
+    pub fn trim(&mut self, len: u16) -> bool {
+        let h = self.hdr_mut();
+        if len > h.data_len {
+            return false;
+        }
+        h.data_len -= len;
+        h.pkt_len -= len as u32;
+        true
+    }
+
+    /// Resets the data start to `offset` bytes into the buffer with no data (drivers posting RX buffers).
+    pub fn reset_data(&mut self, offset: u16) -> bool {
+        let h = self.hdr_mut();
+        if offset > h.buf_len {
+            return false;
+        }
+        h.data_off = offset;
+        h.data_len = 0;
+        h.pkt_len = 0;
+        true
+    }
+
+    /// IOVA of the first data byte: what a NIC descriptor points at.
+    #[inline(always)]
+    pub fn data_iova(&self) -> u64 {
+        let h = self.hdr();
+        h.buf_iova + h.data_off as u64
+    }
+
+    /// IOVA of the start of the buffer (headroom included).
+    #[inline(always)]
+    pub fn buf_iova(&self) -> u64 {
+        self.hdr().buf_iova
+    }
+
+    /// Port the packet arrived on ([`NO_PORT`] if none).
+    #[inline(always)]
+    pub fn port(&self) -> u16 {
+        self.hdr().port
+    }
+
+    /// Records the input port.
+    #[inline(always)]
+    pub fn set_port(&mut self, port: u16) {
+        self.hdr_mut().port = port;
+    }
+
+    /// Offload flags ([`ol_flags`]).
+    #[inline(always)]
+    pub fn ol_flags(&self) -> u64 {
+        self.hdr().ol_flags
+    }
+
+    /// Sets the offload flags.
+    #[inline(always)]
+    pub fn set_ol_flags(&mut self, flags: u64) {
+        self.hdr_mut().ol_flags = flags;
+    }
+
+    /// Packet type ([`ptype`]).
+    #[inline(always)]
+    pub fn packet_type(&self) -> u32 {
+        self.hdr().packet_type
+    }
+
+    /// Sets the packet type.
+    #[inline(always)]
+    pub fn set_packet_type(&mut self, ptype: u32) {
+        self.hdr_mut().packet_type = ptype;
+    }
+
+    /// RSS hash (valid with [`ol_flags::RX_RSS_HASH`]).
+    #[inline(always)]
+    pub fn rss_hash(&self) -> u32 {
+        self.hdr().rss_hash
+    }
+
+    /// Sets the RSS hash.
+    #[inline(always)]
+    pub fn set_rss_hash(&mut self, hash: u32) {
+        self.hdr_mut().rss_hash = hash;
+    }
+
+    /// VLAN TCI (stripped on RX, or to insert on TX).
+    #[inline(always)]
+    pub fn vlan_tci(&self) -> u16 {
+        self.hdr().vlan_tci
+    }
+
+    /// Sets the VLAN TCI.
+    #[inline(always)]
+    pub fn set_vlan_tci(&mut self, tci: u16) {
+        self.hdr_mut().vlan_tci = tci;
+    }
+
+    /// TX offload lengths: L2, L3 and L4 header lengths and the TSO segment size.
+    #[inline(always)]
+    pub fn tx_offload(&self) -> TxOffload {
+        TxOffload::from_bits(self.hdr().tx_offload)
+    }
+
+    /// Sets the TX offload lengths.
+    #[inline(always)]
+    pub fn set_tx_offload(&mut self, offload: TxOffload) {
+        self.hdr_mut().tx_offload = offload.to_bits();
+    }
+
+    /// A free 64-bit field for applications.
+    #[inline(always)]
+    pub fn user_data(&self) -> u64 {
+        self.hdr().udata64
+    }
+
+    /// Sets the application field.
+    #[inline(always)]
+    pub fn set_user_data(&mut self, value: u64) {
+        self.hdr_mut().udata64 = value;
+    }
+
+    /// Receive timestamp, if a driver set one.
+    #[inline(always)]
+    pub fn timestamp(&self) -> u64 {
+        self.hdr().timestamp
+    }
+
+    /// Sets the timestamp.
+    #[inline(always)]
+    pub fn set_timestamp(&mut self, ts: u64) {
+        self.hdr_mut().timestamp = ts;
+    }
+
+    /// Number of segments in the chain.
+    #[inline(always)]
+    pub fn nb_segs(&self) -> u16 {
+        self.hdr().nb_segs
+    }
+
+    /// Index of this buffer in its pool (stable for the pool's life; handy for debugging and tests).
+    pub fn pool_index(&self) -> u32 {
+        self.hdr().index
+    }
+
+    /// Appends `tail` (and its chain) after the last segment; packet length and segment count grow.
+    pub fn chain(&mut self, tail: Mbuf) {
+        let tail_len = tail.pkt_len();
+        let tail_segs = tail.nb_segs();
+        let tail = tail.into_raw();
+        let mut last = self.hdr;
+        // SAFETY: we own every segment of our chain; walking `next` stays inside it.
+        unsafe {
+            while !last.as_ref().next.is_null() {
+                last = NonNull::new_unchecked(last.as_ref().next);
+            }
+            last.as_mut().next = tail.as_ptr();
+        }
+        let h = self.hdr_mut();
+        h.pkt_len += tail_len;
+        h.nb_segs += tail_segs;
+    }
+
+    /// Detaches everything after the first segment, returning it as its own packet; this segment's packet length
+    /// becomes its data length.
+    pub fn split_first(&mut self) -> Option<Mbuf> {
+        let h = self.hdr_mut();
+        let next = NonNull::new(h.next)?;
+        h.next = std::ptr::null_mut();
+        let rest_len = h.pkt_len - h.data_len as u32;
+        let rest_segs = h.nb_segs - 1;
+        h.pkt_len = h.data_len as u32;
+        h.nb_segs = 1;
+        // SAFETY: `next` was owned through our chain and is now detached: we hand its ownership on.
+        let mut rest = unsafe { Mbuf::from_raw(next) };
+        rest.hdr_mut().pkt_len = rest_len;
+        rest.hdr_mut().nb_segs = rest_segs;
+        Some(rest)
+    }
+
+    /// The segments of the chain, first to last.
+    pub fn segments(&self) -> impl Iterator<Item = Segment<'_>> + '_ {
+        let mut cur = self.hdr.as_ptr().cast_const();
+        std::iter::from_fn(move || {
+            if cur.is_null() {
+                return None;
+            }
+            // SAFETY: every segment in our chain is owned by us and initialised.
+            let h = unsafe { &*cur };
+            cur = h.next;
+            // SAFETY: data_off + data_len <= buf_len for every segment.
+            let data = unsafe { std::slice::from_raw_parts(h.buf_addr.add(h.data_off as usize), h.data_len as usize) };
+            Some(Segment { data, iova: h.buf_iova + h.data_off as u64 })
+        })
+    }
+
+    /// Copies the whole packet (all segments) into `out`, returning the bytes written (at most `out.len()`).
+    pub fn copy_to(&self, out: &mut [u8]) -> usize {
+        let mut written = 0;
+        for seg in self.segments() {
+            let n = seg.data.len().min(out.len() - written);
+            out[written..written + n].copy_from_slice(&seg.data[..n]);
+            written += n;
+            if written == out.len() {
+                break;
+            }
+        }
+        written
+    }
+}
+
+impl Drop for Mbuf {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: we own the chain; it goes back to its pool exactly once.
+        unsafe { crate::pool::free_chain(self.hdr) };
+    }
+}
+
+/// Header lengths for TX offloads, packed into one word like DPDK's `tx_offload`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TxOffload {
+    /// L2 header length (7 bits).
+    pub l2_len: u8,
+    /// L3 header length (9 bits).
+    pub l3_len: u16,
+    /// L4 header length (8 bits).
+    pub l4_len: u8,
+    /// TSO segment size (16 bits).
+    pub tso_segsz: u16,
+}
+
+impl TxOffload {
+    fn to_bits(self) -> u64 {
+        (self.l2_len as u64 & 0x7f)
+            | ((self.l3_len as u64 & 0x1ff) << 7)
+            | ((self.l4_len as u64) << 16)
+            | ((self.tso_segsz as u64) << 24)
+    }
+
+    fn from_bits(bits: u64) -> Self {
+        TxOffload {
+            l2_len: (bits & 0x7f) as u8,
+            l3_len: ((bits >> 7) & 0x1ff) as u16,
+            l4_len: (bits >> 16) as u8,
+            tso_segsz: (bits >> 24) as u16,
+        }
+    }
+}

@@ -1,0 +1,525 @@
+//! The pool: element layout in DMA memory, the shared ring, per-lcore caches, and the pool's lifetime.
+
+use std::cell::UnsafeCell;
+use std::collections::HashMap;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use hugepage::{Allocator, DmaMemory, IovaMode};
+
+use crate::lcore::{self, MAX_LCORES};
+use crate::mbuf::{MbufHeader, STATE_FREE, STATE_IN_USE};
+use crate::ring::Ring;
+use crate::{Error, Mbuf, Result};
+
+/// The largest per-lcore cache (as DPDK's RTE_MEMPOOL_CACHE_MAX_SIZE).
+pub const MAX_CACHE_SIZE: u32 = 512;
+/// Default headroom before packet data (RTE_PKTMBUF_HEADROOM).
+pub const DEFAULT_HEADROOM: u16 = 128;
+/// Default data room after the headroom.
+pub const DEFAULT_DATA_ROOM: u16 = 2048;
+/// Largest bulk request served through the cache; larger ones go to the ring directly.
+const MAX_CACHED_BULK: usize = 512;
+
+/// How to build a pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// Number of buffers.
+    pub size: u32,
+    /// Buffers kept per lcore in front of the shared ring (0 disables caches). At most [`MAX_CACHE_SIZE`].
+    pub cache_size: u32,
+    /// Bytes before the data start, for headers a path prepends.
+    pub headroom: u16,
+    /// Bytes for packet data after the headroom.
+    pub data_room: u16,
+    /// Check every free for double frees and foreign pointers (always on in debug builds).
+    pub debug: bool,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            size: 8191,
+            cache_size: 256,
+            headroom: DEFAULT_HEADROOM,
+            data_room: DEFAULT_DATA_ROOM,
+            debug: false,
+        }
+    }
+}
+
+impl PoolConfig {
+    /// `size` buffers, other settings default.
+    pub fn with_size(size: u32) -> Self {
+        PoolConfig { size, ..Default::default() }
+    }
+}
+
+/// One lcore's stack of free buffers; touched only by the thread that holds that lcore id.
+#[repr(align(128))]
+struct LocalCache {
+    len: AtomicUsize,
+    objs: UnsafeCell<Vec<NonNull<MbufHeader>>>,
+}
+
+pub(crate) struct PoolInner {
+    name: String,
+    size: u32,
+    cache_size: usize,
+    flush_threshold: usize,
+    headroom: u16,
+    data_room: u16,
+    elt_size: usize,
+    debug: bool,
+    ring: Ring<NonNull<MbufHeader>>,
+    caches: Box<[LocalCache]>,
+    memory: DmaMemory,
+}
+
+// SAFETY: the ring is thread-safe; each LocalCache is only touched by its lcore's thread (lcore ids are exclusive,
+// see `lcore`); the DMA memory holds elements that are owned one at a time through Mbufs or the free structures.
+unsafe impl Send for PoolInner {}
+// SAFETY: as above.
+unsafe impl Sync for PoolInner {}
+
+impl PoolInner {
+    #[inline(always)]
+    fn cache(&self) -> Option<&LocalCache> {
+        if self.cache_size == 0 {
+            return None;
+        }
+        lcore::current().map(|id| &self.caches[id as usize])
+    }
+
+    /// Takes exactly `out.len()` free elements, or none.
+    #[inline]
+    fn get_bulk(&self, out: &mut [NonNull<MbufHeader>]) -> bool {
+        let n = out.len();
+        let Some(cache) = self.cache().filter(|_| n <= MAX_CACHED_BULK) else {
+            return self.ring.dequeue_bulk(out);
+        };
+        // SAFETY: only this thread (holder of the lcore id) touches this cache.
+        let objs = unsafe { &mut *cache.objs.get() };
+        if objs.capacity() == 0 {
+            objs.reserve_exact(self.flush_threshold + MAX_CACHED_BULK);
+        }
+        let mut len = cache.len.load(Ordering::Relaxed);
+        if len < n {
+            // Refill to cache_size beyond this request, taking what the ring has.
+            let want = self.cache_size + n - len;
+            // SAFETY: capacity >= flush_threshold + MAX_CACHED_BULK >= cache_size + n; elements past `len` are
+            // written by the ring before being read.
+            unsafe { objs.set_len(len + want) };
+            let got = self.ring.dequeue_burst(&mut objs[len..len + want]);
+            len += got;
+            // SAFETY: the first `len` entries are initialised.
+            unsafe { objs.set_len(len) };
+            cache.len.store(len, Ordering::Relaxed);
+            if len < n {
+                return false;
+            }
+        }
+        out.copy_from_slice(&objs[len - n..len]);
+        // SAFETY: shrinking.
+        unsafe { objs.set_len(len - n) };
+        cache.len.store(len - n, Ordering::Relaxed);
+        true
+    }
+
+    /// Returns free elements (already reset).
+    #[inline]
+    fn put_bulk(&self, objs_in: &[NonNull<MbufHeader>]) {
+        let n = objs_in.len();
+        let Some(cache) = self.cache().filter(|_| n <= MAX_CACHED_BULK) else {
+            let ok = self.ring.enqueue_bulk(objs_in);
+            debug_assert!(ok, "mempool ring overflow: more buffers freed than the pool holds");
+            return;
+        };
+        // SAFETY: only this thread touches this cache.
+        let objs = unsafe { &mut *cache.objs.get() };
+        if objs.capacity() == 0 {
+            objs.reserve_exact(self.flush_threshold + MAX_CACHED_BULK);
+        }
+        objs.extend_from_slice(objs_in);
+        let len = objs.len();
+        if len >= self.flush_threshold {
+            let ok = self.ring.enqueue_bulk(&objs[self.cache_size..len]);
+            debug_assert!(ok, "mempool ring overflow");
+            objs.truncate(self.cache_size);
+        }
+        cache.len.store(objs.len(), Ordering::Relaxed);
+    }
+
+    fn available(&self) -> usize {
+        self.ring.len() + self.caches.iter().map(|c| c.len.load(Ordering::Relaxed)).sum::<usize>()
+    }
+
+    #[inline(always)]
+    fn checks(&self) -> bool {
+        cfg!(debug_assertions) || self.debug
+    }
+
+    fn element_header(&self, index: u32) -> NonNull<MbufHeader> {
+        let offset = element_offset(index as usize, self.elt_size, &self.memory);
+        // SAFETY: offset is inside the memory (computed at creation for every index < size).
+        unsafe { NonNull::new_unchecked(self.memory.as_ptr().add(offset).cast()) }
+    }
+}
+
+/// Where element `index` starts: packed back to back, except that in PA mode an element never crosses a page
+/// boundary (its IOVA range must be contiguous).
+fn element_offset(index: usize, elt_size: usize, memory: &DmaMemory) -> usize {
+    if memory.iova_mode() == IovaMode::Pa {
+        let page = memory.page_size().bytes();
+        let per_page = page / elt_size;
+        (index / per_page) * page + (index % per_page) * elt_size
+    } else {
+        index * elt_size
+    }
+}
+
+fn registry() -> &'static Mutex<HashMap<String, Weak<PoolHandle>>> {
+    static REGISTRY: OnceLock<Mutex<HashMap<String, Weak<PoolHandle>>>> = OnceLock::new();
+    REGISTRY.get_or_init(Default::default)
+}
+
+/// Owns the pool's memory; frees it when the last [`Mempool`] goes, if every buffer is back by then.
+struct PoolHandle {
+    inner: NonNull<PoolInner>,
+}
+
+// SAFETY: PoolInner is Send + Sync; the handle only shares it.
+unsafe impl Send for PoolHandle {}
+// SAFETY: as above.
+unsafe impl Sync for PoolHandle {}
+
+impl Drop for PoolHandle {
+    fn drop(&mut self) {
+        // SAFETY: inner stays valid until we free it below.
+        let inner = unsafe { self.inner.as_ref() };
+        if let Ok(mut reg) = registry().lock() {
+            if reg.get(&inner.name).is_some_and(|w| w.strong_count() == 0) {
+                reg.remove(&inner.name);
+            }
+        }
+        let available = inner.available();
+        if available == inner.size as usize {
+            // SAFETY: no Mbuf and no other handle refers to the pool: every element is in the ring or a cache.
+            drop(unsafe { Box::from_raw(self.inner.as_ptr()) });
+        } else {
+            // Buffers still out point at this memory: keep it (a leak, never a dangling pointer).
+            eprintln!(
+                "mempool {}: dropped with {} of {} buffers still in use; its memory is kept",
+                inner.name,
+                inner.size as usize - available,
+                inner.size
+            );
+        }
+    }
+}
+
+/// A named pool of packet buffers in DMA memory. Cheap to clone (shared handle).
+#[derive(Clone)]
+pub struct Mempool {
+    handle: Arc<PoolHandle>,
+}
+
+impl std::fmt::Debug for Mempool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mempool")
+            .field("name", &self.name())
+            .field("size", &self.size())
+            .field("available", &self.available())
+            .finish()
+    }
+}
+
+impl Mempool {
+    /// Creates a pool named `name` (unique while it lives) with memory from `allocator`.
+    pub fn new(name: &str, config: &PoolConfig, allocator: &Allocator) -> Result<Mempool> {
+        if config.size == 0 {
+            return Err(Error::InvalidConfig(format!("mempool {name}: size must be at least 1")));
+        }
+        if config.cache_size > MAX_CACHE_SIZE {
+            return Err(Error::InvalidConfig(format!(
+                "mempool {name}: cache size {} is over the maximum {MAX_CACHE_SIZE}",
+                config.cache_size
+            )));
+        }
+        let buf_len = config.headroom as usize + config.data_room as usize;
+        if buf_len > u16::MAX as usize {
+            return Err(Error::InvalidConfig(format!(
+                "mempool {name}: headroom {} + data room {} exceeds 65535 bytes",
+                config.headroom, config.data_room
+            )));
+        }
+        let elt_size = (std::mem::size_of::<MbufHeader>() + buf_len).next_multiple_of(64);
+        let page = allocator.config().page_size.bytes();
+        let bytes = if allocator.config().iova_mode == IovaMode::Pa {
+            if elt_size > page {
+                return Err(Error::InvalidConfig(format!(
+                    "mempool {name}: {elt_size}-byte elements do not fit in a page in PA mode"
+                )));
+            }
+            (config.size as usize).div_ceil(page / elt_size) * page
+        } else {
+            config.size as usize * elt_size
+        };
+
+        let mut reg = registry().lock().map_err(|_| Error::InvalidConfig("mempool registry poisoned".into()))?;
+        if reg.get(name).is_some_and(|w| w.strong_count() > 0) {
+            return Err(Error::NameExists(name.to_string()));
+        }
+        let memory = allocator.allocate(bytes).map_err(|source| Error::Memory { pool: name.to_string(), source })?;
+        // DPDK's rule: with a cache of C the flush threshold is 1.5 C; a cache larger than what the pool can spread
+        // over the lcores would strand buffers, so keep it below size / 1.5 as well.
+        let cache_size = (config.cache_size as usize).min((config.size as usize * 2 / 3).max(1));
+        let cache_size = if config.cache_size == 0 { 0 } else { cache_size };
+        let inner = Box::new(PoolInner {
+            name: name.to_string(),
+            size: config.size,
+            cache_size,
+            flush_threshold: cache_size + cache_size / 2,
+            headroom: config.headroom,
+            data_room: config.data_room,
+            elt_size,
+            debug: config.debug,
+            ring: Ring::new(config.size as usize),
+            caches: (0..MAX_LCORES)
+                .map(|_| LocalCache { len: AtomicUsize::new(0), objs: UnsafeCell::new(Vec::new()) })
+                .collect(),
+            memory,
+        });
+        let inner = NonNull::from(Box::leak(inner));
+        // SAFETY: freshly leaked, valid; nothing else sees it yet.
+        let pool = unsafe { inner.as_ref() };
+        let mut headers = Vec::with_capacity(config.size as usize);
+        for index in 0..config.size {
+            let hdr = pool.element_header(index);
+            // SAFETY: the element lies inside our memory; the buffer follows the 128-byte header.
+            let buf_addr = unsafe { hdr.as_ptr().cast::<u8>().add(std::mem::size_of::<MbufHeader>()) };
+            let buf_iova = pool.memory.iova_of(buf_addr).expect("element inside pool memory");
+            // SAFETY: the element is ours and aligned to 64 (elt_size and the page are multiples of 64).
+            unsafe {
+                hdr.as_ptr().write(MbufHeader::new(
+                    buf_addr,
+                    buf_iova,
+                    buf_len as u16,
+                    config.headroom,
+                    inner.as_ptr(),
+                    index,
+                ))
+            };
+            headers.push(hdr);
+        }
+        let ok = pool.ring.enqueue_bulk(&headers);
+        debug_assert!(ok);
+        let handle = Arc::new(PoolHandle { inner });
+        reg.insert(name.to_string(), Arc::downgrade(&handle));
+        Ok(Mempool { handle })
+    }
+
+    /// The live pool called `name`, if any.
+    pub fn lookup(name: &str) -> Option<Mempool> {
+        let reg = registry().lock().ok()?;
+        reg.get(name)?.upgrade().map(|handle| Mempool { handle })
+    }
+
+    #[inline(always)]
+    fn inner(&self) -> &PoolInner {
+        // SAFETY: the handle keeps the pool alive.
+        unsafe { self.handle.inner.as_ref() }
+    }
+
+    /// The pool's name.
+    pub fn name(&self) -> &str {
+        &self.inner().name
+    }
+
+    /// Number of buffers.
+    pub fn size(&self) -> u32 {
+        self.inner().size
+    }
+
+    /// Buffers free (in the ring or any lcore cache); a snapshot under concurrency.
+    pub fn available(&self) -> usize {
+        self.inner().available()
+    }
+
+    /// Buffers handed out.
+    pub fn in_use(&self) -> usize {
+        self.size() as usize - self.available()
+    }
+
+    /// True when every buffer is back.
+    pub fn is_full(&self) -> bool {
+        self.available() == self.size() as usize
+    }
+
+    /// Per-lcore cache size in force (may be lower than asked, see [`PoolConfig::cache_size`]).
+    pub fn cache_size(&self) -> usize {
+        self.inner().cache_size
+    }
+
+    /// Headroom of each buffer.
+    pub fn headroom(&self) -> u16 {
+        self.inner().headroom
+    }
+
+    /// Data room of each buffer (after the headroom).
+    pub fn data_room(&self) -> u16 {
+        self.inner().data_room
+    }
+
+    /// Bytes each element takes in memory (header, headroom, data room).
+    pub fn element_size(&self) -> usize {
+        self.inner().elt_size
+    }
+
+    /// The DMA memory behind the pool (for IOVA checks and VFIO mapping).
+    pub fn memory(&self) -> &DmaMemory {
+        &self.inner().memory
+    }
+
+    /// One buffer, or `None` when the pool is empty.
+    #[inline]
+    pub fn alloc(&self) -> Option<Mbuf> {
+        let mut one = [NonNull::dangling()];
+        // SAFETY: ownership of the taken element moves into the Mbuf.
+        unsafe { self.get_raw(&mut one).then(|| self.adopt(one[0])) }
+    }
+
+    /// Fills every slot of `out` with a fresh buffer, or changes nothing and returns false when the pool cannot
+    /// supply them all. Slots that already held a buffer free it first.
+    #[inline]
+    pub fn alloc_bulk(&self, out: &mut [Option<Mbuf>]) -> bool {
+        let mut raw = [NonNull::<MbufHeader>::dangling(); MAX_CACHED_BULK];
+        for chunk in out.chunks_mut(MAX_CACHED_BULK) {
+            let raw = &mut raw[..chunk.len()];
+            // SAFETY: the taken elements are adopted into Mbufs right below.
+            if !unsafe { self.get_raw(raw) } {
+                return false;
+            }
+            for (slot, hdr) in chunk.iter_mut().zip(raw.iter()) {
+                // SAFETY: each element was just taken from the pool and is owned by nobody else.
+                *slot = Some(unsafe { self.adopt(*hdr) });
+            }
+        }
+        true
+    }
+
+    /// Wraps a raw element taken with [`Mempool::get_raw`] into an Mbuf (checking it in debug mode).
+    ///
+    /// # Safety
+    /// `hdr` was taken from this pool and is owned by nobody else.
+    #[inline(always)]
+    pub unsafe fn adopt_raw(&self, hdr: NonNull<MbufHeader>) -> Mbuf {
+        // SAFETY: forwarded contract.
+        unsafe { self.adopt(hdr) }
+    }
+
+    #[inline(always)]
+    unsafe fn adopt(&self, hdr: NonNull<MbufHeader>) -> Mbuf {
+        if self.inner().checks() {
+            // SAFETY: the caller took `hdr` from this pool; we own it now.
+            let h = unsafe { &mut *hdr.as_ptr() };
+            assert_eq!(h.state, STATE_FREE, "mempool {}: buffer {} handed out twice", self.name(), h.index);
+            h.state = STATE_IN_USE;
+        }
+        // SAFETY: the caller guarantees unique ownership.
+        unsafe { Mbuf::from_raw(hdr) }
+    }
+
+    /// Takes exactly `out.len()` raw elements (reset, ready to use), or none. For benchmarks and drivers that
+    /// manage ownership themselves.
+    ///
+    /// # Safety
+    /// Each element returned must be given back exactly once, through [`Mempool::put_raw`] or by wrapping it with
+    /// [`Mbuf::from_raw`] and dropping that.
+    #[inline]
+    pub unsafe fn get_raw(&self, out: &mut [NonNull<MbufHeader>]) -> bool {
+        self.inner().get_bulk(out)
+    }
+
+    /// Gives back raw elements taken with [`Mempool::get_raw`], unchanged since (no reset is done).
+    ///
+    /// # Safety
+    /// Each element must come from this pool, be owned by the caller and not be used afterwards.
+    #[inline]
+    pub unsafe fn put_raw(&self, objs: &[NonNull<MbufHeader>]) {
+        self.inner().put_bulk(objs)
+    }
+}
+
+/// Returns one segment chain to its pools (segments may come from different pools).
+///
+/// # Safety
+/// The caller owns the whole chain starting at `hdr`, and nothing uses it afterwards.
+#[inline]
+pub(crate) unsafe fn free_chain(hdr: NonNull<MbufHeader>) {
+    let mut cur = hdr.as_ptr();
+    while !cur.is_null() {
+        // SAFETY: owned by the caller; initialised at pool creation.
+        let h = unsafe { &mut *cur };
+        let next = h.next;
+        // SAFETY: every element points at its live pool (a pool with elements out is never freed).
+        let pool = unsafe { &*h.pool };
+        release_header(pool, h);
+        // SAFETY: cur is non-null.
+        pool.put_bulk(&[unsafe { NonNull::new_unchecked(cur) }]);
+        cur = next;
+    }
+}
+
+#[inline(always)]
+fn release_header(pool: &PoolInner, h: &mut MbufHeader) {
+    if pool.checks() {
+        assert_eq!(h.state, STATE_IN_USE, "mempool {}: double free of buffer {}", pool.name, h.index);
+        h.state = STATE_FREE;
+    }
+    h.reset();
+}
+
+/// Frees many single-or-chained packets, grouping runs from the same pool into one bulk put.
+///
+/// # Safety
+/// The caller owns every chain in `hdrs` and uses none of them afterwards.
+#[inline]
+pub(crate) unsafe fn free_bulk(hdrs: &[NonNull<MbufHeader>]) {
+    let mut run_start = 0;
+    let mut run_pool: *const PoolInner = std::ptr::null();
+    let mut i = 0;
+    while i < hdrs.len() {
+        // SAFETY: owned by the caller.
+        let h = unsafe { &mut *hdrs[i].as_ptr() };
+        if !h.next.is_null() {
+            // A chain: flush the run so far, free the chain on its own, and start again after it.
+            if run_start < i {
+                // SAFETY: the run's elements are reset and all from `run_pool`.
+                unsafe { (*run_pool).put_bulk(&hdrs[run_start..i]) };
+            }
+            // SAFETY: owned by the caller.
+            unsafe { free_chain(hdrs[i]) };
+            i += 1;
+            run_start = i;
+            run_pool = std::ptr::null();
+            continue;
+        }
+        if h.pool != run_pool {
+            if run_start < i {
+                // SAFETY: as above.
+                unsafe { (*run_pool).put_bulk(&hdrs[run_start..i]) };
+            }
+            run_start = i;
+            run_pool = h.pool;
+        }
+        // SAFETY: the element's pool is alive while it has elements out.
+        release_header(unsafe { &*h.pool }, h);
+        i += 1;
+    }
+    if run_start < hdrs.len() {
+        // SAFETY: as above.
+        unsafe { (*run_pool).put_bulk(&hdrs[run_start..]) };
+    }
+}

@@ -1,0 +1,392 @@
+//! The control plane of a port: [`EthDev`], and the data plane queue traits.
+
+use std::fmt;
+use std::str::FromStr;
+
+use mempool::{Mempool, PacketBatch};
+
+use crate::stats::{PortStats, XStat};
+use crate::Result;
+
+/// An Ethernet MAC address.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MacAddr(pub [u8; 6]);
+
+impl MacAddr {
+    /// ff:ff:ff:ff:ff:ff.
+    pub const BROADCAST: MacAddr = MacAddr([0xff; 6]);
+    /// 00:00:00:00:00:00.
+    pub const ZERO: MacAddr = MacAddr([0; 6]);
+
+    /// The octets.
+    pub fn octets(&self) -> [u8; 6] {
+        self.0
+    }
+
+    /// Group (multicast or broadcast) bit set.
+    pub fn is_multicast(&self) -> bool {
+        self.0[0] & 1 != 0
+    }
+
+    /// Locally administered bit set.
+    pub fn is_local(&self) -> bool {
+        self.0[0] & 2 != 0
+    }
+
+    /// A locally administered unicast address derived from `seed`, stable across runs (software ports).
+    pub fn local_from(seed: u32) -> MacAddr {
+        let b = seed.to_be_bytes();
+        MacAddr([0x02, 0x70, b[0], b[1], b[2], b[3]])
+    }
+}
+
+impl fmt::Display for MacAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.0;
+        write!(f, "{:02X}:{:02X}:{:02X}:{:02X}:{:02X}:{:02X}", m[0], m[1], m[2], m[3], m[4], m[5])
+    }
+}
+
+impl fmt::Debug for MacAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Why a MAC address did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a MAC address (expected six hex octets like 02:00:00:00:00:01)")]
+pub struct MacParseError(pub String);
+
+impl FromStr for MacAddr {
+    type Err = MacParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let parts: Vec<&str> = s.trim().split([':', '-']).collect();
+        if parts.len() != 6 {
+            return Err(MacParseError(s.to_string()));
+        }
+        let mut out = [0u8; 6];
+        for (o, p) in out.iter_mut().zip(parts) {
+            if p.is_empty() || p.len() > 2 {
+                return Err(MacParseError(s.to_string()));
+            }
+            *o = u8::from_str_radix(p, 16).map_err(|_| MacParseError(s.to_string()))?;
+        }
+        Ok(MacAddr(out))
+    }
+}
+
+/// Link state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LinkStatus {
+    /// Carrier present.
+    pub up: bool,
+    /// Speed in Mb/s (0 when down or unknown).
+    pub speed_mbps: u32,
+    /// Full duplex.
+    pub full_duplex: bool,
+    /// Speed was auto-negotiated.
+    pub autoneg: bool,
+}
+
+impl LinkStatus {
+    /// An up, full-duplex link at `speed_mbps`.
+    pub fn up(speed_mbps: u32) -> Self {
+        LinkStatus { up: true, speed_mbps, full_duplex: true, autoneg: false }
+    }
+}
+
+/// Which packet fields RSS hashes (after DPDK's RTE_ETH_RSS_*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RssHashFunctions(pub u32);
+
+impl RssHashFunctions {
+    /// IPv4 addresses.
+    pub const IPV4: u32 = 1 << 0;
+    /// IPv4 addresses and TCP ports.
+    pub const IPV4_TCP: u32 = 1 << 1;
+    /// IPv4 addresses and UDP ports.
+    pub const IPV4_UDP: u32 = 1 << 2;
+    /// IPv6 addresses.
+    pub const IPV6: u32 = 1 << 3;
+    /// IPv6 addresses and TCP ports.
+    pub const IPV6_TCP: u32 = 1 << 4;
+    /// IPv6 addresses and UDP ports.
+    pub const IPV6_UDP: u32 = 1 << 5;
+    /// testpmd's `--rss-ip`.
+    pub const IP: RssHashFunctions = RssHashFunctions(Self::IPV4 | Self::IPV6);
+    /// testpmd's `--rss-udp`.
+    pub const UDP: RssHashFunctions = RssHashFunctions(Self::IPV4_UDP | Self::IPV6_UDP);
+    /// IP and TCP/UDP.
+    pub const ALL: RssHashFunctions = RssHashFunctions(0x3f);
+
+    /// True when any of `bits` is set.
+    pub fn contains(&self, bits: u32) -> bool {
+        self.0 & bits != 0
+    }
+}
+
+/// RSS settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RssConfig {
+    /// Toeplitz key; `None` keeps the driver's default.
+    pub key: Option<Vec<u8>>,
+    /// Fields hashed.
+    pub functions: RssHashFunctions,
+}
+
+/// Offload capability and request bits (after DPDK's RTE_ETH_RX_OFFLOAD_* / TX_OFFLOAD_*).
+pub mod offload {
+    /// RX: IPv4 header checksum checked.
+    pub const RX_IPV4_CKSUM: u64 = 1 << 1;
+    /// RX: UDP checksum checked.
+    pub const RX_UDP_CKSUM: u64 = 1 << 2;
+    /// RX: TCP checksum checked.
+    pub const RX_TCP_CKSUM: u64 = 1 << 3;
+    /// RX: VLAN tag stripped.
+    pub const RX_VLAN_STRIP: u64 = 1 << 0;
+    /// RX: frames larger than one buffer arrive as chains.
+    pub const RX_SCATTER: u64 = 1 << 13;
+    /// RX: RSS hash delivered in the mbuf.
+    pub const RX_RSS_HASH: u64 = 1 << 19;
+    /// TX: IPv4 header checksum computed.
+    pub const TX_IPV4_CKSUM: u64 = 1 << 1;
+    /// TX: UDP checksum computed.
+    pub const TX_UDP_CKSUM: u64 = 1 << 2;
+    /// TX: TCP checksum computed.
+    pub const TX_TCP_CKSUM: u64 = 1 << 3;
+    /// TX: TCP segmentation.
+    pub const TX_TCP_TSO: u64 = 1 << 5;
+    /// TX: chains of several buffers accepted.
+    pub const TX_MULTI_SEGS: u64 = 1 << 15;
+    /// TX: the driver may free buffers as soon as they are sent (no reference counts).
+    pub const TX_MBUF_FAST_FREE: u64 = 1 << 16;
+}
+
+/// What a port is asked to be (`rte_eth_dev_configure` plus queue setup).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortConfig {
+    /// RX queues.
+    pub rx_queues: u16,
+    /// TX queues.
+    pub tx_queues: u16,
+    /// RX descriptors per queue.
+    pub rx_desc: u16,
+    /// TX descriptors per queue.
+    pub tx_desc: u16,
+    /// MTU (L3 payload size; the frame adds 14 bytes of header, 4 of CRC).
+    pub mtu: u16,
+    /// RSS over the RX queues, when more than one.
+    pub rss: Option<RssConfig>,
+    /// RX offloads requested ([`offload`]).
+    pub rx_offloads: u64,
+    /// TX offloads requested ([`offload`]).
+    pub tx_offloads: u64,
+}
+
+impl Default for PortConfig {
+    fn default() -> Self {
+        PortConfig {
+            rx_queues: 1,
+            tx_queues: 1,
+            rx_desc: 1024,
+            tx_desc: 1024,
+            mtu: 1500,
+            rss: None,
+            rx_offloads: 0,
+            tx_offloads: 0,
+        }
+    }
+}
+
+/// Limits on a descriptor count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DescLimits {
+    /// Fewest descriptors.
+    pub min: u16,
+    /// Most descriptors.
+    pub max: u16,
+    /// The count must be a multiple of this.
+    pub align: u16,
+}
+
+/// What a port is and can do (`rte_eth_dev_info`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DevInfo {
+    /// Driver name (e.g. `net_null`, `net_ixgbe`).
+    pub driver_name: &'static str,
+    /// Device name (e.g. `net_null0`, `0000:01:00.0`).
+    pub device_name: String,
+    /// Most RX queues.
+    pub max_rx_queues: u16,
+    /// Most TX queues.
+    pub max_tx_queues: u16,
+    /// RX descriptor count limits.
+    pub rx_desc_lim: DescLimits,
+    /// TX descriptor count limits.
+    pub tx_desc_lim: DescLimits,
+    /// Smallest MTU.
+    pub min_mtu: u16,
+    /// Largest MTU.
+    pub max_mtu: u16,
+    /// Largest frame received.
+    pub max_rx_pktlen: u32,
+    /// RX offloads supported.
+    pub rx_offload_capa: u64,
+    /// TX offloads supported.
+    pub tx_offload_capa: u64,
+    /// RSS hash functions supported.
+    pub flow_type_rss_offloads: RssHashFunctions,
+    /// Redirection table entries (0: no RSS).
+    pub reta_size: u16,
+    /// RSS key length in bytes.
+    pub hash_key_size: u8,
+    /// Link speeds supported, in Mb/s.
+    pub speed_capa: Vec<u32>,
+    /// NUMA node of the device, if known.
+    pub numa_node: Option<u32>,
+}
+
+impl DevInfo {
+    /// Info for a software port: `queues` queues each way, any descriptor count up to 4096.
+    pub fn software(driver_name: &'static str, device_name: &str, queues: u16) -> DevInfo {
+        DevInfo {
+            driver_name,
+            device_name: device_name.to_string(),
+            max_rx_queues: queues,
+            max_tx_queues: queues,
+            rx_desc_lim: DescLimits { min: 1, max: 4096, align: 1 },
+            tx_desc_lim: DescLimits { min: 1, max: 4096, align: 1 },
+            min_mtu: 68,
+            max_mtu: 9600,
+            max_rx_pktlen: 9600 + 18,
+            rx_offload_capa: 0,
+            tx_offload_capa: offload::TX_MULTI_SEGS,
+            flow_type_rss_offloads: RssHashFunctions(0),
+            reta_size: 0,
+            hash_key_size: 0,
+            speed_capa: vec![],
+            numa_node: None,
+        }
+    }
+}
+
+/// The receive side of one queue. Owned by one thread (`Send`, not `Sync`).
+pub trait RxQueue: Send {
+    /// Appends up to `batch.remaining()` received packets to `batch`; returns how many.
+    fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize;
+}
+
+/// The transmit side of one queue. Owned by one thread.
+pub trait TxQueue: Send {
+    /// Sends packets from the front of `batch`; those sent leave it, those that did not fit stay (in order) for
+    /// the caller to retry or drop. Returns how many were sent.
+    fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize;
+}
+
+impl<Q: RxQueue + ?Sized> RxQueue for Box<Q> {
+    #[inline(always)]
+    fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize {
+        (**self).rx_burst(batch)
+    }
+}
+
+impl<Q: TxQueue + ?Sized> TxQueue for Box<Q> {
+    #[inline(always)]
+    fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
+        (**self).tx_burst(batch)
+    }
+}
+
+/// A port's control plane: what `rte_eth_dev_*` does. The data plane is handed out as owned queues after
+/// [`EthDev::start`]; they must be dropped again before [`EthDev::stop`].
+pub trait EthDev: Send {
+    /// What the device is and can do.
+    fn info(&self) -> DevInfo;
+
+    /// Sets queue counts, descriptor counts, MTU, RSS and offloads. The port must be stopped.
+    fn configure(&mut self, config: &PortConfig) -> Result<()>;
+
+    /// The configuration in force.
+    fn config(&self) -> &PortConfig;
+
+    /// Starts the port, filling RX rings from `pool`.
+    fn start(&mut self, pool: &Mempool) -> Result<()>;
+
+    /// Stops the port and frees every buffer its rings held. Fails if queue handles are still alive.
+    fn stop(&mut self) -> Result<()>;
+
+    /// True between `start` and `stop`.
+    fn is_started(&self) -> bool;
+
+    /// Hands out RX queue `queue` (once per start).
+    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>>;
+
+    /// Hands out TX queue `queue` (once per start).
+    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>>;
+
+    /// Records the port number the application gave this device; drivers stamp it into received packets.
+    fn set_port_id(&mut self, port_id: u16);
+
+    /// Link state now.
+    fn link(&self) -> LinkStatus;
+
+    /// Sets the administrative link state where the device has one.
+    fn set_link_up(&mut self, up: bool) -> Result<()> {
+        let _ = up;
+        Ok(())
+    }
+
+    /// The port's MAC address.
+    fn mac_addr(&self) -> MacAddr;
+
+    /// Changes the port's MAC address.
+    fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()>;
+
+    /// Promiscuous mode on or off.
+    fn set_promiscuous(&mut self, on: bool) -> Result<()>;
+
+    /// Promiscuous mode state.
+    fn promiscuous(&self) -> bool;
+
+    /// All-multicast mode on or off.
+    fn set_allmulticast(&mut self, on: bool) -> Result<()>;
+
+    /// All-multicast mode state.
+    fn allmulticast(&self) -> bool;
+
+    /// Current MTU.
+    fn mtu(&self) -> u16 {
+        self.config().mtu
+    }
+
+    /// Changes the MTU.
+    fn set_mtu(&mut self, mtu: u16) -> Result<()>;
+
+    /// Counters since the last reset.
+    fn stats(&self) -> PortStats;
+
+    /// Zeroes the counters (and the extended ones).
+    fn reset_stats(&mut self);
+
+    /// Extended counters by name: the generic ones from [`PortStats::generic_xstats`] plus the driver's own.
+    fn xstats(&self) -> Vec<XStat> {
+        self.stats().generic_xstats()
+    }
+
+    /// Changes RSS settings.
+    fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {
+        let _ = rss;
+        Err(crate::Error::NotSupported { port: self.info().device_name, driver: self.info().driver_name, what: "RSS" })
+    }
+
+    /// Sets the redirection table (entry i: queue for hash values whose low bits are i).
+    fn reta_update(&mut self, reta: &[u16]) -> Result<()> {
+        let _ = reta;
+        Err(crate::Error::NotSupported {
+            port: self.info().device_name,
+            driver: self.info().driver_name,
+            what: "RSS redirection table",
+        })
+    }
+}

@@ -1,0 +1,111 @@
+/// Errors from the port API. Each names the port or queue and, where there is one, the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operation needs `configure` first.
+    #[error("port {port}: not configured; call configure() (testpmd: `port config ...`) before starting it")]
+    NotConfigured {
+        /// Port name.
+        port: String,
+    },
+    /// An operation needs a started port.
+    #[error("port {port}: not started; start it first (testpmd: `port start {port}`)")]
+    NotStarted {
+        /// Port name.
+        port: String,
+    },
+    /// An operation needs a stopped port.
+    #[error("port {port}: still started; stop it first (testpmd: `port stop ...`)")]
+    Started {
+        /// Port name.
+        port: String,
+    },
+    /// A queue index past the configured count.
+    #[error("port {port}: {kind} queue {queue} does not exist ({count} configured)")]
+    InvalidQueue {
+        /// Port name.
+        port: String,
+        /// "rx" or "tx".
+        kind: &'static str,
+        /// Queue asked for.
+        queue: u16,
+        /// Queues configured.
+        count: u16,
+    },
+    /// The queue was already handed out since the last start.
+    #[error("port {port}: {kind} queue {queue} is already taken (each queue has one owner)")]
+    QueueTaken {
+        /// Port name.
+        port: String,
+        /// "rx" or "tx".
+        kind: &'static str,
+        /// Queue asked for.
+        queue: u16,
+    },
+    /// Queue handles are still alive where the port needs them back.
+    #[error("port {port}: its queues are still in use; drop the RxQueue/TxQueue handles before stopping it")]
+    QueuesInUse {
+        /// Port name.
+        port: String,
+    },
+    /// A configuration the device cannot take.
+    #[error("port {port}: {reason}")]
+    InvalidConfig {
+        /// Port name.
+        port: String,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// The device does not do this.
+    #[error("port {port}: {what} is not supported by {driver}")]
+    NotSupported {
+        /// Port name.
+        port: String,
+        /// Driver name.
+        driver: &'static str,
+        /// The operation.
+        what: &'static str,
+    },
+    /// Bad `--vdev` arguments.
+    #[error("--vdev {devargs:?}: {reason}")]
+    Devargs {
+        /// The devargs string.
+        devargs: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No driver for a device name.
+    #[error("no driver for device {name:?}; known virtual devices: {known}")]
+    UnknownDriver {
+        /// The name.
+        name: String,
+        /// The known driver names.
+        known: String,
+    },
+    /// Memory or mempool trouble.
+    #[error(transparent)]
+    Mempool(#[from] mempool::Error),
+    /// A system call failed.
+    #[error("{what}: {source}")]
+    Os {
+        /// What we were doing, with the object (file, interface).
+        what: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// An OS error with context, from errno.
+    pub fn last_os(what: impl Into<String>) -> Self {
+        Error::Os { what: what.into(), source: std::io::Error::last_os_error() }
+    }
+
+    /// An OS error with context.
+    pub fn os(what: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Os { what: what.into(), source }
+    }
+}
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

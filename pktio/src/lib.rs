@@ -1,0 +1,28 @@
+//! The port API of a pure-Rust poll-mode packet framework.
+//!
+//! A port is an [`EthDev`] (control plane: configure, start/stop, link, MAC, promiscuous, MTU, stats, xstats,
+//! RSS) that hands out owned [`RxQueue`]/[`TxQueue`] values after start: one thread owns each queue and moves
+//! packets in bursts through a fixed-capacity [`PacketBatch`], with at most one dynamic call per burst.
+//!
+//! Also here: software ports ([`ports`]: null, ring, pcap, af_packet, tap) opened from DPDK-style devargs, the
+//! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), and PCI identity
+//! ([`pci`]).
+
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod bar;
+pub mod barrier;
+mod dev;
+pub mod devargs;
+mod error;
+pub mod pci;
+pub mod ports;
+pub mod stats;
+
+pub use dev::{
+    offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, MacParseError, PortConfig, RssConfig, RssHashFunctions,
+    RxQueue, TxQueue,
+};
+pub use error::{Error, Result};
+pub use mempool::{self, Mbuf, Mempool, PacketBatch, PoolConfig};
+pub use stats::{PortStats, XStat};

@@ -1,0 +1,22 @@
+//! Software ports, opened from DPDK devargs (`--vdev net_null0,size=64`).
+
+pub mod core;
+pub mod null;
+pub mod ring;
+
+use crate::dev::EthDev;
+use crate::devargs::Devargs;
+use crate::{Error, Result};
+
+/// Driver names of the virtual devices this crate can open.
+pub const VDEV_DRIVERS: &[&str] = &["net_null", "net_ring"];
+
+/// Opens a virtual device from its devargs string.
+pub fn open_vdev(devargs: &str) -> Result<Box<dyn EthDev>> {
+    let args = Devargs::parse(devargs)?;
+    Ok(match args.driver.as_str() {
+        "net_null" => Box::new(null::NullPort::from_devargs(&args)?),
+        "net_ring" => Box::new(ring::RingPort::from_devargs(&args)?),
+        _ => return Err(Error::UnknownDriver { name: args.name, known: VDEV_DRIVERS.join(", ") }),
+    })
+}
