@@ -47,7 +47,7 @@ impl MmioBar {
     #[inline(always)]
     fn reg(&self, offset: usize) -> *mut u32 {
         assert!(
-            offset % 4 == 0 && offset + 4 <= self.len,
+            offset.is_multiple_of(4) && offset + 4 <= self.len,
             "register offset {offset:#x} outside BAR of {:#x}",
             self.len
         );

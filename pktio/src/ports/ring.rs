@@ -93,8 +93,11 @@ struct Link {
     b_to_a: Vec<Arc<MbufRing>>,
 }
 
-fn links() -> &'static Mutex<HashMap<String, (Weak<Link>, bool)>> {
-    static LINKS: OnceLock<Mutex<HashMap<String, (Weak<Link>, bool)>>> = OnceLock::new();
+/// Live links by name, and whether their second end is taken.
+type LinkRegistry = Mutex<HashMap<String, (Weak<Link>, bool)>>;
+
+fn links() -> &'static LinkRegistry {
+    static LINKS: OnceLock<LinkRegistry> = OnceLock::new();
     LINKS.get_or_init(Default::default)
 }
 
