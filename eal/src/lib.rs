@@ -1,1 +1,282 @@
-//! eal
+//! The environment a DPDK application expects before it touches a port: EAL arguments parsed as DPDK users type
+//! them (`-l 0-3 -a 0000:01:00.0 --vdev net_null0 --no-huge -- app args`), DMA memory set up, ports probed and
+//! numbered (PCI devices first, then virtual devices, as DPDK does), pinned worker threads per lcore, and Ctrl-C
+//! turned into a stop request so applications can print their statistics on the way out.
+//!
+//! ```no_run
+//! let (mut eal, app_args) = eal::init(["-l", "0-1", "--no-huge", "--vdev", "net_null0", "--vdev", "net_null1"])?;
+//! let pool = eal.pktmbuf_pool("mbufs", 8191, 256, mempool::DEFAULT_DATA_ROOM)?;
+//! let mut ports = eal.take_ports();
+//! # Ok::<(), eal::Error>(())
+//! ```
+
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod args;
+pub mod cpu;
+mod error;
+pub mod pci;
+pub mod signal;
+
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use hugepage::{Allocator, DmaConfig, IovaMode};
+use mempool::lcore::{self, LcoreGuard};
+use mempool::{Mempool, PoolConfig};
+use pktio::EthDev;
+
+pub use args::{EalConfig, LogLevel};
+pub use error::{Error, Result};
+pub use signal::{clear_stop, request_stop, stop_requested};
+
+/// A port the EAL opened, with the name it was opened by.
+pub struct Port {
+    /// Device name (`net_null0`, `0000:01:00.0`).
+    pub name: String,
+    /// The device.
+    pub dev: Box<dyn EthDev>,
+}
+
+impl std::fmt::Debug for Port {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Port").field("name", &self.name).finish()
+    }
+}
+
+/// The initialised environment. Owns the main lcore binding of the thread that called [`init`].
+pub struct Eal {
+    config: EalConfig,
+    allocator: Allocator,
+    ports: Vec<Option<Port>>,
+    memory_used: usize,
+    _main_lcore: LcoreGuard,
+}
+
+impl std::fmt::Debug for Eal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Eal").field("config", &self.config).field("ports", &self.ports.len()).finish()
+    }
+}
+
+/// Parses the EAL arguments (without the program name), sets up memory, opens the devices and binds the calling
+/// thread to the main lcore. Returns the environment and the application's arguments (those after `--`).
+pub fn init<I, S>(args: I) -> Result<(Eal, Vec<String>)>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let args: Vec<String> = args.into_iter().map(Into::into).collect();
+    let available = cpu::available_cpus();
+    let (config, app_args) = args::parse(&args, &available)?;
+    for &lcore in &config.lcores {
+        if !available.contains(&lcore) {
+            return Err(Error::CpuUnavailable { lcore, available: cpu::format_list(&available) });
+        }
+    }
+
+    let dma = DmaConfig {
+        page_size: config.page_size.unwrap_or_else(hugepage::sysfs::default_page_size),
+        no_huge: config.no_huge,
+        huge_dir: config.huge_dir.clone(),
+        iova_mode: config.iova_mode.unwrap_or(IovaMode::Va),
+        file_prefix: config.file_prefix.clone(),
+    };
+    let allocator = if config.no_huge {
+        Allocator::new(DmaConfig { page_size: hugepage::PageSize::Small4K, ..dma })?
+    } else {
+        Allocator::new(dma)?
+    };
+
+    let mut ports = Vec::new();
+    if !config.no_pci {
+        for addr in &config.allow {
+            if config.block.contains(addr) {
+                continue;
+            }
+            let dev = pci::probe(*addr)?;
+            ports.push(Some(Port { name: addr.to_string(), dev }));
+        }
+    }
+    for devargs in &config.vdevs {
+        let dev = pktio::ports::open_vdev(devargs)?;
+        let name = dev.info().device_name;
+        if ports.iter().flatten().any(|p: &Port| p.name == name) {
+            return Err(Error::BadArgument(format!("--vdev {devargs}: a device named {name} already exists")));
+        }
+        ports.push(Some(Port { name, dev }));
+    }
+    for (id, port) in ports.iter_mut().enumerate() {
+        if let Some(p) = port {
+            p.dev.set_port_id(id as u16);
+        }
+    }
+
+    let main = lcore::bind_current_thread(config.main_lcore)
+        .map_err(|e| Error::Lcore { lcore: config.main_lcore, reason: e.to_string() })?;
+    cpu::pin_current_thread(config.main_lcore)?;
+    signal::install_handlers();
+    Ok((Eal { config, allocator, ports, memory_used: 0, _main_lcore: main }, app_args))
+}
+
+/// [`init`] for a `main`: on `-h` prints the usage and exits 0; on an error prints it and exits 1.
+pub fn init_or_exit<I, S>(program: &str, args: I) -> (Eal, Vec<String>)
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    match init(args) {
+        Ok(v) => v,
+        Err(Error::Help(_)) => {
+            println!("{}", args::usage(program));
+            std::process::exit(0);
+        }
+        Err(e) => {
+            eprintln!("EAL: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+impl Eal {
+    /// What the arguments said.
+    pub fn config(&self) -> &EalConfig {
+        &self.config
+    }
+
+    /// The DMA memory allocator (for driver rings).
+    pub fn allocator(&self) -> &Allocator {
+        &self.allocator
+    }
+
+    /// All lcores, ascending.
+    pub fn lcores(&self) -> &[u32] {
+        &self.config.lcores
+    }
+
+    /// The main lcore (the thread that called [`init`]).
+    pub fn main_lcore(&self) -> u32 {
+        self.config.main_lcore
+    }
+
+    /// The lcores other than the main one, ascending.
+    pub fn worker_lcores(&self) -> Vec<u32> {
+        self.config.lcores.iter().copied().filter(|&l| l != self.config.main_lcore).collect()
+    }
+
+    /// Number of ports opened (taken ones included).
+    pub fn nb_ports(&self) -> u16 {
+        self.ports.len() as u16
+    }
+
+    /// Port `id`, if it is still here (not taken).
+    pub fn port(&mut self, id: u16) -> Option<&mut Port> {
+        self.ports.get_mut(id as usize)?.as_mut()
+    }
+
+    /// Takes every port still here, in port-id order (apps that own their ports).
+    pub fn take_ports(&mut self) -> Vec<Port> {
+        self.ports.iter_mut().filter_map(Option::take).collect()
+    }
+
+    /// A pool of packet buffers in this environment's memory (like `rte_pktmbuf_pool_create`): `n` buffers,
+    /// `cache_size` per lcore, `data_room` bytes after the default headroom.
+    pub fn pktmbuf_pool(&mut self, name: &str, n: u32, cache_size: u32, data_room: u16) -> Result<Mempool> {
+        let config = PoolConfig { size: n, cache_size, data_room, ..Default::default() };
+        let pool = Mempool::new(name, &config, &self.allocator)?;
+        let bytes = pool.memory().len();
+        if let Some(budget_mb) = self.config.memory_mb {
+            let budget = budget_mb << 20;
+            if self.memory_used + bytes > budget {
+                return Err(Error::OutOfBudget {
+                    asked: bytes.div_ceil(1 << 20),
+                    left: (budget - self.memory_used) >> 20,
+                    total: budget_mb,
+                });
+            }
+        }
+        self.memory_used += bytes;
+        Ok(pool)
+    }
+
+    /// Runs `work` on a new thread pinned to worker `lcore` and bound to its lcore id (so mempool caches work).
+    /// Fails at once if the lcore is not a worker of this environment or is busy.
+    pub fn launch<F, R>(&self, lcore: u32, work: F) -> Result<LcoreThread<R>>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        if !self.config.lcores.contains(&lcore) || lcore == self.config.main_lcore {
+            return Err(Error::Lcore {
+                lcore,
+                reason: format!("not a worker lcore (workers: {})", cpu::format_list(&self.worker_lcores())),
+            });
+        }
+        launch_on(lcore, work)
+    }
+}
+
+/// Runs `work` on a new thread pinned to CPU `lcore` and bound to that lcore id, without an [`Eal`] (tests,
+/// embedders with their own set-up).
+pub fn launch_on<F, R>(lcore: u32, work: F) -> Result<LcoreThread<R>>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
+    let handle = std::thread::Builder::new()
+        .name(format!("lcore-{lcore}"))
+        .spawn(move || {
+            let bound = lcore::bind_current_thread(lcore).map_err(|e| Error::Lcore { lcore, reason: e.to_string() });
+            let guard = match bound.and_then(|g| cpu::pin_current_thread(lcore).map(|_| g)) {
+                Ok(g) => {
+                    let _ = ready_tx.send(Ok(()));
+                    g
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return None;
+                }
+            };
+            let out = work();
+            drop(guard);
+            Some(out)
+        })
+        .map_err(|e| Error::Lcore { lcore, reason: format!("cannot start a thread: {e}") })?;
+    match ready_rx.recv() {
+        Ok(Ok(())) => Ok(LcoreThread { lcore, handle }),
+        Ok(Err(e)) => {
+            let _ = handle.join();
+            Err(e)
+        }
+        Err(_) => Err(Error::Lcore { lcore, reason: "thread died before starting".into() }),
+    }
+}
+
+/// A running lcore thread.
+#[derive(Debug)]
+pub struct LcoreThread<R> {
+    lcore: u32,
+    handle: JoinHandle<Option<R>>,
+}
+
+impl<R> LcoreThread<R> {
+    /// The lcore it runs on.
+    pub fn lcore(&self) -> u32 {
+        self.lcore
+    }
+
+    /// True once the work returned.
+    pub fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
+
+    /// Waits for the work's result.
+    pub fn join(self) -> Result<R> {
+        match self.handle.join() {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => Err(Error::Lcore { lcore: self.lcore, reason: "did not start".into() }),
+            Err(_) => Err(Error::Lcore { lcore: self.lcore, reason: "the work panicked".into() }),
+        }
+    }
+}
