@@ -387,26 +387,54 @@ impl Mempool {
     pub fn alloc(&self) -> Option<Mbuf> {
         let mut one = [NonNull::dangling()];
         // SAFETY: ownership of the taken element moves into the Mbuf.
-        unsafe { self.get_raw(&mut one).then(|| self.adopt(one[0])) }
+        unsafe { self.get_raw(&mut one).then(|| self.adopt_raw(one[0])) }
     }
 
     /// Fills every slot of `out` with a fresh buffer, or changes nothing and returns false when the pool cannot
     /// supply them all. Slots that already held a buffer free it first.
     #[inline]
     pub fn alloc_bulk(&self, out: &mut [Option<Mbuf>]) -> bool {
-        let mut raw = [NonNull::<MbufHeader>::dangling(); MAX_CACHED_BULK];
-        for chunk in out.chunks_mut(MAX_CACHED_BULK) {
-            let raw = &mut raw[..chunk.len()];
-            // SAFETY: the taken elements are adopted into Mbufs right below.
-            if !unsafe { self.get_raw(raw) } {
-                return false;
+        const CHUNK: usize = 64;
+        if out.len() > CHUNK {
+            // All or nothing across chunks: take everything first.
+            let mut all: Vec<Option<Mbuf>> = Vec::with_capacity(out.len());
+            for chunk in out.chunks(CHUNK) {
+                let mut part = [const { None }; CHUNK];
+                if !self.alloc_bulk(&mut part[..chunk.len()]) {
+                    return false;
+                }
+                all.extend(part.into_iter().take(chunk.len()));
             }
-            for (slot, hdr) in chunk.iter_mut().zip(raw.iter()) {
-                // SAFETY: each element was just taken from the pool and is owned by nobody else.
-                *slot = Some(unsafe { self.adopt(*hdr) });
+            for (slot, m) in out.iter_mut().zip(all) {
+                *slot = m;
             }
+            return true;
+        }
+        let mut raw = [NonNull::<MbufHeader>::dangling(); CHUNK];
+        let raw = &mut raw[..out.len()];
+        // SAFETY: the taken elements are adopted into Mbufs right below.
+        if !unsafe { self.get_raw(raw) } {
+            return false;
+        }
+        self.mark_allocated(raw);
+        for (slot, hdr) in out.iter_mut().zip(raw.iter()) {
+            // SAFETY: each element was just taken from the pool and is owned by nobody else.
+            *slot = Some(unsafe { Mbuf::from_raw(*hdr) });
         }
         true
+    }
+
+    /// Debug bookkeeping for freshly taken elements (a no-op in release builds without `debug`).
+    #[inline(always)]
+    pub(crate) fn mark_allocated(&self, hdrs: &[NonNull<MbufHeader>]) {
+        if self.inner().checks() {
+            for hdr in hdrs {
+                // SAFETY: the caller just took these elements from this pool; nobody else holds them.
+                let h = unsafe { &mut *hdr.as_ptr() };
+                assert_eq!(h.state, STATE_FREE, "mempool {}: buffer {} handed out twice", self.name(), h.index);
+                h.state = STATE_IN_USE;
+            }
+        }
     }
 
     /// Wraps a raw element taken with [`Mempool::get_raw`] into an Mbuf (checking it in debug mode).
@@ -415,18 +443,7 @@ impl Mempool {
     /// `hdr` was taken from this pool and is owned by nobody else.
     #[inline(always)]
     pub unsafe fn adopt_raw(&self, hdr: NonNull<MbufHeader>) -> Mbuf {
-        // SAFETY: forwarded contract.
-        unsafe { self.adopt(hdr) }
-    }
-
-    #[inline(always)]
-    unsafe fn adopt(&self, hdr: NonNull<MbufHeader>) -> Mbuf {
-        if self.inner().checks() {
-            // SAFETY: the caller took `hdr` from this pool; we own it now.
-            let h = unsafe { &mut *hdr.as_ptr() };
-            assert_eq!(h.state, STATE_FREE, "mempool {}: buffer {} handed out twice", self.name(), h.index);
-            h.state = STATE_IN_USE;
-        }
+        self.mark_allocated(std::slice::from_ref(&hdr));
         // SAFETY: the caller guarantees unique ownership.
         unsafe { Mbuf::from_raw(hdr) }
     }
