@@ -10,9 +10,11 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod cli;
 mod error;
 mod memory;
 pub mod sysfs;
+pub mod testing;
 
 pub use error::{Error, Result};
-pub use memory::{Allocator, Backing, DmaConfig, DmaMemory, IovaMode, PageSize};
+pub use memory::{virt_to_phys, Allocator, Backing, DmaConfig, DmaMemory, IovaMode, PageSize};

@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
+use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -154,32 +155,37 @@ pub struct Allocator {
 }
 
 impl Allocator {
-    /// Checks the configuration against the system (mounts, PA readability) and picks a backing.
+    /// Checks the configuration against the system (mounts, page size) and picks a backing: the `--huge-dir`
+    /// mount if given, else a writable hugetlbfs mount of the wanted page size from /proc/mounts, else anonymous
+    /// `MAP_HUGETLB` memory. Whether enough hugepages are free is checked by [`Allocator::allocate`].
     pub fn new(config: DmaConfig) -> Result<Self> {
-        if config.no_huge && config.iova_mode == IovaMode::Pa {
-            return Err(Error::PaNeedsHugepages);
+        if config.no_huge {
+            if config.iova_mode == IovaMode::Pa {
+                return Err(Error::PaNeedsHugepages);
+            }
+            return Ok(Allocator {
+                config: DmaConfig { page_size: PageSize::Small4K, ..config },
+                backing: Backing::NoHuge,
+            });
         }
-        let backing = if config.no_huge {
-            Backing::NoHuge
-        } else if let Some(dir) = &config.huge_dir {
-            match sysfs::hugetlbfs_mounts()?.into_iter().find(|m| m.path == *dir) {
-                Some(_) => Backing::Hugetlbfs(dir.clone()),
+        if config.page_size == PageSize::Small4K {
+            return Err(Error::InvalidRequest(
+                "4K is not a hugepage size: use 2M or 1G pages, or --no-huge for ordinary memory".into(),
+            ));
+        }
+        let mounts = sysfs::hugetlbfs_mounts()?;
+        let (backing, page_size) = if let Some(dir) = &config.huge_dir {
+            let canonical = std::fs::canonicalize(dir).map_err(|_| Error::NotHugetlbfs(dir.clone()))?;
+            // The last of several mounts stacked on one directory is the visible one.
+            match mounts.iter().rev().find(|m| m.path == canonical || m.path == *dir) {
+                Some(m) => (Backing::Hugetlbfs(m.path.clone()), m.page_size),
                 None => return Err(Error::NotHugetlbfs(dir.clone())),
             }
         } else {
-            match sysfs::hugetlbfs_mounts()?.into_iter().find(|m| m.page_size == config.page_size) {
-                Some(m) => Backing::Hugetlbfs(m.path),
-                None => Backing::AnonymousHuge,
+            match mounts.into_iter().find(|m| m.page_size == config.page_size && writable(&m.path)) {
+                Some(m) => (Backing::Hugetlbfs(m.path), config.page_size),
+                None => (Backing::AnonymousHuge, config.page_size),
             }
-        };
-        let page_size = match (&backing, config.no_huge) {
-            (_, true) => PageSize::Small4K,
-            (Backing::Hugetlbfs(dir), _) => sysfs::hugetlbfs_mounts()?
-                .into_iter()
-                .find(|m| m.path == *dir)
-                .map(|m| m.page_size)
-                .unwrap_or(config.page_size),
-            _ => config.page_size,
         };
         Ok(Allocator { config: DmaConfig { page_size, ..config }, backing })
     }
@@ -251,9 +257,10 @@ impl DmaMemory {
             .ok_or_else(|| Error::InvalidRequest(format!("{len} bytes overflows")))?;
         let pages = len / page;
         if page_size != PageSize::Small4K {
-            if let Ok(free) = sysfs::free_hugepages(page_size) {
-                if free < pages {
-                    return Err(not_enough(page_size, pages, free));
+            // Fail early, with the command that fixes it, rather than on a half-made mapping.
+            if let Ok(counts) = sysfs::system_hugepages(Path::new(sysfs::SYSFS_ROOT), page_size) {
+                if counts.available() + overcommit_headroom(page_size) < pages {
+                    return Err(not_enough(&counts, pages));
                 }
             }
         }
@@ -269,15 +276,11 @@ impl DmaMemory {
                 // SAFETY: a fresh anonymous hugepage mapping; no existing memory is affected.
                 unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, -1, 0) }
             }
-            Backing::Hugetlbfs(dir) => map_hugetlbfs_file(dir, &config.file_prefix, len, prot)?,
+            Backing::Hugetlbfs(dir) => map_hugetlbfs_file(dir, &config.file_prefix, len, prot, pages, page_size)?,
         };
         if addr == libc::MAP_FAILED {
-            let err = std::io::Error::last_os_error();
-            if page_size != PageSize::Small4K && err.raw_os_error() == Some(libc::ENOMEM) {
-                let free = sysfs::free_hugepages(page_size).unwrap_or(0);
-                return Err(not_enough(page_size, pages, free));
-            }
-            return Err(Error::Os { what: format!("mmap of {len} bytes of {page_size} pages"), source: err });
+            let what = format!("mmap of {len} bytes of {page_size} pages ({})", backing_name(backing));
+            return Err(map_error(what, std::io::Error::last_os_error(), page_size, pages));
         }
         let base = NonNull::new(addr.cast::<u8>()).ok_or_else(|| Error::InvalidRequest("mmap returned null".into()))?;
         let mut memory = DmaMemory {
@@ -298,7 +301,9 @@ impl DmaMemory {
             }
             // SAFETY: the range is exactly our mapping.
             if unsafe { libc::mlock(addr, len) } != 0 && config.iova_mode == IovaMode::Pa {
-                return Err(Error::os("mlock of hugepage memory for --iova-mode pa"));
+                return Err(Error::os(format!(
+                    "mlock of {len} bytes of hugepage memory for --iova-mode pa (raise `ulimit -l` or run as root)"
+                )));
             }
         }
         if config.iova_mode == IovaMode::Pa {
@@ -383,66 +388,122 @@ impl Drop for DmaMemory {
     }
 }
 
-fn not_enough(size: PageSize, needed: usize, free: usize) -> Error {
-    Error::NotEnoughHugepages { size, needed, free, kib: size.kib() }
+/// `NotEnoughHugepages` for a request of `needed` pages when `counts` were found.
+fn not_enough(counts: &sysfs::HugepageCounts, needed: usize) -> Error {
+    let free = counts.available();
+    Error::NotEnoughHugepages {
+        size: counts.size,
+        needed,
+        free,
+        kib: counts.size.kib(),
+        reserve: counts.total + needed.saturating_sub(free),
+    }
 }
 
-fn map_hugetlbfs_file(dir: &Path, prefix: &str, len: usize, prot: libc::c_int) -> Result<*mut libc::c_void> {
+/// Pages of `size` the kernel may still hand out beyond `nr_hugepages` (`nr_overcommit_hugepages - surplus`).
+fn overcommit_headroom(size: PageSize) -> usize {
+    let dir = Path::new(sysfs::SYSFS_ROOT).join(format!("kernel/mm/hugepages/hugepages-{}kB", size.kib()));
+    let read = |name: &str| read_trimmed(&dir.join(name)).ok().and_then(|t| t.parse::<usize>().ok()).unwrap_or(0);
+    read("nr_overcommit_hugepages").saturating_sub(read("surplus_hugepages"))
+}
+
+/// Turns a failed mapping into an error: out of hugepages becomes the actionable `NotEnoughHugepages`.
+fn map_error(what: String, source: std::io::Error, size: PageSize, pages: usize) -> Error {
+    let out_of_pages = matches!(source.raw_os_error(), Some(libc::ENOMEM) | Some(libc::ENOSPC));
+    if size != PageSize::Small4K && out_of_pages {
+        if let Ok(counts) = sysfs::system_hugepages(Path::new(sysfs::SYSFS_ROOT), size) {
+            return not_enough(&counts, pages);
+        }
+    }
+    Error::Os { what, source }
+}
+
+fn backing_name(backing: &Backing) -> String {
+    match backing {
+        Backing::Hugetlbfs(dir) => format!("hugetlbfs {}", dir.display()),
+        Backing::AnonymousHuge => "MAP_HUGETLB".into(),
+        Backing::NoHuge => "ordinary pages".into(),
+    }
+}
+
+/// Whether this process may create files in `dir`.
+fn writable(dir: &Path) -> bool {
+    let Ok(path) = CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: path is a valid NUL-terminated string; access only reads it.
+    unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
+/// Creates, sizes and maps a file on a hugetlbfs mount; the file is unlinked at once (the mapping keeps the pages).
+fn map_hugetlbfs_file(
+    dir: &Path,
+    prefix: &str,
+    len: usize,
+    prot: libc::c_int,
+    pages: usize,
+    size: PageSize,
+) -> Result<*mut libc::c_void> {
     let n = FILE_COUNTER.fetch_add(1, Ordering::Relaxed);
     let path = dir.join(format!("{prefix}map_{}_{n}", std::process::id()));
     let cpath =
         CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::InvalidRequest("path has a NUL byte".into()))?;
     // SAFETY: cpath is a valid NUL-terminated string.
-    let fd = unsafe { libc::open(cpath.as_ptr(), libc::O_CREAT | libc::O_RDWR | libc::O_CLOEXEC, 0o600) };
+    let fd =
+        unsafe { libc::open(cpath.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC, 0o600) };
     if fd < 0 {
-        return Err(Error::os(format!("creating {}", path.display())));
+        let source = std::io::Error::last_os_error();
+        let hint =
+            if source.kind() == std::io::ErrorKind::PermissionDenied { " (run as root or chown it)" } else { "" };
+        return Err(Error::io(format!("creating {} on hugetlbfs{hint}", path.display()), source));
     }
+    // SAFETY: fd is an open file we own.
+    let file = unsafe { File::from_raw_fd(fd) };
     // The mapping keeps the pages; the name is only needed to create them.
     // SAFETY: cpath is valid; unlinking our own fresh file.
     unsafe { libc::unlink(cpath.as_ptr()) };
-    // SAFETY: fd is an open file we own.
-    let rc = unsafe { libc::ftruncate(fd, len as libc::off_t) };
-    let addr = if rc == 0 {
-        // SAFETY: mapping a file we own; a fresh mapping, no existing memory is affected.
-        unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED | libc::MAP_POPULATE, fd, 0) }
-    } else {
-        libc::MAP_FAILED
+    file.set_len(len as u64)
+        .map_err(|source| map_error(format!("sizing {} to {len} bytes", path.display()), source, size, pages))?;
+    // SAFETY: mapping a file we own; a fresh mapping, no existing memory is affected. The mapping stays valid after
+    // the file is closed.
+    let addr = unsafe {
+        libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED | libc::MAP_POPULATE, file.as_raw_fd(), 0)
     };
-    let err = std::io::Error::last_os_error();
-    // SAFETY: closing the fd we opened; the mapping stays valid.
-    unsafe { libc::close(fd) };
-    if rc != 0 && err.raw_os_error() != Some(libc::ENOMEM) && err.raw_os_error() != Some(libc::ENOSPC) {
-        return Err(Error::Os { what: format!("sizing {} to {len} bytes", path.display()), source: err });
-    }
     if addr == libc::MAP_FAILED {
-        // Report as ENOMEM so the caller turns it into the "reserve hugepages" advice.
-        // SAFETY: writing errno of this thread.
-        unsafe { *libc::__errno_location() = libc::ENOMEM };
+        let what = format!("mmap of {len} bytes of {size} pages from {}", path.display());
+        return Err(map_error(what, std::io::Error::last_os_error(), size, pages));
     }
     Ok(addr)
 }
 
-/// Physical address of the first byte of each page, from /proc/self/pagemap (one u64 per 4 KiB virtual page: bit 63
-/// "present", bits 0..=54 the page frame number; frame numbers read as 0 without CAP_SYS_ADMIN).
-fn physical_addresses(base: usize, pages: usize, page: usize) -> Result<Vec<u64>> {
+/// Physical address of the byte at `addr` in this process, from /proc/self/pagemap. Needs root (CAP_SYS_ADMIN);
+/// the page must be resident (touch it first). Used for `--iova-mode pa`, and to check that an address is stable.
+pub fn virt_to_phys(addr: *const u8) -> Result<u64> {
+    let addr = addr as usize;
+    let file = File::open("/proc/self/pagemap").map_err(|source| Error::io("opening /proc/self/pagemap", source))?;
+    Ok(pagemap_entry(&file, addr / 4096)? + (addr % 4096) as u64)
+}
+
+/// Physical address of virtual 4 KiB page `vpn` (one u64 per page: bit 63 "present", bits 0..=54 the page frame
+/// number; frame numbers read as 0 without CAP_SYS_ADMIN).
+fn pagemap_entry(file: &File, vpn: usize) -> Result<u64> {
     const PAGEMAP_PRESENT: u64 = 1 << 63;
     const PAGEMAP_PFN_MASK: u64 = (1 << 55) - 1;
-    let file = File::open("/proc/self/pagemap")
-        .map_err(|source| Error::Os { what: "opening /proc/self/pagemap".into(), source })?;
-    let mut out = Vec::with_capacity(pages);
-    for i in 0..pages {
-        let vpn = (base + i * page) / 4096;
-        let mut entry = [0u8; 8];
-        file.read_exact_at(&mut entry, (vpn * 8) as u64)
-            .map_err(|source| Error::Os { what: "reading /proc/self/pagemap".into(), source })?;
-        let entry = u64::from_le_bytes(entry);
-        let pfn = entry & PAGEMAP_PFN_MASK;
-        if entry & PAGEMAP_PRESENT == 0 || pfn == 0 {
-            return Err(Error::PagemapUnreadable);
-        }
-        out.push(pfn * 4096);
+    let mut entry = [0u8; 8];
+    file.read_exact_at(&mut entry, (vpn * 8) as u64)
+        .map_err(|source| Error::io("reading /proc/self/pagemap", source))?;
+    let entry = u64::from_le_bytes(entry);
+    let pfn = entry & PAGEMAP_PFN_MASK;
+    if entry & PAGEMAP_PRESENT == 0 || pfn == 0 {
+        return Err(Error::PagemapUnreadable);
     }
-    Ok(out)
+    Ok(pfn * 4096)
+}
+
+/// Physical address of the first byte of each page of a region at `base`.
+fn physical_addresses(base: usize, pages: usize, page: usize) -> Result<Vec<u64>> {
+    let file = File::open("/proc/self/pagemap").map_err(|source| Error::io("opening /proc/self/pagemap", source))?;
+    (0..pages).map(|i| pagemap_entry(&file, (base + i * page) / 4096)).collect()
 }
 
 /// Reads a small text file, trimmed.

@@ -1,0 +1,106 @@
+//! Help for tests that need real hugepages.
+//!
+//! Tests that reserve hugepages (write `nr_hugepages`) must not race each other, in this process or in another test
+//! binary running at the same time: [`reserve`] takes a machine-wide lock (`flock` on [`LOCK_PATH`]) for as long as
+//! the returned guard lives, makes sure enough pages are available (reserving more as root if needed), and on drop
+//! gives back exactly the pages it added.
+//!
+//! ```no_run
+//! use hugepage::{testing, PageSize};
+//! let _pages = match testing::reserve(PageSize::Huge2M, 4) {
+//!     Ok(guard) => guard,
+//!     Err(reason) => {
+//!         eprintln!("skipped: {reason}");
+//!         return;
+//!     }
+//! };
+//! // ... allocate hugepage memory ...
+//! ```
+
+use std::fs::File;
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+use crate::sysfs::{self, SYSFS_ROOT};
+use crate::PageSize;
+
+/// The lock file every hugepage-reserving test holds (`flock`, exclusive).
+pub const LOCK_PATH: &str = "/tmp/hugepage-tests.lock";
+
+/// Holds the hugepage test lock and the pages reserved for a test. Dropping it gives the added pages back.
+#[derive(Debug)]
+pub struct HugepageGuard {
+    _lock: File,
+    size: PageSize,
+    added: usize,
+    before: usize,
+}
+
+impl HugepageGuard {
+    /// Pages this guard added to `nr_hugepages` (0 when enough were free already).
+    pub fn added(&self) -> usize {
+        self.added
+    }
+
+    /// `nr_hugepages` before the guard changed it.
+    pub fn before(&self) -> usize {
+        self.before
+    }
+
+    /// The page size reserved.
+    pub fn size(&self) -> PageSize {
+        self.size
+    }
+}
+
+impl Drop for HugepageGuard {
+    fn drop(&mut self) {
+        if self.added == 0 {
+            return;
+        }
+        let root = Path::new(SYSFS_ROOT);
+        // Give back what we added rather than writing the old value: someone outside the lock may have changed it.
+        if let Ok(counts) = sysfs::system_hugepages(root, self.size) {
+            let target = counts.total.saturating_sub(self.added).max(self.before.min(counts.total));
+            if let Err(e) = sysfs::reserve_hugepages(root, self.size, None, target) {
+                eprintln!("hugepage test guard: could not restore nr_hugepages of {} pages: {e}", self.size);
+            }
+        }
+    }
+}
+
+/// Takes the machine-wide hugepage test lock, blocking until it is free.
+pub fn lock() -> std::io::Result<File> {
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(LOCK_PATH)?;
+    loop {
+        // SAFETY: flock on a file descriptor we own; no memory is involved.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(file);
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// Takes the hugepage test lock and makes sure at least `pages` pages of `size` are available, reserving the
+/// shortfall (needs root). `Err` carries the reason the test should print when it skips.
+pub fn reserve(size: PageSize, pages: usize) -> Result<HugepageGuard, String> {
+    let lock = lock().map_err(|e| format!("cannot take the hugepage test lock {LOCK_PATH}: {e}"))?;
+    let root = Path::new(SYSFS_ROOT);
+    let counts = sysfs::system_hugepages(root, size).map_err(|e| format!("no {size} hugepages on this kernel: {e}"))?;
+    let mut guard = HugepageGuard { _lock: lock, size, added: 0, before: counts.total };
+    let missing = pages.saturating_sub(counts.available());
+    if missing == 0 {
+        return Ok(guard);
+    }
+    let want = counts.total + missing;
+    let got = sysfs::reserve_hugepages(root, size, None, want)
+        .map_err(|e| format!("{pages} free {size} hugepages needed, {} free, cannot reserve more: {e}", counts.free))?;
+    guard.added = got.saturating_sub(counts.total);
+    if got < want {
+        return Err(format!("{pages} free {size} hugepages needed; the kernel reserved only {got} of {want}"));
+    }
+    Ok(guard)
+}
