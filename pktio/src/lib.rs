@@ -15,6 +15,7 @@ pub mod barrier;
 mod dev;
 pub mod devargs;
 mod error;
+pub mod pcap_file;
 pub mod pci;
 pub mod ports;
 pub mod stats;

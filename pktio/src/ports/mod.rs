@@ -1,7 +1,9 @@
 //! Software ports, opened from DPDK devargs (`--vdev net_null0,size=64`).
 
 pub mod core;
+pub(crate) mod netif;
 pub mod null;
+pub mod pcap;
 pub mod ring;
 
 use crate::dev::EthDev;
@@ -9,7 +11,7 @@ use crate::devargs::Devargs;
 use crate::{Error, Result};
 
 /// Driver names of the virtual devices this crate can open.
-pub const VDEV_DRIVERS: &[&str] = &["net_null", "net_ring"];
+pub const VDEV_DRIVERS: &[&str] = &["net_null", "net_ring", "net_pcap"];
 
 /// Opens a virtual device from its devargs string.
 pub fn open_vdev(devargs: &str) -> Result<Box<dyn EthDev>> {
@@ -17,6 +19,7 @@ pub fn open_vdev(devargs: &str) -> Result<Box<dyn EthDev>> {
     Ok(match args.driver.as_str() {
         "net_null" => Box::new(null::NullPort::from_devargs(&args)?),
         "net_ring" => Box::new(ring::RingPort::from_devargs(&args)?),
+        "net_pcap" => Box::new(pcap::PcapPort::from_devargs(&args)?),
         _ => return Err(Error::UnknownDriver { name: args.name, known: VDEV_DRIVERS.join(", ") }),
     })
 }

@@ -1,0 +1,366 @@
+//! `net_pcap`: replays capture files on RX and writes what is sent into capture files, as DPDK's pcap PMD does
+//! (without libpcap: see [`crate::pcap_file`]).
+//!
+//! Devargs:
+//! - `rx_pcap=FILE`: one RX queue replays FILE (classic pcap, either byte order, micro- or nanosecond timestamps,
+//!   Ethernet link type). Each record is copied into a buffer; records larger than the pool's data room arrive as
+//!   chains of buffers. At the end of the file `rx_burst` returns 0. Each start replays from the beginning.
+//! - `tx_pcap=FILE`: one TX queue writes every packet it is given into FILE (created or truncated when the port is
+//!   opened; classic pcap, microsecond timestamps of the moment of sending; chains are written whole). Buffered
+//!   records are flushed when the port stops, when the queue is dropped and when the port is dropped.
+//! - `infinite_rx=1`: when a file ends, start it again (the file must hold at least one packet).
+//!
+//! Repeat `rx_pcap`/`tx_pcap` for more queues: the n-th of each is queue n. With `rx_pcap` alone, TX queues count
+//! and drop what they are given (DPDK's behaviour); with `tx_pcap` alone, RX queues receive nothing.
+//! Live interfaces (`iface=`, `rx_iface=`, `tx_iface=`) need libpcap and are not supported: use `net_af_packet`.
+//!
+//! Counters: ipackets/ibytes per record delivered; a corrupt or truncated record ends the file and counts one
+//! ierror; a pool running dry counts rx_nombuf and the record is delivered on a later burst. opackets/obytes per
+//! record written; a failed write (disk full) counts oerrors and frees the packet.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use mempool::{Mempool, PacketBatch};
+
+use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
+use crate::devargs::Devargs;
+use crate::pcap_file::{self, PcapError, PcapReader, PcapWriter, RecordHeader, LINKTYPE_ETHERNET};
+use crate::ports::core::SoftPortCore;
+use crate::ports::netif::mbuf_from_bytes;
+use crate::stats::{RxQueueStats, TxQueueStats};
+use crate::{Error, Result};
+
+/// Most RX (or TX) files, hence queues, of one pcap port.
+pub const MAX_QUEUES: u16 = 16;
+
+type FileReader = PcapReader<BufReader<File>>;
+type FileWriter = PcapWriter<BufWriter<File>>;
+type SharedWriter = Arc<Mutex<FileWriter>>;
+
+fn lock(w: &SharedWriter) -> MutexGuard<'_, FileWriter> {
+    w.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A pcap port.
+#[derive(Debug)]
+pub struct PcapPort {
+    core: SoftPortCore,
+    rx_files: Vec<PathBuf>,
+    tx_files: Vec<SharedWriter>,
+    infinite_rx: bool,
+    /// Opened at start, moved into the RX queue when it is taken.
+    readers: Vec<Option<FileReader>>,
+    pool: Option<Mempool>,
+}
+
+impl PcapPort {
+    /// A pcap port named `name` replaying `rx_files` (queue i replays file i) and writing `tx_files`.
+    pub fn new(name: &str, rx_files: &[PathBuf], tx_files: &[PathBuf], infinite_rx: bool) -> Result<Self> {
+        let invalid = |reason: String| Error::InvalidConfig { port: name.to_string(), reason };
+        if rx_files.is_empty() && tx_files.is_empty() {
+            return Err(invalid("net_pcap needs at least one rx_pcap=FILE or tx_pcap=FILE".into()));
+        }
+        if rx_files.len() > MAX_QUEUES as usize || tx_files.len() > MAX_QUEUES as usize {
+            return Err(invalid(format!("at most {MAX_QUEUES} rx_pcap and {MAX_QUEUES} tx_pcap files")));
+        }
+        for (i, a) in tx_files.iter().enumerate() {
+            if tx_files[..i].contains(a) {
+                return Err(invalid(format!("tx_pcap={} is given twice", a.display())));
+            }
+        }
+        for path in rx_files {
+            let mut reader = open_reader(name, path)?;
+            if infinite_rx {
+                let mut buf = Vec::new();
+                if !matches!(reader.next_into(&mut buf), Ok(Some(_))) {
+                    return Err(invalid(format!(
+                        "infinite_rx=1 needs packets, and rx_pcap={} has none that can be read",
+                        path.display()
+                    )));
+                }
+            }
+        }
+        let writers = tx_files
+            .iter()
+            .map(|p| PcapWriter::create(p).map(|w| Arc::new(Mutex::new(w))).map_err(|e| pcap_error(name, e)))
+            .collect::<Result<Vec<_>>>()?;
+        let queues_rx = (rx_files.len() as u16).max(1);
+        let queues_tx = (tx_files.len() as u16).max(1);
+        let mut info = DevInfo::software("net_pcap", name, queues_rx.max(queues_tx));
+        info.max_rx_queues = queues_rx;
+        info.max_tx_queues = queues_tx;
+        info.rx_offload_capa = crate::offload::RX_SCATTER;
+        let seed = name.bytes().fold(0x70636170u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
+        let mut core = SoftPortCore::new(info, MacAddr::local_from(seed));
+        // Every file is a queue: the default configuration uses them all.
+        core.configure(&PortConfig { rx_queues: queues_rx, tx_queues: queues_tx, ..PortConfig::default() })?;
+        Ok(PcapPort {
+            core,
+            rx_files: rx_files.to_vec(),
+            tx_files: writers,
+            infinite_rx,
+            readers: Vec::new(),
+            pool: None,
+        })
+    }
+
+    /// Opens from devargs (`net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap`).
+    pub fn from_devargs(args: &Devargs) -> Result<Self> {
+        for live in ["iface", "rx_iface", "rx_iface_in", "tx_iface", "phy_mac"] {
+            if args.get(live).is_some() {
+                return Err(args.error(format!(
+                    "{live}= (live capture) needs libpcap, which this pure-Rust port does not use; open the interface \
+                     with net_af_packet,iface=NAME instead"
+                )));
+            }
+        }
+        args.check_keys(&["rx_pcap", "tx_pcap", "infinite_rx"])?;
+        let rx: Vec<PathBuf> = args.get_all("rx_pcap").map(PathBuf::from).collect();
+        let tx: Vec<PathBuf> = args.get_all("tx_pcap").map(PathBuf::from).collect();
+        if rx.iter().chain(&tx).any(|p| p.as_os_str().is_empty()) {
+            return Err(args.error("rx_pcap= and tx_pcap= need a file name"));
+        }
+        let infinite = args.flag("infinite_rx", false)?;
+        if infinite && rx.is_empty() {
+            return Err(args.error("infinite_rx=1 needs an rx_pcap=FILE"));
+        }
+        if rx.is_empty() && tx.is_empty() {
+            return Err(args.error("net_pcap needs at least one rx_pcap=FILE or tx_pcap=FILE"));
+        }
+        PcapPort::new(&args.name, &rx, &tx, infinite)
+    }
+
+    /// Typed RX queue.
+    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<PcapRxQueue> {
+        let stats = self.core.take_rx(queue)?;
+        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.core.info.device_name.clone() })?;
+        let reader = self.readers.get_mut(queue as usize).and_then(Option::take);
+        Ok(PcapRxQueue {
+            reader,
+            pool,
+            stats,
+            port_id: self.core.port_id,
+            infinite: self.infinite_rx,
+            buf: Vec::with_capacity(2048),
+            pending: None,
+            error_counted: false,
+        })
+    }
+
+    /// Typed TX queue.
+    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<PcapTxQueue> {
+        let stats = self.core.take_tx(queue)?;
+        Ok(PcapTxQueue { sink: self.tx_files.get(queue as usize).cloned(), stats })
+    }
+
+    /// Writes buffered TX records to their files.
+    pub fn flush(&self) -> Result<()> {
+        for w in &self.tx_files {
+            lock(w).flush().map_err(|e| pcap_error(&self.core.info.device_name, e))?;
+        }
+        Ok(())
+    }
+}
+
+fn open_reader(port: &str, path: &PathBuf) -> Result<FileReader> {
+    let reader = PcapReader::open(path).map_err(|e| pcap_error(port, e))?;
+    if reader.header().linktype != LINKTYPE_ETHERNET {
+        return Err(Error::InvalidConfig {
+            port: port.to_string(),
+            reason: format!(
+                "rx_pcap={}: link type {} is not Ethernet (1); only Ethernet captures can be replayed",
+                path.display(),
+                reader.header().linktype
+            ),
+        });
+    }
+    Ok(reader)
+}
+
+fn pcap_error(port: &str, e: PcapError) -> Error {
+    match e {
+        PcapError::Io { path, source } => Error::os(format!("{port}: pcap file {}", path.display()), source),
+        other => Error::InvalidConfig { port: port.to_string(), reason: other.to_string() },
+    }
+}
+
+impl EthDev for PcapPort {
+    crate::soft_port_common!(core);
+
+    fn configure(&mut self, config: &PortConfig) -> Result<()> {
+        self.core.configure(config)
+    }
+
+    fn start(&mut self, pool: &Mempool) -> Result<()> {
+        if self.core.started {
+            return Err(Error::Started { port: self.core.info.device_name.clone() });
+        }
+        let name = self.core.info.device_name.clone();
+        let readers =
+            self.rx_files.iter().map(|p| open_reader(&name, p).map(Some)).collect::<Result<Vec<Option<_>>>>()?;
+        self.core.start()?;
+        self.readers = readers;
+        self.pool = Some(pool.clone());
+        Ok(())
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        self.core.stop()?;
+        self.readers.clear();
+        self.pool = None;
+        self.flush()
+    }
+
+    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
+        Ok(Box::new(self.rx_queue_typed(queue)?))
+    }
+
+    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
+        Ok(Box::new(self.tx_queue_typed(queue)?))
+    }
+
+    fn link(&self) -> LinkStatus {
+        // DPDK's pcap PMD reports 10G when started.
+        if self.core.started {
+            LinkStatus::up(10_000)
+        } else {
+            LinkStatus::default()
+        }
+    }
+}
+
+impl Drop for PcapPort {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// RX side of a pcap port: replays one file.
+#[derive(Debug)]
+pub struct PcapRxQueue {
+    reader: Option<FileReader>,
+    pool: Mempool,
+    stats: Arc<RxQueueStats>,
+    port_id: u16,
+    infinite: bool,
+    buf: Vec<u8>,
+    /// A record read into `buf` that the pool had no buffer for yet.
+    pending: Option<RecordHeader>,
+    error_counted: bool,
+}
+
+impl PcapRxQueue {
+    /// True once the file is exhausted (never with `infinite_rx=1`, unless the file became unreadable).
+    pub fn at_eof(&self) -> bool {
+        self.reader.is_none() && self.pending.is_none()
+    }
+
+    /// The next record into `self.buf`, rewinding in infinite mode; `None` at the end.
+    fn next_record(&mut self) -> Option<RecordHeader> {
+        let reader = self.reader.as_mut()?;
+        for _ in 0..2 {
+            match reader.next_into(&mut self.buf) {
+                Ok(Some(h)) => return Some(h),
+                Ok(None) => {}
+                Err(_) => {
+                    if !self.error_counted {
+                        self.stats.errors.add(1);
+                        self.error_counted = true;
+                    }
+                }
+            }
+            // End of file (or a corrupt tail, which ends the file).
+            if !self.infinite || reader.records_read() == 0 || reader.rewind().is_err() {
+                break;
+            }
+        }
+        self.reader = None;
+        None
+    }
+}
+
+impl RxQueue for PcapRxQueue {
+    fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize {
+        let mut n = 0;
+        let mut bytes = 0u64;
+        while !batch.is_full() {
+            let hdr = match self.pending.take() {
+                Some(h) => h,
+                None => match self.next_record() {
+                    Some(h) => h,
+                    None => break,
+                },
+            };
+            match mbuf_from_bytes(&self.pool, &self.buf) {
+                Some(mut m) => {
+                    m.set_port(self.port_id);
+                    m.set_timestamp(hdr.timestamp_ns);
+                    bytes += m.pkt_len() as u64;
+                    // Cannot fail: the batch is not full.
+                    let _ = batch.push(m);
+                    n += 1;
+                }
+                None => {
+                    self.pending = Some(hdr);
+                    self.stats.nombuf.add(1);
+                    break;
+                }
+            }
+        }
+        self.stats.packets.add(n as u64);
+        self.stats.bytes.add(bytes);
+        n
+    }
+}
+
+/// TX side of a pcap port: writes one file (or drops, counting, when the port has no file for this queue).
+#[derive(Debug)]
+pub struct PcapTxQueue {
+    sink: Option<SharedWriter>,
+    stats: Arc<TxQueueStats>,
+}
+
+impl TxQueue for PcapTxQueue {
+    fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
+        let n = batch.len();
+        if n == 0 {
+            return 0;
+        }
+        let (mut ok, mut bytes, mut errors) = (0u64, 0u64, 0u64);
+        match &self.sink {
+            Some(w) => {
+                let ts = pcap_file::now_ns();
+                let mut w = lock(w);
+                for m in batch.iter() {
+                    let len = m.pkt_len();
+                    if w.write_segments(ts, len, m.segments().map(|s| s.data)).is_ok() {
+                        ok += 1;
+                        bytes += len as u64;
+                    } else {
+                        errors += 1;
+                    }
+                }
+            }
+            None => {
+                ok = n as u64;
+                bytes = batch.iter().map(|m| m.pkt_len() as u64).sum();
+            }
+        }
+        batch.clear();
+        self.stats.packets.add(ok);
+        self.stats.bytes.add(bytes);
+        self.stats.errors.add(errors);
+        n
+    }
+}
+
+impl Drop for PcapTxQueue {
+    fn drop(&mut self) {
+        if let Some(w) = &self.sink {
+            let _ = lock(w).flush();
+        }
+    }
+}
