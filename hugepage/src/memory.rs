@@ -190,6 +190,19 @@ impl Allocator {
         Ok(Allocator { config: DmaConfig { page_size, ..config }, backing })
     }
 
+    /// Like [`Allocator::new`], but with the backing chosen by the caller: `AnonymousHuge` forces `MAP_HUGETLB`
+    /// even when a hugetlbfs is mounted, `Hugetlbfs(dir)` is `--huge-dir dir`, `NoHuge` is `--no-huge`.
+    pub fn with_backing(config: DmaConfig, backing: Backing) -> Result<Self> {
+        match backing {
+            Backing::NoHuge => Allocator::new(DmaConfig { no_huge: true, ..config }),
+            Backing::Hugetlbfs(dir) => Allocator::new(DmaConfig { no_huge: false, huge_dir: Some(dir), ..config }),
+            Backing::AnonymousHuge => {
+                let allocator = Allocator::new(DmaConfig { no_huge: false, huge_dir: None, ..config })?;
+                Ok(Allocator { backing: Backing::AnonymousHuge, ..allocator })
+            }
+        }
+    }
+
     /// Ordinary memory for software ports and tests; never fails.
     pub fn no_huge() -> Self {
         Allocator { config: DmaConfig::no_huge(), backing: Backing::NoHuge }
