@@ -221,17 +221,18 @@ impl PacketBatch {
         if n > self.remaining() {
             return false;
         }
-        let raw = &mut [NonNull::<MbufHeader>::dangling(); MAX_BURST][..n];
-        // SAFETY: each taken element becomes an Mbuf in our slots.
-        if !unsafe { pool.get_raw(raw) } {
+        let start = self.len;
+        // SAFETY: Mbuf is a transparent NonNull, so the spare slots can take raw pointers; get_raw writes all `n`
+        // of them or none, and each written element is uniquely ours.
+        let spare = unsafe {
+            std::slice::from_raw_parts_mut(self.slots.as_mut_ptr().add(start).cast::<NonNull<MbufHeader>>(), n)
+        };
+        // SAFETY: on success every element is adopted as an Mbuf in place (below).
+        if !unsafe { pool.get_raw(spare) } {
             return false;
         }
-        for hdr in raw.iter() {
-            // SAFETY: freshly taken, uniquely owned element.
-            let m = unsafe { pool.adopt_raw(*hdr) };
-            self.slots[self.len].write(m);
-            self.len += 1;
-        }
+        pool.mark_allocated(spare);
+        self.len += n;
         true
     }
 }

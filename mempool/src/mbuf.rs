@@ -60,85 +60,84 @@ pub const NO_PORT: u16 = u16::MAX;
 pub(crate) const STATE_FREE: u32 = 0x46524545; // "FREE"
 pub(crate) const STATE_IN_USE: u32 = 0x55534544; // "USED"
 
-/// Metadata at the start of every pool element, 128 bytes (two cache lines) as in DPDK: the first line holds what
-/// RX and TX paths touch, the second the chain, the owner and rarely used fields.
-#[repr(C, align(64))]
-#[derive(Debug)]
-pub struct MbufHeader {
-    pub(crate) buf_addr: *mut u8,
-    pub(crate) buf_iova: u64,
+/// The per-packet words that allocation restores, as one 8-byte value (written with a single store on free).
+#[repr(C, align(8))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rearm {
     pub(crate) data_off: u16,
     pub(crate) nb_segs: u16,
     pub(crate) port: u16,
     pub(crate) buf_len: u16,
+}
+
+/// Metadata at the start of every pool element, 128 bytes (two cache lines). Everything the RX, TX and free paths
+/// touch is in the first line, so freeing a single-segment packet writes one line and reads nothing else. The
+/// buffer itself starts right after the header (its address is derived, not stored).
+#[repr(C, align(64))]
+#[derive(Debug)]
+pub struct MbufHeader {
+    // First cache line: the hot fields.
+    pub(crate) buf_iova: u64,
+    pub(crate) rearm: Rearm,
     pub(crate) ol_flags: u64,
     pub(crate) packet_type: u32,
     pub(crate) pkt_len: u32,
     pub(crate) data_len: u16,
     pub(crate) vlan_tci: u16,
     pub(crate) rss_hash: u32,
-    pub(crate) udata64: u64,
-    // second cache line
+    pub(crate) tx_offload: u64,
     pub(crate) next: *mut MbufHeader,
     pub(crate) pool: *const PoolInner,
+    // Second cache line: the rest.
+    pub(crate) udata64: u64,
+    pub(crate) timestamp: u64,
     pub(crate) index: u32,
     pub(crate) state: u32,
-    pub(crate) tx_offload: u64,
-    pub(crate) timestamp: u64,
-    pub(crate) default_data_off: u16,
-    _reserved: [u8; 22],
+    _reserved: [u8; 40],
 }
 
 const _: () = assert!(std::mem::size_of::<MbufHeader>() == 128);
+const _: () = assert!(std::mem::offset_of!(MbufHeader, pool) + 8 <= 64);
 
 impl MbufHeader {
-    pub(crate) fn new(
-        buf_addr: *mut u8,
-        buf_iova: u64,
-        buf_len: u16,
-        headroom: u16,
-        pool: *const PoolInner,
-        index: u32,
-    ) -> Self {
+    pub(crate) fn new(buf_iova: u64, rearm: Rearm, pool: *const PoolInner, index: u32) -> Self {
         MbufHeader {
-            buf_addr,
             buf_iova,
-            data_off: headroom,
-            nb_segs: 1,
-            port: NO_PORT,
-            buf_len,
+            rearm,
             ol_flags: 0,
             packet_type: 0,
             pkt_len: 0,
             data_len: 0,
             vlan_tci: 0,
             rss_hash: 0,
-            udata64: 0,
+            tx_offload: 0,
             next: std::ptr::null_mut(),
             pool,
+            udata64: 0,
+            timestamp: 0,
             index,
             state: STATE_FREE,
-            tx_offload: 0,
-            timestamp: 0,
-            default_data_off: headroom,
-            _reserved: [0; 22],
+            _reserved: [0; 40],
         }
     }
 
-    /// Puts the per-packet fields back to their allocation state. Done on free, while the line is hot, so that
-    /// allocation does not have to touch the header at all.
+    /// First byte of the buffer (headroom included): right after the header.
     #[inline(always)]
-    pub(crate) fn reset(&mut self) {
-        self.data_off = self.default_data_off;
-        self.nb_segs = 1;
-        self.port = NO_PORT;
+    pub(crate) fn buf_addr(&self) -> *mut u8 {
+        (self as *const MbufHeader as *mut u8).wrapping_add(std::mem::size_of::<MbufHeader>())
+    }
+
+    /// Puts the per-packet fields of a single segment back to their allocation state (`next` is already null).
+    /// Done on free, while the line is hot, so that allocation does not touch the header at all.
+    #[inline(always)]
+    pub(crate) fn reset_single(&mut self, rearm: Rearm) {
+        self.rearm = rearm;
         self.ol_flags = 0;
         self.packet_type = 0;
         self.pkt_len = 0;
         self.data_len = 0;
         self.vlan_tci = 0;
         self.rss_hash = 0;
-        self.next = std::ptr::null_mut();
         self.tx_offload = 0;
     }
 }
@@ -212,7 +211,7 @@ impl Mbuf {
     pub fn data(&self) -> &[u8] {
         let h = self.hdr();
         // SAFETY: data_off + data_len <= buf_len is kept by every setter; the buffer is ours.
-        unsafe { std::slice::from_raw_parts(h.buf_addr.add(h.data_off as usize), h.data_len as usize) }
+        unsafe { std::slice::from_raw_parts(h.buf_addr().add(h.rearm.data_off as usize), h.data_len as usize) }
     }
 
     /// The packet data of this segment, writable.
@@ -220,7 +219,7 @@ impl Mbuf {
     pub fn data_mut(&mut self) -> &mut [u8] {
         let h = self.hdr();
         // SAFETY: as in `data`, and we own the buffer uniquely.
-        unsafe { std::slice::from_raw_parts_mut(h.buf_addr.add(h.data_off as usize), h.data_len as usize) }
+        unsafe { std::slice::from_raw_parts_mut(h.buf_addr().add(h.rearm.data_off as usize), h.data_len as usize) }
     }
 
     /// The whole buffer after the data start, up to the end of the data room (for writing a frame before setting
@@ -230,7 +229,10 @@ impl Mbuf {
         let h = self.hdr();
         // SAFETY: data_off <= buf_len; the buffer is ours.
         unsafe {
-            std::slice::from_raw_parts_mut(h.buf_addr.add(h.data_off as usize), (h.buf_len - h.data_off) as usize)
+            std::slice::from_raw_parts_mut(
+                h.buf_addr().add(h.rearm.data_off as usize),
+                (h.rearm.buf_len - h.rearm.data_off) as usize,
+            )
         }
     }
 
@@ -251,7 +253,7 @@ impl Mbuf {
     #[inline(always)]
     pub fn set_len(&mut self, len: u16) -> bool {
         let h = self.hdr_mut();
-        if len > h.buf_len - h.data_off {
+        if len > h.rearm.buf_len - h.rearm.data_off {
             return false;
         }
         let delta = len as i64 - h.data_len as i64;
@@ -264,7 +266,7 @@ impl Mbuf {
     #[inline(always)]
     pub fn set_data_len(&mut self, len: u16) -> bool {
         let h = self.hdr_mut();
-        if len > h.buf_len - h.data_off {
+        if len > h.rearm.buf_len - h.rearm.data_off {
             return false;
         }
         h.data_len = len;
@@ -280,20 +282,20 @@ impl Mbuf {
     /// Free bytes before the data.
     #[inline(always)]
     pub fn headroom(&self) -> u16 {
-        self.hdr().data_off
+        self.hdr().rearm.data_off
     }
 
     /// Free bytes after the data of this segment.
     #[inline(always)]
     pub fn tailroom(&self) -> u16 {
         let h = self.hdr();
-        h.buf_len - h.data_off - h.data_len
+        h.rearm.buf_len - h.rearm.data_off - h.data_len
     }
 
     /// Size of the whole buffer (headroom + data room).
     #[inline(always)]
     pub fn buf_len(&self) -> u16 {
-        self.hdr().buf_len
+        self.hdr().rearm.buf_len
     }
 
     /// Grows the data at the end by `len` bytes and returns them, or `None` without tailroom.
@@ -302,24 +304,24 @@ impl Mbuf {
             return None;
         }
         let h = self.hdr_mut();
-        let start = h.data_off as usize + h.data_len as usize;
+        let start = h.rearm.data_off as usize + h.data_len as usize;
         h.data_len += len;
         h.pkt_len += len as u32;
         // SAFETY: start + len <= buf_len (checked against tailroom); the buffer is ours.
-        Some(unsafe { std::slice::from_raw_parts_mut(h.buf_addr.add(start), len as usize) })
+        Some(unsafe { std::slice::from_raw_parts_mut(h.buf_addr().add(start), len as usize) })
     }
 
     /// Grows the data at the front by `len` bytes (into the headroom) and returns them, or `None` without room.
     pub fn prepend(&mut self, len: u16) -> Option<&mut [u8]> {
         let h = self.hdr_mut();
-        if len > h.data_off {
+        if len > h.rearm.data_off {
             return None;
         }
-        h.data_off -= len;
+        h.rearm.data_off -= len;
         h.data_len += len;
         h.pkt_len += len as u32;
         // SAFETY: the new data_off is inside the buffer; the buffer is ours.
-        Some(unsafe { std::slice::from_raw_parts_mut(h.buf_addr.add(h.data_off as usize), len as usize) })
+        Some(unsafe { std::slice::from_raw_parts_mut(h.buf_addr().add(h.rearm.data_off as usize), len as usize) })
     }
 
     /// Removes `len` bytes from the front; false if the segment is shorter.
@@ -328,7 +330,7 @@ impl Mbuf {
         if len > h.data_len {
             return false;
         }
-        h.data_off += len;
+        h.rearm.data_off += len;
         h.data_len -= len;
         h.pkt_len -= len as u32;
         true
@@ -348,10 +350,10 @@ impl Mbuf {
     /// Resets the data start to `offset` bytes into the buffer with no data (drivers posting RX buffers).
     pub fn reset_data(&mut self, offset: u16) -> bool {
         let h = self.hdr_mut();
-        if offset > h.buf_len {
+        if offset > h.rearm.buf_len {
             return false;
         }
-        h.data_off = offset;
+        h.rearm.data_off = offset;
         h.data_len = 0;
         h.pkt_len = 0;
         true
@@ -361,7 +363,7 @@ impl Mbuf {
     #[inline(always)]
     pub fn data_iova(&self) -> u64 {
         let h = self.hdr();
-        h.buf_iova + h.data_off as u64
+        h.buf_iova + h.rearm.data_off as u64
     }
 
     /// IOVA of the start of the buffer (headroom included).
@@ -373,13 +375,13 @@ impl Mbuf {
     /// Port the packet arrived on ([`NO_PORT`] if none).
     #[inline(always)]
     pub fn port(&self) -> u16 {
-        self.hdr().port
+        self.hdr().rearm.port
     }
 
     /// Records the input port.
     #[inline(always)]
     pub fn set_port(&mut self, port: u16) {
-        self.hdr_mut().port = port;
+        self.hdr_mut().rearm.port = port;
     }
 
     /// Offload flags ([`ol_flags`]).
@@ -469,7 +471,7 @@ impl Mbuf {
     /// Number of segments in the chain.
     #[inline(always)]
     pub fn nb_segs(&self) -> u16 {
-        self.hdr().nb_segs
+        self.hdr().rearm.nb_segs
     }
 
     /// Index of this buffer in its pool (stable for the pool's life; handy for debugging and tests).
@@ -492,7 +494,7 @@ impl Mbuf {
         }
         let h = self.hdr_mut();
         h.pkt_len += tail_len;
-        h.nb_segs += tail_segs;
+        h.rearm.nb_segs += tail_segs;
     }
 
     /// Detaches everything after the first segment, returning it as its own packet; this segment's packet length
@@ -502,13 +504,13 @@ impl Mbuf {
         let next = NonNull::new(h.next)?;
         h.next = std::ptr::null_mut();
         let rest_len = h.pkt_len - h.data_len as u32;
-        let rest_segs = h.nb_segs - 1;
+        let rest_segs = h.rearm.nb_segs - 1;
         h.pkt_len = h.data_len as u32;
-        h.nb_segs = 1;
+        h.rearm.nb_segs = 1;
         // SAFETY: `next` was owned through our chain and is now detached: we hand its ownership on.
         let mut rest = unsafe { Mbuf::from_raw(next) };
         rest.hdr_mut().pkt_len = rest_len;
-        rest.hdr_mut().nb_segs = rest_segs;
+        rest.hdr_mut().rearm.nb_segs = rest_segs;
         Some(rest)
     }
 
@@ -523,8 +525,9 @@ impl Mbuf {
             let h = unsafe { &*cur };
             cur = h.next;
             // SAFETY: data_off + data_len <= buf_len for every segment.
-            let data = unsafe { std::slice::from_raw_parts(h.buf_addr.add(h.data_off as usize), h.data_len as usize) };
-            Some(Segment { data, iova: h.buf_iova + h.data_off as u64 })
+            let data =
+                unsafe { std::slice::from_raw_parts(h.buf_addr().add(h.rearm.data_off as usize), h.data_len as usize) };
+            Some(Segment { data, iova: h.buf_iova + h.rearm.data_off as u64 })
         })
     }
 

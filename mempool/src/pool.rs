@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use hugepage::{Allocator, DmaMemory, IovaMode};
 
 use crate::lcore::{self, MAX_LCORES};
-use crate::mbuf::{MbufHeader, STATE_FREE, STATE_IN_USE};
+use crate::mbuf::{MbufHeader, Rearm, STATE_FREE, STATE_IN_USE};
 use crate::ring::Ring;
 use crate::{Error, Mbuf, Result};
 
@@ -72,6 +72,8 @@ pub(crate) struct PoolInner {
     data_room: u16,
     elt_size: usize,
     debug: bool,
+    /// What `rearm` holds in a free buffer.
+    rearm: Rearm,
     ring: Ring<NonNull<MbufHeader>>,
     caches: Box<[LocalCache]>,
     memory: DmaMemory,
@@ -120,7 +122,7 @@ impl PoolInner {
                 return false;
             }
         }
-        out.copy_from_slice(&objs[len - n..len]);
+        copy_small(out, &objs[len - n..len]);
         // SAFETY: shrinking.
         unsafe { objs.set_len(len - n) };
         cache.len.store(len - n, Ordering::Relaxed);
@@ -141,8 +143,12 @@ impl PoolInner {
         if objs.capacity() == 0 {
             objs.reserve_exact(self.flush_threshold + MAX_CACHED_BULK);
         }
-        objs.extend_from_slice(objs_in);
         let len = objs.len();
+        // SAFETY: capacity >= flush_threshold + MAX_CACHED_BULK > len + n (the cache never holds more than
+        // flush_threshold after a put, and n <= MAX_CACHED_BULK); the new entries are written right below.
+        unsafe { objs.set_len(len + n) };
+        copy_small(&mut objs[len..len + n], objs_in);
+        let len = len + n;
         if len >= self.flush_threshold {
             let ok = self.ring.enqueue_bulk(&objs[self.cache_size..len]);
             debug_assert!(ok, "mempool ring overflow");
@@ -164,6 +170,19 @@ impl PoolInner {
         let offset = element_offset(index as usize, self.elt_size, &self.memory);
         // SAFETY: offset is inside the memory (computed at creation for every index < size).
         unsafe { NonNull::new_unchecked(self.memory.as_ptr().add(offset).cast()) }
+    }
+}
+
+/// Copies a burst of pointers inline: at these sizes a `memcpy` call costs more than the copy. The common burst
+/// of 32 is one fixed-size copy (a few vector moves).
+#[inline(always)]
+fn copy_small<T: Copy>(dst: &mut [T], src: &[T]) {
+    if let (Ok(d), Ok(s)) = (<&mut [T; 32]>::try_from(&mut *dst), <&[T; 32]>::try_from(src)) {
+        *d = *s;
+        return;
+    }
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = *s;
     }
 }
 
@@ -285,6 +304,7 @@ impl Mempool {
             data_room: config.data_room,
             elt_size,
             debug: config.debug,
+            rearm: Rearm { data_off: config.headroom, nb_segs: 1, port: crate::NO_PORT, buf_len: buf_len as u16 },
             ring: Ring::new(config.size as usize),
             caches: (0..MAX_LCORES)
                 .map(|_| LocalCache { len: AtomicUsize::new(0), objs: UnsafeCell::new(Vec::new()) })
@@ -301,16 +321,7 @@ impl Mempool {
             let buf_addr = unsafe { hdr.as_ptr().cast::<u8>().add(std::mem::size_of::<MbufHeader>()) };
             let buf_iova = pool.memory.iova_of(buf_addr).expect("element inside pool memory");
             // SAFETY: the element is ours and aligned to 64 (elt_size and the page are multiples of 64).
-            unsafe {
-                hdr.as_ptr().write(MbufHeader::new(
-                    buf_addr,
-                    buf_iova,
-                    buf_len as u16,
-                    config.headroom,
-                    inner.as_ptr(),
-                    index,
-                ))
-            };
+            unsafe { hdr.as_ptr().write(MbufHeader::new(buf_iova, pool.rearm, inner.as_ptr(), index)) };
             headers.push(hdr);
         }
         let ok = pool.ring.enqueue_bulk(&headers);
@@ -480,63 +491,59 @@ pub(crate) unsafe fn free_chain(hdr: NonNull<MbufHeader>) {
         // SAFETY: owned by the caller; initialised at pool creation.
         let h = unsafe { &mut *cur };
         let next = h.next;
+        h.next = std::ptr::null_mut();
         // SAFETY: every element points at its live pool (a pool with elements out is never freed).
         let pool = unsafe { &*h.pool };
-        release_header(pool, h);
+        if pool.checks() {
+            check_and_mark_free(pool, h);
+        }
+        h.reset_single(pool.rearm);
         // SAFETY: cur is non-null.
         pool.put_bulk(&[unsafe { NonNull::new_unchecked(cur) }]);
         cur = next;
     }
 }
 
-#[inline(always)]
-fn release_header(pool: &PoolInner, h: &mut MbufHeader) {
-    if pool.checks() {
-        assert_eq!(h.state, STATE_IN_USE, "mempool {}: double free of buffer {}", pool.name, h.index);
-        h.state = STATE_FREE;
-    }
-    h.reset();
+#[cold]
+fn check_and_mark_free(pool: &PoolInner, h: &mut MbufHeader) {
+    assert_eq!(h.state, STATE_IN_USE, "mempool {}: double free of buffer {}", pool.name, h.index);
+    h.state = STATE_FREE;
 }
 
-/// Frees many single-or-chained packets, grouping runs from the same pool into one bulk put.
+/// Frees many single-or-chained packets, grouping runs of single segments from the same pool into one bulk put.
 ///
 /// # Safety
 /// The caller owns every chain in `hdrs` and uses none of them afterwards.
 #[inline]
 pub(crate) unsafe fn free_bulk(hdrs: &[NonNull<MbufHeader>]) {
-    let mut run_start = 0;
-    let mut run_pool: *const PoolInner = std::ptr::null();
     let mut i = 0;
     while i < hdrs.len() {
-        // SAFETY: owned by the caller.
-        let h = unsafe { &mut *hdrs[i].as_ptr() };
-        if !h.next.is_null() {
-            // A chain: flush the run so far, free the chain on its own, and start again after it.
-            if run_start < i {
-                // SAFETY: the run's elements are reset and all from `run_pool`.
-                unsafe { (*run_pool).put_bulk(&hdrs[run_start..i]) };
-            }
+        // SAFETY: owned by the caller; its pool is alive while it has elements out.
+        let pool_ptr = unsafe { (*hdrs[i].as_ptr()).pool };
+        // SAFETY: as above.
+        let pool = unsafe { &*pool_ptr };
+        let (rearm, checks) = (pool.rearm, pool.checks());
+        let start = i;
+        while i < hdrs.len() {
             // SAFETY: owned by the caller.
+            let h = unsafe { &mut *hdrs[i].as_ptr() };
+            if h.pool != pool_ptr || !h.next.is_null() {
+                break;
+            }
+            if checks {
+                check_and_mark_free(pool, h);
+            }
+            h.reset_single(rearm);
+            i += 1;
+        }
+        if start < i {
+            pool.put_bulk(&hdrs[start..i]);
+        }
+        // SAFETY: owned by the caller.
+        if i < hdrs.len() && unsafe { !(*hdrs[i].as_ptr()).next.is_null() } {
+            // SAFETY: a chain owned by the caller, freed once.
             unsafe { free_chain(hdrs[i]) };
             i += 1;
-            run_start = i;
-            run_pool = std::ptr::null();
-            continue;
         }
-        if h.pool != run_pool {
-            if run_start < i {
-                // SAFETY: as above.
-                unsafe { (*run_pool).put_bulk(&hdrs[run_start..i]) };
-            }
-            run_start = i;
-            run_pool = h.pool;
-        }
-        // SAFETY: the element's pool is alive while it has elements out.
-        release_header(unsafe { &*h.pool }, h);
-        i += 1;
-    }
-    if run_start < hdrs.len() {
-        // SAFETY: as above.
-        unsafe { (*run_pool).put_bulk(&hdrs[run_start..]) };
     }
 }
