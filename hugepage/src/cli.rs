@@ -305,11 +305,37 @@ pub fn human(bytes: u64) -> String {
     bytes.to_string()
 }
 
+/// `bytes` rounded down to whole units of the largest binary unit it reaches: `23G`.
+fn human_approx(bytes: u64) -> String {
+    for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        if bytes >= 1 << shift {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
 fn where_(node: Option<u32>) -> String {
     node.map(|n| format!(" on node {n}")).unwrap_or_default()
 }
 
+/// Total memory of the machine (`MemTotal:` in /proc/meminfo), if known.
+fn mem_total() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 =
+        text.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib << 10)
+}
+
 fn reserve(host: &Host, size: PageSize, node: Option<u32>, pages: usize, out: &mut dyn Write) -> Result<(), CliError> {
+    let bytes = (pages as u64).saturating_mul(size.bytes() as u64);
+    if let Some(total) = mem_total().filter(|&total| bytes > total) {
+        return Err(CliError::Failed(format!(
+            "{pages} {size} hugepages ({}) is more than this machine's memory ({}); ask for less",
+            human(bytes),
+            human_approx(total)
+        )));
+    }
     let got = sysfs::reserve_hugepages(&host.sysfs, size, node, pages)?;
     let memory = human((got * size.bytes()) as u64);
     if got < pages {
@@ -317,7 +343,8 @@ fn reserve(host: &Host, size: PageSize, node: Option<u32>, pages: usize, out: &m
             "asked for {pages} {size} hugepages{} but the kernel reserved only {got} ({memory}): memory is too \
              fragmented or too small. Free some (`sync; echo 3 > /proc/sys/vm/drop_caches; \
              echo 1 > /proc/sys/vm/compact_memory`) and retry, or reserve them at boot with `hugepagesz={size} \
-             hugepages={pages}` on the kernel command line",
+             hugepages={pages}` on the kernel command line. The {got} pages stay reserved; `hugepages --pages 0 \
+             --pagesize {size}` releases them",
             where_(node)
         )));
     }

@@ -9,6 +9,7 @@
 //! two unrelated physical pages) and they are never swapped or moved, so an address given to a NIC stays valid.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
 
 pub mod cli;
 mod error;

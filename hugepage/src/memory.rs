@@ -525,3 +525,26 @@ pub(crate) fn read_trimmed(path: &Path) -> std::io::Result<String> {
     File::open(path)?.read_to_string(&mut text)?;
     Ok(text.trim().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_enough_names_the_total_to_write() {
+        let counts = sysfs::HugepageCounts { size: PageSize::Huge2M, total: 10, free: 4, reserved: 1, surplus: 0 };
+        let err = not_enough(&counts, 5);
+        assert!(matches!(err, Error::NotEnoughHugepages { needed: 5, free: 3, reserve: 12, kib: 2048, .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains("`echo 12 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages`"), "{msg}");
+        assert!(msg.contains("`hugepages --pages 12 --pagesize 2M`"), "{msg}");
+        assert!(!msg.contains("hugepagesz"), "the boot-time hint is for 1G pages only: {msg}");
+    }
+
+    #[test]
+    fn map_error_keeps_other_os_errors() {
+        let err = map_error("mmap".into(), std::io::Error::from_raw_os_error(libc::EINVAL), PageSize::Huge2M, 1);
+        assert!(matches!(err, Error::Os { .. }), "{err:?}");
+        assert!(err.to_string().starts_with("mmap failed: "), "{err}");
+    }
+}

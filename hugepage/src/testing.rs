@@ -71,7 +71,14 @@ impl Drop for HugepageGuard {
 
 /// Takes the machine-wide hugepage test lock, blocking until it is free.
 pub fn lock() -> std::io::Result<File> {
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(LOCK_PATH)?;
+    // flock works on a read-only descriptor, so a lock file created by root still serves other users.
+    let file = match File::open(LOCK_PATH) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(LOCK_PATH)?
+        }
+        Err(e) => return Err(e),
+    };
     loop {
         // SAFETY: flock on a file descriptor we own; no memory is involved.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {

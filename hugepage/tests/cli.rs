@@ -150,6 +150,7 @@ fn bad_input_is_a_usage_error_with_advice() {
     let failed: &[(&[&str], &str)] = &[
         (&["--pages", "1", "--node", "9"], "NUMA node 9 does not exist (nodes: 0)"),
         (&["--sysfs-root", "/nonexistent", "--show"], "CONFIG_HUGETLBFS"),
+        (&["--reserve", "1024T", "--pagesize", "1G"], "more than this machine's memory"),
     ];
     for (args, want) in failed {
         let (result, _, _) = run(&f, args);
