@@ -7,6 +7,23 @@
 //!
 //! Hugepages matter twice: they are physically contiguous (one IOVA range per page, so a buffer never straddles
 //! two unrelated physical pages) and they are never swapped or moved, so an address given to a NIC stays valid.
+//!
+//! ```no_run
+//! use hugepage::{Allocator, DmaConfig, IovaMode};
+//! // --iova-mode pa: physical addresses from /proc/self/pagemap (root, no IOMMU).
+//! let allocator = Allocator::new(DmaConfig { iova_mode: IovaMode::Pa, ..Default::default() })?;
+//! let ring = allocator.allocate(64 << 10)?; // one 2 MiB hugepage
+//! let iova = ring.iova_at(0).expect("inside the region");
+//! # Ok::<(), hugepage::Error>(())
+//! ```
+//!
+//! When hugepages are missing, [`Error::NotEnoughHugepages`] names the exact command that reserves them. The
+//! `hugepages` binary ([`cli`]) shows, reserves, clears and mounts them per NUMA node, like `dpdk-hugepages.py`:
+//! `hugepages --setup 1G` then `hugepages --show`. Tests that need real hugepages use [`testing::reserve`].
+//!
+//! Not supported yet: placing memory on a chosen NUMA node (pages come from wherever the kernel finds them), page
+//! sizes other than 2 MiB and 1 GiB (64K/32M on aarch64), memory shared between processes (DPDK's secondary
+//! processes), and the VFIO DMA mapping itself (done by the driver layer with the IOVAs handed out here).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
