@@ -5,13 +5,14 @@ pub(crate) mod netif;
 pub mod null;
 pub mod pcap;
 pub mod ring;
+pub mod tap;
 
 use crate::dev::EthDev;
 use crate::devargs::Devargs;
 use crate::{Error, Result};
 
 /// Driver names of the virtual devices this crate can open.
-pub const VDEV_DRIVERS: &[&str] = &["net_null", "net_ring", "net_pcap"];
+pub const VDEV_DRIVERS: &[&str] = &["net_null", "net_ring", "net_pcap", "net_tap"];
 
 /// Opens a virtual device from its devargs string.
 pub fn open_vdev(devargs: &str) -> Result<Box<dyn EthDev>> {
@@ -20,6 +21,7 @@ pub fn open_vdev(devargs: &str) -> Result<Box<dyn EthDev>> {
         "net_null" => Box::new(null::NullPort::from_devargs(&args)?),
         "net_ring" => Box::new(ring::RingPort::from_devargs(&args)?),
         "net_pcap" => Box::new(pcap::PcapPort::from_devargs(&args)?),
+        "net_tap" => Box::new(tap::TapPort::from_devargs(&args)?),
         _ => return Err(Error::UnknownDriver { name: args.name, known: VDEV_DRIVERS.join(", ") }),
     })
 }
