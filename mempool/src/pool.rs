@@ -56,11 +56,13 @@ impl PoolConfig {
     }
 }
 
-/// One lcore's stack of free buffers; touched only by the thread that holds that lcore id.
+/// One lcore's stack of free buffers; touched only by the thread that holds that lcore id. The array is
+/// allocated by that thread on first use (`cache_capacity` entries), so pools cost nothing for idle lcores.
 #[repr(align(128))]
 struct LocalCache {
+    /// Entries in use. Only the owner writes it; `available()` reads it from anywhere.
     len: AtomicUsize,
-    objs: UnsafeCell<Vec<NonNull<MbufHeader>>>,
+    objs: UnsafeCell<*mut NonNull<MbufHeader>>,
 }
 
 pub(crate) struct PoolInner {
@@ -86,12 +88,41 @@ unsafe impl Send for PoolInner {}
 unsafe impl Sync for PoolInner {}
 
 impl PoolInner {
+    /// Entries of each lcore cache array: a full cache plus the largest burst put on top before a flush.
+    fn cache_capacity(&self) -> usize {
+        self.flush_threshold + MAX_CACHED_BULK
+    }
+
+    /// The calling thread's cache, when it has an lcore id and the pool has caches.
     #[inline(always)]
     fn cache(&self) -> Option<&LocalCache> {
+        let id = lcore::current()?;
         if self.cache_size == 0 {
             return None;
         }
-        lcore::current().map(|id| &self.caches[id as usize])
+        // SAFETY: lcore ids are below MAX_LCORES (the lcore module refuses others) and `caches` has MAX_LCORES
+        // entries.
+        Some(unsafe { self.caches.get_unchecked(id as usize) })
+    }
+
+    /// The cache's array, allocating it on first use. Only the cache's owner thread may call this.
+    #[inline(always)]
+    fn cache_array(&self, cache: &LocalCache) -> *mut NonNull<MbufHeader> {
+        // SAFETY: only the owner thread touches `objs`.
+        let objs = unsafe { *cache.objs.get() };
+        if !objs.is_null() {
+            return objs;
+        }
+        self.allocate_cache_array(cache)
+    }
+
+    #[cold]
+    fn allocate_cache_array(&self, cache: &LocalCache) -> *mut NonNull<MbufHeader> {
+        let mut array = std::mem::ManuallyDrop::new(Vec::<NonNull<MbufHeader>>::with_capacity(self.cache_capacity()));
+        let objs = array.as_mut_ptr();
+        // SAFETY: only the owner thread touches `objs`; freed in PoolInner's Drop with the same capacity.
+        unsafe { *cache.objs.get() = objs };
+        objs
     }
 
     /// Takes exactly `out.len()` free elements, or none.
@@ -101,30 +132,37 @@ impl PoolInner {
         let Some(cache) = self.cache().filter(|_| n <= MAX_CACHED_BULK) else {
             return self.ring.dequeue_bulk(out);
         };
-        // SAFETY: only this thread (holder of the lcore id) touches this cache.
-        let objs = unsafe { &mut *cache.objs.get() };
-        if objs.capacity() == 0 {
-            objs.reserve_exact(self.flush_threshold + MAX_CACHED_BULK);
-        }
-        let mut len = cache.len.load(Ordering::Relaxed);
+        let objs = self.cache_array(cache);
+        let len = cache.len.load(Ordering::Relaxed);
         if len < n {
-            // Refill to cache_size beyond this request, taking what the ring has.
-            let want = self.cache_size + n - len;
-            // SAFETY: capacity >= flush_threshold + MAX_CACHED_BULK >= cache_size + n; elements past `len` are
-            // written by the ring before being read.
-            unsafe { objs.set_len(len + want) };
-            let got = self.ring.dequeue_burst(&mut objs[len..len + want]);
-            len += got;
-            // SAFETY: the first `len` entries are initialised.
-            unsafe { objs.set_len(len) };
-            cache.len.store(len, Ordering::Relaxed);
-            if len < n {
-                return false;
-            }
+            return self.refill_and_get(cache, objs, out);
         }
-        copy_small(out, &objs[len - n..len]);
-        // SAFETY: shrinking.
-        unsafe { objs.set_len(len - n) };
+        // SAFETY: entries 0..len of the owner's array are initialised; n <= len.
+        unsafe { copy_burst(out.as_mut_ptr(), objs.add(len - n), n) };
+        cache.len.store(len - n, Ordering::Relaxed);
+        true
+    }
+
+    #[inline(never)]
+    fn refill_and_get(
+        &self,
+        cache: &LocalCache,
+        objs: *mut NonNull<MbufHeader>,
+        out: &mut [NonNull<MbufHeader>],
+    ) -> bool {
+        let n = out.len();
+        let mut len = cache.len.load(Ordering::Relaxed);
+        // Refill to cache_size beyond this request, taking what the ring has.
+        let want = self.cache_size + n - len;
+        // SAFETY: len + want = cache_size + n <= cache_capacity; the ring only writes the slots it fills.
+        let room = unsafe { std::slice::from_raw_parts_mut(objs.add(len), want) };
+        len += self.ring.dequeue_burst(room);
+        if len < n {
+            cache.len.store(len, Ordering::Relaxed);
+            return false;
+        }
+        // SAFETY: entries 0..len are initialised; n <= len.
+        unsafe { copy_burst(out.as_mut_ptr(), objs.add(len - n), n) };
         cache.len.store(len - n, Ordering::Relaxed);
         true
     }
@@ -138,23 +176,25 @@ impl PoolInner {
             debug_assert!(ok, "mempool ring overflow: more buffers freed than the pool holds");
             return;
         };
-        // SAFETY: only this thread touches this cache.
-        let objs = unsafe { &mut *cache.objs.get() };
-        if objs.capacity() == 0 {
-            objs.reserve_exact(self.flush_threshold + MAX_CACHED_BULK);
-        }
-        let len = objs.len();
-        // SAFETY: capacity >= flush_threshold + MAX_CACHED_BULK > len + n (the cache never holds more than
-        // flush_threshold after a put, and n <= MAX_CACHED_BULK); the new entries are written right below.
-        unsafe { objs.set_len(len + n) };
-        copy_small(&mut objs[len..len + n], objs_in);
+        let objs = self.cache_array(cache);
+        let len = cache.len.load(Ordering::Relaxed);
+        // SAFETY: len < flush_threshold between calls and n <= MAX_CACHED_BULK, so len + n <= cache_capacity.
+        unsafe { copy_burst(objs.add(len), objs_in.as_ptr(), n) };
         let len = len + n;
-        if len >= self.flush_threshold {
-            let ok = self.ring.enqueue_bulk(&objs[self.cache_size..len]);
-            debug_assert!(ok, "mempool ring overflow");
-            objs.truncate(self.cache_size);
+        if len < self.flush_threshold {
+            cache.len.store(len, Ordering::Relaxed);
+        } else {
+            self.flush(cache, objs, len);
         }
-        cache.len.store(objs.len(), Ordering::Relaxed);
+    }
+
+    #[inline(never)]
+    fn flush(&self, cache: &LocalCache, objs: *mut NonNull<MbufHeader>, len: usize) {
+        // SAFETY: entries 0..len are initialised.
+        let extra = unsafe { std::slice::from_raw_parts(objs.add(self.cache_size), len - self.cache_size) };
+        let ok = self.ring.enqueue_bulk(extra);
+        debug_assert!(ok, "mempool ring overflow");
+        cache.len.store(self.cache_size, Ordering::Relaxed);
     }
 
     fn available(&self) -> usize {
@@ -173,17 +213,26 @@ impl PoolInner {
     }
 }
 
-/// Copies a burst of pointers inline: at these sizes a `memcpy` call costs more than the copy. The common burst
-/// of 32 is one fixed-size copy (a few vector moves).
+/// Copies `n` pointers between non-overlapping arrays. The common burst of 32 is 16 SSE2 moves inline (SSE2 is
+/// part of x86-64): at this size a `memcpy` call costs more than the copy.
+///
+/// # Safety
+/// `src..src+n` must be readable, `dst..dst+n` writable, and the two must not overlap.
 #[inline(always)]
-fn copy_small<T: Copy>(dst: &mut [T], src: &[T]) {
-    if let (Ok(d), Ok(s)) = (<&mut [T; 32]>::try_from(&mut *dst), <&[T; 32]>::try_from(src)) {
-        *d = *s;
+unsafe fn copy_burst<T: Copy>(dst: *mut T, src: *const T, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if n == 32 && std::mem::size_of::<T>() == 8 {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
+        let (d, s) = (dst.cast::<__m128i>(), src.cast::<__m128i>());
+        for i in 0..16 {
+            // SAFETY: 32 eight-byte entries are 16 sixteen-byte lanes, inside both arrays (caller's contract);
+            // unaligned loads and stores have no alignment requirement.
+            unsafe { _mm_storeu_si128(d.add(i), _mm_loadu_si128(s.add(i))) };
+        }
         return;
     }
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d = *s;
-    }
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
 }
 
 /// Where element `index` starts: packed back to back, except that in PA mode an element never crosses a page
@@ -195,6 +244,20 @@ fn element_offset(index: usize, elt_size: usize, memory: &DmaMemory) -> usize {
         (index / per_page) * page + (index % per_page) * elt_size
     } else {
         index * elt_size
+    }
+}
+
+impl Drop for PoolInner {
+    fn drop(&mut self) {
+        let capacity = self.cache_capacity();
+        for cache in self.caches.iter_mut() {
+            let objs = *cache.objs.get_mut();
+            if !objs.is_null() {
+                // SAFETY: allocated in allocate_cache_array as a Vec of exactly this capacity; no thread can use it
+                // now (the pool is being freed because nothing refers to it).
+                drop(unsafe { Vec::from_raw_parts(objs, 0, capacity) });
+            }
+        }
     }
 }
 
@@ -307,7 +370,7 @@ impl Mempool {
             rearm: Rearm { data_off: config.headroom, nb_segs: 1, port: crate::NO_PORT, buf_len: buf_len as u16 },
             ring: Ring::new(config.size as usize),
             caches: (0..MAX_LCORES)
-                .map(|_| LocalCache { len: AtomicUsize::new(0), objs: UnsafeCell::new(Vec::new()) })
+                .map(|_| LocalCache { len: AtomicUsize::new(0), objs: UnsafeCell::new(std::ptr::null_mut()) })
                 .collect(),
             memory,
         });

@@ -89,6 +89,42 @@ impl<T: Copy> Ring<T> {
         self.dequeue(out, true)
     }
 
+    /// The slot array as raw `T`s (`UnsafeCell<MaybeUninit<T>>` has `T`'s layout).
+    #[inline(always)]
+    fn slot_ptr(&self) -> *mut T {
+        UnsafeCell::raw_get(self.slots.as_ptr()).cast()
+    }
+
+    /// Writes `items` into the slots from index `head` on, wrapping at the end.
+    ///
+    /// # Safety
+    /// The caller has reserved slots `head..head + items.len()`.
+    #[inline(always)]
+    unsafe fn copy_in(&self, head: u32, items: &[T]) {
+        let start = (head & self.mask) as usize;
+        let first = items.len().min(self.capacity() - start);
+        // SAFETY: start + first <= capacity and the rest wraps to 0..; the caller reserved these slots.
+        unsafe {
+            std::ptr::copy_nonoverlapping(items.as_ptr(), self.slot_ptr().add(start), first);
+            std::ptr::copy_nonoverlapping(items.as_ptr().add(first), self.slot_ptr(), items.len() - first);
+        }
+    }
+
+    /// Reads the slots from index `head` on into `out`, wrapping at the end.
+    ///
+    /// # Safety
+    /// The caller has reserved slots `head..head + out.len()` and they hold published items.
+    #[inline(always)]
+    unsafe fn copy_out(&self, head: u32, out: &mut [T]) {
+        let start = (head & self.mask) as usize;
+        let first = out.len().min(self.capacity() - start);
+        // SAFETY: as in copy_in; the slots are initialised by their producers.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.slot_ptr().add(start), out.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(self.slot_ptr(), out.as_mut_ptr().add(first), out.len() - first);
+        }
+    }
+
     #[inline]
     fn enqueue(&self, items: &[T], partial: bool) -> usize {
         let capacity = self.capacity() as u32;
@@ -117,11 +153,8 @@ impl<T: Copy> Ring<T> {
                 Err(now) => head = now,
             }
         };
-        for (i, item) in items[..n as usize].iter().enumerate() {
-            let slot = &self.slots[(head.wrapping_add(i as u32) & self.mask) as usize];
-            // SAFETY: slots head..head+n were reserved by our CAS and consumers have released them (checked above).
-            unsafe { (*slot.get()).write(*item) };
-        }
+        // SAFETY: slots head..head+n were reserved by our CAS and consumers have released them (checked above).
+        unsafe { self.copy_in(head, &items[..n as usize]) };
         wait_for_turn(&self.prod.tail, head);
         self.prod.tail.store(head.wrapping_add(n), Ordering::Release);
         n as usize
@@ -154,11 +187,8 @@ impl<T: Copy> Ring<T> {
                 Err(now) => head = now,
             }
         };
-        for (i, item) in out[..n as usize].iter_mut().enumerate() {
-            let slot = &self.slots[(head.wrapping_add(i as u32) & self.mask) as usize];
-            // SAFETY: slots head..head+n were published by producers (prod.tail) and reserved for us by our CAS.
-            *item = unsafe { (*slot.get()).assume_init() };
-        }
+        // SAFETY: slots head..head+n were published by producers (prod.tail) and reserved for us by our CAS.
+        unsafe { self.copy_out(head, &mut out[..n as usize]) };
         wait_for_turn(&self.cons.tail, head);
         self.cons.tail.store(head.wrapping_add(n), Ordering::Release);
         n as usize
