@@ -4,8 +4,6 @@
 //! Every socket is created in the network namespace of the calling thread, so a port opened by a thread that
 //! entered a namespace (`setns`) keeps working on that namespace's interfaces.
 
-#![allow(dead_code)] // TEMP until af_packet and tap use everything
-
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
