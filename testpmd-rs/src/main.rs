@@ -1,1 +1,102 @@
-fn main() {}
+//! testpmd-rs: dpdk-testpmd's command line, prompt and statistics on this project's ports.
+//!
+//! ```text
+//! testpmd-rs -l 0-1 --no-huge --vdev net_ring0,link=w --vdev net_ring1,link=w -- -i
+//! testpmd> start tx_first
+//! testpmd> stop
+//! testpmd> quit
+//! ```
+//!
+//! Forwarding runs on the EAL's worker lcores (`-l 0-1`: lcore 0 keeps the prompt, lcore 1 forwards). With a
+//! single lcore, forwarding runs on an unpinned helper thread (without a mempool cache) and a warning says so.
+//!
+//! Without `-i`, forwarding starts at once; with `--stats-period N` port statistics are printed every N seconds
+//! until Ctrl-C (SIGINT) or SIGTERM, as testpmd does; without it, until Enter, end of input or Ctrl-C. Then the
+//! forward statistics are printed and the ports closed.
+
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+mod app;
+mod cli;
+mod fwd;
+mod params;
+mod pkt;
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use app::App;
+use params::Parsed;
+
+fn main() {
+    let mut args: Vec<String> = std::env::args().collect();
+    let program = if args.is_empty() { "testpmd-rs".to_string() } else { args.remove(0) };
+    let (eal, app_args) = eal::init_or_exit(&program, args);
+    let params = match params::parse(&app_args) {
+        Ok(Parsed::Run(p)) => p,
+        Ok(Parsed::Help) => {
+            println!("{}", params::usage(&program));
+            std::process::exit(0);
+        }
+        Err(e) => {
+            eprintln!("testpmd-rs: {e}");
+            eprintln!("(testpmd options come after --; see {program} -- --help)");
+            std::process::exit(1);
+        }
+    };
+    let mut app = match App::new(eal, &params) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("EAL: Error - exiting with code: 1\n  Cause: {e}");
+            std::process::exit(1);
+        }
+    };
+    let tx_first = u32::from(params.tx_first);
+    if params.interactive {
+        if params.auto_start {
+            println!("Start automatic packet forwarding");
+            if let Err(e) = app.start(tx_first) {
+                println!("{e}");
+            }
+        }
+        cli::run_prompt(app);
+        return;
+    }
+    println!("No commandline core given, start packet forwarding");
+    if let Err(e) = app.start(tx_first) {
+        eprintln!("{e}");
+        app.quit();
+        std::process::exit(1);
+    }
+    if params.stats_period > 0 {
+        let period = Duration::from_secs(params.stats_period);
+        let clear = std::io::stdout().is_terminal();
+        let mut next = Instant::now() + period;
+        while !eal::stop_requested() {
+            std::thread::sleep(Duration::from_millis(20));
+            if Instant::now() >= next {
+                next += period;
+                if clear {
+                    print!("\x1b[2J\x1b[1;1H");
+                }
+                print!("\nPort statistics ====================================");
+                let ids = app.fwd_ports();
+                app.show_port_stats(&ids);
+                let _ = std::io::stdout().flush();
+            }
+        }
+        println!("\nSignal received, preparing to exit...");
+    } else {
+        println!("Press enter to exit");
+        let _ = std::io::stdout().flush();
+        std::thread::spawn(|| {
+            let mut line = String::new();
+            let _ = std::io::stdin().lock().read_line(&mut line);
+            eal::request_stop();
+        });
+        while !eal::stop_requested() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    app.quit();
+}

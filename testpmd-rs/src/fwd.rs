@@ -1,0 +1,511 @@
+//! Forwarding: modes, streams, and the per-lcore loop.
+//!
+//! A [`Stream`] owns one RX queue and one TX queue (moved in from the ports when forwarding starts and handed back
+//! when it stops). Each forwarding lcore runs [`lcore_main`] over its streams: one monomorphised loop per mode
+//! (the mode is matched once, outside the loop), one dynamic call per burst for RX and one for TX, no allocation
+//! and no lock per packet or per burst.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use mempool::{Mempool, PacketBatch};
+use pktio::stats::Counter;
+use pktio::{MacAddr, RxQueue, TxQueue};
+
+use crate::pkt;
+
+/// A forwarding mode (`--forward-mode`, `set fwd`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FwdMode {
+    /// Forward as received.
+    #[default]
+    Io,
+    /// Set the source MAC to the TX port's and the destination to the peer's.
+    Mac,
+    /// Swap source and destination MAC.
+    MacSwap,
+    /// Receive and drop.
+    RxOnly,
+    /// Send generated UDP/IPv4 packets.
+    TxOnly,
+    /// Send generated packets of many flows; receive and drop.
+    FlowGen,
+    /// Check and fix IPv4/TCP/UDP checksums in software, then forward as `mac`.
+    Csum,
+    /// Answer ARP requests and ICMP echo requests; drop the rest.
+    IcmpEcho,
+    /// Swap L2, L3 and L4 source and destination.
+    FiveTupleSwap,
+}
+
+impl FwdMode {
+    /// Every mode, in the order `help` lists them.
+    pub const ALL: [FwdMode; 9] = [
+        FwdMode::Io,
+        FwdMode::Mac,
+        FwdMode::MacSwap,
+        FwdMode::FlowGen,
+        FwdMode::RxOnly,
+        FwdMode::TxOnly,
+        FwdMode::Csum,
+        FwdMode::IcmpEcho,
+        FwdMode::FiveTupleSwap,
+    ];
+
+    /// testpmd's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            FwdMode::Io => "io",
+            FwdMode::Mac => "mac",
+            FwdMode::MacSwap => "macswap",
+            FwdMode::RxOnly => "rxonly",
+            FwdMode::TxOnly => "txonly",
+            FwdMode::FlowGen => "flowgen",
+            FwdMode::Csum => "csum",
+            FwdMode::IcmpEcho => "icmpecho",
+            FwdMode::FiveTupleSwap => "5tswap",
+        }
+    }
+
+    /// The names, space separated.
+    pub fn names() -> String {
+        FwdMode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(" ")
+    }
+
+    /// Modes that generate packets from the pool.
+    pub fn generates(self) -> bool {
+        matches!(self, FwdMode::TxOnly | FwdMode::FlowGen)
+    }
+}
+
+impl fmt::Display for FwdMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for FwdMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        FwdMode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown forwarding mode {s:?}; available: {}", FwdMode::names()))
+    }
+}
+
+/// Where a stream receives and where it sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamSpec {
+    /// RX port id.
+    pub rx_port: u16,
+    /// RX queue.
+    pub rx_queue: u16,
+    /// TX port id.
+    pub tx_port: u16,
+    /// TX queue.
+    pub tx_queue: u16,
+}
+
+/// Counters of one stream: written by its lcore only (plain loads and stores), read by the prompt at any time.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct StreamCounters {
+    /// Packets received.
+    pub rx_packets: Counter,
+    /// Packets sent.
+    pub tx_packets: Counter,
+    /// Packets the TX queue did not take (freed).
+    pub fwd_dropped: Counter,
+    /// csum mode: IPv4 header checksums found wrong.
+    pub bad_ip_csum: Counter,
+    /// csum mode: TCP/UDP checksums found wrong.
+    pub bad_l4_csum: Counter,
+}
+
+/// What packet generation needs (txonly, flowgen, tx_first).
+#[derive(Debug, Clone)]
+pub struct GenConfig {
+    /// Pool to allocate from.
+    pub pool: Mempool,
+    /// Segment lengths of each generated txonly packet (`--txpkts`).
+    pub txpkts: Vec<u16>,
+    /// Number of flows flowgen cycles through.
+    pub flowgen_flows: u32,
+}
+
+/// One stream: the queues it owns and what its engine needs.
+pub struct Stream {
+    /// Ports and queues.
+    pub spec: StreamSpec,
+    /// The RX queue.
+    pub rx: Box<dyn RxQueue>,
+    /// The TX queue.
+    pub tx: Box<dyn TxQueue>,
+    /// Its counters.
+    pub counters: Arc<StreamCounters>,
+    /// Destination (peer) and source (TX port) MAC, as written by mac and csum modes.
+    eth_addrs: [u8; 12],
+    /// MAC of the TX port (icmpecho answers ARP with it).
+    tx_mac: MacAddr,
+    /// txonly frame (all segments back to back).
+    tx_template: Box<[u8]>,
+    /// txonly segment lengths.
+    tx_segs: Box<[u16]>,
+    /// flowgen frame (destination address of flow 0).
+    flow_template: Box<[u8]>,
+    /// One's complement sum of the flowgen IPv4 header without checksum and destination address.
+    flow_ip_sum: u64,
+    flow_dst_base: u32,
+    nb_flows: u32,
+    next_flow: u32,
+    pool: Mempool,
+}
+
+impl Stream {
+    /// A stream over `rx`/`tx`; `tx_mac` is the TX port's address, `peer` where mac mode sends.
+    pub fn new(
+        spec: StreamSpec,
+        rx: Box<dyn RxQueue>,
+        tx: Box<dyn TxQueue>,
+        tx_mac: MacAddr,
+        peer: MacAddr,
+        gen: &GenConfig,
+    ) -> Stream {
+        let mut eth_addrs = [0u8; 12];
+        eth_addrs[..6].copy_from_slice(&peer.0);
+        eth_addrs[6..].copy_from_slice(&tx_mac.0);
+        let total: usize = gen.txpkts.iter().map(|&l| l as usize).sum();
+        let tx_template = pkt::udp_frame(
+            &pkt::UdpFlow {
+                dst_mac: peer,
+                src_mac: tx_mac,
+                src_ip: pkt::TXONLY_SRC_IP,
+                dst_ip: pkt::TXONLY_DST_IP,
+                src_port: pkt::TXONLY_UDP_PORT,
+                dst_port: pkt::TXONLY_UDP_PORT,
+            },
+            total,
+        );
+        // flowgen sends tx_pkt_length - 4 bytes (testpmd leaves room for the FCS).
+        let flow_len = total.saturating_sub(4).max(pkt::ETH_HLEN + pkt::IPV4_HLEN + pkt::UDP_HLEN);
+        let flow_template = pkt::udp_frame(
+            &pkt::UdpFlow {
+                dst_mac: pkt::FLOWGEN_DST_MAC,
+                src_mac: pkt::FLOWGEN_SRC_MAC,
+                src_ip: pkt::FLOWGEN_SRC_IP,
+                dst_ip: [0; 4],
+                src_port: 1000,
+                dst_port: 1001,
+            },
+            flow_len,
+        );
+        let ip = &flow_template[pkt::ETH_HLEN..pkt::ETH_HLEN + pkt::IPV4_HLEN];
+        let flow_ip_sum = pkt::sum_be(&ip[..10]) + pkt::sum_be(&ip[12..16]);
+        let mut tx_segs: Box<[u16]> = gen.txpkts.clone().into_boxed_slice();
+        if tx_segs.is_empty() || tx_template.len() != total {
+            tx_segs = vec![tx_template.len() as u16].into_boxed_slice();
+        }
+        Stream {
+            spec,
+            rx,
+            tx,
+            counters: Arc::new(StreamCounters::default()),
+            eth_addrs,
+            tx_mac,
+            tx_template: tx_template.into_boxed_slice(),
+            tx_segs,
+            flow_template: flow_template.into_boxed_slice(),
+            flow_ip_sum,
+            flow_dst_base: u32::from_be_bytes(pkt::FLOWGEN_DST_IP),
+            nb_flows: gen.flowgen_flows.max(1),
+            next_flow: 0,
+            pool: gen.pool.clone(),
+        }
+    }
+
+    /// Gives the queues back.
+    pub fn into_queues(self) -> (StreamSpec, Box<dyn RxQueue>, Box<dyn TxQueue>) {
+        (self.spec, self.rx, self.tx)
+    }
+
+    /// Sends the batch; what the queue does not take is counted as dropped and freed.
+    #[inline(always)]
+    fn send(&mut self, b: &mut PacketBatch) {
+        let sent = self.tx.tx_burst(b);
+        self.counters.tx_packets.add(sent as u64);
+        if !b.is_empty() {
+            self.counters.fwd_dropped.add(b.len() as u64);
+            b.clear();
+        }
+    }
+
+    #[inline(always)]
+    fn receive(&mut self, b: &mut PacketBatch) -> usize {
+        let n = self.rx.rx_burst(b);
+        self.counters.rx_packets.add(n as u64);
+        n
+    }
+}
+
+/// One forwarding mode's work on one burst of one stream.
+pub trait Engine {
+    /// Does one burst. `b` is empty on entry and must be empty on return.
+    fn burst(s: &mut Stream, b: &mut PacketBatch);
+}
+
+/// io.
+pub struct Io;
+impl Engine for Io {
+    #[inline(always)]
+    fn burst(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive(b) == 0 {
+            return;
+        }
+        s.send(b);
+    }
+}
+
+/// mac.
+pub struct Mac;
+impl Engine for Mac {
+    #[inline(always)]
+    fn burst(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive(b) == 0 {
+            return;
+        }
+        let addrs = s.eth_addrs;
+        for m in b.iter_mut() {
+            if let Some(h) = m.data_mut().get_mut(..12) {
+                h.copy_from_slice(&addrs);
+            }
+        }
+        s.send(b);
+    }
+}
+
+/// macswap.
+pub struct MacSwap;
+impl Engine for MacSwap {
+    #[inline(always)]
+    fn burst(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive(b) == 0 {
+            return;
+        }
+        for m in b.iter_mut() {
+            let d = m.data_mut();
+            if d.len() >= 12 {
+                pkt::swap_mac(d);
+            }
+        }
+        s.send(b);
+    }
+}
+
+/// rxonly.
+pub struct RxOnly;
+impl Engine for RxOnly {
+    #[inline(always)]
+    fn burst(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive(b) != 0 {
+            b.clear();
+        }
+    }
+}
+
+/// txonly.
+pub struct TxOnly;
+impl Engine for TxOnly {
+    #[inline(always)]
+    fn burst(s: &mut Stream, b: &mut PacketBatch) {
+        let n = b.capacity();
+        if !b.alloc_from(&s.pool, n) {
+            return;
+        }
+        if s.tx_segs.len() == 1 {
+            let t = &*s.tx_template;
+            for m in b.iter_mut() {
+                if m.set_len(t.len() as u16) {
+                    m.data_mut().copy_from_slice(t);
+                }
+            }
+        } else {
+            let (t, segs, pool) = (&*s.tx_template, &*s.tx_segs, &s.pool);
+            b.retain(|m| build_chain(m, t, segs, pool));
+        }
+        s.send(b);
+    }
+}
+
+/// Writes a multi-segment txonly packet into `m` (first segment) and freshly allocated segments.
+#[cold]
+fn build_chain(m: &mut mempool::Mbuf, t: &[u8], segs: &[u16], pool: &Mempool) -> bool {
+    let mut off = segs[0] as usize;
+    if !m.set_len(segs[0]) {
+        return false;
+    }
+    m.data_mut().copy_from_slice(&t[..off]);
+    for &len in &segs[1..] {
+        let Some(mut seg) = pool.alloc() else { return false };
+        if !seg.set_len(len) {
+            return false;
+        }
+        seg.data_mut().copy_from_slice(&t[off..off + len as usize]);
+        off += len as usize;
+        m.chain(seg);
+    }
+    true
+}
+
+/// flowgen.
+pub struct FlowGen;
+impl Engine for FlowGen {
+    #[inline(always)]
+    fn burst(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive(b) != 0 {
+            b.clear();
+        }
+        let n = b.capacity();
+        if !b.alloc_from(&s.pool, n) {
+            return;
+        }
+        let t = &*s.flow_template;
+        let mut flow = s.next_flow;
+        for m in b.iter_mut() {
+            if !m.set_len(t.len() as u16) {
+                continue;
+            }
+            let d = m.data_mut();
+            d.copy_from_slice(t);
+            let dst = s.flow_dst_base.wrapping_add(flow);
+            let ip = &mut d[pkt::ETH_HLEN..pkt::ETH_HLEN + pkt::IPV4_HLEN];
+            ip[16..20].copy_from_slice(&dst.to_be_bytes());
+            let c = !pkt::fold(s.flow_ip_sum + (dst >> 16) as u64 + (dst & 0xffff) as u64);
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
+            flow += 1;
+            if flow >= s.nb_flows {
+                flow = 0;
+            }
+        }
+        let sent = s.tx.tx_burst(b);
+        s.counters.tx_packets.add(sent as u64);
+        if !b.is_empty() {
+            // Flows not sent are tried again next time, as testpmd does.
+            let dropped = b.len() as u32;
+            s.counters.fwd_dropped.add(dropped as u64);
+            b.clear();
+            flow = (flow + s.nb_flows - dropped % s.nb_flows) % s.nb_flows;
+        }
+        s.next_flow = flow;
+    }
+}
+
+/// csum.
+pub struct Csum;
+impl Engine for Csum {
+    #[inline(always)]
+    fn burst(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive(b) == 0 {
+            return;
+        }
+        let (mut bad_ip, mut bad_l4) = (0u64, 0u64);
+        let addrs = s.eth_addrs;
+        for m in b.iter_mut() {
+            let chained = m.nb_segs() > 1;
+            let d = m.data_mut();
+            if !chained {
+                let r = pkt::check_and_fix_checksums(d);
+                bad_ip += r.bad_ip as u64;
+                bad_l4 += r.bad_l4 as u64;
+            }
+            if let Some(h) = d.get_mut(..12) {
+                h.copy_from_slice(&addrs);
+            }
+        }
+        if bad_ip != 0 {
+            s.counters.bad_ip_csum.add(bad_ip);
+        }
+        if bad_l4 != 0 {
+            s.counters.bad_l4_csum.add(bad_l4);
+        }
+        s.send(b);
+    }
+}
+
+/// icmpecho.
+pub struct IcmpEcho;
+impl Engine for IcmpEcho {
+    #[inline(always)]
+    fn burst(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive(b) == 0 {
+            return;
+        }
+        let mac = s.tx_mac;
+        b.retain(|m| pkt::icmpecho_reply(m.data_mut(), &mac));
+        if !b.is_empty() {
+            s.send(b);
+        }
+    }
+}
+
+/// 5tswap.
+pub struct FiveTupleSwap;
+impl Engine for FiveTupleSwap {
+    #[inline(always)]
+    fn burst(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive(b) == 0 {
+            return;
+        }
+        for m in b.iter_mut() {
+            pkt::five_tuple_swap(m.data_mut());
+        }
+        s.send(b);
+    }
+}
+
+#[inline(never)]
+fn run<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool) {
+    if let [s] = streams {
+        while !stop.load(Ordering::Relaxed) {
+            E::burst(s, b);
+        }
+    } else {
+        while !stop.load(Ordering::Relaxed) {
+            for s in streams.iter_mut() {
+                E::burst(s, b);
+            }
+        }
+    }
+}
+
+/// What one forwarding lcore does: `tx_first` txonly bursts on every stream, then `mode` until `stop` is set.
+/// Returns the streams (and so the queues).
+pub fn lcore_main(
+    mode: FwdMode,
+    mut streams: Vec<Stream>,
+    burst: usize,
+    tx_first: u32,
+    stop: Arc<AtomicBool>,
+) -> Vec<Stream> {
+    let mut b = PacketBatch::with_capacity(burst);
+    for _ in 0..tx_first {
+        for s in streams.iter_mut() {
+            TxOnly::burst(s, &mut b);
+        }
+    }
+    let (st, b) = (&mut streams[..], &mut b);
+    match mode {
+        FwdMode::Io => run::<Io>(st, b, &stop),
+        FwdMode::Mac => run::<Mac>(st, b, &stop),
+        FwdMode::MacSwap => run::<MacSwap>(st, b, &stop),
+        FwdMode::RxOnly => run::<RxOnly>(st, b, &stop),
+        FwdMode::TxOnly => run::<TxOnly>(st, b, &stop),
+        FwdMode::FlowGen => run::<FlowGen>(st, b, &stop),
+        FwdMode::Csum => run::<Csum>(st, b, &stop),
+        FwdMode::IcmpEcho => run::<IcmpEcho>(st, b, &stop),
+        FwdMode::FiveTupleSwap => run::<FiveTupleSwap>(st, b, &stop),
+    }
+    streams
+}
