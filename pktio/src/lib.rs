@@ -14,6 +14,7 @@ pub mod bar;
 pub mod barrier;
 mod dev;
 pub mod devargs;
+pub mod dma;
 mod error;
 pub mod pcap_file;
 pub mod pci;
