@@ -1,0 +1,1 @@
+//! ixgbe (under construction)

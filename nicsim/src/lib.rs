@@ -1,0 +1,1 @@
+//! nicsim (under construction)
