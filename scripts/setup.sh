@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building and testing need on a fresh Debian machine (idempotent; run as root).
+# Usage: bash scripts/setup.sh
+set -euo pipefail
+
+need_apt=()
+command -v ip >/dev/null || need_apt+=(iproute2)
+command -v tcpdump >/dev/null || need_apt+=(tcpdump)
+command -v tmux >/dev/null || need_apt+=(tmux)
+command -v ping >/dev/null || need_apt+=(iputils-ping)
+command -v python3 >/dev/null || need_apt+=(python3)
+command -v cc >/dev/null || need_apt+=(gcc)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing ${need_apt[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  else
+    echo "setup: missing ${need_apt[*]}; run as root or: sudo apt-get install ${need_apt[*]}" >&2
+  fi
+fi
+
+if ! command -v cargo >/dev/null; then
+  echo "setup: cargo not found; install Rust with rustup (https://rustup.rs) first" >&2
+  exit 1
+fi
+
+# Hugepages: the EAL uses them by default (tests that need them reserve their own; --no-huge runs without).
+if [ "$(id -u)" = 0 ] && [ -w /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages ]; then
+  cur=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)
+  if [ "$cur" -lt 256 ]; then
+    echo 256 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages || true
+  fi
+fi
+echo "setup: ok ($(cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages 2>/dev/null || echo 0) x 2 MiB hugepages reserved)"

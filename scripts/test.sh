@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every test: the unit, property and integration tests of each crate, the software-port tests against the
+# kernel (network namespaces, veth, TAP: created and removed by the tests), and the whole-system tests.
+# Usage: bash scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export HUGEPAGE_TESTS_REQUIRED=${HUGEPAGE_TESTS_REQUIRED:-1}
+export RUST_BACKTRACE=1
+cargo build --workspace --all-targets
+cargo test --workspace --no-fail-fast
