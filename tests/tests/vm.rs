@@ -1,0 +1,67 @@
+//! VFIO for real: boots a QEMU guest (tests/vm/harness.py) with an emulated IOMMU and emulated NICs, runs the
+//! guest tests through /dev/vfio there, and checks the verdicts read from the guest's console (and the host
+//! peer's checks on the TAPs). One boot serves every test below.
+//!
+//! Skipped, with the reason printed, only where QEMU cannot be installed (or the harness cannot run as root).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The guest tests run in the one boot, in order.
+const GUEST_TESTS: &[&str] = &["vfio-probe"];
+
+struct VmRun {
+    skipped: Option<String>,
+    verdicts: HashMap<String, (bool, String)>,
+    output: String,
+}
+
+fn vm_run() -> &'static VmRun {
+    static RUN: OnceLock<VmRun> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let t0 = std::time::Instant::now();
+        let out = Command::new("python3")
+            .arg(repo.join("tests/vm/harness.py"))
+            .arg("--tests")
+            .arg(GUEST_TESTS.join(","))
+            .current_dir(&repo)
+            .output()
+            .expect("python3 is needed to run the VM harness (tests/vm/harness.py)");
+        let output = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        eprintln!("VM harness: exit {:?} after {:.1} s", out.status.code(), t0.elapsed().as_secs_f64());
+        let skipped = (out.status.code() == Some(77)).then(|| {
+            output.lines().find_map(|l| l.strip_prefix("VM TEST SKIPPED: ")).unwrap_or("no reason given").to_string()
+        });
+        let mut verdicts = HashMap::new();
+        for line in output.lines() {
+            // "VM TEST name: PASS (why)"
+            if let Some(rest) = line.strip_prefix("VM TEST ") {
+                if let Some((name, v)) = rest.split_once(": ") {
+                    verdicts.insert(name.to_string(), (v.starts_with("PASS"), v.to_string()));
+                }
+            }
+        }
+        VmRun { skipped, verdicts, output }
+    })
+}
+
+fn check(test: &str) {
+    let run = vm_run();
+    if let Some(why) = &run.skipped {
+        eprintln!("SKIPPED VM test {test}: {why}");
+        return;
+    }
+    match run.verdicts.get(test) {
+        Some((true, _)) => {}
+        Some((false, why)) => panic!("VM test {test} failed: {why}\n--- harness output ---\n{}", run.output),
+        None => panic!("VM test {test} has no verdict\n--- harness output ---\n{}", run.output),
+    }
+}
+
+#[test]
+fn vm_vfio_probe() {
+    check("vfio-probe");
+}

@@ -1,0 +1,656 @@
+#!/usr/bin/env python3
+"""VM test harness: real VFIO with an emulated IOMMU and emulated NICs inside a QEMU guest.
+
+Steps (each cached under target/vm-cache/ of the repository, or $VMTEST_CACHE):
+  1. host packages: qemu-system-x86 from <codename>-backports (the backports entry is derived from the
+     machine's own Debian apt source), a linux-image from backports (apt-get download + dpkg -x, never
+     installed) and busybox-static (dpkg -x);
+  2. the guest binaries: `cargo build --release --target x86_64-unknown-linux-musl -p vmtest ...`;
+  3. a busybox initramfs: /init (tests/vm/init.sh), the 5 VFIO modules (decompressed), the binaries,
+     tests/vm/guest/*.sh;
+  4. a private, anonymous network namespace (gone when this process exits, whatever happens) with one TAP
+     per NIC, and the host peer (raw AF_PACKET sockets on the TAPs, driven by the guest's console markers);
+  5. qemu-system-x86_64 -machine q35 -device intel-iommu,... with virtio-net-pci and igb NICs, TCG unless KVM
+     can really boot a guest; pass/fail read from the serial console, with a timeout.
+
+Guest markers (console lines):
+  VMTEST START t / VMTEST PASS t / VMTEST FAIL t ... / VMTEST DONE      (from /init)
+  @@vmtest inject NIC COUNT TAG [SIZE]     host sends COUNT frames tagged TAG to the guest on NIC's TAP
+  @@vmtest expect NIC COUNT TAG            host checks it received exactly COUNT frames tagged TAG from NIC
+Frame format (both ways): dst, src, ethertype 0x88b5, b"VMT1", tag (16 bytes, NUL padded), seq (u32 BE), zero pad.
+
+Exit status: 0 all tests passed, 1 a test failed, 77 skipped (qemu cannot be installed / not root).
+"""
+
+import argparse
+import ctypes
+import fcntl
+import glob
+import lzma
+import os
+import re
+import select
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+MUSL = "x86_64-unknown-linux-musl"
+SKIP = 77
+ETHERTYPE = 0x88B5
+PEER_MAC = bytes.fromhex("020000000001")
+MODULES = [
+    "virt/lib/irqbypass",
+    "drivers/vfio/vfio",
+    "drivers/vfio/vfio_iommu_type1",
+    "drivers/vfio/vfio_virqfd",  # 6.1 kernels only
+    "drivers/vfio/pci/vfio-pci-core",
+    "drivers/vfio/pci/vfio-pci",
+]
+# name -> (qemu device, PCI slot, MAC). The guest sees them at 0000:00:SLOT.0.
+NICS = {
+    "vnet0": ("virtio-net-pci,disable-legacy=on,iommu_platform=on,romfile=", 3, "52:54:00:00:00:10"),
+    "vnet1": ("virtio-net-pci,disable-legacy=on,iommu_platform=on,romfile=", 4, "52:54:00:00:00:11"),
+    "igb0": ("igb,romfile=", 5, "52:54:00:00:00:20"),
+}
+DEFAULT_TESTS = "vfio-probe"
+
+
+class Skip(Exception):
+    pass
+
+
+def log(msg):
+    print(f"[vm] {msg}", flush=True)
+
+
+def run(cmd, check=True, **kw):
+    log("$ " + " ".join(cmd))
+    return subprocess.run(cmd, check=check, **kw)
+
+
+def out(cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+# ---------------------------------------------------------------------------------------------- packages
+
+
+def os_codename():
+    with open("/etc/os-release") as f:
+        for line in f:
+            if line.startswith("VERSION_CODENAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    raise Skip("no VERSION_CODENAME in /etc/os-release: not a Debian system")
+
+
+def debian_sources(codename):
+    """(uri, signed_by) of each enabled apt entry for `codename` (main suite) of Debian's archive."""
+    found = []
+    files = glob.glob("/etc/apt/sources.list.d/*.sources")
+    for path in files:
+        with open(path) as f:
+            text = f.read()
+        for stanza in re.split(r"\n\s*\n", text):
+            fields = {}
+            for line in stanza.splitlines():
+                if line.startswith("#") or ":" not in line or line[0].isspace():
+                    continue
+                k, v = line.split(":", 1)
+                fields[k.strip().lower()] = v.strip()
+            if fields.get("enabled", "yes").lower() == "no" or "deb" not in fields.get("types", "").split():
+                continue
+            if codename in fields.get("suites", "").split():
+                for uri in fields.get("uris", "").split():
+                    found.append((uri, fields.get("signed-by")))
+    for path in ["/etc/apt/sources.list"] + glob.glob("/etc/apt/sources.list.d/*.list"):
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            for line in f:
+                line = line.split("#", 1)[0].strip()
+                m = re.match(r"deb\s+(?:\[([^\]]*)\]\s+)?(\S+)\s+(\S+)", line)
+                if m and m.group(3) == codename:
+                    opts = dict(o.split("=", 1) for o in (m.group(1) or "").split() if "=" in o)
+                    found.append((m.group(2), opts.get("signed-by")))
+    return found
+
+
+def backports_configured(codename):
+    suite = f"{codename}-backports"
+    for path in glob.glob("/etc/apt/sources.list.d/*") + ["/etc/apt/sources.list"]:
+        if os.path.isfile(path) and not path.endswith((".disabled", ".save")):
+            with open(path) as f:
+                if re.search(rf"(^|\s){re.escape(suite)}(\s|$)", f.read(), re.M):
+                    return True
+    return False
+
+
+def ensure_backports(codename):
+    if backports_configured(codename):
+        return False
+    srcs = [s for s in debian_sources(codename) if "security" not in s[0]]
+    if not srcs:
+        raise Skip(f"no Debian apt source for {codename} to derive {codename}-backports from")
+    uri, signed = srcs[0]
+    entry = f"Types: deb\nURIs: {uri}\nSuites: {codename}-backports\nComponents: main\n"
+    if signed:
+        entry += f"Signed-By: {signed}\n"
+    path = "/etc/apt/sources.list.d/vmtest-backports.sources"
+    log(f"adding {codename}-backports from {uri} to {path}")
+    with open(path, "w") as f:
+        f.write("# Added by the pktio VM test harness (tests/vm/harness.py), derived from the Debian source.\n")
+        f.write(entry)
+    return True
+
+
+class Apt:
+    def __init__(self, codename):
+        self.codename = codename
+        self.updated = False
+
+    def update(self):
+        if not self.updated:
+            run(["apt-get", "update", "-q"], stdout=subprocess.DEVNULL)
+            self.updated = True
+
+    def prepare(self):
+        if ensure_backports(self.codename):
+            self.update()
+
+
+def qemu_binary():
+    return shutil.which("qemu-system-x86_64")
+
+
+def qemu_has_igb(qemu):
+    try:
+        r = subprocess.run([qemu, "-device", "help"], capture_output=True, text=True, timeout=30)
+        return '"igb"' in r.stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def ensure_qemu(apt):
+    q = qemu_binary()
+    if q and qemu_has_igb(q):
+        return q
+    if os.geteuid() != 0:
+        raise Skip("qemu-system-x86_64 (with igb, QEMU >= 8) is not installed and installing it needs root")
+    try:
+        apt.prepare()
+        apt.update()
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "-t", f"{apt.codename}-backports",
+             "qemu-system-x86"], env=env)
+    except (subprocess.CalledProcessError, OSError) as e:
+        raise Skip(f"qemu-system-x86 could not be installed: {e}")
+    q = qemu_binary()
+    if not q:
+        raise Skip("qemu-system-x86_64 not found after installing qemu-system-x86")
+    return q
+
+
+def fetch_deb(apt, cache, spec, name_glob):
+    """apt-get download `spec` into cache/debs unless a .deb matching name_glob is already there."""
+    d = os.path.join(cache, "debs")
+    os.makedirs(d, exist_ok=True)
+    have = sorted(glob.glob(os.path.join(d, name_glob)))
+    if have:
+        return have[-1]
+    apt.prepare()
+    try:
+        run(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", spec], cwd=d)
+    except subprocess.CalledProcessError:
+        apt.update()
+        run(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", spec], cwd=d)
+    have = sorted(glob.glob(os.path.join(d, name_glob)))
+    if not have:
+        raise RuntimeError(f"apt-get download {spec} produced no {name_glob}")
+    return have[-1]
+
+
+def extract(deb, dest):
+    stamp = os.path.join(dest, ".extracted-" + os.path.basename(deb))
+    if os.path.exists(stamp):
+        return
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    run(["dpkg", "-x", deb, dest])
+    open(stamp, "w").close()
+
+
+def ensure_kernel(apt, cache):
+    kdir = os.path.join(cache, "kernel")
+    have = glob.glob(os.path.join(kdir, "boot", "vmlinuz-*"))
+    if have:
+        return kdir
+    bp = f"{apt.codename}-backports"
+    meta = fetch_deb(apt, cache, f"linux-image-amd64/{bp}", "linux-image-amd64_*.deb")
+    dep = out(["dpkg-deb", "-f", meta, "Depends"])
+    m = re.search(r"(linux-image-[0-9][^\s,(]*)", dep)
+    if not m:
+        raise RuntimeError(f"cannot find the kernel package in linux-image-amd64's Depends: {dep!r}")
+    deb = fetch_deb(apt, cache, m.group(1), m.group(1) + "_*.deb")
+    extract(deb, kdir)
+    return kdir
+
+
+def ensure_busybox(apt, cache):
+    bdir = os.path.join(cache, "busybox")
+    deb = fetch_deb(apt, cache, "busybox-static", "busybox-static_*.deb")
+    extract(deb, bdir)
+    return os.path.join(bdir, "bin", "busybox")
+
+
+# ---------------------------------------------------------------------------------------------- build
+
+
+def rustup_target():
+    try:
+        installed = out(["rustup", "target", "list", "--installed"]).split()
+    except (OSError, subprocess.CalledProcessError):
+        return  # no rustup: hope the toolchain has the target
+    if MUSL not in installed:
+        run(["rustup", "target", "add", MUSL])
+
+
+def build_guest(target_dir, packages, offline):
+    rustup_target()
+    env = dict(os.environ)
+    # A leaner release profile than the workspace's (fat LTO, 1 codegen unit): faster builds, same code paths.
+    env.update(CARGO_PROFILE_RELEASE_LTO="false", CARGO_PROFILE_RELEASE_CODEGEN_UNITS="16",
+               CARGO_PROFILE_RELEASE_DEBUG="0", CARGO_PROFILE_RELEASE_STRIP="debuginfo",
+               CARGO_PROFILE_RELEASE_INCREMENTAL="true")
+    for k in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET"):
+        env.pop(k, None)
+    cmd = [os.environ.get("CARGO", "cargo"), "build", "--release", "--target", MUSL, "--target-dir", target_dir]
+    if offline:
+        cmd.append("--offline")
+    for p in packages:
+        cmd += ["-p", p]
+    run(cmd, cwd=REPO, env=env)
+    return os.path.join(target_dir, MUSL, "release")
+
+
+def cpio_newc(entries):
+    """entries: list of (path, mode, data bytes or symlink target). Returns an uncompressed newc archive."""
+    buf = bytearray()
+    ino = 1
+
+    def add(name, mode, data, rdev=(0, 0)):
+        nonlocal ino
+        nb = name.encode() + b"\0"
+        fields = (ino, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1], len(nb), 0)
+        hdr = "070701" + "".join(f"{v:08x}" for v in fields)
+        buf.extend(hdr.encode() + nb)
+        buf.extend(b"\0" * ((4 - len(buf) % 4) % 4))
+        buf.extend(data)
+        buf.extend(b"\0" * ((4 - len(buf) % 4) % 4))
+        ino += 1
+
+    for e in entries:
+        add(*e)
+    add("TRAILER!!!", 0, b"")
+    return bytes(buf)
+
+
+def build_initramfs(cache, kdir, busybox, bindir, binaries):
+    kver = os.path.basename(glob.glob(os.path.join(kdir, "lib", "modules", "*"))[0])
+    mroot = os.path.join(kdir, "lib", "modules", kver, "kernel")
+    d, f, x, ln = 0o040755, 0o100644, 0o100755, 0o120777
+    entries = [(p, d, b"") for p in ("bin", "sbin", "dev", "proc", "sys", "tmp", "lib", "lib/modules", "tests")]
+    entries.append(("dev/console", 0o020600, b"", (5, 1)))
+    with open(busybox, "rb") as fh:
+        entries.append(("bin/busybox", x, fh.read()))
+    entries.append(("bin/sh", ln, b"busybox"))
+    with open(os.path.join(HERE, "init.sh"), "rb") as fh:
+        entries.append(("init", x, fh.read()))
+    for m in MODULES:
+        for ext, opener in ((".ko.xz", lzma.open), (".ko", open)):
+            p = os.path.join(mroot, m + ext)
+            if os.path.exists(p):
+                with opener(p, "rb") as fh:
+                    entries.append((f"lib/modules/{os.path.basename(m)}.ko", f, fh.read()))
+                break
+    for b in binaries:
+        p = os.path.join(bindir, b)
+        if os.path.exists(p):
+            with open(p, "rb") as fh:
+                entries.append((f"bin/{b}", x, fh.read()))
+        else:
+            log(f"note: guest binary {b} not built, not in the initramfs")
+    for s in sorted(glob.glob(os.path.join(HERE, "guest", "*.sh"))):
+        with open(s, "rb") as fh:
+            entries.append((f"tests/{os.path.basename(s)}", x, fh.read()))
+    path = os.path.join(cache, "initramfs.cpio")
+    with open(path + ".tmp", "wb") as fh:
+        fh.write(cpio_newc(entries))
+    os.replace(path + ".tmp", path)
+    vmlinuz = glob.glob(os.path.join(kdir, "boot", "vmlinuz-*"))[0]
+    log(f"initramfs {path}: {os.path.getsize(path) // 1024} KiB, kernel {kver}")
+    return vmlinuz, path
+
+
+# ---------------------------------------------------------------------------------------------- netns, TAPs
+
+CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def enter_private_netns():
+    """Moves this process into a new, anonymous network namespace. It and its TAPs vanish with the last process
+    in it (this harness and its QEMU child, which dies with the harness): nothing to clean up, even on SIGKILL."""
+    if libc.unshare(CLONE_NEWNET) != 0:
+        e = ctypes.get_errno()
+        raise Skip(f"unshare(CLONE_NEWNET) failed: {os.strerror(e)} (the VM test needs root)")
+    for p in ("/proc/sys/net/ipv6/conf/all/disable_ipv6", "/proc/sys/net/ipv6/conf/default/disable_ipv6"):
+        try:
+            with open(p, "w") as f:
+                f.write("1")
+        except OSError:
+            pass
+    run(["ip", "link", "set", "lo", "up"])
+
+
+def make_tap(name):
+    run(["ip", "tuntap", "add", "dev", name, "mode", "tap"])
+    run(["ip", "link", "set", name, "up"])
+
+
+def tap_stat(name, stat):
+    try:
+        with open(f"/sys/class/net/{name}/statistics/{stat}") as f:
+            return int(f.read())
+    except OSError:
+        return -1
+
+
+def frame(dst, tag, seq, size=60):
+    t = tag.encode()[:16].ljust(16, b"\0")
+    body = dst + PEER_MAC + struct.pack("!H", ETHERTYPE) + b"VMT1" + t + struct.pack("!I", seq)
+    return body.ljust(max(size, len(body)), b"\0")
+
+
+def parse_frame(data):
+    if len(data) < 14 + 24 or struct.unpack("!H", data[12:14])[0] != ETHERTYPE or data[14:18] != b"VMT1":
+        return None
+    return data[18:34].rstrip(b"\0").decode(errors="replace"), struct.unpack("!I", data[34:38])[0]
+
+
+class Peer:
+    """The host side of every NIC: one raw socket per TAP; records the guest's tagged frames; injects frames."""
+
+    def __init__(self, nics):
+        self.nics = nics
+        self.socks = {}
+        self.rx = {n: {} for n in nics}  # nic -> tag -> list of seq
+        self.other = {n: 0 for n in nics}
+        self.lock = threading.Condition()
+        self.stop = False
+        for n in nics:
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+            s.bind((f"tap-{n}", 0))
+            self.socks[n] = s
+        self.thread = threading.Thread(target=self._recv, daemon=True)
+        self.thread.start()
+
+    def _recv(self):
+        fds = {s.fileno(): n for n, s in self.socks.items()}
+        while not self.stop:
+            r, _, _ = select.select(list(self.socks.values()), [], [], 0.1)
+            for s in r:
+                data, addr = s.recvfrom(65536)
+                if addr[2] == socket.PACKET_OUTGOING:
+                    continue
+                n = fds[s.fileno()]
+                p = parse_frame(data)
+                with self.lock:
+                    if p:
+                        self.rx[n].setdefault(p[0], []).append(p[1])
+                    else:
+                        self.other[n] += 1
+                    self.lock.notify_all()
+
+    def inject(self, nic, count, tag, size=60):
+        dst = bytes.fromhex(NICS[nic][2].replace(":", ""))
+        dropped0 = tap_stat(f"tap-{nic}", "tx_dropped")
+        s = self.socks[nic]
+        for i in range(count):
+            s.send(frame(dst, tag, i, size))
+            if i % 32 == 31:
+                time.sleep(0.002)
+        dropped = tap_stat(f"tap-{nic}", "tx_dropped") - dropped0
+        return f"injected {count} x {size} B tagged {tag} on {nic}" + (f" ({dropped} dropped by the TAP)" if dropped else "")
+
+    def expect(self, nic, count, tag, wait):
+        deadline = time.time() + wait
+        with self.lock:
+            while len(self.rx[nic].get(tag, [])) < count and time.time() < deadline:
+                self.lock.wait(0.05)
+        time.sleep(0.2 if count == 0 else 0.05)  # late extras / frames that should not come
+        with self.lock:
+            seqs = list(self.rx[nic].get(tag, []))
+        ok = len(seqs) == count and sorted(seqs) == list(range(count))
+        return ok, f"{nic}: {len(seqs)} frames tagged {tag} received, {count} expected" + (
+            "" if ok or len(seqs) != count else f" (seqs {sorted(seqs)[:8]}...)")
+
+    def close(self):
+        self.stop = True
+        self.thread.join(1)
+
+
+# ---------------------------------------------------------------------------------------------- QEMU
+
+
+def kvm_usable():
+    """(bool, reason). /dev/kvm may exist and still be unable to boot a stock guest (e.g. the PVM backend)."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False, "/dev/kvm missing or not accessible"
+    if os.path.exists("/sys/module/kvm_pvm"):
+        return False, "/dev/kvm is kvm_pvm (no VMX/SVM): it cannot boot a stock kernel"
+    with open("/proc/cpuinfo") as f:
+        flags = f.read()
+    if not re.search(r"\b(vmx|svm)\b", flags):
+        return False, "no vmx/svm CPU flag"
+    if not (os.path.exists("/sys/module/kvm_intel") or os.path.exists("/sys/module/kvm_amd")):
+        return False, "neither kvm_intel nor kvm_amd is loaded"
+    return True, "hardware KVM"
+
+
+def qemu_cmd(qemu, accel, vmlinuz, initrd, nics, tests, hugepages, test_timeout):
+    if accel == "kvm":
+        cmd = [qemu, "-accel", "kvm", "-cpu", "host", "-machine", "q35,kernel-irqchip=split"]
+    else:
+        cmd = [qemu, "-accel", "tcg", "-cpu", "max", "-machine", "q35"]
+    cmd += ["-smp", "1", "-m", "256M", "-nographic", "-no-reboot", "-nic", "none", "-vga", "none",
+            "-device", "intel-iommu,intremap=on,caching-mode=on"]
+    for n in nics:
+        dev, slot, mac = NICS[n]
+        cmd += ["-netdev", f"tap,id={n},ifname=tap-{n},script=no,downscript=no",
+                "-device", f"{dev},netdev={n},mac={mac},addr={slot:#x}"]
+    append = (f"console=ttyS0 panic=-1 loglevel=4 intel_iommu=on vt.tests={tests} vt.hugepages={hugepages} "
+              f"vt.timeout={test_timeout} vt.nics={','.join(nics)}")
+    cmd += ["-kernel", vmlinuz, "-initrd", initrd, "-append", append]
+    return cmd
+
+
+def set_pdeathsig():
+    libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+
+
+def boot(cmd, peer, timeout, results, logf, boot_timeout=None):
+    """Runs QEMU, echoes and logs its console, serves the guest's markers. Returns 'done', 'timeout' or 'noboot'."""
+    log("$ " + " ".join(cmd))
+    t0 = time.time()
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         preexec_fn=set_pdeathsig)
+    current = None
+    booted = False
+    done = False
+    buf = b""
+    status = "timeout"
+    try:
+        while True:
+            now = time.time()
+            if now - t0 > timeout:
+                break
+            if boot_timeout and not booted and now - t0 > boot_timeout:
+                status = "noboot"
+                break
+            r, _, _ = select.select([p.stdout], [], [], 0.2)
+            if not r:
+                if p.poll() is not None:
+                    break
+                continue
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n" in buf:
+                raw, buf = buf.split(b"\n", 1)
+                line = raw.decode(errors="replace").rstrip("\r")
+                logf.write(line + "\n")
+                print(f"  | {line}", flush=True)
+                words = line.split()
+                if line.startswith("VMTEST BOOTED"):
+                    booted = True
+                    log(f"guest /init reached after {time.time() - t0:.1f} s")
+                elif line.startswith("VMTEST START") and len(words) > 2:
+                    current = words[2]
+                    results[current] = {"guest": None, "host": []}
+                elif line.startswith("VMTEST PASS") and len(words) > 2:
+                    results.setdefault(words[2], {"guest": None, "host": []})["guest"] = True
+                elif line.startswith("VMTEST FAIL") and len(words) > 2:
+                    results.setdefault(words[2], {"guest": None, "host": []})["guest"] = False
+                elif line.startswith("VMTEST DONE"):
+                    done = True
+                elif "@@vmtest " in line and current:
+                    serve(line[line.index("@@vmtest ") :].split()[1:], peer, results[current])
+    finally:
+        if p.poll() is None:
+            try:
+                p.wait(5 if done else 0.1)
+            except subprocess.TimeoutExpired:
+                pass
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    wall = time.time() - t0
+    log(f"qemu ran {wall:.1f} s, exit {p.returncode}")
+    if done:
+        return "done"
+    return status
+
+
+def serve(args, peer, res):
+    try:
+        cmd, nic, count, tag = args[0], args[1], int(args[2]), args[3]
+        if nic not in peer.socks:
+            raise ValueError(f"unknown NIC {nic}")
+        if cmd == "inject":
+            size = int(args[4]) if len(args) > 4 else 60
+            log("host: " + peer.inject(nic, count, tag, size))
+        elif cmd == "expect":
+            ok, msg = peer.expect(nic, count, tag, wait=3.0)
+            res["host"].append((ok, msg))
+            log(f"HOST {'PASS' if ok else 'FAIL'} {msg}")
+        else:
+            raise ValueError(f"unknown command {cmd}")
+    except (ValueError, IndexError, OSError) as e:
+        res["host"].append((False, f"bad marker {args}: {e}"))
+        log(f"HOST FAIL bad marker {args}: {e}")
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tests", default=DEFAULT_TESTS, help="comma-separated guest tests (default %(default)s)")
+    ap.add_argument("--nics", default="vnet0,vnet1,igb0", help="NICs to give the guest, from " + ",".join(NICS))
+    ap.add_argument("--packages", default="vmtest", help="workspace packages built for the guest (musl)")
+    ap.add_argument("--binaries", default="vmtest", help="binaries copied into the guest's /bin")
+    ap.add_argument("--accel", default="auto", choices=["auto", "kvm", "tcg"])
+    ap.add_argument("--timeout", type=float, default=150, help="whole-boot timeout, seconds")
+    ap.add_argument("--test-timeout", type=int, default=60, help="per-test timeout inside the guest, seconds")
+    ap.add_argument("--hugepages", type=int, default=32)
+    ap.add_argument("--cache", default=os.environ.get("VMTEST_CACHE", os.path.join(REPO, "target", "vm-cache")))
+    ap.add_argument("--target-dir", default=None, help="cargo target dir for the guest build")
+    ap.add_argument("--offline", action="store_true", help="cargo --offline for the guest build")
+    ap.add_argument("--prepare-only", action="store_true", help="install, build, make the initramfs; no boot")
+    a = ap.parse_args()
+
+    nics = [n for n in a.nics.split(",") if n]
+    for n in nics:
+        if n not in NICS:
+            ap.error(f"unknown NIC {n}")
+    target_dir = a.target_dir or os.path.join(
+        os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target"), "vm-musl")
+    os.makedirs(a.cache, exist_ok=True)
+    t0 = time.time()
+    try:
+        if sys.platform != "linux" or os.uname().machine != "x86_64":
+            raise Skip("the VM test needs an x86_64 Linux host")
+        # One harness at a time per cache (apt, cargo, the initramfs file).
+        lockf = open(os.path.join(a.cache, ".lock"), "w")
+        fcntl.flock(lockf, fcntl.LOCK_EX)
+        apt = Apt(os_codename())
+        qemu = ensure_qemu(apt)
+        if os.geteuid() != 0:
+            raise Skip("the VM test needs root (network namespace, TAPs, VFIO in the guest)")
+        kdir = ensure_kernel(apt, a.cache)
+        busybox = ensure_busybox(apt, a.cache)
+        bindir = build_guest(target_dir, [p for p in a.packages.split(",") if p], a.offline)
+        vmlinuz, initrd = build_initramfs(a.cache, kdir, busybox, bindir, [b for b in a.binaries.split(",") if b])
+        log(f"prepared in {time.time() - t0:.1f} s")
+        if a.prepare_only:
+            return 0
+        accel = a.accel
+        if accel == "auto":
+            ok, why = kvm_usable()
+            accel = "kvm" if ok else "tcg"
+            log(f"accelerator: {accel} ({why})")
+        enter_private_netns()
+        for n in nics:
+            make_tap(f"tap-{n}")
+        peer = Peer(nics)
+        results = {}
+        with open(os.path.join(a.cache, "last-console.log"), "w") as logf:
+            cmd = qemu_cmd(qemu, accel, vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout)
+            status = boot(cmd, peer, a.timeout, results, logf, boot_timeout=30 if accel == "kvm" else None)
+            if status == "noboot" and accel == "kvm":
+                log("guest did not reach /init within 30 s under KVM: retrying with TCG")
+                results.clear()
+                cmd = qemu_cmd(qemu, "tcg", vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout)
+                status = boot(cmd, peer, a.timeout, results, logf)
+        peer.close()
+    except Skip as e:
+        print(f"VM TEST SKIPPED: {e}", flush=True)
+        return SKIP
+    npass = nfail = 0
+    for t in [t for t in a.tests.split(",") if t]:
+        r = results.get(t)
+        if r is None:
+            verdict, why = "FAIL", "did not run" + (" (boot timed out)" if status != "done" else "")
+        elif r["guest"] is None:
+            verdict, why = "FAIL", "no verdict from the guest" + (" (timeout)" if status != "done" else "")
+        else:
+            bad = [m for ok, m in r["host"] if not ok]
+            verdict = "PASS" if r["guest"] and not bad else "FAIL"
+            why = "; ".join(bad) if bad else ("guest failed" if not r["guest"] else f"{len(r['host'])} host checks")
+        npass += verdict == "PASS"
+        nfail += verdict == "FAIL"
+        print(f"VM TEST {t}: {verdict} ({why})", flush=True)
+    print(f"vm summary: {npass} pass, {nfail} fail, {time.time() - t0:.1f} s in all ({status})", flush=True)
+    return 0 if nfail == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

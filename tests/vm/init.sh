@@ -1,0 +1,79 @@
+#!/bin/busybox sh
+# /init of the VM test guest (busybox initramfs built by tests/vm/harness.py).
+#
+# Kernel command line options read here:
+#   vt.tests=a,b,c     tests to run in order: /tests/NAME.sh if present, else `/bin/vmtest NAME`
+#   vt.hugepages=N     2 MiB hugepages to reserve (default 32)
+#   vt.timeout=S       per-test timeout in seconds (default 60)
+#   vt.unsafe_irq=1    load vfio_iommu_type1 with allow_unsafe_interrupts=1 (virtio-iommu)
+# Markers on the console (parsed by the harness):
+#   VMTEST BOOTED, VMTEST BIND ..., VMTEST START name, VMTEST PASS name, VMTEST FAIL name ..., VMTEST DONE
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/hugepages /tmp
+mount -t hugetlbfs nodev /dev/hugepages
+mount -t tmpfs tmpfs /tmp
+
+tests=""
+hugepages=32
+timeout_s=60
+unsafe_irq=0
+for a in $(cat /proc/cmdline); do
+    case "$a" in
+    vt.tests=*) tests="${a#vt.tests=}" ;;
+    vt.hugepages=*) hugepages="${a#vt.hugepages=}" ;;
+    vt.timeout=*) timeout_s="${a#vt.timeout=}" ;;
+    vt.unsafe_irq=*) unsafe_irq="${a#vt.unsafe_irq=}" ;;
+    esac
+done
+echo "VMTEST BOOTED uptime=$(cut -d' ' -f1 /proc/uptime) kernel=$(uname -r)"
+
+# VFIO modules (skipped when absent, e.g. a kernel with VFIO built in).
+for m in irqbypass vfio vfio_iommu_type1 vfio_virqfd vfio-pci-core vfio-pci; do
+    [ -f "/lib/modules/$m.ko" ] || continue
+    args=""
+    [ "$m" = vfio_iommu_type1 ] && [ "$unsafe_irq" = 1 ] && args="allow_unsafe_interrupts=1"
+    insmod "/lib/modules/$m.ko" $args || echo "VMTEST WARN insmod $m failed"
+done
+
+echo "$hugepages" > /proc/sys/vm/nr_hugepages
+echo "VMTEST HUGEPAGES $(cat /proc/sys/vm/nr_hugepages)"
+
+# Hand the NICs under test to vfio-pci: igb (8086:10c9) and modern virtio-net (1af4:1041).
+for d in /sys/bus/pci/devices/*; do
+    id="$(cat "$d/vendor"):$(cat "$d/device")"
+    case "$id" in
+    0x8086:0x10c9 | 0x1af4:0x1041)
+        bdf="${d##*/}"
+        [ -e "$d/driver" ] && echo "$bdf" > "$d/driver/unbind"
+        echo vfio-pci > "$d/driver_override"
+        echo "$bdf" > /sys/bus/pci/drivers_probe
+        drv=none
+        [ -e "$d/driver" ] && drv="$(basename "$(readlink "$d/driver")")"
+        grp=none
+        [ -e "$d/iommu_group" ] && grp="$(basename "$(readlink "$d/iommu_group")")"
+        echo "VMTEST BIND $bdf $id driver=$drv group=$grp"
+        ;;
+    esac
+done
+
+for t in $(echo "$tests" | tr ',' ' '); do
+    echo "VMTEST START $t"
+    if [ -f "/tests/$t.sh" ]; then
+        timeout "$timeout_s" sh "/tests/$t.sh"
+    else
+        timeout "$timeout_s" /bin/vmtest "$t"
+    fi
+    rc=$?
+    if [ "$rc" = 0 ]; then
+        echo "VMTEST PASS $t"
+    else
+        echo "VMTEST FAIL $t rc=$rc"
+        dmesg | tail -n 20 | sed 's/^/VMTEST DMESG /'
+    fi
+done
+echo "VMTEST DONE uptime=$(cut -d' ' -f1 /proc/uptime)"
+poweroff -f

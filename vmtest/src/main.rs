@@ -1,0 +1,38 @@
+//! Guest-side tests run by tests/vm/init.sh inside the QEMU guest: `vmtest NAME`.
+//!
+//! Exit status 0 is a pass; anything else (including a panic) is a failure. Lines starting with `@@vmtest `
+//! ask the host peer to do something (see tests/vm/harness.py).
+
+mod probe;
+mod sys;
+
+use std::process::ExitCode;
+
+type TestFn = fn() -> Result<(), String>;
+
+const TESTS: &[(&str, &str, TestFn)] = &[(
+    "vfio-probe",
+    "open /dev/vfio/vfio, find the IOMMU group of every NIC under test, check viability and the container",
+    probe::vfio_probe,
+)];
+
+fn main() -> ExitCode {
+    let name = std::env::args().nth(1).unwrap_or_default();
+    let Some((_, _, f)) = TESTS.iter().find(|(n, _, _)| *n == name) else {
+        eprintln!("usage: vmtest TEST\ntests:");
+        for (n, d, _) in TESTS {
+            eprintln!("  {n:20} {d}");
+        }
+        return ExitCode::from(2);
+    };
+    match f() {
+        Ok(()) => {
+            println!("vmtest {name}: ok");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("vmtest {name}: FAILED: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
