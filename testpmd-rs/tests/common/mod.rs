@@ -1,0 +1,225 @@
+//! Driving the testpmd-rs binary from tests: a session over pipes, output collection, and parsers for the
+//! statistics blocks.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_testpmd-rs");
+
+/// A command running testpmd-rs with `-l 0-1 --no-huge`, the given EAL extras (vdevs) and app arguments.
+pub fn command(eal: &[&str], app: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(["-l", "0-1", "--no-huge"]).args(eal).arg("--").args(app);
+    c
+}
+
+/// A running testpmd-rs whose stdin we write and whose stdout and stderr we collect (merged, in arrival order
+/// per stream).
+pub struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    out: Arc<Mutex<String>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+fn collect(mut r: impl Read + Send + 'static, out: Arc<Mutex<String>>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n])),
+            }
+        }
+    })
+}
+
+impl Session {
+    /// Starts `cmd` with piped stdio.
+    pub fn spawn(mut cmd: Command) -> Session {
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("testpmd-rs starts");
+        let out = Arc::new(Mutex::new(String::new()));
+        let readers = vec![
+            collect(child.stdout.take().unwrap(), out.clone()),
+            collect(child.stderr.take().unwrap(), out.clone()),
+        ];
+        let stdin = child.stdin.take();
+        Session { child, stdin, out, readers }
+    }
+
+    /// Sends one command line.
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{line}").expect("write to testpmd-rs");
+        stdin.flush().unwrap();
+    }
+
+    /// Everything printed so far.
+    pub fn output(&self) -> String {
+        self.out.lock().unwrap().clone()
+    }
+
+    /// Waits until the output (after byte `from`) contains `needle`; returns the output.
+    pub fn wait_for_from(&self, from: usize, needle: &str, timeout: Duration) -> String {
+        let end = Instant::now() + timeout;
+        loop {
+            let o = self.output();
+            if o.get(from..).is_some_and(|t| t.contains(needle)) {
+                return o;
+            }
+            if Instant::now() > end {
+                panic!("timed out waiting for {needle:?}; output so far:\n{o}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits until the output contains `needle`.
+    pub fn wait_for(&self, needle: &str, timeout: Duration) -> String {
+        self.wait_for_from(0, needle, timeout)
+    }
+
+    /// Sends `line` and waits for the next prompt after it; returns what the command printed.
+    pub fn cmd(&mut self, line: &str) -> String {
+        let from = self.output().len();
+        self.send(line);
+        // The prompt was printed before we wrote; the echo of the line follows it.
+        let echo = format!("{line}\n");
+        let o = self.wait_for_from(from, &echo, Duration::from_secs(20));
+        let start = o[from..].find(&echo).unwrap() + from + echo.len();
+        let o = self.wait_for_from(start, "testpmd> ", Duration::from_secs(20));
+        let end = o[start..].find("testpmd> ").unwrap() + start;
+        o[start..end].to_string()
+    }
+
+    /// Closes stdin and waits for the exit; returns the status and the whole output.
+    pub fn finish(mut self) -> (ExitStatus, String) {
+        drop(self.stdin.take());
+        let end = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > end {
+                let _ = self.child.kill();
+                panic!("testpmd-rs did not exit; output:\n{}", self.output());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        for r in self.readers.drain(..) {
+            let _ = r.join();
+        }
+        let o = self.output();
+        (status, o)
+    }
+
+    /// Process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One "Forward statistics for port N" block, or the accumulated one (port `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FwdBlock {
+    pub rx_packets: u64,
+    pub rx_dropped: u64,
+    pub tx_packets: u64,
+    pub tx_dropped: u64,
+}
+
+fn field(line: &str, name: &str) -> Option<u64> {
+    let at = line.find(name)? + name.len();
+    line[at..].split_whitespace().next()?.parse().ok()
+}
+
+fn block_after(text: &str, header: &str) -> Option<FwdBlock> {
+    let at = text.rfind(header)?;
+    let mut b = FwdBlock::default();
+    for line in text[at..].lines().skip(1).take(8) {
+        if line.contains("RX-packets:") {
+            b.rx_packets = field(line, "RX-packets:")?;
+            b.rx_dropped = field(line, "RX-dropped:")?;
+        }
+        if line.contains("TX-packets:") {
+            b.tx_packets = field(line, "TX-packets:")?;
+            b.tx_dropped = field(line, "TX-dropped:")?;
+            return Some(b);
+        }
+    }
+    None
+}
+
+/// The last forward statistics block of port `port` in `text`.
+pub fn fwd_port_block(text: &str, port: u16) -> Option<FwdBlock> {
+    block_after(text, &format!("Forward statistics for port {port:<2} "))
+}
+
+/// The last accumulated forward statistics block in `text`.
+pub fn fwd_total_block(text: &str) -> Option<FwdBlock> {
+    block_after(text, "Accumulated forward statistics for all ports")
+}
+
+/// (RX-packets, TX-packets) of the last NIC statistics block of `port`.
+pub fn nic_stats(text: &str, port: u16) -> Option<(u64, u64)> {
+    let at = text.rfind(&format!("NIC statistics for port {port:<2} "))?;
+    let mut rx = None;
+    for line in text[at..].lines().skip(1).take(6) {
+        if line.contains("RX-packets:") {
+            rx = field(line, "RX-packets:");
+        }
+        if line.contains("TX-packets:") {
+            return Some((rx?, field(line, "TX-packets:")?));
+        }
+    }
+    None
+}
+
+/// Asserts the quit report says the pool is full.
+pub fn assert_pool_full(text: &str) {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("mbuf pool mb_pool_0:"))
+        .unwrap_or_else(|| panic!("no mempool line in:\n{text}"));
+    let counts = line.split_whitespace().nth(3).unwrap();
+    let (a, b) = counts.split_once('/').unwrap();
+    assert_eq!(a, b, "pool not full after quit: {line}");
+}
+
+/// A scratch directory removed on drop.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("testpmd-rs-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    pub fn path(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
