@@ -126,7 +126,7 @@ fn bad_commands_get_errors_and_the_prompt_survives() {
 
 #[test]
 fn end_of_input_quits_cleanly() {
-    let mut s = Session::spawn(command(RING_PAIR, &["-i", "--auto-start", "--tx-first"]));
+    let s = Session::spawn(command(RING_PAIR, &["-i", "--auto-start", "--tx-first"]));
     s.wait_for("Start automatic packet forwarding", Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(50));
     let (status, out) = s.finish();
