@@ -1,0 +1,128 @@
+//! icmpecho against the kernel: a real `ping` from a network namespace is answered by testpmd-rs running in
+//! another namespace on a net_af_packet port (a veth pair joins the two), or on a net_tap port in the same
+//! namespace. The namespaces are created and removed here; the host's own interfaces are never touched.
+//!
+//! Needs root, `ip` (iproute2) and `ping` (iputils-ping); without them the tests say why and pass.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+fn have(tool: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
+}
+
+fn usable() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ok = root && have("ip") && have("ping");
+    if !ok {
+        eprintln!("skipped: needs root, ip and ping (apt-get install iproute2 iputils-ping)");
+    }
+    ok
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().unwrap();
+    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Network namespaces removed on drop (with every interface in them).
+struct Netns(Vec<String>);
+
+impl Netns {
+    fn new(names: &[&str]) -> Netns {
+        let ns = Netns(names.iter().map(|n| format!("{n}-{}", std::process::id())).collect());
+        for n in &ns.0 {
+            let _ = Command::new("ip").args(["netns", "del", n]).output();
+            ip(&["netns", "add", n]);
+            ip(&["-n", n, "link", "set", "lo", "up"]);
+        }
+        ns
+    }
+
+    fn sysctl(&self, i: usize, setting: &str) {
+        let _ = Command::new("ip").args(["netns", "exec", &self.0[i], "sysctl", "-qw", setting]).output();
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", n]).output();
+        }
+    }
+}
+
+fn ping(ns: &str, addr: &str) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "ping", "-c", "3", "-i", "0.2", "-W", "2", addr])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "ping {addr} failed:\n{text}");
+    text
+}
+
+fn testpmd_in(ns: &str, vdev: &str) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, BIN, "-l", "0-1", "--no-huge", "--vdev", vdev, "--"])
+        .args(["-i", "--forward-mode=icmpecho"]);
+    c
+}
+
+fn check_session(mut s: Session, ns: &str, addr: &str) {
+    s.wait_for("testpmd> ", Duration::from_secs(20));
+    let start = s.cmd("start");
+    assert!(start.contains("icmpecho packet forwarding"), "{start}");
+    let text = ping(ns, addr);
+    assert!(text.contains("3 received"), "{text}");
+    let stop = s.cmd("stop");
+    let total = fwd_total_block(&stop).expect("forward statistics");
+    // At least the ARP request and the three echo requests came in, and their replies went out.
+    assert!(total.rx_packets >= 4 && total.tx_packets >= 4, "{stop}");
+    s.send("quit");
+    let (status, out) = s.finish();
+    assert!(status.success(), "{out}");
+    assert_pool_full(&out);
+}
+
+#[test]
+fn icmpecho_answers_ping_through_af_packet() {
+    if !usable() {
+        return;
+    }
+    let ns = Netns::new(&["tpmd-ping", "tpmd-pmd"]);
+    let (a, b) = (&ns.0[0], &ns.0[1]);
+    // The veth pair is created inside the namespaces, one end in each.
+    ip(&["-n", a, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", b]);
+    ns.sysctl(0, "net.ipv6.conf.all.disable_ipv6=1");
+    ns.sysctl(1, "net.ipv6.conf.all.disable_ipv6=1");
+    ip(&["-n", a, "addr", "add", "10.199.0.1/24", "dev", "va"]);
+    ip(&["-n", a, "link", "set", "va", "up"]);
+    ip(&["-n", b, "link", "set", "vb", "up"]);
+    let s = Session::spawn(testpmd_in(b, "net_af_packet0,iface=vb"));
+    check_session(s, a, "10.199.0.2");
+}
+
+#[test]
+fn icmpecho_answers_ping_through_tap() {
+    if !usable() || !std::path::Path::new("/dev/net/tun").exists() {
+        eprintln!("skipped: needs /dev/net/tun");
+        return;
+    }
+    let ns = Netns::new(&["tpmd-tap"]);
+    let n = &ns.0[0];
+    ns.sysctl(0, "net.ipv6.conf.all.disable_ipv6=1");
+    ns.sysctl(0, "net.ipv6.conf.default.disable_ipv6=1");
+    let mut s = Session::spawn(testpmd_in(n, "net_tap0,iface=tpmdtap0"));
+    s.wait_for("testpmd> ", Duration::from_secs(20));
+    // The TAP exists once the port is open: give the kernel side an address.
+    ip(&["-n", n, "addr", "add", "10.198.0.1/24", "dev", "tpmdtap0"]);
+    ip(&["-n", n, "link", "set", "tpmdtap0", "up"]);
+    s.cmd("show port info 0");
+    check_session(s, n, "10.198.0.2");
+}
