@@ -258,3 +258,41 @@ fn debug_mode_double_free_leaves_the_pool_consistent() {
     drop(all);
     assert!(p.is_full());
 }
+
+/// `available()` is a snapshot, but it must never claim more free buffers than the pool has: `in_use()` would
+/// underflow, and the pool's drop (which frees the memory when every buffer looks back) could free memory a thread
+/// is still returning buffers into. A bound thread churns bursts that make its cache flush to the ring; another
+/// thread watches the count.
+#[test]
+fn available_never_exceeds_size_under_churn() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let p = new_pool("pool-available-race", PoolConfig { cache_size: 64, ..PoolConfig::with_size(512) });
+    let stop = Arc::new(AtomicBool::new(false));
+    let (p2, stop2) = (p.clone(), stop.clone());
+    let churn = std::thread::spawn(move || {
+        let _g = lcore::bind_current_thread(22).unwrap();
+        let (mut a, mut b) = (PacketBatch::with_capacity(30), PacketBatch::with_capacity(60));
+        while !stop2.load(Ordering::Relaxed) {
+            // With a cache of 64 (flush at 96): taking 30 then 60 leaves 64 cached; freeing 30 makes 94, freeing
+            // 60 more makes 154 and flushes 90 to the ring from a cache that was above its size.
+            if a.alloc_from(&p2, 30) && b.alloc_from(&p2, 60) {
+                a.clear();
+                b.clear();
+            }
+            a.clear();
+            b.clear();
+        }
+    });
+    let mut worst = 0usize;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(300);
+    while std::time::Instant::now() < deadline {
+        for _ in 0..1000 {
+            worst = worst.max(p.available());
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    churn.join().unwrap();
+    assert!(worst <= 512, "available() reported {worst} free buffers in a pool of 512");
+    assert!(p.is_full());
+}
