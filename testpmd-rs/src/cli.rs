@@ -318,19 +318,43 @@ pub fn run_prompt(mut app: App) {
             Err(e) => println!("Warning: no line editing ({e}); reading plain lines"),
         }
     }
-    let mut line = String::new();
-    let mut input = stdin.lock();
-    loop {
+    // Lines come from a reader thread so that a stop request (SIGINT, SIGTERM) is seen while waiting for input.
+    let (tx, rx) = std::sync::mpsc::channel::<Option<String>>();
+    std::thread::spawn(move || {
+        let mut input = stdin.lock();
+        loop {
+            let mut line = String::new();
+            match input.read_line(&mut line) {
+                Ok(0) | Err(_) => {
+                    let _ = tx.send(None);
+                    return;
+                }
+                Ok(_) => {
+                    if tx.send(Some(line)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    'prompt: loop {
         print!("{PROMPT}");
         let _ = std::io::stdout().flush();
-        line.clear();
-        match input.read_line(&mut line) {
-            Ok(0) | Err(_) => {
-                println!();
-                break;
+        let line = loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(50)) {
+                Ok(Some(line)) => break line,
+                Ok(None) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    println!();
+                    break 'prompt;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if eal::stop_requested() {
+                        println!("\nSignal received, preparing to exit...");
+                        break 'prompt;
+                    }
+                }
             }
-            Ok(_) => {}
-        }
+        };
         // Echo the command so a script's output reads like a session.
         println!("{}", line.trim_end());
         let (flow, r) = execute(&mut app, &line);

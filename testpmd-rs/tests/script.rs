@@ -217,3 +217,20 @@ fn streams_spread_over_queues_and_cores_like_testpmd() {
     assert!(status.success());
     assert_pool_full(&out);
 }
+
+#[test]
+fn sigint_at_a_scripted_prompt_stops_and_quits() {
+    let mut s = Session::spawn(command(RING_PAIR, &["-i"]));
+    s.wait_for("testpmd> ", Duration::from_secs(20));
+    s.cmd("start tx_first");
+    std::thread::sleep(Duration::from_millis(50));
+    // SAFETY: kill() with a pid of our own child and SIGINT has no memory effects.
+    unsafe { libc::kill(s.pid() as i32, libc::SIGINT) };
+    let out = s.wait_for("Bye...", Duration::from_secs(20));
+    assert!(out.contains("Signal received"), "{out}");
+    let total = fwd_total_block(&out).expect("forward statistics on the way out");
+    assert_eq!(total.tx_packets, total.rx_packets + 64, "{out}");
+    let (status, out) = s.finish();
+    assert!(status.success(), "{out}");
+    assert_pool_full(&out);
+}
