@@ -89,12 +89,13 @@ where
     };
 
     let mut ports = Vec::new();
-    if !config.no_pci {
+    if !config.no_pci && !config.allow.is_empty() {
+        let vfio = pci::vfio_for(allocator.config().iova_mode);
         for addr in &config.allow {
             if config.block.contains(addr) {
                 continue;
             }
-            let dev = pci::probe(*addr)?;
+            let dev = pci::probe(*addr, &allocator, &vfio)?;
             ports.push(Some(Port { name: addr.to_string(), dev }));
         }
     }

@@ -84,6 +84,12 @@ pub enum Error {
     /// Memory or mempool trouble.
     #[error(transparent)]
     Mempool(#[from] mempool::Error),
+    /// VFIO could not open or drive a device.
+    #[error(transparent)]
+    Vfio(#[from] crate::vfio::VfioError),
+    /// PCI sysfs trouble (device missing, binding failed).
+    #[error(transparent)]
+    Pci(#[from] crate::pci::PciError),
     /// A system call failed.
     #[error("{what}: {source}")]
     Os {

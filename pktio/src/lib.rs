@@ -20,6 +20,7 @@ pub mod pcap_file;
 pub mod pci;
 pub mod ports;
 pub mod stats;
+pub mod vfio;
 
 pub use dev::{
     offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, MacParseError, PortConfig, RssConfig, RssHashFunctions,

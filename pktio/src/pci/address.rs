@@ -1,4 +1,4 @@
-//! PCI identity: addresses as users type them (`0000:01:00.0`, `01:00.0`).
+//! PCI addresses as users type them (`0000:01:00.0`, `01:00.0`).
 
 use std::fmt;
 use std::str::FromStr;

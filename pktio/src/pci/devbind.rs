@@ -1,0 +1,1 @@
+//! The logic of the `devbind` tool (filled in below).
