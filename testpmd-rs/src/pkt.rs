@@ -120,9 +120,17 @@ pub struct CsumResult {
 /// Checks the IPv4 header checksum and the TCP/UDP checksum (IPv4 or IPv6) of the frame `d` in software, reports
 /// which were wrong, and writes correct ones (UDP over IPv4 with a zero checksum gets one computed, as testpmd's
 /// csum engine does without TX offloads). Frames it does not understand are left alone.
+#[inline(always)]
 pub fn check_and_fix_checksums(d: &mut [u8]) -> CsumResult {
+    match parse_l2(d) {
+        Some((l2, ty)) if ty == ETHERTYPE_IPV4 || ty == ETHERTYPE_IPV6 => check_and_fix_ip(d, l2, ty),
+        _ => CsumResult::default(),
+    }
+}
+
+#[inline(never)]
+fn check_and_fix_ip(d: &mut [u8], l2: usize, ty: u16) -> CsumResult {
     let mut out = CsumResult::default();
-    let Some((l2, ty)) = parse_l2(d) else { return out };
     let (l3_end, proto, v4) = match ty {
         ETHERTYPE_IPV4 => {
             if d.len() < l2 + IPV4_HLEN || d[l2] >> 4 != 4 {

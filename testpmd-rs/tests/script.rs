@@ -234,3 +234,22 @@ fn sigint_at_a_scripted_prompt_stops_and_quits() {
     assert!(status.success(), "{out}");
     assert_pool_full(&out);
 }
+
+#[test]
+fn a_single_lcore_still_forwards() {
+    let mut c = std::process::Command::new(BIN);
+    c.args(["-l", "0", "--no-huge"]).args(RING_PAIR).args(["--", "-i"]);
+    let mut s = Session::spawn(c);
+    s.wait_for("testpmd> ", Duration::from_secs(20));
+    let start = s.cmd("start tx_first");
+    assert!(start.contains("Warning: no worker lcore"), "{start}");
+    assert!(start.contains("Logical Core 0 (socket 0) forwards packets on 2 streams"), "{start}");
+    std::thread::sleep(Duration::from_millis(50));
+    let stop = s.cmd("stop");
+    let total = fwd_total_block(&stop).unwrap();
+    assert!(total.rx_packets > 0 && total.tx_packets == total.rx_packets + 64, "{stop}");
+    s.send("quit");
+    let (status, out) = s.finish();
+    assert!(status.success(), "{out}");
+    assert_pool_full(&out);
+}
