@@ -1,1 +1,78 @@
-//! nicsim (under construction)
+//! Behavioural NIC models for testing drivers without hardware.
+//!
+//! The model of an Intel X540 port sits behind the same seams as the real device (see `DESIGN.md`, "Hardware
+//! access: three seams, one driver"):
+//!
+//! | seam | hardware | here |
+//! |---|---|---|
+//! | registers | VFIO-mapped BAR0 (`pktio::bar::MmioBar`) | [`SimBar`] (a `pktio::bar::RegisterSpace`) |
+//! | DMA | IOMMU mappings (`pktio::dma::DmaMapper`) | the model's [`IovaMap`]: DMA outside it is a [`Fault`] |
+//! | PCI identity | sysfs / VFIO config space | [`PciIdentity`] (8086:1528, BAR0 2 MiB) |
+//!
+//! The model is written from the fact sheet (`docs/ixgbe-x540.md`) with its own register map ([`x540::regs`]),
+//! independently of the `ixgbe` driver, so that a mistake shared by both cannot hide.
+//!
+//! # Instantiating a port
+//!
+//! ```
+//! use nicsim::{X540, X540Config};
+//! use pktio::bar::RegisterSpace;
+//!
+//! let (bar, port) = X540::new(X540Config::default());
+//! let mapper = port.dma_mapper();            // Arc<IovaMap>: give it to the driver as its DmaMapper
+//! assert_eq!(bar.read32(0x10010) & (1 << 9), 1 << 9); // EEC.ARD after power-up
+//! // ... the driver maps its rings and mempool memory with `mapper`, brings the port up through `bar` ...
+//! port.inject(&[0xff; 60]);                   // a frame arrives on the wire (no FCS)
+//! port.step();                                // deterministic: process everything pending now
+//! let sent: Vec<Vec<u8>> = port.take_tx();    // frames the driver transmitted (while unwired)
+//! port.assert_no_faults();                    // no DMA outside the map, no protocol violation
+//! # drop((mapper, sent));
+//! ```
+//!
+//! - Two ports back to back: [`X540::pair`] (LAN_ID 0 and 1), or [`X540Port::wire_to`]. Then
+//!   [`run_until_idle`]`(&[&a, &b])` steps both until frames stop moving.
+//! - Asynchronous, like hardware: [`X540Port::start_thread`] returns a [`ModelThread`] guard; the model polls
+//!   the doorbells (RDT/TDT, written without any lock) and rings in its own thread until the guard is dropped.
+//! - Other wires: [`X540Port::wire_to_pcap`] (TX to a pcap file), [`X540Port::inject_pcap`] (pcap records to RX).
+//! - Faults: [`X540Port::link_flap`], [`X540Port::set_cable`], [`X540Port::inject_error`] (CRC / length error
+//!   write-backs), [`X540Port::tx_hang`], [`X540Port::set_reset_delay`] (slow reset),
+//!   [`X540Config::phy_powered_down`]. Detected driver faults: [`X540Port::faults`],
+//!   [`X540Port::assert_no_faults`], [`X540Config::panic_on_fault`].
+//!
+//! # What the model does
+//!
+//! Reset (CTRL.RST/LNK_RST, self-clearing after [`X540Config::reset_delay`], registers back to defaults, RAL/RAH(0)
+//! reloaded with the permanent MAC), EEC.ARD and RDRXCTL.DMAIDONE after the reset, STATUS.LAN_ID/GIO, SW/FW
+//! semaphores (SWSM.SMBI, SW_FW_SYNC.REGSMP granted on read), an MDIO PHY (ID, low-power bit, advertisement,
+//! AN restart, status), LINKS (link and speed, after [`X540Config::link_up_delay`]), EICR.LSC; filters
+//! (RAL/RAH exact match over 128 entries, FCTRL.BAM/UPE/MPE, MTA with MCSTCTRL.MO, VFTA with VLNCTRL.VFE, DPF);
+//! RSS (MRQC field enables, RSSRK key, RETA 4-bit entries, Toeplitz); RX rings (advanced one-buffer descriptors,
+//! SRRCTL buffer size, multi-descriptor frames, DROP_EN, write-back with DD/EOP/length/RSS type and hash/packet
+//! type/checksum status/VLAN, RXDCTL.VME strip, CRC strip per HLREG0.RXCRCSTRP, jumbo per HLREG0.JUMBOEN and
+//! MAXFRS); TX rings (advanced data and context descriptors, multi-descriptor frames, IXSM/TXSM checksum insertion,
+//! VLE, IFCS, TXPADEN, RS → DD write-back, TDWBAL head write-back); clear-on-read statistics (§13 of the fact
+//! sheet, L/H pairs latched on the L read); HLREG0.LPBK loopback.
+//!
+//! # What it does not do
+//!
+//! Interrupts (causes are recorded in EICR, nothing is signalled), TSO, SCTP CRC offload, header split, RSC,
+//! flow director, DCB/VMDq/SR-IOV pools, flow control (PAUSE frames are neither sent nor honoured), link timing of a
+//! real 10GBASE-T PHY, the 82599's differences, TAP wires.
+//!
+//! Conventions the model assumes that a driver must meet: frames on wires and in [`X540Port::inject`] carry no FCS;
+//! frames shorter than 60 bytes are runts (RUC) unless padded by the sender's TXPADEN; TCP/UDP checksum offload
+//! expects the checksum field seeded with the pseudo-header sum and IPv4 header checksum offload expects the field
+//! zeroed (as DPDK's `rte_net_intel_cksum_prepare` does), because the hardware sums what is there.
+
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
+pub mod dma;
+pub mod fault;
+pub mod net;
+pub mod pci;
+pub mod x540;
+
+pub use dma::IovaMap;
+pub use fault::{Fault, FaultLog};
+pub use pci::PciIdentity;
+pub use x540::{run_until_idle, LinkSpeed, ModelCounters, ModelThread, RxError, SimBar, X540Config, X540Port, X540};

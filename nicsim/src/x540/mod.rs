@@ -1,0 +1,1172 @@
+//! The behavioural X540 model: one port (PCI function) per [`X540Port`].
+//!
+//! See the crate docs for how to instantiate it. Layout: `regs` (the model's own register map), `phy` (MDIO PHY),
+//! `rx` and `tx` (ring processing), this module (ports, register semantics, reset, link, wires, the model thread).
+
+mod phy;
+pub mod regs;
+mod rx;
+mod tx;
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+use pktio::bar::RegisterSpace;
+use pktio::pcap_file::{self, PcapError, PcapWriter};
+
+use crate::dma::IovaMap;
+use crate::fault::{Fault, FaultLog};
+use crate::pci::PciIdentity;
+use phy::{Phy, PhyEvent};
+use regs::*;
+
+/// Bytes of BAR0 that hold registers in the model (everything in the fact sheet is below 0x20000).
+const REG_SPACE: usize = 0x20000;
+
+/// Link speeds of the X540's copper PHY (§5.1: LINKS.SPEED 01/10/11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LinkSpeed {
+    /// 100 Mb/s.
+    M100,
+    /// 1 Gb/s.
+    G1,
+    /// 10 Gb/s.
+    G10,
+}
+
+impl LinkSpeed {
+    fn links_bits(self) -> u32 {
+        match self {
+            LinkSpeed::M100 => 0b01,
+            LinkSpeed::G1 => 0b10,
+            LinkSpeed::G10 => 0b11,
+        }
+    }
+
+    /// Speed in Mb/s.
+    pub fn mbps(self) -> u32 {
+        match self {
+            LinkSpeed::M100 => 100,
+            LinkSpeed::G1 => 1_000,
+            LinkSpeed::G10 => 10_000,
+        }
+    }
+}
+
+/// How to build one model port.
+#[derive(Debug, Clone)]
+pub struct X540Config {
+    /// Permanent MAC address, loaded into RAL(0)/RAH(0) at every reset (as if from the NVM).
+    pub mac: [u8; 6],
+    /// PCI function / port number reported in STATUS.LAN_ID (0 or 1); also the PHY's MDIO address.
+    pub lan_id: u8,
+    /// Time from PHY power-up or auto-negotiation restart (and from creation) until LINKS.LINK_UP.
+    pub link_up_delay: Duration,
+    /// How long CTRL.RST reads back 1 after a reset is requested. Make it long to inject a "slow reset".
+    pub reset_delay: Duration,
+    /// After the reset completes, time until EEC.ARD (auto-read done) reads 1.
+    pub eeprom_delay: Duration,
+    /// After the reset completes, time until RDRXCTL.DMAIDONE reads 1.
+    pub dma_init_delay: Duration,
+    /// Time from setting RXDCTL/TXDCTL.ENABLE until the bit reads back 1.
+    pub queue_enable_delay: Duration,
+    /// Best speed of the link partner (or the cable); the negotiated speed is the best both sides advertise.
+    pub partner_speed: LinkSpeed,
+    /// Start with the PHY in low-power mode (as a previous DPDK `dev_stop` leaves it): the driver must power it up
+    /// through MDIO (§5.2) before the link comes up.
+    pub phy_powered_down: bool,
+    /// Panic (in whichever thread notices) at the first fault instead of only recording it.
+    pub panic_on_fault: bool,
+    /// Deliver frames injected with [`RxError`] with RXE set in the write-back even if FCTRL.SBP is clear (a
+    /// real X540 drops them unless SBP is set). On by default so the driver's error path gets exercised.
+    pub deliver_bad_frames: bool,
+    /// BAR0 size in bytes (2 MiB on the X540-AT2, §1).
+    pub bar0_len: usize,
+}
+
+impl Default for X540Config {
+    fn default() -> Self {
+        X540Config {
+            mac: [0x02, 0x00, 0x00, 0x54, 0x05, 0x00],
+            lan_id: 0,
+            link_up_delay: Duration::ZERO,
+            reset_delay: Duration::ZERO,
+            eeprom_delay: Duration::ZERO,
+            dma_init_delay: Duration::ZERO,
+            queue_enable_delay: Duration::ZERO,
+            partner_speed: LinkSpeed::G10,
+            phy_powered_down: false,
+            panic_on_fault: false,
+            deliver_bad_frames: true,
+            bar0_len: 2 << 20,
+        }
+    }
+}
+
+/// A receive error to inject with a frame ([`X540Port::inject_error`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxError {
+    /// Bad FCS: counted in CRCERRS; written back with RXE.
+    Crc,
+    /// Length error: counted in RLEC; written back with RXE.
+    Length,
+}
+
+/// A frame on a wire: Ethernet bytes without FCS, and whether it arrived damaged.
+#[derive(Debug, Clone)]
+pub(crate) struct WireFrame {
+    pub data: Vec<u8>,
+    pub error: Option<RxError>,
+}
+
+/// Where a port's transmitted frames go.
+enum Sink {
+    /// Kept for [`X540Port::take_tx`].
+    Capture,
+    /// The RX side of another port.
+    Peer(Weak<Shared>),
+    /// A pcap file.
+    Pcap(PcapWriter<BufWriter<File>>),
+}
+
+/// Model-side counters that never clear (unlike the statistics registers): handy for exact-count tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelCounters {
+    /// Frames written to RX descriptors (complete, EOP written).
+    pub rx_delivered: u64,
+    /// Frames dropped for lack of descriptors or packet-buffer space (what MPC counts).
+    pub rx_missed: u64,
+    /// Frames dropped by the address/VLAN filters.
+    pub rx_filtered: u64,
+    /// Frames dropped because RXCTRL.RXEN was clear, the port was in reset, or the target queue was disabled.
+    pub rx_disabled: u64,
+    /// Frames dropped as runts, oversize or bad (when not delivered with RXE).
+    pub rx_errors: u64,
+    /// Frames taken from TX rings and put on the wire.
+    pub tx_sent: u64,
+    /// Frames taken from TX rings while the link was down (completed but not sent).
+    pub tx_dropped_link_down: u64,
+}
+
+/// RX side of the wire: the packet buffer.
+#[derive(Default)]
+struct Inbound {
+    frames: VecDeque<WireFrame>,
+    bytes: usize,
+}
+
+/// State shared by the [`SimBar`], the [`X540Port`] handles and the model thread of one port.
+pub(crate) struct Shared {
+    config: X540Config,
+    core: Mutex<Core>,
+    /// RDT(i) / TDT(i): doorbells, written by the driver without taking the model lock.
+    rdt: Box<[AtomicU32]>,
+    tdt: Box<[AtomicU32]>,
+    inbound: Mutex<Inbound>,
+    /// RX packet buffer capacity in bytes (RXPBSIZE(0)).
+    pb_capacity: AtomicUsize,
+    /// Frames dropped at arrival for a full packet buffer, not yet added to MPC.
+    missed_at_arrival: AtomicU64,
+    faults: Arc<FaultLog>,
+    dma: Arc<IovaMap>,
+    sink: Mutex<Sink>,
+    captured: Mutex<VecDeque<Vec<u8>>>,
+    /// The PHY is powered and not in a forced-down state: what the link partner sees of us.
+    phy_active: AtomicBool,
+    counters: Mutex<ModelCounters>,
+    /// Model thread parking.
+    parked: AtomicBool,
+    thread: Mutex<Option<Thread>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn kick(&self) {
+        if self.parked.load(Ordering::Acquire) {
+            if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                t.unpark();
+            }
+        }
+    }
+
+    fn counters(&self) -> MutexGuard<'_, ModelCounters> {
+        self.counters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A frame arrives from the wire or a test: into the packet buffer, or dropped (MPC) if it is full.
+    fn receive(&self, frame: WireFrame) -> bool {
+        let cap = self.pb_capacity.load(Ordering::Relaxed);
+        let mut inbound = self.inbound.lock().unwrap_or_else(|e| e.into_inner());
+        if inbound.bytes + frame.data.len() > cap {
+            drop(inbound);
+            self.missed_at_arrival.fetch_add(1, Ordering::Relaxed);
+            self.counters().rx_missed += 1;
+            return false;
+        }
+        inbound.bytes += frame.data.len();
+        inbound.frames.push_back(frame);
+        drop(inbound);
+        self.kick();
+        true
+    }
+
+    fn peer(&self) -> Option<Arc<Shared>> {
+        match &*self.sink.lock().unwrap_or_else(|e| e.into_inner()) {
+            Sink::Peer(w) => w.upgrade(),
+            _ => None,
+        }
+    }
+
+    /// Sends a frame out of the MAC.
+    fn transmit(self: &Arc<Self>, frame: WireFrame, loopback: bool) {
+        if loopback {
+            self.receive(frame);
+            return;
+        }
+        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
+        match &mut *sink {
+            Sink::Capture => self.captured.lock().unwrap_or_else(|e| e.into_inner()).push_back(frame.data),
+            Sink::Peer(w) => {
+                if let Some(peer) = w.upgrade() {
+                    drop(sink);
+                    peer.receive(frame);
+                }
+            }
+            Sink::Pcap(writer) => {
+                if let Err(e) = writer.write_packet(pcap_file::now_ns(), &frame.data) {
+                    self.faults.record(Fault::Protocol { what: format!("pcap wire: {e}") });
+                }
+            }
+        }
+    }
+
+    fn tail_doorbell(offset: usize) -> Option<(bool, usize)> {
+        // RDT(i): 0x01018 + 0x40 i (i < 64), 0x0D018 + 0x40 (i - 64); TDT(i): 0x06018 + 0x40 i (§6.1).
+        if offset & 0x3F != 0x18 {
+            return None;
+        }
+        match offset {
+            0x01000..0x02000 => Some((true, (offset - 0x01000) / 0x40)),
+            0x0D000..0x0E000 => Some((true, 64 + (offset - 0x0D000) / 0x40)),
+            0x06000..0x08000 => Some((false, (offset - 0x06000) / 0x40)),
+            _ => None,
+        }
+    }
+
+    /// Processes everything pending: TX rings up to their tails, then frames waiting in the packet buffer. Returns
+    /// the amount of work done (descriptors and frames); 0 means idle.
+    fn step(self: &Arc<Self>) -> usize {
+        let mut core = self.lock();
+        core.update_time(self);
+        if core.in_reset(Instant::now()) {
+            // Frames arriving during reset are lost.
+            let mut inbound = self.inbound.lock().unwrap_or_else(|e| e.into_inner());
+            let n = inbound.frames.len();
+            inbound.frames.clear();
+            inbound.bytes = 0;
+            drop(inbound);
+            self.counters().rx_disabled += n as u64;
+            return n;
+        }
+        let mut work = core.process_tx(self);
+        work += core.process_rx(self);
+        work
+    }
+}
+
+/// Per-queue RX state (§6.2).
+#[derive(Debug, Clone, Default)]
+struct RxQ {
+    enabled: bool,
+    enabled_at: Option<Instant>,
+    head: u32,
+    base: u64,
+    n: u32,
+}
+
+/// A TX context slot (§7.4).
+#[derive(Debug, Clone, Copy, Default)]
+struct TxCtx {
+    vlan_macip_lens: u32,
+    type_tucmd_mlhl: u32,
+    #[allow(dead_code)] // MSS and L4LEN: only TSO needs them, which is not modelled
+    mss_l4len_idx: u32,
+}
+
+/// Per-queue TX state (§6.3).
+#[derive(Debug, Clone, Default)]
+struct TxQ {
+    enabled: bool,
+    enabled_at: Option<Instant>,
+    head: u32,
+    base: u64,
+    n: u32,
+    ctx: [TxCtx; 2],
+    /// A frame being gathered across descriptors: bytes, first descriptor's cmd_type_len and olinfo_status.
+    pending: Option<(Vec<u8>, u32, u32)>,
+    hung: bool,
+}
+
+/// Link state of the port (§5).
+#[derive(Debug, Clone)]
+struct Link {
+    cable: bool,
+    /// When the PHY finishes negotiating; `None` while powered down or without a common speed.
+    ready_at: Option<Instant>,
+    speed: Option<LinkSpeed>,
+    /// Link forced down until then (link flap fault).
+    down_until: Option<Instant>,
+    /// Last state seen, to raise LSC on change.
+    last_up: bool,
+}
+
+/// Registers and device state behind the port's lock.
+pub(crate) struct Core {
+    regs: Vec<u32>,
+    defaults: Arc<Vec<u32>>,
+    /// Clear-on-read counters, indexed like `regs` (offset / 4) by their (low) register.
+    ctr: Vec<u64>,
+    reset_until: Instant,
+    rxq: Vec<RxQ>,
+    txq: Vec<TxQ>,
+    phy: Phy,
+    link: Link,
+    /// A classified frame waiting for descriptors (the head of the packet buffer).
+    rx_blocked: Option<rx::Classified>,
+    /// Queues that are enabled (processing order).
+    active_tx: Vec<usize>,
+    /// Hang injected for every queue (new or re-enabled ones included).
+    hang_all: bool,
+    reset_delay: Duration,
+}
+
+/// How each statistics register reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StatKind {
+    /// A 32-bit clear-on-read counter.
+    Single,
+    /// Low half of a 64-bit counter: returns the low 32 bits, latches the high part for `High`, clears.
+    Low,
+    /// High half: returns what the last read of `Low` latched.
+    High,
+}
+
+fn stat_kind(offset: usize) -> Option<StatKind> {
+    use StatKind::*;
+    let pairs = [GORCL, GOTCL, TORL, RXNFGBCL, RXDGBCL, TXDGBCL];
+    if pairs.contains(&offset) {
+        return Some(Low);
+    }
+    if pairs.iter().any(|&l| l + 4 == offset) {
+        return Some(High);
+    }
+    let singles = [
+        CRCERRS, ILLERRC, ERRBC, MSPDC, MLFC, MRFC, RLEC, LXONTXC, LXOFFTXC, LXONRXCNT, LXOFFRXCNT, GPRC, BPRC, MPRC,
+        GPTC, RUC, RFC, ROC, RJC, TPR, TPT, MPTC, BPTC, XEC, RXNFGPC, RXDGPC, TXDGPC,
+    ];
+    if singles.contains(&offset)
+        || (PRC64..=PRC64 + 20).contains(&offset)
+        || (PTC64..=PTC64 + 20).contains(&offset)
+        || (mpc(0)..=mpc(7)).contains(&offset)
+    {
+        return Some(Single);
+    }
+    for n in 0..16 {
+        if offset == qprc(n) || offset == qprdc(n) || offset == qptc(n) {
+            return Some(Single);
+        }
+        if offset == qbrc_l(n) || offset == qbtc_l(n) {
+            return Some(Low);
+        }
+        if offset == qbrc_h(n) || offset == qbtc_h(n) {
+            return Some(High);
+        }
+    }
+    None
+}
+
+/// Canonical storage offset: the 0x1014+0x40i / 0x100C+0x40i forms of SRRCTL / DCA_RXCTRL for i <= 15 are treated as
+/// aliases of 0x2100+4i / 0x2200+4i (§6.1, marked uncertain there).
+fn canonical(offset: usize) -> usize {
+    if (0x01000..0x01000 + 16 * 0x40).contains(&offset) {
+        let q = (offset - 0x01000) / 0x40;
+        match offset & 0x3F {
+            0x14 => return srrctl(q),
+            0x0C => return dca_rxctrl(q),
+            _ => {}
+        }
+    }
+    offset
+}
+
+fn default_registers(config: &X540Config) -> Vec<u32> {
+    let mut r = vec![0u32; REG_SPACE / 4];
+    let mut set = |off: usize, v: u32| r[off / 4] = v;
+    let m = config.mac;
+    set(ral(0), u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
+    set(rah(0), u32::from(m[4]) | u32::from(m[5]) << 8 | RAH_AV);
+    // RX packet buffer 0 comes out of reset at 512 KiB; the X540 driver rewrites it to 384 KiB (§3.2 step 8).
+    set(rxpbsize(0), 512 << 10);
+    set(txpbsize(0), 160 << 10);
+    set(MAXFRS, 1518 << 16);
+    set(VLNCTRL, 0x8100);
+    set(DMATXCTL, 0x8100 << 16);
+    set(EEC, EEC_PRES);
+    for q in 0..NUM_QUEUES {
+        set(srrctl(q), 2 | (4 << 8));
+        set(dca_rxctrl(q), 1 << 12);
+    }
+    r
+}
+
+impl Core {
+    fn new(config: &X540Config) -> Self {
+        let defaults = Arc::new(default_registers(config));
+        let now = Instant::now();
+        let phy = Phy::new(config.lan_id, config.phy_powered_down);
+        let speed = phy.resolve(config.partner_speed);
+        let ready_at = (phy.powered() && speed.is_some()).then(|| now + config.link_up_delay);
+        Core {
+            regs: (*defaults).clone(),
+            defaults,
+            ctr: vec![0; REG_SPACE / 4],
+            reset_until: now,
+            rxq: vec![RxQ::default(); NUM_QUEUES],
+            txq: vec![TxQ::default(); NUM_QUEUES],
+            phy,
+            link: Link { cable: true, ready_at, speed, down_until: None, last_up: false },
+            rx_blocked: None,
+            active_tx: Vec::new(),
+            hang_all: false,
+            reset_delay: config.reset_delay,
+        }
+    }
+
+    fn reg(&self, offset: usize) -> u32 {
+        self.regs[offset / 4]
+    }
+
+    fn set_reg(&mut self, offset: usize, value: u32) {
+        self.regs[offset / 4] = value;
+    }
+
+    fn in_reset(&self, now: Instant) -> bool {
+        now < self.reset_until
+    }
+
+    fn count(&mut self, offset: usize, by: u64) {
+        self.ctr[offset / 4] = self.ctr[offset / 4].wrapping_add(by);
+    }
+
+    fn link_up(&self, shared: &Shared, now: Instant) -> bool {
+        let own = self.link.cable
+            && self.phy.powered()
+            && self.link.ready_at.is_some_and(|t| now >= t)
+            && self.link.down_until.is_none_or(|t| now >= t);
+        own && shared.peer().is_none_or(|p| p.phy_active.load(Ordering::Relaxed))
+    }
+
+    /// Time-driven state: link changes raise EICR.LSC.
+    fn update_time(&mut self, shared: &Shared) {
+        let now = Instant::now();
+        shared.phy_active.store(
+            self.link.cable && self.phy.powered() && self.link.down_until.is_none_or(|t| now >= t),
+            Ordering::Relaxed,
+        );
+        let up = self.link_up(shared, now);
+        if up != self.link.last_up {
+            self.link.last_up = up;
+            let eicr = self.reg(EICR);
+            self.set_reg(EICR, eicr | EICR_LSC);
+        }
+    }
+
+    fn renegotiate(&mut self, config: &X540Config) {
+        self.link.speed = self.phy.resolve(config.partner_speed);
+        self.link.ready_at =
+            (self.phy.powered() && self.link.speed.is_some()).then(|| Instant::now() + config.link_up_delay);
+    }
+
+    fn reset(&mut self, shared: &Shared) {
+        let now = Instant::now();
+        self.regs.copy_from_slice(&self.defaults);
+        self.ctr.iter_mut().for_each(|c| *c = 0);
+        self.rxq.iter_mut().for_each(|q| *q = RxQ::default());
+        self.txq.iter_mut().for_each(|q| *q = TxQ::default());
+        self.active_tx.clear();
+        self.hang_all = false;
+        self.rx_blocked = None;
+        self.reset_until = now + self.reset_delay;
+        shared.rdt.iter().chain(shared.tdt.iter()).for_each(|t| t.store(0, Ordering::Relaxed));
+        shared.pb_capacity.store(self.reg(rxpbsize(0)) as usize, Ordering::Relaxed);
+        shared.missed_at_arrival.store(0, Ordering::Relaxed);
+        let mut inbound = shared.inbound.lock().unwrap_or_else(|e| e.into_inner());
+        let lost = inbound.frames.len();
+        *inbound = Inbound::default();
+        drop(inbound);
+        shared.counters().rx_disabled += lost as u64;
+        // The PHY keeps its negotiated state across CTRL.RST (§5.2); LSC starts from the current state.
+        self.link.last_up = self.link_up(shared, now);
+    }
+
+    fn read(&mut self, shared: &Shared, offset: usize) -> u32 {
+        let now = Instant::now();
+        let offset = canonical(offset);
+        if let Some(kind) = stat_kind(offset) {
+            if offset == mpc(0) {
+                let extra = shared.missed_at_arrival.swap(0, Ordering::Relaxed);
+                self.count(mpc(0), extra);
+            }
+            let slot = offset / 4;
+            return match kind {
+                StatKind::Single => std::mem::take(&mut self.ctr[slot]) as u32,
+                StatKind::Low => {
+                    let v = std::mem::take(&mut self.ctr[slot]);
+                    self.ctr[slot + 1] = v >> 32;
+                    v as u32
+                }
+                StatKind::High => std::mem::take(&mut self.ctr[slot]) as u32,
+            };
+        }
+        let resetting = self.in_reset(now);
+        let done = self.reset_until;
+        match offset {
+            CTRL => self.reg(CTRL) | if resetting { CTRL_RST } else { 0 },
+            STATUS => {
+                let gio = if self.reg(CTRL) & CTRL_GIO_DIS == 0 { STATUS_GIO } else { 0 };
+                (u32::from(shared.config.lan_id & 3) << STATUS_LAN_ID_SHIFT) | gio
+            }
+            EEC => {
+                let ard = !resetting && now >= done + shared.config.eeprom_delay;
+                self.reg(EEC) | EEC_PRES | if ard { EEC_ARD } else { 0 }
+            }
+            RDRXCTL => {
+                let dmai = !resetting && now >= done + shared.config.dma_init_delay;
+                self.reg(RDRXCTL) | if dmai { RDRXCTL_DMAIDONE } else { 0 }
+            }
+            LINKS => {
+                self.update_time(shared);
+                if self.link_up(shared, now) {
+                    let speed = self.link.speed.map_or(0, |s| s.links_bits());
+                    LINKS_UP | (speed << LINKS_SPEED_SHIFT)
+                } else {
+                    0
+                }
+            }
+            EICR => {
+                self.update_time(shared);
+                std::mem::take(&mut self.regs[EICR / 4])
+            }
+            EIMC => 0,
+            SWSM => {
+                let v = self.reg(SWSM);
+                self.set_reg(SWSM, v | SWSM_SMBI);
+                v
+            }
+            SW_FW_SYNC => {
+                let v = self.reg(SW_FW_SYNC);
+                self.set_reg(SW_FW_SYNC, v | SW_FW_SYNC_REGSMP);
+                v
+            }
+            _ => {
+                if let Some((rx, q)) = queue_reg(offset) {
+                    return self.read_queue(rx, q, offset, now);
+                }
+                self.reg(offset)
+            }
+        }
+    }
+
+    fn read_queue(&self, rx: bool, q: usize, offset: usize, now: Instant) -> u32 {
+        let (enabled, at, head) = if rx {
+            (self.rxq[q].enabled, self.rxq[q].enabled_at, self.rxq[q].head)
+        } else {
+            (self.txq[q].enabled, self.txq[q].enabled_at, self.txq[q].head)
+        };
+        if offset == rdh(q) && rx || offset == tdh(q) && !rx {
+            return head;
+        }
+        // RXDCTL / TXDCTL: ENABLE reads 1 once the queue is running.
+        let v = self.reg(offset) & !QCTL_ENABLE;
+        if enabled && at.is_none_or(|t| now >= t) {
+            v | QCTL_ENABLE
+        } else {
+            v
+        }
+    }
+
+    fn write(&mut self, shared: &Shared, offset: usize, value: u32) {
+        let now = Instant::now();
+        let offset = canonical(offset);
+        if self.in_reset(now) {
+            return; // the device ignores writes while it resets
+        }
+        if stat_kind(offset).is_some() {
+            return; // read-only counters
+        }
+        match offset {
+            CTRL => {
+                if value & (CTRL_RST | CTRL_LNK_RST) != 0 {
+                    self.reset(shared);
+                    self.set_reg(CTRL, value & !(CTRL_RST | CTRL_LNK_RST) & !CTRL_GIO_DIS);
+                } else {
+                    self.set_reg(CTRL, value);
+                }
+            }
+            STATUS | LINKS => {}
+            EEC => self.set_reg(EEC, value & !EEC_ARD),
+            RDRXCTL => self.set_reg(RDRXCTL, value & !RDRXCTL_DMAIDONE),
+            EICR => {
+                let v = self.reg(EICR) & !value;
+                self.set_reg(EICR, v)
+            }
+            EICS => {
+                let v = self.reg(EICR) | value;
+                self.set_reg(EICR, v)
+            }
+            EIMS => {
+                let v = self.reg(EIMS) | value;
+                self.set_reg(EIMS, v)
+            }
+            EIMC => {
+                let v = self.reg(EIMS) & !value;
+                self.set_reg(EIMS, v)
+            }
+            MSCA => {
+                if value & MSCA_MDI_COMMAND != 0 {
+                    let status = (self.link_up(shared, now), self.link.speed);
+                    let (data, event) = self.phy.command(value, self.reg(MSRWD) as u16, status);
+                    if let Some(d) = data {
+                        let w = (self.reg(MSRWD) & 0xFFFF) | u32::from(d) << 16;
+                        self.set_reg(MSRWD, w);
+                    }
+                    match event {
+                        PhyEvent::None => {}
+                        PhyEvent::Renegotiate => self.renegotiate(&shared.config),
+                        PhyEvent::PowerDown => self.link.ready_at = None,
+                    }
+                    self.update_time(shared);
+                }
+                self.set_reg(MSCA, value & !MSCA_MDI_COMMAND);
+            }
+            RXCTRL => {
+                if value & RXCTRL_RXEN != 0 && self.reg(RXCTRL) & RXCTRL_RXEN == 0 {
+                    let hl = self.reg(HLREG0) & HLREG0_RXCRCSTRP != 0;
+                    let rd = self.reg(RDRXCTL) & RDRXCTL_CRCSTRIP != 0;
+                    if hl != rd {
+                        shared.faults.record(Fault::Protocol {
+                            what: format!(
+                                "RXCTRL.RXEN set with HLREG0.RXCRCSTRP={} but RDRXCTL.CRCSTRIP={} (both must agree, §3.5 step 21)",
+                                hl as u8, rd as u8
+                            ),
+                        });
+                    }
+                }
+                self.set_reg(RXCTRL, value);
+            }
+            _ if offset == rxpbsize(0) => {
+                shared.pb_capacity.store(value as usize, Ordering::Relaxed);
+                self.set_reg(offset, value);
+            }
+            _ => {
+                if let Some((rx, q)) = queue_reg(offset) {
+                    self.write_queue(shared, rx, q, offset, value, now);
+                } else {
+                    self.set_reg(offset, value);
+                }
+            }
+        }
+    }
+
+    fn write_queue(&mut self, shared: &Shared, rx: bool, q: usize, offset: usize, value: u32, now: Instant) {
+        let delay = shared.config.queue_enable_delay;
+        if rx && offset == rdh(q) {
+            if self.rxq[q].enabled && value >= self.rxq[q].n {
+                shared.faults.record(Fault::Protocol { what: format!("RDH({q}) = {value} past the ring") });
+            }
+            self.rxq[q].head = value;
+            return;
+        }
+        if !rx && offset == tdh(q) {
+            if self.txq[q].enabled && value >= self.txq[q].n {
+                shared.faults.record(Fault::Protocol { what: format!("TDH({q}) = {value} past the ring") });
+            }
+            self.txq[q].head = value;
+            return;
+        }
+        let was = self.reg(offset) & QCTL_ENABLE != 0;
+        let on = value & QCTL_ENABLE != 0;
+        self.set_reg(offset, value & !QCTL_SWFLSH);
+        if was == on {
+            return;
+        }
+        if rx {
+            if on {
+                let (base, len) = ((self.reg(rdbah(q)) as u64) << 32 | self.reg(rdbal(q)) as u64, self.reg(rdlen(q)));
+                if let Err(why) = check_ring(base, len) {
+                    shared.faults.record(Fault::Protocol { what: format!("RXDCTL({q}).ENABLE with {why}") });
+                    self.set_reg(offset, value & !QCTL_ENABLE);
+                    return;
+                }
+                let srrctl = self.reg(srrctl(q));
+                if (srrctl >> SRRCTL_DESCTYPE_SHIFT) & 7 != SRRCTL_DESCTYPE_ADV_ONEBUF
+                    || srrctl & SRRCTL_BSIZEPKT_MASK == 0
+                {
+                    shared.faults.record(Fault::Protocol {
+                        what: format!(
+                            "RXDCTL({q}).ENABLE with SRRCTL({q}) = {srrctl:#x}: the model needs DESCTYPE advanced one-buffer (§6.2) and BSIZEPACKET > 0"
+                        ),
+                    });
+                }
+                let head = self.rxq[q].head.min(len / 16 - 1);
+                self.rxq[q] = RxQ { enabled: true, enabled_at: Some(now + delay), head, base, n: len / 16 };
+            } else {
+                self.rxq[q].enabled = false;
+            }
+        } else if on {
+            let (base, len) = ((self.reg(tdbah(q)) as u64) << 32 | self.reg(tdbal(q)) as u64, self.reg(tdlen(q)));
+            if let Err(why) = check_ring(base, len) {
+                shared.faults.record(Fault::Protocol { what: format!("TXDCTL({q}).ENABLE with {why}") });
+                self.set_reg(offset, value & !QCTL_ENABLE);
+                return;
+            }
+            if self.reg(DMATXCTL) & DMATXCTL_TE == 0 {
+                shared.faults.record(Fault::Protocol {
+                    what: format!("TXDCTL({q}).ENABLE before DMATXCTL.TE (TE must be set first, §3.6 step 32)"),
+                });
+            }
+            let head = self.txq[q].head.min(len / 16 - 1);
+            self.txq[q] = TxQ {
+                enabled: true,
+                enabled_at: Some(now + delay),
+                head,
+                base,
+                n: len / 16,
+                hung: self.hang_all,
+                ..TxQ::default()
+            };
+            if !self.active_tx.contains(&q) {
+                self.active_tx.push(q);
+            }
+        } else {
+            self.txq[q].enabled = false;
+            self.txq[q].pending = None;
+            self.active_tx.retain(|&x| x != q);
+        }
+    }
+}
+
+fn check_ring(base: u64, len: u32) -> Result<(), String> {
+    if len == 0 || !len.is_multiple_of(128) {
+        return Err(format!("ring length {len} bytes (must be a non-zero multiple of 128, §6.2)"));
+    }
+    if !base.is_multiple_of(16) {
+        return Err(format!("ring base {base:#x} not 16-byte aligned (§14)"));
+    }
+    Ok(())
+}
+
+/// Which queue register (RDH/RXDCTL or TDH/TXDCTL) an offset is, if any.
+fn queue_reg(offset: usize) -> Option<(bool, usize)> {
+    let (rx, q) = match offset {
+        0x01000..0x02000 => (true, (offset - 0x01000) / 0x40),
+        0x0D000..0x0E000 => (true, 64 + (offset - 0x0D000) / 0x40),
+        0x06000..0x08000 => (false, (offset - 0x06000) / 0x40),
+        _ => return None,
+    };
+    matches!(offset & 0x3F, 0x10 | 0x28).then_some((rx, q))
+}
+
+/// The model's register space: what the driver gets instead of a VFIO-mapped BAR0. Cheap to clone.
+///
+/// Writes to the tail registers RDT(i)/TDT(i) are stored without taking the model's lock (they are the doorbells of
+/// the hot path); every other access goes through the model under its lock, with the register's side effects
+/// (clear-on-read counters, self-clearing reset, semaphores, MDIO).
+#[derive(Clone)]
+pub struct SimBar {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for SimBar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimBar").field("lan_id", &self.shared.config.lan_id).finish()
+    }
+}
+
+impl SimBar {
+    fn check(&self, offset: usize, what: &str) -> bool {
+        if !offset.is_multiple_of(4) || offset + 4 > self.shared.config.bar0_len {
+            self.shared.faults.record(Fault::Register {
+                offset,
+                what: format!("{what} outside the {:#x}-byte BAR0 or unaligned", self.shared.config.bar0_len),
+            });
+            return false;
+        }
+        true
+    }
+}
+
+impl RegisterSpace for SimBar {
+    fn read32(&self, offset: usize) -> u32 {
+        if !self.check(offset, "read") {
+            return 0xFFFF_FFFF;
+        }
+        if offset >= REG_SPACE {
+            return 0; // flash window
+        }
+        if let Some((rx, q)) = Shared::tail_doorbell(offset) {
+            let t = if rx { &self.shared.rdt[q] } else { &self.shared.tdt[q] };
+            return t.load(Ordering::Acquire);
+        }
+        let shared = &self.shared;
+        shared.lock().read(shared, offset)
+    }
+
+    fn write32(&self, offset: usize, value: u32) {
+        if !self.check(offset, "write") || offset >= REG_SPACE {
+            return;
+        }
+        if let Some((rx, q)) = Shared::tail_doorbell(offset) {
+            let t = if rx { &self.shared.rdt[q] } else { &self.shared.tdt[q] };
+            t.store(value, Ordering::Release);
+            self.shared.kick();
+            return;
+        }
+        let shared = &self.shared;
+        shared.lock().write(shared, offset, value);
+        shared.kick();
+    }
+
+    fn len(&self) -> usize {
+        self.shared.config.bar0_len
+    }
+}
+
+/// A handle on one model port: the test's (and the wire's) side of the device. Cheap to clone.
+#[derive(Clone)]
+pub struct X540Port {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for X540Port {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("X540Port").field("lan_id", &self.shared.config.lan_id).finish()
+    }
+}
+
+/// Constructors of model X540 ports.
+#[derive(Debug)]
+pub struct X540;
+
+impl X540 {
+    /// One model port: its register space for the driver and a handle for the test. Its TX frames are captured
+    /// (see [`X540Port::take_tx`]) until it is wired elsewhere.
+    #[allow(clippy::new_ret_no_self)] // a device and its handle, as the crate docs show
+    pub fn new(config: X540Config) -> (SimBar, X540Port) {
+        let faults = Arc::new(FaultLog::new(config.panic_on_fault));
+        let core = Core::new(&config);
+        let pb = core.reg(rxpbsize(0)) as usize;
+        let shared = Arc::new(Shared {
+            core: Mutex::new(core),
+            rdt: (0..NUM_QUEUES).map(|_| AtomicU32::new(0)).collect(),
+            tdt: (0..NUM_QUEUES).map(|_| AtomicU32::new(0)).collect(),
+            inbound: Mutex::new(Inbound::default()),
+            pb_capacity: AtomicUsize::new(pb),
+            missed_at_arrival: AtomicU64::new(0),
+            dma: Arc::new(IovaMap::new(faults.clone())),
+            faults,
+            sink: Mutex::new(Sink::Capture),
+            captured: Mutex::new(VecDeque::new()),
+            phy_active: AtomicBool::new(!config.phy_powered_down),
+            counters: Mutex::new(ModelCounters::default()),
+            parked: AtomicBool::new(false),
+            thread: Mutex::new(None),
+            config,
+        });
+        shared.lock().update_time(&shared);
+        (SimBar { shared: shared.clone() }, X540Port { shared })
+    }
+
+    /// Two ports of one dual-port X540-AT2 (LAN_ID 0 and 1, MACs differing in the last byte), wired back to back.
+    pub fn pair(config: X540Config) -> ((SimBar, X540Port), (SimBar, X540Port)) {
+        let mut c1 = config.clone();
+        c1.lan_id = 1;
+        c1.mac[5] = c1.mac[5].wrapping_add(1);
+        let a = X540::new(X540Config { lan_id: 0, ..config });
+        let b = X540::new(c1);
+        a.1.wire_to(&b.1);
+        (a, b)
+    }
+}
+
+impl X540Port {
+    /// Another register-space handle on this port.
+    pub fn bar(&self) -> SimBar {
+        SimBar { shared: self.shared.clone() }
+    }
+
+    /// The port's IOVA map: hand it to the driver as its [`pktio::dma::DmaMapper`]. The model reaches host memory
+    /// only through it.
+    pub fn dma_mapper(&self) -> Arc<IovaMap> {
+        self.shared.dma.clone()
+    }
+
+    /// The PCI identity the model presents (vendor 0x8086, device 0x1528, BAR sizes).
+    pub fn pci_identity(&self) -> PciIdentity {
+        PciIdentity::x540(self.shared.config.bar0_len)
+    }
+
+    /// The configuration the port was built with.
+    pub fn config(&self) -> &X540Config {
+        &self.shared.config
+    }
+
+    /// Connects this port's TX to `other`'s RX and `other`'s TX to this port's RX (a cable). The link state of each
+    /// side then also depends on the other's PHY.
+    pub fn wire_to(&self, other: &X540Port) {
+        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Peer(Arc::downgrade(&other.shared));
+        *other.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Peer(Arc::downgrade(&self.shared));
+    }
+
+    /// Sends this port's TX frames to a pcap file (created or truncated) instead.
+    pub fn wire_to_pcap(&self, path: impl AsRef<Path>) -> Result<(), PcapError> {
+        let writer = PcapWriter::create(path)?;
+        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Pcap(writer);
+        Ok(())
+    }
+
+    /// Flushes a pcap sink (call before reading the file while the port lives).
+    pub fn flush_pcap(&self) -> Result<(), PcapError> {
+        if let Sink::Pcap(w) = &mut *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) {
+            w.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Captures TX frames again (for [`X540Port::take_tx`]), undoing a wire.
+    pub fn unwire(&self) {
+        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Capture;
+    }
+
+    /// A frame arrives on the port's wire (Ethernet bytes without FCS). Returns false if the RX packet buffer was
+    /// full (counted in MPC). It is filtered and written to an RX ring by the next [`X540Port::step`] or the thread.
+    pub fn inject(&self, frame: &[u8]) -> bool {
+        self.shared.receive(WireFrame { data: frame.to_vec(), error: None })
+    }
+
+    /// A damaged frame arrives: counted in CRCERRS or RLEC and written back with RXE (see
+    /// [`X540Config::deliver_bad_frames`]).
+    pub fn inject_error(&self, frame: &[u8], error: RxError) -> bool {
+        self.shared.receive(WireFrame { data: frame.to_vec(), error: Some(error) })
+    }
+
+    /// Injects every record of a pcap file; returns how many were accepted into the packet buffer.
+    pub fn inject_pcap(&self, path: impl AsRef<Path>) -> Result<usize, PcapError> {
+        let records = pcap_file::read_all(path)?;
+        Ok(records.into_iter().filter(|r| self.inject(&r.data)).count())
+    }
+
+    /// Frames transmitted while unwired (Ethernet bytes without FCS), oldest first; empties the capture.
+    pub fn take_tx(&self) -> Vec<Vec<u8>> {
+        self.shared.captured.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect()
+    }
+
+    /// Frames waiting in the RX packet buffer (not yet written to a ring).
+    pub fn rx_pending(&self) -> usize {
+        self.shared.inbound.lock().unwrap_or_else(|e| e.into_inner()).frames.len()
+            + usize::from(self.shared.lock().rx_blocked.is_some())
+    }
+
+    /// Processes everything pending once: TX rings up to their tails (frames go to the wire), then RX frames from
+    /// the packet buffer into RX rings while descriptors last. Returns the work done (0 = idle). For wired ports use
+    /// [`run_until_idle`] so that frames crossing the wire get received too.
+    pub fn step(&self) -> usize {
+        self.shared.step()
+    }
+
+    /// Runs the model in its own thread, like hardware, until the returned guard is dropped. Do not call
+    /// [`X540Port::step`] meanwhile (it would work, but the point of the thread is asynchrony).
+    pub fn start_thread(&self) -> ModelThread {
+        let stop = Arc::new(AtomicBool::new(false));
+        let shared = self.shared.clone();
+        let stop2 = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("nicsim-x540-{}", shared.config.lan_id))
+            .spawn(move || {
+                *shared.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
+                let mut idle = 0u32;
+                while !stop2.load(Ordering::Acquire) {
+                    if shared.step() > 0 {
+                        idle = 0;
+                        continue;
+                    }
+                    idle += 1;
+                    if idle < 64 {
+                        std::thread::yield_now();
+                    } else {
+                        shared.parked.store(true, Ordering::Release);
+                        std::thread::park_timeout(Duration::from_micros(200));
+                        shared.parked.store(false, Ordering::Release);
+                    }
+                }
+                *shared.thread.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            })
+            .expect("spawn model thread");
+        ModelThread { stop, handle: Some(handle), shared: self.shared.clone() }
+    }
+
+    /// Faults recorded so far (DMA outside the IOVA map, register misuse, protocol violations).
+    pub fn faults(&self) -> Vec<Fault> {
+        self.shared.faults.faults()
+    }
+
+    /// Removes and returns the faults recorded so far (for tests that provoke one on purpose).
+    pub fn take_faults(&self) -> Vec<Fault> {
+        self.shared.faults.take()
+    }
+
+    /// Panics listing the faults, if any.
+    #[track_caller]
+    pub fn assert_no_faults(&self) {
+        self.shared.faults.assert_none()
+    }
+
+    /// Turns panic-on-fault on or off at run time.
+    pub fn set_panic_on_fault(&self, on: bool) {
+        self.shared.faults.set_panic_on_fault(on)
+    }
+
+    /// Model-side counters (never cleared).
+    pub fn counters(&self) -> ModelCounters {
+        *self.shared.counters()
+    }
+
+    /// True if LINKS would report link up now.
+    pub fn link_is_up(&self) -> bool {
+        let shared = &self.shared;
+        let mut core = shared.lock();
+        core.update_time(shared);
+        core.link_up(shared, Instant::now())
+    }
+
+    /// Fault: the link goes down now (on both ends of a wire) and comes back after `down_for`.
+    pub fn link_flap(&self, down_for: Duration) {
+        let until = Instant::now() + down_for;
+        let peer = self.shared.peer();
+        for s in std::iter::once(&self.shared).chain(peer.as_ref()) {
+            let mut core = s.lock();
+            core.link.down_until = Some(until);
+            core.update_time(s);
+        }
+    }
+
+    /// Plugs or unplugs the cable (both ends of a wire see it).
+    pub fn set_cable(&self, connected: bool) {
+        let peer = self.shared.peer();
+        for s in std::iter::once(&self.shared).chain(peer.as_ref()) {
+            let mut core = s.lock();
+            core.link.cable = connected;
+            if connected && core.link.ready_at.is_some() {
+                core.renegotiate(&s.config);
+            }
+            core.update_time(s);
+        }
+    }
+
+    /// Fault: TX queue `queue` (every TX queue if `None`) hangs: its head stops advancing and nothing is sent until
+    /// the next reset (CTRL.RST) or [`X540Port::clear_tx_hang`].
+    pub fn tx_hang(&self, queue: Option<u16>) {
+        let mut core = self.shared.lock();
+        match queue {
+            Some(q) => core.txq[usize::from(q)].hung = true,
+            None => {
+                core.hang_all = true;
+                core.txq.iter_mut().for_each(|q| q.hung = true);
+            }
+        }
+    }
+
+    /// Ends a TX hang without a reset.
+    pub fn clear_tx_hang(&self) {
+        let mut core = self.shared.lock();
+        core.hang_all = false;
+        core.txq.iter_mut().for_each(|q| q.hung = false);
+        drop(core);
+        self.shared.kick();
+    }
+
+    /// Fault: from now on a reset takes `delay` (CTRL.RST reads 1 that long). `Duration::ZERO` restores an
+    /// instantaneous reset.
+    pub fn set_reset_delay(&self, delay: Duration) {
+        self.shared.lock().reset_delay = delay;
+    }
+}
+
+/// Processes the given ports stepwise until none has work left (frames crossing wires included). Returns the total
+/// work done. For deterministic tests of wired ports.
+pub fn run_until_idle(ports: &[&X540Port]) -> usize {
+    let mut total = 0;
+    loop {
+        let work: usize = ports.iter().map(|p| p.step()).sum();
+        if work == 0 {
+            return total;
+        }
+        total += work;
+    }
+}
+
+/// The model thread of one port; stops (and joins) on drop, re-raising a panic of the thread (e.g. from
+/// panic-on-fault) unless the current thread is already panicking.
+#[derive(Debug)]
+pub struct ModelThread {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+    shared: Arc<Shared>,
+}
+
+impl ModelThread {
+    /// Stops the thread and returns whether it ended normally.
+    pub fn stop(mut self) -> std::thread::Result<()> {
+        self.stop_inner()
+    }
+
+    fn stop_inner(&mut self) -> std::thread::Result<()> {
+        self.stop.store(true, Ordering::Release);
+        self.shared.parked.store(true, Ordering::Release);
+        self.shared.kick();
+        match self.handle.take() {
+            Some(h) => {
+                if let Some(t) = Some(h.thread().clone()) {
+                    t.unpark();
+                }
+                h.join()
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ModelThread {
+    fn drop(&mut self) {
+        if let Err(panic) = self.stop_inner() {
+            if !std::thread::panicking() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("lan_id", &self.config.lan_id).finish()
+    }
+}
