@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// The guest tests run in the one boot, in order.
-const GUEST_TESTS: &[&str] = &["vfio-probe"];
+const GUEST_TESTS: &[&str] = &["vfio-probe", "virtio-exchange", "virtio-fwd", "virtio-unmapped"];
 
 struct VmRun {
     skipped: Option<String>,
@@ -64,4 +64,19 @@ fn check(test: &str) {
 #[test]
 fn vm_vfio_probe() {
     check("vfio-probe");
+}
+
+#[test]
+fn vm_virtio_exchange_with_host_peer() {
+    check("virtio-exchange");
+}
+
+#[test]
+fn vm_virtio_io_forward_between_two_nics() {
+    check("virtio-fwd");
+}
+
+#[test]
+fn vm_virtio_dma_to_unmapped_iova_fails() {
+    check("virtio-unmapped");
 }

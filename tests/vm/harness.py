@@ -58,7 +58,7 @@ NICS = {
     "vnet1": ("virtio-net-pci,disable-legacy=on,iommu_platform=on,romfile=", 4, "52:54:00:00:00:11"),
     "igb0": ("igb,romfile=", 5, "52:54:00:00:00:20"),
 }
-DEFAULT_TESTS = "vfio-probe"
+DEFAULT_TESTS = "vfio-probe,virtio-exchange,virtio-fwd,virtio-unmapped"
 
 
 class Skip(Exception):

@@ -72,7 +72,7 @@ for t in $(echo "$tests" | tr ',' ' '); do
         echo "VMTEST PASS $t"
     else
         echo "VMTEST FAIL $t rc=$rc"
-        dmesg | tail -n 20 | sed 's/^/VMTEST DMESG /'
+        dmesg | grep -iE 'dmar|vfio|virtio|iommu|fault' | tail -n 12 | sed 's/^/VMTEST DMESG /'
     fi
 done
 echo "VMTEST DONE uptime=$(cut -d' ' -f1 /proc/uptime)"

@@ -3,18 +3,29 @@
 //! Exit status 0 is a pass; anything else (including a panic) is a failure. Lines starting with `@@vmtest `
 //! ask the host peer to do something (see tests/vm/harness.py).
 
+mod frames;
 mod probe;
 mod sys;
+mod virtio_tests;
 
 use std::process::ExitCode;
 
 type TestFn = fn() -> Result<(), String>;
 
-const TESTS: &[(&str, &str, TestFn)] = &[(
-    "vfio-probe",
-    "open /dev/vfio/vfio, find the IOMMU group of every NIC under test, check viability and the container",
-    probe::vfio_probe,
-)];
+const TESTS: &[(&str, &str, TestFn)] = &[
+    (
+        "vfio-probe",
+        "open /dev/vfio/vfio, find the IOMMU group of every NIC under test, check viability and the container",
+        probe::vfio_probe,
+    ),
+    ("virtio-exchange", "virtio-net bring-up, frames both ways with the host peer, counters", virtio_tests::exchange),
+    ("virtio-fwd", "io forwarding vnet0 -> vnet1 of frames the host injects, counters agree", virtio_tests::forward),
+    (
+        "virtio-unmapped",
+        "TX from memory the IOMMU does not map never leaves; recovery by reset",
+        virtio_tests::unmapped,
+    ),
+];
 
 fn main() -> ExitCode {
     let name = std::env::args().nth(1).unwrap_or_default();

@@ -1,0 +1,914 @@
+//! Bring-up and the control plane of a virtio-net device: capabilities, feature negotiation, virtqueues, the
+//! control queue, and [`EthDev`].
+
+use std::any::Any;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hugepage::{Allocator, DmaConfig, DmaMemory, IovaMode};
+use mempool::Mempool;
+use pktio::pci::{ConfigSpace, PciAddress};
+use pktio::ports::core::SoftPortCore;
+use pktio::vfio::{Vfio, VfioBar, VfioConfig, VfioDevice};
+use pktio::{offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue, XStat};
+
+use crate::desc::{ctrl, VirtqDesc};
+use crate::regs::{cfg_type, feature, netcfg, status, virtio_caps, CommonCfg, Io, VirtioCap, Window, NO_VECTOR};
+use crate::rxtx::{Notifier, RxState, TxState, VirtioRxQueue, VirtioTxQueue};
+use crate::virtqueue::{Layout, SplitQueue};
+
+/// Driver name.
+pub const DRIVER_NAME: &str = "net_virtio";
+/// PCI vendor ID of virtio devices.
+pub const VENDOR_ID: u16 = 0x1af4;
+/// PCI device ID of a modern (virtio 1.x only) network device.
+pub const DEVICE_ID_NET_MODERN: u16 = 0x1041;
+/// PCI device ID of a transitional network device (legacy I/O BAR plus modern capabilities).
+pub const DEVICE_ID_NET_TRANSITIONAL: u16 = 0x1000;
+
+/// Features this driver can use (the device's offer is intersected with it).
+pub const DRIVER_FEATURES: u64 = feature::VERSION_1
+    | feature::ACCESS_PLATFORM
+    | feature::NET_MAC
+    | feature::NET_STATUS
+    | feature::NET_MRG_RXBUF
+    | feature::NET_CTRL_VQ
+    | feature::NET_CTRL_RX
+    | feature::NET_MQ
+    | feature::NET_CTRL_MAC_ADDR
+    | feature::NET_MTU
+    | feature::NET_CSUM
+    | feature::NET_GUEST_CSUM
+    | feature::RING_EVENT_IDX
+    | feature::NET_SPEED_DUPLEX;
+
+/// Why a virtio-net device could not be driven.
+#[derive(Debug, thiserror::Error)]
+pub enum VirtioError {
+    /// A vendor capability is missing or points outside its BAR.
+    #[error("{dev}: {what}")]
+    Capability {
+        /// Device name.
+        dev: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// Feature negotiation failed.
+    #[error("{dev}: {what} (device offers {offered})")]
+    Features {
+        /// Device name.
+        dev: String,
+        /// What is wrong and what to do.
+        what: String,
+        /// The device's feature names.
+        offered: String,
+    },
+    /// The device did not do what it was asked.
+    #[error("{dev}: {what}")]
+    Device {
+        /// Device name.
+        dev: String,
+        /// What happened.
+        what: String,
+    },
+    /// A control queue command failed.
+    #[error("{dev}: control command class {class} cmd {cmd}: {what}")]
+    Control {
+        /// Device name.
+        dev: String,
+        /// Command class.
+        class: u8,
+        /// Command.
+        cmd: u8,
+        /// What happened.
+        what: String,
+    },
+    /// VFIO failed.
+    #[error(transparent)]
+    Vfio(#[from] pktio::vfio::VfioError),
+    /// Memory failed.
+    #[error(transparent)]
+    Memory(#[from] hugepage::Error),
+    /// Configuration space access failed.
+    #[error("{dev}: configuration space: {source}")]
+    Config {
+        /// Device name.
+        dev: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl From<VirtioError> for pktio::Error {
+    fn from(e: VirtioError) -> Self {
+        match e {
+            VirtioError::Config { dev, source } => pktio::Error::os(format!("{dev}: configuration space"), source),
+            other => pktio::Error::Os { what: DRIVER_NAME.to_string(), source: std::io::Error::other(other) },
+        }
+    }
+}
+
+type VResult<T> = std::result::Result<T, VirtioError>;
+
+/// Makes DMA memory reachable by the device; the returned guard keeps the mapping.
+pub trait DmaMap: Send + Sync {
+    /// Maps `memory` at its IOVAs.
+    fn map_memory(&self, memory: &DmaMemory) -> VResult<Box<dyn Any + Send + Sync>>;
+}
+
+impl DmaMap for VfioDevice {
+    fn map_memory(&self, memory: &DmaMemory) -> VResult<Box<dyn Any + Send + Sync>> {
+        Ok(Box::new(self.map_dma(memory)?))
+    }
+}
+
+/// For devices that see memory untranslated, and tests: mapping does nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoMap;
+
+impl DmaMap for NoMap {
+    fn map_memory(&self, _memory: &DmaMemory) -> VResult<Box<dyn Any + Send + Sync>> {
+        Ok(Box::new(()))
+    }
+}
+
+impl Io for VfioBar {
+    #[inline(always)]
+    fn read8(&self, offset: usize) -> u8 {
+        VfioBar::read8(self, offset)
+    }
+    #[inline(always)]
+    fn read16(&self, offset: usize) -> u16 {
+        VfioBar::read16(self, offset)
+    }
+    #[inline(always)]
+    fn read32(&self, offset: usize) -> u32 {
+        pktio::bar::RegisterSpace::read32(self, offset)
+    }
+    #[inline(always)]
+    fn write8(&self, offset: usize, value: u8) {
+        VfioBar::write8(self, offset, value)
+    }
+    #[inline(always)]
+    fn write16(&self, offset: usize, value: u16) {
+        VfioBar::write16(self, offset, value)
+    }
+    #[inline(always)]
+    fn write32(&self, offset: usize, value: u32) {
+        pktio::bar::RegisterSpace::write32(self, offset, value)
+    }
+    fn len(&self) -> usize {
+        pktio::bar::RegisterSpace::len(self)
+    }
+}
+
+/// The structures of a modern virtio PCI function, located through its vendor capabilities.
+#[derive(Debug)]
+pub struct Transport<B> {
+    /// Common configuration.
+    pub common: CommonCfg<B>,
+    /// Notification area.
+    pub notify: Window<B>,
+    /// `notify_off_multiplier`.
+    pub notify_mult: u32,
+    /// Device-specific configuration.
+    pub device: Window<B>,
+    /// ISR status (unused while polling; read to acknowledge).
+    pub isr: Option<Window<B>>,
+}
+
+impl<B: Io> Transport<B> {
+    /// Locates the structures from `caps`, with `bar(n)` giving BAR `n`'s registers.
+    pub fn new(dev: &str, caps: &[VirtioCap], mut bar: impl FnMut(u8) -> VResult<Arc<B>>) -> VResult<Transport<B>> {
+        let mut bars: Vec<(u8, Arc<B>)> = Vec::new();
+        let mut window = |ty: u8, min_len: usize, what: &str| -> VResult<Option<(Window<B>, VirtioCap)>> {
+            // The first capability of a type that this driver can use wins (virtio 1.2 §4.1.4.1).
+            let Some(c) = caps.iter().find(|c| c.cfg_type == ty && c.bar <= 5) else {
+                return Ok(None);
+            };
+            let io = match bars.iter().find(|(n, _)| *n == c.bar) {
+                Some((_, io)) => io.clone(),
+                None => {
+                    let io = bar(c.bar)?;
+                    bars.push((c.bar, io.clone()));
+                    io
+                }
+            };
+            if (c.length as usize) < min_len {
+                return Err(VirtioError::Capability {
+                    dev: dev.to_string(),
+                    what: format!("{what} structure is {} bytes, at least {min_len} expected", c.length),
+                });
+            }
+            let w = Window::new(io, c.offset as usize, c.length as usize).ok_or_else(|| VirtioError::Capability {
+                dev: dev.to_string(),
+                what: format!("{what} structure {:#x}+{:#x} lies outside BAR {}", c.offset, c.length, c.bar),
+            })?;
+            Ok(Some((w, *c)))
+        };
+        let missing = |what: &str| VirtioError::Capability {
+            dev: dev.to_string(),
+            what: format!(
+                "no {what} capability: not a modern (virtio 1.x) device; a transitional device needs \
+                 disable-legacy=off handling, which this driver lacks"
+            ),
+        };
+        let (common, _) = window(cfg_type::COMMON, crate::regs::common::LEN, "common configuration")?
+            .ok_or_else(|| missing("common configuration"))?;
+        let (notify, ncap) = window(cfg_type::NOTIFY, 2, "notification")?.ok_or_else(|| missing("notification"))?;
+        let (device, _) =
+            window(cfg_type::DEVICE, 6, "device configuration")?.ok_or_else(|| missing("device configuration"))?;
+        let isr = window(cfg_type::ISR, 1, "ISR")?.map(|(w, _)| w);
+        Ok(Transport { common: CommonCfg(common), notify, notify_mult: ncap.notify_off_multiplier, device, isr })
+    }
+}
+
+/// What `start` built: ring memory and its mapping, the control queue.
+struct Running {
+    _ring_map: Box<dyn Any + Send + Sync>,
+    _pool_maps: Vec<Box<dyn Any + Send + Sync>>,
+    ctrl: Option<CtrlQueue>,
+    _mem: Arc<DmaMemory>,
+}
+
+struct CtrlQueue {
+    vq: SplitQueue,
+    /// Command buffer: (pointer, IOVA).
+    buf: (*mut u8, u64),
+    notify_off: usize,
+    index: u16,
+}
+
+// SAFETY: the control queue's memory is part of `Running::mem`, owned with it; only the port touches it.
+unsafe impl Send for CtrlQueue {}
+
+const CTRL_SIZE: u16 = 16;
+const CTRL_BUF: usize = 256;
+
+/// A virtio-net port.
+pub struct VirtioNet<B: Io> {
+    core: SoftPortCore,
+    t: Transport<B>,
+    device_features: u64,
+    features: u64,
+    max_pairs: u16,
+    max_queue_size: u16,
+    allocator: Allocator,
+    mapper: Arc<dyn DmaMap>,
+    iova_mode: IovaMode,
+    running: Option<Running>,
+    rx_homes: Vec<Arc<Mutex<Option<RxState<B>>>>>,
+    tx_homes: Vec<Arc<Mutex<Option<TxState<B>>>>>,
+    ctrl_errors: u64,
+    /// Keeps the device (VFIO fds, BAR mappings) alive as long as the port.
+    _owner: Option<Box<dyn Any + Send + Sync>>,
+}
+
+impl<B: Io> std::fmt::Debug for VirtioNet<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VirtioNet")
+            .field("name", &self.core.info.device_name)
+            .field("features", &feature::names(self.features))
+            .field("max_pairs", &self.max_pairs)
+            .field("started", &self.core.started)
+            .finish()
+    }
+}
+
+fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    loop {
+        if f() {
+            return true;
+        }
+        if t0.elapsed() > timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+impl<B: Io + 'static> VirtioNet<B> {
+    /// Takes a device whose structures are located (`t`): resets it, checks its features and reads its
+    /// configuration. `iova_mode` says whether an IOMMU translates the device's DMA (`Va`), which makes
+    /// ACCESS_PLATFORM mandatory.
+    pub fn new(
+        name: &str,
+        t: Transport<B>,
+        allocator: Allocator,
+        mapper: Arc<dyn DmaMap>,
+        owner: Option<Box<dyn Any + Send + Sync>>,
+    ) -> VResult<Self> {
+        let iova_mode = allocator.config().iova_mode;
+        let mut dev = VirtioNet {
+            core: SoftPortCore::new(DevInfo::software(DRIVER_NAME, name, 1), MacAddr::ZERO),
+            t,
+            device_features: 0,
+            features: 0,
+            max_pairs: 1,
+            max_queue_size: 256,
+            allocator,
+            mapper,
+            iova_mode,
+            running: None,
+            rx_homes: Vec::new(),
+            tx_homes: Vec::new(),
+            ctrl_errors: 0,
+            _owner: owner,
+        };
+        dev.reset()?;
+        dev.negotiate()?;
+        dev.read_config();
+        dev.reset()?;
+        Ok(dev)
+    }
+
+    fn name(&self) -> String {
+        self.core.info.device_name.clone()
+    }
+
+    fn dev_err(&self, what: impl Into<String>) -> VirtioError {
+        VirtioError::Device { dev: self.name(), what: what.into() }
+    }
+
+    /// Resets the device (status 0) and waits for it to read back 0: all DMA stops.
+    pub fn reset(&mut self) -> VResult<()> {
+        let c = &self.t.common;
+        c.set_status(0);
+        if !wait_until(Duration::from_secs(2), || c.status() == 0) {
+            return Err(self.dev_err(format!("did not reset (status {:#x} after 2 s)", c.status())));
+        }
+        Ok(())
+    }
+
+    /// ACKNOWLEDGE, DRIVER, feature negotiation, FEATURES_OK (§3.1.1 steps 1-6). Leaves the device waiting for
+    /// its queues.
+    fn negotiate(&mut self) -> VResult<()> {
+        let c = &self.t.common;
+        c.set_status(status::ACKNOWLEDGE);
+        c.set_status(status::ACKNOWLEDGE | status::DRIVER);
+        let offered = c.device_features();
+        self.device_features = offered;
+        let ferr =
+            |what: String| VirtioError::Features { dev: self.name(), what, offered: feature::names(offered).join("|") };
+        if offered & feature::VERSION_1 == 0 {
+            return Err(ferr("VERSION_1 not offered: a legacy device, which this driver does not drive".into()));
+        }
+        if offered & feature::ACCESS_PLATFORM == 0 && self.iova_mode == IovaMode::Va {
+            return Err(ferr(
+                "ACCESS_PLATFORM not offered: the device would bypass the IOMMU and treat IOVAs as \
+                 physical addresses; give QEMU `iommu_platform=on` for this device (or use --iova-mode pa)"
+                    .into(),
+            ));
+        }
+        let mut want = offered & DRIVER_FEATURES;
+        // Offloads only when configured.
+        if self.core.config.tx_offloads & (offload::TX_TCP_CKSUM | offload::TX_UDP_CKSUM) == 0 {
+            want &= !feature::NET_CSUM;
+        }
+        if self.core.config.rx_offloads & (offload::RX_TCP_CKSUM | offload::RX_UDP_CKSUM) == 0 {
+            want &= !feature::NET_GUEST_CSUM;
+        }
+        // MQ and the control-queue features need the control queue.
+        if want & feature::NET_CTRL_VQ == 0 {
+            want &= !(feature::NET_MQ | feature::NET_CTRL_RX | feature::NET_CTRL_MAC_ADDR);
+        }
+        c.set_driver_features(want);
+        c.set_status(status::ACKNOWLEDGE | status::DRIVER | status::FEATURES_OK);
+        if c.status() & status::FEATURES_OK == 0 {
+            return Err(ferr(format!("device refused features {}", feature::names(want).join("|"))));
+        }
+        self.features = want;
+        Ok(())
+    }
+
+    fn has(&self, f: u64) -> bool {
+        self.features & f != 0
+    }
+
+    /// Reads MAC, queue pairs, MTU from the device configuration (generation-checked) and fills the info.
+    fn read_config(&mut self) {
+        let d = &self.t.device;
+        let c = &self.t.common;
+        let (mac, pairs, mtu) = loop {
+            let gen = c.config_generation();
+            let mut mac = [0u8; 6];
+            for (i, b) in mac.iter_mut().enumerate() {
+                *b = d.read8(netcfg::MAC + i);
+            }
+            let pairs = if self.features & feature::NET_MQ != 0 { d.read16(netcfg::MAX_VIRTQUEUE_PAIRS) } else { 1 };
+            let mtu = if self.features & feature::NET_MTU != 0 && d.len() >= netcfg::MTU + 2 {
+                d.read16(netcfg::MTU)
+            } else {
+                0
+            };
+            if gen == c.config_generation() {
+                break (mac, pairs.max(1), mtu);
+            }
+        };
+        self.max_pairs = pairs;
+        c.select_queue(0);
+        self.max_queue_size = c.queue_size().max(1);
+        let mac = if self.has(feature::NET_MAC) {
+            MacAddr(mac)
+        } else {
+            MacAddr::local_from(self.name().bytes().fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32)))
+        };
+        self.core.mac = mac;
+        let max_q = pairs.min(256);
+        let size = self.max_queue_size;
+        let mut info = DevInfo::software(DRIVER_NAME, &self.name(), max_q);
+        info.rx_desc_lim = DescLimits { min: 32.min(size), max: size, align: 1 };
+        info.tx_desc_lim = DescLimits { min: 32.min(size), max: size, align: 1 };
+        info.max_mtu = if mtu >= 68 { mtu } else { 9000 };
+        info.max_rx_pktlen = info.max_mtu as u32 + 18;
+        info.rx_offload_capa = 0;
+        info.tx_offload_capa = offload::TX_MULTI_SEGS;
+        if self.device_features & feature::NET_CSUM != 0 {
+            info.tx_offload_capa |= offload::TX_TCP_CKSUM | offload::TX_UDP_CKSUM;
+        }
+        if self.device_features & feature::NET_GUEST_CSUM != 0 {
+            info.rx_offload_capa |= offload::RX_TCP_CKSUM | offload::RX_UDP_CKSUM;
+        }
+        info.speed_capa = vec![10_000];
+        self.core.info = info;
+        let cfg = PortConfig {
+            rx_desc: self.core.config.rx_desc.min(size),
+            tx_desc: self.core.config.tx_desc.min(size),
+            ..self.core.config.clone()
+        };
+        // The defaults (1024 descriptors) may exceed the device's queue size: clamp them.
+        let _ = self.core.configure(&cfg);
+    }
+
+    /// The negotiated feature bits.
+    pub fn features(&self) -> u64 {
+        self.features
+    }
+
+    /// The device's offered feature bits.
+    pub fn device_features(&self) -> u64 {
+        self.device_features
+    }
+
+    /// Device status register (DEVICE_NEEDS_RESET shows a device that hit an error, e.g. an IOMMU fault).
+    pub fn device_status(&self) -> u8 {
+        self.t.common.status()
+    }
+
+    /// Maps another mempool for the device (packets from it may then be sent; the start pool is mapped already).
+    pub fn map_pool(&mut self, pool: &Mempool) -> pktio::Result<()> {
+        let map = self.mapper.map_memory(pool.memory())?;
+        match self.running.as_mut() {
+            Some(r) => {
+                r._pool_maps.push(map);
+                Ok(())
+            }
+            None => Err(pktio::Error::NotStarted { port: self.name() }),
+        }
+    }
+
+    fn queue_size(&self, asked: u16) -> u16 {
+        let max = self.max_queue_size;
+        let n = asked.clamp(1, max);
+        // Split virtqueue sizes are powers of two: round down.
+        if n.is_power_of_two() {
+            n
+        } else {
+            1 << (15 - n.leading_zeros())
+        }
+    }
+
+    /// Sets up queue `index` in the device from `vq`; returns its notification offset in the notify window.
+    fn setup_queue(&self, index: u16, vq: &SplitQueue) -> VResult<usize> {
+        let c = &self.t.common;
+        c.select_queue(index);
+        let max = c.queue_size();
+        if max == 0 {
+            return Err(self.dev_err(format!("virtqueue {index} does not exist")));
+        }
+        if vq.size() > max {
+            return Err(self.dev_err(format!("virtqueue {index}: {} entries, the device allows {max}", vq.size())));
+        }
+        c.set_queue_size(vq.size());
+        c.set_queue_msix_vector(NO_VECTOR);
+        let (d, a, u) = vq.addrs();
+        c.set_queue_addrs(d, a, u);
+        let off = c.queue_notify_off() as usize * self.t.notify_mult as usize;
+        if off + 2 > self.t.notify.len() {
+            return Err(self.dev_err(format!("virtqueue {index}: notify offset {off:#x} outside the notify area")));
+        }
+        c.enable_queue();
+        Ok(off)
+    }
+
+    fn bring_up(&mut self, pool: &Mempool) -> VResult<()> {
+        let cfg = self.core.config.clone();
+        if pool.headroom() < crate::desc::NetHdr::LEN as u16 {
+            return Err(self.dev_err(format!(
+                "the pool's headroom ({} bytes) cannot hold the {}-byte virtio-net header",
+                pool.headroom(),
+                crate::desc::NetHdr::LEN
+            )));
+        }
+        self.reset()?;
+        self.negotiate()?;
+        let pairs = cfg.rx_queues.max(cfg.tx_queues);
+        if pairs > self.max_pairs {
+            return Err(self.dev_err(format!("{pairs} queue pairs asked, the device has {}", self.max_pairs)));
+        }
+        let rx_size = self.queue_size(cfg.rx_desc);
+        let tx_size = self.queue_size(cfg.tx_desc);
+        let has_ctrl = self.has(feature::NET_CTRL_VQ);
+        // Memory: rings, TX header slots, control queue and its command buffer. No piece crosses a page boundary
+        // (IOVA = PA memory is contiguous only within a page).
+        let page = self.allocator.config().page_size.bytes();
+        let mut pieces: Vec<usize> = Vec::new();
+        for _ in 0..cfg.rx_queues {
+            pieces.push(Layout::new(rx_size).total);
+        }
+        for _ in 0..cfg.tx_queues {
+            pieces.push(Layout::new(tx_size).total);
+            pieces.push((16 * tx_size as usize).next_multiple_of(64));
+        }
+        if has_ctrl {
+            pieces.push(Layout::new(CTRL_SIZE).total);
+            pieces.push(CTRL_BUF);
+        }
+        let mut offsets = Vec::new();
+        let mut cur = 0usize;
+        for &p in &pieces {
+            if p > page {
+                return Err(self.dev_err(format!("a {p}-byte ring does not fit a {page}-byte page")));
+            }
+            if cur / page != (cur + p - 1) / page {
+                cur = cur.next_multiple_of(page);
+            }
+            offsets.push(cur);
+            cur += p;
+        }
+        let mem = Arc::new(self.allocator.allocate(cur.max(1))?);
+        let ring_map = self.mapper.map_memory(&mem)?;
+        let pool_map = self.mapper.map_memory(pool.memory())?;
+        let base = mem.as_ptr();
+        let at = |i: usize| -> (std::ptr::NonNull<u8>, u64) {
+            // SAFETY: offsets[i] + pieces[i] <= mem.len() by construction.
+            let p = unsafe { base.add(offsets[i]) };
+            (std::ptr::NonNull::new(p).expect("mapped memory"), mem.iova_at(offsets[i]).expect("inside the region"))
+        };
+        let event_idx = self.has(feature::RING_EVENT_IDX);
+        let mut next = 0;
+        let mut rx_states = Vec::new();
+        for q in 0..cfg.rx_queues {
+            let (p, iova) = at(next);
+            next += 1;
+            // SAFETY: a fresh piece of `mem`, 64-byte aligned, large enough, kept alive by the state's Arc.
+            let vq = unsafe { SplitQueue::new(p, iova, rx_size, event_idx) };
+            let off = self.setup_queue(2 * q, &vq)?;
+            let stats = self.core.rx_stats(q).expect("configured queue").clone();
+            rx_states.push(RxState {
+                shadow: (0..rx_size).map(|_| None).collect(),
+                vq,
+                pool: pool.clone(),
+                notifier: Notifier { window: self.t.notify.clone(), offset: off, queue: 2 * q },
+                stats,
+                port_id: self.core.port_id,
+                mergeable: self.has(feature::NET_MRG_RXBUF),
+                guest_csum: self.has(feature::NET_GUEST_CSUM),
+                hdr_off: pool.headroom() - crate::desc::NetHdr::LEN as u16,
+                refill_threshold: (rx_size as usize / 4).clamp(1, 64),
+                partial: None,
+                _mem: mem.clone(),
+            });
+        }
+        let mut tx_states = Vec::new();
+        for q in 0..cfg.tx_queues {
+            let (p, iova) = at(next);
+            let (hp, hiova) = at(next + 1);
+            next += 2;
+            // SAFETY: as for RX.
+            let vq = unsafe { SplitQueue::new(p, iova, tx_size, event_idx) };
+            let off = self.setup_queue(2 * q + 1, &vq)?;
+            let stats = self.core.tx_stats(q).expect("configured queue").clone();
+            tx_states.push(TxState {
+                shadow: (0..tx_size).map(|_| None).collect(),
+                vq,
+                notifier: Notifier { window: self.t.notify.clone(), offset: off, queue: 2 * q + 1 },
+                stats,
+                hdr_slots: (hp.as_ptr(), hiova),
+                csum: self.has(feature::NET_CSUM),
+                free_threshold: (tx_size as usize / 4).clamp(1, 64),
+                _mem: mem.clone(),
+            });
+        }
+        let ctrl = if has_ctrl {
+            let (p, iova) = at(next);
+            let (bp, biova) = at(next + 1);
+            let index = if self.has(feature::NET_MQ) { 2 * self.max_pairs } else { 2 };
+            // SAFETY: as for RX.
+            let vq = unsafe { SplitQueue::new(p, iova, CTRL_SIZE, event_idx) };
+            let notify_off = self.setup_queue(index, &vq)?;
+            Some(CtrlQueue { vq, buf: (bp.as_ptr(), biova), notify_off, index })
+        } else {
+            None
+        };
+        let c = &self.t.common;
+        c.set_config_msix_vector(NO_VECTOR);
+        c.set_status(status::ACKNOWLEDGE | status::DRIVER | status::FEATURES_OK | status::DRIVER_OK);
+        let st = c.status();
+        if st & status::DEVICE_NEEDS_RESET != 0 || st & status::DRIVER_OK == 0 {
+            return Err(self.dev_err(format!("device did not accept DRIVER_OK (status {st:#x})")));
+        }
+        self.running = Some(Running { _ring_map: ring_map, _pool_maps: vec![pool_map], ctrl, _mem: mem });
+        if self.has(feature::NET_MQ) {
+            self.ctrl_cmd(ctrl::CLASS_MQ, ctrl::MQ_VQ_PAIRS_SET, &pairs.to_le_bytes())?;
+        }
+        if self.has(feature::NET_CTRL_RX) {
+            self.ctrl_cmd(ctrl::CLASS_RX, ctrl::RX_PROMISC, &[self.core.promiscuous as u8])?;
+            self.ctrl_cmd(ctrl::CLASS_RX, ctrl::RX_ALLMULTI, &[self.core.allmulticast as u8])?;
+        }
+        for mut s in rx_states {
+            s.refill();
+            self.rx_homes.push(Arc::new(Mutex::new(Some(s))));
+        }
+        for s in tx_states {
+            self.tx_homes.push(Arc::new(Mutex::new(Some(s))));
+        }
+        Ok(())
+    }
+
+    /// Sends one control command and waits for the device's acknowledgement.
+    fn ctrl_cmd(&mut self, class: u8, cmd: u8, data: &[u8]) -> VResult<()> {
+        let name = self.name();
+        let cerr = |what: String| VirtioError::Control { dev: name.clone(), class, cmd, what };
+        let Some(r) = self.running.as_mut() else {
+            return Err(cerr("the port is not started".into()));
+        };
+        let Some(cq) = r.ctrl.as_mut() else {
+            return Err(cerr("no control queue".into()));
+        };
+        assert!(data.len() + 3 <= CTRL_BUF);
+        let (p, iova) = cq.buf;
+        // Layout in the buffer: [class, cmd] at 0, data at 16, ack at 128.
+        // SAFETY: the command buffer is CTRL_BUF bytes of `r.mem`, unused by the device until published.
+        unsafe {
+            p.write_volatile(class);
+            p.add(1).write_volatile(cmd);
+            std::ptr::copy_nonoverlapping(data.as_ptr(), p.add(16), data.len());
+            p.add(128).write_volatile(0xff);
+        }
+        let (a, b, c) = (cq.vq.alloc(), cq.vq.alloc(), cq.vq.alloc());
+        let (Some(a), Some(b), Some(c)) = (a, b, c) else {
+            return Err(cerr("control queue full".into()));
+        };
+        cq.vq.set_desc(a, iova, 2, VirtqDesc::F_NEXT, b);
+        cq.vq.set_desc(b, iova + 16, data.len() as u32, VirtqDesc::F_NEXT, c);
+        cq.vq.set_desc(c, iova + 128, 1, VirtqDesc::F_WRITE, 0);
+        cq.vq.push_avail(a);
+        cq.vq.publish();
+        cq.vq.needs_notify();
+        self.t.notify.write16(cq.notify_off, cq.index);
+        let done = wait_until(Duration::from_secs(5), || cq.vq.used_pending() > 0);
+        if !done {
+            self.ctrl_errors += 1;
+            return Err(cerr("no answer within 5 s".into()));
+        }
+        let u = cq.vq.take_used();
+        cq.vq.free_chain(u.id as u16);
+        // SAFETY: the device is done with the chain: the ack byte is ours to read.
+        let ack = unsafe { p.add(128).read_volatile() };
+        if ack != ctrl::OK {
+            self.ctrl_errors += 1;
+            return Err(cerr(format!("device answered {ack}")));
+        }
+        Ok(())
+    }
+
+    fn check_queue(&self, kind: &'static str, queue: u16, count: u16) -> pktio::Result<()> {
+        let port = self.name();
+        if !self.core.started {
+            return Err(pktio::Error::NotStarted { port });
+        }
+        if queue >= count {
+            return Err(pktio::Error::InvalidQueue { port, kind, queue, count });
+        }
+        Ok(())
+    }
+
+    /// Typed RX queue (static dispatch). Dropping it hands the ring back to the port.
+    pub fn rx_queue_typed(&mut self, queue: u16) -> pktio::Result<VirtioRxQueue<B>> {
+        self.check_queue("rx", queue, self.core.config.rx_queues)?;
+        let home = self.rx_homes[queue as usize].clone();
+        let state = home.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(mut state) = state else {
+            return Err(pktio::Error::QueueTaken { port: self.name(), kind: "rx", queue });
+        };
+        state.port_id = self.core.port_id;
+        Ok(VirtioRxQueue { state: Some(state), home })
+    }
+
+    /// Typed TX queue. Dropping it hands the ring back to the port.
+    pub fn tx_queue_typed(&mut self, queue: u16) -> pktio::Result<VirtioTxQueue<B>> {
+        self.check_queue("tx", queue, self.core.config.tx_queues)?;
+        let home = self.tx_homes[queue as usize].clone();
+        let state = home.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(state) = state else {
+            return Err(pktio::Error::QueueTaken { port: self.name(), kind: "tx", queue });
+        };
+        Ok(VirtioTxQueue { state: Some(state), home })
+    }
+
+    /// True while a queue handle is out.
+    fn queues_in_use(&self) -> bool {
+        let out = |h: &Arc<Mutex<Option<RxState<B>>>>| h.lock().unwrap_or_else(|e| e.into_inner()).is_none();
+        let out_tx = |h: &Arc<Mutex<Option<TxState<B>>>>| h.lock().unwrap_or_else(|e| e.into_inner()).is_none();
+        self.rx_homes.iter().any(out) || self.tx_homes.iter().any(out_tx)
+    }
+
+    fn teardown(&mut self) {
+        let _ = self.reset();
+        for h in self.rx_homes.drain(..) {
+            if let Some(mut s) = h.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                s.release();
+            }
+        }
+        for h in self.tx_homes.drain(..) {
+            if let Some(mut s) = h.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                s.release();
+            }
+        }
+        self.running = None;
+    }
+}
+
+impl<B: Io> Drop for VirtioNet<B> {
+    fn drop(&mut self) {
+        // Stop all DMA before the rings and buffers go.
+        self.t.common.set_status(0);
+        let _ = wait_until(Duration::from_millis(500), || self.t.common.status() == 0);
+    }
+}
+
+impl<B: Io + 'static> EthDev for VirtioNet<B> {
+    fn info(&self) -> DevInfo {
+        self.core.info.clone()
+    }
+
+    fn configure(&mut self, config: &PortConfig) -> pktio::Result<()> {
+        let c = PortConfig {
+            rx_desc: config.rx_desc.min(self.max_queue_size),
+            tx_desc: config.tx_desc.min(self.max_queue_size),
+            ..config.clone()
+        };
+        self.core.configure(&c)
+    }
+
+    fn config(&self) -> &PortConfig {
+        &self.core.config
+    }
+
+    fn start(&mut self, pool: &Mempool) -> pktio::Result<()> {
+        if self.core.started {
+            return Err(pktio::Error::Started { port: self.name() });
+        }
+        if let Err(e) = self.bring_up(pool) {
+            self.teardown();
+            return Err(e.into());
+        }
+        self.core.start()
+    }
+
+    fn stop(&mut self) -> pktio::Result<()> {
+        if !self.core.started {
+            return Ok(());
+        }
+        if self.queues_in_use() {
+            return Err(pktio::Error::QueuesInUse { port: self.name() });
+        }
+        // The queue states hold the counters too, so the core's own in-use check does not apply.
+        self.core.started = false;
+        self.teardown();
+        Ok(())
+    }
+
+    fn is_started(&self) -> bool {
+        self.core.started
+    }
+
+    fn rx_queue(&mut self, queue: u16) -> pktio::Result<Box<dyn RxQueue>> {
+        Ok(Box::new(self.rx_queue_typed(queue)?))
+    }
+
+    fn tx_queue(&mut self, queue: u16) -> pktio::Result<Box<dyn TxQueue>> {
+        Ok(Box::new(self.tx_queue_typed(queue)?))
+    }
+
+    fn set_port_id(&mut self, port_id: u16) {
+        self.core.port_id = port_id;
+    }
+
+    fn link(&self) -> LinkStatus {
+        if !self.core.started || self.t.common.status() & status::DEVICE_NEEDS_RESET != 0 {
+            return LinkStatus::default();
+        }
+        let up = !self.has(feature::NET_STATUS) || self.t.device.read16(netcfg::STATUS) & netcfg::S_LINK_UP != 0;
+        if !up {
+            return LinkStatus::default();
+        }
+        let mut speed = 10_000;
+        if self.has(feature::NET_SPEED_DUPLEX) && self.t.device.len() > netcfg::DUPLEX {
+            let s = self.t.device.read32(netcfg::SPEED);
+            if s != 0 && s != u32::MAX {
+                speed = s;
+            }
+        }
+        LinkStatus { up: true, speed_mbps: speed, full_duplex: true, autoneg: false }
+    }
+
+    fn mac_addr(&self) -> MacAddr {
+        self.core.mac
+    }
+
+    fn set_mac_addr(&mut self, mac: MacAddr) -> pktio::Result<()> {
+        if self.core.started && self.has(feature::NET_CTRL_MAC_ADDR) {
+            self.ctrl_cmd(ctrl::CLASS_MAC, ctrl::MAC_ADDR_SET, &mac.0)?;
+        } else if self.core.started {
+            return Err(pktio::Error::NotSupported { port: self.name(), driver: DRIVER_NAME, what: "MAC change" });
+        }
+        self.core.mac = mac;
+        Ok(())
+    }
+
+    fn set_promiscuous(&mut self, on: bool) -> pktio::Result<()> {
+        if self.core.started && self.has(feature::NET_CTRL_RX) {
+            self.ctrl_cmd(ctrl::CLASS_RX, ctrl::RX_PROMISC, &[on as u8])?;
+        }
+        self.core.promiscuous = on;
+        Ok(())
+    }
+
+    fn promiscuous(&self) -> bool {
+        self.core.promiscuous
+    }
+
+    fn set_allmulticast(&mut self, on: bool) -> pktio::Result<()> {
+        if self.core.started && self.has(feature::NET_CTRL_RX) {
+            self.ctrl_cmd(ctrl::CLASS_RX, ctrl::RX_ALLMULTI, &[on as u8])?;
+        }
+        self.core.allmulticast = on;
+        Ok(())
+    }
+
+    fn allmulticast(&self) -> bool {
+        self.core.allmulticast
+    }
+
+    fn set_mtu(&mut self, mtu: u16) -> pktio::Result<()> {
+        self.core.check_mtu(mtu)?;
+        self.core.config.mtu = mtu;
+        Ok(())
+    }
+
+    fn stats(&self) -> pktio::PortStats {
+        self.core.stats()
+    }
+
+    fn reset_stats(&mut self) {
+        self.core.reset_stats()
+    }
+
+    fn xstats(&self) -> Vec<XStat> {
+        let mut x = self.stats().generic_xstats();
+        x.push(XStat::new("ctrl_errors", self.ctrl_errors));
+        x.push(XStat::new("device_needs_reset", (self.t.common.status() & status::DEVICE_NEEDS_RESET != 0) as u64));
+        x
+    }
+}
+
+/// Opens the virtio-net device at `addr` through VFIO with `vfio`, DMA memory from `allocator`.
+pub fn open_vfio(vfio: &Vfio, addr: PciAddress, allocator: Allocator) -> VResult<VirtioNet<VfioBar>> {
+    let name = addr.to_string();
+    let dev = Arc::new(vfio.open_device(addr)?);
+    let cfg_err = |source| VirtioError::Config { dev: name.clone(), source };
+    let vendor = dev.read16(0).map_err(cfg_err)?;
+    let device = dev.read16(2).map_err(cfg_err)?;
+    if vendor != VENDOR_ID || !(device == DEVICE_ID_NET_MODERN || device == DEVICE_ID_NET_TRANSITIONAL) {
+        return Err(VirtioError::Device {
+            dev: name,
+            what: format!("{vendor:04x}:{device:04x} is not a virtio-net device (1af4:1041)"),
+        });
+    }
+    let caps = virtio_caps(&*dev).map_err(cfg_err)?;
+    dev.set_bus_master(true).map_err(cfg_err)?;
+    let t = Transport::new(&name, &caps, |n| Ok(Arc::new(dev.map_bar(n as u32)?)))?;
+    let mapper: Arc<dyn DmaMap> = dev.clone();
+    VirtioNet::new(&name, t, allocator, mapper, Some(Box::new(dev)))
+}
+
+/// The EAL probe entry: VFIO and hugepage memory with the default settings (IOVA = VA).
+pub fn probe(addr: PciAddress) -> pktio::Result<Box<dyn EthDev>> {
+    let allocator = Allocator::new(DmaConfig::default()).map_err(VirtioError::from)?;
+    let vfio = Vfio::new(VfioConfig::default());
+    Ok(Box::new(open_vfio(&vfio, addr, allocator)?))
+}

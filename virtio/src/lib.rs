@@ -1,0 +1,20 @@
+//! virtio-net poll-mode driver (virtio 1.x, modern PCI) over VFIO, in the spirit of DPDK's virtio PMD.
+//!
+//! - [`regs`]: the vendor capabilities of a modern virtio PCI function, the common configuration, notifications
+//!   and the virtio-net configuration, behind sized volatile accessors ([`regs::Io`]).
+//! - [`desc`]: split-virtqueue descriptors, ring layouts and the 12-byte `virtio_net_hdr_v1`, size-checked.
+//! - [`virtqueue`]: the driver side of a split virtqueue (and a device side for tests and models).
+//!
+//! Not supported: legacy (0.9.5) and transitional I/O-port devices, packed virtqueues, interrupts (the driver
+//! polls), TSO/GSO, RSS (VIRTIO_NET_F_RSS), VLAN filtering.
+
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
+pub mod desc;
+pub mod dev;
+pub mod regs;
+pub mod rxtx;
+pub mod virtqueue;
+
+pub use dev::{open_vfio, probe, DmaMap, NoMap, Transport, VirtioError, VirtioNet, DRIVER_NAME};
+pub use rxtx::{VirtioRxQueue, VirtioTxQueue};

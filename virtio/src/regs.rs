@@ -1,0 +1,488 @@
+//! Registers of a virtio 1.x modern PCI device: the vendor capabilities that locate its structures, the common
+//! configuration, notifications, ISR and the virtio-net device configuration (virtio 1.2, §4.1.4, §5.1.4).
+//!
+//! All volatile access sits in [`Io`] implementations ([`MmioRegion`] over a mapped BAR, or memory in tests);
+//! driver code goes through [`Window`]s of a BAR and the typed [`CommonCfg`]/[`NetCfg`] accessors.
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// Feature bits (virtio 1.2 §5.1.3 and §6).
+pub mod feature {
+    /// Device handles packets with partial checksum (TX checksum offload).
+    pub const NET_CSUM: u64 = 1 << 0;
+    /// Driver handles packets with partial checksum (RX).
+    pub const NET_GUEST_CSUM: u64 = 1 << 1;
+    /// Control channel offloads reconfiguration.
+    pub const NET_CTRL_GUEST_OFFLOADS: u64 = 1 << 2;
+    /// Device reports its maximum MTU.
+    pub const NET_MTU: u64 = 1 << 3;
+    /// Device has a MAC address in its configuration.
+    pub const NET_MAC: u64 = 1 << 5;
+    /// Driver can merge receive buffers.
+    pub const NET_MRG_RXBUF: u64 = 1 << 15;
+    /// Configuration status field (link) available.
+    pub const NET_STATUS: u64 = 1 << 16;
+    /// Control virtqueue.
+    pub const NET_CTRL_VQ: u64 = 1 << 17;
+    /// Control channel RX mode (promiscuous, all-multicast).
+    pub const NET_CTRL_RX: u64 = 1 << 18;
+    /// Multiple queue pairs (steering through the control queue).
+    pub const NET_MQ: u64 = 1 << 22;
+    /// MAC address set through the control queue.
+    pub const NET_CTRL_MAC_ADDR: u64 = 1 << 23;
+    /// Indirect descriptors.
+    pub const RING_INDIRECT_DESC: u64 = 1 << 28;
+    /// used_event / avail_event notification suppression.
+    pub const RING_EVENT_IDX: u64 = 1 << 29;
+    /// Virtio 1.x (modern) device.
+    pub const VERSION_1: u64 = 1 << 32;
+    /// Device DMA goes through the platform's IOMMU (must be accepted when offered).
+    pub const ACCESS_PLATFORM: u64 = 1 << 33;
+    /// Packed virtqueues.
+    pub const RING_PACKED: u64 = 1 << 34;
+    /// Buffers are used in the order they were made available.
+    pub const IN_ORDER: u64 = 1 << 35;
+    /// Link speed and duplex in the configuration.
+    pub const NET_SPEED_DUPLEX: u64 = 1 << 63;
+
+    /// Human-readable names of the bits this driver knows (for logs and errors).
+    pub fn names(bits: u64) -> Vec<&'static str> {
+        const ALL: &[(u64, &str)] = &[
+            (NET_CSUM, "CSUM"),
+            (NET_GUEST_CSUM, "GUEST_CSUM"),
+            (NET_CTRL_GUEST_OFFLOADS, "CTRL_GUEST_OFFLOADS"),
+            (NET_MTU, "MTU"),
+            (NET_MAC, "MAC"),
+            (NET_MRG_RXBUF, "MRG_RXBUF"),
+            (NET_STATUS, "STATUS"),
+            (NET_CTRL_VQ, "CTRL_VQ"),
+            (NET_CTRL_RX, "CTRL_RX"),
+            (NET_MQ, "MQ"),
+            (NET_CTRL_MAC_ADDR, "CTRL_MAC_ADDR"),
+            (RING_INDIRECT_DESC, "INDIRECT_DESC"),
+            (RING_EVENT_IDX, "EVENT_IDX"),
+            (VERSION_1, "VERSION_1"),
+            (ACCESS_PLATFORM, "ACCESS_PLATFORM"),
+            (RING_PACKED, "RING_PACKED"),
+            (IN_ORDER, "IN_ORDER"),
+            (NET_SPEED_DUPLEX, "SPEED_DUPLEX"),
+        ];
+        ALL.iter().filter(|(b, _)| bits & b != 0).map(|(_, n)| *n).collect()
+    }
+}
+
+/// Device status bits (§2.1).
+pub mod status {
+    /// The guest found the device.
+    pub const ACKNOWLEDGE: u8 = 1;
+    /// The guest knows how to drive it.
+    pub const DRIVER: u8 = 2;
+    /// The driver is ready.
+    pub const DRIVER_OK: u8 = 4;
+    /// Feature negotiation is complete.
+    pub const FEATURES_OK: u8 = 8;
+    /// The device hit an error and must be reset.
+    pub const DEVICE_NEEDS_RESET: u8 = 64;
+    /// The driver gave up.
+    pub const FAILED: u8 = 128;
+}
+
+/// Vendor capability `cfg_type` values (§4.1.4).
+pub mod cfg_type {
+    /// Common configuration.
+    pub const COMMON: u8 = 1;
+    /// Notifications.
+    pub const NOTIFY: u8 = 2;
+    /// ISR status.
+    pub const ISR: u8 = 3;
+    /// Device-specific configuration.
+    pub const DEVICE: u8 = 4;
+    /// PCI configuration access window.
+    pub const PCI: u8 = 5;
+}
+
+/// `queue_msix_vector` / `config_msix_vector` value for "no interrupt".
+pub const NO_VECTOR: u16 = 0xffff;
+
+/// Offsets in `struct virtio_pci_common_cfg` (§4.1.4.3), each accessed at its natural width.
+pub mod common {
+    /// u32: which 32-bit half of the device features `DEVICE_FEATURE` shows.
+    pub const DEVICE_FEATURE_SELECT: usize = 0x00;
+    /// u32 (read-only): device features, half selected.
+    pub const DEVICE_FEATURE: usize = 0x04;
+    /// u32: which half of the driver features `DRIVER_FEATURE` shows.
+    pub const DRIVER_FEATURE_SELECT: usize = 0x08;
+    /// u32: driver (accepted) features, half selected.
+    pub const DRIVER_FEATURE: usize = 0x0c;
+    /// u16: MSI-X vector for configuration changes.
+    pub const CONFIG_MSIX_VECTOR: usize = 0x10;
+    /// u16 (read-only): number of virtqueues.
+    pub const NUM_QUEUES: usize = 0x12;
+    /// u8: device status.
+    pub const DEVICE_STATUS: usize = 0x14;
+    /// u8 (read-only): configuration generation.
+    pub const CONFIG_GENERATION: usize = 0x15;
+    /// u16: queue the fields below refer to.
+    pub const QUEUE_SELECT: usize = 0x16;
+    /// u16: queue size (max on reset; the driver may lower it).
+    pub const QUEUE_SIZE: usize = 0x18;
+    /// u16: MSI-X vector of the queue.
+    pub const QUEUE_MSIX_VECTOR: usize = 0x1a;
+    /// u16: queue enabled.
+    pub const QUEUE_ENABLE: usize = 0x1c;
+    /// u16 (read-only): notification offset, in multiples of `notify_off_multiplier`.
+    pub const QUEUE_NOTIFY_OFF: usize = 0x1e;
+    /// u64: descriptor table address.
+    pub const QUEUE_DESC: usize = 0x20;
+    /// u64: driver (available) ring address.
+    pub const QUEUE_DRIVER: usize = 0x28;
+    /// u64: device (used) ring address.
+    pub const QUEUE_DEVICE: usize = 0x30;
+    /// Size of the structure this driver uses.
+    pub const LEN: usize = 0x38;
+}
+
+/// Offsets in `struct virtio_net_config` (§5.1.4).
+pub mod netcfg {
+    /// u8[6]: MAC address (with `NET_MAC`).
+    pub const MAC: usize = 0;
+    /// u16: link status (with `NET_STATUS`).
+    pub const STATUS: usize = 6;
+    /// u16: most queue pairs (with `NET_MQ`).
+    pub const MAX_VIRTQUEUE_PAIRS: usize = 8;
+    /// u16: MTU (with `NET_MTU`).
+    pub const MTU: usize = 10;
+    /// u32: speed in Mb/s (with `NET_SPEED_DUPLEX`).
+    pub const SPEED: usize = 12;
+    /// u8: duplex (1 full).
+    pub const DUPLEX: usize = 16;
+    /// `STATUS` bit: link up.
+    pub const S_LINK_UP: u16 = 1;
+    /// `STATUS` bit: announce requested.
+    pub const S_ANNOUNCE: u16 = 2;
+}
+
+/// Sized volatile access to one device memory region. Offsets are checked against [`Io::len`].
+pub trait Io: Send + Sync {
+    /// Reads a byte.
+    fn read8(&self, offset: usize) -> u8;
+    /// Reads a little-endian u16.
+    fn read16(&self, offset: usize) -> u16;
+    /// Reads a little-endian u32.
+    fn read32(&self, offset: usize) -> u32;
+    /// Writes a byte.
+    fn write8(&self, offset: usize, value: u8);
+    /// Writes a little-endian u16.
+    fn write16(&self, offset: usize, value: u16);
+    /// Writes a little-endian u32.
+    fn write32(&self, offset: usize, value: u32);
+    /// Length in bytes.
+    fn len(&self) -> usize;
+    /// True for an empty region.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A memory-mapped BAR (e.g. a VFIO region mmap): every access volatile, naturally aligned, inside bounds.
+#[derive(Debug)]
+pub struct MmioRegion {
+    base: NonNull<u8>,
+    len: usize,
+    /// Keeps the mapping alive (e.g. the VFIO device's BAR mapping), when the region does not own it.
+    _owner: Option<Arc<dyn Send + Sync + std::fmt::Debug>>,
+}
+
+// SAFETY: device registers are accessed with single volatile loads and stores; the device serialises them.
+unsafe impl Send for MmioRegion {}
+// SAFETY: as above; no Rust references into the region are ever created.
+unsafe impl Sync for MmioRegion {}
+
+impl MmioRegion {
+    /// Wraps a mapped region.
+    ///
+    /// # Safety
+    /// `base..base+len` must be a mapping of device registers (or of memory) that stays mapped as long as the
+    /// `MmioRegion` lives (`owner`, when given, is kept for that purpose), and `base` must be 8-byte aligned.
+    pub unsafe fn new(base: NonNull<u8>, len: usize, owner: Option<Arc<dyn Send + Sync + std::fmt::Debug>>) -> Self {
+        MmioRegion { base, len, _owner: owner }
+    }
+
+    #[inline(always)]
+    fn at<T>(&self, offset: usize) -> *mut T {
+        let w = std::mem::size_of::<T>();
+        assert!(
+            offset.is_multiple_of(w) && offset + w <= self.len,
+            "{w}-byte access at {offset:#x} outside a {:#x}-byte region or unaligned",
+            self.len
+        );
+        // SAFETY: offset + w is inside the mapping (checked above).
+        unsafe { self.base.as_ptr().add(offset).cast() }
+    }
+}
+
+impl Io for MmioRegion {
+    #[inline(always)]
+    fn read8(&self, offset: usize) -> u8 {
+        // SAFETY: in bounds and aligned (checked by `at`), in a live mapping (constructor contract).
+        unsafe { self.at::<u8>(offset).read_volatile() }
+    }
+    #[inline(always)]
+    fn read16(&self, offset: usize) -> u16 {
+        // SAFETY: as in read8.
+        u16::from_le(unsafe { self.at::<u16>(offset).read_volatile() })
+    }
+    #[inline(always)]
+    fn read32(&self, offset: usize) -> u32 {
+        // SAFETY: as in read8.
+        u32::from_le(unsafe { self.at::<u32>(offset).read_volatile() })
+    }
+    #[inline(always)]
+    fn write8(&self, offset: usize, value: u8) {
+        // SAFETY: as in read8.
+        unsafe { self.at::<u8>(offset).write_volatile(value) }
+    }
+    #[inline(always)]
+    fn write16(&self, offset: usize, value: u16) {
+        // SAFETY: as in read8.
+        unsafe { self.at::<u16>(offset).write_volatile(value.to_le()) }
+    }
+    #[inline(always)]
+    fn write32(&self, offset: usize, value: u32) {
+        // SAFETY: as in read8.
+        unsafe { self.at::<u32>(offset).write_volatile(value.to_le()) }
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// One structure inside a BAR: `[offset, offset + len)` of region `io`.
+#[derive(Debug)]
+pub struct Window<B> {
+    io: Arc<B>,
+    offset: usize,
+    len: usize,
+}
+
+impl<B> Clone for Window<B> {
+    fn clone(&self) -> Self {
+        Window { io: self.io.clone(), offset: self.offset, len: self.len }
+    }
+}
+
+impl<B: Io> Window<B> {
+    /// A window of `io`; `None` if it does not fit.
+    pub fn new(io: Arc<B>, offset: usize, len: usize) -> Option<Self> {
+        (offset.checked_add(len)? <= io.len()).then_some(Window { io, offset, len })
+    }
+
+    /// Length of the window.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for an empty window.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline(always)]
+    fn off(&self, offset: usize, width: usize) -> usize {
+        assert!(offset + width <= self.len, "access at {offset:#x}+{width} outside a {:#x}-byte window", self.len);
+        self.offset + offset
+    }
+
+    /// Reads a byte.
+    #[inline(always)]
+    pub fn read8(&self, offset: usize) -> u8 {
+        self.io.read8(self.off(offset, 1))
+    }
+    /// Reads a u16.
+    #[inline(always)]
+    pub fn read16(&self, offset: usize) -> u16 {
+        self.io.read16(self.off(offset, 2))
+    }
+    /// Reads a u32.
+    #[inline(always)]
+    pub fn read32(&self, offset: usize) -> u32 {
+        self.io.read32(self.off(offset, 4))
+    }
+    /// Writes a byte.
+    #[inline(always)]
+    pub fn write8(&self, offset: usize, v: u8) {
+        self.io.write8(self.off(offset, 1), v)
+    }
+    /// Writes a u16.
+    #[inline(always)]
+    pub fn write16(&self, offset: usize, v: u16) {
+        self.io.write16(self.off(offset, 2), v)
+    }
+    /// Writes a u32.
+    #[inline(always)]
+    pub fn write32(&self, offset: usize, v: u32) {
+        self.io.write32(self.off(offset, 4), v)
+    }
+    /// Writes a u64 as two u32 halves, low first (allowed for the 64-bit common configuration fields).
+    #[inline(always)]
+    pub fn write64(&self, offset: usize, v: u64) {
+        self.write32(offset, v as u32);
+        self.write32(offset + 4, (v >> 32) as u32);
+    }
+}
+
+/// The common configuration structure, typed.
+#[derive(Debug, Clone)]
+pub struct CommonCfg<B>(pub Window<B>);
+
+impl<B: Io> CommonCfg<B> {
+    /// All 64 device feature bits.
+    pub fn device_features(&self) -> u64 {
+        self.0.write32(common::DEVICE_FEATURE_SELECT, 0);
+        let lo = self.0.read32(common::DEVICE_FEATURE) as u64;
+        self.0.write32(common::DEVICE_FEATURE_SELECT, 1);
+        let hi = self.0.read32(common::DEVICE_FEATURE) as u64;
+        hi << 32 | lo
+    }
+
+    /// Writes the accepted feature bits.
+    pub fn set_driver_features(&self, f: u64) {
+        self.0.write32(common::DRIVER_FEATURE_SELECT, 0);
+        self.0.write32(common::DRIVER_FEATURE, f as u32);
+        self.0.write32(common::DRIVER_FEATURE_SELECT, 1);
+        self.0.write32(common::DRIVER_FEATURE, (f >> 32) as u32);
+    }
+
+    /// Device status.
+    pub fn status(&self) -> u8 {
+        self.0.read8(common::DEVICE_STATUS)
+    }
+
+    /// Sets the device status (0 resets the device).
+    pub fn set_status(&self, s: u8) {
+        self.0.write8(common::DEVICE_STATUS, s)
+    }
+
+    /// Number of virtqueues.
+    pub fn num_queues(&self) -> u16 {
+        self.0.read16(common::NUM_QUEUES)
+    }
+
+    /// Configuration generation (changes when the device configuration changes).
+    pub fn config_generation(&self) -> u8 {
+        self.0.read8(common::CONFIG_GENERATION)
+    }
+
+    /// Selects queue `q` for the queue fields.
+    pub fn select_queue(&self, q: u16) {
+        self.0.write16(common::QUEUE_SELECT, q)
+    }
+
+    /// Size of the selected queue (0: it does not exist).
+    pub fn queue_size(&self) -> u16 {
+        self.0.read16(common::QUEUE_SIZE)
+    }
+
+    /// Sets the size of the selected queue.
+    pub fn set_queue_size(&self, n: u16) {
+        self.0.write16(common::QUEUE_SIZE, n)
+    }
+
+    /// Sets the MSI-X vector of the selected queue.
+    pub fn set_queue_msix_vector(&self, v: u16) {
+        self.0.write16(common::QUEUE_MSIX_VECTOR, v)
+    }
+
+    /// Sets the MSI-X vector of configuration changes.
+    pub fn set_config_msix_vector(&self, v: u16) {
+        self.0.write16(common::CONFIG_MSIX_VECTOR, v)
+    }
+
+    /// Notification offset of the selected queue.
+    pub fn queue_notify_off(&self) -> u16 {
+        self.0.read16(common::QUEUE_NOTIFY_OFF)
+    }
+
+    /// Ring addresses of the selected queue.
+    pub fn set_queue_addrs(&self, desc: u64, driver: u64, device: u64) {
+        self.0.write64(common::QUEUE_DESC, desc);
+        self.0.write64(common::QUEUE_DRIVER, driver);
+        self.0.write64(common::QUEUE_DEVICE, device);
+    }
+
+    /// Enables the selected queue.
+    pub fn enable_queue(&self) {
+        self.0.write16(common::QUEUE_ENABLE, 1)
+    }
+
+    /// Is the selected queue enabled.
+    pub fn queue_enabled(&self) -> bool {
+        self.0.read16(common::QUEUE_ENABLE) != 0
+    }
+}
+
+/// One parsed `virtio_pci_cap` (§4.1.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VirtioCap {
+    /// `cfg_type` ([`cfg_type`]).
+    pub cfg_type: u8,
+    /// BAR number (0..=5).
+    pub bar: u8,
+    /// Offset of the structure in the BAR.
+    pub offset: u32,
+    /// Length of the structure.
+    pub length: u32,
+    /// `notify_off_multiplier` (notify capability only).
+    pub notify_off_multiplier: u32,
+    /// Offset of the capability in configuration space.
+    pub cap_offset: u16,
+}
+
+/// Offsets inside a `virtio_pci_cap`.
+pub mod cap {
+    /// u8: capability length.
+    pub const CAP_LEN: u16 = 2;
+    /// u8: structure type.
+    pub const CFG_TYPE: u16 = 3;
+    /// u8: BAR.
+    pub const BAR: u16 = 4;
+    /// u32: offset in the BAR.
+    pub const OFFSET: u16 = 8;
+    /// u32: length.
+    pub const LENGTH: u16 = 12;
+    /// u32: notify offset multiplier (notify capability).
+    pub const NOTIFY_OFF_MULTIPLIER: u16 = 16;
+    /// Bytes of a `virtio_pci_cap`.
+    pub const SIZE: u8 = 16;
+}
+
+/// Walks the capability list of `cfg` and parses the virtio vendor capabilities, in list order.
+pub fn virtio_caps<C: pktio::pci::ConfigSpace + ?Sized>(cfg: &C) -> std::io::Result<Vec<VirtioCap>> {
+    let mut out = Vec::new();
+    for c in cfg.capabilities()? {
+        if c.id != pktio::pci::config::regs::CAP_ID_VENDOR {
+            continue;
+        }
+        let o = c.offset;
+        let len = cfg.read8(o + cap::CAP_LEN)?;
+        if len < cap::SIZE {
+            continue;
+        }
+        let cfg_type = cfg.read8(o + cap::CFG_TYPE)?;
+        let notify_off_multiplier = if cfg_type == cfg_type::NOTIFY && len >= cap::SIZE + 4 {
+            cfg.read32(o + cap::NOTIFY_OFF_MULTIPLIER)?
+        } else {
+            0
+        };
+        out.push(VirtioCap {
+            cfg_type,
+            bar: cfg.read8(o + cap::BAR)?,
+            offset: cfg.read32(o + cap::OFFSET)?,
+            length: cfg.read32(o + cap::LENGTH)?,
+            notify_off_multiplier,
+            cap_offset: o,
+        });
+    }
+    Ok(out)
+}

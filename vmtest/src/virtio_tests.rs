@@ -1,0 +1,274 @@
+//! virtio-net through real VFIO with the emulated IOMMU: the project's driver ([`virtio`]) against QEMU's
+//! virtio-net-pci, frames exchanged with the host peer on the TAPs.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use hugepage::{Allocator, DmaConfig};
+use mempool::{Mempool, PacketBatch, PoolConfig};
+use pktio::pci::PciAddress;
+use pktio::vfio::{Vfio, VfioBar, VfioConfig};
+use pktio::{EthDev, MacAddr, PortConfig, RxQueue, TxQueue};
+use virtio::{VirtioNet, VirtioRxQueue, VirtioTxQueue};
+
+use crate::frames::{self, PEER_MAC};
+use crate::probe::VIRTIO_NET;
+use crate::sys;
+
+type R<T = ()> = Result<T, String>;
+
+fn host(cmd: &str) {
+    println!("@@vmtest {cmd}");
+}
+
+/// The virtio-net NICs in address order: vnet0, vnet1 of the harness.
+fn virtio_nics() -> R<Vec<PciAddress>> {
+    let fns = sys::pci_functions().map_err(|e| format!("sysfs: {e}"))?;
+    fns.iter()
+        .filter(|f| (f.vendor, f.device) == VIRTIO_NET)
+        .map(|f| f.bdf.parse::<PciAddress>().map_err(|e| format!("{}: {e}", f.bdf)))
+        .collect()
+}
+
+struct Env {
+    vfio: Vfio,
+    alloc: Allocator,
+    nics: Vec<PciAddress>,
+}
+
+impl Env {
+    fn new() -> R<Env> {
+        let alloc = Allocator::new(DmaConfig::default()).map_err(|e| format!("hugepage allocator: {e}"))?;
+        Ok(Env { vfio: Vfio::new(VfioConfig::default()), alloc, nics: virtio_nics()? })
+    }
+
+    fn pool(&self, name: &str, size: u32) -> R<Mempool> {
+        Mempool::new(name, &PoolConfig { cache_size: 0, ..PoolConfig::with_size(size) }, &self.alloc)
+            .map_err(|e| format!("mempool {name}: {e}"))
+    }
+
+    fn open(&self, i: usize) -> R<VirtioNet<VfioBar>> {
+        let addr = *self.nics.get(i).ok_or_else(|| format!("no virtio-net NIC #{i} (found {:?})", self.nics))?;
+        let t0 = Instant::now();
+        let dev = virtio::open_vfio(&self.vfio, addr, self.alloc.clone()).map_err(|e| format!("open {addr}: {e}"))?;
+        println!(
+            "{addr}: virtio-net MAC {} device features {} -> negotiated {} (opened in {:?})",
+            dev.mac_addr(),
+            virtio::regs::feature::names(dev.device_features()).join("|"),
+            virtio::regs::feature::names(dev.features()).join("|"),
+            t0.elapsed()
+        );
+        Ok(dev)
+    }
+}
+
+fn start(dev: &mut VirtioNet<VfioBar>, pool: &Mempool) -> R<(VirtioRxQueue<VfioBar>, VirtioTxQueue<VfioBar>)> {
+    let info = dev.info();
+    let cfg = PortConfig { rx_desc: 256, tx_desc: 256, ..Default::default() };
+    dev.configure(&cfg).map_err(|e| format!("configure: {e}"))?;
+    dev.start(pool).map_err(|e| format!("start: {e}"))?;
+    let link = dev.link();
+    println!(
+        "{}: started, link {} {} Mb/s, queue sizes rx {} tx {} (device max {})",
+        info.device_name,
+        if link.up { "up" } else { "down" },
+        link.speed_mbps,
+        dev.config().rx_desc,
+        dev.config().tx_desc,
+        info.rx_desc_lim.max
+    );
+    if !link.up {
+        return Err("link down after start".into());
+    }
+    let rx = dev.rx_queue_typed(0).map_err(|e| format!("rx queue: {e}"))?;
+    let tx = dev.tx_queue_typed(0).map_err(|e| format!("tx queue: {e}"))?;
+    Ok((rx, tx))
+}
+
+/// Sends `count` tagged frames of `size` bytes from `pool`.
+fn send(tx: &mut impl TxQueue, pool: &Mempool, src: MacAddr, tag: &str, count: u32, size: usize) -> R {
+    let mut batch = PacketBatch::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seq = 0;
+    while seq < count || !batch.is_empty() {
+        while seq < count && !batch.is_full() {
+            let mut m = pool.alloc().ok_or("pool empty")?;
+            let n = frames::build(m.data_room_mut(), PEER_MAC, src, tag, seq, size);
+            m.set_len(n as u16);
+            let _ = batch.push(m);
+            seq += 1;
+        }
+        tx.tx_burst(&mut batch);
+        if Instant::now() > deadline {
+            return Err(format!("TX of {count} frames tagged {tag} stuck ({} unsent)", batch.len()));
+        }
+    }
+    Ok(())
+}
+
+/// Receives until `count` frames tagged `tag` arrived (others are counted and dropped); returns (seqs, lengths).
+fn recv(rx: &mut impl RxQueue, tag: &str, count: usize, timeout: Duration) -> R<(Vec<u32>, Vec<usize>)> {
+    let mut batch = PacketBatch::new();
+    let deadline = Instant::now() + timeout;
+    let (mut seqs, mut lens, mut other) = (Vec::new(), Vec::new(), 0);
+    while seqs.len() < count {
+        if rx.rx_burst(&mut batch) == 0 {
+            if Instant::now() > deadline {
+                return Err(format!("received {} of {count} frames tagged {tag} ({other} others)", seqs.len()));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+            continue;
+        }
+        for m in batch.iter() {
+            let mut buf = vec![0u8; m.pkt_len() as usize];
+            m.copy_to(&mut buf);
+            match frames::parse(&buf) {
+                Some((t, s)) if t == tag => {
+                    seqs.push(s);
+                    lens.push(buf.len());
+                }
+                _ => other += 1,
+            }
+        }
+        batch.clear();
+    }
+    Ok((seqs, lens))
+}
+
+fn check_seqs(seqs: &[u32], count: u32, what: &str) -> R {
+    let set: BTreeSet<u32> = seqs.iter().copied().collect();
+    if set.len() != count as usize || set != (0..count).collect() {
+        return Err(format!("{what}: sequence numbers {seqs:?}, expected 0..{count}"));
+    }
+    Ok(())
+}
+
+fn check_pool_full(pool: &Mempool) -> R {
+    if !pool.is_full() {
+        return Err(format!("pool {} leaks: {} of {} buffers available", pool.name(), pool.available(), pool.size()));
+    }
+    Ok(())
+}
+
+/// `virtio-exchange`: bring-up, frames both ways with the host peer on vnet0, a full-size frame each way,
+/// counters, and a full pool after stop.
+pub fn exchange() -> R {
+    let env = Env::new()?;
+    let pool = env.pool("xchg", 1023)?;
+    let mut dev = env.open(0)?;
+    let (mut rx, mut tx) = start(&mut dev, &pool)?;
+    let mac = dev.mac_addr();
+    send(&mut tx, &pool, mac, "g2h", 8, 60)?;
+    send(&mut tx, &pool, mac, "g2h-big", 1, 1514)?;
+    host("expect vnet0 8 g2h");
+    host("expect vnet0 1 g2h-big");
+    host("inject vnet0 8 h2g");
+    let (seqs, _) = recv(&mut rx, "h2g", 8, Duration::from_secs(20))?;
+    check_seqs(&seqs, 8, "h2g")?;
+    host("inject vnet0 1 h2g-big 1514");
+    let (_, lens) = recv(&mut rx, "h2g-big", 1, Duration::from_secs(20))?;
+    if lens != [1514] {
+        return Err(format!("full-size frame arrived with {lens:?} bytes, 1514 expected"));
+    }
+    tx.reclaim();
+    let st = dev.stats();
+    println!(
+        "stats: ipackets {} ibytes {} opackets {} obytes {} ierrors {}",
+        st.ipackets, st.ibytes, st.opackets, st.obytes, st.ierrors
+    );
+    if st.opackets != 9 || st.obytes != 8 * 60 + 1514 || st.ipackets < 9 || st.ierrors != 0 {
+        return Err(format!("counters: {st:?}"));
+    }
+    drop((rx, tx));
+    dev.stop().map_err(|e| format!("stop: {e}"))?;
+    check_pool_full(&pool)
+}
+
+/// `virtio-fwd`: io forwarding vnet0 -> vnet1 (host injects N on vnet0's TAP, expects N on vnet1's), counters agree.
+pub fn forward() -> R {
+    const N: u32 = 400;
+    let env = Env::new()?;
+    let pool = env.pool("fwd", 2047)?;
+    let mut d0 = env.open(0)?;
+    let mut d1 = env.open(1)?;
+    let (mut rx0, tx0) = start(&mut d0, &pool)?;
+    let (rx1, mut tx1) = start(&mut d1, &pool)?;
+    host(&format!("inject vnet0 {N} fwd"));
+    let mut batch = PacketBatch::new();
+    let mut fwd = 0u64;
+    let mut tagged = 0u32;
+    let mut dropped = 0usize;
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs(30);
+    while tagged < N && Instant::now() < deadline {
+        let n = rx0.rx_burst(&mut batch);
+        if n == 0 {
+            continue;
+        }
+        tagged += batch.iter().filter(|m| frames::parse(m.data()).is_some_and(|(t, _)| t == "fwd")).count() as u32;
+        let mut tries = 0;
+        while !batch.is_empty() && tries < 1000 {
+            fwd += tx1.tx_burst(&mut batch) as u64;
+            tries += 1;
+        }
+        dropped += batch.len();
+        batch.clear();
+    }
+    let el = t0.elapsed();
+    println!("forwarded {fwd} frames ({tagged} tagged fwd, {dropped} dropped) in {el:?}");
+    // Let the device send the last ones before counting.
+    std::thread::sleep(Duration::from_millis(200));
+    tx1.reclaim();
+    host(&format!("expect vnet1 {N} fwd"));
+    let (s0, s1) = (d0.stats(), d1.stats());
+    println!(
+        "port0: ipackets {} opackets {}; port1: ipackets {} opackets {}",
+        s0.ipackets, s0.opackets, s1.ipackets, s1.opackets
+    );
+    if tagged != N || dropped != 0 {
+        return Err(format!("{tagged} of {N} frames forwarded, {dropped} dropped"));
+    }
+    if s0.ipackets != N as u64 || s1.opackets != N as u64 || s0.opackets != 0 {
+        return Err(format!(
+            "counters disagree: port0 in {} out {}, port1 out {}",
+            s0.ipackets, s0.opackets, s1.opackets
+        ));
+    }
+    drop((rx0, tx0, rx1, tx1));
+    d0.stop().map_err(|e| format!("stop: {e}"))?;
+    d1.stop().map_err(|e| format!("stop: {e}"))?;
+    check_pool_full(&pool)
+}
+
+/// `virtio-unmapped`: a frame whose buffer the IOMMU does not map must not leave (the host checks), while a
+/// mapped one does; the driver then recovers with a stop/start (device reset).
+pub fn unmapped() -> R {
+    let env = Env::new()?;
+    let pool = env.pool("mapped", 511)?;
+    let stray = env.pool("unmapped", 63)?; // never mapped for the device
+    let mut dev = env.open(1)?;
+    let (rx, mut tx) = start(&mut dev, &pool)?;
+    let mac = dev.mac_addr();
+    send(&mut tx, &pool, mac, "mapped", 1, 60)?;
+    host("expect vnet1 1 mapped");
+    send(&mut tx, &stray, mac, "unmapped", 1, 60)?;
+    std::thread::sleep(Duration::from_millis(300));
+    let done = tx.reclaim();
+    let status = dev.device_status();
+    println!(
+        "after the unmapped TX: {done} completions reclaimed, {} descriptors in flight, device status {status:#x}{}",
+        tx.in_flight(),
+        if status & virtio::regs::status::DEVICE_NEEDS_RESET != 0 { " (DEVICE_NEEDS_RESET)" } else { "" }
+    );
+    host("expect vnet1 0 unmapped");
+    // Recovery: stop (device reset, buffers freed) and start again.
+    drop((rx, tx));
+    dev.stop().map_err(|e| format!("stop: {e}"))?;
+    check_pool_full(&stray)?;
+    let (rx, mut tx) = start(&mut dev, &pool)?;
+    send(&mut tx, &pool, mac, "recovered", 1, 60)?;
+    host("expect vnet1 1 recovered");
+    drop((rx, tx));
+    dev.stop().map_err(|e| format!("stop: {e}"))?;
+    check_pool_full(&pool)
+}
