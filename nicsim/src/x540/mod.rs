@@ -478,10 +478,8 @@ impl Core {
     /// Time-driven state: link changes raise EICR.LSC.
     fn update_time(&mut self, shared: &Shared) {
         let now = Instant::now();
-        shared.phy_active.store(
-            self.link.cable && self.phy.powered() && self.link.down_until.is_none_or(|t| now >= t),
-            Ordering::Relaxed,
-        );
+        // What the partner sees of us: cable and PHY power (a flap is applied to both ends by `link_flap`).
+        shared.phy_active.store(self.link.cable && self.phy.powered(), Ordering::Relaxed);
         let up = self.link_up(shared, now);
         if up != self.link.last_up {
             self.link.last_up = up;
