@@ -1,0 +1,1071 @@
+//! The X540/82599 control plane: bring-up in the fact sheet's order (section 3), link, filters, MTU, RSS,
+//! statistics, and the [`EthDev`] implementation that hands out the [`crate::rxtx`] rings as owned queues.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hugepage::Allocator;
+use mempool::Mempool;
+use pktio::bar::RegisterSpace;
+use pktio::dma::DmaMapper;
+use pktio::stats::{RxQueueStats, TxQueueStats};
+use pktio::{
+    offload, DescLimits, DevInfo, Error, EthDev, LinkStatus, MacAddr, PortConfig, PortStats, Result, RssConfig,
+    RssHashFunctions, RxQueue, TxQueue, XStat,
+};
+
+use crate::regs::{self, *};
+use crate::rxtx::{Family, RingConfig, RxRing, RxSetup, TxRing, TxSetup};
+
+/// Which member of the family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MacType {
+    /// X540 (integrated 10GBASE-T PHY).
+    X540,
+    /// 82599 / X520.
+    X82599,
+}
+
+/// PCI IDs this driver takes (fact sheet section 1), with their MAC type.
+pub const PCI_IDS: &[(u16, u16, MacType)] = &[
+    (0x8086, 0x1528, MacType::X540),
+    (0x8086, 0x1560, MacType::X540),
+    (0x8086, 0x10FB, MacType::X82599),
+    (0x8086, 0x10F7, MacType::X82599),
+    (0x8086, 0x1514, MacType::X82599),
+    (0x8086, 0x1517, MacType::X82599),
+    (0x8086, 0x10F8, MacType::X82599),
+    (0x8086, 0x10F9, MacType::X82599),
+    (0x8086, 0x10FC, MacType::X82599),
+    (0x8086, 0x151C, MacType::X82599),
+    (0x8086, 0x1529, MacType::X82599),
+    (0x8086, 0x152A, MacType::X82599),
+    (0x8086, 0x1507, MacType::X82599),
+    (0x8086, 0x154D, MacType::X82599),
+    (0x8086, 0x154A, MacType::X82599),
+    (0x8086, 0x1558, MacType::X82599),
+    (0x8086, 0x1557, MacType::X82599),
+];
+
+/// The MAC type of a PCI ID, if this driver takes it.
+pub fn mac_type_of(vendor: u16, device: u16) -> Option<MacType> {
+    PCI_IDS.iter().find(|(v, d, _)| *v == vendor && *d == device).map(|(_, _, t)| *t)
+}
+
+/// Waits and timeouts of the bring-up. The defaults are the hardware's (DPDK's or more generous); a behavioural
+/// model may use shorter settle times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timing {
+    /// CTRL.RST / LNK_RST must clear within this (section 3.2 step 5).
+    pub reset_done: Duration,
+    /// Wait after the reset bits clear (X540 100 ms, 82599 50 ms; step 6).
+    pub reset_settle: Duration,
+    /// PCIe master disable (STATUS.GIO) budget (800 x 100 us).
+    pub gio_disable: Duration,
+    /// EEC.ARD budget (step 9).
+    pub eeprom: Duration,
+    /// RDRXCTL.DMAIDONE budget (step 10).
+    pub dma_init: Duration,
+    /// RXDCTL/TXDCTL enable budget (10 x 1 ms).
+    pub queue_enable: Duration,
+    /// One MDIO cycle (100 x 10 us).
+    pub mdio: Duration,
+    /// SWSM.SMBI / SW_FW_SYNC.REGSMP budget.
+    pub semaphore: Duration,
+}
+
+impl Timing {
+    /// The hardware's timing for `mac`.
+    pub fn hardware(mac: MacType) -> Timing {
+        Timing {
+            reset_done: Duration::from_millis(100),
+            reset_settle: match mac {
+                MacType::X540 => Duration::from_millis(100),
+                MacType::X82599 => Duration::from_millis(50),
+            },
+            gio_disable: Duration::from_millis(80),
+            eeprom: Duration::from_secs(1),
+            dma_init: Duration::from_secs(1),
+            queue_enable: Duration::from_millis(10),
+            mdio: Duration::from_millis(1),
+            semaphore: Duration::from_millis(100),
+        }
+    }
+}
+
+/// How to open a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Device name (PCI address or vdev name).
+    pub name: String,
+    /// Which member of the family.
+    pub mac_type: MacType,
+    /// Waits and timeouts.
+    pub timing: Timing,
+}
+
+impl Options {
+    /// Hardware defaults for a device called `name`.
+    pub fn new(name: impl Into<String>, mac_type: MacType) -> Options {
+        Options { name: name.into(), mac_type, timing: Timing::hardware(mac_type) }
+    }
+}
+
+/// The 82599/X540 queue register layout and descriptor bits, for the shared ring code.
+#[derive(Debug)]
+pub enum IxgbeFamily {}
+
+impl Family for IxgbeFamily {
+    const DRIVER: &'static str = "net_ixgbe";
+    fn rdbal(q: u16) -> Reg {
+        regs::rdbal(q)
+    }
+    fn rdbah(q: u16) -> Reg {
+        regs::rdbah(q)
+    }
+    fn rdlen(q: u16) -> Reg {
+        regs::rdlen(q)
+    }
+    fn srrctl(q: u16) -> Reg {
+        regs::srrctl(q)
+    }
+    fn rdh(q: u16) -> Reg {
+        regs::rdh(q)
+    }
+    fn rdt(q: u16) -> Reg {
+        regs::rdt(q)
+    }
+    fn rxdctl(q: u16) -> Reg {
+        regs::rxdctl(q)
+    }
+    fn tdbal(q: u16) -> Reg {
+        regs::tdbal(q)
+    }
+    fn tdbah(q: u16) -> Reg {
+        regs::tdbah(q)
+    }
+    fn tdlen(q: u16) -> Reg {
+        regs::tdlen(q)
+    }
+    fn tdh(q: u16) -> Reg {
+        regs::tdh(q)
+    }
+    fn tdt(q: u16) -> Reg {
+        regs::tdt(q)
+    }
+    fn txdctl(q: u16) -> Reg {
+        regs::txdctl(q)
+    }
+    fn srrctl_value(buf_kb: u32, drop_en: bool) -> u32 {
+        let v = srrctl::DESCTYPE.val(srrctl::DESCTYPE_ADV_ONEBUF) | srrctl::BSIZEPACKET.val(buf_kb);
+        if drop_en {
+            v | srrctl::DROP_EN
+        } else {
+            v
+        }
+    }
+    const QUEUE_ENABLE: u32 = rxdctl::ENABLE;
+    const TXDCTL_INIT: u32 = txdctl::PTHRESH.val(txdctl::DEFAULT_PTHRESH);
+    const TXDCTL_DISABLE: u32 = txdctl::SWFLSH;
+    // Section 7.2: RXE bit 29, TCPE/L4E bit 30, IPE bit 31.
+    const RX_ERR_RXE: u32 = bit(29);
+    const RX_ERR_L4E: u32 = bit(30);
+    const RX_ERR_IPE: u32 = bit(31);
+    fn rx_queue_extra<R: RegisterSpace>(regs: &Regs<R>, q: u16) {
+        // Section 3.5 step 26 / section 4: no relaxed-ordering write-back, ixy's bit 12.
+        regs.clear_bits(dca_rxctrl(q), dca_rxctrl::BIT12 | dca_rxctrl::DATA_WRO_EN | dca_rxctrl::HEAD_WRO_EN);
+    }
+    fn tx_queue_extra<R: RegisterSpace>(regs: &Regs<R>, q: u16) {
+        // Section 6.3 step 6: reordered DD write-backs would break RS-based cleanup.
+        regs.clear_bits(dca_txctrl(q), dca_txctrl::DESC_WRO_EN);
+        regs.write(tdwbal(q), 0);
+        regs.write(tdwbah(q), 0);
+    }
+}
+
+/// RX queue of an ixgbe port.
+pub type IxgbeRxQueue<R> = RxRing<R, IxgbeFamily>;
+/// TX queue of an ixgbe port.
+pub type IxgbeTxQueue<R> = TxRing<R, IxgbeFamily>;
+
+/// Most RX queues.
+pub const MAX_RX_QUEUES: u16 = 128;
+/// Most TX queues with MTQC = 0 (section 14).
+pub const MAX_TX_QUEUES: u16 = 64;
+/// Ring size limits (section 14).
+pub const DESC_LIMITS: DescLimits = DescLimits { min: 64, max: 8192, align: 8 };
+/// Largest frame, CRC included (section 11).
+pub const MAX_FRAME: u32 = 15872;
+/// L2 header + CRC added to the MTU to get the frame size (DPDK).
+pub const FRAME_OVERHEAD: u32 = 14 + 4;
+/// Standard Ethernet MTU; above it JUMBOEN is set.
+pub const STD_MTU: u16 = 1500;
+
+/// Hardware counters accumulated in software (they clear on read).
+#[derive(Debug, Clone, Default)]
+struct HwStats {
+    values: Vec<u64>,
+}
+
+/// An X540/82599 port.
+pub struct Ixgbe<R: RegisterSpace> {
+    regs: Regs<R>,
+    mapper: Arc<dyn DmaMapper>,
+    allocator: Allocator,
+    options: Options,
+    info: DevInfo,
+    config: PortConfig,
+    port_id: u16,
+    mac: MacAddr,
+    perm_mac: MacAddr,
+    promiscuous: bool,
+    allmulticast: bool,
+    rss_key: [u8; RSS_KEY_LEN],
+    reta: [u8; RETA_ENTRIES],
+    started: bool,
+    /// Reset and initialised, not started since: start need not reset again.
+    fresh: bool,
+    rx: Vec<Option<IxgbeRxQueue<R>>>,
+    tx: Vec<Option<IxgbeTxQueue<R>>>,
+    rx_stats: Vec<Arc<RxQueueStats>>,
+    tx_stats: Vec<Arc<TxQueueStats>>,
+    hw: Mutex<HwStats>,
+    base: PortStats,
+    xbase: Vec<u64>,
+    phy_addr: Option<u32>,
+    /// Why the PHY could not be set up (the link may still come up: the PHY negotiates by default).
+    phy_note: Option<String>,
+}
+
+impl<R: RegisterSpace> std::fmt::Debug for Ixgbe<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ixgbe")
+            .field("name", &self.options.name)
+            .field("mac_type", &self.options.mac_type)
+            .field("started", &self.started)
+            .finish()
+    }
+}
+
+fn default_key() -> [u8; RSS_KEY_LEN] {
+    let mut k = [0u8; RSS_KEY_LEN];
+    for (i, w) in DEFAULT_RSS_KEY_WORDS.iter().enumerate() {
+        k[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    k
+}
+
+impl<R: RegisterSpace> Ixgbe<R> {
+    /// Opens the device behind `regs`: resets and initialises it (fact sheet sections 3.1-3.4 and link), reads the
+    /// permanent MAC. DMA memory for rings comes from `allocator` and is made reachable through `mapper`.
+    pub fn new(regs: Arc<R>, mapper: Arc<dyn DmaMapper>, allocator: Allocator, options: Options) -> Result<Self> {
+        let info = DevInfo {
+            driver_name: "net_ixgbe",
+            device_name: options.name.clone(),
+            max_rx_queues: MAX_RX_QUEUES,
+            max_tx_queues: MAX_TX_QUEUES,
+            rx_desc_lim: DESC_LIMITS,
+            tx_desc_lim: DESC_LIMITS,
+            min_mtu: 68,
+            max_mtu: (MAX_FRAME - FRAME_OVERHEAD) as u16,
+            max_rx_pktlen: MAX_FRAME,
+            rx_offload_capa: offload::RX_IPV4_CKSUM
+                | offload::RX_UDP_CKSUM
+                | offload::RX_TCP_CKSUM
+                | offload::RX_SCATTER
+                | offload::RX_RSS_HASH,
+            tx_offload_capa: offload::TX_IPV4_CKSUM
+                | offload::TX_UDP_CKSUM
+                | offload::TX_TCP_CKSUM
+                | offload::TX_MULTI_SEGS
+                | offload::TX_MBUF_FAST_FREE,
+            flow_type_rss_offloads: RssHashFunctions::ALL,
+            reta_size: RETA_ENTRIES as u16,
+            hash_key_size: RSS_KEY_LEN as u8,
+            speed_capa: vec![100, 1_000, 10_000],
+            numa_node: None,
+        };
+        let mut dev = Ixgbe {
+            regs: Regs::new(regs),
+            mapper,
+            allocator,
+            options,
+            info,
+            config: PortConfig::default(),
+            port_id: 0,
+            mac: MacAddr::ZERO,
+            perm_mac: MacAddr::ZERO,
+            promiscuous: false,
+            allmulticast: false,
+            rss_key: default_key(),
+            reta: [0; RETA_ENTRIES],
+            started: false,
+            fresh: false,
+            rx: Vec::new(),
+            tx: Vec::new(),
+            rx_stats: vec![Arc::default()],
+            tx_stats: vec![Arc::default()],
+            hw: Mutex::new(HwStats { values: vec![0; STATS.len()] }),
+            base: PortStats::default(),
+            xbase: vec![0; STATS.len()],
+            phy_addr: None,
+            phy_note: None,
+        };
+        dev.reset_and_init()?;
+        dev.mac = dev.perm_mac;
+        dev.base = dev.raw_stats();
+        Ok(dev)
+    }
+
+    /// The register space.
+    pub fn regs(&self) -> &Regs<R> {
+        &self.regs
+    }
+
+    /// The permanent MAC address read from RAL/RAH(0) after reset.
+    pub fn permanent_mac(&self) -> MacAddr {
+        self.perm_mac
+    }
+
+    /// Why the PHY set-up was skipped, if it was (MDIO not answering, semaphore busy).
+    pub fn phy_note(&self) -> Option<&str> {
+        self.phy_note.as_deref()
+    }
+
+    /// Typed RX queue `queue` (static dispatch; once per start).
+    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<IxgbeRxQueue<R>> {
+        let count = self.config.rx_queues;
+        let port = self.options.name.clone();
+        if !self.started {
+            return Err(Error::NotStarted { port });
+        }
+        let slot = self.rx.get_mut(queue as usize).ok_or(Error::InvalidQueue {
+            port: port.clone(),
+            kind: "rx",
+            queue,
+            count,
+        })?;
+        slot.take().ok_or(Error::QueueTaken { port, kind: "rx", queue })
+    }
+
+    /// Typed TX queue `queue` (static dispatch; once per start).
+    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<IxgbeTxQueue<R>> {
+        let count = self.config.tx_queues;
+        let port = self.options.name.clone();
+        if !self.started {
+            return Err(Error::NotStarted { port });
+        }
+        let slot = self.tx.get_mut(queue as usize).ok_or(Error::InvalidQueue {
+            port: port.clone(),
+            kind: "tx",
+            queue,
+            count,
+        })?;
+        slot.take().ok_or(Error::QueueTaken { port, kind: "tx", queue })
+    }
+
+    fn invalid(&self, reason: impl Into<String>) -> Error {
+        Error::InvalidConfig { port: self.options.name.clone(), reason: reason.into() }
+    }
+
+    fn timeout(&self, what: &str, t: PollTimeout, budget: Duration) -> Error {
+        self.invalid(format!(
+            "{what} did not complete within {budget:?} (register {:#07x} = {:#010x}); the device may be hung or \
+             still resetting: try again, or reset it (e.g. unbind and rebind vfio-pci)",
+            t.reg.0, t.last
+        ))
+    }
+
+    // ---- 3.1-3.4 bring-up ----
+
+    fn mask_interrupts(&self) {
+        self.regs.write(EIMC, EIMC_ALL);
+        self.regs.write(eimc_ex(0), EIMC_ALL);
+        self.regs.write(eimc_ex(1), EIMC_ALL);
+        let _ = self.regs.read(EICR);
+    }
+
+    /// Reset and initialisation up to (not including) the start of traffic.
+    fn reset_and_init(&mut self) -> Result<()> {
+        let t = self.options.timing.clone();
+        // Counters clear on reset: keep what they hold.
+        self.accumulate();
+
+        // 3.1 quiesce.
+        self.mask_interrupts();
+        self.regs.clear_bits(RXCTRL, rxctrl::RXEN);
+        for q in 0..MAX_TX_QUEUES {
+            self.regs.write(txdctl(q), txdctl::SWFLSH);
+        }
+        for q in 0..MAX_RX_QUEUES {
+            let v = self.regs.read(rxdctl(q));
+            if v & rxdctl::ENABLE != 0 {
+                self.regs.write(rxdctl(q), (v & !rxdctl::ENABLE) | rxdctl::SWFLSH);
+            }
+        }
+        self.regs.write(CTRL, ctrl::GIO_DIS);
+        let double_reset = self.regs.poll(STATUS, status::GIO, 0, t.gio_disable).is_err();
+
+        // 3.2 global reset (twice if PCIe mastering did not stop).
+        for _ in 0..(1 + double_reset as usize) {
+            let sem = self.phy_semaphore();
+            let held = self.swfw_acquire(sem);
+            self.regs.set_bits(CTRL, ctrl::RST);
+            let _ = self.regs.read(STATUS); // flush
+            if held {
+                self.swfw_release(sem);
+            }
+            self.regs
+                .poll(CTRL, ctrl::RST_MASK, 0, t.reset_done)
+                .map_err(|e| self.timeout("device reset (CTRL.RST)", e, t.reset_done))?;
+            std::thread::sleep(t.reset_settle);
+        }
+        self.mask_interrupts();
+        if self.options.mac_type == MacType::X540 {
+            self.regs.write(rxpbsize(0), X540_RXPBSIZE_384K);
+        }
+
+        // 3.3 settle.
+        self.regs
+            .poll(EEC, eec::ARD, eec::ARD, t.eeprom)
+            .map_err(|e| self.timeout("EEPROM auto-read (EEC.ARD)", e, t.eeprom))?;
+        self.regs
+            .poll(RDRXCTL, rdrxctl::DMAIDONE, rdrxctl::DMAIDONE, t.dma_init)
+            .map_err(|e| self.timeout("DMA initialisation (RDRXCTL.DMAIDONE)", e, t.dma_init))?;
+
+        // 3.4 identity and bookkeeping.
+        let ral0 = self.regs.read(ral(0));
+        let rah0 = self.regs.read(rah(0));
+        let lo = ral0.to_le_bytes();
+        let hi = (rah::ADDR_HI.get(rah0) as u16).to_le_bytes();
+        let mac = MacAddr([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]]);
+        if rah0 & rah::AV == 0 || mac == MacAddr::ZERO || mac.is_multicast() {
+            return Err(self.invalid(format!(
+                "no valid permanent MAC address in RAL/RAH(0) (RAL={ral0:#010x} RAH={rah0:#010x}); the NVM may be \
+                 blank"
+            )));
+        }
+        self.perm_mac = mac;
+        for i in 1..RAR_ENTRIES {
+            self.regs.write(ral(i), 0);
+            self.regs.write(rah(i), 0);
+        }
+        self.regs.write(mpsar_lo(0), 0);
+        self.regs.write(mpsar_hi(0), 0);
+        self.regs.write(MCSTCTRL, 0);
+        for i in 0..MTA_WORDS {
+            self.regs.write(mta(i), 0);
+        }
+        for i in 0..VFTA_WORDS {
+            self.regs.write(vfta(i), 0);
+        }
+        // Step 13: read-clear the counters (the reset zeroed them; anything counted since is kept).
+        self.accumulate();
+        self.regs.set_bits(CTRL_EXT, ctrl_ext::NS_DIS | ctrl_ext::DRV_LOAD | ctrl_ext::PFRSTD);
+        // Step 17: no flow control.
+        self.regs.clear_bits(MFLCN, mflcn::RFCE | mflcn::RPFCE);
+        self.regs.clear_bits(FCCFG, fccfg::TFCE_802_3X | fccfg::TFCE_PRIORITY);
+
+        // 3.8 link: X540 powers its PHY up and restarts auto-negotiation.
+        if self.options.mac_type == MacType::X540 {
+            self.phy_note = self.setup_phy(true).err();
+        }
+        self.fresh = true;
+        Ok(())
+    }
+
+    // ---- 5.4, 5.5: semaphores and MDIO ----
+
+    fn phy_semaphore(&self) -> u32 {
+        if status::LAN_ID.get(self.regs.read(STATUS)) == 0 {
+            sw_fw_sync::PHY0
+        } else {
+            sw_fw_sync::PHY1
+        }
+    }
+
+    /// Takes SW/FW resource `mask` (section 5.5). False if it could not be had in time.
+    fn swfw_acquire(&self, mask: u32) -> bool {
+        let t = &self.options.timing;
+        let fw = mask << sw_fw_sync::FW_SHIFT;
+        for _ in 0..10 {
+            if self.regs.poll(SWSM, swsm::SMBI, 0, t.semaphore).is_err() {
+                return false;
+            }
+            if self.regs.poll(SW_FW_SYNC, sw_fw_sync::REGSMP, 0, t.semaphore).is_err() {
+                self.regs.clear_bits(SWSM, swsm::SMBI);
+                return false;
+            }
+            let v = self.regs.read(SW_FW_SYNC);
+            let free = v & (mask | fw) == 0;
+            if free {
+                self.regs.write(SW_FW_SYNC, (v | mask) & !sw_fw_sync::REGSMP);
+            } else {
+                self.regs.clear_bits(SW_FW_SYNC, sw_fw_sync::REGSMP);
+            }
+            self.regs.clear_bits(SWSM, swsm::SMBI);
+            if free {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
+    fn swfw_release(&self, mask: u32) {
+        let t = &self.options.timing;
+        let _ = self.regs.poll(SWSM, swsm::SMBI, 0, t.semaphore);
+        let _ = self.regs.poll(SW_FW_SYNC, sw_fw_sync::REGSMP, 0, t.semaphore);
+        self.regs.clear_bits(SW_FW_SYNC, mask | sw_fw_sync::REGSMP);
+        self.regs.clear_bits(SWSM, swsm::SMBI);
+    }
+
+    fn mdio_cycle(&self, phy: u32, mmd: u32, reg: u32, op: u32) -> std::result::Result<(), PollTimeout> {
+        let cmd = msca::NP_ADDR.val(reg)
+            | msca::DEV_TYPE.val(mmd)
+            | msca::PHY_ADDR.val(phy)
+            | msca::OP_CODE.val(op)
+            | msca::ST_CODE.val(0)
+            | msca::MDI_COMMAND;
+        self.regs.write(MSCA, cmd);
+        self.regs.poll(MSCA, msca::MDI_COMMAND, 0, self.options.timing.mdio).map(|_| ())
+    }
+
+    fn phy_read(&self, phy: u32, mmd: u32, reg: u32) -> std::result::Result<u16, PollTimeout> {
+        self.mdio_cycle(phy, mmd, reg, msca::OP_ADDR)?;
+        self.mdio_cycle(phy, mmd, reg, msca::OP_READ)?;
+        Ok(msrwd::READ_DATA.get(self.regs.read(MSRWD)) as u16)
+    }
+
+    fn phy_write(&self, phy: u32, mmd: u32, reg: u32, value: u16) -> std::result::Result<(), PollTimeout> {
+        self.regs.write(MSRWD, msrwd::WRITE_DATA.val(value as u32));
+        self.mdio_cycle(phy, mmd, reg, msca::OP_ADDR)?;
+        self.mdio_cycle(phy, mmd, reg, msca::OP_WRITE)
+    }
+
+    fn phy_rmw(&self, phy: u32, mmd: u32, reg: u32, clear: u16, set: u16) -> std::result::Result<(), PollTimeout> {
+        let v = self.phy_read(phy, mmd, reg)?;
+        self.phy_write(phy, mmd, reg, (v & !clear) | set)
+    }
+
+    /// Powers the X540 PHY up (or down) and, when up, advertises 100M/1G/10G and restarts auto-negotiation
+    /// (sections 5.2, 5.3). Under the PHY semaphore.
+    fn setup_phy(&mut self, up: bool) -> std::result::Result<(), String> {
+        let sem = self.phy_semaphore();
+        if !self.swfw_acquire(sem) {
+            return Err("PHY semaphore busy (firmware holds it?)".into());
+        }
+        let r = self.setup_phy_locked(up);
+        self.swfw_release(sem);
+        r
+    }
+
+    fn setup_phy_locked(&mut self, up: bool) -> std::result::Result<(), String> {
+        let mdio_err = |e: PollTimeout| format!("MDIO did not answer (MSCA={:#010x})", e.last);
+        let phy = match self.phy_addr {
+            Some(p) => p,
+            None => {
+                let mut found = None;
+                for addr in 0..phy::MAX_PHY_ADDR {
+                    let id = self.phy_read(addr, phy::MMD_PMA_PMD, phy::PHY_ID_HIGH).map_err(mdio_err)?;
+                    if id != 0 && id != u16::MAX {
+                        found = Some(addr);
+                        break;
+                    }
+                }
+                let p = found.ok_or("no PHY answered on MDIO addresses 0..31")?;
+                self.phy_addr = Some(p);
+                p
+            }
+        };
+        let (lp_clear, lp_set) = if up { (phy::VEND1_LOW_POWER as u16, 0) } else { (0, phy::VEND1_LOW_POWER as u16) };
+        self.phy_rmw(phy, phy::MMD_VEND1, phy::VEND1_CTRL, lp_clear, lp_set).map_err(mdio_err)?;
+        if up {
+            let adv = [
+                (phy::AN_ADV_10G, phy::AN_ADV_10G_BIT),
+                (phy::AN_VENDOR_PROV1, phy::AN_ADV_1G_FD),
+                (phy::AN_ADV_100M, phy::AN_ADV_100M_FD),
+            ];
+            for (reg, b) in adv {
+                self.phy_rmw(phy, phy::MMD_AN, reg, 0, b as u16).map_err(mdio_err)?;
+            }
+            self.phy_rmw(phy, phy::MMD_AN, phy::AN_CTRL, 0, phy::AN_RESTART as u16).map_err(mdio_err)?;
+        }
+        Ok(())
+    }
+
+    // ---- 3.5-3.7 start ----
+
+    fn frame_size(&self) -> u32 {
+        self.config.mtu as u32 + FRAME_OVERHEAD
+    }
+
+    fn apply_mtu(&self) {
+        let frame = self.frame_size();
+        self.regs.write_field(MAXFRS, maxfrs::MFS, frame);
+        if self.config.mtu > STD_MTU {
+            self.regs.set_bits(HLREG0, hlreg0::JUMBOEN);
+        } else {
+            self.regs.clear_bits(HLREG0, hlreg0::JUMBOEN);
+        }
+    }
+
+    fn apply_mac(&self) {
+        let m = self.mac.0;
+        self.regs.write(ral(0), u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
+        self.regs.write(rah(0), rah::ADDR_HI.val(u16::from_le_bytes([m[4], m[5]]) as u32) | rah::AV);
+        self.regs.set_bits(mpsar_lo(0), bit(0));
+    }
+
+    fn apply_filters(&self) {
+        let mut set = fctrl::BAM | fctrl::DPF | fctrl::PMCF;
+        let mut clear = fctrl::SBP;
+        if self.promiscuous {
+            set |= fctrl::UPE | fctrl::MPE;
+        } else {
+            clear |= fctrl::UPE;
+            if self.allmulticast {
+                set |= fctrl::MPE;
+            } else {
+                clear |= fctrl::MPE;
+            }
+        }
+        let v = self.regs.read(FCTRL);
+        self.regs.write(FCTRL, (v & !clear) | set);
+    }
+
+    fn mrqc_fields(functions: RssHashFunctions) -> u32 {
+        let f = functions;
+        let mut v = 0;
+        if f.contains(RssHashFunctions::IPV4) {
+            v |= mrqc::RSS_FIELD_IPV4;
+        }
+        if f.contains(RssHashFunctions::IPV4_TCP) {
+            v |= mrqc::RSS_FIELD_IPV4_TCP;
+        }
+        if f.contains(RssHashFunctions::IPV4_UDP) {
+            v |= mrqc::RSS_FIELD_IPV4_UDP;
+        }
+        if f.contains(RssHashFunctions::IPV6) {
+            v |= mrqc::RSS_FIELD_IPV6 | mrqc::RSS_FIELD_IPV6_EX;
+        }
+        if f.contains(RssHashFunctions::IPV6_TCP) {
+            v |= mrqc::RSS_FIELD_IPV6_TCP | mrqc::RSS_FIELD_IPV6_EX_TCP;
+        }
+        if f.contains(RssHashFunctions::IPV6_UDP) {
+            v |= mrqc::RSS_FIELD_IPV6_UDP | mrqc::RSS_FIELD_IPV6_EX_UDP;
+        }
+        v
+    }
+
+    fn apply_rss(&self) {
+        let Some(rss) = &self.config.rss else {
+            self.regs.write(MRQC, 0);
+            return;
+        };
+        for (i, w) in self.rss_key.chunks(4).enumerate() {
+            self.regs.write(rssrk(i), u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+        }
+        self.apply_reta();
+        self.regs.write(MRQC, mrqc::MRQE.val(mrqc::MRQE_RSS) | Self::mrqc_fields(rss.functions));
+    }
+
+    fn apply_reta(&self) {
+        for (i, e) in self.reta.chunks(4).enumerate() {
+            self.regs.write(reta(i), u32::from_le_bytes([e[0], e[1], e[2], e[3]]));
+        }
+    }
+
+    fn ring_config(&self, size: u16) -> RingConfig {
+        RingConfig { enable_timeout: self.options.timing.queue_enable, ..RingConfig::new(size) }
+    }
+
+    fn hw_start(&mut self, pool: &Mempool) -> Result<()> {
+        let name = self.options.name.clone();
+        // 3.5 RX global.
+        self.regs.clear_bits(RXCTRL, rxctrl::RXEN);
+        self.apply_mac();
+        self.apply_filters();
+        self.regs.set_bits(HLREG0, hlreg0::RXCRCSTRP | hlreg0::TXCRCEN | hlreg0::TXPADEN);
+        self.regs.clear_bits(HLREG0, hlreg0::LPBK);
+        let v = self.regs.read(RDRXCTL);
+        self.regs.write(
+            RDRXCTL,
+            rdrxctl::RSCFRSTSIZE.set(v, 0) | rdrxctl::CRCSTRIP | rdrxctl::RSCACKC | rdrxctl::FCOE_WRFIX,
+        );
+        self.apply_mtu();
+        self.regs.write(RXCSUM, rxcsum::PCSD | rxcsum::IPPCSE);
+        self.apply_rss();
+
+        let rx_cfg = self.ring_config(self.config.rx_desc);
+        let tx_cfg = self.ring_config(self.config.tx_desc);
+        self.rx.clear();
+        self.tx.clear();
+        for q in 0..self.config.rx_queues {
+            let ring = RxRing::new(
+                RxSetup {
+                    regs: &self.regs,
+                    allocator: &self.allocator,
+                    mapper: &self.mapper,
+                    pool,
+                    queue: q,
+                    port_id: self.port_id,
+                    stats: self.rx_stats[q as usize].clone(),
+                    port: &name,
+                },
+                rx_cfg,
+            )?;
+            self.rx.push(Some(ring));
+        }
+        self.regs.set_bits(CTRL_EXT, ctrl_ext::NS_DIS);
+
+        // 3.6 TX global.
+        self.regs.write(DTXMXSZRQ, DTXMXSZRQ_MAX);
+        self.regs.set_bits(RTTDCS, rttdcs::ARBDIS);
+        self.regs.write(MTQC, 0);
+        self.regs.clear_bits(RTTDCS, rttdcs::ARBDIS);
+        for q in 0..self.config.tx_queues {
+            let ring = TxRing::new(
+                TxSetup {
+                    regs: &self.regs,
+                    allocator: &self.allocator,
+                    mapper: &self.mapper,
+                    queue: q,
+                    stats: self.tx_stats[q as usize].clone(),
+                    port: &name,
+                },
+                tx_cfg,
+            )?;
+            self.tx.push(Some(ring));
+        }
+        self.regs.set_bits(DMATXCTL, dmatxctl::TE);
+
+        // 3.7 start queues, then RX.
+        for ring in self.tx.iter_mut().flatten() {
+            ring.enable(&name)?;
+        }
+        for ring in self.rx.iter_mut().flatten() {
+            ring.enable(&name)?;
+        }
+        self.regs.set_bits(RXCTRL, rxctrl::RXEN);
+        Ok(())
+    }
+
+    // ---- statistics ----
+
+    /// Reads every clear-on-read counter into the software totals.
+    fn accumulate(&self) {
+        let Ok(mut hw) = self.hw.lock() else { return };
+        for (i, s) in STATS.iter().enumerate() {
+            let v = if i == stat_idx::MPC {
+                (0..MPC_COUNT).map(|p| self.regs.read(mpc(p)) as u64).sum()
+            } else {
+                let lo = self.regs.read(s.lo) as u64;
+                match s.hi {
+                    Some(hi) => lo | (self.regs.read(hi) as u64) << 32,
+                    None => lo,
+                }
+            };
+            hw.values[i] = hw.values[i].wrapping_add(v);
+        }
+    }
+
+    fn hw_values(&self) -> Vec<u64> {
+        self.accumulate();
+        self.hw.lock().map(|h| h.values.clone()).unwrap_or_else(|_| vec![0; STATS.len()])
+    }
+
+    fn raw_stats(&self) -> PortStats {
+        let hw = self.hw_values();
+        let mut s = PortStats::from_queues(self.rx_stats.iter().map(|a| &**a), self.tx_stats.iter().map(|a| &**a));
+        // Packets and bytes come from the queues (exact, what the application saw); errors and drops from the
+        // MAC's counters, as DPDK reports them, plus frames the driver dropped for an error write-back.
+        s.imissed += hw[stat_idx::MPC];
+        s.ierrors += [
+            stat_idx::CRCERRS,
+            stat_idx::ILLERRC,
+            stat_idx::ERRBC,
+            stat_idx::MSPDC,
+            stat_idx::RLEC,
+            stat_idx::RUC,
+            stat_idx::RFC,
+            stat_idx::ROC,
+            stat_idx::RJC,
+        ]
+        .iter()
+        .map(|&i| hw[i])
+        .sum::<u64>();
+        if self.options.mac_type == MacType::X540 {
+            s.ierrors += hw[stat_idx::XEC];
+        }
+        s
+    }
+
+    fn handed_out(&self) -> bool {
+        // A queue still inside the device holds one reference; a handed-out one (alive) holds one too.
+        let rx = self.rx.iter().zip(&self.rx_stats).any(|(slot, s)| slot.is_none() && Arc::strong_count(s) > 1);
+        let tx = self.tx.iter().zip(&self.tx_stats).any(|(slot, s)| slot.is_none() && Arc::strong_count(s) > 1);
+        rx || tx
+    }
+}
+
+impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
+    fn info(&self) -> DevInfo {
+        self.info.clone()
+    }
+
+    fn configure(&mut self, config: &PortConfig) -> Result<()> {
+        if self.started {
+            return Err(Error::Started { port: self.options.name.clone() });
+        }
+        let i = &self.info;
+        if config.rx_queues == 0 || config.rx_queues > i.max_rx_queues {
+            return Err(self.invalid(format!("{} RX queues asked, 1..={} allowed", config.rx_queues, i.max_rx_queues)));
+        }
+        if config.tx_queues == 0 || config.tx_queues > i.max_tx_queues {
+            return Err(self.invalid(format!("{} TX queues asked, 1..={} allowed", config.tx_queues, i.max_tx_queues)));
+        }
+        for (what, n) in [("RX", config.rx_desc), ("TX", config.tx_desc)] {
+            let l = DESC_LIMITS;
+            if n < l.min || n > l.max || n % l.align != 0 {
+                return Err(self.invalid(format!(
+                    "{n} {what} descriptors asked, {}..={} in multiples of {} allowed",
+                    l.min, l.max, l.align
+                )));
+            }
+        }
+        if config.mtu < i.min_mtu || config.mtu > i.max_mtu {
+            return Err(self.invalid(format!("MTU {} outside {}..={}", config.mtu, i.min_mtu, i.max_mtu)));
+        }
+        let mut key = self.rss_key;
+        if let Some(rss) = &config.rss {
+            if config.rx_queues > RETA_MAX_QUEUES {
+                return Err(self.invalid(format!(
+                    "RSS over {} RX queues: the X540/82599 redirection table has 4-bit entries, so RSS spreads over \
+                     at most {RETA_MAX_QUEUES} queues; configure at most {RETA_MAX_QUEUES} RX queues with RSS",
+                    config.rx_queues
+                )));
+            }
+            if let Some(k) = &rss.key {
+                if k.len() != RSS_KEY_LEN {
+                    return Err(self.invalid(format!("RSS key of {} bytes; the X540 takes {RSS_KEY_LEN}", k.len())));
+                }
+                key.copy_from_slice(k);
+            }
+        }
+        self.rss_key = key;
+        for (e, slot) in self.reta.iter_mut().enumerate() {
+            *slot = (e % config.rx_queues as usize) as u8;
+        }
+        self.config = config.clone();
+        self.rx_stats = (0..config.rx_queues).map(|_| Arc::default()).collect();
+        self.tx_stats = (0..config.tx_queues).map(|_| Arc::default()).collect();
+        self.base = self.raw_stats();
+        self.xbase = self.hw_values();
+        Ok(())
+    }
+
+    fn config(&self) -> &PortConfig {
+        &self.config
+    }
+
+    fn start(&mut self, pool: &Mempool) -> Result<()> {
+        if self.started {
+            return Err(Error::Started { port: self.options.name.clone() });
+        }
+        if !self.fresh {
+            self.reset_and_init()?;
+        }
+        self.fresh = false;
+        match self.hw_start(pool) {
+            Ok(()) => {
+                self.started = true;
+                Ok(())
+            }
+            Err(e) => {
+                // Rings made so far disable themselves and give their buffers back as they drop.
+                self.rx.clear();
+                self.tx.clear();
+                self.regs.clear_bits(RXCTRL, rxctrl::RXEN);
+                Err(e)
+            }
+        }
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        if !self.started {
+            return Ok(());
+        }
+        if self.handed_out() {
+            return Err(Error::QueuesInUse { port: self.options.name.clone() });
+        }
+        self.regs.clear_bits(RXCTRL, rxctrl::RXEN);
+        self.rx.clear();
+        self.tx.clear();
+        self.regs.clear_bits(DMATXCTL, dmatxctl::TE);
+        self.started = false;
+        Ok(())
+    }
+
+    fn is_started(&self) -> bool {
+        self.started
+    }
+
+    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
+        Ok(Box::new(self.rx_queue_typed(queue)?))
+    }
+
+    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
+        Ok(Box::new(self.tx_queue_typed(queue)?))
+    }
+
+    fn set_port_id(&mut self, port_id: u16) {
+        self.port_id = port_id;
+    }
+
+    fn link(&self) -> LinkStatus {
+        // DPDK reads LINKS twice and trusts the second value (section 5.1).
+        let _ = self.regs.read(LINKS);
+        let v = self.regs.read(LINKS);
+        if v & links::LINK_UP == 0 {
+            return LinkStatus::default();
+        }
+        let speed_mbps = match links::SPEED.get(v) {
+            links::SPEED_100M => 100,
+            links::SPEED_1G => 1_000,
+            links::SPEED_10G => 10_000,
+            _ => 0,
+        };
+        LinkStatus { up: true, speed_mbps, full_duplex: true, autoneg: true }
+    }
+
+    fn set_link_up(&mut self, up: bool) -> Result<()> {
+        if self.options.mac_type != MacType::X540 {
+            return Err(Error::NotSupported {
+                port: self.options.name.clone(),
+                driver: "net_ixgbe",
+                what: "administrative link state on 82599",
+            });
+        }
+        self.setup_phy(up)
+            .map_err(|e| self.invalid(format!("cannot set the link {}: {e}", if up { "up" } else { "down" })))
+    }
+
+    fn mac_addr(&self) -> MacAddr {
+        self.mac
+    }
+
+    fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {
+        if mac == MacAddr::ZERO || mac.is_multicast() {
+            return Err(self.invalid(format!("{mac} is not a unicast address")));
+        }
+        self.mac = mac;
+        self.apply_mac();
+        Ok(())
+    }
+
+    fn set_promiscuous(&mut self, on: bool) -> Result<()> {
+        self.promiscuous = on;
+        self.apply_filters();
+        Ok(())
+    }
+
+    fn promiscuous(&self) -> bool {
+        self.promiscuous
+    }
+
+    fn set_allmulticast(&mut self, on: bool) -> Result<()> {
+        self.allmulticast = on;
+        self.apply_filters();
+        Ok(())
+    }
+
+    fn allmulticast(&self) -> bool {
+        self.allmulticast
+    }
+
+    fn set_mtu(&mut self, mtu: u16) -> Result<()> {
+        if mtu < self.info.min_mtu || mtu > self.info.max_mtu {
+            return Err(self.invalid(format!("MTU {mtu} outside {}..={}", self.info.min_mtu, self.info.max_mtu)));
+        }
+        self.config.mtu = mtu;
+        // Frames larger than one RX buffer arrive as chains, so the MTU can change while started.
+        self.apply_mtu();
+        Ok(())
+    }
+
+    fn stats(&self) -> PortStats {
+        self.raw_stats().since(&self.base)
+    }
+
+    fn reset_stats(&mut self) {
+        self.base = self.raw_stats();
+        self.xbase = self.hw_values();
+    }
+
+    fn xstats(&self) -> Vec<XStat> {
+        let mut out = self.stats().generic_xstats();
+        let hw = self.hw_values();
+        for (i, s) in STATS.iter().enumerate() {
+            out.push(XStat::new(s.name, hw[i].wrapping_sub(self.xbase.get(i).copied().unwrap_or(0))));
+        }
+        out
+    }
+
+    fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {
+        let Some(cur) = &mut self.config.rss else {
+            // Datasheet 7.1.2.8 (via DPDK): RSS is only turned on or off as part of a reset.
+            return Err(Error::InvalidConfig {
+                port: self.options.name.clone(),
+                reason: "RSS was not enabled at configure time; it can only be turned on by configuring the port \
+                         with RSS (and restarting it)"
+                    .into(),
+            });
+        };
+        if let Some(k) = &rss.key {
+            if k.len() != RSS_KEY_LEN {
+                return Err(self.invalid(format!("RSS key of {} bytes; the X540 takes {RSS_KEY_LEN}", k.len())));
+            }
+            self.rss_key.copy_from_slice(k);
+        }
+        cur.functions = rss.functions;
+        if rss.key.is_some() {
+            cur.key = rss.key.clone();
+        }
+        if self.started {
+            self.apply_rss();
+        }
+        Ok(())
+    }
+
+    fn reta_update(&mut self, table: &[u16]) -> Result<()> {
+        if table.is_empty() || !RETA_ENTRIES.is_multiple_of(table.len()) {
+            return Err(self.invalid(format!(
+                "redirection table of {} entries; give {RETA_ENTRIES} (or a divisor of it, repeated)",
+                table.len()
+            )));
+        }
+        let limit = self.config.rx_queues.min(RETA_MAX_QUEUES);
+        if let Some(bad) = table.iter().find(|&&q| q >= limit) {
+            return Err(self.invalid(format!(
+                "redirection table entry {bad}: must name one of the first {limit} RX queues (4-bit entries)"
+            )));
+        }
+        for (e, slot) in self.reta.iter_mut().enumerate() {
+            *slot = table[e % table.len()] as u8;
+        }
+        if self.started {
+            self.apply_reta();
+        }
+        Ok(())
+    }
+}
+
+impl<R: RegisterSpace> Drop for Ixgbe<R> {
+    fn drop(&mut self) {
+        self.regs.clear_bits(RXCTRL, rxctrl::RXEN);
+        self.rx.clear();
+        self.tx.clear();
+        self.regs.clear_bits(CTRL_EXT, ctrl_ext::DRV_LOAD);
+    }
+}

@@ -1,0 +1,1 @@
+//! 82576 (igb) variant: placeholder.

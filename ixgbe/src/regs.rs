@@ -1,0 +1,843 @@
+//! X540 / 82599 registers, declared as data: offsets (with the per-queue formulas), bits and fields, named as in
+//! the fact sheet (`shared/docs/ixgbe-x540.md`, sections cited per item; offsets from DPDK's `ixgbe_type.h`).
+//!
+//! Driver logic never uses a naked mask: it names a [`Reg`], a bit constant or a [`Field`] from here.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pktio::bar::RegisterSpace;
+
+/// A 32-bit register at a byte offset of BAR0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Reg(pub usize);
+
+/// A bit field `hi:lo` of a register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// Lowest bit.
+    pub lo: u32,
+    /// Width in bits.
+    pub width: u32,
+}
+
+impl Field {
+    /// The field `hi:lo`.
+    pub const fn new(hi: u32, lo: u32) -> Field {
+        Field { lo, width: hi - lo + 1 }
+    }
+
+    /// The field's mask in place.
+    pub const fn mask(self) -> u32 {
+        (((1u64 << self.width) - 1) as u32) << self.lo
+    }
+
+    /// The field's value in `reg`.
+    pub const fn get(self, reg: u32) -> u32 {
+        (reg & self.mask()) >> self.lo
+    }
+
+    /// `value` placed in the field (truncated to its width).
+    pub const fn val(self, value: u32) -> u32 {
+        (value << self.lo) & self.mask()
+    }
+
+    /// `reg` with the field replaced by `value`.
+    pub const fn set(self, reg: u32, value: u32) -> u32 {
+        (reg & !self.mask()) | self.val(value)
+    }
+}
+
+/// Bit `n` as a mask.
+pub const fn bit(n: u32) -> u32 {
+    1 << n
+}
+
+/// A register that did not reach the wanted state in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PollTimeout {
+    /// The register.
+    pub reg: Reg,
+    /// Its last value.
+    pub last: u32,
+}
+
+/// Typed access to a register space, shared by a device and its queues.
+#[derive(Debug)]
+pub struct Regs<R> {
+    space: Arc<R>,
+}
+
+impl<R> Clone for Regs<R> {
+    fn clone(&self) -> Self {
+        Regs { space: self.space.clone() }
+    }
+}
+
+impl<R: RegisterSpace> Regs<R> {
+    /// Wraps a register space.
+    pub fn new(space: Arc<R>) -> Self {
+        Regs { space }
+    }
+
+    /// The underlying space.
+    pub fn space(&self) -> &R {
+        &self.space
+    }
+
+    /// Reads a register.
+    #[inline(always)]
+    pub fn read(&self, reg: Reg) -> u32 {
+        self.space.read32(reg.0)
+    }
+
+    /// Writes a register.
+    #[inline(always)]
+    pub fn write(&self, reg: Reg, value: u32) {
+        self.space.write32(reg.0, value)
+    }
+
+    /// Sets `bits` (read-modify-write).
+    pub fn set_bits(&self, reg: Reg, bits: u32) {
+        self.space.modify32(reg.0, 0, bits)
+    }
+
+    /// Clears `bits` (read-modify-write).
+    pub fn clear_bits(&self, reg: Reg, bits: u32) {
+        self.space.modify32(reg.0, bits, 0)
+    }
+
+    /// Replaces field `f` (read-modify-write).
+    pub fn write_field(&self, reg: Reg, f: Field, value: u32) {
+        let v = self.read(reg);
+        self.write(reg, f.set(v, value));
+    }
+
+    /// Polls until `reg & mask == want`, sleeping `step` between reads, for at most `timeout`. Returns the last
+    /// value read.
+    pub fn poll(&self, reg: Reg, mask: u32, want: u32, timeout: Duration) -> Result<u32, PollTimeout> {
+        let start = Instant::now();
+        let step = (timeout / 100).clamp(Duration::from_micros(1), Duration::from_millis(1));
+        loop {
+            let v = self.read(reg);
+            if v & mask == want {
+                return Ok(v);
+            }
+            if start.elapsed() >= timeout {
+                return Err(PollTimeout { reg, last: v });
+            }
+            std::thread::sleep(step);
+        }
+    }
+}
+
+// ---- 2. Non-queue registers (fact sheet section 2) ----
+
+/// Device control (section 4, CTRL).
+pub const CTRL: Reg = Reg(0x00000);
+/// CTRL bits.
+pub mod ctrl {
+    use super::bit;
+    /// PCIe master disable.
+    pub const GIO_DIS: u32 = bit(2);
+    /// Link reset.
+    pub const LNK_RST: u32 = bit(3);
+    /// Device software reset (self-clearing).
+    pub const RST: u32 = bit(26);
+    /// Both reset bits (what must read back 0 after a reset, section 3.2 step 5).
+    pub const RST_MASK: u32 = RST | LNK_RST;
+}
+
+/// Device status (section 4, STATUS).
+pub const STATUS: Reg = Reg(0x00008);
+/// STATUS bits.
+pub mod status {
+    use super::{bit, Field};
+    /// Port number, selects the PHY semaphore.
+    pub const LAN_ID: Field = Field::new(3, 2);
+    /// PCIe master requests pending.
+    pub const GIO: u32 = bit(19);
+}
+
+/// Extended device control (section 4, CTRL_EXT).
+pub const CTRL_EXT: Reg = Reg(0x00018);
+/// CTRL_EXT bits.
+pub mod ctrl_ext {
+    use super::bit;
+    /// PF reset done.
+    pub const PFRSTD: u32 = bit(14);
+    /// No-snoop disable.
+    pub const NS_DIS: u32 = bit(16);
+    /// Driver loaded.
+    pub const DRV_LOAD: u32 = bit(28);
+}
+
+/// Interrupt cause, read-to-clear (section 2).
+pub const EICR: Reg = Reg(0x00800);
+/// Interrupt mask clear (section 2, 3.1).
+pub const EIMC: Reg = Reg(0x00888);
+/// Every interrupt cause (section 3.1: "simply EIMC = 0xFFFF_FFFF").
+pub const EIMC_ALL: u32 = u32::MAX;
+/// Extended interrupt mask clear for vectors 0..63 (`i` = 0, 1).
+pub const fn eimc_ex(i: usize) -> Reg {
+    Reg(0x00AB0 + 4 * i)
+}
+
+/// RX DMA control (section 4, RDRXCTL).
+pub const RDRXCTL: Reg = Reg(0x02F00);
+/// RDRXCTL bits.
+pub mod rdrxctl {
+    use super::{bit, Field};
+    /// CRC strip (must agree with HLREG0.RXCRCSTRP).
+    pub const CRCSTRIP: u32 = bit(1);
+    /// DMA init done (read-only).
+    pub const DMAIDONE: u32 = bit(3);
+    /// RSC first size: write 0.
+    pub const RSCFRSTSIZE: Field = Field::new(21, 17);
+    /// RSC ACK: write 1.
+    pub const RSCACKC: u32 = bit(25);
+    /// FCoE write fix: write 1.
+    pub const FCOE_WRFIX: u32 = bit(26);
+}
+
+/// Global receive control (section 4, RXCTRL).
+pub const RXCTRL: Reg = Reg(0x03000);
+/// RXCTRL bits.
+pub mod rxctrl {
+    use super::bit;
+    /// Receive enable.
+    pub const RXEN: u32 = bit(0);
+}
+
+/// RX packet buffer size `i` (section 3.2 step 8).
+pub const fn rxpbsize(i: usize) -> Reg {
+    Reg(0x03C00 + 4 * i)
+}
+/// X540: RX packet buffer 0 is 384 KiB (value 384 << 10).
+pub const X540_RXPBSIZE_384K: u32 = 384 << 10;
+
+/// TX flow control config (section 4, MFLCN / FCCFG).
+pub const FCCFG: Reg = Reg(0x03D00);
+/// FCCFG bits.
+pub mod fccfg {
+    use super::bit;
+    /// Send link PAUSE.
+    pub const TFCE_802_3X: u32 = bit(3);
+    /// Send priority PAUSE.
+    pub const TFCE_PRIORITY: u32 = bit(4);
+}
+
+/// MAC core control (section 4, HLREG0).
+pub const HLREG0: Reg = Reg(0x04240);
+/// HLREG0 bits.
+pub mod hlreg0 {
+    use super::bit;
+    /// Append CRC on TX.
+    pub const TXCRCEN: u32 = bit(0);
+    /// Strip CRC on RX.
+    pub const RXCRCSTRP: u32 = bit(1);
+    /// Jumbo frames.
+    pub const JUMBOEN: u32 = bit(2);
+    /// Pad short TX frames.
+    pub const TXPADEN: u32 = bit(10);
+    /// MAC loopback.
+    pub const LPBK: u32 = bit(15);
+}
+
+/// MDIO command (section 5.4).
+pub const MSCA: Reg = Reg(0x0425C);
+/// MSCA fields.
+pub mod msca {
+    use super::{bit, Field};
+    /// Register address.
+    pub const NP_ADDR: Field = Field::new(15, 0);
+    /// MMD.
+    pub const DEV_TYPE: Field = Field::new(20, 16);
+    /// PHY address.
+    pub const PHY_ADDR: Field = Field::new(25, 21);
+    /// Operation.
+    pub const OP_CODE: Field = Field::new(27, 26);
+    /// OP_CODE: address cycle.
+    pub const OP_ADDR: u32 = 0;
+    /// OP_CODE: write.
+    pub const OP_WRITE: u32 = 1;
+    /// OP_CODE: read.
+    pub const OP_READ: u32 = 3;
+    /// Clause (00 = clause 45).
+    pub const ST_CODE: Field = Field::new(29, 28);
+    /// Start; hardware clears it when done.
+    pub const MDI_COMMAND: u32 = bit(30);
+}
+/// MDIO data (section 5.4): write data in 15:0, read data in 31:16.
+pub const MSRWD: Reg = Reg(0x04260);
+/// MSRWD fields.
+pub mod msrwd {
+    use super::Field;
+    /// Data to write.
+    pub const WRITE_DATA: Field = Field::new(15, 0);
+    /// Data read.
+    pub const READ_DATA: Field = Field::new(31, 16);
+}
+
+/// Max frame size (section 11; same register as MHADD).
+pub const MAXFRS: Reg = Reg(0x04268);
+/// MAXFRS fields.
+pub mod maxfrs {
+    use super::Field;
+    /// Max frame size including L2 header and CRC.
+    pub const MFS: Field = Field::new(31, 16);
+}
+
+/// RX flow control (section 4, MFLCN).
+pub const MFLCN: Reg = Reg(0x04294);
+/// MFLCN bits.
+pub mod mflcn {
+    use super::bit;
+    /// Receive pause honour.
+    pub const RFCE: u32 = bit(3);
+    /// Priority flow control enable.
+    pub const RPFCE: u32 = bit(2);
+}
+
+/// Link status (section 5.1).
+pub const LINKS: Reg = Reg(0x042A4);
+/// LINKS fields.
+pub mod links {
+    use super::{bit, Field};
+    /// Link up.
+    pub const LINK_UP: u32 = bit(30);
+    /// Speed (82599/X540).
+    pub const SPEED: Field = Field::new(29, 28);
+    /// SPEED: 100 Mb/s.
+    pub const SPEED_100M: u32 = 0b01;
+    /// SPEED: 1 Gb/s.
+    pub const SPEED_1G: u32 = 0b10;
+    /// SPEED: 10 Gb/s.
+    pub const SPEED_10G: u32 = 0b11;
+}
+
+/// DCB TX descriptor plane control (section 4, RTTDCS).
+pub const RTTDCS: Reg = Reg(0x04900);
+/// RTTDCS bits.
+pub mod rttdcs {
+    use super::bit;
+    /// Arbiter disable (while changing MTQC).
+    pub const ARBDIS: u32 = bit(6);
+}
+
+/// Global TX DMA control (section 4, DMATXCTL).
+pub const DMATXCTL: Reg = Reg(0x04A80);
+/// DMATXCTL bits.
+pub mod dmatxctl {
+    use super::bit;
+    /// TX enable.
+    pub const TE: u32 = bit(0);
+}
+
+/// RX checksum control (section 4, RXCSUM).
+pub const RXCSUM: Reg = Reg(0x05000);
+/// RXCSUM bits.
+pub mod rxcsum {
+    use super::bit;
+    /// IP payload checksum enable.
+    pub const IPPCSE: u32 = bit(12);
+    /// Packet checksum disable: the descriptor carries the RSS hash.
+    pub const PCSD: u32 = bit(13);
+}
+
+/// Filter control (section 4, FCTRL).
+pub const FCTRL: Reg = Reg(0x05080);
+/// FCTRL bits.
+pub mod fctrl {
+    use super::bit;
+    /// Store bad packets.
+    pub const SBP: u32 = bit(1);
+    /// Multicast promiscuous.
+    pub const MPE: u32 = bit(8);
+    /// Unicast promiscuous.
+    pub const UPE: u32 = bit(9);
+    /// Broadcast accept.
+    pub const BAM: u32 = bit(10);
+    /// Pass MAC control frames.
+    pub const PMCF: u32 = bit(12);
+    /// Discard PAUSE frames.
+    pub const DPF: u32 = bit(13);
+}
+
+/// Multicast table control (section 10.2).
+pub const MCSTCTRL: Reg = Reg(0x05090);
+/// Multicast hash table word `i` (0..128).
+pub const fn mta(i: usize) -> Reg {
+    Reg(0x05200 + 4 * i)
+}
+/// MTA words.
+pub const MTA_WORDS: usize = 128;
+
+/// Receive address low `i` (section 10.1).
+pub const fn ral(i: usize) -> Reg {
+    if i <= 15 {
+        Reg(0x05400 + 8 * i)
+    } else {
+        Reg(0x0A200 + 8 * i)
+    }
+}
+/// Receive address high `i` (section 10.1).
+pub const fn rah(i: usize) -> Reg {
+    if i <= 15 {
+        Reg(0x05404 + 8 * i)
+    } else {
+        Reg(0x0A204 + 8 * i)
+    }
+}
+/// RAH fields.
+pub mod rah {
+    use super::{bit, Field};
+    /// Address bytes 4 and 5.
+    pub const ADDR_HI: Field = Field::new(15, 0);
+    /// Address valid.
+    pub const AV: u32 = bit(31);
+}
+/// Unicast address filter entries.
+pub const RAR_ENTRIES: usize = 128;
+/// Pool select for RAR `i`, pools 0..31 (section 10.1).
+pub const fn mpsar_lo(i: usize) -> Reg {
+    Reg(0x0A600 + 8 * i)
+}
+/// Pool select for RAR `i`, pools 32..63.
+pub const fn mpsar_hi(i: usize) -> Reg {
+    Reg(0x0A604 + 8 * i)
+}
+/// VLAN filter table word `i` (0..128, section 10.3).
+pub const fn vfta(i: usize) -> Reg {
+    Reg(0x0A000 + 4 * i)
+}
+/// VFTA words.
+pub const VFTA_WORDS: usize = 128;
+
+/// Multiple RX queue control (section 9).
+pub const MRQC: Reg = Reg(0x05818);
+/// MRQC fields.
+pub mod mrqc {
+    use super::{bit, Field};
+    /// Mode.
+    pub const MRQE: Field = Field::new(3, 0);
+    /// MRQE: RSS only.
+    pub const MRQE_RSS: u32 = 0x1;
+    /// Hash IPv4/TCP.
+    pub const RSS_FIELD_IPV4_TCP: u32 = bit(16);
+    /// Hash IPv4.
+    pub const RSS_FIELD_IPV4: u32 = bit(17);
+    /// Hash IPv6-ext/TCP.
+    pub const RSS_FIELD_IPV6_EX_TCP: u32 = bit(18);
+    /// Hash IPv6-ext.
+    pub const RSS_FIELD_IPV6_EX: u32 = bit(19);
+    /// Hash IPv6.
+    pub const RSS_FIELD_IPV6: u32 = bit(20);
+    /// Hash IPv6/TCP.
+    pub const RSS_FIELD_IPV6_TCP: u32 = bit(21);
+    /// Hash IPv4/UDP.
+    pub const RSS_FIELD_IPV4_UDP: u32 = bit(22);
+    /// Hash IPv6/UDP.
+    pub const RSS_FIELD_IPV6_UDP: u32 = bit(23);
+    /// Hash IPv6-ext/UDP.
+    pub const RSS_FIELD_IPV6_EX_UDP: u32 = bit(24);
+}
+/// RSS redirection table word `i` (0..32): four one-byte entries, lowest byte = lowest entry (section 9).
+pub const fn reta(i: usize) -> Reg {
+    Reg(0x05C00 + 4 * i)
+}
+/// RETA entries (128).
+pub const RETA_ENTRIES: usize = 128;
+/// Only the low 4 bits of each entry count on 82599/X540: RSS spreads over at most 16 queues.
+pub const RETA_MAX_QUEUES: u16 = 16;
+/// RSS key word `i` (0..10): key byte 4i+j in bits 8j+7:8j (section 9).
+pub const fn rssrk(i: usize) -> Reg {
+    Reg(0x05C80 + 4 * i)
+}
+/// RSS key length in bytes.
+pub const RSS_KEY_LEN: usize = 40;
+/// Linux's default RSS key (section 9), as the ten RSSRK words.
+pub const DEFAULT_RSS_KEY_WORDS: [u32; 10] = [
+    0xE291D73D, 0x1805EC6C, 0x2A94B30D, 0xA54F2BEC, 0xEA49AF7C, 0xE214AD3D, 0xB855AABE, 0x6A3E67EA, 0x14364D17,
+    0x3BED200D,
+];
+
+/// Max outstanding TX data read size (section 3.6 step 29).
+pub const DTXMXSZRQ: Reg = Reg(0x08100);
+/// ixy's value for non-DCB.
+pub const DTXMXSZRQ_MAX: u32 = 0xFFF;
+/// Multiple TX queue control (section 4, MTQC): 0 = 64 queues, one packet buffer.
+pub const MTQC: Reg = Reg(0x08120);
+
+/// EEPROM/flash control (section 4, EEC).
+pub const EEC: Reg = Reg(0x10010);
+/// EEC bits.
+pub mod eec {
+    use super::bit;
+    /// EEPROM auto-read done.
+    pub const ARD: u32 = bit(9);
+}
+
+/// Software semaphore (section 5.5).
+pub const SWSM: Reg = Reg(0x10140);
+/// SWSM bits.
+pub mod swsm {
+    use super::bit;
+    /// Inter-driver semaphore.
+    pub const SMBI: u32 = bit(0);
+}
+/// SW/FW resource semaphore (section 5.5, SW_FW_SYNC = GSSR).
+pub const SW_FW_SYNC: Reg = Reg(0x10160);
+/// SW_FW_SYNC bits.
+pub mod sw_fw_sync {
+    use super::bit;
+    /// PHY 0 (software owner).
+    pub const PHY0: u32 = bit(1);
+    /// PHY 1 (software owner).
+    pub const PHY1: u32 = bit(2);
+    /// Firmware owner bit = software bit << FW_SHIFT.
+    pub const FW_SHIFT: u32 = 5;
+    /// Register semaphore.
+    pub const REGSMP: u32 = bit(31);
+}
+
+// ---- 6. Queue registers ----
+
+/// Queues per register bank before the second bank (RX registers of queues >= 64 live at 0x0D000).
+const RX_BANK: u16 = 64;
+
+const fn rxq(base_lo: usize, base_hi: usize, q: u16) -> Reg {
+    if q < RX_BANK {
+        Reg(base_lo + 0x40 * q as usize)
+    } else {
+        Reg(base_hi + 0x40 * (q - RX_BANK) as usize)
+    }
+}
+
+/// RX descriptor base low (section 6.1).
+pub const fn rdbal(q: u16) -> Reg {
+    rxq(0x01000, 0x0D000, q)
+}
+/// RX descriptor base high.
+pub const fn rdbah(q: u16) -> Reg {
+    rxq(0x01004, 0x0D004, q)
+}
+/// RX ring length in bytes.
+pub const fn rdlen(q: u16) -> Reg {
+    rxq(0x01008, 0x0D008, q)
+}
+/// RX head.
+pub const fn rdh(q: u16) -> Reg {
+    rxq(0x01010, 0x0D010, q)
+}
+/// RX tail.
+pub const fn rdt(q: u16) -> Reg {
+    rxq(0x01018, 0x0D018, q)
+}
+/// RX descriptor control.
+pub const fn rxdctl(q: u16) -> Reg {
+    rxq(0x01028, 0x0D028, q)
+}
+/// Split receive control (three-way split, section 6.1).
+pub const fn srrctl(q: u16) -> Reg {
+    if q <= 15 {
+        Reg(0x02100 + 4 * q as usize)
+    } else {
+        rxq(0x01014, 0x0D014, q)
+    }
+}
+/// RX DCA control (three-way split, section 6.1).
+pub const fn dca_rxctrl(q: u16) -> Reg {
+    if q <= 15 {
+        Reg(0x02200 + 4 * q as usize)
+    } else {
+        rxq(0x0100C, 0x0D00C, q)
+    }
+}
+/// DCA_RXCTRL bits to clear (section 4: bit 12 per ixy, 13 and 15 per DPDK gen2).
+pub mod dca_rxctrl {
+    use super::bit;
+    /// ixy: comes out of reset as 1, must be 0.
+    pub const BIT12: u32 = bit(12);
+    /// Data write relaxed ordering.
+    pub const DATA_WRO_EN: u32 = bit(13);
+    /// Header write relaxed ordering.
+    pub const HEAD_WRO_EN: u32 = bit(15);
+}
+
+/// SRRCTL fields (section 6.2).
+pub mod srrctl {
+    use super::{bit, Field};
+    /// Buffer size in KiB.
+    pub const BSIZEPACKET: Field = Field::new(6, 0);
+    /// BSIZEPACKET unit.
+    pub const BSIZEPACKET_SHIFT: u32 = 10;
+    /// Descriptor type.
+    pub const DESCTYPE: Field = Field::new(27, 25);
+    /// DESCTYPE: advanced, one buffer.
+    pub const DESCTYPE_ADV_ONEBUF: u32 = 0b001;
+    /// Drop when the queue has no descriptors.
+    pub const DROP_EN: u32 = bit(28);
+}
+
+/// RXDCTL bits (section 6.2).
+pub mod rxdctl {
+    use super::bit;
+    /// Queue enable.
+    pub const ENABLE: u32 = bit(25);
+    /// Software flush.
+    pub const SWFLSH: u32 = bit(26);
+    /// VLAN strip.
+    pub const VME: u32 = bit(30);
+}
+
+/// TX descriptor base low (section 6.1).
+pub const fn tdbal(q: u16) -> Reg {
+    Reg(0x06000 + 0x40 * q as usize)
+}
+/// TX descriptor base high.
+pub const fn tdbah(q: u16) -> Reg {
+    Reg(0x06004 + 0x40 * q as usize)
+}
+/// TX ring length in bytes.
+pub const fn tdlen(q: u16) -> Reg {
+    Reg(0x06008 + 0x40 * q as usize)
+}
+/// TX DCA control (82599/X540).
+pub const fn dca_txctrl(q: u16) -> Reg {
+    Reg(0x0600C + 0x40 * q as usize)
+}
+/// DCA_TXCTRL bits.
+pub mod dca_txctrl {
+    use super::bit;
+    /// Descriptor write-back relaxed ordering: cleared, reordered DD write-backs break cleanup (section 6.3).
+    pub const DESC_WRO_EN: u32 = bit(11);
+}
+/// TX head.
+pub const fn tdh(q: u16) -> Reg {
+    Reg(0x06010 + 0x40 * q as usize)
+}
+/// TX tail.
+pub const fn tdt(q: u16) -> Reg {
+    Reg(0x06018 + 0x40 * q as usize)
+}
+/// TX descriptor control.
+pub const fn txdctl(q: u16) -> Reg {
+    Reg(0x06028 + 0x40 * q as usize)
+}
+/// Head write-back address low.
+pub const fn tdwbal(q: u16) -> Reg {
+    Reg(0x06038 + 0x40 * q as usize)
+}
+/// Head write-back address high.
+pub const fn tdwbah(q: u16) -> Reg {
+    Reg(0x0603C + 0x40 * q as usize)
+}
+/// TXDCTL fields (section 6.3).
+pub mod txdctl {
+    use super::{bit, Field};
+    /// Prefetch threshold.
+    pub const PTHRESH: Field = Field::new(6, 0);
+    /// Host threshold.
+    pub const HTHRESH: Field = Field::new(14, 8);
+    /// Write-back threshold (0 with RS batching).
+    pub const WTHRESH: Field = Field::new(22, 16);
+    /// Queue enable.
+    pub const ENABLE: u32 = bit(25);
+    /// Software flush.
+    pub const SWFLSH: u32 = bit(26);
+    /// DPDK's PTHRESH default.
+    pub const DEFAULT_PTHRESH: u32 = 32;
+}
+
+// ---- 13. Statistics (clear-on-read) ----
+
+/// A statistics register and its xstats name.
+#[derive(Debug, Clone, Copy)]
+pub struct StatReg {
+    /// DPDK's xstats name.
+    pub name: &'static str,
+    /// Low (or only) register.
+    pub lo: Reg,
+    /// High register of a 64-bit (36-bit) counter, read after the low one.
+    pub hi: Option<Reg>,
+}
+
+const fn stat(name: &'static str, off: usize) -> StatReg {
+    StatReg { name, lo: Reg(off), hi: None }
+}
+const fn stat64(name: &'static str, lo: usize, hi: usize) -> StatReg {
+    StatReg { name, lo: Reg(lo), hi: Some(Reg(hi)) }
+}
+
+/// CRC errors.
+pub const CRCERRS: Reg = Reg(0x04000);
+/// Missed packets per packet buffer `i` (0..8).
+pub const fn mpc(i: usize) -> Reg {
+    Reg(0x03FA0 + 4 * i)
+}
+/// Packet buffers with a missed-packet counter.
+pub const MPC_COUNT: usize = 8;
+
+/// Index of each statistic in [`STATS`] (kept in step with the table).
+pub mod stat_idx {
+    /// CRCERRS.
+    pub const CRCERRS: usize = 0;
+    /// ILLERRC.
+    pub const ILLERRC: usize = 1;
+    /// ERRBC.
+    pub const ERRBC: usize = 2;
+    /// MSPDC.
+    pub const MSPDC: usize = 3;
+    /// MLFC.
+    pub const MLFC: usize = 4;
+    /// MRFC.
+    pub const MRFC: usize = 5;
+    /// RLEC.
+    pub const RLEC: usize = 6;
+    /// RUC.
+    pub const RUC: usize = 7;
+    /// RFC.
+    pub const RFC: usize = 8;
+    /// ROC.
+    pub const ROC: usize = 9;
+    /// RJC.
+    pub const RJC: usize = 10;
+    /// XEC.
+    pub const XEC: usize = 11;
+    /// GPRC.
+    pub const GPRC: usize = 12;
+    /// GPTC.
+    pub const GPTC: usize = 13;
+    /// GORC.
+    pub const GORC: usize = 14;
+    /// GOTC.
+    pub const GOTC: usize = 15;
+    /// MPC (sum over packet buffers; not a register of its own).
+    pub const MPC: usize = 16;
+}
+
+/// The statistics the driver accumulates (section 13), in [`stat_idx`] order; names are DPDK's xstats names.
+/// Entry [`stat_idx::MPC`] is the sum of MPC(0..8) and has a placeholder register.
+pub const STATS: &[StatReg] = &[
+    stat("rx_crc_errors", 0x04000),
+    stat("rx_illegal_byte_errors", 0x04004),
+    stat("rx_error_bytes", 0x04008),
+    stat("rx_mac_short_packet_dropped", 0x04010),
+    stat("mac_local_errors", 0x04034),
+    stat("mac_remote_errors", 0x04038),
+    stat("rx_length_errors", 0x04040),
+    stat("rx_undersize_errors", 0x040A4),
+    stat("rx_fragment_errors", 0x040A8),
+    stat("rx_oversize_errors", 0x040AC),
+    stat("rx_jabber_errors", 0x040B0),
+    stat("rx_l3_l4_xsum_error", 0x04120),
+    stat("rx_good_packets_hw", 0x04074),
+    stat("tx_good_packets_hw", 0x04080),
+    stat64("rx_good_bytes_hw", 0x04088, 0x0408C),
+    stat64("tx_good_bytes_hw", 0x04090, 0x04094),
+    stat("rx_missed_errors_hw", 0x03FA0),
+    stat("rx_broadcast_packets", 0x04078),
+    stat("rx_multicast_packets", 0x0407C),
+    stat("tx_multicast_packets", 0x040F0),
+    stat("tx_broadcast_packets", 0x040F4),
+    stat("rx_total_packets", 0x040D0),
+    stat("tx_total_packets", 0x040D4),
+    stat64("rx_total_bytes", 0x040C0, 0x040C4),
+    stat("rx_size_64_packets", 0x0405C),
+    stat("rx_size_65_to_127_packets", 0x04060),
+    stat("rx_size_128_to_255_packets", 0x04064),
+    stat("rx_size_256_to_511_packets", 0x04068),
+    stat("rx_size_512_to_1023_packets", 0x0406C),
+    stat("rx_size_1024_to_max_packets", 0x04070),
+    stat("tx_size_64_packets", 0x040D8),
+    stat("tx_size_65_to_127_packets", 0x040DC),
+    stat("tx_size_128_to_255_packets", 0x040E0),
+    stat("tx_size_256_to_511_packets", 0x040E4),
+    stat("tx_size_512_to_1023_packets", 0x040E8),
+    stat("tx_size_1024_to_max_packets", 0x040EC),
+    stat("tx_xon_packets", 0x03F60),
+    stat("tx_xoff_packets", 0x03F68),
+    stat("rx_xon_packets", 0x041A4),
+    stat("rx_xoff_packets", 0x041A8),
+    stat("rx_management_packets", 0x040B4),
+    stat("rx_management_dropped", 0x040B8),
+    stat("tx_management_packets", 0x0CF90),
+];
+
+// ---- 5.3 PHY registers (clause 45, through MSCA/MSRWD) ----
+
+/// X540 PHY (MMD, register) pairs and bits.
+pub mod phy {
+    /// PMA/PMD MMD.
+    pub const MMD_PMA_PMD: u32 = 0x01;
+    /// Auto-negotiation MMD.
+    pub const MMD_AN: u32 = 0x07;
+    /// Vendor-specific 1 MMD.
+    pub const MMD_VEND1: u32 = 0x1E;
+    /// PHY ID high (PMA/PMD).
+    pub const PHY_ID_HIGH: u32 = 0x0002;
+    /// AN control register.
+    pub const AN_CTRL: u32 = 0x0000;
+    /// AN control: restart auto-negotiation.
+    pub const AN_RESTART: u32 = 1 << 9;
+    /// 100M advertisement register.
+    pub const AN_ADV_100M: u32 = 0x0010;
+    /// 100M full-duplex advertisement bit.
+    pub const AN_ADV_100M_FD: u32 = 1 << 8;
+    /// 10GBASE-T advertisement register.
+    pub const AN_ADV_10G: u32 = 0x0020;
+    /// 10GBASE-T advertisement bit.
+    pub const AN_ADV_10G_BIT: u32 = 1 << 12;
+    /// Vendor provisioning 1 (1G advertisement).
+    pub const AN_VENDOR_PROV1: u32 = 0xC400;
+    /// 1000BASE-T full-duplex advertisement bit.
+    pub const AN_ADV_1G_FD: u32 = 1 << 15;
+    /// Vendor-1 control register.
+    pub const VEND1_CTRL: u32 = 0x0000;
+    /// Low-power mode: clear to power the PHY up.
+    pub const VEND1_LOW_POWER: u32 = 1 << 11;
+    /// PHY addresses probed.
+    pub const MAX_PHY_ADDR: u32 = 32;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_register_formulas_follow_the_fact_sheet() {
+        assert_eq!(rdbal(0), Reg(0x1000));
+        assert_eq!(rdt(1), Reg(0x1058));
+        assert_eq!(rdbal(64), Reg(0xD000));
+        assert_eq!(rxdctl(65), Reg(0xD068));
+        assert_eq!(srrctl(15), Reg(0x213C));
+        assert_eq!(srrctl(16), Reg(0x1414));
+        assert_eq!(srrctl(64), Reg(0xD014));
+        assert_eq!(dca_rxctrl(3), Reg(0x220C));
+        assert_eq!(tdt(2), Reg(0x6098));
+        assert_eq!(txdctl(127), Reg(0x6028 + 0x40 * 127));
+        assert_eq!(ral(16), Reg(0xA280));
+        assert_eq!(rah(1), Reg(0x540C));
+    }
+
+    #[test]
+    fn fields() {
+        assert_eq!(maxfrs::MFS.mask(), 0xFFFF_0000);
+        assert_eq!(maxfrs::MFS.set(0x1234, 9018), (9018 << 16) | 0x1234);
+        assert_eq!(links::SPEED.get(0x7000_0000), 0b11);
+        assert_eq!(srrctl::DESCTYPE.val(srrctl::DESCTYPE_ADV_ONEBUF), 0x0200_0000);
+        assert_eq!(rdrxctl::RSCFRSTSIZE.mask(), 0x003E_0000);
+        assert_eq!(Field::new(31, 0).mask(), u32::MAX);
+    }
+
+    #[test]
+    fn stat_table_indices_match() {
+        assert_eq!(STATS[stat_idx::CRCERRS].lo, CRCERRS);
+        assert_eq!(STATS[stat_idx::RLEC].name, "rx_length_errors");
+        assert_eq!(STATS[stat_idx::XEC].lo, Reg(0x04120));
+        assert_eq!(STATS[stat_idx::GPRC].lo, Reg(0x04074));
+        assert_eq!(STATS[stat_idx::GOTC].lo, Reg(0x04090));
+        assert_eq!(STATS[stat_idx::MPC].lo, mpc(0));
+    }
+}
