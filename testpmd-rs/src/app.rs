@@ -116,6 +116,8 @@ pub struct App {
     /// Mode of the current or last run.
     run_mode: FwdMode,
     warned_single_lcore: bool,
+    /// `set record FILE`: the file, and the capture of the current run.
+    record: Option<(String, Option<fwd::Recorder>)>,
 }
 
 fn port_list(arg: &str, nb: usize) -> Result<Vec<u16>, String> {
@@ -223,6 +225,7 @@ impl App {
             streams: Vec::new(),
             run_mode: p.fwd_mode,
             warned_single_lcore: false,
+            record: None,
         };
         app.start_ports(&(0..nb as u16).collect::<Vec<_>>())?;
         for port in &mut app.ports {
@@ -517,10 +520,20 @@ impl App {
             port.fwd_base = port.dev.stats();
         }
         // Move the queues into streams, grouped by lcore.
+        let mut recorder = None;
+        if let Some((path, current)) = &mut self.record {
+            let w = pktio::pcap_file::PcapWriter::create(path.as_str())
+                .map_err(|e| format!("set record: cannot create {path}: {e}"))?;
+            let r: fwd::Recorder = Arc::new(std::sync::Mutex::new(w));
+            println!("Recording the packets sent into {path}");
+            *current = Some(r.clone());
+            recorder = Some(r);
+        }
         let gen = GenConfig {
             pool: self.pool.clone(),
             txpkts: self.set.txpkts.clone(),
             flowgen_flows: self.set.flowgen_flows,
+            record: recorder,
         };
         let mut groups: Vec<(u32, Vec<Stream>)> = Vec::new();
         let mut failure = None;
@@ -648,8 +661,35 @@ impl App {
         print!("Telling cores to stop...");
         println!("\nWaiting for lcores to finish...");
         self.stop_quiet();
+        self.finish_record();
         self.show_fwd_stats();
         println!("\nDone.");
+        Ok(())
+    }
+
+    fn finish_record(&mut self) {
+        let Some((path, current)) = &mut self.record else { return };
+        let Some(r) = current.take() else { return };
+        let mut w = r.lock().unwrap_or_else(|e| e.into_inner());
+        match w.flush() {
+            Ok(()) => println!("Recorded {} packets into {path}", w.records_written()),
+            Err(e) => println!("Error: recording into {path}: {e}"),
+        }
+    }
+
+    /// `set record FILE` / `set record off`.
+    pub fn set_record(&mut self, what: &str) -> CmdResult {
+        if self.is_forwarding() {
+            return Err("Please stop forwarding first (stop)".into());
+        }
+        if what == "off" {
+            self.record = None;
+            println!("Recording off");
+        } else {
+            std::fs::File::create(what).map_err(|e| format!("set record: cannot create {what}: {e}"))?;
+            self.record = Some((what.to_string(), None));
+            println!("Packets sent will be recorded into {what} (pcap) from the next start");
+        }
         Ok(())
     }
 

@@ -50,6 +50,7 @@ const COMMANDS: &[(&str, &str)] = &[
     ("set promisc all|<port> on|off", "promiscuous mode"),
     ("set allmulti all|<port> on|off", "all-multicast mode"),
     ("set eth-peer <port> <mac>", "peer MAC address of a port (mac, csum, txonly)"),
+    ("set record <file>|off", "write every packet sent into a pcap file (from the next start)"),
     ("port start all|<port>", "start ports"),
     ("port stop all|<port>", "stop ports"),
     ("port config all rxq|txq|rxd|txd <n>", "queues or descriptors per port (ports stopped)"),
@@ -207,6 +208,7 @@ fn dispatch(app: &mut App, w: &[&str]) -> CmdResult {
             app.peers[id as usize] = mac;
             Ok(())
         }
+        ["set", "record", what] => app.set_record(what),
         ["port", "start", which] => {
             let ids = app.ports_arg(which)?;
             app.start_ports(&ids)

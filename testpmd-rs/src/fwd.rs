@@ -8,9 +8,10 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use mempool::{Mempool, PacketBatch};
+use pktio::pcap_file::PcapWriter;
 use pktio::stats::Counter;
 use pktio::{MacAddr, RxQueue, TxQueue};
 
@@ -125,7 +126,10 @@ pub struct StreamCounters {
     pub bad_l4_csum: Counter,
 }
 
-/// What packet generation needs (txonly, flowgen, tx_first).
+/// A capture shared by the streams (`set record FILE`).
+pub type Recorder = Arc<Mutex<PcapWriter<std::io::BufWriter<std::fs::File>>>>;
+
+/// What packet generation needs (txonly, flowgen, tx_first), and the capture, if any.
 #[derive(Debug, Clone)]
 pub struct GenConfig {
     /// Pool to allocate from.
@@ -134,6 +138,8 @@ pub struct GenConfig {
     pub txpkts: Vec<u16>,
     /// Number of flows flowgen cycles through.
     pub flowgen_flows: u32,
+    /// Where every packet offered to a TX queue is also written.
+    pub record: Option<Recorder>,
 }
 
 /// One stream: the queues it owns and what its engine needs.
@@ -162,6 +168,7 @@ pub struct Stream {
     nb_flows: u32,
     next_flow: u32,
     pool: Mempool,
+    record: Option<Recorder>,
 }
 
 impl Stream {
@@ -223,6 +230,7 @@ impl Stream {
             nb_flows: gen.flowgen_flows.max(1),
             next_flow: 0,
             pool: gen.pool.clone(),
+            record: gen.record.clone(),
         }
     }
 
@@ -234,6 +242,9 @@ impl Stream {
     /// Sends the batch; what the queue does not take is counted as dropped and freed.
     #[inline(always)]
     fn send(&mut self, b: &mut PacketBatch) {
+        if let Some(r) = &self.record {
+            record(r, b);
+        }
         let sent = self.tx.tx_burst(b);
         self.counters.tx_packets.add(sent as u64);
         if !b.is_empty() {
@@ -247,6 +258,17 @@ impl Stream {
         let n = self.rx.rx_burst(b);
         self.counters.rx_packets.add(n as u64);
         n
+    }
+}
+
+/// Writes the packets of `b` into the capture (errors end up as a short capture, reported at stop).
+#[cold]
+#[inline(never)]
+fn record(r: &Recorder, b: &PacketBatch) {
+    let now = pktio::pcap_file::now_ns();
+    let mut w = r.lock().unwrap_or_else(|e| e.into_inner());
+    for m in b.iter() {
+        let _ = w.write_segments(now, m.pkt_len(), m.segments().map(|s| s.data));
     }
 }
 
@@ -388,6 +410,9 @@ impl Engine for FlowGen {
             if flow >= s.nb_flows {
                 flow = 0;
             }
+        }
+        if let Some(r) = &s.record {
+            record(r, b);
         }
         let sent = s.tx.tx_burst(b);
         s.counters.tx_packets.add(sent as u64);

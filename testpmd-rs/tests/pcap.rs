@@ -314,3 +314,32 @@ fn txonly_writes_testpmd_default_udp_frames() {
         assert_eq!(f, &want, "frame {i}");
     }
 }
+
+#[test]
+fn set_record_captures_what_is_sent() {
+    let dir = TempDir::new("record");
+    let cap = dir.path("rec.pcap");
+    let mut s = Session::spawn(command(&["--vdev", "net_ring0,link=r", "--vdev", "net_ring1,link=r"], &["-i"]));
+    s.wait_for("testpmd> ", Duration::from_secs(20));
+    assert!(s.cmd(&format!("set record {cap}")).contains("from the next start"));
+    assert!(s.cmd("set record /nonexistent-dir/x.pcap").contains("cannot create"));
+    s.cmd(&format!("set record {cap}"));
+    s.cmd("start tx_first");
+    std::thread::sleep(Duration::from_millis(30));
+    let stop = s.cmd("stop");
+    let total = fwd_total_block(&stop).unwrap();
+    let recorded: u64 = stop
+        .lines()
+        .find_map(|l| l.strip_prefix("Recorded ")?.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no Recorded line:\n{stop}"));
+    assert_eq!(recorded, total.tx_packets + total.tx_dropped, "{stop}");
+    let frames = read_frames(&cap);
+    assert_eq!(frames.len() as u64, recorded);
+    // The first 64 are the tx_first bursts: 64-byte UDP frames 198.18.0.1 -> 198.18.0.2 that then circulate.
+    assert!(frames.iter().all(|f| f.len() == 64 && f[26..34] == [198, 18, 0, 1, 198, 18, 0, 2]));
+    assert!(s.cmd("set record off").contains("Recording off"));
+    s.send("quit");
+    let (status, out) = s.finish();
+    assert!(status.success(), "{out}");
+    assert_pool_full(&out);
+}
