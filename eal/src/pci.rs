@@ -86,7 +86,16 @@ impl std::fmt::Debug for PciDriver {
 }
 
 /// Every PCI driver in this build.
-pub const DRIVERS: &[PciDriver] = &[];
+pub const DRIVERS: &[PciDriver] = &[PciDriver {
+    name: virtio::DRIVER_NAME,
+    ids: &[PciId::new(virtio::dev::VENDOR_ID, virtio::dev::DEVICE_ID_NET_MODERN)],
+    probe: probe_virtio,
+}];
+
+/// virtio-net (modern, 1af4:1041) through the EAL's VFIO container and DMA memory.
+fn probe_virtio(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
+    Ok(Box::new(virtio::open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
+}
 
 /// Reads a device's IDs from sysfs under `root` (normally `/sys`).
 pub fn read_pci_id(root: &Path, addr: PciAddress) -> Result<PciId> {
