@@ -108,17 +108,17 @@ impl PortStats {
     /// `self - base`, counter by counter (a reset is a new base, since queue threads own the live counters).
     pub fn since(&self, base: &PortStats) -> PortStats {
         fn sub(a: &[u64], b: &[u64]) -> Vec<u64> {
-            a.iter().enumerate().map(|(i, v)| v.wrapping_sub(b.get(i).copied().unwrap_or(0))).collect()
+            a.iter().enumerate().map(|(i, v)| v.saturating_sub(b.get(i).copied().unwrap_or(0))).collect()
         }
         PortStats {
-            ipackets: self.ipackets.wrapping_sub(base.ipackets),
-            opackets: self.opackets.wrapping_sub(base.opackets),
-            ibytes: self.ibytes.wrapping_sub(base.ibytes),
-            obytes: self.obytes.wrapping_sub(base.obytes),
-            imissed: self.imissed.wrapping_sub(base.imissed),
-            ierrors: self.ierrors.wrapping_sub(base.ierrors),
-            oerrors: self.oerrors.wrapping_sub(base.oerrors),
-            rx_nombuf: self.rx_nombuf.wrapping_sub(base.rx_nombuf),
+            ipackets: self.ipackets.saturating_sub(base.ipackets),
+            opackets: self.opackets.saturating_sub(base.opackets),
+            ibytes: self.ibytes.saturating_sub(base.ibytes),
+            obytes: self.obytes.saturating_sub(base.obytes),
+            imissed: self.imissed.saturating_sub(base.imissed),
+            ierrors: self.ierrors.saturating_sub(base.ierrors),
+            oerrors: self.oerrors.saturating_sub(base.oerrors),
+            rx_nombuf: self.rx_nombuf.saturating_sub(base.rx_nombuf),
             q_ipackets: sub(&self.q_ipackets, &base.q_ipackets),
             q_opackets: sub(&self.q_opackets, &base.q_opackets),
             q_ibytes: sub(&self.q_ibytes, &base.q_ibytes),
