@@ -23,7 +23,7 @@ pub enum PciError {
     },
     /// Unbinding would take a network interface away from the kernel while it is in use.
     #[error(
-        "{addr} is the network interface {iface}, which is {why}; unbinding it would cut that traffic. \
+        "{addr} is the network interface {iface}, which {why}; unbinding it would cut that traffic. \
          Take it down first (`ip link set {iface} down`) or pass --force"
     )]
     InterfaceActive {
@@ -31,8 +31,19 @@ pub enum PciError {
         addr: PciAddress,
         /// The interface name.
         iface: String,
-        /// "up", "up and has routes", ...
+        /// "is up", "is up and has 1 route", "has 2 routes".
         why: String,
+    },
+    /// devbind is for network devices; anything else (a disk controller) is left alone without --force.
+    #[error(
+        "{addr} is not a network device (class {class:06x}); unbinding it could take away a disk or the console. \
+         Pass --force if you really mean it"
+    )]
+    NotNetwork {
+        /// The device.
+        addr: PciAddress,
+        /// Its class code.
+        class: u32,
     },
     /// The kernel did not bind the device to the driver.
     #[error("{addr} did not bind to {driver} (now {now}); see `dmesg | tail` for the kernel's reason{hint}")]

@@ -141,7 +141,7 @@ impl InterfaceState {
         self.up || self.routes > 0
     }
 
-    /// "up", "up and has 2 routes", "has 1 route".
+    /// "is up", "is up and has 2 routes", "has 1 route".
     pub fn describe(&self) -> String {
         let routes = match self.routes {
             0 => String::new(),
@@ -149,8 +149,8 @@ impl InterfaceState {
             n => format!("has {n} routes"),
         };
         match (self.up, routes.is_empty()) {
-            (true, true) => "up".into(),
-            (true, false) => format!("up and {routes}"),
+            (true, true) => "is up".into(),
+            (true, false) => format!("is up and {routes}"),
             (false, _) => routes,
         }
     }
@@ -276,9 +276,35 @@ impl Sysfs {
             driver_override: read_text(&dir.join("driver_override")).filter(|t| !t.is_empty() && t != "(null)"),
             iommu_group: link_name(&dir.join("iommu_group")).and_then(|n| n.parse().ok()),
             resources: parse_resources(&read_text(&dir.join("resource")).unwrap_or_default()),
-            net_interfaces: list_names(&dir.join("net")),
+            net_interfaces: self.interfaces_of(&dir),
             modalias: read_text(&dir.join("modalias")),
         })
+    }
+
+    /// Network interfaces of the function at `dir`: `DIR/net/*` (most NICs), `DIR/*/net/*` (virtio-net, whose
+    /// interface hangs off the `virtioN` child device), and any `ROOT/class/net/IF/device` that resolves into `DIR`.
+    fn interfaces_of(&self, dir: &Path) -> Vec<String> {
+        let mut names = list_names(&dir.join("net"));
+        if let Ok(children) = fs::read_dir(dir) {
+            for child in children.flatten() {
+                let path = child.path();
+                // Only real child directories (virtio2), not the driver/subsystem/iommu_group links.
+                if child.file_type().is_ok_and(|t| t.is_dir()) {
+                    names.extend(list_names(&path.join("net")));
+                }
+            }
+        }
+        if let Ok(canonical) = fs::canonicalize(dir) {
+            for iface in list_names(&self.root.join("class/net")) {
+                let link = self.root.join("class/net").join(&iface).join("device");
+                if fs::canonicalize(&link).is_ok_and(|target| target.starts_with(&canonical)) {
+                    names.push(iface);
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// True when the driver is registered with the PCI bus (its module is loaded).
@@ -312,7 +338,7 @@ impl Sysfs {
         let v4 = read_text(&self.proc_root.join("net/route")).unwrap_or_default();
         let v6 = read_text(&self.proc_root.join("net/ipv6_route")).unwrap_or_default();
         let routes = v4.lines().skip(1).filter(|l| l.split_whitespace().next() == Some(iface)).count()
-            + v6.lines().filter(|l| l.split_whitespace().last() == Some(iface)).count();
+            + v6.lines().filter(|l| l.split_whitespace().last() == Some(iface) && is_real_v6_route(l)).count();
         InterfaceState { up: flags & 1 != 0, routes }
     }
 
@@ -396,6 +422,14 @@ fn module_name(driver: &str) -> String {
     driver.to_string()
 }
 
+/// An `/proc/net/ipv6_route` line that is a route someone configured: not link-local (fe80::/10), not multicast
+/// (ff00::/8), not a host entry for a local address (/128).
+fn is_real_v6_route(line: &str) -> bool {
+    let mut f = line.split_whitespace();
+    let (Some(dest), Some(plen)) = (f.next(), f.next()) else { return false };
+    !(dest.starts_with("fe8") || dest.starts_with("ff") || plen == "80")
+}
+
 fn list_names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = match fs::read_dir(dir) {
         Ok(entries) => entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
@@ -437,7 +471,7 @@ mod tests {
         assert_eq!(r[1].size(), 0);
         assert!(r[2].is_io());
         assert!(r[3].is_64bit() && r[3].is_prefetchable());
-        assert_eq!(InterfaceState { up: true, routes: 2 }.describe(), "up and has 2 routes");
+        assert_eq!(InterfaceState { up: true, routes: 2 }.describe(), "is up and has 2 routes");
         assert_eq!(InterfaceState { up: false, routes: 1 }.describe(), "has 1 route");
         assert!(!InterfaceState::default().is_active());
     }
