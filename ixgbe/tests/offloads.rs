@@ -1,0 +1,157 @@
+//! Jumbo frames (multi-segment chains both ways) and checksum offload flags (RX) and insertion (TX).
+mod common;
+
+use common::*;
+use mempool::{ol_flags, Mbuf, Mempool, PacketBatch, TxOffload};
+use nicsim::{run_until_idle, X540Config};
+use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
+
+fn mbuf_from(pool: &Mempool, frame: &[u8]) -> Mbuf {
+    // Chains of data-room-sized segments.
+    let room = pool.data_room() as usize;
+    let mut head: Option<Mbuf> = None;
+    for part in frame.chunks(room) {
+        let mut m = pool.alloc().expect("buffer");
+        m.data_room_mut()[..part.len()].copy_from_slice(part);
+        assert!(m.set_len(part.len() as u16));
+        match &mut head {
+            Some(h) => h.chain(m),
+            None => head = Some(m),
+        }
+    }
+    head.unwrap()
+}
+
+fn bytes(m: &Mbuf) -> Vec<u8> {
+    let mut v = vec![0u8; m.pkt_len() as usize];
+    assert_eq!(m.copy_to(&mut v), v.len());
+    v
+}
+
+#[test]
+fn jumbo_9000_byte_frames_both_directions_as_chains() {
+    let ((mut d0, p0), (mut d1, p1)) = pair(X540Config::default());
+    let pool = pool(4096, 2048);
+    let config = PortConfig { mtu: 9000, rx_desc: 256, tx_desc: 256, ..Default::default() };
+    start(&mut d0, &config, &pool);
+    start(&mut d1, &config, &pool);
+    let (mac0, mac1) = (d0.mac_addr().0, d1.mac_addr().0);
+    let (mut rx0, mut tx0) = (d0.rx_queue_typed(0).unwrap(), d0.tx_queue_typed(0).unwrap());
+    let (mut rx1, mut tx1) = (d1.rx_queue_typed(0).unwrap(), d1.tx_queue_typed(0).unwrap());
+    let max = 9000 + 14;
+    for (i, len) in [max, 9000, 4097, 2048, 2049, max].into_iter().enumerate() {
+        let f01 = udp_frame(mac1, mac0, ([10, 0, 0, 1], [10, 0, 0, 2]), (1000 + i as u16, 2000), len);
+        let f10 = udp_frame(mac0, mac1, ([10, 0, 0, 2], [10, 0, 0, 1]), (2000, 1000 + i as u16), len);
+        let mut b = PacketBatch::new();
+        b.push(mbuf_from(&pool, &f01)).unwrap();
+        assert_eq!(tx0.tx_burst(&mut b), 1);
+        b.push(mbuf_from(&pool, &f10)).unwrap();
+        assert_eq!(tx1.tx_burst(&mut b), 1);
+        run_until_idle(&[&p0, &p1]);
+        for (rx, want) in [(&mut rx1, &f01), (&mut rx0, &f10)] {
+            assert_eq!(rx.rx_burst(&mut b), 1, "frame of {len} bytes");
+            let m = b.pop().unwrap();
+            assert_eq!(m.pkt_len() as usize, len);
+            assert_eq!(m.nb_segs() as usize, len.div_ceil(2048));
+            assert_eq!(&bytes(&m), want);
+            assert_eq!(
+                m.ol_flags() & (ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_GOOD),
+                ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_GOOD
+            );
+        }
+    }
+    // One byte over the MTU is not delivered.
+    let mut b = PacketBatch::new();
+    let over = udp_frame(mac1, mac0, ([10, 0, 0, 1], [10, 0, 0, 2]), (1, 2), max + 1);
+    b.push(mbuf_from(&pool, &over)).unwrap();
+    tx0.tx_burst(&mut b);
+    run_until_idle(&[&p0, &p1]);
+    assert_eq!(rx1.rx_burst(&mut b), 0);
+    drop((rx0, tx0, rx1, tx1));
+    d0.stop().unwrap();
+    d1.stop().unwrap();
+    assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
+    p0.assert_no_faults();
+    p1.assert_no_faults();
+}
+
+#[test]
+fn rx_checksum_flags_good_and_bad() {
+    let (mut dev, port) = single(X540Config::default());
+    let pool = pool(1024, 2048);
+    start(&mut dev, &PortConfig { rx_desc: 128, tx_desc: 64, ..Default::default() }, &pool);
+    let mac = dev.mac_addr().0;
+    let mut rx = dev.rx_queue_typed(0).unwrap();
+    let ips = ([10, 1, 1, 1], [10, 1, 1, 2]);
+    let good_udp = udp_frame(mac, [2, 0, 0, 0, 0, 1], ips, (5, 6), 100);
+    let good_tcp = tcp_frame(mac, [2, 0, 0, 0, 0, 1], ips, (5, 6), 100);
+    let mut bad_ip = good_udp.clone();
+    bad_ip[24] ^= 0x55;
+    let mut bad_l4 = good_tcp.clone();
+    bad_l4[60] ^= 0x55; // payload byte: TCP checksum no longer matches
+    let cases = [
+        (&good_udp, ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_GOOD),
+        (&good_tcp, ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_GOOD),
+        (&bad_ip, ol_flags::RX_IP_CKSUM_BAD),
+        (&bad_l4, ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_BAD),
+    ];
+    let mask =
+        ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_IP_CKSUM_BAD | ol_flags::RX_L4_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_BAD;
+    for (frame, want) in cases {
+        port.inject(frame);
+        port.step();
+        let mut b = PacketBatch::new();
+        assert_eq!(rx.rx_burst(&mut b), 1);
+        let m = b.pop().unwrap();
+        let got = m.ol_flags() & mask;
+        // A bad IPv4 header checksum may or may not come with an L4 verdict; the IP verdict must be right.
+        if want == ol_flags::RX_IP_CKSUM_BAD {
+            assert_eq!(got & (ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_IP_CKSUM_BAD), want);
+        } else {
+            assert_eq!(got, want, "flags {:#x}", m.ol_flags());
+        }
+    }
+    drop(rx);
+    dev.stop().unwrap();
+    assert!(pool.is_full());
+    port.assert_no_faults();
+}
+
+#[test]
+fn tx_checksum_offload_inserts_ip_and_l4_checksums() {
+    let (mut dev, port) = single(X540Config::default());
+    let pool = pool(1024, 2048);
+    start(&mut dev, &PortConfig { rx_desc: 64, tx_desc: 128, ..Default::default() }, &pool);
+    let mut tx = dev.tx_queue_typed(0).unwrap();
+    let ips = ([10, 2, 2, 1], [10, 2, 2, 2]);
+    let mut want = Vec::new();
+    let mut b = PacketBatch::new();
+    for (i, proto) in [17u8, 6, 17, 6, 17].into_iter().enumerate() {
+        let len = 90 + i * 40;
+        let good = if proto == 17 {
+            udp_frame([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1], ips, (7, 8 + i as u16), len)
+        } else {
+            tcp_frame([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1], ips, (7, 8 + i as u16), len)
+        };
+        // As rte_net_intel_cksum_prepare leaves it: IP checksum zero, L4 checksum = pseudo-header sum.
+        let mut f = good.clone();
+        f[24] = 0;
+        f[25] = 0;
+        let off = if proto == 17 { 40 } else { 50 };
+        let seed = !checksum(&[], pseudo(&ips, proto, len - 34));
+        f[off..off + 2].copy_from_slice(&seed.to_be_bytes());
+        let mut m = mbuf_from(&pool, &f);
+        let l4 = if proto == 17 { ol_flags::TX_UDP_CKSUM } else { ol_flags::TX_TCP_CKSUM };
+        m.set_ol_flags(ol_flags::TX_IPV4 | ol_flags::TX_IP_CKSUM | l4);
+        m.set_tx_offload(TxOffload { l2_len: 14, l3_len: 20, ..Default::default() });
+        b.push(m).unwrap();
+        want.push(good);
+    }
+    assert_eq!(tx.tx_burst(&mut b), 5);
+    port.step();
+    assert_eq!(port.take_tx(), want);
+    drop(tx);
+    dev.stop().unwrap();
+    assert!(pool.is_full());
+    port.assert_no_faults();
+}
