@@ -377,6 +377,10 @@ fn stat_kind(offset: usize) -> Option<StatKind> {
         || (PRC64..=PRC64 + 20).contains(&offset)
         || (PTC64..=PTC64 + 20).contains(&offset)
         || (mpc(0)..=mpc(7)).contains(&offset)
+        // MNGPRC, MNGPDC, MNGPTC; PXONTXC/PXOFFTXC(0..7); PXONRXCNT/PXOFFRXCNT(0..7) (§13): never counted here.
+        || [0x040B4, 0x040B8, 0x0CF90].contains(&offset)
+        || (0x03F00..0x03F40).contains(&offset)
+        || (0x04140..0x04180).contains(&offset)
     {
         return Some(Single);
     }
