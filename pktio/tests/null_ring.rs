@@ -562,3 +562,59 @@ fn ring_pair_two_thread_forwarding_million_packets() {
     assert_eq!((sa.ipackets, sb.opackets), (0, 0));
     assert!(p.is_full(), "{} of 2048 back", p.available());
 }
+
+/// A TX queue's counters must count exactly what went into its ring, also while the peer drains the ring at the
+/// same time (the room a sender sees can only grow under it). A small ring, full bursts in, small bursts out.
+#[test]
+fn ring_tx_counts_what_it_sent_while_peer_drains() {
+    let p = pool("nr-ring-drain", 512);
+    let mut a = open("net_ring70,link=nr-drain,size=32");
+    let mut b = open("net_ring71,link=nr-drain,size=32");
+    start(&mut *a, &p, 1);
+    start(&mut *b, &p, 1);
+    let mut atx = a.tx_queue(0).unwrap();
+    let mut brx = b.rx_queue(0).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let receiver = std::thread::spawn(move || {
+        let mut batch = PacketBatch::with_capacity(4);
+        let (mut packets, mut bytes) = (0u64, 0u64);
+        loop {
+            let stopping = stop2.load(Ordering::Acquire);
+            let n = brx.rx_burst(&mut batch);
+            packets += n as u64;
+            bytes += batch.iter().map(|m| m.pkt_len() as u64).sum::<u64>();
+            batch.clear();
+            if stopping && n == 0 {
+                return (packets, bytes);
+            }
+        }
+    });
+    let p2 = p.clone();
+    let sender = std::thread::spawn(move || {
+        let mut batch = PacketBatch::with_capacity(32);
+        let (mut packets, mut i) = (0u64, 0u64);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(400);
+        while std::time::Instant::now() < deadline {
+            while !batch.is_full() {
+                let mut m = p2.alloc().expect("pool sized for ring + batch");
+                m.append(60 + (i % 5) as u16).unwrap();
+                i += 1;
+                batch.push(m).unwrap();
+            }
+            packets += atx.tx_burst(&mut batch) as u64;
+        }
+        packets
+    });
+    let sent = sender.join();
+    stop.store(true, Ordering::Release);
+    let (packets, bytes) = receiver.join().expect("receiver panicked");
+    let sent = sent.expect("sender panicked (RingTxQueue::tx_burst sent more than the room it saw)");
+    assert_eq!(sent, packets);
+    let (sa, sb) = (a.stats(), b.stats());
+    assert_eq!((sb.ipackets, sb.ibytes), (packets, bytes));
+    assert_eq!((sa.opackets, sa.obytes), (packets, bytes), "TX counters differ from what the peer received");
+    drop(b);
+    drop(a);
+    assert!(p.is_full());
+}
