@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// The guest tests run in the one boot, in order.
-const GUEST_TESTS: &[&str] = &["vfio-probe", "virtio-exchange", "virtio-fwd", "virtio-unmapped"];
+const GUEST_TESTS: &[&str] = &["vfio-probe", "virtio-exchange", "virtio-fwd", "virtio-unmapped", "testpmd-fwd"];
 
 struct VmRun {
     skipped: Option<String>,
@@ -79,4 +79,9 @@ fn vm_virtio_io_forward_between_two_nics() {
 #[test]
 fn vm_virtio_dma_to_unmapped_iova_fails() {
     check("virtio-unmapped");
+}
+
+#[test]
+fn vm_testpmd_rs_io_forward_over_virtio() {
+    check("testpmd-fwd");
 }
