@@ -192,13 +192,16 @@ impl PoolInner {
     fn flush(&self, cache: &LocalCache, objs: *mut NonNull<MbufHeader>, len: usize) {
         // SAFETY: entries 0..len are initialised.
         let extra = unsafe { std::slice::from_raw_parts(objs.add(self.cache_size), len - self.cache_size) };
+        // Lower the count first: `available()` may then read low for a moment, never high (a pool that looked
+        // full while buffers were still moving could be freed under this thread).
+        cache.len.store(self.cache_size, Ordering::Release);
         let ok = self.ring.enqueue_bulk(extra);
         debug_assert!(ok, "mempool ring overflow");
-        cache.len.store(self.cache_size, Ordering::Relaxed);
     }
 
     fn available(&self) -> usize {
-        self.ring.len() + self.caches.iter().map(|c| c.len.load(Ordering::Relaxed)).sum::<usize>()
+        let cached: usize = self.caches.iter().map(|c| c.len.load(Ordering::Relaxed)).sum();
+        (self.ring.len() + cached).min(self.size as usize)
     }
 
     #[inline(always)]
@@ -294,7 +297,7 @@ impl Drop for PoolHandle {
             eprintln!(
                 "mempool {}: dropped with {} of {} buffers still in use; its memory is kept",
                 inner.name,
-                inner.size as usize - available,
+                (inner.size as usize).saturating_sub(available),
                 inner.size
             );
         }
@@ -423,7 +426,7 @@ impl Mempool {
 
     /// Buffers handed out.
     pub fn in_use(&self) -> usize {
-        self.size() as usize - self.available()
+        (self.size() as usize).saturating_sub(self.available())
     }
 
     /// True when every buffer is back.

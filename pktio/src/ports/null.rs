@@ -63,7 +63,6 @@ impl NullPort {
 
     /// Typed RX queue (static dispatch for embedders).
     pub fn rx_queue_typed(&mut self, queue: u16) -> Result<NullRxQueue> {
-        let stats = self.core.take_rx(queue)?;
         let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.core.info.device_name.clone() })?;
         if self.settings.size > pool.data_room() {
             return Err(Error::InvalidConfig {
@@ -75,6 +74,7 @@ impl NullPort {
                 ),
             });
         }
+        let stats = self.core.take_rx(queue)?;
         let template = vec![0u8; self.settings.size as usize];
         Ok(NullRxQueue { pool, stats, settings: self.settings, template, port_id: self.core.port_id })
     }

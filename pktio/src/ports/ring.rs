@@ -48,8 +48,14 @@ impl MbufRing {
     /// Moves as many packets from the front of `batch` into the ring as fit.
     #[inline]
     pub fn enqueue(&self, batch: &mut PacketBatch) -> usize {
+        self.enqueue_at_most(batch, usize::MAX)
+    }
+
+    /// Moves up to `max` packets from the front of `batch` into the ring, as many as fit.
+    #[inline]
+    pub fn enqueue_at_most(&self, batch: &mut PacketBatch, max: usize) -> usize {
         // SAFETY: the ring takes ownership of exactly the `n` buffers it enqueued; the rest stay in the batch.
-        unsafe { batch.drain_raw(|raw| self.ring.enqueue_burst(raw)) }
+        unsafe { batch.drain_raw(|raw| self.ring.enqueue_burst(&raw[..raw.len().min(max)])) }
     }
 
     /// Moves up to `batch.remaining()` packets from the ring into `batch`.
@@ -256,8 +262,9 @@ impl TxQueue for RingTxQueue {
     fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
         let fits = batch.len().min(self.ring.ring.capacity() - self.ring.len());
         let bytes: u64 = batch.as_slice()[..fits].iter().map(|m| m.pkt_len() as u64).sum();
-        let n = self.ring.enqueue(batch);
-        // This queue is its ring's only producer, so the room seen above cannot shrink before the enqueue.
+        // Only what was counted: the receiver may free more room meanwhile, but this queue is the ring's only
+        // producer, so the room seen above cannot shrink.
+        let n = self.ring.enqueue_at_most(batch, fits);
         debug_assert_eq!(n, fits);
         self.stats.packets.add(n as u64);
         self.stats.bytes.add(bytes);

@@ -551,54 +551,6 @@ impl VfioBar {
         }
     }
 
-    /// Reads the 8-bit register at `offset`.
-    pub fn read8(&self, offset: usize) -> u8 {
-        self.check(offset, 1);
-        match self.area_ptr(offset, 1) {
-            // SAFETY: an in-bounds byte of a live device mapping.
-            Some(p) => unsafe { p.read_volatile() },
-            None => {
-                let mut b = [0u8; 1];
-                self.slow_read(offset, &mut b);
-                b[0]
-            }
-        }
-    }
-
-    /// Writes the 8-bit register at `offset`.
-    pub fn write8(&self, offset: usize, value: u8) {
-        self.check(offset, 1);
-        match self.area_ptr(offset, 1) {
-            // SAFETY: an in-bounds byte of a live device mapping.
-            Some(p) => unsafe { p.write_volatile(value) },
-            None => self.slow_write(offset, &[value]),
-        }
-    }
-
-    /// Reads the little-endian 16-bit register at `offset` (2-byte aligned).
-    pub fn read16(&self, offset: usize) -> u16 {
-        self.check(offset, 2);
-        match self.area_ptr(offset, 2) {
-            // SAFETY: an in-bounds, 2-byte aligned register of a live device mapping (mappings are page aligned).
-            Some(p) => u16::from_le(unsafe { p.cast::<u16>().read_volatile() }),
-            None => {
-                let mut b = [0u8; 2];
-                self.slow_read(offset, &mut b);
-                u16::from_le_bytes(b)
-            }
-        }
-    }
-
-    /// Writes the little-endian 16-bit register at `offset` (2-byte aligned).
-    pub fn write16(&self, offset: usize, value: u16) {
-        self.check(offset, 2);
-        match self.area_ptr(offset, 2) {
-            // SAFETY: an in-bounds, 2-byte aligned register of a live device mapping.
-            Some(p) => unsafe { p.cast::<u16>().write_volatile(value.to_le()) },
-            None => self.slow_write(offset, &value.to_le_bytes()),
-        }
-    }
-
     #[cold]
     fn read32_slow(&self, offset: usize) -> u32 {
         match self.area_ptr(offset, 4) {
@@ -647,6 +599,54 @@ impl RegisterSpace for VfioBar {
 
     fn len(&self) -> usize {
         self.len
+    }
+
+    /// Reads the 8-bit register at `offset`.
+    fn read8(&self, offset: usize) -> u8 {
+        self.check(offset, 1);
+        match self.area_ptr(offset, 1) {
+            // SAFETY: an in-bounds byte of a live device mapping.
+            Some(p) => unsafe { p.read_volatile() },
+            None => {
+                let mut b = [0u8; 1];
+                self.slow_read(offset, &mut b);
+                b[0]
+            }
+        }
+    }
+
+    /// Writes the 8-bit register at `offset`.
+    fn write8(&self, offset: usize, value: u8) {
+        self.check(offset, 1);
+        match self.area_ptr(offset, 1) {
+            // SAFETY: an in-bounds byte of a live device mapping.
+            Some(p) => unsafe { p.write_volatile(value) },
+            None => self.slow_write(offset, &[value]),
+        }
+    }
+
+    /// Reads the little-endian 16-bit register at `offset` (2-byte aligned).
+    fn read16(&self, offset: usize) -> u16 {
+        self.check(offset, 2);
+        match self.area_ptr(offset, 2) {
+            // SAFETY: an in-bounds, 2-byte aligned register of a live device mapping (mappings are page aligned).
+            Some(p) => u16::from_le(unsafe { p.cast::<u16>().read_volatile() }),
+            None => {
+                let mut b = [0u8; 2];
+                self.slow_read(offset, &mut b);
+                u16::from_le_bytes(b)
+            }
+        }
+    }
+
+    /// Writes the little-endian 16-bit register at `offset` (2-byte aligned).
+    fn write16(&self, offset: usize, value: u16) {
+        self.check(offset, 2);
+        match self.area_ptr(offset, 2) {
+            // SAFETY: an in-bounds, 2-byte aligned register of a live device mapping.
+            Some(p) => unsafe { p.cast::<u16>().write_volatile(value.to_le()) },
+            None => self.slow_write(offset, &value.to_le_bytes()),
+        }
     }
 }
 
