@@ -10,7 +10,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// The guest tests run in the one boot, in order.
-const GUEST_TESTS: &[&str] = &["vfio-probe", "virtio-exchange", "virtio-fwd", "virtio-unmapped", "testpmd-fwd"];
+const GUEST_TESTS: &[&str] =
+    &["vfio-probe", "virtio-exchange", "virtio-fwd", "virtio-mq", "virtio-unmapped", "testpmd-fwd"];
 
 struct VmRun {
     skipped: Option<String>,
@@ -84,4 +85,9 @@ fn vm_virtio_dma_to_unmapped_iova_fails() {
 #[test]
 fn vm_testpmd_rs_io_forward_over_virtio() {
     check("testpmd-fwd");
+}
+
+#[test]
+fn vm_virtio_two_queue_pairs() {
+    check("virtio-mq");
 }

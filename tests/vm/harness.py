@@ -52,13 +52,15 @@ MODULES = [
     "drivers/vfio/pci/vfio-pci-core",
     "drivers/vfio/pci/vfio-pci",
 ]
-# name -> (qemu device, PCI slot, MAC). The guest sees them at 0000:00:SLOT.0.
+# name -> (qemu device, PCI slot, MAC). The guest sees them at 0000:00:SLOT.0. A NIC with mq=on gets a
+# multi-queue TAP with MQ_QUEUES queues.
+MQ_QUEUES = 2
 NICS = {
     "vnet0": ("virtio-net-pci,disable-legacy=on,iommu_platform=on,romfile=", 3, "52:54:00:00:00:10"),
-    "vnet1": ("virtio-net-pci,disable-legacy=on,iommu_platform=on,romfile=", 4, "52:54:00:00:00:11"),
+    "vnet1": ("virtio-net-pci,disable-legacy=on,iommu_platform=on,romfile=,mq=on,vectors=6", 4, "52:54:00:00:00:11"),
     "igb0": ("igb,romfile=", 5, "52:54:00:00:00:20"),
 }
-DEFAULT_TESTS = "vfio-probe,virtio-exchange,virtio-fwd,virtio-unmapped,testpmd-fwd"
+DEFAULT_TESTS = "vfio-probe,virtio-exchange,virtio-fwd,virtio-mq,virtio-unmapped,testpmd-fwd"
 
 
 class Skip(Exception):
@@ -365,8 +367,8 @@ def enter_private_netns():
     run(["ip", "link", "set", "lo", "up"])
 
 
-def make_tap(name):
-    run(["ip", "tuntap", "add", "dev", name, "mode", "tap"])
+def make_tap(name, multi_queue=False):
+    run(["ip", "tuntap", "add", "dev", name, "mode", "tap"] + (["multi_queue"] if multi_queue else []))
     run(["ip", "link", "set", name, "up"])
 
 
@@ -479,7 +481,8 @@ def qemu_cmd(qemu, accel, vmlinuz, initrd, nics, tests, hugepages, test_timeout)
             "-device", "intel-iommu,intremap=on,caching-mode=on"]
     for n in nics:
         dev, slot, mac = NICS[n]
-        cmd += ["-netdev", f"tap,id={n},ifname=tap-{n},script=no,downscript=no",
+        queues = f",queues={MQ_QUEUES}" if "mq=on" in dev else ""
+        cmd += ["-netdev", f"tap,id={n},ifname=tap-{n},script=no,downscript=no{queues}",
                 "-device", f"{dev},netdev={n},mac={mac},addr={slot:#x}"]
     append = (f"console=ttyS0 panic=-1 loglevel=4 intel_iommu=on vt.tests={tests} vt.hugepages={hugepages} "
               f"vt.timeout={test_timeout} vt.nics={','.join(nics)}")
@@ -625,7 +628,7 @@ def main():
             log(f"accelerator: {accel} ({why})")
         enter_private_netns()
         for n in nics:
-            make_tap(f"tap-{n}")
+            make_tap(f"tap-{n}", "mq=on" in NICS[n][0])
         peer = Peer(nics)
         results = {}
         with open(os.path.join(a.cache, "last-console.log"), "w") as logf:

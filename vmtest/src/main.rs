@@ -20,6 +20,7 @@ const TESTS: &[(&str, &str, TestFn)] = &[
     ),
     ("virtio-exchange", "virtio-net bring-up, frames both ways with the host peer, counters", virtio_tests::exchange),
     ("virtio-fwd", "io forwarding vnet0 -> vnet1 of frames the host injects, counters agree", virtio_tests::forward),
+    ("virtio-mq", "two queue pairs through the control queue, TX on each queue, RX on both", virtio_tests::multiqueue),
     (
         "virtio-unmapped",
         "TX from memory the IOMMU does not map never leaves; recovery by reset",

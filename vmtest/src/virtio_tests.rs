@@ -272,3 +272,50 @@ pub fn unmapped() -> R {
     dev.stop().map_err(|e| format!("stop: {e}"))?;
     check_pool_full(&pool)
 }
+
+/// `virtio-mq`: vnet1 (a 2-queue TAP, `mq=on`) with 2 queue pairs, enabled through the control queue: frames
+/// sent on each TX queue reach the host, frames the host injects arrive on the RX queues.
+pub fn multiqueue() -> R {
+    let env = Env::new()?;
+    let pool = env.pool("mq", 1023)?;
+    let mut dev = env.open(1)?;
+    let info = dev.info();
+    println!("max queue pairs {}", info.max_rx_queues);
+    if info.max_rx_queues < 2 {
+        return Err(format!("the device offers {} queue pairs (MQ not negotiated?)", info.max_rx_queues));
+    }
+    let cfg = PortConfig { rx_queues: 2, tx_queues: 2, rx_desc: 128, tx_desc: 128, ..Default::default() };
+    dev.configure(&cfg).map_err(|e| format!("configure: {e}"))?;
+    dev.start(&pool).map_err(|e| format!("start: {e}"))?;
+    let mac = dev.mac_addr();
+    let mut rxs = Vec::new();
+    for q in 0..2 {
+        let mut tx = dev.tx_queue_typed(q).map_err(|e| format!("tx queue {q}: {e}"))?;
+        send(&mut tx, &pool, mac, &format!("mq-q{q}"), 4, 60)?;
+        host(&format!("expect vnet1 4 mq-q{q}"));
+        rxs.push(dev.rx_queue_typed(q).map_err(|e| format!("rx queue {q}: {e}"))?);
+    }
+    host("inject vnet1 8 mq-rx");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut per_queue = [0usize; 2];
+    let mut batch = PacketBatch::new();
+    while per_queue.iter().sum::<usize>() < 8 && Instant::now() < deadline {
+        for (q, rx) in rxs.iter_mut().enumerate() {
+            rx.rx_burst(&mut batch);
+            per_queue[q] += batch.iter().filter(|m| frames::parse(m.data()).is_some_and(|(t, _)| t == "mq-rx")).count();
+            batch.clear();
+        }
+    }
+    println!("received per RX queue: {per_queue:?}");
+    if per_queue.iter().sum::<usize>() != 8 {
+        return Err(format!("received {per_queue:?} of 8 frames"));
+    }
+    let st = dev.stats();
+    println!("per-queue opackets {:?} ipackets {:?}", st.q_opackets, st.q_ipackets);
+    if st.q_opackets.first() != Some(&4) || st.q_opackets.get(1) != Some(&4) {
+        return Err(format!("per-queue TX counters {:?}", st.q_opackets));
+    }
+    drop(rxs);
+    dev.stop().map_err(|e| format!("stop: {e}"))?;
+    check_pool_full(&pool)
+}
