@@ -779,9 +779,11 @@ impl<R: RegisterSpace> Ixgbe<R> {
         let hw = self.hw_values();
         let mut s = PortStats::from_queues(self.rx_stats.iter().map(|a| &**a), self.tx_stats.iter().map(|a| &**a));
         // Packets and bytes come from the queues (exact, what the application saw); errors and drops from the
-        // MAC's counters, as DPDK reports them, plus frames the driver dropped for an error write-back.
+        // MAC's counters, as DPDK reports them.
         s.imissed += hw[stat_idx::MPC];
-        s.ierrors += [
+        // ierrors is the MAC's count (as DPDK reports it); frames it passed with an error write-back (RXE, e.g.
+        // with FCTRL.SBP) and the driver dropped are already in it, and also show as rx_qN_errors.
+        s.ierrors = [
             stat_idx::CRCERRS,
             stat_idx::ILLERRC,
             stat_idx::ERRBC,
