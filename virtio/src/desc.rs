@@ -153,3 +153,27 @@ pub mod ctrl {
     /// Acknowledgement: failure.
     pub const ERR: u8 = 1;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn net_header_layout() {
+        let h = NetHdr {
+            flags: NetHdr::F_NEEDS_CSUM,
+            gso_type: 0,
+            hdr_len: 0x0102,
+            gso_size: 0x0304,
+            csum_start: 34,
+            csum_offset: 6,
+            num_buffers: 1,
+        };
+        let b = h.to_bytes();
+        assert_eq!(b, [1, 0, 2, 1, 4, 3, 34, 0, 6, 0, 1, 0]);
+        assert_eq!(NetHdr::from_bytes(&b), h);
+        assert_eq!(std::mem::align_of::<VirtqDesc>(), 16);
+        let d = VirtqDesc::new(0x1000, 60, VirtqDesc::F_WRITE, 0);
+        assert_eq!(u64::from_le(d.addr), 0x1000);
+    }
+}

@@ -13,7 +13,9 @@ use pktio::vfio::{Vfio, VfioBar, VfioConfig, VfioDevice};
 use pktio::{offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue, XStat};
 
 use crate::desc::{ctrl, VirtqDesc};
-use crate::regs::{cfg_type, feature, netcfg, status, virtio_caps, CommonCfg, Io, VirtioCap, Window, NO_VECTOR};
+use crate::regs::{
+    cfg_type, feature, netcfg, status, virtio_caps, CommonCfg, RegisterSpace, VirtioCap, Window, NO_VECTOR,
+};
 use crate::rxtx::{Notifier, RxState, TxState, VirtioRxQueue, VirtioTxQueue};
 use crate::virtqueue::{Layout, SplitQueue};
 
@@ -133,36 +135,6 @@ impl DmaMap for NoMap {
     }
 }
 
-impl Io for VfioBar {
-    #[inline(always)]
-    fn read8(&self, offset: usize) -> u8 {
-        VfioBar::read8(self, offset)
-    }
-    #[inline(always)]
-    fn read16(&self, offset: usize) -> u16 {
-        VfioBar::read16(self, offset)
-    }
-    #[inline(always)]
-    fn read32(&self, offset: usize) -> u32 {
-        pktio::bar::RegisterSpace::read32(self, offset)
-    }
-    #[inline(always)]
-    fn write8(&self, offset: usize, value: u8) {
-        VfioBar::write8(self, offset, value)
-    }
-    #[inline(always)]
-    fn write16(&self, offset: usize, value: u16) {
-        VfioBar::write16(self, offset, value)
-    }
-    #[inline(always)]
-    fn write32(&self, offset: usize, value: u32) {
-        pktio::bar::RegisterSpace::write32(self, offset, value)
-    }
-    fn len(&self) -> usize {
-        pktio::bar::RegisterSpace::len(self)
-    }
-}
-
 /// The structures of a modern virtio PCI function, located through its vendor capabilities.
 #[derive(Debug)]
 pub struct Transport<B> {
@@ -178,7 +150,7 @@ pub struct Transport<B> {
     pub isr: Option<Window<B>>,
 }
 
-impl<B: Io> Transport<B> {
+impl<B: RegisterSpace> Transport<B> {
     /// Locates the structures from `caps`, with `bar(n)` giving BAR `n`'s registers.
     pub fn new(dev: &str, caps: &[VirtioCap], mut bar: impl FnMut(u8) -> VResult<Arc<B>>) -> VResult<Transport<B>> {
         let mut bars: Vec<(u8, Arc<B>)> = Vec::new();
@@ -247,7 +219,7 @@ const CTRL_SIZE: u16 = 16;
 const CTRL_BUF: usize = 256;
 
 /// A virtio-net port.
-pub struct VirtioNet<B: Io> {
+pub struct VirtioNet<B: RegisterSpace> {
     core: SoftPortCore,
     t: Transport<B>,
     device_features: u64,
@@ -265,7 +237,7 @@ pub struct VirtioNet<B: Io> {
     _owner: Option<Box<dyn Any + Send + Sync>>,
 }
 
-impl<B: Io> std::fmt::Debug for VirtioNet<B> {
+impl<B: RegisterSpace> std::fmt::Debug for VirtioNet<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VirtioNet")
             .field("name", &self.core.info.device_name)
@@ -289,7 +261,7 @@ fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
 }
 
-impl<B: Io + 'static> VirtioNet<B> {
+impl<B: RegisterSpace + 'static> VirtioNet<B> {
     /// Takes a device whose structures are located (`t`): resets it, checks its features and reads its
     /// configuration. `iova_mode` says whether an IOMMU translates the device's DMA (`Va`), which makes
     /// ACCESS_PLATFORM mandatory.
@@ -742,7 +714,7 @@ impl<B: Io + 'static> VirtioNet<B> {
     }
 }
 
-impl<B: Io> Drop for VirtioNet<B> {
+impl<B: RegisterSpace> Drop for VirtioNet<B> {
     fn drop(&mut self) {
         // Stop all DMA before the rings and buffers go.
         self.t.common.set_status(0);
@@ -750,7 +722,7 @@ impl<B: Io> Drop for VirtioNet<B> {
     }
 }
 
-impl<B: Io + 'static> EthDev for VirtioNet<B> {
+impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
     fn info(&self) -> DevInfo {
         self.core.info.clone()
     }

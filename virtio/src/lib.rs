@@ -1,7 +1,7 @@
 //! virtio-net poll-mode driver (virtio 1.x, modern PCI) over VFIO, in the spirit of DPDK's virtio PMD.
 //!
 //! - [`regs`]: the vendor capabilities of a modern virtio PCI function, the common configuration, notifications
-//!   and the virtio-net configuration, behind sized volatile accessors ([`regs::Io`]).
+//!   and the virtio-net configuration, behind sized volatile accessors ([`regs::RegisterSpace`]).
 //! - [`desc`]: split-virtqueue descriptors, ring layouts and the 12-byte `virtio_net_hdr_v1`, size-checked.
 //! - [`virtqueue`]: the driver side of a split virtqueue (and a device side for tests and models).
 //!

@@ -1,11 +1,13 @@
 //! Registers of a virtio 1.x modern PCI device: the vendor capabilities that locate its structures, the common
 //! configuration, notifications, ISR and the virtio-net device configuration (virtio 1.2, §4.1.4, §5.1.4).
 //!
-//! All volatile access sits in [`Io`] implementations ([`MmioRegion`] over a mapped BAR, or memory in tests);
+//! All volatile access sits in [`RegisterSpace`] implementations (a VFIO BAR, `pktio::bar::MmioBar`, or memory in
+//! tests);
 //! driver code goes through [`Window`]s of a BAR and the typed [`CommonCfg`]/[`NetCfg`] accessors.
 
-use std::ptr::NonNull;
 use std::sync::Arc;
+
+pub use pktio::bar::RegisterSpace;
 
 /// Feature bits (virtio 1.2 §5.1.3 and §6).
 pub mod feature {
@@ -163,101 +165,6 @@ pub mod netcfg {
     pub const S_ANNOUNCE: u16 = 2;
 }
 
-/// Sized volatile access to one device memory region. Offsets are checked against [`Io::len`].
-pub trait Io: Send + Sync {
-    /// Reads a byte.
-    fn read8(&self, offset: usize) -> u8;
-    /// Reads a little-endian u16.
-    fn read16(&self, offset: usize) -> u16;
-    /// Reads a little-endian u32.
-    fn read32(&self, offset: usize) -> u32;
-    /// Writes a byte.
-    fn write8(&self, offset: usize, value: u8);
-    /// Writes a little-endian u16.
-    fn write16(&self, offset: usize, value: u16);
-    /// Writes a little-endian u32.
-    fn write32(&self, offset: usize, value: u32);
-    /// Length in bytes.
-    fn len(&self) -> usize;
-    /// True for an empty region.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// A memory-mapped BAR (e.g. a VFIO region mmap): every access volatile, naturally aligned, inside bounds.
-#[derive(Debug)]
-pub struct MmioRegion {
-    base: NonNull<u8>,
-    len: usize,
-    /// Keeps the mapping alive (e.g. the VFIO device's BAR mapping), when the region does not own it.
-    _owner: Option<Arc<dyn Send + Sync + std::fmt::Debug>>,
-}
-
-// SAFETY: device registers are accessed with single volatile loads and stores; the device serialises them.
-unsafe impl Send for MmioRegion {}
-// SAFETY: as above; no Rust references into the region are ever created.
-unsafe impl Sync for MmioRegion {}
-
-impl MmioRegion {
-    /// Wraps a mapped region.
-    ///
-    /// # Safety
-    /// `base..base+len` must be a mapping of device registers (or of memory) that stays mapped as long as the
-    /// `MmioRegion` lives (`owner`, when given, is kept for that purpose), and `base` must be 8-byte aligned.
-    pub unsafe fn new(base: NonNull<u8>, len: usize, owner: Option<Arc<dyn Send + Sync + std::fmt::Debug>>) -> Self {
-        MmioRegion { base, len, _owner: owner }
-    }
-
-    #[inline(always)]
-    fn at<T>(&self, offset: usize) -> *mut T {
-        let w = std::mem::size_of::<T>();
-        assert!(
-            offset.is_multiple_of(w) && offset + w <= self.len,
-            "{w}-byte access at {offset:#x} outside a {:#x}-byte region or unaligned",
-            self.len
-        );
-        // SAFETY: offset + w is inside the mapping (checked above).
-        unsafe { self.base.as_ptr().add(offset).cast() }
-    }
-}
-
-impl Io for MmioRegion {
-    #[inline(always)]
-    fn read8(&self, offset: usize) -> u8 {
-        // SAFETY: in bounds and aligned (checked by `at`), in a live mapping (constructor contract).
-        unsafe { self.at::<u8>(offset).read_volatile() }
-    }
-    #[inline(always)]
-    fn read16(&self, offset: usize) -> u16 {
-        // SAFETY: as in read8.
-        u16::from_le(unsafe { self.at::<u16>(offset).read_volatile() })
-    }
-    #[inline(always)]
-    fn read32(&self, offset: usize) -> u32 {
-        // SAFETY: as in read8.
-        u32::from_le(unsafe { self.at::<u32>(offset).read_volatile() })
-    }
-    #[inline(always)]
-    fn write8(&self, offset: usize, value: u8) {
-        // SAFETY: as in read8.
-        unsafe { self.at::<u8>(offset).write_volatile(value) }
-    }
-    #[inline(always)]
-    fn write16(&self, offset: usize, value: u16) {
-        // SAFETY: as in read8.
-        unsafe { self.at::<u16>(offset).write_volatile(value.to_le()) }
-    }
-    #[inline(always)]
-    fn write32(&self, offset: usize, value: u32) {
-        // SAFETY: as in read8.
-        unsafe { self.at::<u32>(offset).write_volatile(value.to_le()) }
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-}
-
 /// One structure inside a BAR: `[offset, offset + len)` of region `io`.
 #[derive(Debug)]
 pub struct Window<B> {
@@ -272,7 +179,7 @@ impl<B> Clone for Window<B> {
     }
 }
 
-impl<B: Io> Window<B> {
+impl<B: RegisterSpace> Window<B> {
     /// A window of `io`; `None` if it does not fit.
     pub fn new(io: Arc<B>, offset: usize, len: usize) -> Option<Self> {
         (offset.checked_add(len)? <= io.len()).then_some(Window { io, offset, len })
@@ -336,7 +243,7 @@ impl<B: Io> Window<B> {
 #[derive(Debug, Clone)]
 pub struct CommonCfg<B>(pub Window<B>);
 
-impl<B: Io> CommonCfg<B> {
+impl<B: RegisterSpace> CommonCfg<B> {
     /// All 64 device feature bits.
     pub fn device_features(&self) -> u64 {
         self.0.write32(common::DEVICE_FEATURE_SELECT, 0);
@@ -485,4 +392,103 @@ pub fn virtio_caps<C: pktio::pci::ConfigSpace + ?Sized>(cfg: &C) -> std::io::Res
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dev::Transport;
+    use std::sync::Mutex;
+
+    /// A BAR in memory.
+    #[derive(Debug)]
+    struct MemBar(Mutex<Vec<u8>>);
+
+    impl RegisterSpace for MemBar {
+        fn read32(&self, offset: usize) -> u32 {
+            let b = self.0.lock().unwrap();
+            u32::from_le_bytes(b[offset..offset + 4].try_into().unwrap())
+        }
+        fn write32(&self, offset: usize, value: u32) {
+            self.0.lock().unwrap()[offset..offset + 4].copy_from_slice(&value.to_le_bytes());
+        }
+        fn len(&self) -> usize {
+            self.0.lock().unwrap().len()
+        }
+    }
+
+    /// Config space with QEMU's virtio-net-pci layout: caps at 0x40.. pointing into BAR 4.
+    fn qemu_like_config(skip_common: bool, notify_len: u32) -> Mutex<Vec<u8>> {
+        let mut c = vec![0u8; 256];
+        c[0..2].copy_from_slice(&0x1af4u16.to_le_bytes());
+        c[2..4].copy_from_slice(&0x1041u16.to_le_bytes());
+        c[6] = 0x10; // capability list
+        c[0x34] = 0x40;
+        let caps: &[(u8, u32, u32, u8)] = &[
+            (cfg_type::COMMON, 0x0, 0x1000, 16),
+            (cfg_type::ISR, 0x1000, 0x1000, 16),
+            (cfg_type::DEVICE, 0x2000, 0x1000, 16),
+            (cfg_type::NOTIFY, 0x3000, notify_len, 20),
+        ];
+        let mut at = 0x40usize;
+        let caps: Vec<_> = caps.iter().filter(|c| !(skip_common && c.0 == cfg_type::COMMON)).collect();
+        for (i, &&(ty, off, len, caplen)) in caps.iter().enumerate() {
+            let next = if i + 1 < caps.len() { at + 0x14 } else { 0x90 };
+            c[at] = 0x09;
+            c[at + 1] = next as u8;
+            c[at + 2] = caplen;
+            c[at + 3] = ty;
+            c[at + 4] = 4; // BAR 4
+            c[at + 8..at + 12].copy_from_slice(&off.to_le_bytes());
+            c[at + 12..at + 16].copy_from_slice(&len.to_le_bytes());
+            if ty == cfg_type::NOTIFY {
+                c[at + 16..at + 20].copy_from_slice(&4u32.to_le_bytes());
+            }
+            at += 0x14;
+        }
+        c[0x90] = 0x11; // MSI-X, end of list
+        Mutex::new(c)
+    }
+
+    #[test]
+    fn capabilities_are_parsed_as_qemu_lays_them_out() {
+        let cfg = qemu_like_config(false, 0x1000);
+        let caps = virtio_caps(&cfg).unwrap();
+        let got: Vec<_> = caps.iter().map(|c| (c.cfg_type, c.bar, c.offset, c.length)).collect();
+        assert_eq!(got, [(1, 4, 0, 0x1000), (3, 4, 0x1000, 0x1000), (4, 4, 0x2000, 0x1000), (2, 4, 0x3000, 0x1000)]);
+        assert_eq!(caps[3].notify_off_multiplier, 4);
+        let mut asked = Vec::new();
+        let t = Transport::new("test", &caps, |n| {
+            asked.push(n);
+            Ok(Arc::new(MemBar(Mutex::new(vec![0u8; 0x4000]))))
+        })
+        .unwrap();
+        assert_eq!(asked, [4], "BAR 4 mapped once");
+        assert_eq!(t.notify_mult, 4);
+        assert_eq!(t.device.len(), 0x1000);
+        // Typed common-configuration access lands at the right offsets.
+        t.common.set_status(status::ACKNOWLEDGE);
+        t.common.select_queue(3);
+        t.common.set_queue_addrs(0x1122_3344_5566_7788, 2, 3);
+        assert_eq!(t.common.status(), status::ACKNOWLEDGE);
+        assert_eq!(t.common.0.read16(common::QUEUE_SELECT), 3);
+        assert_eq!(t.common.0.read32(common::QUEUE_DESC), 0x5566_7788);
+        assert_eq!(t.common.0.read32(common::QUEUE_DESC + 4), 0x1122_3344);
+    }
+
+    #[test]
+    fn missing_or_misplaced_structures_are_refused_with_the_reason() {
+        let bar = || Ok(Arc::new(MemBar(Mutex::new(vec![0u8; 0x4000]))));
+        let caps = virtio_caps(&qemu_like_config(true, 0x1000)).unwrap();
+        let err = Transport::<MemBar>::new("dev0", &caps, |_| bar()).unwrap_err().to_string();
+        assert!(err.contains("no common configuration capability") && err.contains("modern"), "{err}");
+        let caps = virtio_caps(&qemu_like_config(false, 0x2000)).unwrap();
+        let err = Transport::<MemBar>::new("dev0", &caps, |_| bar()).unwrap_err().to_string();
+        assert!(err.contains("outside BAR 4"), "{err}");
+    }
+
+    #[test]
+    fn feature_names() {
+        assert_eq!(feature::names(feature::VERSION_1 | feature::ACCESS_PLATFORM), ["VERSION_1", "ACCESS_PLATFORM"]);
+    }
 }

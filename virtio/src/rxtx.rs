@@ -17,7 +17,7 @@ use pktio::stats::{RxQueueStats, TxQueueStats};
 use pktio::{RxQueue, TxQueue};
 
 use crate::desc::{NetHdr, VirtqDesc};
-use crate::regs::{Io, Window};
+use crate::regs::{RegisterSpace, Window};
 use crate::virtqueue::SplitQueue;
 
 /// Most mbufs taken from the pool in one refill.
@@ -31,7 +31,7 @@ pub struct Notifier<B> {
     pub(crate) queue: u16,
 }
 
-impl<B: Io> Notifier<B> {
+impl<B: RegisterSpace> Notifier<B> {
     /// Tells the device queue `queue` has new buffers.
     #[inline(always)]
     pub fn notify(&self) {
@@ -58,7 +58,7 @@ pub struct RxState<B> {
     pub(crate) _mem: Arc<DmaMemory>,
 }
 
-impl<B: Io> RxState<B> {
+impl<B: RegisterSpace> RxState<B> {
     /// Posts fresh buffers for every free descriptor (in bulks from the pool); returns how many.
     pub(crate) fn refill(&mut self) -> usize {
         let mut posted = 0;
@@ -179,7 +179,7 @@ pub struct TxState<B> {
 // SAFETY: the header slots are part of `_mem`, owned with the queue; the state moves between threads as a whole.
 unsafe impl<B: Send> Send for TxState<B> {}
 
-impl<B: Io> TxState<B> {
+impl<B: RegisterSpace> TxState<B> {
     /// Takes back what the device has sent; returns how many chains.
     #[inline]
     pub(crate) fn reclaim(&mut self) -> usize {
@@ -285,12 +285,12 @@ impl<B: Io> TxState<B> {
 
 /// An RX queue handle. Dropping it gives the ring back to the port (the device may still be filling it).
 #[derive(Debug)]
-pub struct VirtioRxQueue<B: Io> {
+pub struct VirtioRxQueue<B: RegisterSpace> {
     pub(crate) state: Option<RxState<B>>,
     pub(crate) home: Arc<Mutex<Option<RxState<B>>>>,
 }
 
-impl<B: Io> RxQueue for VirtioRxQueue<B> {
+impl<B: RegisterSpace> RxQueue for VirtioRxQueue<B> {
     #[inline]
     fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize {
         match self.state.as_mut() {
@@ -300,7 +300,7 @@ impl<B: Io> RxQueue for VirtioRxQueue<B> {
     }
 }
 
-impl<B: Io> Drop for VirtioRxQueue<B> {
+impl<B: RegisterSpace> Drop for VirtioRxQueue<B> {
     fn drop(&mut self) {
         *self.home.lock().unwrap_or_else(|e| e.into_inner()) = self.state.take();
     }
@@ -308,12 +308,12 @@ impl<B: Io> Drop for VirtioRxQueue<B> {
 
 /// A TX queue handle. Dropping it gives the ring back to the port.
 #[derive(Debug)]
-pub struct VirtioTxQueue<B: Io> {
+pub struct VirtioTxQueue<B: RegisterSpace> {
     pub(crate) state: Option<TxState<B>>,
     pub(crate) home: Arc<Mutex<Option<TxState<B>>>>,
 }
 
-impl<B: Io> VirtioTxQueue<B> {
+impl<B: RegisterSpace> VirtioTxQueue<B> {
     /// Takes back what the device has sent (also done by `tx_burst` when the ring runs short).
     pub fn reclaim(&mut self) -> usize {
         self.state.as_mut().map_or(0, |s| s.reclaim())
@@ -325,7 +325,7 @@ impl<B: Io> VirtioTxQueue<B> {
     }
 }
 
-impl<B: Io> TxQueue for VirtioTxQueue<B> {
+impl<B: RegisterSpace> TxQueue for VirtioTxQueue<B> {
     #[inline]
     fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
         match self.state.as_mut() {
@@ -335,7 +335,7 @@ impl<B: Io> TxQueue for VirtioTxQueue<B> {
     }
 }
 
-impl<B: Io> Drop for VirtioTxQueue<B> {
+impl<B: RegisterSpace> Drop for VirtioTxQueue<B> {
     fn drop(&mut self) {
         *self.home.lock().unwrap_or_else(|e| e.into_inner()) = self.state.take();
     }
