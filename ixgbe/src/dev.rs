@@ -171,6 +171,7 @@ impl Family for IxgbeFamily {
     const RX_ERR_RXE: u32 = bit(29);
     const RX_ERR_L4E: u32 = bit(30);
     const RX_ERR_IPE: u32 = bit(31);
+    const RX_CSUM_ERR_SHIFT: u32 = 30;
     fn rx_queue_extra<R: RegisterSpace>(regs: &Regs<R>, q: u16) {
         // Section 3.5 step 26 / section 4: no relaxed-ordering write-back, ixy's bit 12.
         regs.clear_bits(dca_rxctrl(q), dca_rxctrl::BIT12 | dca_rxctrl::DATA_WRO_EN | dca_rxctrl::HEAD_WRO_EN);

@@ -38,5 +38,6 @@ pub mod dev;
 pub mod igb;
 pub mod regs;
 pub mod rxtx;
+pub mod testing;
 
 pub use dev::{mac_type_of, Ixgbe, IxgbeFamily, IxgbeRxQueue, IxgbeTxQueue, MacType, Options, Timing, PCI_IDS};

@@ -30,7 +30,7 @@ use pktio::dma::DmaMapper;
 use pktio::stats::{RxQueueStats, TxQueueStats};
 use pktio::{Error, Result, RxQueue, TxQueue};
 
-use crate::desc::{rx, tx, RxDesc, TxContext, TxContextDesc, TxData, TxDesc};
+use crate::desc::{rx, tx, RxDesc, RxWriteback, TxContext, TxContextDesc, TxData, TxDesc};
 use crate::regs::{Reg, Regs};
 
 /// Where a device family keeps its queue registers, and the bits that differ between families.
@@ -78,6 +78,9 @@ pub trait Family: Send + Sync + 'static {
     const RX_ERR_IPE: u32;
     /// RX extended error: L4 checksum bad.
     const RX_ERR_L4E: u32;
+    /// `(status_error >> RX_CSUM_ERR_SHIFT) & 3` gives (L4E, IPE) in bits (0, 1): the two error bits are adjacent
+    /// in both families.
+    const RX_CSUM_ERR_SHIFT: u32;
     /// Largest RX buffer SRRCTL can describe, in KiB.
     const MAX_RX_BUF_KB: u32 = 16;
     /// Family-specific per-queue RX set-up (e.g. DCA bits), queue disabled.
@@ -243,15 +246,15 @@ const CSUM_TABLE: [u64; 16] = {
 /// Offload flags and packet type of a completed descriptor.
 #[inline(always)]
 fn rx_flags<F: Family>(pkt_info: u32, status_error: u32) -> (u64, u32) {
-    let l4cs_ipcs = ((status_error >> 5) & 0b11) as usize; // L4CS = bit 5, IPCS = bit 6
-    let l4e = ((status_error & F::RX_ERR_L4E != 0) as usize) << 2;
-    let ipe = ((status_error & F::RX_ERR_IPE != 0) as usize) << 3;
-    let mut flags = CSUM_TABLE[l4cs_ipcs | l4e | ipe];
-    if rx::RSS_TYPE.get(pkt_info) != 0 {
-        flags |= ol_flags::RX_RSS_HASH;
-    }
+    debug_assert_eq!(F::RX_ERR_L4E, 1 << F::RX_CSUM_ERR_SHIFT);
+    debug_assert_eq!(F::RX_ERR_IPE, 2 << F::RX_CSUM_ERR_SHIFT);
+    let l4cs_ipcs = (status_error >> 5) & 0b11; // L4CS = bit 5, IPCS = bit 6
+    let errs = (status_error >> F::RX_CSUM_ERR_SHIFT) & 0b11;
+    let csum = CSUM_TABLE[(l4cs_ipcs | errs << 2) as usize];
+    // RSS type != 0 -> RX_RSS_HASH, without a branch.
+    let rss = (((pkt_info & rx::RSS_TYPE.mask()) + rx::RSS_TYPE.mask()) >> rx::RSS_TYPE.width) as u64;
     let pt = PTYPE_TABLE[((pkt_info >> 4) & 0x3F) as usize];
-    (flags, pt)
+    (csum | rss * ol_flags::RX_RSS_HASH, pt)
 }
 
 /// One RX queue: its descriptor ring, the buffers posted to it, and its counters. Owned by one thread.
@@ -268,6 +271,8 @@ pub struct RxRing<R: RegisterSpace, F: Family> {
     shadow: Box<[Option<Mbuf>]>,
     /// Head of a frame whose later descriptors have not completed yet.
     pending: Option<Mbuf>,
+    /// A segment of the pending frame was bad: drop the frame at its end.
+    pending_bad: bool,
     pool: Mempool,
     regs: Regs<R>,
     rdt: usize,
@@ -362,6 +367,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             free_thresh: (config.free_thresh as usize).clamp(1, size - 1),
             shadow,
             pending: None,
+            pending_bad: false,
             pool: setup.pool.clone(),
             rdt: F::rdt(q).0,
             regs,
@@ -405,33 +411,34 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         self.shadow.iter().filter(|m| m.is_some()).count() + self.pending.as_ref().map_or(0, |m| m.nb_segs() as usize)
     }
 
-    #[inline(always)]
-    fn desc(&self, i: usize) -> *mut RxDesc {
-        // SAFETY: callers pass i < size; the ring memory holds `size` descriptors.
-        unsafe { self.ring.as_ptr().add(i) }
-    }
-
     /// Refills every held slot it can (in chunks of at most 64, all-or-nothing per chunk), rewrites their read
     /// format and moves RDT once.
     #[inline]
     fn refill(&mut self) {
+        const CHUNK: usize = 64;
         let size = self.size;
         let mut start = idx::add(self.tail, 1, size);
         let mut left = self.nb_hold;
         let mut done = 0;
+        let mut raw = [NonNull::<MbufHeader>::dangling(); CHUNK];
         while left > 0 {
-            let run = left.min(size - start).min(64);
-            // SAFETY: start + run <= size.
-            let slots = unsafe { self.shadow.get_unchecked_mut(start..start + run) };
-            if !self.pool.alloc_bulk(slots) {
+            let run = left.min(size - start).min(CHUNK);
+            // SAFETY: on success every element is adopted into an Mbuf right below, once.
+            if !unsafe { self.pool.get_raw(&mut raw[..run]) } {
                 self.stats.nombuf.add(left as u64);
                 break;
             }
-            for (k, m) in slots.iter().enumerate() {
-                let iova = m.as_ref().map_or(0, Mbuf::data_iova);
-                // SAFETY: start + k < size; the slot is outside the device's part of the ring (between RDT and the
-                // next descriptor to process), so nobody else writes it.
-                unsafe { self.ring.as_ptr().add(start + k).write_volatile(RxDesc::read(iova)) };
+            for (k, &h) in raw[..run].iter().enumerate() {
+                // SAFETY: `h` was just taken from this pool and is owned by nobody else.
+                let m = unsafe { self.pool.adopt_raw(h) };
+                let iova = m.data_iova();
+                // SAFETY: start + k < size. The slot lies between RDT and the next descriptor to process, so the
+                // device does not own it and it holds no buffer (it was consumed).
+                unsafe {
+                    self.ring.as_ptr().add(start + k).write_volatile(RxDesc::read(iova));
+                    // The slot is empty (None): overwrite without a drop check.
+                    std::ptr::write(self.shadow.get_unchecked_mut(start + k), Some(m));
+                }
             }
             done += run;
             left -= run;
@@ -444,84 +451,112 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             self.regs.space().write32(self.rdt, self.tail as u32);
         }
     }
+
+    /// The general completion path: chains, error write-backs. Returns the finished packet, if any.
+    #[cold]
+    #[inline(never)]
+    fn complete_slow(&mut self, mut m: Mbuf, wb: RxWriteback, errors: &mut u64) -> Option<Mbuf> {
+        let st = wb.status_error;
+        let seg_ok = m.set_len(wb.length);
+        let m = match self.pending.take() {
+            Some(mut head) => {
+                head.chain(m);
+                head
+            }
+            None => m,
+        };
+        if st & rx::STAT_EOP == 0 {
+            // More descriptors follow (a frame larger than one buffer); a bad segment poisons the chain.
+            if !seg_ok {
+                self.pending_bad = true;
+            }
+            self.pending = Some(m);
+            return None;
+        }
+        let bad = !seg_ok || std::mem::take(&mut self.pending_bad) || st & F::RX_ERR_RXE != 0;
+        if bad {
+            // A MAC error (or a length the buffer cannot hold): drop the whole frame.
+            *errors += 1;
+            return None;
+        }
+        let mut m = m;
+        let (flags, pt) = rx_flags::<F>(wb.pkt_info, st);
+        m.set_ol_flags(flags);
+        m.set_packet_type(pt);
+        m.set_rss_hash(wb.rss_hash);
+        m.set_port(self.port_id);
+        Some(m)
+    }
 }
 
 impl<R: RegisterSpace, F: Family> RxQueue for RxRing<R, F> {
     #[inline]
     fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize {
-        let max = batch.remaining();
         let size = self.size;
+        let ring = self.ring.as_ptr();
+        let port_id = self.port_id;
         let mut i = self.next;
         let mut consumed = 0usize;
-        let mut got = 0usize;
         let mut bytes = 0u64;
         let mut errors = 0u64;
-        while got < max {
-            let d = self.desc(i);
-            // SAFETY: d is a live, aligned descriptor of our ring; the device writes it concurrently, so the status
-            // dword is read with an atomic acquire load.
-            let st = unsafe { AtomicU32::from_ptr(RxDesc::status_ptr(d).cast_mut()).load(Ordering::Acquire) };
-            if st & rx::STAT_DD == 0 {
-                break;
-            }
-            dma_rmb();
-            // SAFETY: DD is set, so the device is done with this descriptor: reading the write-back is race-free.
-            let wb = unsafe { d.read_volatile() }.as_writeback();
-            // SAFETY: i < size.
-            let slot = unsafe { self.shadow.get_unchecked_mut(i) };
-            let Some(mut m) = slot.take() else {
-                // A done descriptor with no buffer behind it cannot happen unless the device writes outside its
-                // part of the ring; stop rather than read further.
-                break;
-            };
-            i = idx::add(i, 1, size);
-            consumed += 1;
-            let seg_ok = m.set_len(wb.length);
-            let m = match self.pending.take() {
-                Some(mut head) => {
-                    head.chain(m);
-                    head
+        // SAFETY: the closure writes only uniquely owned packets (taken out of the shadow ring) into the first `got`
+        // spare slots and returns `got`.
+        let got = unsafe {
+            batch.fill_raw(|spare| {
+                let mut got = 0;
+                while got < spare.len() {
+                    let d = ring.add(i);
+                    // The device writes the descriptor concurrently: the status dword is read with an atomic
+                    // acquire load, the rest only after DD was seen (and dma_rmb).
+                    let st = AtomicU32::from_ptr(RxDesc::status_ptr(d).cast_mut()).load(Ordering::Acquire);
+                    if st & rx::STAT_DD == 0 {
+                        break;
+                    }
+                    dma_rmb();
+                    let wb = d.read_volatile().as_writeback();
+                    let Some(mut m) = self.shadow.get_unchecked_mut(i).take() else {
+                        // A done descriptor with no buffer behind it would mean the device wrote outside its part
+                        // of the ring; stop rather than read further.
+                        break;
+                    };
+                    i = idx::add(i, 1, size);
+                    consumed += 1;
+                    if st & (rx::STAT_EOP | F::RX_ERR_RXE) == rx::STAT_EOP
+                        && self.pending.is_none()
+                        && m.set_data_len(wb.length)
+                    {
+                        // Fast path: a whole, good frame in one buffer.
+                        m.set_pkt_len(wb.length as u32);
+                        let (flags, pt) = rx_flags::<F>(wb.pkt_info, st);
+                        m.set_ol_flags(flags);
+                        m.set_packet_type(pt);
+                        m.set_rss_hash(wb.rss_hash);
+                        m.set_port(port_id);
+                        bytes += wb.length as u64;
+                        *spare.get_unchecked_mut(got) = m.into_raw();
+                        got += 1;
+                        continue;
+                    }
+                    if let Some(m) = self.complete_slow(m, wb, &mut errors) {
+                        bytes += m.pkt_len() as u64;
+                        *spare.get_unchecked_mut(got) = m.into_raw();
+                        got += 1;
+                    }
                 }
-                None => m,
-            };
-            if !seg_ok || st & F::RX_ERR_RXE != 0 {
-                // A MAC error (or a length the buffer cannot hold): drop the frame, whole chain, once it ends.
-                if st & rx::STAT_EOP == 0 {
-                    self.pending = Some(m);
-                    continue;
-                }
-                errors += 1;
-                drop(m);
-                continue;
-            }
-            if st & rx::STAT_EOP == 0 {
-                self.pending = Some(m);
-                continue;
-            }
-            let mut m = m;
-            let (flags, pt) = rx_flags::<F>(wb.pkt_info, st);
-            m.set_ol_flags(flags);
-            m.set_packet_type(pt);
-            m.set_rss_hash(wb.rss_hash);
-            m.set_port(self.port_id);
-            bytes += m.pkt_len() as u64;
-            // Cannot fail: got < max = room at entry.
-            let _ = batch.push(m);
-            got += 1;
-        }
+                got
+            })
+        };
         if consumed != 0 {
             self.next = i;
             self.nb_hold += consumed;
-            if self.nb_hold >= self.free_thresh {
-                self.refill();
-            }
             self.stats.packets.add(got as u64);
             self.stats.bytes.add(bytes);
             if errors != 0 {
                 self.stats.errors.add(errors);
             }
-        } else if self.nb_hold >= self.free_thresh {
-            // A refill that failed earlier (pool empty) is retried while the ring is idle.
+        }
+        if self.nb_hold >= self.free_thresh {
+            // Also retries a refill that failed earlier (pool empty) while the ring is idle.
             self.refill();
         }
         got
@@ -717,26 +752,40 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         unsafe { self.ring.as_ptr().add(i) }
     }
 
-    /// Frees the packets whose last descriptor lies in `from..from+count` (mod size).
+    /// Frees the packets whose last descriptor lies in `from..from+count` (mod size), in bulk.
     #[inline]
     fn free_range(&mut self, from: usize, count: usize) {
+        let size = self.size;
         let mut i = from;
-        for _ in 0..count {
-            // SAFETY: i < size.
-            if let Some(p) = unsafe { self.shadow.get_unchecked_mut(i) }.take() {
-                if self.free_batch.is_full() {
-                    self.free_batch.clear();
-                }
-                // SAFETY: the slot owned the chain `p` (moved there by tx_burst); ownership moves into the batch,
-                // which frees it.
-                unsafe {
-                    self.free_batch.fill_raw(|spare| {
-                        spare[0] = p;
-                        1
-                    })
-                };
+        let mut left = count;
+        while left > 0 {
+            if self.free_batch.remaining() == 0 {
+                self.free_batch.clear();
             }
-            i = idx::add(i, 1, self.size);
+            let run = left.min(size - i);
+            // SAFETY: i + run <= size.
+            let slots = unsafe { self.shadow.get_unchecked_mut(i..i + run) };
+            let mut scanned = 0;
+            // SAFETY: each pointer written was owned by its shadow slot (moved there by tx_burst) and is taken out of
+            // it here: ownership moves into the batch, which frees it.
+            unsafe {
+                self.free_batch.fill_raw(|spare| {
+                    let mut n = 0;
+                    for slot in slots.iter_mut() {
+                        if n == spare.len() {
+                            break;
+                        }
+                        scanned += 1;
+                        if let Some(p) = slot.take() {
+                            *spare.get_unchecked_mut(n) = p;
+                            n += 1;
+                        }
+                    }
+                    n
+                })
+            };
+            i = idx::add(i, scanned, size);
+            left -= scanned;
         }
         self.free_batch.clear();
     }
@@ -783,7 +832,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
 
     /// Queues one packet (context, data descriptors); false when it does not fit now. Bad packets are consumed
     /// and counted as errors (`Err`).
-    #[inline]
+    #[inline(never)]
     fn queue_packet(&mut self, m: &Mbuf, p: NonNull<MbufHeader>) -> std::result::Result<bool, ()> {
         let flags = m.ol_flags();
         let segs = m.nb_segs() as usize;
@@ -884,14 +933,53 @@ impl<R: RegisterSpace, F: Family> TxQueue for TxRing<R, F> {
         // shadow ring, bad ones are freed here; it keeps nothing else.
         let taken = unsafe {
             batch.drain_raw(|pkts| {
+                let ring = self.ring.as_ptr();
+                let size = self.size;
+                let rs_thresh = self.rs_thresh;
+                // Hot state in locals: the descriptor stores below go through raw pointers the compiler cannot
+                // tell apart from `self`.
+                let (mut tail, mut nb_free, mut since_rs) = (self.tail, self.nb_free, self.since_rs);
                 let mut n = 0;
-                for &p in pkts {
+                while n < pkts.len() {
+                    let p = *pkts.get_unchecked(n);
                     // A borrowed view of a packet still owned by the batch (never dropped through this handle).
                     let m = ManuallyDrop::new(Mbuf::from_raw(p));
+                    let len = m.data_len();
+                    if m.nb_segs() == 1 && m.ol_flags() & (TX_CTX_FLAGS | TX_BAD_FLAGS) == 0 && len != 0 && nb_free != 0
+                    {
+                        // Fast path: one data descriptor, no context.
+                        since_rs += 1;
+                        let rs = since_rs >= rs_thresh;
+                        let cmd = tx::DATA_FLAGS | tx::DCMD_EOP | len as u32 | if rs { tx::DCMD_RS } else { 0 };
+                        ring.add(tail).write_volatile(TxDesc {
+                            addr: m.data_iova(),
+                            cmd_type_len: cmd,
+                            olinfo_status: tx::PAYLEN.val(len as u32),
+                        });
+                        *self.shadow.get_unchecked_mut(tail) = Some(p);
+                        if rs {
+                            self.push_rs(tail);
+                            since_rs = 0;
+                        }
+                        tail = idx::add(tail, 1, size);
+                        nb_free -= 1;
+                        bytes += len as u64;
+                        sent += 1;
+                        n += 1;
+                        continue;
+                    }
+                    (self.tail, self.nb_free, self.since_rs) = (tail, nb_free, since_rs);
                     let r = match self.queue_packet(&m, p) {
-                        Ok(false) if self.clean() => self.queue_packet(&m, p),
+                        Ok(false) => {
+                            if self.clean() {
+                                self.queue_packet(&m, p)
+                            } else {
+                                Ok(false)
+                            }
+                        }
                         r => r,
                     };
+                    (tail, nb_free, since_rs) = (self.tail, self.nb_free, self.since_rs);
                     match r {
                         Ok(true) => {
                             bytes += m.pkt_len() as u64;
@@ -905,6 +993,7 @@ impl<R: RegisterSpace, F: Family> TxQueue for TxRing<R, F> {
                     }
                     n += 1;
                 }
+                (self.tail, self.nb_free, self.since_rs) = (tail, nb_free, since_rs);
                 n
             })
         };
