@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of this project against Debian's DPDK 22.11 package (installed here, never linked).
+# Prints one table: our figure, DPDK's figure, and their ratio (> 1.0 means ours is faster).
+#
+# Usage (as root, on a Debian machine): bash bench/run.sh
+#
+# Environment knobs:
+#   BENCH_SECONDS=5          measurement window of each forwarding run (after BENCH_WARMUP=1 s of warm-up)
+#   BENCH_ROUNDS=3           forwarding runs per side, alternating ours/DPDK; the table shows the median
+#   BENCH_MEMPOOL_SECONDS=2  measurement time of each of our mempool tests
+#   BENCH_HUGEPAGES=1024     2 MiB hugepages to reserve (left reserved afterwards; a hugetlbfs is mounted on
+#                            /dev/hugepages if none is); BENCH_MEM=nohuge runs both sides on ordinary pages
+#   BENCH_FAKETIME_SPEED=50  time-scaling factor for the DPDK mempool_perf_autotest subset (see BENCHMARKS.md)
+#   BENCH_SKIP_AFPACKET=1    skip the af_packet/veth benchmark
+#   BENCH_LOG_DIR            where raw outputs go (default: target/bench-logs)
+set -eu
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+SECS=${BENCH_SECONDS:-5}
+WARMUP=${BENCH_WARMUP:-1}
+ROUNDS=${BENCH_ROUNDS:-3}
+MP_SECS=${BENCH_MEMPOOL_SECONDS:-2}
+HUGEPAGES=${BENCH_HUGEPAGES:-1024}
+SPEED=${BENCH_FAKETIME_SPEED:-50}
+MEM=${BENCH_MEM:-huge}
+LOG=${BENCH_LOG_DIR:-$ROOT/target/bench-logs}
+PREFIX=pktbench$$
+mkdir -p "$LOG"
+
+say() { echo "bench: $*" >&2; }
+die() {
+  say "$*"
+  exit 1
+}
+
+[ "$(id -u)" = 0 ] || die "run as root (hugepages, network namespaces, apt-get)"
+
+# --- 1. what we need: DPDK 22.11 (runtime + dpdk-dev for dpdk-test), faketime, iproute2 -------------------------
+need=()
+command -v dpdk-testpmd >/dev/null || need+=(dpdk)
+command -v dpdk-test >/dev/null || need+=(dpdk-dev)
+dpkg -s libfaketime >/dev/null 2>&1 || need+=(faketime)
+command -v ip >/dev/null || need+=(iproute2)
+if [ ${#need[@]} -gt 0 ]; then
+  say "installing ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+DPDK_VERSION=$(dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo unknown)
+FAKETIME_LIB=$(dpkg -L libfaketime | grep '/libfaketime\.so\.1$' | head -1)
+STDBUF_LIB=$(dpkg -L coreutils | grep '/libstdbuf\.so$' | head -1)
+
+# --- 2. hugepages (both sides use them unless BENCH_MEM=nohuge) ----------------------------------------------------
+EAL_MEM=()
+if [ "$MEM" = nohuge ]; then
+  EAL_MEM=(--no-huge -m 1024)
+  export BENCH_MEM=nohuge
+else
+  nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+  if [ "$(cat $nr)" -lt "$HUGEPAGES" ]; then
+    echo "$HUGEPAGES" >"$nr" || true
+  fi
+  if ! awk '$3 == "hugetlbfs"' /proc/mounts | grep -q .; then
+    mkdir -p /dev/hugepages
+    mount -t hugetlbfs -o pagesize=2M nodev /dev/hugepages
+  fi
+  say "$(cat $nr) x 2 MiB hugepages reserved (left reserved), $(grep HugePages_Free /proc/meminfo | awk '{print $2}') free"
+fi
+
+# --- 3. build ---------------------------------------------------------------------------------------------------
+say "building (release)"
+cargo build --release -p bench --quiet
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print a[int((NR + 1) / 2)]}'; }
+field() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" | head -1; } # value of key=value in a RESULT line
+fmt() { awk -v x="$1" -v d="${2:-2}" 'BEGIN { if (x == "" || x == "nan") print "n/a"; else printf "%.*f\n", d, x }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "nan" || b == "nan" || a + 0 == 0 || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
+
+# testpmd driven through its prompt: start, warm up, show stats twice SECS apart (testpmd's own "Throughput (since
+# last show)" over that window), stop, quit. $1: log file, $2: command run right before "start" (or ""), rest: the
+# testpmd command line. Prints the summed Rx-pps of the two ports.
+testpmd_run() {
+  local log=$1 hook=$2
+  shift 2
+  local fifo
+  fifo=$(mktemp -u /tmp/pktbench-fifo.XXXXXX)
+  mkfifo "$fifo"
+  "$@" <"$fifo" >"$log" 2>&1 &
+  local pid=$!
+  exec 9>"$fifo"
+  local waited=0
+  until grep -q 'testpmd> ' "$log" 2>/dev/null; do
+    sleep 0.2
+    waited=$((waited + 1))
+    if [ $waited -gt 300 ] || ! kill -0 $pid 2>/dev/null; then
+      exec 9>&-
+      rm -f "$fifo"
+      kill $pid 2>/dev/null || true
+      wait $pid 2>/dev/null || true
+      say "testpmd did not reach its prompt; see $log"
+      echo nan
+      return
+    fi
+  done
+  [ -n "$hook" ] && eval "$hook"
+  echo "start" >&9
+  sleep "$WARMUP"
+  echo "show port stats all" >&9
+  sleep "$SECS"
+  echo "show port stats all" >&9
+  sleep 0.5
+  echo "stop" >&9
+  echo "quit" >&9
+  exec 9>&-
+  wait $pid 2>/dev/null || true
+  rm -f "$fifo"
+  wait 2>/dev/null || true # a traffic generator the hook started
+  # Rx-pps lines: first show (ports 0, 1), second show (ports 0, 1): sum the second show's.
+  grep 'Rx-pps:' "$log" | awk '{print $2}' | sed -n '3,4p' | awk '{s += $1} END {if (NR == 2) print s; else print "nan"}'
+}
+
+TSC_HZ=
+rows=()
+row() { rows+=("$(printf '%-58s | %16s | %16s | %8s' "$1" "$2" "$3" "$4")"); }
+
+# --- 4. mempool -------------------------------------------------------------------------------------------------
+say "mempool: ours (${MP_SECS} s per test)"
+BENCH_MEMPOOL_SECONDS=$MP_SECS "$BIN/mempool_perf" >"$LOG/mempool_ours.txt" || say "mempool_perf failed"
+TSC_HZ=$(grep '^INFO' "$LOG/mempool_ours.txt" | field tsc_hz)
+ours_pkt=$(grep 'test=pktmbuf_bulk32' "$LOG/mempool_ours.txt" | field cycles_per_obj)
+ours_pkt_rate=$(grep 'test=pktmbuf_bulk32' "$LOG/mempool_ours.txt" | field objs_per_sec)
+ours_raw=$(grep 'test=raw_cache_bulk32' "$LOG/mempool_ours.txt" | field cycles_per_obj)
+ours_raw_rate=$(grep 'test=raw_cache_bulk32' "$LOG/mempool_ours.txt" | field objs_per_sec)
+ours_ring=$(grep 'test=raw_nocache_bulk32' "$LOG/mempool_ours.txt" | field cycles_per_obj)
+
+# DPDK: dpdk-test's mempool_perf_autotest, unmodified, but with time scaled by libfaketime so that each of its
+# 5-"second" cases lasts 5/SPEED s: the EAL calibrates the TSC against the (faked) clock, so it believes the TSC runs
+# at H = tsc_hz/SPEED, and each case runs for 5*H real TSC cycles. Its rate_persec is then objects per 5*H cycles / 5,
+# so cycles per object = H / rate_persec exactly, whatever H is. We stop it once the case we compare has printed.
+say "mempool: DPDK mempool_perf_autotest subset (time scaled x$SPEED; about a minute)"
+mp_log=$LOG/mempool_dpdk.txt
+mp_fifo=$(mktemp -u /tmp/pktbench-fifo.XXXXXX)
+mkfifo "$mp_fifo"
+MP_TARGET='mempool_autotest cache=512 cores=1 n_get_bulk=32 n_put_bulk=32 n_keep=32 constant_n=1 '
+env LD_PRELOAD="$STDBUF_LIB $FAKETIME_LIB" _STDBUF_O=L FAKETIME="+0 x$SPEED" \
+  dpdk-test -l 1 --no-pci "${EAL_MEM[@]}" --file-prefix "${PREFIX}mp" --log-level=lib.eal:debug \
+  <"$mp_fifo" >"$mp_log" 2>&1 &
+mp_pid=$!
+exec 8>"$mp_fifo"
+echo "mempool_perf_autotest" >&8
+for _ in $(seq 1 1200); do
+  grep -q "$MP_TARGET" "$mp_log" 2>/dev/null && break
+  kill -0 $mp_pid 2>/dev/null || break
+  sleep 0.5
+done
+kill $mp_pid 2>/dev/null || true
+wait $mp_pid 2>/dev/null || true
+exec 8>&-
+rm -f "$mp_fifo"
+dpdk_h=$(sed -n 's/.*TSC frequency is ~\([0-9]*\) KHz.*/\1/p' "$mp_log" | head -1)
+dpdk_rate() { grep "$1" "$mp_log" | head -1 | sed -n 's/.*rate_persec=\([0-9]*\).*/\1/p'; }
+cyc_of() { awk -v h="$dpdk_h" -v r="$1" 'BEGIN { if (h == "" || r == "" || r == 0) print "nan"; else printf "%.3f\n", h * 1000 / r }'; }
+dpdk_raw=$(cyc_of "$(dpdk_rate "$MP_TARGET")")
+dpdk_ring=$(cyc_of "$(dpdk_rate 'mempool_autotest cache=0 cores=1 n_get_bulk=32 n_put_bulk=32 n_keep=32 constant_n=1 ')")
+ANCHOR_PKT=7.7
+ANCHOR_RAW=0.63
+
+row "mempool: pktmbuf alloc+free bulk 32, cache (cycles/mbuf)" "$(fmt "$ours_pkt")" "$ANCHOR_PKT (anchor)" "$(ratio "$ANCHOR_PKT" "$ours_pkt")"
+row "  same, buffers/s (ours; DPDK = anchor at TSC Hz)" "$(fmt "$(awk -v r="$ours_pkt_rate" 'BEGIN{print r/1e6}')" 1)M" \
+  "$(fmt "$(awk -v h="$TSC_HZ" -v c=$ANCHOR_PKT 'BEGIN{print h/c/1e6}')" 1)M" ""
+row "mempool: raw get+put bulk 32, cache 512 (cycles/object)" "$(fmt "$ours_raw" 3)" "$(fmt "$dpdk_raw" 3)" "$(ratio "$dpdk_raw" "$ours_raw")"
+row "  same vs the issue's anchor" "$(fmt "$ours_raw" 3)" "$ANCHOR_RAW (anchor)" "$(ratio "$ANCHOR_RAW" "$ours_raw")"
+row "  same, objects/s (ours)" "$(fmt "$(awk -v r="$ours_raw_rate" 'BEGIN{print r/1e6}')" 1)M" "" ""
+row "mempool: raw get+put bulk 32, no cache (cycles/object)" "$(fmt "$ours_ring" 3)" "$(fmt "$dpdk_ring" 3)" "$(ratio "$dpdk_ring" "$ours_ring")"
+
+# --- 5. io forwarding between two null ports, one forwarding core (CPU 1), 64 B, burst 32 ------------------------
+say "null io forwarding: $ROUNDS rounds x (ours, DPDK), ${SECS} s each after ${WARMUP} s warm-up"
+null_ours=()
+null_dpdk=()
+for r in $(seq 1 "$ROUNDS"); do
+  "$BIN/iofwd" --seconds "$SECS" --warmup "$WARMUP" --cpu 1 --burst 32 net_null0,size=64 net_null1,size=64 \
+    >"$LOG/null_ours_$r.txt" || say "iofwd failed"
+  null_ours+=("$(grep RESULT "$LOG/null_ours_$r.txt" | field rx_mpps)")
+  pps=$(testpmd_run "$LOG/null_dpdk_$r.txt" "" dpdk-testpmd -l 0,1 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" \
+    --vdev net_null0,size=64 --vdev net_null1,size=64 -- -i --forward-mode=io --burst=32)
+  null_dpdk+=("$(awk -v p="$pps" 'BEGIN { if (p == "nan") print "nan"; else printf "%.3f\n", p / 1e6 }')")
+  say "  round $r: ours ${null_ours[-1]} Mpps, DPDK ${null_dpdk[-1]} Mpps"
+done
+n_ours=$(echo "${null_ours[*]}" | median)
+n_dpdk=$(echo "${null_dpdk[*]}" | median)
+cyc() { awk -v h="$TSC_HZ" -v m="$1" 'BEGIN { if (m == "nan" || m + 0 == 0) print "nan"; else printf "%.2f\n", h / (m * 1e6) }'; }
+row "null io fwd, 2 ports, 1 core: Rx Mpps (sum of ports)" "$(fmt "$n_ours")" "$(fmt "$n_dpdk")" "$(ratio "$n_ours" "$n_dpdk")"
+row "  same, TSC cycles/packet on the forwarding core" "$(fmt "$(cyc "$n_ours")")" "$(fmt "$(cyc "$n_dpdk")")" \
+  "$(ratio "$(cyc "$n_dpdk")" "$(cyc "$n_ours")")"
+row "  rounds (Mpps)" "${null_ours[*]}" "${null_dpdk[*]}" ""
+
+# --- 6. af_packet over veth pairs in a private network namespace ------------------------------------------------
+af_note=
+if [ "${BENCH_SKIP_AFPACKET:-0}" = 1 ]; then
+  af_note="af_packet: skipped (BENCH_SKIP_AFPACKET=1)"
+elif ! grep -q '"net_af_packet"' pktio/src/ports/mod.rs; then
+  af_note="af_packet: not yet available"
+else
+  NS=$PREFIX
+  cleanup_ns() { ip netns del "$NS" 2>/dev/null || true; }
+  trap cleanup_ns EXIT
+  if ip netns add "$NS" 2>/dev/null &&
+    ip -n "$NS" link add ga type veth peer name pa &&
+    ip -n "$NS" link add gb type veth peer name pb; then
+    for i in lo ga pa gb pb; do ip -n "$NS" link set "$i" up; done
+    ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 || true
+    DEVARGS="qpairs=1,blocksz=4096,framesz=2048,framecnt=512,qdisc_bypass=1"
+    GEN_SECS=$(awk -v s="$SECS" -v w="$WARMUP" 'BEGIN { print s + w + 2 }')
+    say "af_packet io forwarding (veth, generator on CPU 0): $ROUNDS rounds x (ours, DPDK)"
+    af_ours=()
+    af_dpdk=()
+    gen_ours=()
+    gen_dpdk=()
+    for r in $(seq 1 "$ROUNDS"); do
+      ip netns exec "$NS" "$BIN/pktgen" --seconds "$GEN_SECS" --cpu 0 ga gb >"$LOG/af_gen_ours_$r.txt" &
+      gpid=$!
+      ip netns exec "$NS" "$BIN/iofwd" --seconds "$SECS" --warmup "$WARMUP" --cpu 1 --burst 32 \
+        "net_af_packet0,iface=pa,$DEVARGS" "net_af_packet1,iface=pb,$DEVARGS" >"$LOG/af_ours_$r.txt" ||
+        say "iofwd (af_packet) failed"
+      wait $gpid || true
+      af_ours+=("$(grep RESULT "$LOG/af_ours_$r.txt" | field rx_mpps)")
+      gen_ours+=("$(grep RESULT "$LOG/af_gen_ours_$r.txt" | field pps)")
+      hook="ip netns exec $NS $BIN/pktgen --seconds $GEN_SECS --cpu 0 ga gb >$LOG/af_gen_dpdk_$r.txt & gpid=\$!"
+      pps=$(testpmd_run "$LOG/af_dpdk_$r.txt" "$hook" ip netns exec "$NS" dpdk-testpmd -l 0,1 --no-pci \
+        "${EAL_MEM[@]}" --file-prefix "$PREFIX" --vdev "net_af_packet0,iface=pa,$DEVARGS" \
+        --vdev "net_af_packet1,iface=pb,$DEVARGS" -- -i --forward-mode=io --burst=32)
+      wait || true
+      af_dpdk+=("$(awk -v p="$pps" 'BEGIN { if (p == "nan") print "nan"; else printf "%.3f\n", p / 1e6 }')")
+      gen_dpdk+=("$(grep RESULT "$LOG/af_gen_dpdk_$r.txt" 2>/dev/null | field pps)")
+      say "  round $r: ours ${af_ours[-1]} Mpps, DPDK ${af_dpdk[-1]} Mpps (offered ${gen_ours[-1]} / ${gen_dpdk[-1]} pps)"
+    done
+    a_ours=$(echo "${af_ours[*]}" | median)
+    a_dpdk=$(echo "${af_dpdk[*]}" | median)
+    g_ours=$(echo "${gen_ours[*]}" | median)
+    g_dpdk=$(echo "${gen_dpdk[*]}" | median)
+    row "af_packet io fwd, 2 veth ports, 1 core: Rx Mpps (sum)" "$(fmt "$a_ours" 3)" "$(fmt "$a_dpdk" 3)" \
+      "$(ratio "$a_ours" "$a_dpdk")"
+    row "  offered load from pktgen (Mpps, median)" "$(fmt "$(awk -v p="$g_ours" 'BEGIN{print p/1e6}')" 3)" \
+      "$(fmt "$(awk -v p="$g_dpdk" 'BEGIN{print p/1e6}')" 3)" ""
+    row "  rounds (Mpps)" "${af_ours[*]}" "${af_dpdk[*]}" ""
+  else
+    af_note="af_packet: not available (cannot create a network namespace with veth pairs here)"
+  fi
+  cleanup_ns
+  trap - EXIT
+fi
+
+# --- 7. the table -----------------------------------------------------------------------------------------------
+echo
+echo "pktio/mempool vs DPDK $DPDK_VERSION ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) CPUs," \
+  "TSC $(fmt "$(awk -v h="$TSC_HZ" 'BEGIN{print h/1e9}')" 2) GHz, memory: $([ "$MEM" = nohuge ] && echo 4K pages || echo 2M hugepages))"
+printf '%-58s | %16s | %16s | %8s\n' "benchmark" "ours" "DPDK 22.11" "ratio"
+printf '%s\n' "-----------------------------------------------------------+------------------+------------------+---------"
+printf '%s\n' "${rows[@]}"
+[ -n "$af_note" ] && echo "$af_note"
+echo "ratio > 1.0: ours is faster (DPDK cycles / our cycles, or our Mpps / DPDK Mpps). 'anchor': DPDK 22.11 figure" \
+  "from the issue, measured on this machine class, not in this run. Raw outputs: $LOG"
