@@ -236,6 +236,8 @@ pub struct Ixgbe<R: RegisterSpace> {
     phy_addr: Option<u32>,
     /// Why the PHY could not be set up (the link may still come up: the PHY negotiates by default).
     phy_note: Option<String>,
+    /// What must outlive the register space (e.g. the VFIO device behind a mapped BAR).
+    keep_alive: Vec<Box<dyn std::any::Any + Send>>,
 }
 
 impl<R: RegisterSpace> std::fmt::Debug for Ixgbe<R> {
@@ -311,11 +313,17 @@ impl<R: RegisterSpace> Ixgbe<R> {
             xbase: vec![0; STATS.len()],
             phy_addr: None,
             phy_note: None,
+            keep_alive: Vec::new(),
         };
         dev.reset_and_init()?;
         dev.mac = dev.perm_mac;
         dev.base = dev.raw_stats();
         Ok(dev)
+    }
+
+    /// Keeps `value` alive as long as the port (dropped after the rings are quiesced).
+    pub fn keep_alive(&mut self, value: Box<dyn std::any::Any + Send>) {
+        self.keep_alive.push(value);
     }
 
     /// The register space.
@@ -1071,4 +1079,28 @@ impl<R: RegisterSpace> Drop for Ixgbe<R> {
         self.tx.clear();
         self.regs.clear_bits(CTRL_EXT, ctrl_ext::DRV_LOAD);
     }
+}
+
+/// Opens the X540/82599 at `addr` through VFIO (IOMMU or no-IOMMU, as the container was set up): checks its ID,
+/// enables bus mastering, maps BAR0 and brings the port up. Rings come from `allocator`; rings and mempools are
+/// mapped in the device's container.
+pub fn open_vfio(
+    vfio: &pktio::vfio::Vfio,
+    addr: pktio::pci::PciAddress,
+    allocator: Allocator,
+) -> Result<Ixgbe<pktio::vfio::VfioBar>> {
+    use pktio::pci::ConfigSpace;
+    let dev = vfio.open_device(addr)?;
+    let cfg = |e: std::io::Error| Error::os(format!("{addr}: PCI config space"), e);
+    let (vendor, device) = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);
+    let mac_type = mac_type_of(vendor, device).ok_or_else(|| Error::InvalidConfig {
+        port: addr.to_string(),
+        reason: format!("{vendor:04x}:{device:04x} is not an X540/82599 this driver knows"),
+    })?;
+    dev.set_bus_master(true).map_err(cfg)?;
+    let bar = dev.map_bar(0)?;
+    let mapper: Arc<dyn DmaMapper> = Arc::new(dev.container().clone());
+    let mut port = Ixgbe::new(Arc::new(bar), mapper, allocator, Options::new(addr.to_string(), mac_type))?;
+    port.keep_alive(Box::new(dev));
+    Ok(port)
 }

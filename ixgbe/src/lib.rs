@@ -38,6 +38,9 @@ pub mod dev;
 pub mod igb;
 pub mod regs;
 pub mod rxtx;
+pub mod sim;
 pub mod testing;
 
-pub use dev::{mac_type_of, Ixgbe, IxgbeFamily, IxgbeRxQueue, IxgbeTxQueue, MacType, Options, Timing, PCI_IDS};
+pub use dev::{
+    mac_type_of, open_vfio, Ixgbe, IxgbeFamily, IxgbeRxQueue, IxgbeTxQueue, MacType, Options, Timing, PCI_IDS,
+};

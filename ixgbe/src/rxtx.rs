@@ -254,7 +254,7 @@ fn rx_flags<F: Family>(pkt_info: u32, status_error: u32) -> (u64, u32) {
     // RSS type != 0 -> RX_RSS_HASH, without a branch.
     let rss = (((pkt_info & rx::RSS_TYPE.mask()) + rx::RSS_TYPE.mask()) >> rx::RSS_TYPE.width) as u64;
     let pt = PTYPE_TABLE[((pkt_info >> 4) & 0x3F) as usize];
-    (csum | rss * ol_flags::RX_RSS_HASH, pt)
+    (csum | (rss * ol_flags::RX_RSS_HASH), pt)
 }
 
 /// One RX queue: its descriptor ring, the buffers posted to it, and its counters. Owned by one thread.
