@@ -17,6 +17,7 @@ pub mod cpu;
 mod error;
 pub mod pci;
 pub mod signal;
+pub mod vdev;
 
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -100,12 +101,18 @@ where
         }
     }
     for devargs in &config.vdevs {
-        let dev = pktio::ports::open_vdev(devargs)?;
-        let name = dev.info().device_name;
-        if ports.iter().flatten().any(|p: &Port| p.name == name) {
-            return Err(Error::BadArgument(format!("--vdev {devargs}: a device named {name} already exists")));
+        // Driver crates' vdevs first (they may yield several ports), then pktio's software ports.
+        let devs = match vdev::find(devargs)? {
+            Some((driver, args)) => (driver.open)(&args, &allocator)?,
+            None => vec![pktio::ports::open_vdev(devargs)?],
+        };
+        for dev in devs {
+            let name = dev.info().device_name;
+            if ports.iter().flatten().any(|p: &Port| p.name == name) {
+                return Err(Error::BadArgument(format!("--vdev {devargs}: a device named {name} already exists")));
+            }
+            ports.push(Some(Port { name, dev }));
         }
-        ports.push(Some(Port { name, dev }));
     }
     for (id, port) in ports.iter_mut().enumerate() {
         if let Some(p) = port {

@@ -86,11 +86,40 @@ impl std::fmt::Debug for PciDriver {
 }
 
 /// Every PCI driver in this build.
-pub const DRIVERS: &[PciDriver] = &[PciDriver {
-    name: virtio::DRIVER_NAME,
-    ids: &[PciId::new(virtio::dev::VENDOR_ID, virtio::dev::DEVICE_ID_NET_MODERN)],
-    probe: probe_virtio,
-}];
+pub const DRIVERS: &[PciDriver] = &[
+    PciDriver {
+        name: virtio::DRIVER_NAME,
+        ids: &[PciId::new(virtio::dev::VENDOR_ID, virtio::dev::DEVICE_ID_NET_MODERN)],
+        probe: probe_virtio,
+    },
+    PciDriver { name: "net_ixgbe", ids: IXGBE_IDS, probe: probe_ixgbe },
+];
+
+/// X540 and 82599 IDs (kept in step with `ixgbe::PCI_IDS`, checked by a test).
+const IXGBE_IDS: &[PciId] = &[
+    PciId::new(0x8086, 0x1528),
+    PciId::new(0x8086, 0x1560),
+    PciId::new(0x8086, 0x10FB),
+    PciId::new(0x8086, 0x10F7),
+    PciId::new(0x8086, 0x1514),
+    PciId::new(0x8086, 0x1517),
+    PciId::new(0x8086, 0x10F8),
+    PciId::new(0x8086, 0x10F9),
+    PciId::new(0x8086, 0x10FC),
+    PciId::new(0x8086, 0x151C),
+    PciId::new(0x8086, 0x1529),
+    PciId::new(0x8086, 0x152A),
+    PciId::new(0x8086, 0x1507),
+    PciId::new(0x8086, 0x154D),
+    PciId::new(0x8086, 0x154A),
+    PciId::new(0x8086, 0x1558),
+    PciId::new(0x8086, 0x1557),
+];
+
+/// X540/82599 through the EAL's VFIO container and DMA memory.
+fn probe_ixgbe(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
+    Ok(Box::new(ixgbe::open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
+}
 
 /// virtio-net (modern, 1af4:1041) through the EAL's VFIO container and DMA memory.
 fn probe_virtio(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
@@ -166,7 +195,13 @@ mod tests {
         assert_eq!(read_pci_id(&fake.root(), addr).unwrap(), PciId { vendor: 0x8086, device: 0x1528 });
         let missing: PciAddress = "0000:02:00.0".parse().unwrap();
         assert!(read_pci_id(&fake.root(), missing).unwrap_err().to_string().contains("lspci"));
-        assert!(find_driver(DRIVERS, PciId { vendor: 0x8086, device: 0x1528 }).is_none());
+        assert_eq!(find_driver(DRIVERS, PciId { vendor: 0x8086, device: 0x1528 }).unwrap().name, "net_ixgbe");
+    }
+
+    #[test]
+    fn ixgbe_ids_match_the_driver() {
+        let ids: Vec<PciId> = ixgbe::PCI_IDS.iter().map(|&(v, d, _)| PciId::new(v, d)).collect();
+        assert_eq!(IXGBE_IDS, ids.as_slice());
     }
 
     fn fake_probe(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
