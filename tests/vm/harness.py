@@ -41,6 +41,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 MUSL = "x86_64-unknown-linux-musl"
+GNU = "x86_64-unknown-linux-gnu"
 SKIP = 77
 ETHERTYPE = 0x88B5
 PEER_MAC = bytes.fromhex("020000000001")
@@ -253,27 +254,42 @@ def ensure_busybox(apt, cache):
 # ---------------------------------------------------------------------------------------------- build
 
 
-def rustup_target():
+def guest_target(choice="auto"):
+    """(target triple, extra RUSTFLAGS): musl when its std is installed or rustup can add it, else glibc with
+    +crt-static (also a static binary; rustup may be unable to download on some machines)."""
+    if choice == "gnu-static":
+        return GNU, "-C target-feature=+crt-static"
+    if choice == "musl":
+        return MUSL, ""
     try:
         installed = out(["rustup", "target", "list", "--installed"]).split()
     except (OSError, subprocess.CalledProcessError):
-        return  # no rustup: hope the toolchain has the target
-    if MUSL not in installed:
+        return MUSL, ""  # no rustup: hope the toolchain has the target
+    if MUSL in installed:
+        return MUSL, ""
+    try:
         run(["rustup", "target", "add", MUSL])
+        return MUSL, ""
+    except subprocess.CalledProcessError:
+        log(f"rustup could not add {MUSL}: building static glibc binaries (+crt-static) instead")
+        return GNU, "-C target-feature=+crt-static"
 
 
-def build_guest(target_dir, packages, offline):
-    """Builds each package for musl; the first is required, the others are optional (a failure is logged and
-    their binaries are then missing from the guest, which fails only the tests that need them)."""
-    rustup_target()
+def build_guest(target_dir, packages, offline, choice="auto"):
+    """Builds each package as static binaries for the guest; the first is required, the others are optional (a
+    failure is logged and their binaries are then missing from the guest, which fails only the tests that need
+    them). Returns the directory of the binaries."""
+    target, rustflags = guest_target(choice)
     env = dict(os.environ)
     # A leaner release profile than the workspace's (fat LTO, 1 codegen unit): faster builds, same code paths.
     env.update(CARGO_PROFILE_RELEASE_LTO="false", CARGO_PROFILE_RELEASE_CODEGEN_UNITS="16",
                CARGO_PROFILE_RELEASE_DEBUG="0", CARGO_PROFILE_RELEASE_STRIP="debuginfo",
                CARGO_PROFILE_RELEASE_INCREMENTAL="true")
-    for k in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET"):
+    for k in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_BUILD_RUSTFLAGS"):
         env.pop(k, None)
-    cmd = [os.environ.get("CARGO", "cargo"), "build", "--release", "--target", MUSL, "--target-dir", target_dir]
+    if rustflags:
+        env["RUSTFLAGS"] = rustflags  # with --target, applied to the target's crates only
+    cmd = [os.environ.get("CARGO", "cargo"), "build", "--release", "--target", target, "--target-dir", target_dir]
     if offline:
         cmd.append("--offline")
     for i, p in enumerate(packages):
@@ -282,8 +298,8 @@ def build_guest(target_dir, packages, offline):
         except subprocess.CalledProcessError:
             if i == 0:
                 raise
-            log(f"WARNING: {p} did not build for {MUSL}; its binaries will be missing in the guest")
-    return os.path.join(target_dir, MUSL, "release")
+            log(f"WARNING: {p} did not build for {target}; its binaries will be missing in the guest")
+    return os.path.join(target_dir, target, "release")
 
 
 def cpio_newc(entries):
@@ -593,6 +609,8 @@ def main():
     ap.add_argument("--cache", default=os.environ.get("VMTEST_CACHE", os.path.join(REPO, "target", "vm-cache")))
     ap.add_argument("--target-dir", default=None, help="cargo target dir for the guest build")
     ap.add_argument("--offline", action="store_true", help="cargo --offline for the guest build")
+    ap.add_argument("--guest-target", default="auto", choices=["auto", "musl", "gnu-static"],
+                    help="static guest binaries: musl, or glibc +crt-static (auto: musl if rustup has or can add it)")
     ap.add_argument("--prepare-only", action="store_true", help="install, build, make the initramfs; no boot")
     a = ap.parse_args()
 
@@ -616,7 +634,7 @@ def main():
             raise Skip("the VM test needs root (network namespace, TAPs, VFIO in the guest)")
         kdir = ensure_kernel(apt, a.cache)
         busybox = ensure_busybox(apt, a.cache)
-        bindir = build_guest(target_dir, [p for p in a.packages.split(",") if p], a.offline)
+        bindir = build_guest(target_dir, [p for p in a.packages.split(",") if p], a.offline, a.guest_target)
         vmlinuz, initrd = build_initramfs(a.cache, kdir, busybox, bindir, [b for b in a.binaries.split(",") if b])
         log(f"prepared in {time.time() - t0:.1f} s")
         if a.prepare_only:
