@@ -72,7 +72,7 @@ fn open_one(name: String, bar: SimBar, model: X540Port, allocator: &Allocator) -
 pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
     args.check_keys(&["ports", "speed"])?;
     let ports: u16 = args.parse_or("ports", 2)?;
-    if ports == 0 || ports % 2 != 0 || ports > MAX_PORTS {
+    if ports == 0 || !ports.is_multiple_of(2) || ports > MAX_PORTS {
         return Err(
             args.error(format!("ports={ports}: give an even number up to {MAX_PORTS} (ports are wired in pairs)"))
         );

@@ -16,6 +16,8 @@ const SPACE: usize = 0x20000;
 #[derive(Debug)]
 pub struct FakeRegs {
     words: Box<[AtomicU32]>,
+    /// Bits ORed into reads of a register (status bits a device would set), for other families than ixgbe.
+    read_bits: Vec<(Reg, u32)>,
 }
 
 impl Default for FakeRegs {
@@ -27,10 +29,16 @@ impl Default for FakeRegs {
 impl FakeRegs {
     /// A device whose permanent MAC is `mac`.
     pub fn new(mac: [u8; 6]) -> FakeRegs {
-        let f = FakeRegs { words: (0..SPACE / 4).map(|_| AtomicU32::new(0)).collect() };
+        let f = FakeRegs { words: (0..SPACE / 4).map(|_| AtomicU32::new(0)).collect(), read_bits: Vec::new() };
         f.write32(regs::ral(0).0, u32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]]));
         f.write32(regs::rah(0).0, u16::from_le_bytes([mac[4], mac[5]]) as u32 | rah::AV);
         f
+    }
+
+    /// Reads of `reg` also return `bits` set.
+    pub fn with_read_bits(mut self, reg: Reg, bits: u32) -> Self {
+        self.read_bits.push((reg, bits));
+        self
     }
 
     /// The value last written to `reg` (no side effects).
@@ -47,7 +55,12 @@ impl FakeRegs {
 impl RegisterSpace for FakeRegs {
     fn read32(&self, offset: usize) -> u32 {
         let Some(w) = self.words.get(offset / 4) else { return u32::MAX };
-        let v = w.load(Ordering::Relaxed);
+        let mut v = w.load(Ordering::Relaxed);
+        for &(r, bits) in &self.read_bits {
+            if r.0 == offset {
+                v |= bits;
+            }
+        }
         match Reg(offset) {
             regs::CTRL => {
                 w.store(v & !ctrl::RST_MASK, Ordering::Relaxed);
