@@ -7,12 +7,15 @@ use pktio::EthDev;
 
 use crate::Result;
 
+/// Opens a driver-provided vdev: its ports, with the EAL's DMA memory for rings.
+pub type VdevOpen = fn(&Devargs, &Allocator) -> pktio::Result<Vec<Box<dyn EthDev>>>;
+
 /// A driver crate's virtual device.
 pub struct VdevDriver {
     /// Device-name prefix users type (`net_sim_x540`); an instance number may follow (`net_sim_x5401`).
     pub name: &'static str,
     /// Opens the device's ports, with the EAL's DMA memory for rings.
-    pub open: fn(&Devargs, &Allocator) -> pktio::Result<Vec<Box<dyn EthDev>>>,
+    pub open: VdevOpen,
 }
 
 /// Every driver-provided virtual device in this build.
