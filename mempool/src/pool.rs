@@ -168,7 +168,7 @@ impl PoolInner {
     }
 
     /// Returns free elements (already reset).
-    #[inline]
+    #[inline(always)]
     fn put_bulk(&self, objs_in: &[NonNull<MbufHeader>]) {
         let n = objs_in.len();
         let Some(cache) = self.cache().filter(|_| n <= MAX_CACHED_BULK) else {
@@ -216,22 +216,26 @@ impl PoolInner {
     }
 }
 
-/// Copies `n` pointers between non-overlapping arrays. The common burst of 32 is 16 SSE2 moves inline (SSE2 is
-/// part of x86-64): at this size a `memcpy` call costs more than the copy.
+/// Copies `n` pointers between non-overlapping arrays. The common burst of 32 is 16 SSE2 moves written out one
+/// by one (SSE2 is part of x86-64): a loop, even of vector moves, is turned back into a `memcpy` call, which at
+/// this size costs more than the copy.
 ///
 /// # Safety
 /// `src..src+n` must be readable, `dst..dst+n` writable, and the two must not overlap.
 #[inline(always)]
-unsafe fn copy_burst<T: Copy>(dst: *mut T, src: *const T, n: usize) {
+pub(crate) unsafe fn copy_burst<T: Copy>(dst: *mut T, src: *const T, n: usize) {
     #[cfg(target_arch = "x86_64")]
     if n == 32 && std::mem::size_of::<T>() == 8 {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
         let (d, s) = (dst.cast::<__m128i>(), src.cast::<__m128i>());
-        for i in 0..16 {
-            // SAFETY: 32 eight-byte entries are 16 sixteen-byte lanes, inside both arrays (caller's contract);
-            // unaligned loads and stores have no alignment requirement.
-            unsafe { _mm_storeu_si128(d.add(i), _mm_loadu_si128(s.add(i))) };
+        macro_rules! lanes {
+            ($($i:literal)*) => {$(
+                // SAFETY: 32 eight-byte entries are 16 sixteen-byte lanes, inside both arrays (caller's contract);
+                // unaligned loads and stores have no alignment requirement.
+                unsafe { _mm_storeu_si128(d.add($i), _mm_loadu_si128(s.add($i))) };
+            )*};
         }
+        lanes!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
         return;
     }
     // SAFETY: the caller's contract.
