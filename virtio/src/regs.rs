@@ -3,7 +3,7 @@
 //!
 //! All volatile access sits in [`RegisterSpace`] implementations (a VFIO BAR, `pktio::bar::MmioBar`, or memory in
 //! tests);
-//! driver code goes through [`Window`]s of a BAR and the typed [`CommonCfg`]/[`NetCfg`] accessors.
+//! driver code goes through [`Window`]s of a BAR and the typed [`CommonCfg`] accessors and the device-configuration window.
 
 use std::sync::Arc;
 
@@ -147,7 +147,7 @@ pub mod common {
 
 /// Offsets in `struct virtio_net_config` (§5.1.4).
 pub mod netcfg {
-    /// u8[6]: MAC address (with `NET_MAC`).
+    /// `u8[6]`: MAC address (with `NET_MAC`).
     pub const MAC: usize = 0;
     /// u16: link status (with `NET_STATUS`).
     pub const STATUS: usize = 6;
