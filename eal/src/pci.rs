@@ -93,7 +93,13 @@ pub const DRIVERS: &[PciDriver] = &[
         probe: probe_virtio,
     },
     PciDriver { name: "net_ixgbe", ids: IXGBE_IDS, probe: probe_ixgbe },
+    PciDriver { name: "net_igb", ids: &[PciId::new(ixgbe::igb::PCI_ID.0, ixgbe::igb::PCI_ID.1)], probe: probe_igb },
 ];
+
+/// 82576 (QEMU's igb) through VFIO, on the ixgbe crate's shared ring code.
+fn probe_igb(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
+    Ok(Box::new(ixgbe::igb::open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
+}
 
 /// X540 and 82599 IDs (kept in step with `ixgbe::PCI_IDS`, checked by a test).
 const IXGBE_IDS: &[PciId] = &[
