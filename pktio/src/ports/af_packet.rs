@@ -535,13 +535,7 @@ impl EthDev for AfPacketPort {
         Ok(())
     }
 
-    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
-        Ok(Box::new(self.rx_queue_typed(queue)?))
-    }
-
-    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
-        Ok(Box::new(self.tx_queue_typed(queue)?))
-    }
+    crate::soft_port_queues!();
 
     fn link(&self) -> LinkStatus {
         self.ctl.link(10_000)

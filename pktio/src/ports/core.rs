@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::dev::{DevInfo, MacAddr, PortConfig};
+use crate::dev::{DevInfo, LinkStatus, MacAddr, PortConfig};
 use crate::stats::{PortStats, RxQueueStats, TxQueueStats};
 use crate::{Error, Result};
 
@@ -189,6 +189,31 @@ impl SoftPortCore {
     pub fn reset_stats(&mut self) {
         self.base = self.raw_stats();
     }
+
+    /// The link of a port with no carrier of its own: up at 10G while started (as DPDK's null, ring and pcap
+    /// PMDs report it).
+    pub fn virtual_link(&self) -> LinkStatus {
+        if self.started {
+            LinkStatus::up(10_000)
+        } else {
+            LinkStatus::default()
+        }
+    }
+}
+
+/// Implements [`crate::EthDev::rx_queue`] and [`crate::EthDev::tx_queue`] by boxing the port's
+/// `rx_queue_typed`/`tx_queue_typed`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! soft_port_queues {
+    () => {
+        fn rx_queue(&mut self, queue: u16) -> $crate::Result<Box<dyn $crate::RxQueue>> {
+            Ok(Box::new(self.rx_queue_typed(queue)?))
+        }
+        fn tx_queue(&mut self, queue: u16) -> $crate::Result<Box<dyn $crate::TxQueue>> {
+            Ok(Box::new(self.tx_queue_typed(queue)?))
+        }
+    };
 }
 
 /// Implements the [`crate::EthDev`] methods that only touch the [`SoftPortCore`] in field `$core`.

@@ -105,21 +105,10 @@ impl EthDev for NullPort {
         Ok(())
     }
 
-    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
-        Ok(Box::new(self.rx_queue_typed(queue)?))
-    }
-
-    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
-        Ok(Box::new(self.tx_queue_typed(queue)?))
-    }
+    crate::soft_port_queues!();
 
     fn link(&self) -> LinkStatus {
-        // DPDK's null PMD reports 10G when started.
-        if self.core.started {
-            LinkStatus::up(10_000)
-        } else {
-            LinkStatus::default()
-        }
+        self.core.virtual_link()
     }
 }
 

@@ -249,13 +249,7 @@ impl EthDev for TapPort {
         self.ctl.change_flags(libc::IFF_UP, false)
     }
 
-    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
-        Ok(Box::new(self.rx_queue_typed(queue)?))
-    }
-
-    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
-        Ok(Box::new(self.tx_queue_typed(queue)?))
-    }
+    crate::soft_port_queues!();
 
     fn link(&self) -> LinkStatus {
         // DPDK's tap PMD reports 10G; the carrier is the interface being up.
