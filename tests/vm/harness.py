@@ -16,8 +16,11 @@ Steps (each cached under target/vm-cache/ of the repository, or $VMTEST_CACHE):
 Guest markers (console lines):
   VMTEST START t / VMTEST PASS t / VMTEST FAIL t ... / VMTEST DONE      (from /init)
   @@vmtest inject NIC COUNT TAG [SIZE]     host sends COUNT frames tagged TAG to the guest on NIC's TAP
-  @@vmtest expect NIC COUNT TAG            host checks it received exactly COUNT frames tagged TAG from NIC
-Frame format (both ways): dst, src, ethertype 0x88b5, b"VMT1", tag (16 bytes, NUL padded), seq (u32 BE), zero pad.
+  @@vmtest expect NIC COUNT TAG [SIZE]     host checks it received exactly COUNT frames tagged TAG from NIC (with
+                                           SIZE: each exactly SIZE bytes and byte for byte the frame the guest built,
+                                           dst = the peer, src = the NIC's MAC)
+Frame format (both ways): dst, src, ethertype 0x88b5, b"VMT1", tag (16 bytes, NUL padded), seq (u32 BE), then
+padding byte i = (7 i + 13 seq) mod 256 (vmtest/src/frames.rs: pad_byte).
 
 Exit status: 0 all tests passed, 1 a test failed, 77 skipped (qemu cannot be installed / not root).
 """
@@ -396,10 +399,10 @@ def tap_stat(name, stat):
         return -1
 
 
-def frame(dst, tag, seq, size=60):
+def frame(dst, tag, seq, size=60, src=PEER_MAC):
     t = tag.encode()[:16].ljust(16, b"\0")
-    body = dst + PEER_MAC + struct.pack("!H", ETHERTYPE) + b"VMT1" + t + struct.pack("!I", seq)
-    return body.ljust(max(size, len(body)), b"\0")
+    body = dst + src + struct.pack("!H", ETHERTYPE) + b"VMT1" + t + struct.pack("!I", seq)
+    return body + bytes((7 * i + 13 * seq) & 0xFF for i in range(len(body), max(size, len(body))))
 
 
 def parse_frame(data):
@@ -415,6 +418,7 @@ class Peer:
         self.nics = nics
         self.socks = {}
         self.rx = {n: {} for n in nics}  # nic -> tag -> list of seq
+        self.data = {n: {} for n in nics}  # nic -> tag -> list of frames (bytes)
         self.other = {n: 0 for n in nics}
         self.lock = threading.Condition()
         self.stop = False
@@ -438,6 +442,7 @@ class Peer:
                 with self.lock:
                     if p:
                         self.rx[n].setdefault(p[0], []).append(p[1])
+                        self.data[n].setdefault(p[0], []).append(data)
                     else:
                         self.other[n] += 1
                     self.lock.notify_all()
@@ -453,7 +458,7 @@ class Peer:
         dropped = tap_stat(f"tap-{nic}", "tx_dropped") - dropped0
         return f"injected {count} x {size} B tagged {tag} on {nic}" + (f" ({dropped} dropped by the TAP)" if dropped else "")
 
-    def expect(self, nic, count, tag, wait):
+    def expect(self, nic, count, tag, wait, size=None):
         deadline = time.time() + wait
         with self.lock:
             while len(self.rx[nic].get(tag, [])) < count and time.time() < deadline:
@@ -461,9 +466,21 @@ class Peer:
         time.sleep(0.2 if count == 0 else 0.05)  # late extras / frames that should not come
         with self.lock:
             seqs = list(self.rx[nic].get(tag, []))
+            frames = list(self.data[nic].get(tag, []))
         ok = len(seqs) == count and sorted(seqs) == list(range(count))
-        return ok, f"{nic}: {len(seqs)} frames tagged {tag} received, {count} expected" + (
+        msg = f"{nic}: {len(seqs)} frames tagged {tag} received, {count} expected" + (
             "" if ok or len(seqs) != count else f" (seqs {sorted(seqs)[:8]}...)")
+        if ok and size is not None:
+            src = bytes.fromhex(NICS[nic][2].replace(":", ""))
+            bad = []
+            for seq, got in zip(seqs, frames):
+                want = frame(PEER_MAC, tag, seq, size, src=src)
+                if got != want:
+                    at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+                    bad.append(f"#{seq}: {len(got)} bytes ({len(want)} expected), first difference at byte {at}")
+            ok = not bad
+            msg += f", {size} bytes each, byte for byte: " + ("identical" if ok else "; ".join(bad[:4]))
+        return ok, msg
 
     def close(self):
         self.stop = True
@@ -583,7 +600,8 @@ def serve(args, peer, res):
             size = int(args[4]) if len(args) > 4 else 60
             log("host: " + peer.inject(nic, count, tag, size))
         elif cmd == "expect":
-            ok, msg = peer.expect(nic, count, tag, wait=3.0)
+            size = int(args[4]) if len(args) > 4 else None
+            ok, msg = peer.expect(nic, count, tag, wait=3.0, size=size)
             res["host"].append((ok, msg))
             log(f"HOST {'PASS' if ok else 'FAIL'} {msg}")
         else:

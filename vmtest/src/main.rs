@@ -4,6 +4,7 @@
 //! ask the host peer to do something (see tests/vm/harness.py).
 
 mod frames;
+mod igb_tests;
 mod probe;
 mod sys;
 mod virtio_tests;
@@ -25,6 +26,11 @@ const TESTS: &[(&str, &str, TestFn)] = &[
         "virtio-unmapped",
         "TX from memory the IOMMU does not map never leaves; recovery by reset",
         virtio_tests::unmapped,
+    ),
+    (
+        "igb-exchange",
+        "igb (net_igb via the EAL PCI probe): link, MAC, frames both ways checked byte for byte, counters",
+        igb_tests::exchange,
     ),
 ];
 

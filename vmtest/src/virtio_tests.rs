@@ -17,7 +17,7 @@ use crate::sys;
 
 type R<T = ()> = Result<T, String>;
 
-fn host(cmd: &str) {
+pub(crate) fn host(cmd: &str) {
     println!("@@vmtest {cmd}");
 }
 
@@ -86,7 +86,7 @@ fn start(dev: &mut VirtioNet<VfioBar>, pool: &Mempool) -> R<(VirtioRxQueue<VfioB
 }
 
 /// Sends `count` tagged frames of `size` bytes from `pool`.
-fn send(tx: &mut impl TxQueue, pool: &Mempool, src: MacAddr, tag: &str, count: u32, size: usize) -> R {
+pub(crate) fn send(tx: &mut impl TxQueue, pool: &Mempool, src: MacAddr, tag: &str, count: u32, size: usize) -> R {
     let mut batch = PacketBatch::new();
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut seq = 0;
@@ -135,7 +135,7 @@ fn recv(rx: &mut impl RxQueue, tag: &str, count: usize, timeout: Duration) -> R<
     Ok((seqs, lens))
 }
 
-fn check_seqs(seqs: &[u32], count: u32, what: &str) -> R {
+pub(crate) fn check_seqs(seqs: &[u32], count: u32, what: &str) -> R {
     let set: BTreeSet<u32> = seqs.iter().copied().collect();
     if set.len() != count as usize || set != (0..count).collect() {
         return Err(format!("{what}: sequence numbers {seqs:?}, expected 0..{count}"));
@@ -143,7 +143,7 @@ fn check_seqs(seqs: &[u32], count: u32, what: &str) -> R {
     Ok(())
 }
 
-fn check_pool_full(pool: &Mempool) -> R {
+pub(crate) fn check_pool_full(pool: &Mempool) -> R {
     if !pool.is_full() {
         return Err(format!("pool {} leaks: {} of {} buffers available", pool.name(), pool.available(), pool.size()));
     }
