@@ -10,8 +10,16 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// The guest tests run in the one boot, in order.
-const GUEST_TESTS: &[&str] =
-    &["vfio-probe", "virtio-exchange", "virtio-fwd", "virtio-mq", "virtio-unmapped", "testpmd-fwd"];
+const GUEST_TESTS: &[&str] = &[
+    "vfio-probe",
+    "virtio-exchange",
+    "virtio-fwd",
+    "virtio-mq",
+    "virtio-unmapped",
+    "testpmd-fwd",
+    "igb-exchange",
+    "testpmd-igb",
+];
 
 struct VmRun {
     skipped: Option<String>,
@@ -90,4 +98,14 @@ fn vm_testpmd_rs_io_forward_over_virtio() {
 #[test]
 fn vm_virtio_two_queue_pairs() {
     check("virtio-mq");
+}
+
+#[test]
+fn vm_igb_exchange_with_host_peer() {
+    check("igb-exchange");
+}
+
+#[test]
+fn vm_testpmd_rs_io_forward_between_igb_and_virtio() {
+    check("testpmd-igb");
 }
