@@ -129,18 +129,49 @@ impl MbufHeader {
 
     /// Puts the per-packet fields of a single segment back to their allocation state (`next` is already null).
     /// Done on free, while the line is hot, so that allocation does not touch the header at all.
+    ///
+    /// The fields are contiguous (`rearm` through `tx_offload`, 40 bytes), so this is written as one block of
+    /// wide stores rather than eight narrow ones.
     #[inline(always)]
     pub(crate) fn reset_single(&mut self, rearm: Rearm) {
-        self.rearm = rearm;
-        self.ol_flags = 0;
-        self.packet_type = 0;
-        self.pkt_len = 0;
-        self.data_len = 0;
-        self.vlan_tci = 0;
-        self.rss_hash = 0;
-        self.tx_offload = 0;
+        let block = ResetBlock { rearm, ol_flags: 0, type_len: 0, len_vlan_rss: 0, tx_offload: 0 };
+        // SAFETY: ResetBlock mirrors the header fields from `rearm` to `tx_offload` (offsets checked below), all
+        // plain integers, inside `self`, which we borrow mutably.
+        unsafe {
+            (self as *mut MbufHeader)
+                .cast::<u8>()
+                .add(std::mem::offset_of!(MbufHeader, rearm))
+                .cast::<ResetBlock>()
+                .write(block)
+        };
     }
 }
+
+/// The header fields `reset_single` restores, as one block.
+#[repr(C)]
+struct ResetBlock {
+    rearm: Rearm,
+    ol_flags: u64,
+    /// packet_type, pkt_len.
+    type_len: u64,
+    /// data_len, vlan_tci, rss_hash.
+    len_vlan_rss: u64,
+    tx_offload: u64,
+}
+
+const _: () = {
+    use std::mem::offset_of;
+    let base = offset_of!(MbufHeader, rearm);
+    assert!(offset_of!(MbufHeader, ol_flags) - base == offset_of!(ResetBlock, ol_flags));
+    assert!(offset_of!(MbufHeader, packet_type) - base == offset_of!(ResetBlock, type_len));
+    assert!(offset_of!(MbufHeader, pkt_len) - base == offset_of!(ResetBlock, type_len) + 4);
+    assert!(offset_of!(MbufHeader, data_len) - base == offset_of!(ResetBlock, len_vlan_rss));
+    assert!(offset_of!(MbufHeader, vlan_tci) - base == offset_of!(ResetBlock, len_vlan_rss) + 2);
+    assert!(offset_of!(MbufHeader, rss_hash) - base == offset_of!(ResetBlock, len_vlan_rss) + 4);
+    assert!(offset_of!(MbufHeader, tx_offload) - base == offset_of!(ResetBlock, tx_offload));
+    assert!(std::mem::size_of::<ResetBlock>() == 40);
+    assert!(base % 8 == 0);
+};
 
 /// One packet buffer (or the first segment of a chain), owned. Dropping it returns it (and its chain) to its pool.
 ///
@@ -271,6 +302,25 @@ impl Mbuf {
         }
         h.data_len = len;
         true
+    }
+
+    /// Records what a NIC reports for a frame received whole into this fresh single-segment buffer: data and
+    /// packet length `len`, offload flags, packet type, RSS hash and input port (the VLAN TCI stays as allocated,
+    /// 0). The RX fast path of a driver, without the room check of [`Mbuf::set_data_len`].
+    ///
+    /// # Safety
+    /// `len` must fit in the buffer after the data start (`len <= buf_len() - headroom()`; for a buffer fresh
+    /// from its pool that is the pool's data room), and this must be a single segment.
+    #[inline(always)]
+    pub unsafe fn set_rx_unchecked(&mut self, len: u16, ol_flags: u64, packet_type: u32, rss_hash: u32, port: u16) {
+        let h = self.hdr_mut();
+        debug_assert!(len <= h.rearm.buf_len - h.rearm.data_off && h.next.is_null());
+        h.rearm.port = port;
+        h.ol_flags = ol_flags;
+        h.packet_type = packet_type;
+        h.pkt_len = len as u32;
+        h.data_len = len;
+        h.rss_hash = rss_hash;
     }
 
     /// Sets the total packet length kept in the first segment.

@@ -505,6 +505,19 @@ impl Mempool {
         true
     }
 
+    /// Takes exactly `out.len()` fresh buffers as owned raw pointers (what [`Mbuf::into_raw`] gives), or none and
+    /// returns false. For drivers that park buffers in a ring's shadow array: each pointer must later be freed
+    /// once (e.g. [`crate::free_raw_bulk`] or [`Mbuf::from_raw`] and drop), or it leaks.
+    #[inline]
+    pub fn alloc_raw_bulk(&self, out: &mut [NonNull<MbufHeader>]) -> bool {
+        // SAFETY: on success every element is marked allocated and handed to the caller as owned.
+        if !unsafe { self.get_raw(out) } {
+            return false;
+        }
+        self.mark_allocated(out);
+        true
+    }
+
     /// Debug bookkeeping for freshly taken elements (a no-op in release builds without `debug`).
     #[inline(always)]
     pub(crate) fn mark_allocated(&self, hdrs: &[NonNull<MbufHeader>]) {
@@ -586,34 +599,60 @@ fn check_and_mark_free(pool: &PoolInner, h: &mut MbufHeader) {
 /// The caller owns every chain in `hdrs` and uses none of them afterwards.
 #[inline]
 pub(crate) unsafe fn free_bulk(hdrs: &[NonNull<MbufHeader>]) {
+    let n = hdrs.len();
     let mut i = 0;
-    while i < hdrs.len() {
-        // SAFETY: owned by the caller; its pool is alive while it has elements out.
-        let pool_ptr = unsafe { (*hdrs[i].as_ptr()).pool };
+    while i < n {
+        // SAFETY: i < n; owned by the caller; its pool is alive while it has elements out.
+        let pool_ptr = unsafe { (*hdrs.get_unchecked(i).as_ptr()).pool };
         // SAFETY: as above.
         let pool = unsafe { &*pool_ptr };
         let (rearm, checks) = (pool.rearm, pool.checks());
         let start = i;
-        while i < hdrs.len() {
-            // SAFETY: owned by the caller.
-            let h = unsafe { &mut *hdrs[i].as_ptr() };
-            if h.pool != pool_ptr || !h.next.is_null() {
-                break;
-            }
-            if checks {
+        // Two copies of the loop so the common one has no debug test per buffer.
+        if checks {
+            while i < n {
+                // SAFETY: i < n; owned by the caller.
+                let h = unsafe { &mut *hdrs.get_unchecked(i).as_ptr() };
+                if h.pool != pool_ptr || !h.next.is_null() {
+                    break;
+                }
                 check_and_mark_free(pool, h);
+                h.reset_single(rearm);
+                i += 1;
             }
-            h.reset_single(rearm);
-            i += 1;
+        } else {
+            while i < n {
+                // SAFETY: i < n; owned by the caller.
+                let h = unsafe { &mut *hdrs.get_unchecked(i).as_ptr() };
+                if h.pool != pool_ptr || !h.next.is_null() {
+                    break;
+                }
+                h.reset_single(rearm);
+                i += 1;
+            }
         }
         if start < i {
-            pool.put_bulk(&hdrs[start..i]);
+            // SAFETY: start < i <= n.
+            pool.put_bulk(unsafe { hdrs.get_unchecked(start..i) });
         }
-        // SAFETY: owned by the caller.
-        if i < hdrs.len() && unsafe { !(*hdrs[i].as_ptr()).next.is_null() } {
+        // SAFETY: i < n; owned by the caller.
+        if i < n && unsafe { !(*hdrs.get_unchecked(i).as_ptr()).next.is_null() } {
             // SAFETY: a chain owned by the caller, freed once.
-            unsafe { free_chain(hdrs[i]) };
+            unsafe { free_chain(*hdrs.get_unchecked(i)) };
             i += 1;
         }
     }
+}
+
+/// Frees packets held as raw pointers (drivers keep sent packets this way): the same as dropping each as an
+/// [`Mbuf`], but in bulk. Runs of single segments from one pool are reset and returned with one bulk put into the
+/// calling lcore's cache (DPDK's `rte_pktmbuf_free_bulk`); chains and mixed pools take the general path.
+///
+/// # Safety
+/// Every entry must be an owned packet (from [`Mbuf::into_raw`] or a pool's raw allocation), each listed once, and
+/// none may be used afterwards.
+#[inline]
+pub unsafe fn free_raw_bulk(hdrs: &[NonNull<MbufHeader>]) {
+    // SAFETY: the caller's contract is free_bulk's.
+    unsafe { free_bulk(hdrs) }
 }
