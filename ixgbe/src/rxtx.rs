@@ -268,7 +268,14 @@ pub struct RxRing<R: RegisterSpace, F: Family> {
     /// Consumed slots waiting for a refill: (tail, next) exclusive.
     nb_hold: usize,
     free_thresh: usize,
-    shadow: Box<[Option<Mbuf>]>,
+    /// The buffer posted in each slot, as an owned raw pointer. Ownership follows the indices, not the contents:
+    /// the slots from `next` through `tail` (`size - nb_hold` of them) own their buffer; the `nb_hold` consumed
+    /// slots after `tail` hold stale pointers that were handed on and are overwritten by the refill.
+    shadow: Box<[NonNull<MbufHeader>]>,
+    /// Longest frame a fresh buffer of the pool holds (its data room).
+    max_len: u16,
+    /// Data start within a fresh buffer: its IOVA is `buf_iova + headroom`.
+    headroom: u64,
     /// Head of a frame whose later descriptors have not completed yet.
     pending: Option<Mbuf>,
     /// A segment of the pending frame was bad: drop the frame at its end.
@@ -335,18 +342,18 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         // 1. disable the queue first.
         disable_queue(&regs, F::rxdctl(q), F::QUEUE_ENABLE, 0, config.enable_timeout);
 
-        let mut shadow: Box<[Option<Mbuf>]> = (0..size).map(|_| None).collect();
-        for chunk in shadow.chunks_mut(64) {
-            if !setup.pool.alloc_bulk(chunk) {
-                return Err(bad(format!(
-                    "mempool {} ran out filling RX queue {q} ({size} descriptors, {} buffers free)",
-                    setup.pool.name(),
-                    setup.pool.available()
-                )));
-            }
+        let mut shadow: Box<[NonNull<MbufHeader>]> = vec![NonNull::dangling(); size].into_boxed_slice();
+        if !setup.pool.alloc_raw_bulk(&mut shadow) {
+            return Err(bad(format!(
+                "mempool {} ran out filling RX queue {q} ({size} descriptors, {} buffers free)",
+                setup.pool.name(),
+                setup.pool.available()
+            )));
         }
-        for (i, m) in shadow.iter().enumerate() {
-            let iova = m.as_ref().map_or(0, Mbuf::data_iova);
+        // From here every slot owns its buffer (next = 0, tail = size - 1, nb_hold = 0): Drop frees them.
+        let headroom = setup.pool.headroom() as u64;
+        for (i, &h) in shadow.iter().enumerate() {
+            let iova = rx_buffer_iova(h, headroom);
             // SAFETY: i < size: inside the ring memory, which the device does not own yet (queue disabled).
             unsafe { ring.as_ptr().add(i).write_volatile(RxDesc::read(iova)) };
         }
@@ -366,6 +373,8 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             nb_hold: 0,
             free_thresh: (config.free_thresh as usize).clamp(1, size - 1),
             shadow,
+            max_len: setup.pool.data_room(),
+            headroom,
             pending: None,
             pending_bad: false,
             pool: setup.pool.clone(),
@@ -408,36 +417,36 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
 
     /// Buffers currently owned by the ring (posted or held in a partial chain).
     pub fn buffers_held(&self) -> usize {
-        self.shadow.iter().filter(|m| m.is_some()).count() + self.pending.as_ref().map_or(0, |m| m.nb_segs() as usize)
+        self.size - self.nb_hold + self.pending.as_ref().map_or(0, |m| m.nb_segs() as usize)
     }
 
-    /// Refills every held slot it can (in chunks of at most 64, all-or-nothing per chunk), rewrites their read
-    /// format and moves RDT once.
+    /// Refills every held slot it can (in chunks of at most 64, all-or-nothing per chunk, split at the ring's
+    /// end), rewrites their read format and moves RDT once.
     #[inline]
     fn refill(&mut self) {
         const CHUNK: usize = 64;
         let size = self.size;
+        let ring = self.ring.as_ptr();
+        let headroom = self.headroom;
         let mut start = idx::add(self.tail, 1, size);
         let mut left = self.nb_hold;
         let mut done = 0;
-        let mut raw = [NonNull::<MbufHeader>::dangling(); CHUNK];
         while left > 0 {
             let run = left.min(size - start).min(CHUNK);
-            // SAFETY: on success every element is adopted into an Mbuf right below, once.
-            if !unsafe { self.pool.get_raw(&mut raw[..run]) } {
+            // SAFETY: start + run <= size. These are consumed slots (after RDT, before `next`): their pointers were
+            // handed on, so they own nothing and may be overwritten; the device does not own their descriptors.
+            let slots = unsafe { self.shadow.get_unchecked_mut(start..start + run) };
+            if !self.pool.alloc_raw_bulk(slots) {
                 self.stats.nombuf.add(left as u64);
                 break;
             }
-            for (k, &h) in raw[..run].iter().enumerate() {
-                // SAFETY: `h` was just taken from this pool and is owned by nobody else.
-                let m = unsafe { self.pool.adopt_raw(h) };
-                let iova = m.data_iova();
-                // SAFETY: start + k < size. The slot lies between RDT and the next descriptor to process, so the
-                // device does not own it and it holds no buffer (it was consumed).
+            for (k, &h) in slots.iter().enumerate() {
+                // SAFETY: start + k < size, a descriptor the device does not own (see above); `h` is a fresh buffer
+                // this slot now owns.
                 unsafe {
-                    self.ring.as_ptr().add(start + k).write_volatile(RxDesc::read(iova));
-                    // The slot is empty (None): overwrite without a drop check.
-                    std::ptr::write(self.shadow.get_unchecked_mut(start + k), Some(m));
+                    let d = ring.add(start + k);
+                    std::ptr::addr_of_mut!((*d).qw0).write_volatile(rx_buffer_iova(h, headroom));
+                    std::ptr::addr_of_mut!((*d).qw1).write_volatile(0);
                 }
             }
             done += run;
@@ -489,65 +498,105 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
     }
 }
 
+impl<R: RegisterSpace, F: Family> RxRing<R, F> {
+    /// Receives into `spare` (uninitialised slots of a batch); returns how many packets it wrote there.
+    ///
+    /// The common frame (one descriptor, DD and EOP, no MAC error, fits the buffer, no chain pending) is handled
+    /// inline with one status compare; anything else goes through [`RxRing::complete_slow`]. The scan is bounded by
+    /// the descriptors the device owns and walks the ring in at most two contiguous runs (no per-packet wrap).
+    #[inline(always)]
+    fn rx_into(&mut self, spare: &mut [NonNull<MbufHeader>]) -> (usize, usize, u64, u64) {
+        const FAST_MASK: u32 = rx::STAT_DD | rx::STAT_EOP;
+        let size = self.size;
+        let ring = self.ring.as_ptr();
+        let mut shadow = self.shadow.as_ptr();
+        let (port_id, max_len) = (self.port_id, self.max_len);
+        let mask = FAST_MASK | F::RX_ERR_RXE;
+        // The status a fast-path descriptor shows under `mask`; impossible while a chain is pending.
+        let fast_when = |pending: bool| if pending { u32::MAX } else { FAST_MASK };
+        let mut fast = fast_when(self.pending.is_some());
+        // Descriptors the device may have completed: from `next` up to (not including) RDT.
+        let mut left = spare.len().min(size - 1 - self.nb_hold);
+        let mut i = self.next;
+        let (mut consumed, mut got, mut bytes, mut errors) = (0usize, 0usize, 0u64, 0u64);
+        'runs: while left > 0 {
+            let end = i + left.min(size - i);
+            let start = i;
+            while i < end {
+                // SAFETY: i < size: a descriptor of our ring.
+                let d = unsafe { ring.add(i) };
+                // The device writes the descriptor concurrently: the status dword is read with an atomic acquire
+                // load, the rest only after DD was seen (and dma_rmb).
+                // SAFETY: an aligned dword of the ring memory, which lives as long as `self`.
+                let st = unsafe { AtomicU32::from_ptr(RxDesc::status_ptr(d).cast_mut()).load(Ordering::Acquire) };
+                if st & mask == fast {
+                    dma_rmb();
+                    // SAFETY: DD is set: the device is done with this descriptor.
+                    let RxDesc { qw0, qw1 } = unsafe { d.read_volatile() };
+                    let len = (qw1 >> 32) as u16;
+                    if len <= max_len {
+                        // SAFETY: i < size, a slot between `next` and RDT: it owns its buffer, which we hand on
+                        // (the slot becomes a consumed one). The buffer is fresh from the pool (single segment,
+                        // data room `max_len`), so `len` fits.
+                        let h = unsafe { *shadow.add(i) };
+                        let (flags, pt) = rx_flags::<F>(qw0 as u32, st);
+                        // SAFETY: as above.
+                        let mut m = unsafe { Mbuf::from_raw(h) };
+                        // SAFETY: len <= max_len, the room of a fresh buffer of this pool; one segment.
+                        unsafe { m.set_rx_unchecked(len, flags, pt, (qw0 >> 32) as u32, port_id) };
+                        // SAFETY: got <= consumed < spare.len().
+                        unsafe { *spare.get_unchecked_mut(got) = m.into_raw() };
+                        got += 1;
+                        bytes += len as u64;
+                        i += 1;
+                        continue;
+                    }
+                }
+                if st & rx::STAT_DD == 0 {
+                    consumed += i - start;
+                    break 'runs;
+                }
+                dma_rmb();
+                // SAFETY: DD is set, so the device is done with it.
+                let wb = unsafe { d.read_volatile() }.as_writeback();
+                // SAFETY: as in the fast path: the slot owns its buffer, which moves into `m`.
+                let m = unsafe { Mbuf::from_raw(*shadow.add(i)) };
+                i += 1;
+                if let Some(m) = self.complete_slow(m, wb, &mut errors) {
+                    bytes += m.pkt_len() as u64;
+                    // SAFETY: got <= consumed < spare.len().
+                    unsafe { *spare.get_unchecked_mut(got) = m.into_raw() };
+                    got += 1;
+                }
+                // Re-derived after the `&mut self` call.
+                shadow = self.shadow.as_ptr();
+                fast = fast_when(self.pending.is_some());
+            }
+            consumed += i - start;
+            left -= i - start;
+            if i == size {
+                i = 0;
+            }
+        }
+        self.next = if i == size { 0 } else { i };
+        (consumed, got, bytes, errors)
+    }
+}
+
 impl<R: RegisterSpace, F: Family> RxQueue for RxRing<R, F> {
     #[inline]
     fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize {
-        let size = self.size;
-        let ring = self.ring.as_ptr();
-        let port_id = self.port_id;
-        let mut i = self.next;
-        let mut consumed = 0usize;
-        let mut bytes = 0u64;
-        let mut errors = 0u64;
-        // SAFETY: the closure writes only uniquely owned packets (taken out of the shadow ring) into the first `got`
-        // spare slots and returns `got`.
-        let got = unsafe {
+        let mut counts = (0, 0, 0, 0);
+        // SAFETY: rx_into writes only uniquely owned packets (taken out of the shadow ring) into the first `got`
+        // spare slots, and `got` is what the closure returns.
+        unsafe {
             batch.fill_raw(|spare| {
-                let mut got = 0;
-                while got < spare.len() {
-                    let d = ring.add(i);
-                    // The device writes the descriptor concurrently: the status dword is read with an atomic
-                    // acquire load, the rest only after DD was seen (and dma_rmb).
-                    let st = AtomicU32::from_ptr(RxDesc::status_ptr(d).cast_mut()).load(Ordering::Acquire);
-                    if st & rx::STAT_DD == 0 {
-                        break;
-                    }
-                    dma_rmb();
-                    let wb = d.read_volatile().as_writeback();
-                    let Some(mut m) = self.shadow.get_unchecked_mut(i).take() else {
-                        // A done descriptor with no buffer behind it would mean the device wrote outside its part
-                        // of the ring; stop rather than read further.
-                        break;
-                    };
-                    i = idx::add(i, 1, size);
-                    consumed += 1;
-                    if st & (rx::STAT_EOP | F::RX_ERR_RXE) == rx::STAT_EOP
-                        && self.pending.is_none()
-                        && m.set_data_len(wb.length)
-                    {
-                        // Fast path: a whole, good frame in one buffer.
-                        m.set_pkt_len(wb.length as u32);
-                        let (flags, pt) = rx_flags::<F>(wb.pkt_info, st);
-                        m.set_ol_flags(flags);
-                        m.set_packet_type(pt);
-                        m.set_rss_hash(wb.rss_hash);
-                        m.set_port(port_id);
-                        bytes += wb.length as u64;
-                        *spare.get_unchecked_mut(got) = m.into_raw();
-                        got += 1;
-                        continue;
-                    }
-                    if let Some(m) = self.complete_slow(m, wb, &mut errors) {
-                        bytes += m.pkt_len() as u64;
-                        *spare.get_unchecked_mut(got) = m.into_raw();
-                        got += 1;
-                    }
-                }
-                got
+                counts = self.rx_into(spare);
+                counts.1
             })
         };
+        let (consumed, got, bytes, errors) = counts;
         if consumed != 0 {
-            self.next = i;
             self.nb_hold += consumed;
             self.stats.packets.add(got as u64);
             self.stats.bytes.add(bytes);
@@ -563,12 +612,31 @@ impl<R: RegisterSpace, F: Family> RxQueue for RxRing<R, F> {
     }
 }
 
+/// IOVA of the data start of a fresh RX buffer (its data offset is the pool's headroom).
+#[inline(always)]
+fn rx_buffer_iova(h: NonNull<MbufHeader>, headroom: u64) -> u64 {
+    // A borrowed view: the buffer stays owned by the ring slot.
+    // SAFETY: `h` is a live buffer the caller owns; the view is never dropped.
+    let m = ManuallyDrop::new(unsafe { Mbuf::from_raw(h) });
+    debug_assert_eq!(m.headroom() as u64, headroom);
+    m.buf_iova() + headroom
+}
+
 impl<R: RegisterSpace, F: Family> Drop for RxRing<R, F> {
     fn drop(&mut self) {
         // The device must stop writing into our buffers before they go back to the pool.
         disable_queue(&self.regs, F::rxdctl(self.queue), F::QUEUE_ENABLE, 0, self.config.enable_timeout);
         self.regs.write(F::rdt(self.queue), 0);
-        // shadow, pending (buffers) and mem (ring, unmapped) drop here.
+        // The slots from `next` through `tail` own their buffers (at most two runs around the ring's end).
+        let owned = self.size - self.nb_hold;
+        let first = owned.min(self.size - self.next);
+        // SAFETY: those slots own their buffers, each once; the device no longer writes into them, and the ring
+        // is gone after this, so nothing uses them again.
+        unsafe {
+            mempool::free_raw_bulk(&self.shadow[self.next..self.next + first]);
+            mempool::free_raw_bulk(&self.shadow[..owned - first]);
+        }
+        // pending (buffers) and mem (ring, unmapped) drop here.
     }
 }
 
@@ -581,6 +649,8 @@ pub const MAX_TX_SEGS: usize = 40;
 
 const TX_CTX_FLAGS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_flags::TX_VLAN;
 const TX_BAD_FLAGS: u64 = ol_flags::TX_TCP_SEG;
+/// In an `rs_fifo` entry: the group ending at this RS has slots without a packet.
+const RS_HOLES: u32 = 1 << 31;
 const TX_L4_SHIFT: u32 = 52;
 const TX_L4_MASK: u64 = 0b11;
 const TX_L4_TCP: u64 = 1;
@@ -622,15 +692,17 @@ pub struct TxRing<R: RegisterSpace, F: Family> {
     since_rs: usize,
     rs_thresh: usize,
     free_thresh: usize,
-    /// Slots of the descriptors that carry RS, oldest first.
+    /// Slots of the descriptors that carry RS, oldest first; [`RS_HOLES`] marks a group with empty slots.
     rs_fifo: Box<[u32]>,
     rs_head: usize,
     rs_len: usize,
-    /// The packet (chain head) whose last descriptor is in this slot.
+    /// Some slot since the last RS holds no packet (a context descriptor or a segment before the last).
+    holes: bool,
+    /// The packet (chain head) whose last descriptor is in this slot. Only the slots from `clean` up to `tail`
+    /// are live (each written when its descriptor was, `None` where no packet ends); the others are stale.
     shadow: Box<[Option<NonNull<MbufHeader>>]>,
     /// Context in slot 0 of the device, if any.
     ctx_key: Option<u64>,
-    free_batch: PacketBatch,
     regs: Regs<R>,
     tdt: usize,
     queue: u16,
@@ -700,9 +772,9 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             rs_fifo: vec![0; size].into_boxed_slice(),
             rs_head: 0,
             rs_len: 0,
+            holes: false,
             shadow: vec![None; size].into_boxed_slice(),
             ctx_key: None,
-            free_batch: PacketBatch::with_capacity(mempool::MAX_BURST),
             tdt: F::tdt(q).0,
             regs,
             queue: q,
@@ -743,7 +815,8 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
 
     /// Packets handed to the device and not yet confirmed sent.
     pub fn in_flight(&self) -> usize {
-        self.shadow.iter().filter(|p| p.is_some()).count()
+        let live = idx::dist(self.clean, self.tail, self.size);
+        (0..live).filter(|&k| self.shadow[idx::add(self.clean, k, self.size)].is_some()).count()
     }
 
     #[inline(always)]
@@ -752,81 +825,90 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         unsafe { self.ring.as_ptr().add(i) }
     }
 
-    /// Frees the packets whose last descriptor lies in `from..from+count` (mod size), in bulk.
+    /// Frees the packets whose last descriptor lies in `from..from+count` (mod size), in bulk. Without `holes`
+    /// every slot there holds a packet and the shadow ring itself is handed to the mempool (no copy); otherwise
+    /// the packets are gathered first.
     #[inline]
-    fn free_range(&mut self, from: usize, count: usize) {
+    fn free_range(&mut self, from: usize, count: usize, holes: bool) {
         let size = self.size;
-        let mut i = from;
-        let mut left = count;
-        while left > 0 {
-            if self.free_batch.remaining() == 0 {
-                self.free_batch.clear();
+        let first = count.min(size - from);
+        if !holes {
+            let runs = [(from, first), (0, count - first)];
+            for (at, n) in runs {
+                // SAFETY: at + n <= size.
+                let slots = unsafe { self.shadow.get_unchecked(at..at + n) };
+                debug_assert!(slots.iter().all(Option::is_some));
+                // SAFETY: the range is live and without holes, so every entry is `Some`: an
+                // Option<NonNull<_>> that is Some has the layout of the NonNull. Each packet is owned by its slot
+                // (moved there by tx_burst) and freed once: the caller moves `clean` past the range.
+                unsafe { mempool::free_raw_bulk(std::slice::from_raw_parts(slots.as_ptr().cast(), n)) };
             }
-            let run = left.min(size - i);
-            // SAFETY: i + run <= size.
-            let slots = unsafe { self.shadow.get_unchecked_mut(i..i + run) };
-            let mut scanned = 0;
-            // SAFETY: each pointer written was owned by its shadow slot (moved there by tx_burst) and is taken out of
-            // it here: ownership moves into the batch, which frees it.
-            unsafe {
-                self.free_batch.fill_raw(|spare| {
-                    let mut n = 0;
-                    for slot in slots.iter_mut() {
-                        if n == spare.len() {
-                            break;
-                        }
-                        scanned += 1;
-                        if let Some(p) = slot.take() {
-                            *spare.get_unchecked_mut(n) = p;
-                            n += 1;
-                        }
-                    }
-                    n
-                })
-            };
-            i = idx::add(i, scanned, size);
-            left -= scanned;
+            return;
         }
-        self.free_batch.clear();
+        let mut gather = [NonNull::<MbufHeader>::dangling(); 64];
+        let mut n = 0;
+        for k in 0..count {
+            // SAFETY: the index is reduced modulo size.
+            if let Some(p) = unsafe { *self.shadow.get_unchecked(idx::add(from, k, size)) } {
+                gather[n] = p;
+                n += 1;
+                if n == gather.len() {
+                    // SAFETY: owned by their slots, which the caller retires (moves `clean` past): freed once.
+                    unsafe { mempool::free_raw_bulk(&gather) };
+                    n = 0;
+                }
+            }
+        }
+        // SAFETY: as above.
+        unsafe { mempool::free_raw_bulk(&gather[..n]) };
     }
 
-    /// Reclaims every group whose RS descriptor the device has marked done. Returns true if any was.
+    /// Reclaims the oldest group if the device has marked its RS descriptor done. Returns true if it did.
+    ///
+    /// One group (`rs_thresh` descriptors) at a time, as DPDK does: a forwarding loop then frees about what it
+    /// receives per burst, and the buffers cycle through the lcore cache instead of overflowing it into the
+    /// pool's shared ring.
     #[inline]
-    fn clean(&mut self) -> bool {
-        let mut any = false;
-        while self.rs_len > 0 {
-            // SAFETY: rs_head < size.
-            let rs = *unsafe { self.rs_fifo.get_unchecked(self.rs_head) } as usize;
-            // SAFETY: rs < size; atomic acquire load of a status dword the device may be writing.
-            let st =
-                unsafe { AtomicU32::from_ptr(TxDesc::status_ptr(self.desc(rs)).cast_mut()).load(Ordering::Acquire) };
-            if st & tx::STA_DD == 0 {
-                break;
-            }
-            let count = idx::dist(self.clean, rs, self.size) + 1;
-            self.free_range(self.clean, count);
-            self.clean = idx::add(rs, 1, self.size);
-            self.nb_free += count;
-            self.rs_head = idx::add(self.rs_head, 1, self.size);
-            self.rs_len -= 1;
-            any = true;
+    fn clean_one(&mut self) -> bool {
+        if self.rs_len == 0 {
+            return false;
         }
-        any
+        // SAFETY: rs_head < size.
+        let entry = *unsafe { self.rs_fifo.get_unchecked(self.rs_head) };
+        let rs = (entry & !RS_HOLES) as usize;
+        // SAFETY: rs < size; atomic acquire load of a status dword the device may be writing.
+        let st = unsafe { AtomicU32::from_ptr(TxDesc::status_ptr(self.desc(rs)).cast_mut()).load(Ordering::Acquire) };
+        if st & tx::STA_DD == 0 {
+            return false;
+        }
+        let count = idx::dist(self.clean, rs, self.size) + 1;
+        self.free_range(self.clean, count, entry & RS_HOLES != 0);
+        self.clean = idx::add(rs, 1, self.size);
+        self.nb_free += count;
+        self.rs_head = idx::add(self.rs_head, 1, self.size);
+        self.rs_len -= 1;
+        true
     }
 
+    /// Writes a descriptor that ends no packet (its shadow slot becomes a hole); callers put the packet in the
+    /// shadow slot of its last descriptor afterwards.
     #[inline(always)]
     fn put(&mut self, d: TxDesc) {
         // SAFETY: tail < size; the slot is free (counted in nb_free), so the device does not read it.
-        unsafe { self.desc(self.tail).write_volatile(d) };
+        unsafe {
+            self.desc(self.tail).write_volatile(d);
+            *self.shadow.get_unchecked_mut(self.tail) = None;
+        }
         self.tail = idx::add(self.tail, 1, self.size);
     }
 
-    /// Notes the RS descriptor in `slot` for cleanup.
+    /// Notes the RS descriptor in `slot` for cleanup, and whether its group has holes.
     #[inline(always)]
     fn push_rs(&mut self, slot: usize) {
         let at = idx::add(self.rs_head, self.rs_len, self.size);
+        let holes = if std::mem::take(&mut self.holes) { RS_HOLES } else { 0 };
         // SAFETY: at < size; at most one RS per descriptor, so the fifo never holds more than `size`.
-        unsafe { *self.rs_fifo.get_unchecked_mut(at) = slot as u32 };
+        unsafe { *self.rs_fifo.get_unchecked_mut(at) = slot as u32 | holes };
         self.rs_len += 1;
     }
 
@@ -908,6 +990,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             d.cmd_type_len |= vle;
             self.put(d);
         }
+        self.holes |= need > 1;
         if rs {
             self.push_rs(last);
             self.since_rs = 0;
@@ -919,84 +1002,118 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     }
 }
 
+impl<R: RegisterSpace, F: Family> TxRing<R, F> {
+    /// Places packets from the front of `pkts` (owned by the caller's batch) on the ring; returns how many it took
+    /// ownership of, with (bytes, sent, errors).
+    ///
+    /// The common packet (one segment, no offload flags, not empty) is written as one data descriptor without
+    /// per-packet ring-wrap or RS checks: packets go in runs that end at the ring's end, at the next RS point, or
+    /// when room runs out, and RS is set on the run's last descriptor when the group is complete. Anything else
+    /// goes through [`TxRing::queue_packet`].
+    #[inline(always)]
+    fn tx_from(&mut self, pkts: &[NonNull<MbufHeader>]) -> (usize, u64, u64, u64) {
+        let ring = self.ring.as_ptr();
+        let size = self.size;
+        let rs_thresh = self.rs_thresh;
+        let (mut bytes, mut errors, mut sent) = (0u64, 0u64, 0u64);
+        let mut n = 0;
+        while n < pkts.len() {
+            // Hot state in locals: the descriptor stores go through raw pointers the compiler cannot tell apart
+            // from `self`. since_rs < rs_thresh between packets.
+            let tail = self.tail;
+            let room = (rs_thresh - self.since_rs).min(self.nb_free).min(size - tail).min(pkts.len() - n);
+            let shadow = self.shadow.as_mut_ptr();
+            let mut k = 0;
+            while k < room {
+                // SAFETY: n + k < pkts.len().
+                let p = unsafe { *pkts.get_unchecked(n + k) };
+                // A borrowed view of a packet still owned by the batch (never dropped through this handle).
+                // SAFETY: the batch owns a live packet here.
+                let m = ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
+                let len = m.data_len();
+                if m.nb_segs() != 1 || m.ol_flags() & (TX_CTX_FLAGS | TX_BAD_FLAGS) != 0 || len == 0 {
+                    break;
+                }
+                let cmd = tx::DATA_FLAGS | tx::DCMD_EOP | len as u32;
+                // SAFETY: tail + k < size (room <= size - tail); the slot is free (room <= nb_free), so the device
+                // does not read it before the TDT write below. The packet moves into the shadow slot (the batch
+                // gives it up: it is among the `n` returned).
+                unsafe {
+                    let d = ring.add(tail + k);
+                    std::ptr::addr_of_mut!((*d).addr).write_volatile(m.data_iova());
+                    std::ptr::addr_of_mut!((*d).cmd_type_len)
+                        .cast::<u64>()
+                        .write_volatile(cmd as u64 | (tx::PAYLEN.val(len as u32) as u64) << 32);
+                    *shadow.add(tail + k) = Some(p);
+                }
+                bytes += len as u64;
+                k += 1;
+            }
+            if k > 0 {
+                let last = tail + k - 1;
+                self.since_rs += k;
+                if self.since_rs == rs_thresh {
+                    // SAFETY: last < size, written above and not yet handed over.
+                    unsafe {
+                        let c = std::ptr::addr_of_mut!((*ring.add(last)).cmd_type_len);
+                        c.write_volatile(c.read_volatile() | tx::DCMD_RS);
+                    }
+                    self.push_rs(last);
+                    self.since_rs = 0;
+                }
+                self.tail = if tail + k == size { 0 } else { tail + k };
+                self.nb_free -= k;
+                sent += k as u64;
+                n += k;
+                if k == room {
+                    continue;
+                }
+            }
+            if n == pkts.len() {
+                break;
+            }
+            // The general path for packet n: offloads, chains, a full ring (cleanup, then retry), bad packets.
+            // SAFETY: n < pkts.len(); a borrowed view as above.
+            let p = unsafe { *pkts.get_unchecked(n) };
+            // SAFETY: as above.
+            let m = ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
+            let mut r = self.queue_packet(&m, p);
+            // No room: reclaim groups until it fits or the device has completed no more.
+            while r == Ok(false) && self.clean_one() {
+                r = self.queue_packet(&m, p);
+            }
+            match r {
+                Ok(true) => {
+                    bytes += m.pkt_len() as u64;
+                    sent += 1;
+                }
+                Ok(false) => break,
+                Err(()) => {
+                    errors += 1;
+                    drop(ManuallyDrop::into_inner(m));
+                }
+            }
+            n += 1;
+        }
+        (n, bytes, sent, errors)
+    }
+}
+
 impl<R: RegisterSpace, F: Family> TxQueue for TxRing<R, F> {
     #[inline]
     fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
-        if self.nb_free < self.free_thresh {
-            self.clean();
-        }
+        while self.nb_free < self.free_thresh && self.clean_one() {}
         let start_tail = self.tail;
-        let mut bytes = 0u64;
-        let mut errors = 0u64;
-        let mut sent = 0u64;
-        // SAFETY: the closure takes ownership of exactly the first `n` chains it returns: queued ones move into the
-        // shadow ring, bad ones are freed here; it keeps nothing else.
-        let taken = unsafe {
+        let mut counts = (0, 0, 0, 0);
+        // SAFETY: tx_from takes ownership of exactly the first `n` chains it reports: queued ones move into the
+        // shadow ring, bad ones are freed; it keeps nothing else.
+        unsafe {
             batch.drain_raw(|pkts| {
-                let ring = self.ring.as_ptr();
-                let size = self.size;
-                let rs_thresh = self.rs_thresh;
-                // Hot state in locals: the descriptor stores below go through raw pointers the compiler cannot
-                // tell apart from `self`.
-                let (mut tail, mut nb_free, mut since_rs) = (self.tail, self.nb_free, self.since_rs);
-                let mut n = 0;
-                while n < pkts.len() {
-                    let p = *pkts.get_unchecked(n);
-                    // A borrowed view of a packet still owned by the batch (never dropped through this handle).
-                    let m = ManuallyDrop::new(Mbuf::from_raw(p));
-                    let len = m.data_len();
-                    if m.nb_segs() == 1 && m.ol_flags() & (TX_CTX_FLAGS | TX_BAD_FLAGS) == 0 && len != 0 && nb_free != 0
-                    {
-                        // Fast path: one data descriptor, no context.
-                        since_rs += 1;
-                        let rs = since_rs >= rs_thresh;
-                        let cmd = tx::DATA_FLAGS | tx::DCMD_EOP | len as u32 | if rs { tx::DCMD_RS } else { 0 };
-                        ring.add(tail).write_volatile(TxDesc {
-                            addr: m.data_iova(),
-                            cmd_type_len: cmd,
-                            olinfo_status: tx::PAYLEN.val(len as u32),
-                        });
-                        *self.shadow.get_unchecked_mut(tail) = Some(p);
-                        if rs {
-                            self.push_rs(tail);
-                            since_rs = 0;
-                        }
-                        tail = idx::add(tail, 1, size);
-                        nb_free -= 1;
-                        bytes += len as u64;
-                        sent += 1;
-                        n += 1;
-                        continue;
-                    }
-                    (self.tail, self.nb_free, self.since_rs) = (tail, nb_free, since_rs);
-                    let r = match self.queue_packet(&m, p) {
-                        Ok(false) => {
-                            if self.clean() {
-                                self.queue_packet(&m, p)
-                            } else {
-                                Ok(false)
-                            }
-                        }
-                        r => r,
-                    };
-                    (tail, nb_free, since_rs) = (self.tail, self.nb_free, self.since_rs);
-                    match r {
-                        Ok(true) => {
-                            bytes += m.pkt_len() as u64;
-                            sent += 1;
-                        }
-                        Ok(false) => break,
-                        Err(()) => {
-                            errors += 1;
-                            drop(ManuallyDrop::into_inner(m));
-                        }
-                    }
-                    n += 1;
-                }
-                (self.tail, self.nb_free, self.since_rs) = (tail, nb_free, since_rs);
-                n
+                counts = self.tx_from(pkts);
+                counts.0
             })
         };
+        let (taken, bytes, sent, errors) = counts;
         if self.tail != start_tail {
             dma_wmb();
             self.regs.space().write32(self.tdt, self.tail as u32);
@@ -1020,8 +1137,8 @@ impl<R: RegisterSpace, F: Family> Drop for TxRing<R, F> {
             F::TXDCTL_DISABLE,
             self.config.enable_timeout,
         );
-        let (from, size) = (self.clean, self.size);
-        self.free_range(from, size);
+        let (from, live) = (self.clean, idx::dist(self.clean, self.tail, self.size));
+        self.free_range(from, live, true);
     }
 }
 
