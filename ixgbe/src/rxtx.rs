@@ -16,6 +16,7 @@
 //! Neither path allocates, locks, or makes a dynamic call per packet.
 
 use std::marker::PhantomData;
+use std::mem::offset_of;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -243,6 +244,15 @@ const CSUM_TABLE: [u64; 16] = {
     t
 };
 
+/// Write-back dword 0 bits that [`rx_flags`] reads: RSS type 3:0, packet type 9:4.
+const RX_INFO_KEY: u32 = 0x3FF;
+
+/// Status/error bits that [`rx_flags`] reads: L4CS, IPCS, and the two checksum error bits.
+#[inline(always)]
+const fn rx_csum_bits<F: Family>() -> u32 {
+    rx::STAT_L4CS | rx::STAT_IPCS | (0b11 << F::RX_CSUM_ERR_SHIFT)
+}
+
 /// Offload flags and packet type of a completed descriptor.
 #[inline(always)]
 fn rx_flags<F: Family>(pkt_info: u32, status_error: u32) -> (u64, u32) {
@@ -276,6 +286,7 @@ pub struct RxRing<R: RegisterSpace, F: Family> {
     max_len: u16,
     /// Data start within a fresh buffer: its IOVA is `buf_iova + headroom`.
     headroom: u64,
+    memo: RxMemo,
     /// Head of a frame whose later descriptors have not completed yet.
     pending: Option<Mbuf>,
     /// A segment of the pending frame was bad: drop the frame at its end.
@@ -375,6 +386,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             shadow,
             max_len: setup.pool.data_room(),
             headroom,
+            memo: RxMemo::default(),
             pending: None,
             pending_bad: false,
             pool: setup.pool.clone(),
@@ -499,22 +511,17 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
 }
 
 impl<R: RegisterSpace, F: Family> RxRing<R, F> {
-    /// Receives into `spare` (uninitialised slots of a batch); returns how many packets it wrote there.
+    /// Receives into `spare` (uninitialised slots of a batch); returns (descriptors consumed, packets written to
+    /// `spare`, bytes, errors).
     ///
     /// The common frame (one descriptor, DD and EOP, no MAC error, fits the buffer, no chain pending) is handled
-    /// inline with one status compare; anything else goes through [`RxRing::complete_slow`]. The scan is bounded by
-    /// the descriptors the device owns and walks the ring in at most two contiguous runs (no per-packet wrap).
+    /// by [`rx_fast_run`]; anything else goes through [`RxRing::complete_slow`] one descriptor at a time. The scan
+    /// is bounded by the descriptors the device owns and walks the ring in at most two contiguous runs (no
+    /// per-packet wrap check).
     #[inline(always)]
     fn rx_into(&mut self, spare: &mut [NonNull<MbufHeader>]) -> (usize, usize, u64, u64) {
-        const FAST_MASK: u32 = rx::STAT_DD | rx::STAT_EOP;
         let size = self.size;
         let ring = self.ring.as_ptr();
-        let mut shadow = self.shadow.as_ptr();
-        let (port_id, max_len) = (self.port_id, self.max_len);
-        let mask = FAST_MASK | F::RX_ERR_RXE;
-        // The status a fast-path descriptor shows under `mask`; impossible while a chain is pending.
-        let fast_when = |pending: bool| if pending { u32::MAX } else { FAST_MASK };
-        let mut fast = fast_when(self.pending.is_some());
         // Descriptors the device may have completed: from `next` up to (not including) RDT.
         let mut left = spare.len().min(size - 1 - self.nb_hold);
         let mut i = self.next;
@@ -523,35 +530,32 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             let end = i + left.min(size - i);
             let start = i;
             while i < end {
-                // SAFETY: i < size: a descriptor of our ring.
-                let d = unsafe { ring.add(i) };
-                // The device writes the descriptor concurrently: the status dword is read with an atomic acquire
-                // load, the rest only after DD was seen (and dma_rmb).
-                // SAFETY: an aligned dword of the ring memory, which lives as long as `self`.
-                let st = unsafe { AtomicU32::from_ptr(RxDesc::status_ptr(d).cast_mut()).load(Ordering::Acquire) };
-                if st & mask == fast {
-                    dma_rmb();
-                    // SAFETY: DD is set: the device is done with this descriptor.
-                    let RxDesc { qw0, qw1 } = unsafe { d.read_volatile() };
-                    let len = (qw1 >> 32) as u16;
-                    if len <= max_len {
-                        // SAFETY: i < size, a slot between `next` and RDT: it owns its buffer, which we hand on
-                        // (the slot becomes a consumed one). The buffer is fresh from the pool (single segment,
-                        // data room `max_len`), so `len` fits.
-                        let h = unsafe { *shadow.add(i) };
-                        let (flags, pt) = rx_flags::<F>(qw0 as u32, st);
-                        // SAFETY: as above.
-                        let mut m = unsafe { Mbuf::from_raw(h) };
-                        // SAFETY: len <= max_len, the room of a fresh buffer of this pool; one segment.
-                        unsafe { m.set_rx_unchecked(len, flags, pt, (qw0 >> 32) as u32, port_id) };
-                        // SAFETY: got <= consumed < spare.len().
-                        unsafe { *spare.get_unchecked_mut(got) = m.into_raw() };
-                        got += 1;
-                        bytes += len as u64;
-                        i += 1;
-                        continue;
+                if self.pending.is_none() {
+                    // SAFETY: i..end lies inside the ring and the shadow array, and every slot there is between
+                    // `next` and RDT, so it owns its buffer; got + (end - i) <= spare.len() because
+                    // got <= consumed + (i - start) and end - start <= left.
+                    let (n, b) = unsafe {
+                        rx_fast_run::<F>(
+                            ring.add(i),
+                            self.shadow.as_ptr().add(i),
+                            end - i,
+                            spare.as_mut_ptr().add(got),
+                            self.port_id,
+                            self.max_len,
+                            &mut self.memo,
+                        )
+                    };
+                    i += n;
+                    got += n;
+                    bytes += b;
+                    if i == end {
+                        break;
                     }
                 }
+                // SAFETY: i < size: a descriptor of our ring.
+                let d = unsafe { ring.add(i) };
+                // SAFETY: an aligned dword of the ring memory, which lives as long as `self`.
+                let st = unsafe { AtomicU32::from_ptr(RxDesc::status_ptr(d).cast_mut()).load(Ordering::Acquire) };
                 if st & rx::STAT_DD == 0 {
                     consumed += i - start;
                     break 'runs;
@@ -559,18 +563,16 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
                 dma_rmb();
                 // SAFETY: DD is set, so the device is done with it.
                 let wb = unsafe { d.read_volatile() }.as_writeback();
-                // SAFETY: as in the fast path: the slot owns its buffer, which moves into `m`.
-                let m = unsafe { Mbuf::from_raw(*shadow.add(i)) };
+                // SAFETY: i < size, a slot between `next` and RDT: it owns its buffer, which moves into `m` (the
+                // slot becomes a consumed one).
+                let m = unsafe { Mbuf::from_raw(*self.shadow.get_unchecked(i)) };
                 i += 1;
                 if let Some(m) = self.complete_slow(m, wb, &mut errors) {
                     bytes += m.pkt_len() as u64;
-                    // SAFETY: got <= consumed < spare.len().
+                    // SAFETY: got <= consumed + (i - start) <= spare.len().
                     unsafe { *spare.get_unchecked_mut(got) = m.into_raw() };
                     got += 1;
                 }
-                // Re-derived after the `&mut self` call.
-                shadow = self.shadow.as_ptr();
-                fast = fast_when(self.pending.is_some());
             }
             consumed += i - start;
             left -= i - start;
@@ -581,6 +583,82 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         self.next = if i == size { 0 } else { i };
         (consumed, got, bytes, errors)
     }
+}
+
+/// The last fast-path frame's (key, ol_flags, packet_type): flags and packet type depend only on a few status
+/// bits and the packet-info bits, and a burst mostly repeats one combination. The key never matches at first.
+#[derive(Debug, Clone, Copy)]
+struct RxMemo(u64, u64, u32);
+
+impl Default for RxMemo {
+    fn default() -> Self {
+        RxMemo(u64::MAX, 0, 0)
+    }
+}
+
+/// Receives the leading run of common frames among the `n` descriptors at `d`: each one descriptor with DD and
+/// EOP, no MAC error, and a length that fits the buffer. Each such frame's buffer (from `shadow`, same index)
+/// gets its metadata and is written to `out` (same index). Stops at the first other descriptor; returns how many
+/// it took and their bytes.
+///
+/// Kept out of line so that its loop has the registers to itself.
+///
+/// # Safety
+/// `d`, `shadow` and `out` must be valid for `n` entries; the shadow entries must be owned buffers fresh from a
+/// pool whose data room is at least `max_len` (ownership of those taken moves to `out`); the descriptors must be
+/// ring memory the device may write (read here with the DD-then-rest protocol).
+#[inline(never)]
+unsafe fn rx_fast_run<F: Family>(
+    d: *const RxDesc,
+    shadow: *const NonNull<MbufHeader>,
+    n: usize,
+    out: *mut NonNull<MbufHeader>,
+    port: u16,
+    max_len: u16,
+    memo: &mut RxMemo,
+) -> (usize, u64) {
+    const FAST: u32 = rx::STAT_DD | rx::STAT_EOP;
+    let mask = FAST | F::RX_ERR_RXE;
+    let mut m0 = *memo;
+    let mut bytes = 0u64;
+    let mut k = 0;
+    while k < n {
+        // SAFETY: k < n: inside the ring.
+        let dk = unsafe { d.add(k) };
+        // The device writes the descriptor concurrently: the status dword is read with an atomic acquire load,
+        // the rest only after DD was seen (and dma_rmb).
+        // SAFETY: an aligned dword of the ring memory.
+        let st = unsafe { AtomicU32::from_ptr(RxDesc::status_ptr(dk).cast_mut()).load(Ordering::Acquire) };
+        if st & mask != FAST {
+            break;
+        }
+        dma_rmb();
+        // SAFETY: DD is set: the device is done with this descriptor. Fields read one by one.
+        let (qw0, len) = unsafe {
+            (
+                std::ptr::addr_of!((*dk).qw0).read_volatile(),
+                dk.cast::<u8>().add(offset_of!(RxWriteback, length)).cast::<u16>().read_volatile(),
+            )
+        };
+        if len > max_len {
+            break;
+        }
+        let key = (qw0 as u32 & RX_INFO_KEY) as u64 | ((st & rx_csum_bits::<F>()) as u64) << 32;
+        if key != m0.0 {
+            let (f, t) = rx_flags::<F>(qw0 as u32, st);
+            m0 = RxMemo(key, f, t);
+        }
+        // SAFETY: k < n; the caller's contract: an owned fresh buffer, whose ownership moves to `out[k]`.
+        let mut m = unsafe { Mbuf::from_raw(*shadow.add(k)) };
+        // SAFETY: len <= max_len, within the data room of a fresh single-segment buffer.
+        unsafe { m.set_rx_unchecked(len, m0.1, m0.2, (qw0 >> 32) as u32, port) };
+        // SAFETY: k < n.
+        unsafe { out.add(k).write(m.into_raw()) };
+        bytes += len as u64;
+        k += 1;
+    }
+    *memo = m0;
+    (k, bytes)
 }
 
 impl<R: RegisterSpace, F: Family> RxQueue for RxRing<R, F> {
