@@ -13,7 +13,10 @@
 //! of the oldest RS descriptor only when fewer than `free_thresh` slots are free, and frees in bulk. One TDT write
 //! per burst, after [`dma_wmb`].
 //!
-//! Neither path allocates, locks, or makes a dynamic call per packet.
+//! Both paths have a fast loop for the common packet (one descriptor, no offload, no error) that walks the ring in
+//! contiguous runs without per-packet wrap checks, and fall back to a general path (chains, errors, checksum
+//! contexts) per packet. Shadow rings hold owned raw pointers whose ownership follows the ring indices. Neither
+//! path allocates, locks, or makes a dynamic call per packet.
 
 use std::marker::PhantomData;
 use std::mem::offset_of;
