@@ -8,6 +8,11 @@ IGB=0000:00:05.0
 VNET=0000:00:03.0
 out=/tmp/testpmd-igb.out
 [ -x /bin/testpmd-rs ] || { echo "testpmd-rs is not in the initramfs"; exit 1; }
+# The last value of NAME-packets (RX or TX) in the NIC statistics blocks of `show port stats` for port $1.
+stat() {
+    awk -v p="NIC statistics for port $1 " -v k="$2-packets:" \
+        '/statistics/ {f = index($0, p) > 0} f && $1 == k {v = $2} END {print v}' $out
+}
 : > $out
 {
     echo "start"
@@ -22,7 +27,16 @@ out=/tmp/testpmd-igb.out
     done
     echo "@@vmtest inject igb0 $N tpmd-igb2vnet" > /dev/console
     echo "@@vmtest inject vnet0 $N tpmd-vnet2igb" > /dev/console
-    sleep 2
+    # Until both ports received all N (a busy host slows the TCG guest down), at most ~15 s.
+    i=0
+    while [ $i -lt 50 ]; do
+        sleep 0.3
+        echo "show port stats all"
+        sleep 0.1
+        [ "$(stat 0 RX)" = "$N" ] && [ "$(stat 1 RX)" = "$N" ] && break
+        i=$((i + 1))
+    done
+    sleep 0.3
     echo "show port stats all"
     echo "stop"
     echo "quit"
@@ -35,8 +49,6 @@ echo "@@vmtest expect vnet0 $N tpmd-igb2vnet"
 echo "@@vmtest expect igb0 $N tpmd-vnet2igb"
 [ $rc = 0 ] || { echo "testpmd-rs exited with $rc"; exit 1; }
 grep -q "Link status: up" $out || { echo "the igb link never came up"; exit 1; }
-# The NIC statistics blocks of `show port stats all`.
-stat() { awk -v p="NIC statistics for port $1" -v k="$2-packets:" '$0 ~ p {f=1} f && $1 == k {print $2; exit}' $out; }
 rx0=$(stat 0 RX) tx0=$(stat 0 TX) rx1=$(stat 1 RX) tx1=$(stat 1 TX)
 echo "testpmd-igb: port 0 (igb) RX-packets=$rx0 TX-packets=$tx0, port 1 (virtio) RX-packets=$rx1 TX-packets=$tx1, expected $N each"
 [ "$rx0" = "$N" ] && [ "$tx0" = "$N" ] && [ "$rx1" = "$N" ] && [ "$tx1" = "$N" ] || exit 1
