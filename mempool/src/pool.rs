@@ -78,7 +78,9 @@ pub(crate) struct PoolInner {
     rearm: Rearm,
     ring: Ring<NonNull<MbufHeader>>,
     caches: Box<[LocalCache]>,
-    memory: DmaMemory,
+    /// Shared so a DMA mapping can hold it ([`Mempool::memory`]): a pool dropped while a device may still reach
+    /// its memory leaves the memory to the mapping guard, which frees it after unmapping.
+    memory: Arc<DmaMemory>,
 }
 
 // SAFETY: the ring is thread-safe; each LocalCache is only touched by its lcore's thread (lcore ids are exclusive,
@@ -361,6 +363,7 @@ impl Mempool {
             return Err(Error::NameExists(name.to_string()));
         }
         let memory = allocator.allocate(bytes).map_err(|source| Error::Memory { pool: name.to_string(), source })?;
+        let memory = Arc::new(memory);
         // DPDK's rule: with a cache of C the flush threshold is 1.5 C; a cache larger than what the pool can spread
         // over the lcores would strand buffers, so keep it below size / 1.5 as well.
         let cache_size = (config.cache_size as usize).min((config.size as usize * 2 / 3).max(1));
@@ -458,8 +461,10 @@ impl Mempool {
         self.inner().elt_size
     }
 
-    /// The DMA memory behind the pool (for IOVA checks and VFIO mapping).
-    pub fn memory(&self) -> &DmaMemory {
+    /// The DMA memory behind the pool (for IOVA checks and DMA mapping). It is shared: a mapping guard
+    /// (`pktio::dma::DmaMapping`) holds a reference, so if the pool is dropped while still mapped, its memory stays
+    /// allocated until the guard drops (the device may still write there until then).
+    pub fn memory(&self) -> &Arc<DmaMemory> {
         &self.inner().memory
     }
 
