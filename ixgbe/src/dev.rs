@@ -739,6 +739,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
                     regs: &self.regs,
                     allocator: &self.allocator,
                     mapper: &self.mapper,
+                    pool,
                     queue: q,
                     stats: self.tx_stats[q as usize].clone(),
                     port: &name,

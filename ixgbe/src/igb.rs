@@ -503,6 +503,7 @@ impl<R: RegisterSpace> Igb<R> {
                 regs: &self.regs,
                 allocator: &self.allocator,
                 mapper: &self.mapper,
+                pool,
                 queue: 0,
                 stats: self.tx_stats.clone(),
                 port: &name,

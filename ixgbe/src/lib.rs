@@ -4,7 +4,9 @@
 //! The driver is generic over its register space ([`pktio::bar::RegisterSpace`]): the same code runs against a
 //! VFIO-mapped BAR ([`pktio::bar::MmioBar`]) or a behavioural model's registers. DMA memory for the rings comes
 //! from a [`hugepage::Allocator`] and is made reachable through a [`pktio::dma::DmaMapper`] (the IOMMU on
-//! hardware, the model's IOVA map in tests); the mempool the port is started with is mapped the same way.
+//! hardware, the model's IOVA map in tests); the mempool the port is started with is mapped the same way. Each
+//! ring keeps its [`pktio::dma::DmaMapping`] guards (its descriptor memory, the pool) and drops them only after its
+//! queue is disabled; the guards own the memory, so nothing the device may reach is freed while mapped.
 //!
 //! - [`regs`]: typed registers (offsets, per-queue formulas, bits and fields named as in the fact sheet).
 //! - [`desc`]: advanced RX/TX descriptor formats.

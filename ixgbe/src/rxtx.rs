@@ -26,11 +26,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hugepage::{Allocator, DmaMemory};
+use hugepage::Allocator;
 use mempool::{ol_flags, ptype, Mbuf, MbufHeader, Mempool, PacketBatch};
 use pktio::bar::RegisterSpace;
 use pktio::barrier::{dma_rmb, dma_wmb};
-use pktio::dma::DmaMapper;
+use pktio::dma::{DmaMapper, DmaMapping};
 use pktio::stats::{RxQueueStats, TxQueueStats};
 use pktio::{Error, Result, RxQueue, TxQueue};
 
@@ -156,10 +156,10 @@ impl RingConfig {
     }
 }
 
-/// Ring memory: allocated, zeroed, made reachable by the device; unmapped again on drop.
+/// Ring memory: allocated, zeroed, made reachable by the device. The mapping guard owns the memory, so it is
+/// unmapped before it is freed; the ring drops it only after its `Drop` disabled the queue.
 struct RingMemory {
-    mem: DmaMemory,
-    mapper: Arc<dyn DmaMapper>,
+    map: DmaMapping,
 }
 
 impl RingMemory {
@@ -174,18 +174,15 @@ impl RingMemory {
                 reason: format!("descriptor ring of {bytes} bytes is not IOVA-contiguous; use larger hugepages"),
             });
         }
-        mapper.map(&mem)?;
-        Ok(RingMemory { mem, mapper: mapper.clone() })
+        Ok(RingMemory { map: mapper.map(&Arc::new(mem))? })
+    }
+
+    fn as_ptr(&self) -> *mut u8 {
+        self.map.memory().as_ptr()
     }
 
     fn iova(&self) -> u64 {
-        self.mem.iova_at(0).unwrap_or(0)
-    }
-}
-
-impl Drop for RingMemory {
-    fn drop(&mut self) {
-        let _ = self.mapper.unmap(&self.mem);
+        self.map.memory().iova_at(0).unwrap_or(0)
     }
 }
 
@@ -302,7 +299,9 @@ pub struct RxRing<R: RegisterSpace, F: Family> {
     stats: Arc<RxQueueStats>,
     config: RingConfig,
     started: bool,
+    // Dropped after `Drop::drop` disabled the queue: the ring's mapping, then the pool's.
     _mem: RingMemory,
+    _pool_map: DmaMapping,
     _family: PhantomData<F>,
 }
 
@@ -347,9 +346,9 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
                 setup.pool.data_room()
             )));
         }
-        setup.mapper.map(setup.pool.memory())?;
+        let pool_map = setup.mapper.map(setup.pool.memory())?;
         let mem = RingMemory::new(setup.allocator, setup.mapper, size * size_of::<RxDesc>(), setup.port)?;
-        let ring = NonNull::new(mem.mem.as_ptr().cast::<RxDesc>()).ok_or_else(|| bad("null ring".into()))?;
+        let ring = NonNull::new(mem.as_ptr().cast::<RxDesc>()).ok_or_else(|| bad("null ring".into()))?;
         let q = setup.queue;
         let regs = setup.regs.clone();
 
@@ -401,6 +400,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             config,
             started: false,
             _mem: mem,
+            _pool_map: pool_map,
             _family: PhantomData,
         })
     }
@@ -717,7 +717,7 @@ impl<R: RegisterSpace, F: Family> Drop for RxRing<R, F> {
             mempool::free_raw_bulk(&self.shadow[self.next..self.next + first]);
             mempool::free_raw_bulk(&self.shadow[..owned - first]);
         }
-        // pending (buffers) and mem (ring, unmapped) drop here.
+        // pending (buffers), then the ring's and the pool's mappings (unmapped, then freed if last) drop here.
     }
 }
 
@@ -789,7 +789,9 @@ pub struct TxRing<R: RegisterSpace, F: Family> {
     queue: u16,
     stats: Arc<TxQueueStats>,
     config: RingConfig,
+    // Dropped after `Drop::drop` disabled the queue.
     _mem: RingMemory,
+    _pool_map: DmaMapping,
     _family: PhantomData<F>,
 }
 
@@ -804,6 +806,9 @@ pub struct TxSetup<'a, R> {
     pub allocator: &'a Allocator,
     /// DMA map of the device.
     pub mapper: &'a Arc<dyn DmaMapper>,
+    /// The pool the port was started with: mapped for the ring's life, so packets from it (forwarded ones) can be
+    /// sent. Packets from other pools need a mapping of their own.
+    pub pool: &'a Mempool,
     /// Queue index.
     pub queue: u16,
     /// Counters (shared with the device).
@@ -828,8 +833,9 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
                  0 < free < N-3)"
             )));
         }
+        let pool_map = setup.mapper.map(setup.pool.memory())?;
         let mem = RingMemory::new(setup.allocator, setup.mapper, size * size_of::<TxDesc>(), setup.port)?;
-        let ring = NonNull::new(mem.mem.as_ptr().cast::<TxDesc>()).ok_or_else(|| bad("null ring".into()))?;
+        let ring = NonNull::new(mem.as_ptr().cast::<TxDesc>()).ok_or_else(|| bad("null ring".into()))?;
         let q = setup.queue;
         let regs = setup.regs.clone();
         disable_queue(&regs, F::txdctl(q), F::QUEUE_ENABLE, F::TXDCTL_DISABLE, config.enable_timeout);
@@ -862,6 +868,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             stats: setup.stats,
             config,
             _mem: mem,
+            _pool_map: pool_map,
             _family: PhantomData,
         })
     }

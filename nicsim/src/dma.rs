@@ -6,14 +6,16 @@
 //! that is not wholly inside mapped regions is not performed: it is recorded as a [`Fault::Dma`] and the caller sees
 //! an error.
 //!
-//! Like an IOMMU mapping, a mapping made here must be removed ([`pktio::dma::DmaMapper::unmap`]) before the memory
-//! is freed; the model, like a device, would otherwise write to whatever is there afterwards.
+//! A mapping lasts as long as the [`pktio::dma::DmaMapping`] guard [`IovaMap`] hands out (counted per region: the
+//! last guard removes it), and the map itself holds a reference to every mapped [`DmaMemory`]. Every access runs
+//! with the map's read lock held, so memory the model reaches can neither be unmapped nor freed during the access:
+//! the model, like a device, would otherwise write into whatever is there afterwards.
 
 use std::sync::atomic::{fence, AtomicU32, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use hugepage::DmaMemory;
-use pktio::dma::DmaMapper;
+use pktio::dma::{DmaMapper, DmaMapping};
 
 use crate::fault::{Fault, FaultLog};
 
@@ -23,8 +25,44 @@ struct Region {
     iova: u64,
     len: u64,
     host: usize,
-    /// Base address of the DmaMemory it came from (the key for unmap).
+    /// Base address of the DmaMemory it came from (its entry's key).
     owner: usize,
+}
+
+/// A mapped [`DmaMemory`]: held by the map while any guard on it lives.
+#[derive(Debug)]
+struct Entry {
+    memory: Arc<DmaMemory>,
+    guards: usize,
+}
+
+/// The map's state: the ranges (looked up on every access) and the memory they point into.
+#[derive(Debug, Default)]
+struct Table {
+    regions: Vec<Region>,
+    entries: Vec<Entry>,
+}
+
+/// The IOVA map's half of a [`DmaMapping`]: one counted guard on the entry at `owner`.
+struct Unmap {
+    table: Arc<RwLock<Table>>,
+    owner: usize,
+}
+
+impl Drop for Unmap {
+    fn drop(&mut self) {
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        let Some(i) = table.entries.iter().position(|e| e.memory.as_ptr() as usize == self.owner) else { return };
+        table.entries[i].guards -= 1;
+        if table.entries[i].guards == 0 {
+            let entry = table.entries.swap_remove(i);
+            let owner = self.owner;
+            table.regions.retain(|r| r.owner != owner);
+            drop(table);
+            // The map's reference to the memory goes only after its regions are gone.
+            drop(entry);
+        }
+    }
 }
 
 /// A DMA access outside the map (already recorded in the fault log).
@@ -34,19 +72,23 @@ pub struct DmaError;
 /// The IOVA → host map of one model device.
 #[derive(Debug)]
 pub struct IovaMap {
-    regions: RwLock<Vec<Region>>,
+    table: Arc<RwLock<Table>>,
     faults: Arc<FaultLog>,
 }
 
 impl IovaMap {
     /// An empty map reporting faults to `faults`.
     pub fn new(faults: Arc<FaultLog>) -> Self {
-        IovaMap { regions: RwLock::new(Vec::new()), faults }
+        IovaMap { table: Arc::default(), faults }
+    }
+
+    fn table(&self) -> RwLockReadGuard<'_, Table> {
+        self.table.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Number of mapped contiguous ranges.
     pub fn region_count(&self) -> usize {
-        self.regions.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.table().regions.len()
     }
 
     /// True if `[iova, iova+len)` is wholly mapped.
@@ -55,9 +97,11 @@ impl IovaMap {
     }
 
     /// Calls `f` with the host address of each mapped piece of `[iova, iova+len)` in order, or returns `None`
-    /// (calling `f` for nothing) when part of the range is unmapped.
+    /// (calling `f` for nothing) when part of the range is unmapped. `f` runs with the read lock held: the pieces
+    /// stay mapped, and their memory (held by the table's entries) allocated, until it returns.
     fn translate(&self, iova: u64, len: usize, mut f: impl FnMut(Piece)) -> Option<()> {
-        let regions = self.regions.read().unwrap_or_else(|e| e.into_inner());
+        let table = self.table();
+        let regions = &table.regions;
         let mut pieces: [Piece; 4] = [Piece::default(); 4];
         let mut n = 0;
         let mut at = iova;
@@ -85,9 +129,9 @@ impl IovaMap {
     /// Device read of `buf.len()` bytes at `iova` (a data buffer or descriptor fetch).
     pub fn read(&self, iova: u64, buf: &mut [u8], what: &dyn Fn() -> String) -> Result<(), DmaError> {
         let ok = self.translate(iova, buf.len(), |p| {
-            // SAFETY: `p.host..p.host+p.len` lies inside a region registered by `map` from a live DmaMemory (the
-            // map contract: memory stays alive until unmapped). The bytes may be written concurrently by the
-            // driver, exactly as with a real device's DMA read; we copy them as plain bytes.
+            // SAFETY: `p.host..p.host+p.len` lies inside a mapped region, whose DmaMemory the table holds (an Arc in
+            // its entry) and cannot drop while `translate` holds the read lock. The bytes may be written
+            // concurrently by the driver, exactly as with a real device's DMA read; we copy them as plain bytes.
             unsafe { std::ptr::copy_nonoverlapping(p.host as *const u8, buf.as_mut_ptr().add(p.offset), p.len) }
         });
         ok.ok_or_else(|| self.fault(iova, buf.len(), false, what))
@@ -96,8 +140,9 @@ impl IovaMap {
     /// Device write of `data` at `iova`.
     pub fn write(&self, iova: u64, data: &[u8], what: &dyn Fn() -> String) -> Result<(), DmaError> {
         let ok = self.translate(iova, data.len(), |p| {
-            // SAFETY: as in `read`: inside a live mapped region. The driver must not hold references to memory
-            // it handed to the device (the mempool/ring ownership rules), so this is the device's write.
+            // SAFETY: as in `read`: inside a mapped region whose memory is held alive under the lock. The driver
+            // must not hold references to memory it handed to the device (the mempool/ring ownership rules), so
+            // this is the device's write.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().add(p.offset), p.host as *mut u8, p.len) }
         });
         ok.ok_or_else(|| self.fault(iova, data.len(), true, what))
@@ -123,65 +168,69 @@ impl IovaMap {
         status_dword: usize,
         what: &dyn Fn() -> String,
     ) -> Result<(), DmaError> {
-        let mut host = None;
+        let mut done = false;
         let ok = self.translate(iova, 16, |p| {
-            if p.len == 16 {
-                host = Some(p.host)
+            if p.len != 16 || !p.host.is_multiple_of(4) {
+                return;
             }
+            for (i, d) in dwords.iter().enumerate() {
+                if i != status_dword {
+                    // SAFETY: `p.host` is a 4-aligned 16-byte piece of one mapped region, held alive and mapped
+                    // while `translate` runs this closure (see `read`).
+                    unsafe { ((p.host + 4 * i) as *mut u32).write_volatile(d.to_le()) };
+                }
+            }
+            fence(Ordering::Release);
+            // SAFETY: as above; the dword is 4-aligned and inside the mapping, and the driver reads it with atomic
+            // or volatile loads (the DD poll), so an atomic store is the right pairing.
+            let status = unsafe { AtomicU32::from_ptr((p.host + 4 * status_dword) as *mut u32) };
+            status.store(dwords[status_dword].to_le(), Ordering::Release);
+            done = true;
         });
-        let Some(host) = host.filter(|h| ok.is_some() && h % 4 == 0) else {
+        if ok.is_none() || !done {
             return Err(self.fault(iova, 16, true, what));
-        };
-        for (i, d) in dwords.iter().enumerate() {
-            if i != status_dword {
-                // SAFETY: `host` is a 4-aligned 16-byte piece of one mapped region (checked above).
-                unsafe { ((host + 4 * i) as *mut u32).write_volatile(d.to_le()) };
-            }
         }
-        fence(Ordering::Release);
-        // SAFETY: as above; the dword is 4-aligned and inside the mapping, and the driver reads it with atomic or
-        // volatile loads (the DD poll), so an atomic store is the right pairing.
-        let status = unsafe { AtomicU32::from_ptr((host + 4 * status_dword) as *mut u32) };
-        status.store(dwords[status_dword].to_le(), Ordering::Release);
         Ok(())
     }
 
     /// Writes one little-endian u32 with release ordering (TX head write-back, TX DD).
     pub fn write_u32(&self, iova: u64, value: u32, what: &dyn Fn() -> String) -> Result<(), DmaError> {
-        let mut host = None;
+        let mut done = false;
         let ok = self.translate(iova, 4, |p| {
-            if p.len == 4 {
-                host = Some(p.host)
+            if p.len != 4 || !p.host.is_multiple_of(4) {
+                return;
             }
+            fence(Ordering::Release);
+            // SAFETY: a 4-aligned dword inside one mapped region, held alive and mapped while `translate` runs
+            // this closure; see `write_back`.
+            let cell = unsafe { AtomicU32::from_ptr(p.host as *mut u32) };
+            cell.store(value.to_le(), Ordering::Release);
+            done = true;
         });
-        let Some(host) = host.filter(|h| ok.is_some() && h % 4 == 0) else {
+        if ok.is_none() || !done {
             return Err(self.fault(iova, 4, true, what));
-        };
-        fence(Ordering::Release);
-        // SAFETY: 4-aligned dword inside one mapped region (checked above); see `write_back`.
-        let cell = unsafe { AtomicU32::from_ptr(host as *mut u32) };
-        cell.store(value.to_le(), Ordering::Release);
+        }
         Ok(())
     }
 
-    fn insert(&self, memory: &DmaMemory) {
+    /// Adds `memory` to the map (or counts one more guard on it) and returns the guard's key.
+    fn insert(&self, memory: &Arc<DmaMemory>) -> usize {
         let owner = memory.as_ptr() as usize;
-        let mut regions = self.regions.write().unwrap_or_else(|e| e.into_inner());
-        if regions.iter().any(|r| r.owner == owner) {
-            return;
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        // Entries hold their memory, so a live entry at this address is this very region.
+        if let Some(e) = table.entries.iter_mut().find(|e| e.memory.as_ptr() as usize == owner) {
+            e.guards += 1;
+            return owner;
         }
         let mut offset = 0;
         while offset < memory.len() {
             let n = memory.contiguous_from(offset).max(1);
             let iova = memory.iova_at(offset).expect("offset inside the region");
-            regions.push(Region { iova, len: n as u64, host: owner + offset, owner });
+            table.regions.push(Region { iova, len: n as u64, host: owner + offset, owner });
             offset += n;
         }
-    }
-
-    fn remove(&self, memory: &DmaMemory) {
-        let owner = memory.as_ptr() as usize;
-        self.regions.write().unwrap_or_else(|e| e.into_inner()).retain(|r| r.owner != owner);
+        table.entries.push(Entry { memory: memory.clone(), guards: 1 });
+        owner
     }
 }
 
@@ -192,14 +241,10 @@ struct Piece {
     offset: usize,
 }
 
+/// Maps into the model's IOVA map until the guard drops; the model faults on DMA anywhere else.
 impl DmaMapper for IovaMap {
-    fn map(&self, memory: &DmaMemory) -> pktio::Result<()> {
-        self.insert(memory);
-        Ok(())
-    }
-
-    fn unmap(&self, memory: &DmaMemory) -> pktio::Result<()> {
-        self.remove(memory);
-        Ok(())
+    fn map(&self, memory: &Arc<DmaMemory>) -> pktio::Result<DmaMapping> {
+        let owner = self.insert(memory);
+        Ok(DmaMapping::new(memory.clone(), Unmap { table: self.table.clone(), owner }))
     }
 }

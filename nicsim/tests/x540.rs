@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -625,8 +626,16 @@ fn dma_outside_the_map_is_a_fault() {
     let faults = r.port.take_faults();
     assert!(matches!(faults.as_slice(), [Fault::Dma { iova: 0xdead_0000, write: true, .. }]), "{faults:?}");
     // Unmapping the memory makes every descriptor fetch fault.
-    use pktio::dma::DmaMapper;
-    r.port.dma_mapper().unmap(&r.mem).unwrap();
+    let regions = r.port.dma_mapper().region_count();
+    let again = {
+        use pktio::dma::DmaMapper;
+        r.port.dma_mapper().map(&r.mem).unwrap()
+    };
+    assert_eq!(r.port.dma_mapper().region_count(), regions, "mapping twice counts, adds nothing");
+    r.map = None;
+    assert_eq!(r.port.dma_mapper().region_count(), regions, "the second guard still maps it");
+    drop(again);
+    assert_eq!(r.port.dma_mapper().region_count(), 0);
     r.send(0, &udp4_frame(MAC, 1, 40));
     r.port.step();
     assert!(matches!(r.port.take_faults().as_slice(), [Fault::Dma { write: false, .. }]));
@@ -897,7 +906,7 @@ fn rx_into_mempool_buffers() {
         &Allocator::no_huge(),
     )
     .unwrap();
-    port.dma_mapper().map(pool.memory()).unwrap();
+    let pool_map = port.dma_mapper().map(pool.memory()).unwrap();
     let mut shadow = Vec::new();
     for i in 0..RING {
         let m = pool.alloc().unwrap();
@@ -918,7 +927,12 @@ fn rx_into_mempool_buffers() {
         assert_eq!(m.data(), &f[..]);
     }
     port.assert_no_faults();
-    port.dma_mapper().unmap(pool.memory()).unwrap();
     drop(shadow);
     assert!(pool.is_full());
+    // A pool dropped while mapped leaves its memory to the mapping, which frees it when unmapped.
+    let memory = Arc::downgrade(pool.memory());
+    drop(pool);
+    assert!(memory.upgrade().is_some());
+    drop(pool_map);
+    assert!(memory.upgrade().is_none());
 }

@@ -111,27 +111,23 @@ fn a_driver_brings_up_a_device() {
     assert_eq!(sets[0], (MSIX_IRQ, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, 2));
     assert_eq!(sets[1], (MSIX_IRQ, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0));
 
-    // DMA: IOVA = VA, counted handles, unmapped with the last one.
-    let memory = Allocator::no_huge().allocate(64 << 10).unwrap();
+    // DMA: IOVA = VA, counted guards, unmapped with the last one; the guards own the memory.
+    let memory = Arc::new(Allocator::no_huge().allocate(64 << 10).unwrap());
     let va = memory.as_ptr() as u64;
-    let m1 = dev.map_dma(&memory).unwrap();
+    let mapper = dev.container().clone();
+    let m1 = mapper.map(&memory).unwrap();
     let m2 = dev.container().map_memory(&memory).unwrap();
     assert_eq!(kernel.state().dma_maps, vec![(va, va, 64 << 10)]);
+    assert_eq!(dev.container().mappings(), [(va as usize, 64 << 10, 2)]);
+    let weak = Arc::downgrade(&memory);
+    drop(memory);
     drop(m1);
     assert_eq!(kernel.state().dma_maps.len(), 1);
+    assert!(weak.upgrade().is_some(), "mapped memory stays alive");
     drop(m2);
     assert!(kernel.state().dma_maps.is_empty());
-
-    // The driver-facing DmaMapper seam: idempotent map, unmap.
-    let mapper = dev.container().clone();
-    mapper.map(&memory).unwrap();
-    mapper.map(&memory).unwrap();
-    assert_eq!(kernel.state().dma_maps.len(), 1);
-    let handle = dev.map_dma(&memory).unwrap();
-    mapper.unmap(&memory).unwrap();
-    assert_eq!(kernel.state().dma_maps.len(), 1, "the handle still holds it");
-    drop(handle);
-    assert!(kernel.state().dma_maps.is_empty());
+    assert!(dev.container().mappings().is_empty());
+    assert!(weak.upgrade().is_none(), "freed once unmapped");
 
     drop((bar0, bar2, bar3, fds, dev, mapper, vfio));
     assert_eq!(kernel.state().open_fds(), 0, "every descriptor closed");
@@ -161,9 +157,9 @@ fn devices_share_groups_and_the_container() {
     assert!(Arc::ptr_eq(a.container(), c.container()));
     let set_iommu = kernel.state().ioctls.iter().filter(|r| **r == VFIO_SET_IOMMU).count();
     assert_eq!(set_iommu, 1, "the backend is set once, with the first group");
-    let memory = Allocator::no_huge().allocate(8192).unwrap();
-    let _m1 = a.map_dma(&memory).unwrap();
-    let _m2 = c.map_dma(&memory).unwrap();
+    let memory = Arc::new(Allocator::no_huge().allocate(8192).unwrap());
+    let _m1 = a.container().map(&memory).unwrap();
+    let _m2 = c.container().map(&memory).unwrap();
     assert_eq!(kernel.state().dma_maps.len(), 1, "one mapping serves every device of the container");
     let err = a.reset().unwrap_err();
     assert!(matches!(err, VfioError::ResetUnsupported { .. }), "{err}");
@@ -314,8 +310,8 @@ fn no_iommu_mode_with_pa_opens_the_device_and_maps_nothing() {
     assert!(kernel.state().ioctls.iter().all(|r| *r != VFIO_IOMMU_GET_INFO));
     assert_eq!(kernel.state().iommu_type, Some(VFIO_NOIOMMU_IOMMU));
     // IOVA = VA memory is meaningless without an IOMMU.
-    let memory = Allocator::no_huge().allocate(4096).unwrap();
-    let err = dev.map_dma(&memory).unwrap_err();
+    let memory = Arc::new(Allocator::no_huge().allocate(4096).unwrap());
+    let err = dev.container().map_memory(&memory).unwrap_err();
     assert!(matches!(err, VfioError::IovaMode { .. }), "{err}");
     assert!(err.to_string().contains("--iova-mode pa"), "{err}");
     assert!(kernel.state().dma_maps.is_empty());

@@ -186,9 +186,9 @@ fn map_memory_checks_ranges_before_asking_the_kernel() {
     kernel.add_group(2, FakeGroup::iommu(vec![FakeVfioDevice::pci("0000:00:02.0", 0x8086, 0x10c9)]));
     let vfio = Vfio::with_parts(kernel.clone(), sysfs.sysfs(), VfioConfig::default());
     let dev = vfio.open_device("0000:00:02.0".parse().unwrap()).unwrap();
-    let memory = Allocator::no_huge().allocate(4096).unwrap();
+    let memory = Arc::new(Allocator::no_huge().allocate(4096).unwrap());
     if (memory.as_ptr() as u64) > 0x7f_ffff_ffff {
-        let err = dev.map_dma(&memory).unwrap_err();
+        let err = dev.container().map_memory(&memory).unwrap_err();
         assert!(matches!(err, VfioError::DmaRange { .. }), "{err}");
         assert!(kernel.state().ioctls.iter().all(|r| *r != VFIO_IOMMU_MAP_DMA), "refused before the ioctl");
     }
@@ -197,15 +197,15 @@ fn map_memory_checks_ranges_before_asking_the_kernel() {
 #[test]
 fn map_dma_failures_carry_the_fix() {
     let (_sysfs, kernel, dev) = open_one("enomem");
-    let memory = Allocator::no_huge().allocate(4096).unwrap();
+    let memory = Arc::new(Allocator::no_huge().allocate(4096).unwrap());
     kernel.state().map_errno = Some(libc::ENOMEM);
-    let err = dev.map_dma(&memory).unwrap_err();
+    let err = dev.container().map_memory(&memory).unwrap_err();
     assert!(matches!(err, VfioError::DmaMap { .. }), "{err}");
     assert!(err.to_string().contains("ulimit -l"), "{err}");
     kernel.state().map_errno = Some(libc::ENOSPC);
-    assert!(dev.map_dma(&memory).unwrap_err().to_string().contains("dma_entry_limit"));
+    assert!(dev.container().map_memory(&memory).unwrap_err().to_string().contains("dma_entry_limit"));
     kernel.state().map_errno = None;
-    let _m = dev.map_dma(&memory).unwrap();
+    let _m = dev.container().map_memory(&memory).unwrap();
     assert_eq!(dev.container().mappings(), [(memory.as_ptr() as usize, 4096, 1)]);
 }
 

@@ -5,11 +5,12 @@ use std::any::Any;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hugepage::{Allocator, DmaConfig, DmaMemory, IovaMode};
+use hugepage::{Allocator, DmaConfig, IovaMode};
 use mempool::Mempool;
+use pktio::dma::{DmaMapper, DmaMapping};
 use pktio::pci::{ConfigSpace, PciAddress};
 use pktio::ports::core::SoftPortCore;
-use pktio::vfio::{Vfio, VfioBar, VfioConfig, VfioDevice};
+use pktio::vfio::{Vfio, VfioBar, VfioConfig};
 use pktio::{offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue, XStat};
 
 use crate::desc::{ctrl, VirtqDesc};
@@ -88,6 +89,9 @@ pub enum VirtioError {
     /// VFIO failed.
     #[error(transparent)]
     Vfio(#[from] pktio::vfio::VfioError),
+    /// DMA mapping failed.
+    #[error(transparent)]
+    Dma(#[from] pktio::Error),
     /// Memory failed.
     #[error(transparent)]
     Memory(#[from] hugepage::Error),
@@ -106,34 +110,13 @@ impl From<VirtioError> for pktio::Error {
     fn from(e: VirtioError) -> Self {
         match e {
             VirtioError::Config { dev, source } => pktio::Error::os(format!("{dev}: configuration space"), source),
+            VirtioError::Dma(e) => e,
             other => pktio::Error::Os { what: DRIVER_NAME.to_string(), source: std::io::Error::other(other) },
         }
     }
 }
 
 type VResult<T> = std::result::Result<T, VirtioError>;
-
-/// Makes DMA memory reachable by the device; the returned guard keeps the mapping.
-pub trait DmaMap: Send + Sync {
-    /// Maps `memory` at its IOVAs.
-    fn map_memory(&self, memory: &DmaMemory) -> VResult<Box<dyn Any + Send + Sync>>;
-}
-
-impl DmaMap for VfioDevice {
-    fn map_memory(&self, memory: &DmaMemory) -> VResult<Box<dyn Any + Send + Sync>> {
-        Ok(Box::new(self.map_dma(memory)?))
-    }
-}
-
-/// For devices that see memory untranslated, and tests: mapping does nothing.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NoMap;
-
-impl DmaMap for NoMap {
-    fn map_memory(&self, _memory: &DmaMemory) -> VResult<Box<dyn Any + Send + Sync>> {
-        Ok(Box::new(()))
-    }
-}
 
 /// The structures of a modern virtio PCI function, located through its vendor capabilities.
 #[derive(Debug)]
@@ -196,12 +179,12 @@ impl<B: RegisterSpace> Transport<B> {
     }
 }
 
-/// What `start` built: ring memory and its mapping, the control queue.
+/// What `start` built: the control queue, and the mappings of the ring memory and of every pool the device may
+/// reach (each guard owns its memory). Dropped only after the device is reset (`teardown`, `Drop`).
 struct Running {
-    _ring_map: Box<dyn Any + Send + Sync>,
-    _pool_maps: Vec<Box<dyn Any + Send + Sync>>,
     ctrl: Option<CtrlQueue>,
-    _mem: Arc<DmaMemory>,
+    _ring_map: DmaMapping,
+    _pool_maps: Vec<DmaMapping>,
 }
 
 struct CtrlQueue {
@@ -212,7 +195,8 @@ struct CtrlQueue {
     index: u16,
 }
 
-// SAFETY: the control queue's memory is part of `Running::mem`, owned with it; only the port touches it.
+// SAFETY: the control queue's memory is part of the ring memory `Running::_ring_map` owns (and keeps mapped);
+// only the port touches it.
 unsafe impl Send for CtrlQueue {}
 
 const CTRL_SIZE: u16 = 16;
@@ -227,7 +211,7 @@ pub struct VirtioNet<B: RegisterSpace> {
     max_pairs: u16,
     max_queue_size: u16,
     allocator: Allocator,
-    mapper: Arc<dyn DmaMap>,
+    mapper: Arc<dyn DmaMapper>,
     iova_mode: IovaMode,
     running: Option<Running>,
     rx_homes: Vec<Arc<Mutex<Option<RxState<B>>>>>,
@@ -269,7 +253,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
         name: &str,
         t: Transport<B>,
         allocator: Allocator,
-        mapper: Arc<dyn DmaMap>,
+        mapper: Arc<dyn DmaMapper>,
         owner: Option<Box<dyn Any + Send + Sync>>,
     ) -> VResult<Self> {
         let iova_mode = allocator.config().iova_mode;
@@ -431,7 +415,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
 
     /// Maps another mempool for the device (packets from it may then be sent; the start pool is mapped already).
     pub fn map_pool(&mut self, pool: &Mempool) -> pktio::Result<()> {
-        let map = self.mapper.map_memory(pool.memory())?;
+        let map = self.mapper.map(pool.memory())?;
         match self.running.as_mut() {
             Some(r) => {
                 r._pool_maps.push(map);
@@ -521,8 +505,8 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             cur += p;
         }
         let mem = Arc::new(self.allocator.allocate(cur.max(1))?);
-        let ring_map = self.mapper.map_memory(&mem)?;
-        let pool_map = self.mapper.map_memory(pool.memory())?;
+        let ring_map = self.mapper.map(&mem)?;
+        let pool_map = self.mapper.map(pool.memory())?;
         let base = mem.as_ptr();
         let at = |i: usize| -> (std::ptr::NonNull<u8>, u64) {
             // SAFETY: offsets[i] + pieces[i] <= mem.len() by construction.
@@ -592,7 +576,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
         if st & status::DEVICE_NEEDS_RESET != 0 || st & status::DRIVER_OK == 0 {
             return Err(self.dev_err(format!("device did not accept DRIVER_OK (status {st:#x})")));
         }
-        self.running = Some(Running { _ring_map: ring_map, _pool_maps: vec![pool_map], ctrl, _mem: mem });
+        self.running = Some(Running { ctrl, _ring_map: ring_map, _pool_maps: vec![pool_map] });
         if self.has(feature::NET_MQ) {
             self.ctrl_cmd(ctrl::CLASS_MQ, ctrl::MQ_VQ_PAIRS_SET, &pairs.to_le_bytes())?;
         }
@@ -623,7 +607,8 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
         assert!(data.len() + 3 <= CTRL_BUF);
         let (p, iova) = cq.buf;
         // Layout in the buffer: [class, cmd] at 0, data at 16, ack at 128.
-        // SAFETY: the command buffer is CTRL_BUF bytes of `r.mem`, unused by the device until published.
+        // SAFETY: the command buffer is CTRL_BUF bytes of the ring memory `r._ring_map` owns, unused by the device until
+        // published.
         unsafe {
             p.write_volatile(class);
             p.add(1).write_volatile(cmd);
@@ -874,7 +859,7 @@ pub fn open_vfio(vfio: &Vfio, addr: PciAddress, allocator: Allocator) -> VResult
     let caps = virtio_caps(&*dev).map_err(cfg_err)?;
     dev.set_bus_master(true).map_err(cfg_err)?;
     let t = Transport::new(&name, &caps, |n| Ok(Arc::new(dev.map_bar(n as u32)?)))?;
-    let mapper: Arc<dyn DmaMap> = dev.clone();
+    let mapper: Arc<dyn DmaMapper> = Arc::new(dev.container().clone());
     VirtioNet::new(&name, t, allocator, mapper, Some(Box::new(dev)))
 }
 

@@ -16,5 +16,5 @@ pub mod regs;
 pub mod rxtx;
 pub mod virtqueue;
 
-pub use dev::{open_vfio, probe, DmaMap, NoMap, Transport, VirtioError, VirtioNet, DRIVER_NAME};
+pub use dev::{open_vfio, probe, Transport, VirtioError, VirtioNet, DRIVER_NAME};
 pub use rxtx::{VirtioRxQueue, VirtioTxQueue};

@@ -3,13 +3,14 @@
 
 #![allow(dead_code)]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hugepage::{Allocator, DmaMemory};
 use nicsim::x540::regs::*;
 use nicsim::{SimBar, X540Config, X540Port, X540};
 use pktio::bar::RegisterSpace;
-use pktio::dma::DmaMapper;
+use pktio::dma::{DmaMapper, DmaMapping};
 
 pub const MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x54, 0x05, 0x00];
 pub const RING: u32 = 64;
@@ -26,7 +27,9 @@ pub const MEM: usize = 0xC0_0000;
 pub struct Rig {
     pub bar: SimBar,
     pub port: X540Port,
-    pub mem: DmaMemory,
+    pub mem: Arc<DmaMemory>,
+    /// The rig memory's mapping in the model (drop it to unmap).
+    pub map: Option<DmaMapping>,
     /// Next TX descriptor per queue.
     pub tx_tail: Vec<u32>,
     /// Next RX descriptor to look at per queue.
@@ -48,9 +51,9 @@ impl Rig {
     }
 
     pub fn with(bar: SimBar, port: X540Port) -> Rig {
-        let mem = Allocator::no_huge().allocate(MEM).expect("memory");
-        port.dma_mapper().map(&mem).expect("map");
-        Rig { bar, port, mem, tx_tail: vec![0; 128], rx_next: vec![0; 128] }
+        let mem = Arc::new(Allocator::no_huge().allocate(MEM).expect("memory"));
+        let map = Some(port.dma_mapper().map(&mem).expect("map"));
+        Rig { bar, port, mem, map, tx_tail: vec![0; 128], rx_next: vec![0; 128] }
     }
 
     pub fn rd(&self, off: usize) -> u32 {

@@ -11,6 +11,7 @@ use hugepage::{DmaMemory, IovaMode};
 use super::bindings::*;
 use super::error::{Result, VfioError};
 use super::sys::{Fd, IoctlArg, VfioSys};
+use crate::dma::{DmaMapper, DmaMapping};
 use crate::pci::{PciAddress, Sysfs};
 
 /// The x86 MSI doorbell window: DMA there is an interrupt, never memory. The IOMMU reserves it.
@@ -210,12 +211,21 @@ pub(crate) fn info_with_caps(fd: &Fd, request: u64, mut buf: Vec<u8>, what: &'st
 }
 
 struct MappedRegion {
-    vaddr: usize,
-    len: usize,
+    /// The mapped memory, held while it is mapped (the IOMMU lets the device write into it).
+    memory: Arc<DmaMemory>,
     runs: Vec<(u64, u64)>,
-    /// Live handles: `DmaMapping`s plus one while the `DmaMapper` interface holds it.
+    /// Live guards ([`RegionGuard`]s inside [`crate::dma::DmaMapping`]s).
     refs: usize,
-    mapper_held: bool,
+}
+
+impl MappedRegion {
+    fn vaddr(&self) -> usize {
+        self.memory.as_ptr() as usize
+    }
+
+    fn len(&self) -> usize {
+        self.memory.len()
+    }
 }
 
 #[derive(Default)]
@@ -402,13 +412,14 @@ impl Container {
     }
 
     /// Maps `memory` for device DMA, at the IOVAs it hands out ([`DmaMemory::iova_at`]): IOVA = VA for
-    /// `--iova-mode va` memory, the physical addresses for `pa` memory. Idempotent: mapping the same region again
-    /// returns another handle on the same mapping; it is unmapped when the last [`DmaMapping`] drops. In no-IOMMU
-    /// mode nothing is mapped (the device sees physical addresses), and `va` memory is refused.
+    /// `--iova-mode va` memory, the physical addresses for `pa` memory. The mapping lasts until the returned guard
+    /// drops, and the guard (like the container's record of the mapping) holds `memory`, so the memory cannot be
+    /// freed while the IOMMU lets the device reach it. Mapping the same region again returns another guard on the
+    /// same mapping; the last one to drop unmaps it. In no-IOMMU mode nothing is mapped (the device sees physical
+    /// addresses): the guard only keeps the memory alive, and `va` memory is refused.
     ///
-    /// Keep `memory` alive as long as the mapping (a driver keeps a clone of the mempool next to it): the IOMMU
-    /// keeps the old pages pinned otherwise, and a new region at the same address would not be re-mapped.
-    pub fn map_memory(self: &Arc<Self>, memory: &DmaMemory) -> Result<DmaMapping> {
+    /// This is [`DmaMapper::map`] with the VFIO error.
+    pub fn map_memory(self: &Arc<Self>, memory: &Arc<DmaMemory>) -> Result<DmaMapping> {
         let vaddr = memory.as_ptr() as usize;
         let len = memory.len();
         let mut state = self.state();
@@ -417,33 +428,32 @@ impl Container {
             container: IommuMode::Type1v2,
             reason: "no device is open in this VFIO container yet: open the device before mapping memory".into(),
         })?;
-        if let Some(m) = state.mappings.iter_mut().find(|m| m.vaddr == vaddr && m.len == len) {
-            m.refs += 1;
-            return Ok(DmaMapping { container: self.clone(), vaddr, len });
-        }
-        if let Some(m) = state.mappings.iter().find(|m| vaddr < m.vaddr + m.len && m.vaddr < vaddr + len) {
-            return Err(VfioError::DmaRange {
-                iova: vaddr as u64,
-                size: len as u64,
-                reason: format!(
-                    "overlaps the live mapping of {:#x}+{:#x} (memory freed while still mapped?)",
-                    m.vaddr, m.len
-                ),
-            });
-        }
-        let runs = match (mode, memory.iova_mode()) {
-            (IommuMode::NoIommu, IovaMode::Pa) => Vec::new(),
-            (IommuMode::NoIommu, IovaMode::Va) => {
+        if mode == IommuMode::NoIommu {
+            if memory.iova_mode() == IovaMode::Va {
                 return Err(VfioError::IovaMode {
                     memory: IovaMode::Va,
                     container: mode,
-                    reason: "VFIO runs in no-IOMMU mode, so devices need physical addresses: allocate DMA memory with \
-                             --iova-mode pa (hugepages, root)"
+                    reason: "VFIO runs in no-IOMMU mode, so devices need physical addresses: allocate DMA memory \
+                             with --iova-mode pa (hugepages, root)"
                         .into(),
-                })
+                });
             }
-            _ => runs_of(memory),
-        };
+            return Ok(DmaMapping::identity(memory.clone()));
+        }
+        if let Some(m) = state.mappings.iter_mut().find(|m| Arc::ptr_eq(&m.memory, memory)) {
+            m.refs += 1;
+            return Ok(self.guard(memory));
+        }
+        if let Some(m) = state.mappings.iter().find(|m| vaddr < m.vaddr() + m.len() && m.vaddr() < vaddr + len) {
+            // Mapped regions are held alive, so two live regions cannot share addresses; refuse rather than
+            // map one IOVA twice.
+            return Err(VfioError::DmaRange {
+                iova: vaddr as u64,
+                size: len as u64,
+                reason: format!("overlaps the live mapping of {:#x}+{:#x}", m.vaddr(), m.len()),
+            });
+        }
+        let runs = runs_of(memory);
         let info = state.info.clone().unwrap_or_default();
         for &(_, iova, size) in &runs {
             info.check_range(iova, size)?;
@@ -465,8 +475,13 @@ impl Container {
             }
             done.push((iova, size));
         }
-        state.mappings.push(MappedRegion { vaddr, len, runs: done, refs: 1, mapper_held: false });
-        Ok(DmaMapping { container: self.clone(), vaddr, len })
+        state.mappings.push(MappedRegion { memory: memory.clone(), runs: done, refs: 1 });
+        Ok(self.guard(memory))
+    }
+
+    fn guard(self: &Arc<Self>, memory: &Arc<DmaMemory>) -> DmaMapping {
+        let key = memory.as_ptr() as usize;
+        DmaMapping::new(memory.clone(), RegionGuard { container: self.clone(), key })
     }
 
     /// Unmaps `[iova, iova + size)` (`VFIO_IOMMU_UNMAP_DMA`). Prefer dropping the [`DmaMapping`].
@@ -478,28 +493,24 @@ impl Container {
         Ok(())
     }
 
-    /// The DMA-mapped regions: `(vaddr, len, handles)`.
+    /// The DMA-mapped regions: `(vaddr, len, guards)`.
     pub fn mappings(&self) -> Vec<(usize, usize, usize)> {
-        self.state().mappings.iter().map(|m| (m.vaddr, m.len, m.refs)).collect()
+        self.state().mappings.iter().map(|m| (m.vaddr(), m.len(), m.refs)).collect()
     }
 
-    fn release(&self, vaddr: usize, len: usize, mapper: bool) {
+    /// Drops one guard of the region at `key`; the last one unmaps it.
+    fn release(&self, key: usize) {
         let mut state = self.state();
-        if let Some(i) = state.mappings.iter().position(|m| m.vaddr == vaddr && m.len == len) {
-            if mapper {
-                if !state.mappings[i].mapper_held {
-                    return;
-                }
-                state.mappings[i].mapper_held = false;
+        let Some(i) = state.mappings.iter().position(|m| m.vaddr() == key) else { return };
+        state.mappings[i].refs -= 1;
+        if state.mappings[i].refs == 0 {
+            let m = state.mappings.swap_remove(i);
+            drop(state);
+            for &(iova, size) in &m.runs {
+                let _ = self.unmap_dma(iova, size);
             }
-            state.mappings[i].refs -= 1;
-            if state.mappings[i].refs == 0 {
-                let m = state.mappings.swap_remove(i);
-                drop(state);
-                for (iova, size) in m.runs {
-                    let _ = self.unmap_dma(iova, size);
-                }
-            }
+            // `m.memory` goes only now, after the IOMMU stopped translating to it.
+            drop(m);
         }
     }
 }
@@ -517,49 +528,23 @@ fn runs_of(memory: &DmaMemory) -> Vec<(usize, u64, u64)> {
     runs
 }
 
-/// A DMA mapping of a [`DmaMemory`] region in a [`Container`]. Clones of the region's mapping are counted; the
-/// last one to drop unmaps it.
-pub struct DmaMapping {
+/// The container's half of a [`DmaMapping`]: one counted reference to a mapped region (keyed by its address,
+/// unique while the region holds its memory). Dropping the last one unmaps the region.
+struct RegionGuard {
     container: Arc<Container>,
-    vaddr: usize,
-    len: usize,
+    key: usize,
 }
 
-impl fmt::Debug for DmaMapping {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DmaMapping({:#x}+{:#x})", self.vaddr, self.len)
-    }
-}
-
-impl Drop for DmaMapping {
+impl Drop for RegionGuard {
     fn drop(&mut self) {
-        self.container.release(self.vaddr, self.len, false);
+        self.container.release(self.key);
     }
 }
 
-/// The driver-facing seam ([`crate::dma::DmaMapper`]): `map` keeps the region mapped until `unmap` (idempotent,
-/// and independent of any [`DmaMapping`] handles on the same region).
-impl crate::dma::DmaMapper for Arc<Container> {
-    fn map(&self, memory: &DmaMemory) -> crate::Result<()> {
-        let handle = self.map_memory(memory)?;
-        let mut state = self.state();
-        let m = state
-            .mappings
-            .iter_mut()
-            .find(|m| m.vaddr == memory.as_ptr() as usize && m.len == memory.len())
-            .expect("just mapped");
-        if !m.mapper_held {
-            m.mapper_held = true;
-            m.refs += 1;
-        }
-        drop(state);
-        drop(handle);
-        Ok(())
-    }
-
-    fn unmap(&self, memory: &DmaMemory) -> crate::Result<()> {
-        self.release(memory.as_ptr() as usize, memory.len(), true);
-        Ok(())
+/// The driver-facing seam: [`Container::map_memory`] with the framework's error.
+impl DmaMapper for Arc<Container> {
+    fn map(&self, memory: &Arc<DmaMemory>) -> crate::Result<DmaMapping> {
+        Ok(self.map_memory(memory)?)
     }
 }
 

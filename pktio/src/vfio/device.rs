@@ -6,10 +6,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use hugepage::DmaMemory;
-
 use super::bindings::*;
-use super::container::{info_with_caps, walk_caps, Container, DmaMapping, Group};
+use super::container::{info_with_caps, walk_caps, Container, Group};
 use super::error::{Result, VfioError};
 use super::sys::{Fd, IoctlArg, VfioSys};
 use crate::bar::{MmioBar, RegisterSpace};
@@ -187,8 +185,8 @@ fn rustix_like_read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 /// A PCI device opened through VFIO.
 ///
 /// Typical bring-up: [`VfioDevice::reset`] (when [`DeviceInfo::can_reset`]), [`VfioDevice::map_bar`] for the
-/// registers, `set_bus_master(true)` ([`ConfigSpace`]) before any DMA, [`VfioDevice::map_dma`] for rings and
-/// packet buffers.
+/// registers, `set_bus_master(true)` ([`ConfigSpace`]) before any DMA, the container's
+/// [`crate::dma::DmaMapper`] ([`VfioDevice::container`]) for rings and packet buffers.
 pub struct VfioDevice {
     addr: PciAddress,
     fd: Arc<Fd>,
@@ -245,11 +243,6 @@ impl VfioDevice {
     /// Its container (the IOMMU address space DMA mappings go to).
     pub fn container(&self) -> &Arc<Container> {
         self.group.container()
-    }
-
-    /// Maps `memory` for DMA in the device's container (see [`Container::map_memory`]).
-    pub fn map_dma(&self, memory: &DmaMemory) -> Result<DmaMapping> {
-        self.container().map_memory(memory)
     }
 
     /// Region `index`: BARs 0-5, ROM 6, config 7.

@@ -4,6 +4,7 @@
 //! ```no_run
 //! use hugepage::{Allocator, DmaConfig, IovaMode};
 //! use pktio::bar::RegisterSpace;
+//! use pktio::dma::DmaMapper;
 //! use pktio::pci::ConfigSpace;
 //! use pktio::vfio::{Vfio, VfioConfig};
 //!
@@ -12,8 +13,9 @@
 //! let _ = dev.reset();                                         // when the device supports it
 //! let bar0 = dev.map_bar(0)?;                                  // a RegisterSpace for the driver
 //! dev.set_bus_master(true)?;                                   // vfio-pci leaves DMA off
-//! let ring = Allocator::new(DmaConfig::default())?.allocate(64 << 10)?;
-//! let _mapping = dev.map_dma(&ring)?;                          // now the device may use ring.iova_at(..)
+//! let ring = std::sync::Arc::new(Allocator::new(DmaConfig::default())?.allocate(64 << 10)?);
+//! let mapping = dev.container().map(&ring)?;                   // the device may use ring.iova_at(..) until
+//!                                                              // `mapping` drops; it keeps `ring` alive
 //! let ctrl = bar0.read32(0);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -22,8 +24,9 @@
 //! - [`sys::VfioSys`]: the syscall seam (open/ioctl/pread/pwrite/mmap/close/eventfd); [`sys::RealSys`] is the
 //!   kernel and [`fake::FakeVfio`] a scripted one for tests.
 //! - [`Container`]: `/dev/vfio/vfio`, API version, backend (type1v2, type1, or no-IOMMU only when the user opted
-//!   in with `--iova-mode pa`), IOMMU info (page sizes, usable IOVA ranges), DMA map/unmap of
-//!   [`hugepage::DmaMemory`] with range checks (never the MSI window 0xfee00000-0xfeefffff).
+//!   in with `--iova-mode pa`), IOMMU info (page sizes, usable IOVA ranges), DMA mapping of
+//!   [`hugepage::DmaMemory`] with range checks (never the MSI window 0xfee00000-0xfeefffff) as the
+//!   [`crate::dma::DmaMapper`] seam: counted guards that own the memory they map.
 //! - [`Group`]: `/dev/vfio/N` (or `noiommu-N`), viability, attachment to the container.
 //! - [`VfioDevice`]: device info, regions (sparse mmap capability), BARs as [`VfioBar`] (a
 //!   [`crate::bar::RegisterSpace`]), config space ([`crate::pci::ConfigSpace`]), reset, MSI-X eventfds.
@@ -49,7 +52,7 @@ use std::sync::{Arc, Mutex};
 
 use hugepage::IovaMode;
 
-pub use container::{parse_iommu_info, Container, DmaMapping, Group, IommuInfo, IommuMode, IovaRange, MSI_WINDOW};
+pub use container::{parse_iommu_info, Container, Group, IommuInfo, IommuMode, IovaRange, MSI_WINDOW};
 pub use device::{
     parse_region_info, DeviceInfo, EventFd, IrqInfo, RegionInfo, SparseArea, VfioBar, VfioDevice, CONFIG_REGION,
     INTX_IRQ, MSIX_IRQ, MSI_IRQ,
