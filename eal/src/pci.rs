@@ -7,8 +7,9 @@
 //! fn probe(ctx: &eal::pci::PciProbe) -> pktio::Result<Box<dyn pktio::EthDev>> {
 //!     let dev = ctx.open_vfio()?;            // container + group + device fd, actionable errors
 //!     let bar = dev.map_bar(0)?;             // registers
-//!     let rings = ctx.allocator().allocate(64 << 10)?;
+//!     let rings = std::sync::Arc::new(ctx.allocator().allocate(64 << 10)?);
 //!     let mapper = dev.container().clone();  // a pktio::dma::DmaMapper for rings and mempools
+//!     let ring_map = mapper.map(&rings)?;    // a guard owning `rings`: keep it until the queue is disabled
 //!     /* ... */
 //! }
 //! ```

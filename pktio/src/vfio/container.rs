@@ -484,8 +484,9 @@ impl Container {
         DmaMapping::new(memory.clone(), RegionGuard { container: self.clone(), key })
     }
 
-    /// Unmaps `[iova, iova + size)` (`VFIO_IOMMU_UNMAP_DMA`). Prefer dropping the [`DmaMapping`].
-    pub fn unmap_dma(&self, iova: u64, size: u64) -> Result<()> {
+    /// Unmaps `[iova, iova + size)` (`VFIO_IOMMU_UNMAP_DMA`): only for the last guard of a region (or a failed
+    /// map), so the guards' count always matches what the IOMMU holds.
+    fn unmap_dma(&self, iova: u64, size: u64) -> Result<()> {
         let unmap = vfio_iommu_type1_dma_unmap { argsz: 24, flags: 0, iova, size };
         self.fd
             .ioctl(VFIO_IOMMU_UNMAP_DMA, IoctlArg::Buf(&mut to_bytes(&unmap)))
