@@ -234,3 +234,19 @@ fn stop_with_live_queues_is_refused_and_queues_are_handed_out_once() {
     assert!(pool.is_full());
     port.assert_no_faults();
 }
+
+#[test]
+fn stop_unmaps_everything_and_a_dropped_pool_lives_until_then() {
+    let (mut dev, port) = single(X540Config::default());
+    assert_eq!(port.dma_mapper().region_count(), 0);
+    let pool = pool(512, 2048);
+    start(&mut dev, &small(), &pool);
+    assert!(port.dma_mapper().region_count() > 0);
+    let memory = std::sync::Arc::downgrade(pool.memory());
+    drop(pool);
+    assert!(memory.upgrade().is_some(), "the rings' mapping guards keep the pool's memory");
+    dev.stop().unwrap();
+    assert_eq!(port.dma_mapper().region_count(), 0, "every mapping undone once the queues are disabled");
+    assert!(memory.upgrade().is_none(), "the pool's memory freed after its last mapping");
+    port.assert_no_faults();
+}
