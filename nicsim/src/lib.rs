@@ -57,7 +57,15 @@
 //!
 //! Interrupts (causes are recorded in EICR, nothing is signalled), TSO, SCTP CRC offload, header split, RSC,
 //! flow director, DCB/VMDq/SR-IOV pools, flow control (PAUSE frames are neither sent nor honoured), link timing of a
-//! real 10GBASE-T PHY, the 82599's differences, TAP wires.
+//! real 10GBASE-T PHY, TAP wires; of the 82599's differences: SFP module identification over I2C, LESM firmware
+//! and its AUTOC semaphore, backplane/copper media, the UDP zero-checksum errata, the SDP interrupt bits.
+//!
+//! # The 82599 variant
+//!
+//! [`X540Config::x82599`] (or [`Chip::X82599`]) makes an 82599ES SFP+ port (8086:10FB, BAR0 512 KiB) on the same
+//! register map: MAC link through AUTOC/AUTOC2 and the TX laser on ESDP.SDP3, CTRL.LNK_RST versus CTRL.RST, and the
+//! RX security-block errata handshake (SECRXCTRL.RX_DIS / SECRXSTAT.SECRX_RDY around RXCTRL.RXEN), with faults
+//! for its misuse. See [`x540`]'s `x82599` module docs for the exact rules.
 //!
 //! Conventions the model assumes that a driver must meet: frames on wires and in [`X540Port::inject`] carry no FCS;
 //! frames shorter than 60 bytes are runts (RUC) unless padded by the sender's TXPADEN; TCP/UDP checksum offload
@@ -75,4 +83,6 @@ pub mod x540;
 pub use dma::IovaMap;
 pub use fault::{Fault, FaultLog};
 pub use pci::PciIdentity;
-pub use x540::{run_until_idle, LinkSpeed, ModelCounters, ModelThread, RxError, SimBar, X540Config, X540Port, X540};
+pub use x540::{
+    run_until_idle, Chip, LinkSpeed, ModelCounters, ModelThread, RxError, SimBar, X540Config, X540Port, X540,
+};

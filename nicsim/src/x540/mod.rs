@@ -7,6 +7,7 @@ mod phy;
 pub mod regs;
 mod rx;
 mod tx;
+mod x82599;
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -59,9 +60,22 @@ impl LinkSpeed {
     }
 }
 
+/// Which member of the family a model port is (fact sheet §15 lists the differences).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Chip {
+    /// X540 (integrated 10GBASE-T PHY behind MDIO).
+    #[default]
+    X540,
+    /// 82599ES SFP+ (X520): MAC link through AUTOC/AUTOC2, TX laser on ESDP.SDP3, CTRL.LNK_RST resets the link,
+    /// and the RX security-block errata (RXEN only while SECRXCTRL.RX_DIS holds the block quiet).
+    X82599,
+}
+
 /// How to build one model port.
 #[derive(Debug, Clone)]
 pub struct X540Config {
+    /// X540 or 82599 (see [`X540Config::x82599`]).
+    pub chip: Chip,
     /// Permanent MAC address, loaded into RAL(0)/RAH(0) at every reset (as if from the NVM).
     pub mac: [u8; 6],
     /// PCI function / port number reported in STATUS.LAN_ID (0 or 1); also the PHY's MDIO address.
@@ -79,8 +93,11 @@ pub struct X540Config {
     /// Best speed of the link partner (or the cable); the negotiated speed is the best both sides advertise.
     pub partner_speed: LinkSpeed,
     /// Start with the PHY in low-power mode (as a previous DPDK `dev_stop` leaves it): the driver must power it up
-    /// through MDIO (§5.2) before the link comes up.
+    /// through MDIO (§5.2) before the link comes up. On the 82599: start with the SFP+ TX laser off
+    /// (ESDP.SDP3 = 1) and the link not trained; the driver must turn the laser on and restart AUTOC.
     pub phy_powered_down: bool,
+    /// 82599: after SECRXCTRL.RX_DIS is set, time until SECRXSTAT.SECRX_RDY reads 1 (§3.7 step 35).
+    pub secrx_ready_delay: Duration,
     /// Panic (in whichever thread notices) at the first fault instead of only recording it.
     pub panic_on_fault: bool,
     /// Deliver frames injected with [`RxError`] with RXE set in the write-back even if FCTRL.SBP is clear (a
@@ -93,6 +110,8 @@ pub struct X540Config {
 impl Default for X540Config {
     fn default() -> Self {
         X540Config {
+            chip: Chip::X540,
+            secrx_ready_delay: Duration::ZERO,
             mac: [0x02, 0x00, 0x00, 0x54, 0x05, 0x00],
             lan_id: 0,
             link_up_delay: Duration::ZERO,
@@ -105,6 +124,18 @@ impl Default for X540Config {
             panic_on_fault: false,
             deliver_bad_frames: true,
             bar0_len: 2 << 20,
+        }
+    }
+}
+
+impl X540Config {
+    /// An 82599ES SFP+ port (device 0x10FB, BAR0 512 KiB, §1) with the other defaults.
+    pub fn x82599() -> Self {
+        X540Config {
+            chip: Chip::X82599,
+            mac: [0x02, 0x00, 0x00, 0x82, 0x59, 0x00],
+            bar0_len: crate::pci::X82599_BAR0_LEN,
+            ..Default::default()
         }
     }
 }
@@ -347,6 +378,10 @@ pub(crate) struct Core {
     /// Hang injected for every queue (new or re-enabled ones included).
     hang_all: bool,
     reset_delay: Duration,
+    /// 82599: when SECRXCTRL.RX_DIS was last set (`None` while clear).
+    secrx_dis_at: Option<Instant>,
+    /// 82599: the CTRL reset bits (RST, LNK_RST) of the reset in progress, as CTRL reads them until it completes.
+    reset_bits: u32,
 }
 
 /// How each statistics register reads.
@@ -429,6 +464,9 @@ fn default_registers(config: &X540Config) -> Vec<u32> {
         set(srrctl(q), 2 | (4 << 8));
         set(dca_rxctrl(q), 1 << 12);
     }
+    if config.chip == Chip::X82599 {
+        x82599::default_registers(config, &mut r);
+    }
     r
 }
 
@@ -437,8 +475,13 @@ impl Core {
         let defaults = Arc::new(default_registers(config));
         let now = Instant::now();
         let phy = Phy::new(config.lan_id, config.phy_powered_down);
-        let speed = phy.resolve(config.partner_speed);
-        let ready_at = (phy.powered() && speed.is_some()).then(|| now + config.link_up_delay);
+        let (speed, ready_at) = match config.chip {
+            Chip::X540 => {
+                let speed = phy.resolve(config.partner_speed);
+                (speed, (phy.powered() && speed.is_some()).then(|| now + config.link_up_delay))
+            }
+            Chip::X82599 => x82599::power_up_link(config, &defaults, now),
+        };
         Core {
             regs: (*defaults).clone(),
             defaults,
@@ -452,6 +495,8 @@ impl Core {
             active_tx: Vec::new(),
             hang_all: false,
             reset_delay: config.reset_delay,
+            secrx_dis_at: None,
+            reset_bits: 0,
         }
     }
 
@@ -473,7 +518,7 @@ impl Core {
 
     fn link_up(&self, shared: &Shared, now: Instant) -> bool {
         let own = self.link.cable
-            && self.phy.powered()
+            && self.tx_active(shared)
             && self.link.ready_at.is_some_and(|t| now >= t)
             && self.link.down_until.is_none_or(|t| now >= t);
         own && shared.peer().is_none_or(|p| p.phy_active.load(Ordering::Relaxed))
@@ -483,7 +528,8 @@ impl Core {
     fn update_time(&mut self, shared: &Shared) {
         let now = Instant::now();
         // What the partner sees of us: cable and PHY power (a flap is applied to both ends by `link_flap`).
-        shared.phy_active.store(self.link.cable && self.phy.powered(), Ordering::Relaxed);
+        let active = self.link.cable && self.tx_active(shared);
+        shared.phy_active.store(active, Ordering::Relaxed);
         let up = self.link_up(shared, now);
         if up != self.link.last_up {
             self.link.last_up = up;
@@ -492,7 +538,19 @@ impl Core {
         }
     }
 
+    /// Whether this end transmits (what the partner needs to see for a link): the X540's PHY is powered; the
+    /// 82599's laser is on and AUTOC2 does not disable the link.
+    fn tx_active(&self, shared: &Shared) -> bool {
+        match shared.config.chip {
+            Chip::X540 => self.phy.powered(),
+            Chip::X82599 => self.laser_and_link_enabled(),
+        }
+    }
+
     fn renegotiate(&mut self, config: &X540Config) {
+        if config.chip == Chip::X82599 {
+            return self.restart_an_82599(config);
+        }
         self.link.speed = self.phy.resolve(config.partner_speed);
         self.link.ready_at =
             (self.phy.powered() && self.link.speed.is_some()).then(|| Instant::now() + config.link_up_delay);
@@ -507,6 +565,7 @@ impl Core {
         self.active_tx.clear();
         self.hang_all = false;
         self.rx_blocked = None;
+        self.secrx_dis_at = None;
         self.reset_until = now + self.reset_delay;
         shared.rdt.iter().chain(shared.tdt.iter()).for_each(|t| t.store(0, Ordering::Relaxed));
         shared.pb_capacity.store(self.reg(rxpbsize(0)) as usize, Ordering::Relaxed);
@@ -541,6 +600,11 @@ impl Core {
         }
         let resetting = self.in_reset(now);
         let done = self.reset_until;
+        if shared.config.chip == Chip::X82599 {
+            if let Some(v) = self.read_82599(shared, offset, now) {
+                return v;
+            }
+        }
         match offset {
             CTRL => self.reg(CTRL) | if resetting { CTRL_RST } else { 0 },
             STATUS => {
@@ -614,6 +678,9 @@ impl Core {
         }
         if stat_kind(offset).is_some() {
             return; // read-only counters
+        }
+        if shared.config.chip == Chip::X82599 && self.write_82599(shared, offset, value, now) {
+            return;
         }
         match offset {
             CTRL => {
@@ -922,9 +989,12 @@ impl X540Port {
         self.shared.dma.clone()
     }
 
-    /// The PCI identity the model presents (vendor 0x8086, device 0x1528, BAR sizes).
+    /// The PCI identity the model presents (vendor 0x8086, device 0x1528 or, for the 82599, 0x10FB; BAR sizes).
     pub fn pci_identity(&self) -> PciIdentity {
-        PciIdentity::x540(self.shared.config.bar0_len)
+        match self.shared.config.chip {
+            Chip::X540 => PciIdentity::x540(self.shared.config.bar0_len),
+            Chip::X82599 => PciIdentity::x82599(self.shared.config.bar0_len),
+        }
     }
 
     /// The configuration the port was built with.

@@ -211,6 +211,61 @@ pub const SW_FW_SYNC: usize = 0x10160;
 /// SW_FW_SYNC.REGSMP bit 31: register semaphore, reading it as 0 grants it.
 pub const SW_FW_SYNC_REGSMP: u32 = 1 << 31;
 
+// ---- 82599 only: SDP pins, MAC link, security block (§2, §3.7 step 35, §5.6, §15) ---------------------------
+
+/// ESDP, extended SDP pin control (§2: "SDP pins (82599 SFP laser control)").
+pub const ESDP: usize = 0x00020;
+/// ESDP.SDP3 bit 3: SFP+ TX laser, clear = laser on (§5.6).
+pub const ESDP_SDP3: u32 = 1 << 3;
+
+/// AUTOC, auto-negotiation control of the 82599's MAC link (§2, §5.6).
+pub const AUTOC: usize = 0x042A0;
+/// AUTOC.AN_RESTART bit 12 (§5.6).
+pub const AUTOC_AN_RESTART: u32 = 1 << 12;
+/// AUTOC.LMS bits 15:13, link mode select (§5.6).
+pub const AUTOC_LMS_SHIFT: u32 = 13;
+/// AUTOC.LMS field mask (unshifted).
+pub const AUTOC_LMS_MASK: u32 = 0x7;
+/// LMS 0: 1G, no AN.
+pub const LMS_1G_NO_AN: u32 = 0;
+/// LMS 1: 10G, no AN.
+pub const LMS_10G_NO_AN: u32 = 1;
+/// LMS 2: 1G with AN.
+pub const LMS_1G_AN: u32 = 2;
+/// LMS 3: 10G serial (SFI).
+pub const LMS_10G_SERIAL: u32 = 3;
+/// LMS 4: KX4/KX/KR.
+pub const LMS_KX4_KX_KR: u32 = 4;
+/// LMS 5: SGMII 1G/100M.
+pub const LMS_SGMII_1G_100M: u32 = 5;
+/// LMS 6: KX4/KX/KR + 1G AN.
+pub const LMS_KX4_KX_KR_1G_AN: u32 = 6;
+/// LMS 7: KX4/KX/KR/SGMII.
+pub const LMS_KX4_KX_KR_SGMII: u32 = 7;
+
+/// AUTOC2 (§2, §5.6).
+pub const AUTOC2: usize = 0x042A8;
+/// AUTOC2 10G serial PMA/PMD bits 17:16 (0 KR, 1 XFI, 2 SFI).
+pub const AUTOC2_10G_SERIAL_PMA_PMD_SHIFT: u32 = 16;
+/// AUTOC2 10G serial PMA/PMD value 2: SFI.
+pub const AUTOC2_10G_SFI: u32 = 2;
+/// AUTOC2 LINK_DISABLE mask: clear to enable the link (§5.6).
+pub const AUTOC2_LINK_DISABLE_MASK: u32 = 0x7000_0000;
+
+/// ANLP1: AN state in bits 19:16, non-zero once auto-negotiation has run (§5.6, DPDK's reset pipeline).
+pub const ANLP1: usize = 0x042B0;
+/// ANLP1 AN state shift.
+pub const ANLP1_AN_STATE_SHIFT: u32 = 16;
+
+/// SECRXCTRL, RX security block control (§2).
+pub const SECRXCTRL: usize = 0x08D00;
+/// SECRXCTRL.RX_DIS bit 1: stop the RX security path (§3.7 step 35).
+pub const SECRXCTRL_RX_DIS: u32 = 1 << 1;
+/// SECRXSTAT, RX security block status (§2).
+pub const SECRXSTAT: usize = 0x08D04;
+/// SECRXSTAT.SECRX_RDY bit 0: the RX security path is quiet (§3.7 step 35).
+pub const SECRXSTAT_SECRX_RDY: u32 = 1 << 0;
+
 // ---- §6 queue registers --------------------------------------------------------------------------------------
 
 /// Number of RX and TX queues (§14).

@@ -40,6 +40,9 @@ impl Core {
     }
 
     pub(super) fn process_rx(&mut self, shared: &Arc<Shared>) -> usize {
+        if self.rx_held_by_security_block(shared) {
+            return 0; // frames wait in the packet buffer (82599, SECRXCTRL.RX_DIS)
+        }
         let mut work = 0;
         loop {
             let c = match self.rx_blocked.take() {

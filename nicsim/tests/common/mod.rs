@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use hugepage::{Allocator, DmaMemory};
 use nicsim::x540::regs::*;
-use nicsim::{SimBar, X540Config, X540Port, X540};
+use nicsim::{Chip, SimBar, X540Config, X540Port, X540};
 use pktio::bar::RegisterSpace;
 use pktio::dma::{DmaMapper, DmaMapping};
 
@@ -144,8 +144,20 @@ impl Rig {
         poll("RXDCTL.ENABLE", Duration::from_secs(1), || self.rd(rxdctl(q)) & QCTL_ENABLE != 0);
         self.wr(rdh(q), 0);
         self.wr(rdt(q), RING - 1);
-        self.set(RXCTRL, RXCTRL_RXEN);
+        self.enable_rx();
         self.rx_next[q] = 0;
+    }
+
+    /// RXCTRL.RXEN; on the 82599 inside the security-block sequence of §3.7 step 35.
+    pub fn enable_rx(&self) {
+        if self.port.config().chip == Chip::X82599 && self.rd(RXCTRL) & RXCTRL_RXEN == 0 {
+            self.set(SECRXCTRL, SECRXCTRL_RX_DIS);
+            poll("SECRXSTAT.SECRX_RDY", Duration::from_secs(1), || self.rd(SECRXSTAT) & SECRXSTAT_SECRX_RDY != 0);
+            self.set(RXCTRL, RXCTRL_RXEN);
+            self.clear(SECRXCTRL, SECRXCTRL_RX_DIS);
+        } else {
+            self.set(RXCTRL, RXCTRL_RXEN);
+        }
     }
 
     pub fn setup_tx(&mut self, q: usize) {
