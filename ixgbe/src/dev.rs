@@ -26,6 +26,29 @@ pub enum MacType {
     X82599,
 }
 
+/// The port's media (fact sheet sections 1 and 15): decides how the 82599's MAC link is set up (section 5.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Media {
+    /// 10GBASE-T copper: the X540's internal PHY (or the 82599 T3 LOM's external PHY).
+    Copper,
+    /// SFP+ cage (82599ES / X520, QSFP): 10G serial (SFI), TX laser on ESDP.SDP3.
+    Sfp,
+    /// KX4 / KX / KR backplane.
+    Backplane,
+    /// CX4 or XAUI: the NVM's AUTOC link mode is kept.
+    Other,
+}
+
+/// The media of an Intel device ID (section 1's table).
+pub fn media_of(device: u16) -> Media {
+    match device {
+        0x1528 | 0x1560 | 0x151C => Media::Copper,
+        0x10FB | 0x1529 | 0x1507 | 0x154D | 0x154A | 0x1558 | 0x1557 => Media::Sfp,
+        0x10F7 | 0x1514 | 0x1517 | 0x10F8 | 0x152A => Media::Backplane,
+        _ => Media::Other,
+    }
+}
+
 /// PCI IDs this driver takes (fact sheet section 1), with their MAC type.
 pub const PCI_IDS: &[(u16, u16, MacType)] = &[
     (0x8086, 0x1528, MacType::X540),
@@ -72,6 +95,10 @@ pub struct Timing {
     pub mdio: Duration,
     /// SWSM.SMBI / SW_FW_SYNC.REGSMP budget.
     pub semaphore: Duration,
+    /// 82599: SECRXSTAT.SECRX_RDY budget after SECRXCTRL.RX_DIS (4000 x 10 us, section 3.7 step 35).
+    pub security_block: Duration,
+    /// 82599 SFP+: wait after turning the TX laser on (100 ms, section 5.6).
+    pub laser_on: Duration,
 }
 
 impl Timing {
@@ -89,6 +116,8 @@ impl Timing {
             queue_enable: Duration::from_millis(10),
             mdio: Duration::from_millis(1),
             semaphore: Duration::from_millis(100),
+            security_block: Duration::from_millis(40),
+            laser_on: Duration::from_millis(100),
         }
     }
 }
@@ -102,12 +131,19 @@ pub struct Options {
     pub mac_type: MacType,
     /// Waits and timeouts.
     pub timing: Timing,
+    /// The port's media (the 82599's link set-up depends on it; see [`media_of`]).
+    pub media: Media,
 }
 
 impl Options {
-    /// Hardware defaults for a device called `name`.
+    /// Hardware defaults for a device called `name`; media: copper for the X540, SFP+ for the 82599 (the common
+    /// X520; [`open_vfio`] takes it from the device ID).
     pub fn new(name: impl Into<String>, mac_type: MacType) -> Options {
-        Options { name: name.into(), mac_type, timing: Timing::hardware(mac_type) }
+        let media = match mac_type {
+            MacType::X540 => Media::Copper,
+            MacType::X82599 => Media::Sfp,
+        };
+        Options { name: name.into(), mac_type, timing: Timing::hardware(mac_type), media }
     }
 }
 
@@ -285,7 +321,11 @@ impl<R: RegisterSpace> Ixgbe<R> {
             flow_type_rss_offloads: RssHashFunctions::ALL,
             reta_size: RETA_ENTRIES as u16,
             hash_key_size: RSS_KEY_LEN as u8,
-            speed_capa: vec![100, 1_000, 10_000],
+            // Section 15: the 82599 links at 1G/10G (100M only on copper variants).
+            speed_capa: match (options.mac_type, options.media) {
+                (MacType::X82599, m) if m != Media::Copper => vec![1_000, 10_000],
+                _ => vec![100, 1_000, 10_000],
+            },
             numa_node: None,
         };
         let mut dev = Ixgbe {
@@ -385,6 +425,22 @@ impl<R: RegisterSpace> Ixgbe<R> {
         ))
     }
 
+    /// Link state from LINKS. DPDK reads LINKS twice and trusts the second value (section 5.1).
+    fn read_link(&self) -> LinkStatus {
+        let _ = self.regs.read(LINKS);
+        let v = self.regs.read(LINKS);
+        if v & links::LINK_UP == 0 {
+            return LinkStatus::default();
+        }
+        let speed_mbps = match links::SPEED.get(v) {
+            links::SPEED_100M => 100,
+            links::SPEED_1G => 1_000,
+            links::SPEED_10G => 10_000,
+            _ => 0,
+        };
+        LinkStatus { up: true, speed_mbps, full_duplex: true, autoneg: true }
+    }
+
     // ---- 3.1-3.4 bring-up ----
 
     fn mask_interrupts(&self) {
@@ -417,16 +473,27 @@ impl<R: RegisterSpace> Ixgbe<R> {
 
         // 3.2 global reset (twice if PCIe mastering did not stop).
         for _ in 0..(1 + double_reset as usize) {
-            let sem = self.phy_semaphore();
-            let held = self.swfw_acquire(sem);
-            self.regs.set_bits(CTRL, ctrl::RST);
-            let _ = self.regs.read(STATUS); // flush
-            if held {
-                self.swfw_release(sem);
+            match self.options.mac_type {
+                MacType::X540 => {
+                    let sem = self.phy_semaphore();
+                    let held = self.swfw_acquire(sem);
+                    self.regs.set_bits(CTRL, ctrl::RST);
+                    let _ = self.regs.read(STATUS); // flush
+                    if held {
+                        self.swfw_release(sem);
+                    }
+                }
+                MacType::X82599 => {
+                    // Step 4: LNK_RST while the link is down, RST while it is up (a link reset with the link up
+                    // may disturb manageability).
+                    let bit = if self.read_link().up { ctrl::RST } else { ctrl::LNK_RST };
+                    self.regs.set_bits(CTRL, bit);
+                    let _ = self.regs.read(STATUS); // flush
+                }
             }
             self.regs
                 .poll(CTRL, ctrl::RST_MASK, 0, t.reset_done)
-                .map_err(|e| self.timeout("device reset (CTRL.RST)", e, t.reset_done))?;
+                .map_err(|e| self.timeout("device reset (CTRL.RST/LNK_RST)", e, t.reset_done))?;
             std::thread::sleep(t.reset_settle);
         }
         self.mask_interrupts();
@@ -475,9 +542,10 @@ impl<R: RegisterSpace> Ixgbe<R> {
         self.regs.clear_bits(MFLCN, mflcn::RFCE | mflcn::RPFCE);
         self.regs.clear_bits(FCCFG, fccfg::TFCE_802_3X | fccfg::TFCE_PRIORITY);
 
-        // 3.8 link: X540 powers its PHY up and restarts auto-negotiation.
-        if self.options.mac_type == MacType::X540 {
-            self.phy_note = self.setup_phy(true).err();
+        // 3.8 link: X540 powers its PHY up and restarts auto-negotiation; the 82599 sets up its MAC link.
+        match self.options.mac_type {
+            MacType::X540 => self.phy_note = self.setup_phy(true).err(),
+            MacType::X82599 => self.setup_link_82599(true),
         }
         self.fresh = true;
         Ok(())
@@ -601,6 +669,51 @@ impl<R: RegisterSpace> Ixgbe<R> {
             self.phy_rmw(phy, phy::MMD_AN, phy::AN_CTRL, 0, phy::AN_RESTART as u16).map_err(mdio_err)?;
         }
         Ok(())
+    }
+
+    /// The 82599's MAC link (sections 3.8 and 5.6). Up: an SFP+ port turns its TX laser on (ESDP.SDP3 clear) and
+    /// waits, selects 10G serial (AUTOC.LMS) with the SFI PMA/PMD (AUTOC2); every port clears AUTOC2's link-disable
+    /// bits and restarts auto-negotiation (AUTOC.AN_RESTART). Down: an SFP+ port turns its laser off, others set
+    /// AUTOC2's link-disable bits.
+    fn setup_link_82599(&self, up: bool) {
+        let sfp = self.options.media == Media::Sfp;
+        if !up {
+            if sfp {
+                self.regs.set_bits(ESDP, esdp::SDP3);
+            } else {
+                self.regs.set_bits(AUTOC2, autoc2::LINK_DISABLE_MASK);
+            }
+            let _ = self.regs.read(STATUS); // flush
+            return;
+        }
+        if sfp && self.regs.read(ESDP) & esdp::SDP3 != 0 {
+            self.regs.clear_bits(ESDP, esdp::SDP3);
+            let _ = self.regs.read(STATUS); // flush
+            std::thread::sleep(self.options.timing.laser_on);
+        }
+        let mut a2 = self.regs.read(AUTOC2) & !autoc2::LINK_DISABLE_MASK;
+        let mut a = self.regs.read(AUTOC);
+        if sfp {
+            a2 = autoc2::PMA_PMD_10G_SERIAL.set(a2, autoc2::PMA_PMD_10G_SERIAL_SFI);
+            a = autoc::LMS.set(a, autoc::LMS_10G_SERIAL);
+        }
+        self.regs.write(AUTOC2, a2);
+        self.regs.write(AUTOC, a | autoc::AN_RESTART);
+    }
+
+    /// RXCTRL.RXEN (section 3.7 step 35). The 82599 needs its security block quiesced around it (errata): set
+    /// SECRXCTRL.RX_DIS, poll SECRXSTAT.SECRX_RDY, set RXEN, clear RX_DIS. Like DPDK, a security block that never
+    /// reports ready does not stop the start.
+    fn enable_rx(&self) {
+        if self.options.mac_type != MacType::X82599 {
+            self.regs.set_bits(RXCTRL, rxctrl::RXEN);
+            return;
+        }
+        self.regs.set_bits(SECRXCTRL, secrxctrl::RX_DIS);
+        let budget = self.options.timing.security_block;
+        let _ = self.regs.poll(SECRXSTAT, secrxstat::SECRX_RDY, secrxstat::SECRX_RDY, budget);
+        self.regs.set_bits(RXCTRL, rxctrl::RXEN);
+        self.regs.clear_bits(SECRXCTRL, secrxctrl::RX_DIS);
     }
 
     // ---- 3.5-3.7 start ----
@@ -757,7 +870,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
         for ring in self.rx.iter_mut().flatten() {
             ring.enable(&name)?;
         }
-        self.regs.set_bits(RXCTRL, rxctrl::RXEN);
+        self.enable_rx();
         Ok(())
     }
 
@@ -936,28 +1049,13 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
     }
 
     fn link(&self) -> LinkStatus {
-        // DPDK reads LINKS twice and trusts the second value (section 5.1).
-        let _ = self.regs.read(LINKS);
-        let v = self.regs.read(LINKS);
-        if v & links::LINK_UP == 0 {
-            return LinkStatus::default();
-        }
-        let speed_mbps = match links::SPEED.get(v) {
-            links::SPEED_100M => 100,
-            links::SPEED_1G => 1_000,
-            links::SPEED_10G => 10_000,
-            _ => 0,
-        };
-        LinkStatus { up: true, speed_mbps, full_duplex: true, autoneg: true }
+        self.read_link()
     }
 
     fn set_link_up(&mut self, up: bool) -> Result<()> {
-        if self.options.mac_type != MacType::X540 {
-            return Err(Error::NotSupported {
-                port: self.options.name.clone(),
-                driver: "net_ixgbe",
-                what: "administrative link state on 82599",
-            });
+        if self.options.mac_type == MacType::X82599 {
+            self.setup_link_82599(up);
+            return Ok(());
         }
         self.setup_phy(up)
             .map_err(|e| self.invalid(format!("cannot set the link {}: {e}", if up { "up" } else { "down" })))
@@ -1101,7 +1199,8 @@ pub fn open_vfio(
     dev.set_bus_master(true).map_err(cfg)?;
     let bar = dev.map_bar(0)?;
     let mapper: Arc<dyn DmaMapper> = Arc::new(dev.container().clone());
-    let mut port = Ixgbe::new(Arc::new(bar), mapper, allocator, Options::new(addr.to_string(), mac_type))?;
+    let options = Options { media: media_of(device), ..Options::new(addr.to_string(), mac_type) };
+    let mut port = Ixgbe::new(Arc::new(bar), mapper, allocator, options)?;
     port.keep_alive(Box::new(dev));
     Ok(port)
 }

@@ -44,5 +44,6 @@ pub mod sim;
 pub mod testing;
 
 pub use dev::{
-    mac_type_of, open_vfio, Ixgbe, IxgbeFamily, IxgbeRxQueue, IxgbeTxQueue, MacType, Options, Timing, PCI_IDS,
+    mac_type_of, media_of, open_vfio, Ixgbe, IxgbeFamily, IxgbeRxQueue, IxgbeTxQueue, MacType, Media, Options, Timing,
+    PCI_IDS,
 };

@@ -172,6 +172,15 @@ pub mod ctrl_ext {
     pub const DRV_LOAD: u32 = bit(28);
 }
 
+/// Extended SDP pin control (section 2; section 5.6: the 82599's SFP+ TX laser).
+pub const ESDP: Reg = Reg(0x00020);
+/// ESDP bits.
+pub mod esdp {
+    use super::bit;
+    /// SDP3: SFP+ TX laser disable on the 82599 (clear = laser on; section 5.6).
+    pub const SDP3: u32 = bit(3);
+}
+
 /// Interrupt cause, read-to-clear (section 2).
 pub const EICR: Reg = Reg(0x00800);
 /// Interrupt mask clear (section 2, 3.1).
@@ -297,6 +306,32 @@ pub mod mflcn {
     pub const RFCE: u32 = bit(3);
     /// Priority flow control enable.
     pub const RPFCE: u32 = bit(2);
+}
+
+/// 82599 MAC auto-negotiation control (section 5.6, AUTOC).
+pub const AUTOC: Reg = Reg(0x042A0);
+/// AUTOC bits and fields (section 5.6).
+pub mod autoc {
+    use super::{bit, Field};
+    /// Restart auto-negotiation.
+    pub const AN_RESTART: u32 = bit(12);
+    /// Link mode select.
+    pub const LMS: Field = Field::new(15, 13);
+    /// LMS: 10G serial (SFI), what an SFP+ port runs.
+    pub const LMS_10G_SERIAL: u32 = 3;
+}
+
+/// 82599 auto-negotiation control 2 (section 5.6, AUTOC2).
+pub const AUTOC2: Reg = Reg(0x042A8);
+/// AUTOC2 bits and fields (section 5.6).
+pub mod autoc2 {
+    use super::Field;
+    /// 10G serial PMA/PMD (0 KR, 1 XFI, 2 SFI).
+    pub const PMA_PMD_10G_SERIAL: Field = Field::new(17, 16);
+    /// 10G serial PMA/PMD: SFI (SFP+).
+    pub const PMA_PMD_10G_SERIAL_SFI: u32 = 2;
+    /// Link disable bits: clear to enable the link.
+    pub const LINK_DISABLE_MASK: u32 = 0x7000_0000;
 }
 
 /// Link status (section 5.1).
@@ -468,6 +503,23 @@ pub const DTXMXSZRQ: Reg = Reg(0x08100);
 pub const DTXMXSZRQ_MAX: u32 = 0xFFF;
 /// Multiple TX queue control (section 4, MTQC): 0 = 64 queues, one packet buffer.
 pub const MTQC: Reg = Reg(0x08120);
+
+/// RX security block control (section 2, SECRXCTRL; section 3.7 step 35: the 82599 RX errata).
+pub const SECRXCTRL: Reg = Reg(0x08D00);
+/// SECRXCTRL bits.
+pub mod secrxctrl {
+    use super::bit;
+    /// Stop the RX security path (held while RXCTRL.RXEN is set on the 82599).
+    pub const RX_DIS: u32 = bit(1);
+}
+/// RX security block status (section 2, SECRXSTAT).
+pub const SECRXSTAT: Reg = Reg(0x08D04);
+/// SECRXSTAT bits.
+pub mod secrxstat {
+    use super::bit;
+    /// The RX security path is quiet (poll after setting SECRXCTRL.RX_DIS).
+    pub const SECRX_RDY: u32 = bit(0);
+}
 
 /// EEPROM/flash control (section 4, EEC).
 pub const EEC: Reg = Reg(0x10010);

@@ -2,22 +2,28 @@
 //! `testpmd-rs --vdev net_sim_x540,ports=2 -- -i` forwards between two simulated ports wired back to back.
 //!
 //! Devargs: `ports=N` (even, default 2: N/2 dual-port X540s, each pair wired back to back),
-//! `speed=100|1000|10000` (link partner speed, default 10000). Each model port runs in its own thread, like
-//! hardware, for as long as the port lives.
+//! `speed=100|1000|10000` (link partner speed, default 10000), `mac=x540|82599` (which model; default x540).
+//! Each model port runs in its own thread, like hardware, for as long as the port lives.
+//!
+//! `net_sim_82599` is the same with `mac=82599`: the driver's 82599 path (SFP+ link through AUTOC and the laser,
+//! LNK_RST, the RX security-block sequence) on the model's 82599 variant, e.g.
+//! `testpmd-rs --vdev net_sim_82599,ports=2 -- -i`. Its SFP+ link runs at 10G only.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use hugepage::Allocator;
 use mempool::Mempool;
-use nicsim::{LinkSpeed, ModelThread, SimBar, X540Config, X540Port, X540};
+use nicsim::{Chip, LinkSpeed, ModelThread, SimBar, X540Config, X540Port, X540};
 use pktio::devargs::Devargs;
 use pktio::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortStats, Result, RssConfig, RxQueue, TxQueue, XStat};
 
-use crate::dev::{Ixgbe, MacType, Options, Timing};
+use crate::dev::{Ixgbe, MacType, Media, Options, Timing};
 
 /// The driver name users type.
 pub const VDEV_DRIVER: &str = "net_sim_x540";
+/// The driver name users type for simulated 82599 (SFP+) ports.
+pub const VDEV_DRIVER_82599: &str = "net_sim_82599";
 /// Most ports one `--vdev` may create.
 pub const MAX_PORTS: u16 = 8;
 
@@ -32,6 +38,8 @@ pub fn model_timing() -> Timing {
         queue_enable: Duration::from_millis(100),
         mdio: Duration::from_millis(10),
         semaphore: Duration::from_millis(10),
+        security_block: Duration::from_millis(100),
+        laser_on: Duration::ZERO,
     }
 }
 
@@ -62,7 +70,11 @@ impl SimPort {
 }
 
 fn open_one(name: String, bar: SimBar, model: X540Port, allocator: &Allocator) -> Result<SimPort> {
-    let options = Options { name, mac_type: MacType::X540, timing: model_timing() };
+    let (mac_type, media) = match model.config().chip {
+        Chip::X540 => (MacType::X540, Media::Copper),
+        Chip::X82599 => (MacType::X82599, Media::Sfp),
+    };
+    let options = Options { name, mac_type, timing: model_timing(), media };
     let dev = Ixgbe::new(Arc::new(bar), model.dma_mapper(), allocator.clone(), options)?;
     let thread = model.start_thread();
     Ok(SimPort { dev, _thread: thread, model })
@@ -70,7 +82,21 @@ fn open_one(name: String, bar: SimBar, model: X540Port, allocator: &Allocator) -
 
 /// Opens the ports of a `net_sim_x540` vdev.
 pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    args.check_keys(&["ports", "speed"])?;
+    open_model_vdev(args, allocator, "x540")
+}
+
+/// Opens the ports of a `net_sim_82599` vdev.
+pub fn open_vdev_82599(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
+    open_model_vdev(args, allocator, "82599")
+}
+
+fn open_model_vdev(args: &Devargs, allocator: &Allocator, default_mac: &str) -> Result<Vec<Box<dyn EthDev>>> {
+    args.check_keys(&["ports", "speed", "mac"])?;
+    let base = match args.get("mac").unwrap_or(default_mac) {
+        "x540" | "X540" => X540Config::default(),
+        "82599" => X540Config::x82599(),
+        m => return Err(args.error(format!("mac={m}: use x540 or 82599"))),
+    };
     let ports: u16 = args.parse_or("ports", 2)?;
     if ports == 0 || !ports.is_multiple_of(2) || ports > MAX_PORTS {
         return Err(
@@ -83,11 +109,15 @@ pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn Et
         10_000 => LinkSpeed::G10,
         s => return Err(args.error(format!("speed={s}: use 100, 1000 or 10000"))),
     };
+    if base.chip == Chip::X82599 && partner_speed != LinkSpeed::G10 {
+        return Err(args.error("the simulated 82599 is an SFP+ port running 10G SFI: speed=10000 only"));
+    }
     let mut out: Vec<Box<dyn EthDev>> = Vec::new();
     for pair in 0..ports / 2 {
         // Distinct MACs per pair: the model's pair differs in the last byte, the pair index goes in byte 4.
-        let config =
-            X540Config { mac: [0x02, 0x00, 0x00, 0x54, pair as u8, 0x00], partner_speed, ..Default::default() };
+        let mut mac = base.mac;
+        mac[4] = pair as u8;
+        let config = X540Config { mac, partner_speed, ..base.clone() };
         let ((bar0, m0), (bar1, m1)) = X540::pair(config);
         for (k, (bar, model)) in [(bar0, m0), (bar1, m1)].into_iter().enumerate() {
             let name = format!("{}_p{}", args.name, pair * 2 + k as u16);
@@ -179,12 +209,26 @@ mod tests {
 
     #[test]
     fn vdev_makes_wired_pairs_that_forward() {
-        let args = Devargs::parse("net_sim_x540,ports=2").unwrap();
-        let mut ports = open_vdev(&args, &Allocator::no_huge()).unwrap();
+        forward_on("net_sim_x540,ports=2", open_vdev);
+    }
+
+    #[test]
+    fn the_82599_vdev_makes_wired_pairs_that_forward() {
+        forward_on("net_sim_82599,ports=2", open_vdev_82599);
+        forward_on("net_sim_x540,ports=2,mac=82599", open_vdev);
+        let no_huge = &Allocator::no_huge();
+        assert!(open_vdev_82599(&Devargs::parse("net_sim_82599,speed=1000").unwrap(), no_huge).is_err());
+        assert!(open_vdev(&Devargs::parse("net_sim_x540,mac=82598").unwrap(), no_huge).is_err());
+    }
+
+    fn forward_on(devargs: &str, open: fn(&Devargs, &Allocator) -> Result<Vec<Box<dyn EthDev>>>) {
+        let args = Devargs::parse(devargs).unwrap();
+        let mut ports = open(&args, &Allocator::no_huge()).unwrap();
         assert_eq!(ports.len(), 2);
-        assert_eq!(ports[0].info().device_name, "net_sim_x540_p0");
+        assert_eq!(ports[0].info().device_name, format!("{}_p0", args.name));
         assert_ne!(ports[0].mac_addr(), ports[1].mac_addr());
-        let pool = Mempool::new("sim-vdev-test", &PoolConfig::with_size(4096), &Allocator::no_huge()).unwrap();
+        let pool =
+            Mempool::new(&format!("sim-vdev-{devargs}"), &PoolConfig::with_size(4096), &Allocator::no_huge()).unwrap();
         for p in ports.iter_mut() {
             p.configure(&PortConfig { rx_desc: 256, tx_desc: 256, ..Default::default() }).unwrap();
             p.set_promiscuous(true).unwrap();

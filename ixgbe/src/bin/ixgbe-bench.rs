@@ -88,7 +88,7 @@ fn main() {
     let fake = Arc::new(FakeRegs::default());
     let timing =
         Timing { reset_settle: Duration::ZERO, mdio: Duration::from_micros(1), ..Timing::hardware(MacType::X540) };
-    let options = Options { name: "bench0".into(), mac_type: MacType::X540, timing };
+    let options = Options { timing, ..Options::new("bench0", MacType::X540) };
     let mut dev = Ixgbe::new(fake.clone(), Arc::new(IdentityMapper), Allocator::no_huge(), options).expect("probe");
     let pool =
         Mempool::new("bench", &PoolConfig { size: 4095, cache_size: 256, ..Default::default() }, &Allocator::no_huge())

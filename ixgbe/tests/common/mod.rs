@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hugepage::Allocator;
-use ixgbe::{Ixgbe, MacType, Options, Timing};
+use ixgbe::{Ixgbe, MacType, Media, Options, Timing};
 use mempool::{Mempool, PoolConfig};
-use nicsim::{SimBar, X540Config, X540Port, X540};
+use nicsim::{Chip, SimBar, X540Config, X540Port, X540};
 use pktio::{EthDev, PortConfig};
 
 /// A fresh, unique mempool of `n` buffers with `data_room` bytes each.
@@ -30,12 +30,18 @@ pub fn fast_timing() -> Timing {
         queue_enable: Duration::from_millis(100),
         mdio: Duration::from_millis(10),
         semaphore: Duration::from_millis(10),
+        security_block: Duration::from_millis(100),
+        laser_on: Duration::ZERO,
     }
 }
 
 /// Opens the driver on a model port.
 pub fn open(bar: SimBar, port: &X540Port, name: &str) -> pktio::Result<Ixgbe<SimBar>> {
-    let options = Options { name: name.to_string(), mac_type: MacType::X540, timing: fast_timing() };
+    let (mac_type, media) = match port.config().chip {
+        Chip::X540 => (MacType::X540, Media::Copper),
+        Chip::X82599 => (MacType::X82599, Media::Sfp),
+    };
+    let options = Options { name: name.to_string(), mac_type, timing: fast_timing(), media };
     Ixgbe::new(Arc::new(bar), port.dma_mapper(), Allocator::no_huge(), options)
 }
 
