@@ -19,7 +19,10 @@ pub struct VdevDriver {
 }
 
 /// Every driver-provided virtual device in this build.
-pub const VDEV_DRIVERS: &[VdevDriver] = &[VdevDriver { name: ixgbe::sim::VDEV_DRIVER, open: ixgbe::sim::open_vdev }];
+pub const VDEV_DRIVERS: &[VdevDriver] = &[
+    VdevDriver { name: ixgbe::sim::VDEV_DRIVER, open: ixgbe::sim::open_vdev },
+    VdevDriver { name: ixgbe::sim::VDEV_DRIVER_82599, open: ixgbe::sim::open_vdev_82599 },
+];
 
 /// The driver-provided vdev `devargs` names, if any, with the parsed arguments. Matched on the device name, since
 /// names like `net_sim_x540` end in digits that are not an instance number.
@@ -49,5 +52,17 @@ mod tests {
         let ports = (driver.open)(&args, &Allocator::no_huge()).unwrap();
         assert_eq!(ports.len(), 2);
         assert_eq!(ports[1].info().driver_name, "net_ixgbe");
+    }
+
+    #[test]
+    fn finds_and_opens_the_82599_variant() {
+        let (driver, args) = find("net_sim_82599,ports=2").unwrap().unwrap();
+        assert_eq!(driver.name, "net_sim_82599");
+        let ports = (driver.open)(&args, &Allocator::no_huge()).unwrap();
+        assert_eq!(ports.len(), 2);
+        assert_eq!(ports[0].info().speed_capa, vec![1_000, 10_000]);
+        let (driver, args) = find("net_sim_x540,ports=2,mac=82599").unwrap().unwrap();
+        assert_eq!(driver.name, "net_sim_x540");
+        assert_eq!((driver.open)(&args, &Allocator::no_huge()).unwrap()[0].info().speed_capa, vec![1_000, 10_000]);
     }
 }
