@@ -207,6 +207,8 @@ mod tests {
     use super::*;
     use mempool::{PacketBatch, PoolConfig};
 
+    type VdevOpen = fn(&Devargs, &Allocator) -> Result<Vec<Box<dyn EthDev>>>;
+
     #[test]
     fn vdev_makes_wired_pairs_that_forward() {
         forward_on("net_sim_x540,ports=2", open_vdev);
@@ -221,7 +223,7 @@ mod tests {
         assert!(open_vdev(&Devargs::parse("net_sim_x540,mac=82598").unwrap(), no_huge).is_err());
     }
 
-    fn forward_on(devargs: &str, open: fn(&Devargs, &Allocator) -> Result<Vec<Box<dyn EthDev>>>) {
+    fn forward_on(devargs: &str, open: VdevOpen) {
         let args = Devargs::parse(devargs).unwrap();
         let mut ports = open(&args, &Allocator::no_huge()).unwrap();
         assert_eq!(ports.len(), 2);
