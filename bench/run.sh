@@ -13,7 +13,13 @@
 #   BENCH_FAKETIME_SPEED=50  time-scaling factor for the DPDK mempool_perf_autotest subset (see BENCHMARKS.md)
 #   BENCH_SKIP_AFPACKET=1    skip the af_packet/veth benchmark
 #   BENCH_LOG_DIR            where raw outputs go (default: target/bench-logs)
+#   BENCH_ONLY=testpmd       run only the testpmd-rs vs dpdk-testpmd part (bench/testpmd.sh, its own knobs there)
+#   BENCH_SKIP_TESTPMD=1     skip that part
 set -eu
+
+if [ "${BENCH_ONLY:-}" = testpmd ]; then
+  exec bash "$(dirname "$0")/testpmd.sh"
+fi
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -27,12 +33,8 @@ MEM=${BENCH_MEM:-huge}
 LOG=${BENCH_LOG_DIR:-$ROOT/target/bench-logs}
 PREFIX=pktbench$$
 mkdir -p "$LOG"
-
-say() { echo "bench: $*" >&2; }
-die() {
-  say "$*"
-  exit 1
-}
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "run as root (hugepages, network namespaces, apt-get)"
 
@@ -42,84 +44,18 @@ command -v dpdk-testpmd >/dev/null || need+=(dpdk)
 command -v dpdk-test >/dev/null || need+=(dpdk-dev)
 dpkg -s libfaketime >/dev/null 2>&1 || need+=(faketime)
 command -v ip >/dev/null || need+=(iproute2)
-if [ ${#need[@]} -gt 0 ]; then
-  say "installing ${need[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+bench_apt_install "${need[@]}"
 DPDK_VERSION=$(dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo unknown)
 FAKETIME_LIB=$(dpkg -L libfaketime | grep '/libfaketime\.so\.1$' | head -1)
 STDBUF_LIB=$(dpkg -L coreutils | grep '/libstdbuf\.so$' | head -1)
 
 # --- 2. hugepages (both sides use them unless BENCH_MEM=nohuge) ----------------------------------------------------
-EAL_MEM=()
-if [ "$MEM" = nohuge ]; then
-  EAL_MEM=(--no-huge -m 1024)
-  export BENCH_MEM=nohuge
-else
-  nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-  if [ "$(cat $nr)" -lt "$HUGEPAGES" ]; then
-    echo "$HUGEPAGES" >"$nr" || true
-  fi
-  if ! awk '$3 == "hugetlbfs"' /proc/mounts | grep -q .; then
-    mkdir -p /dev/hugepages
-    mount -t hugetlbfs -o pagesize=2M nodev /dev/hugepages
-  fi
-  say "$(cat $nr) x 2 MiB hugepages reserved (left reserved), $(grep HugePages_Free /proc/meminfo | awk '{print $2}') free"
-fi
+bench_setup_memory
 
 # --- 3. build ---------------------------------------------------------------------------------------------------
 say "building (release)"
 cargo build --release -p bench --quiet
 BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
-
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print a[int((NR + 1) / 2)]}'; }
-field() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" | head -1; } # value of key=value in a RESULT line
-fmt() { awk -v x="$1" -v d="${2:-2}" 'BEGIN { if (x == "" || x == "nan") print "n/a"; else printf "%.*f\n", d, x }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "nan" || b == "nan" || a + 0 == 0 || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
-
-# testpmd driven through its prompt: start, warm up, show stats twice SECS apart (testpmd's own "Throughput (since
-# last show)" over that window), stop, quit. $1: log file, $2: command run right before "start" (or ""), rest: the
-# testpmd command line. Prints the summed Rx-pps of the two ports.
-testpmd_run() {
-  local log=$1 hook=$2
-  shift 2
-  local fifo
-  fifo=$(mktemp -u /tmp/pktbench-fifo.XXXXXX)
-  mkfifo "$fifo"
-  "$@" <"$fifo" >"$log" 2>&1 &
-  local pid=$!
-  exec 9>"$fifo"
-  local waited=0
-  until grep -q 'testpmd> ' "$log" 2>/dev/null; do
-    sleep 0.2
-    waited=$((waited + 1))
-    if [ $waited -gt 300 ] || ! kill -0 $pid 2>/dev/null; then
-      exec 9>&-
-      rm -f "$fifo"
-      kill $pid 2>/dev/null || true
-      wait $pid 2>/dev/null || true
-      say "testpmd did not reach its prompt; see $log"
-      echo nan
-      return
-    fi
-  done
-  [ -n "$hook" ] && eval "$hook"
-  echo "start" >&9
-  sleep "$WARMUP"
-  echo "show port stats all" >&9
-  sleep "$SECS"
-  echo "show port stats all" >&9
-  sleep 0.5
-  echo "stop" >&9
-  echo "quit" >&9
-  exec 9>&-
-  wait $pid 2>/dev/null || true
-  rm -f "$fifo"
-  wait 2>/dev/null || true # a traffic generator the hook started
-  # Rx-pps lines: first show (ports 0, 1), second show (ports 0, 1): sum the second show's.
-  grep 'Rx-pps:' "$log" | awk '{print $2}' | sed -n '3,4p' | awk '{s += $1} END {if (NR == 2) print s; else print "nan"}'
-}
 
 TSC_HZ=
 rows=()
@@ -185,7 +121,7 @@ for r in $(seq 1 "$ROUNDS"); do
   null_ours+=("$(grep RESULT "$LOG/null_ours_$r.txt" | field rx_mpps)")
   pps=$(testpmd_run "$LOG/null_dpdk_$r.txt" "" dpdk-testpmd -l 0,1 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" \
     --vdev net_null0,size=64 --vdev net_null1,size=64 -- -i --forward-mode=io --burst=32)
-  null_dpdk+=("$(awk -v p="$pps" 'BEGIN { if (p == "nan") print "nan"; else printf "%.3f\n", p / 1e6 }')")
+  null_dpdk+=("$(mpps "$pps")")
   say "  round $r: ours ${null_ours[-1]} Mpps, DPDK ${null_dpdk[-1]} Mpps"
 done
 n_ours=$(echo "${null_ours[*]}" | median)
@@ -232,7 +168,7 @@ else
         "${EAL_MEM[@]}" --file-prefix "$PREFIX" --vdev "net_af_packet0,iface=pa,$DEVARGS" \
         --vdev "net_af_packet1,iface=pb,$DEVARGS" -- -i --forward-mode=io --burst=32)
       wait || true
-      af_dpdk+=("$(awk -v p="$pps" 'BEGIN { if (p == "nan") print "nan"; else printf "%.3f\n", p / 1e6 }')")
+      af_dpdk+=("$(mpps "$pps")")
       gen_dpdk+=("$(grep RESULT "$LOG/af_gen_dpdk_$r.txt" 2>/dev/null | field pps)")
       say "  round $r: ours ${af_ours[-1]} Mpps, DPDK ${af_dpdk[-1]} Mpps (offered ${gen_ours[-1]} / ${gen_dpdk[-1]} pps)"
     done
@@ -262,3 +198,9 @@ printf '%s\n' "${rows[@]}"
 [ -n "$af_note" ] && echo "$af_note"
 echo "ratio > 1.0: ours is faster (DPDK cycles / our cycles, or our Mpps / DPDK Mpps). 'anchor': DPDK 22.11 figure" \
   "from the issue, measured on this machine class, not in this run. Raw outputs: $LOG"
+
+# --- 8. testpmd-rs vs dpdk-testpmd: every forwarding mode, and the start-up time ----------------------------------
+if [ "${BENCH_SKIP_TESTPMD:-0}" != 1 ]; then
+  echo
+  bash "$ROOT/bench/testpmd.sh"
+fi

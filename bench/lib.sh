@@ -1,0 +1,87 @@
+# Shell functions shared by bench/run.sh and bench/testpmd.sh (sourced, not run). Expects ROOT, SECS, WARMUP and
+# LOG to be set by the caller; set -eu friendly.
+
+say() { echo "bench: $*" >&2; }
+die() {
+  say "$*"
+  exit 1
+}
+
+# apt-get install the Debian packages given (nothing if none).
+bench_apt_install() {
+  [ $# -gt 0 ] || return 0
+  say "installing $*"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# Memory for both sides: sets EAL_MEM (extra EAL arguments) from MEM (huge | nohuge); for hugepages, reserves
+# HUGEPAGES x 2 MiB (left reserved) and mounts a hugetlbfs on /dev/hugepages if none is mounted.
+bench_setup_memory() {
+  EAL_MEM=()
+  if [ "$MEM" = nohuge ]; then
+    EAL_MEM=(--no-huge -m 1024)
+    export BENCH_MEM=nohuge
+  else
+    local nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+    if [ "$(cat $nr)" -lt "$HUGEPAGES" ]; then
+      echo "$HUGEPAGES" >"$nr" || true
+    fi
+    if ! awk '$3 == "hugetlbfs"' /proc/mounts | grep -q .; then
+      mkdir -p /dev/hugepages
+      mount -t hugetlbfs -o pagesize=2M nodev /dev/hugepages
+    fi
+    say "$(cat $nr) x 2 MiB hugepages reserved (left reserved), $(grep HugePages_Free /proc/meminfo | awk '{print $2}') free"
+  fi
+}
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print a[int((NR + 1) / 2)]}'; }
+field() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" | head -1; } # value of key=value in a RESULT line
+fmt() { awk -v x="$1" -v d="${2:-2}" 'BEGIN { if (x == "" || x == "nan") print "n/a"; else printf "%.*f\n", d, x }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "nan" || b == "nan" || a + 0 == 0 || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'; }
+mpps() { awk -v p="$1" 'BEGIN { if (p == "" || p == "nan") print "nan"; else printf "%.3f\n", p / 1e6 }'; }
+
+# A testpmd (dpdk-testpmd or testpmd-rs, same prompt and stats blocks) driven through its prompt: start, warm up,
+# show stats twice SECS apart (the program's own "Throughput (since last show)" over that window), stop, quit.
+# $1: log file, $2: command run right before "start" (or ""; it may write more commands to fd 9), rest: the
+# command line. Prints the second show's PPS_FIELD (Rx-pps unless set, e.g. PPS_FIELD=Tx-pps) summed over the two
+# ports, or nan.
+testpmd_run() {
+  local log=$1 hook=$2 pps_field=${PPS_FIELD:-Rx-pps}
+  shift 2
+  local fifo
+  fifo=$(mktemp -u /tmp/pktbench-fifo.XXXXXX)
+  mkfifo "$fifo"
+  "$@" <"$fifo" >"$log" 2>&1 &
+  local pid=$!
+  exec 9>"$fifo"
+  local waited=0
+  until grep -q 'testpmd> ' "$log" 2>/dev/null; do
+    sleep 0.2
+    waited=$((waited + 1))
+    if [ $waited -gt 300 ] || ! kill -0 $pid 2>/dev/null; then
+      exec 9>&-
+      rm -f "$fifo"
+      kill $pid 2>/dev/null || true
+      wait $pid 2>/dev/null || true
+      say "testpmd did not reach its prompt; see $log"
+      echo nan
+      return
+    fi
+  done
+  [ -n "$hook" ] && eval "$hook"
+  echo "start" >&9
+  sleep "$WARMUP"
+  echo "show port stats all" >&9
+  sleep "$SECS"
+  echo "show port stats all" >&9
+  sleep 0.5
+  echo "stop" >&9
+  echo "quit" >&9
+  exec 9>&-
+  wait $pid 2>/dev/null || true
+  rm -f "$fifo"
+  wait 2>/dev/null || true # a traffic generator the hook started
+  # pps lines: first show (ports 0, 1), second show (ports 0, 1): sum the second show's.
+  grep "$pps_field:" "$log" | awk '{print $2}' | sed -n '3,4p' | awk '{s += $1} END {if (NR == 2) print s; else print "nan"}'
+}

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# testpmd-rs against Debian's dpdk-testpmd 22.11, side by side: one forwarding core (lcore 1), two net_null ports
+# (64-byte packets), burst 32, every forwarding mode; then the start-up time (launch to first forwarded packet).
+# Prints one table per part: testpmd-rs Mpps, dpdk-testpmd Mpps, ratio (> 1.0 means testpmd-rs is faster).
+#
+# Usage (as root, on a Debian machine): bash bench/testpmd.sh   (or BENCH_ONLY=testpmd bash bench/run.sh; run.sh
+# runs it at its end unless BENCH_SKIP_TESTPMD=1)
+#
+# Environment knobs (shared with run.sh):
+#   BENCH_SECONDS=5          measurement window of each run (after BENCH_WARMUP=1 s of warm-up)
+#   BENCH_ROUNDS=3           runs per side and mode, alternating the two programs; the table shows the median
+#   BENCH_TESTPMD_MODES      the cases to run (default: io mac macswap rxonly txonly 5tswap csum flowgen
+#                            5tswap-udp csum-udp)
+#   BENCH_STARTUP_ROUNDS=5   start-up measurements per configuration (median shown)
+#   BENCH_HUGEPAGES=1024     as run.sh; BENCH_MEM=nohuge runs both sides on ordinary pages (--no-huge -m 1024)
+#   BENCH_LOG_DIR            where raw outputs go (default: target/bench-logs)
+set -eu
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+SECS=${BENCH_SECONDS:-5}
+WARMUP=${BENCH_WARMUP:-1}
+ROUNDS=${BENCH_ROUNDS:-3}
+CASES=${BENCH_TESTPMD_MODES:-io mac macswap rxonly txonly 5tswap csum flowgen 5tswap-udp csum-udp}
+SU_ROUNDS=${BENCH_STARTUP_ROUNDS:-5}
+HUGEPAGES=${BENCH_HUGEPAGES:-1024}
+MEM=${BENCH_MEM:-huge}
+LOG=${BENCH_LOG_DIR:-$ROOT/target/bench-logs}
+PREFIX=pktbench$$
+mkdir -p "$LOG"
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+
+[ "$(id -u)" = 0 ] || die "run as root (hugepages, apt-get)"
+
+need=()
+command -v dpdk-testpmd >/dev/null || need+=(dpdk)
+command -v stdbuf >/dev/null || need+=(coreutils)
+bench_apt_install "${need[@]}"
+DPDK_VERSION=$(dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo unknown)
+bench_setup_memory
+
+say "building testpmd-rs and the start-up probe (release)"
+cargo build --release -p testpmd-rs -p bench --quiet
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
+
+# Both programs get the same EAL and testpmd arguments; only the binary differs.
+VDEVS=(--vdev net_null0,size=64 --vdev net_null1,size=64)
+tp_args() { # $1: forwarding mode
+  echo -l 0,1 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" "${VDEVS[@]}" -- -i --forward-mode="$1" --burst=32 \
+    --txpkts=64
+}
+# The issue's dpdk-testpmd 22.11 figures for this machine class (quiet machine), Mpps.
+anchor() {
+  case $1 in
+    io) echo 159 ;; mac) echo 126 ;; macswap) echo 133 ;; rxonly) echo 242 ;; txonly) echo 87 ;; 5tswap) echo 111 ;;
+    csum) echo 81 ;; flowgen) echo 49 ;; *) echo "" ;;
+  esac
+}
+
+rows=()
+row() { rows+=("$(printf '%-10s | %-6s | %10s | %12s | %6s | %6s | %7s | %s' "$@")"); }
+
+# Bytes per packet over the measured window of a log: the second show's bps / pps / 8, both ports ($1: log,
+# $2: Rx or Tx), so that the table shows both programs moved packets of the same length.
+pkt_bytes() {
+  grep "$2-pps:" "$1" | sed -n '3,4p' | awk '{p += $2; b += $4} END {if (p > 0) printf "%.0f\n", b / p / 8; else print "?"}'
+}
+
+# --- 1. throughput per mode ----------------------------------------------------------------------------------------
+# A case is a forwarding mode, or MODE-udp: MODE on buffers that hold UDP/IPv4 frames (a 0.5 s txonly run in the
+# same process first writes them; net_null RX hands the same buffers out again without touching their data), so
+# that 5tswap and csum parse down to UDP instead of stopping at EtherType 0.
+say "modes: $CASES; $ROUNDS rounds x (testpmd-rs, dpdk-testpmd) each, ${SECS} s after ${WARMUP} s warm-up"
+for c in $CASES; do
+  mode=$c
+  hook=
+  if [ "${c%-udp}" != "$c" ]; then
+    mode=${c%-udp}
+    hook="echo 'set fwd txonly' >&9; echo start >&9; sleep 0.5; echo stop >&9; echo 'set fwd $mode' >&9"
+  fi
+  field_=Rx-pps
+  case $mode in txonly | flowgen) field_=Tx-pps ;; esac
+  read -r -a args <<<"$(tp_args "$mode")"
+  ours=()
+  dpdk=()
+  for r in $(seq 1 "$ROUNDS"); do
+    # Alternate which program goes first, so that neither always follows the other.
+    for who in $( ((r % 2)) && echo "rs dpdk" || echo "dpdk rs"); do
+      if [ "$who" = rs ]; then
+        pps=$(PPS_FIELD=$field_ testpmd_run "$LOG/testpmd_${c}_rs_$r.txt" "$hook" "$BIN/testpmd-rs" "${args[@]}")
+        ours+=("$(mpps "$pps")")
+      else
+        pps=$(PPS_FIELD=$field_ testpmd_run "$LOG/testpmd_${c}_dpdk_$r.txt" "$hook" dpdk-testpmd "${args[@]}")
+        dpdk+=("$(mpps "$pps")")
+      fi
+    done
+    say "  $c round $r: testpmd-rs ${ours[-1]} Mpps, dpdk-testpmd ${dpdk[-1]} Mpps"
+  done
+  o=$(echo "${ours[*]}" | median)
+  d=$(echo "${dpdk[*]}" | median)
+  len="$(pkt_bytes "$LOG/testpmd_${c}_rs_1.txt" "${field_%-pps}")/$(pkt_bytes "$LOG/testpmd_${c}_dpdk_1.txt" "${field_%-pps}")"
+  row "$c" "$field_" "$(fmt "$o" 1)" "$(fmt "$d" 1)" "$(ratio "$o" "$d")" "$(anchor "$c")" "$len" \
+    "${ours[*]} / ${dpdk[*]}"
+done
+
+# --- 2. start-up: launch to first forwarded packet (io mode), through the prompt -----------------------------------
+# bench/src/bin/startup.rs: spawn, send `start` at the first prompt, then `show port stats all` back to back until
+# TX-packets > 0. dpdk-testpmd's stdout is made line-buffered with stdbuf (it is a pipe here).
+say "start-up: $SU_ROUNDS runs per configuration"
+su_rows=()
+su_case() { # $1: label, rest: command line
+  local label=$1 prompt=() first=() done_=() r line
+  shift
+  for r in $(seq 1 "$SU_ROUNDS"); do
+    line=$("$BIN/startup" -- "$@" 2>>"$LOG/startup_stderr.txt" | grep RESULT || true)
+    echo "$label: $line" >>"$LOG/startup.txt"
+    prompt+=("$(echo "$line" | field prompt_s)")
+    done_+=("$(echo "$line" | field start_done_s)")
+    first+=("$(echo "$line" | field first_tx_s)")
+  done
+  su_rows+=("$(printf '%-40s | %9s | %9s | %11s' "$label" "$(echo "${prompt[*]}" | median)" \
+    "$(echo "${done_[*]}" | median)" "$(echo "${first[*]}" | median)")")
+}
+: >"$LOG/startup.txt"
+SU_TAIL=(--no-pci "${VDEVS[@]}" -- -i --forward-mode=io --burst=32)
+su_case "testpmd-rs --no-huge" "$BIN/testpmd-rs" -l 0,1 --no-huge -m 1024 --file-prefix "${PREFIX}s" "${SU_TAIL[@]}"
+su_case "dpdk-testpmd --no-huge -m 1024" stdbuf -oL dpdk-testpmd -l 0,1 --no-huge -m 1024 --file-prefix "${PREFIX}s" \
+  "${SU_TAIL[@]}"
+if [ "$MEM" != nohuge ]; then
+  su_case "testpmd-rs (2 MiB hugepages)" "$BIN/testpmd-rs" -l 0,1 --file-prefix "${PREFIX}s" "${SU_TAIL[@]}"
+  su_case "dpdk-testpmd (2 MiB hugepages)" stdbuf -oL dpdk-testpmd -l 0,1 --file-prefix "${PREFIX}s" "${SU_TAIL[@]}"
+fi
+
+# --- 3. the tables -------------------------------------------------------------------------------------------------
+echo
+echo "testpmd-rs vs dpdk-testpmd $DPDK_VERSION ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')," \
+  "$(nproc) CPUs, memory: $([ "$MEM" = nohuge ] && echo 4K pages || echo 2M hugepages)); 2 x net_null size=64," \
+  "1 forwarding lcore, burst 32, median of $ROUNDS x ${SECS} s"
+printf '%-10s | %-6s | %10s | %12s | %6s | %6s | %7s | %s\n' mode pps "testpmd-rs" "dpdk-testpmd" ratio anchor \
+  "bytes" "rounds (Mpps): testpmd-rs / dpdk-testpmd"
+echo "-----------+--------+------------+--------------+--------+--------+---------+----------------------------------"
+printf '%s\n' "${rows[@]}"
+echo "Mpps: the 'pps' field of both ports' 'Throughput (since last show)' summed; ratio = testpmd-rs / dpdk-testpmd;" \
+  "anchor: the issue's dpdk-testpmd figure (quiet machine, not this run); bytes: bytes per packet measured" \
+  "(bps / pps / 8, testpmd-rs/dpdk-testpmd, round 1)."
+echo
+echo "start-up, seconds from launch (median of $SU_ROUNDS; io mode, 2 net_null ports, driven through stdin)"
+printf '%-40s | %9s | %9s | %11s\n' "program" "prompt" "start done" "first fwd"
+echo "-----------------------------------------+-----------+-----------+------------"
+printf '%s\n' "${su_rows[@]}"
+echo "first fwd: output time of the first 'show port stats all' with TX-packets > 0 (an upper bound). Raw: $LOG"
