@@ -52,6 +52,18 @@ impl NetNs {
     fn has_link(&self, dev: &str) -> bool {
         Command::new("ip").args(["-n", &self.name, "link", "show", dev]).output().is_ok_and(|o| o.status.success())
     }
+
+    /// True once `dev` is gone; the kernel unregisters a closed TAP asynchronously, so allow it a moment.
+    fn link_gone(&self, dev: &str) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.has_link(dev) {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
 }
 
 impl Drop for NetNs {
@@ -197,7 +209,7 @@ fn tap_exchanges_frames_with_the_kernel() {
         assert!(!port.link().up, "stopped TAP is down");
         assert!(pool.is_full(), "{} buffers not returned", pool.in_use());
     }
-    assert!(!ns.has_link(&ifname), "the TAP disappears with the port");
+    assert!(ns.link_gone(&ifname), "the TAP disappears with the port");
     assert!(pool.is_full());
 }
 
@@ -244,7 +256,7 @@ fn tap_multi_queue_and_settings() {
         port.stop().unwrap();
         assert!(pool.is_full());
     }
-    assert!(!ns.has_link(&ifname));
+    assert!(ns.link_gone(&ifname), "the TAP disappears with the port");
 }
 
 #[test]
@@ -264,6 +276,6 @@ fn tap_rejects_bad_devargs() {
         assert_eq!(port.iface(), "dtap0");
         assert!(ns.has_link("dtap0"));
         drop(port);
-        assert!(!ns.has_link("dtap0"));
+        assert!(ns.link_gone("dtap0"));
     }
 }
