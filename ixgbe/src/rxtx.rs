@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hugepage::Allocator;
-use mempool::{ol_flags, ptype, Mbuf, MbufHeader, Mempool, PacketBatch};
+use mempool::{ol_flags, ptype, Mbuf, MbufHeader, Mempool, PacketBatch, PoolId, RxRearm};
 use pktio::bar::RegisterSpace;
 use pktio::barrier::{dma_rmb, dma_wmb};
 use pktio::dma::{DmaMapper, DmaMapping};
@@ -284,8 +284,11 @@ pub struct RxRing<R: RegisterSpace, F: Family> {
     shadow: Box<[NonNull<MbufHeader>]>,
     /// Longest frame a fresh buffer of the pool holds (its data room).
     max_len: u16,
-    /// Data start within a fresh buffer: its IOVA is `buf_iova + headroom`.
+    /// Data start within a posted buffer: its IOVA is `buf_iova + headroom`.
     headroom: u64,
+    /// The rearm word written into every buffer when it is posted (data start at `headroom`, one segment, our
+    /// port, the pool's buffer length): buffers come from the pool's raw allocation with stale metadata.
+    rearm: RxRearm,
     memo: RxMemo,
     /// Head of a frame whose later descriptors have not completed yet.
     pending: Option<Mbuf>,
@@ -295,7 +298,6 @@ pub struct RxRing<R: RegisterSpace, F: Family> {
     regs: Regs<R>,
     rdt: usize,
     queue: u16,
-    port_id: u16,
     stats: Arc<RxQueueStats>,
     config: RingConfig,
     started: bool,
@@ -365,7 +367,10 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         }
         // From here every slot owns its buffer (next = 0, tail = size - 1, nb_hold = 0): Drop frees them.
         let headroom = setup.pool.headroom() as u64;
+        let rearm = setup.pool.rx_rearm(setup.port_id);
         for (i, &h) in shadow.iter().enumerate() {
+            // SAFETY: a buffer of this pool the slot owns, fresh from its raw allocation.
+            unsafe { rearm.apply(h) };
             let iova = rx_buffer_iova(h, headroom);
             // SAFETY: i < size: inside the ring memory, which the device does not own yet (queue disabled).
             unsafe { ring.as_ptr().add(i).write_volatile(RxDesc::read(iova)) };
@@ -388,14 +393,14 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             shadow,
             max_len: setup.pool.data_room(),
             headroom,
-            memo: RxMemo::default(),
+            rearm,
+            memo: RxMemo::new::<F>(),
             pending: None,
             pending_bad: false,
             pool: setup.pool.clone(),
             rdt: F::rdt(q).0,
             regs,
             queue: q,
-            port_id: setup.port_id,
             stats: setup.stats,
             config,
             started: false,
@@ -443,6 +448,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         let size = self.size;
         let ring = self.ring.as_ptr();
         let headroom = self.headroom;
+        let rearm = self.rearm;
         let mut start = idx::add(self.tail, 1, size);
         let mut left = self.nb_hold;
         let mut done = 0;
@@ -457,8 +463,9 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             }
             for (k, &h) in slots.iter().enumerate() {
                 // SAFETY: start + k < size, a descriptor the device does not own (see above); `h` is a fresh buffer
-                // this slot now owns.
+                // of our pool that this slot now owns.
                 unsafe {
+                    rearm.apply(h);
                     let d = ring.add(start + k);
                     std::ptr::addr_of_mut!((*d).qw0).write_volatile(rx_buffer_iova(h, headroom));
                     std::ptr::addr_of_mut!((*d).qw1).write_volatile(0);
@@ -481,7 +488,10 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
     #[inline(never)]
     fn complete_slow(&mut self, mut m: Mbuf, wb: RxWriteback, errors: &mut u64) -> Option<Mbuf> {
         let st = wb.status_error;
-        let seg_ok = m.set_len(wb.length);
+        let seg_ok = wb.length <= self.max_len;
+        // SAFETY: a single segment posted with our rearm word (data start at the headroom), so a length up to
+        // max_len (the data room) fits; a longer one is recorded as 0 and the frame dropped below.
+        unsafe { m.set_rx_unchecked(if seg_ok { wb.length } else { 0 }, 0, 0, 0) };
         let m = match self.pending.take() {
             Some(mut head) => {
                 head.chain(m);
@@ -508,7 +518,6 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         m.set_ol_flags(flags);
         m.set_packet_type(pt);
         m.set_rss_hash(wb.rss_hash);
-        m.set_port(self.port_id);
         Some(m)
     }
 }
@@ -543,7 +552,6 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
                             self.shadow.as_ptr().add(i),
                             end - i,
                             spare.as_mut_ptr().add(got),
-                            self.port_id,
                             self.max_len,
                             &mut self.memo,
                         )
@@ -589,13 +597,41 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
 }
 
 /// The last fast-path frame's (key, ol_flags, packet_type): flags and packet type depend only on a few status
-/// bits and the packet-info bits, and a burst mostly repeats one combination. The key never matches at first.
+/// bits and the packet-info bits, and a burst mostly repeats one combination. Starts as key 0 (no packet-info
+/// bits, no checksum bits) with its flags, so it is always a valid entry.
 #[derive(Debug, Clone, Copy)]
 struct RxMemo(u64, u64, u32);
 
-impl Default for RxMemo {
-    fn default() -> Self {
-        RxMemo(u64::MAX, 0, 0)
+impl RxMemo {
+    fn new<F: Family>() -> RxMemo {
+        let (f, t) = rx_flags::<F>(0, 0);
+        RxMemo(0, f, t)
+    }
+}
+
+/// Reads the status dword of a descriptor the device may be writing (an atomic acquire load: the rest of the
+/// descriptor is read only after DD was seen, and [`dma_rmb`]).
+///
+/// # Safety
+/// `d` must point into ring memory that lives as long as the call.
+#[inline(always)]
+unsafe fn rx_status(d: *const RxDesc) -> u32 {
+    // SAFETY: an aligned dword of the ring memory (caller's contract).
+    unsafe { AtomicU32::from_ptr(RxDesc::status_ptr(d).cast_mut()).load(Ordering::Acquire) }
+}
+
+/// Write-back dword 0-1 (packet info, RSS hash) and the length of a descriptor whose DD was seen.
+///
+/// # Safety
+/// `d` must point into ring memory, and its DD must have been seen (then [`dma_rmb`]).
+#[inline(always)]
+unsafe fn rx_info_len(d: *const RxDesc) -> (u64, u16) {
+    // SAFETY: the caller's contract: the device is done with this descriptor. Fields read one by one.
+    unsafe {
+        (
+            std::ptr::addr_of!((*d).qw0).read_volatile(),
+            d.cast::<u8>().add(offset_of!(RxWriteback, length)).cast::<u16>().read_volatile(),
+        )
     }
 }
 
@@ -604,19 +640,24 @@ impl Default for RxMemo {
 /// gets its metadata and is written to `out` (same index). Stops at the first other descriptor; returns how many
 /// it took and their bytes.
 ///
+/// Four descriptors at a time while they repeat the memo's flag key (the common case: one traffic class per
+/// burst): their four status dwords are read first and tested together (DD, EOP, no MAC error, the memo's
+/// checksum bits), then their packet info and lengths, tested together after the four buffers were written
+/// (those writes are harmless when the test fails: the buffers stay the ring's and are rewritten by whatever path
+/// takes them). The rest, and any group that fails, goes one descriptor at a time, updating the memo.
+///
 /// Kept out of line so that its loop has the registers to itself.
 ///
 /// # Safety
-/// `d`, `shadow` and `out` must be valid for `n` entries; the shadow entries must be owned buffers fresh from a
-/// pool whose data room is at least `max_len` (ownership of those taken moves to `out`); the descriptors must be
-/// ring memory the device may write (read here with the DD-then-rest protocol).
+/// `d`, `shadow` and `out` must be valid for `n` entries; the shadow entries must be owned buffers posted with
+/// the ring's rearm word, whose data room is at least `max_len` (ownership of those taken moves to `out`); the
+/// descriptors must be ring memory the device may write (read here with the DD-then-rest protocol).
 #[inline(never)]
 unsafe fn rx_fast_run<F: Family>(
     d: *const RxDesc,
     shadow: *const NonNull<MbufHeader>,
     n: usize,
     out: *mut NonNull<MbufHeader>,
-    port: u16,
     max_len: u16,
     memo: &mut RxMemo,
 ) -> (usize, u64) {
@@ -625,24 +666,71 @@ unsafe fn rx_fast_run<F: Family>(
     let mut m0 = *memo;
     let mut bytes = 0u64;
     let mut k = 0;
+
+    // The status every descriptor of a group must have in `group_mask`, and the packet info in RX_INFO_KEY.
+    let group_status = FAST | (m0.0 >> 32) as u32;
+    let group_mask = mask | rx_csum_bits::<F>();
+    let group_info = m0.0 as u32;
+    let (flags, ptype) = (m0.1, m0.2);
+    while k + 4 <= n {
+        // SAFETY: k + 3 < n: inside the ring.
+        let g = unsafe { d.add(k) };
+        // SAFETY: as above.
+        let (s0, s1, s2, s3) = unsafe { (rx_status(g), rx_status(g.add(1)), rx_status(g.add(2)), rx_status(g.add(3))) };
+        if ((s0 ^ group_status) | (s1 ^ group_status) | (s2 ^ group_status) | (s3 ^ group_status)) & group_mask != 0 {
+            break;
+        }
+        dma_rmb();
+        let mut info = 0u32;
+        let mut lens = 0u16;
+        let mut group_bytes = 0u64;
+        for j in 0..4 {
+            // SAFETY: k + j < n, DD seen above. Fields read one by one (as 32-bit values, so that no mask is
+            // needed to split the first quadword).
+            let (pkt_info, rss, len) = unsafe {
+                let dj = g.add(j).cast::<u8>();
+                (
+                    dj.add(offset_of!(RxWriteback, pkt_info)).cast::<u32>().read_volatile(),
+                    dj.add(offset_of!(RxWriteback, rss_hash)).cast::<u32>().read_volatile(),
+                    dj.add(offset_of!(RxWriteback, length)).cast::<u16>().read_volatile(),
+                )
+            };
+            info |= pkt_info ^ group_info;
+            lens |= len;
+            group_bytes += len as u64;
+            // SAFETY: k + j < n: an owned buffer posted with the rearm word (caller's contract).
+            let p = unsafe { *shadow.add(k + j) };
+            // A view of the buffer the slot owns; ownership moves to `out` only if the group passes.
+            // SAFETY: as above.
+            let mut m = ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
+            // SAFETY: the buffer is the ring's until the test below passes; if it fails, the length may not fit
+            // but the buffer is rewritten before anyone sees it (next loop or the slow path). If it passes,
+            // len <= lens <= max_len, within the data room of a single segment.
+            unsafe {
+                m.set_rx_unchecked(len, flags, ptype, rss);
+                out.add(k + j).write(p);
+            }
+        }
+        // The OR of the lengths bounds each of them, so one compare covers four (a false alarm only sends the
+        // group down the one-at-a-time path).
+        if info & RX_INFO_KEY != 0 || lens > max_len {
+            break;
+        }
+        bytes += group_bytes;
+        k += 4;
+    }
+
     while k < n {
         // SAFETY: k < n: inside the ring.
         let dk = unsafe { d.add(k) };
-        // The device writes the descriptor concurrently: the status dword is read with an atomic acquire load,
-        // the rest only after DD was seen (and dma_rmb).
-        // SAFETY: an aligned dword of the ring memory.
-        let st = unsafe { AtomicU32::from_ptr(RxDesc::status_ptr(dk).cast_mut()).load(Ordering::Acquire) };
+        // SAFETY: ring memory.
+        let st = unsafe { rx_status(dk) };
         if st & mask != FAST {
             break;
         }
         dma_rmb();
-        // SAFETY: DD is set: the device is done with this descriptor. Fields read one by one.
-        let (qw0, len) = unsafe {
-            (
-                std::ptr::addr_of!((*dk).qw0).read_volatile(),
-                dk.cast::<u8>().add(offset_of!(RxWriteback, length)).cast::<u16>().read_volatile(),
-            )
-        };
+        // SAFETY: DD is set: the device is done with this descriptor.
+        let (qw0, len) = unsafe { rx_info_len(dk) };
         if len > max_len {
             break;
         }
@@ -651,10 +739,11 @@ unsafe fn rx_fast_run<F: Family>(
             let (f, t) = rx_flags::<F>(qw0 as u32, st);
             m0 = RxMemo(key, f, t);
         }
-        // SAFETY: k < n; the caller's contract: an owned fresh buffer, whose ownership moves to `out[k]`.
+        // SAFETY: k < n; the caller's contract: an owned buffer posted with the rearm word, whose ownership
+        // moves to `out[k]`.
         let mut m = unsafe { Mbuf::from_raw(*shadow.add(k)) };
-        // SAFETY: len <= max_len, within the data room of a fresh single-segment buffer.
-        unsafe { m.set_rx_unchecked(len, m0.1, m0.2, (qw0 >> 32) as u32, port) };
+        // SAFETY: len <= max_len, within the data room of a single segment.
+        unsafe { m.set_rx_unchecked(len, m0.1, m0.2, (qw0 >> 32) as u32) };
         // SAFETY: k < n.
         unsafe { out.add(k).write(m.into_raw()) };
         bytes += len as u64;
@@ -732,6 +821,10 @@ const TX_CTX_FLAGS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_fl
 const TX_BAD_FLAGS: u64 = ol_flags::TX_TCP_SEG;
 /// In an `rs_fifo` entry: the group ending at this RS has slots without a packet.
 const RS_HOLES: u32 = 1 << 31;
+/// In an `rs_fifo` entry: the group may hold chains or packets of other pools than the port's (freed with a test
+/// per packet; without this bit a hole-free group goes back to the port's pool in one put).
+const RS_CHECK: u32 = 1 << 30;
+const RS_FLAGS: u32 = RS_HOLES | RS_CHECK;
 const TX_L4_SHIFT: u32 = 52;
 const TX_L4_MASK: u64 = 0b11;
 const TX_L4_TCP: u64 = 1;
@@ -773,12 +866,18 @@ pub struct TxRing<R: RegisterSpace, F: Family> {
     since_rs: usize,
     rs_thresh: usize,
     free_thresh: usize,
-    /// Slots of the descriptors that carry RS, oldest first; [`RS_HOLES`] marks a group with empty slots.
+    /// Slots of the descriptors that carry RS, oldest first; [`RS_HOLES`] marks a group with empty slots,
+    /// [`RS_CHECK`] one with packets that are not single segments of `pool`.
     rs_fifo: Box<[u32]>,
     rs_head: usize,
     rs_len: usize,
     /// Some slot since the last RS holds no packet (a context descriptor or a segment before the last).
     holes: bool,
+    /// Some packet since the last RS is not a single segment of `pool`.
+    check: bool,
+    /// The port's pool (the one its RX rings fill from): groups of its single segments are freed without tests.
+    pool: Mempool,
+    pool_id: PoolId,
     /// The packet (chain head) whose last descriptor is in this slot. Only the slots from `clean` up to `tail`
     /// are live (each written when its descriptor was, `None` where no packet ends); the others are stale.
     shadow: Box<[Option<NonNull<MbufHeader>>]>,
@@ -860,6 +959,9 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             rs_head: 0,
             rs_len: 0,
             holes: false,
+            check: false,
+            pool: setup.pool.clone(),
+            pool_id: setup.pool.id(),
             shadow: vec![None; size].into_boxed_slice(),
             ctx_key: None,
             tdt: F::tdt(q).0,
@@ -917,10 +1019,24 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     /// every slot there holds a packet and the shadow ring itself is handed to the mempool (no copy); otherwise
     /// the packets are gathered first.
     #[inline]
-    fn free_range(&mut self, from: usize, count: usize, holes: bool) {
+    fn free_range(&mut self, from: usize, count: usize, flags: u32) {
         let size = self.size;
         let first = count.min(size - from);
-        if !holes {
+        if flags == 0 {
+            let runs = [(from, first), (0, count - first)];
+            for (at, n) in runs {
+                // SAFETY: at + n <= size.
+                let slots = unsafe { self.shadow.get_unchecked(at..at + n) };
+                debug_assert!(slots.iter().all(Option::is_some));
+                // SAFETY: the range is live and without holes, so every entry is `Some` (laid out as the
+                // NonNull); without RS_CHECK every packet there was a single segment of `pool` when tx_burst took
+                // it (Mbuf::single_of), and the ring has owned it unchanged since. Each is freed once: the caller
+                // moves `clean` past the range.
+                unsafe { self.pool.free_single_bulk(std::slice::from_raw_parts(slots.as_ptr().cast(), n)) };
+            }
+            return;
+        }
+        if flags & RS_HOLES == 0 {
             let runs = [(from, first), (0, count - first)];
             for (at, n) in runs {
                 // SAFETY: at + n <= size.
@@ -963,14 +1079,14 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         }
         // SAFETY: rs_head < size.
         let entry = *unsafe { self.rs_fifo.get_unchecked(self.rs_head) };
-        let rs = (entry & !RS_HOLES) as usize;
+        let rs = (entry & !RS_FLAGS) as usize;
         // SAFETY: rs < size; atomic acquire load of a status dword the device may be writing.
         let st = unsafe { AtomicU32::from_ptr(TxDesc::status_ptr(self.desc(rs)).cast_mut()).load(Ordering::Acquire) };
         if st & tx::STA_DD == 0 {
             return false;
         }
         let count = idx::dist(self.clean, rs, self.size) + 1;
-        self.free_range(self.clean, count, entry & RS_HOLES != 0);
+        self.free_range(self.clean, count, entry & RS_FLAGS);
         self.clean = idx::add(rs, 1, self.size);
         self.nb_free += count;
         self.rs_head = idx::add(self.rs_head, 1, self.size);
@@ -995,8 +1111,9 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     fn push_rs(&mut self, slot: usize) {
         let at = idx::add(self.rs_head, self.rs_len, self.size);
         let holes = if std::mem::take(&mut self.holes) { RS_HOLES } else { 0 };
+        let check = if std::mem::take(&mut self.check) { RS_CHECK } else { 0 };
         // SAFETY: at < size; at most one RS per descriptor, so the fifo never holds more than `size`.
-        unsafe { *self.rs_fifo.get_unchecked_mut(at) = slot as u32 | holes };
+        unsafe { *self.rs_fifo.get_unchecked_mut(at) = slot as u32 | holes | check };
         self.rs_len += 1;
     }
 
@@ -1016,6 +1133,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
                 return Err(());
             }
             self.since_rs += 1;
+            self.check |= m.single_of(self.pool_id) != 0;
             let rs = self.since_rs >= self.rs_thresh;
             let slot = self.tail;
             self.put(TxDesc::data(TxData {
@@ -1079,6 +1197,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             self.put(d);
         }
         self.holes |= need > 1;
+        self.check = true;
         if rs {
             self.push_rs(last);
             self.since_rs = 0;
@@ -1096,13 +1215,17 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     ///
     /// The common packet (one segment, no offload flags, not empty) is written as one data descriptor without
     /// per-packet ring-wrap or RS checks: packets go in runs that end at the ring's end, at the next RS point, or
-    /// when room runs out, and RS is set on the run's last descriptor when the group is complete. Anything else
+    /// when room runs out, and RS is set on the run's last descriptor when the group is complete. Within a run,
+    /// four packets at a time are written and then tested together (single segments of the port's pool, no
+    /// offload flags, no empty one); a group that fails is redone one packet at a time (its descriptors are not
+    /// handed over before TDT moves, and its shadow slots are not live until `tail` passes them). Anything else
     /// goes through [`TxRing::queue_packet`].
     #[inline(always)]
     fn tx_from(&mut self, pkts: &[NonNull<MbufHeader>]) -> (usize, u64, u64, u64) {
         let ring = self.ring.as_ptr();
         let size = self.size;
         let rs_thresh = self.rs_thresh;
+        let pool_id = self.pool_id;
         let (mut bytes, mut errors, mut sent) = (0u64, 0u64, 0u64);
         let mut n = 0;
         while n < pkts.len() {
@@ -1112,6 +1235,34 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             let room = (rs_thresh - self.since_rs).min(self.nb_free).min(size - tail).min(pkts.len() - n);
             let shadow = self.shadow.as_mut_ptr();
             let mut k = 0;
+            while k + 4 <= room {
+                let (mut other, mut flags, mut lens_m1, mut group_bytes) = (0usize, 0u64, 0u64, 0u64);
+                for j in 0..4 {
+                    // SAFETY: n + k + j < n + room <= pkts.len().
+                    let p = unsafe { *pkts.get_unchecked(n + k + j) };
+                    // A borrowed view of a packet still owned by the batch (never dropped through this handle).
+                    // SAFETY: the batch owns a live packet here.
+                    let m = ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
+                    let len = m.data_len();
+                    other |= m.single_of(pool_id);
+                    flags |= m.ol_flags();
+                    lens_m1 |= (len as u64).wrapping_sub(1);
+                    group_bytes += len as u64;
+                    // SAFETY: tail + k + j < size (room <= size - tail); the slot is free (room <= nb_free), so
+                    // the device does not read it before the TDT write in tx_burst, and the shadow slot is not live
+                    // until `tail` moves past it (only if the group passes; the batch then gives the packets up).
+                    unsafe { write_tx_data(ring.add(tail + k + j), m.data_iova(), len) };
+                    // SAFETY: as above.
+                    unsafe { *shadow.add(tail + k + j) = Some(p) };
+                }
+                // lens_m1 >> 16 is non-zero exactly when some length was 0 (1 - 1 ... 65535 - 1 fit in 16 bits).
+                if other != 0 || flags & (TX_CTX_FLAGS | TX_BAD_FLAGS) != 0 || lens_m1 >> 16 != 0 {
+                    break;
+                }
+                bytes += group_bytes;
+                k += 4;
+            }
+            let mut other = 0;
             while k < room {
                 // SAFETY: n + k < pkts.len().
                 let p = unsafe { *pkts.get_unchecked(n + k) };
@@ -1122,21 +1273,18 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
                 if m.nb_segs() != 1 || m.ol_flags() & (TX_CTX_FLAGS | TX_BAD_FLAGS) != 0 || len == 0 {
                     break;
                 }
-                let cmd = tx::DATA_FLAGS | tx::DCMD_EOP | len as u32;
+                other |= m.single_of(pool_id);
                 // SAFETY: tail + k < size (room <= size - tail); the slot is free (room <= nb_free), so the device
                 // does not read it before the TDT write below. The packet moves into the shadow slot (the batch
                 // gives it up: it is among the `n` returned).
                 unsafe {
-                    let d = ring.add(tail + k);
-                    std::ptr::addr_of_mut!((*d).addr).write_volatile(m.data_iova());
-                    std::ptr::addr_of_mut!((*d).cmd_type_len)
-                        .cast::<u64>()
-                        .write_volatile(cmd as u64 | (tx::PAYLEN.val(len as u32) as u64) << 32);
+                    write_tx_data(ring.add(tail + k), m.data_iova(), len);
                     *shadow.add(tail + k) = Some(p);
                 }
                 bytes += len as u64;
                 k += 1;
             }
+            self.check |= other != 0;
             if k > 0 {
                 let last = tail + k - 1;
                 self.since_rs += k;
@@ -1187,6 +1335,23 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     }
 }
 
+/// Writes a one-descriptor packet's data descriptor (EOP, no offload) in two 8-byte stores, the second built from
+/// the length alone: cmd_type_len | olinfo_status << 32 with PAYLEN = DTALEN = `len`.
+///
+/// # Safety
+/// `d` must be a free slot of the ring (the device does not read it until TDT passes it).
+#[inline(always)]
+unsafe fn write_tx_data(d: *mut TxDesc, iova: u64, len: u16) {
+    const CMD: u64 = (tx::DATA_FLAGS | tx::DCMD_EOP) as u64;
+    // len in DTALEN (bits 15:0) and in PAYLEN (olinfo bits 31:14, i.e. bit 46 of the pair).
+    const LEN_TIMES: u64 = 1 | (tx::PAYLEN.val(1) as u64) << 32;
+    // SAFETY: the caller's contract.
+    unsafe {
+        std::ptr::addr_of_mut!((*d).addr).write_volatile(iova);
+        std::ptr::addr_of_mut!((*d).cmd_type_len).cast::<u64>().write_volatile(CMD | (len as u64 * LEN_TIMES));
+    }
+}
+
 impl<R: RegisterSpace, F: Family> TxQueue for TxRing<R, F> {
     #[inline]
     fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
@@ -1226,7 +1391,7 @@ impl<R: RegisterSpace, F: Family> Drop for TxRing<R, F> {
             self.config.enable_timeout,
         );
         let (from, live) = (self.clean, idx::dist(self.clean, self.tail, self.size));
-        self.free_range(from, live, true);
+        self.free_range(from, live, RS_FLAGS);
     }
 }
 

@@ -215,7 +215,8 @@ impl PacketBatch {
         unsafe { crate::pool::free_bulk(std::slice::from_raw_parts(self.slots.as_ptr().cast(), len)) };
     }
 
-    /// Appends `n` fresh buffers from `pool` (all or none; false when the pool or the batch lacks room).
+    /// Appends `n` fresh buffers from `pool`, metadata reset (all or none; false when the pool or the batch lacks
+    /// room).
     #[inline]
     pub fn alloc_from(&mut self, pool: &Mempool, n: usize) -> bool {
         if n > self.remaining() {
@@ -231,7 +232,7 @@ impl PacketBatch {
         if !unsafe { pool.get_raw(spare) } {
             return false;
         }
-        pool.mark_allocated(spare);
+        pool.prepare_alloc(spare);
         self.len += n;
         true
     }

@@ -18,8 +18,8 @@ mod pool;
 pub mod ring;
 
 pub use batch::{PacketBatch, DEFAULT_BURST, MAX_BURST};
-pub use mbuf::{ol_flags, ptype, Mbuf, MbufHeader, Segment, TxOffload, NO_PORT};
-pub use pool::{free_raw_bulk, Mempool, PoolConfig, DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, MAX_CACHE_SIZE};
+pub use mbuf::{ol_flags, ptype, Mbuf, MbufHeader, RxRearm, Segment, TxOffload, NO_PORT};
+pub use pool::{free_raw_bulk, Mempool, PoolConfig, PoolId, DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, MAX_CACHE_SIZE};
 
 /// Errors from creating pools.
 #[derive(Debug, thiserror::Error)]

@@ -60,7 +60,8 @@ pub const NO_PORT: u16 = u16::MAX;
 pub(crate) const STATE_FREE: u32 = 0x46524545; // "FREE"
 pub(crate) const STATE_IN_USE: u32 = 0x55534544; // "USED"
 
-/// The per-packet words that allocation restores, as one 8-byte value (written with a single store on free).
+/// The per-packet words that allocation restores, as one 8-byte value (DPDK's "rearm" word: one store sets the
+/// data start, segment count, input port and buffer length of a fresh buffer).
 #[repr(C, align(8))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Rearm {
@@ -70,9 +71,76 @@ pub(crate) struct Rearm {
     pub(crate) buf_len: u16,
 }
 
+impl Rearm {
+    /// The word as one 8-byte value, in memory order.
+    #[inline(always)]
+    pub(crate) fn to_bits(self) -> u64 {
+        // SAFETY: four u16 in a repr(C) struct of 8 bytes: no padding, every bit pattern a valid u64.
+        unsafe { std::mem::transmute::<Rearm, u64>(self) }
+    }
+}
+
+/// Two adjacent 32-bit fields as the 8-byte value that stores them with one write (`first` at the lower address).
+#[inline(always)]
+const fn pack32(first: u32, second: u32) -> u64 {
+    if cfg!(target_endian = "little") {
+        first as u64 | (second as u64) << 32
+    } else {
+        (first as u64) << 32 | second as u64
+    }
+}
+
+/// Two adjacent 16-bit fields as one 32-bit value (`first` at the lower address).
+#[inline(always)]
+const fn pack16(first: u16, second: u16) -> u32 {
+    if cfg!(target_endian = "little") {
+        first as u32 | (second as u32) << 16
+    } else {
+        (first as u32) << 16 | second as u32
+    }
+}
+
+/// The rearm word of a driver's RX buffers: data start at the pool's headroom, one segment, the driver's input
+/// port, the pool's buffer length. Made by [`crate::Mempool::rx_rearm`] and written into a buffer taken with
+/// [`crate::Mempool::alloc_raw_bulk`] with one 8-byte store ([`RxRearm::apply`]), as DPDK drivers write their
+/// `mbuf_initializer` at refill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxRearm {
+    pub(crate) bits: u64,
+    pub(crate) pool: *const PoolInner,
+}
+
+// SAFETY: the pool pointer is only compared (debug assertion), never dereferenced through this value.
+unsafe impl Send for RxRearm {}
+// SAFETY: as above.
+unsafe impl Sync for RxRearm {}
+
+impl RxRearm {
+    /// Writes the rearm word into `hdr`: its data start, segment count, port and buffer length.
+    ///
+    /// # Safety
+    /// `hdr` must be a buffer of the pool this value was made for (the buffer length comes from that pool), owned
+    /// by the caller, a single segment (`next` null, as every buffer fresh from a pool is).
+    #[inline(always)]
+    pub unsafe fn apply(self, hdr: NonNull<MbufHeader>) {
+        // SAFETY: the caller owns the header; `rearm` is an aligned 8-byte field of plain integers.
+        unsafe {
+            debug_assert!((*hdr.as_ptr()).pool == self.pool && (*hdr.as_ptr()).next.is_null());
+            std::ptr::addr_of_mut!((*hdr.as_ptr()).rearm).cast::<u64>().write(self.bits);
+        }
+    }
+}
+
 /// Metadata at the start of every pool element, 128 bytes (two cache lines). Everything the RX, TX and free paths
-/// touch is in the first line, so freeing a single-segment packet writes one line and reads nothing else. The
-/// buffer itself starts right after the header (its address is derived, not stored).
+/// touch is in the first line. The buffer itself starts right after the header (its address is derived, not
+/// stored).
+///
+/// Free state (as DPDK's): a free element only guarantees `next` null, besides the fields fixed at pool creation
+/// (`buf_iova`, `pool`, `index`); freeing a single-segment packet writes nothing into it. The per-packet fields are
+/// restored on allocation instead: the user-facing allocations ([`crate::Mempool::alloc`],
+/// [`crate::Mempool::alloc_bulk`], [`crate::PacketBatch::alloc_from`], [`crate::Mempool::adopt_raw`]) reset them
+/// all, and a driver's raw allocation ([`crate::Mempool::alloc_raw_bulk`]) writes the rearm word
+/// ([`RxRearm::apply`]) and the fields it reports on receive ([`Mbuf::set_rx_unchecked`]).
 #[repr(C, align(64))]
 #[derive(Debug)]
 pub struct MbufHeader {
@@ -127,13 +195,13 @@ impl MbufHeader {
         (self as *const MbufHeader as *mut u8).wrapping_add(std::mem::size_of::<MbufHeader>())
     }
 
-    /// Puts the per-packet fields of a single segment back to their allocation state (`next` is already null).
-    /// Done on free, while the line is hot, so that allocation does not touch the header at all.
+    /// Puts the per-packet fields back to their allocation state (`next` is already null: the free state).
+    /// Done on allocation by the user-facing paths.
     ///
     /// The fields are contiguous (`rearm` through `tx_offload`, 40 bytes), so this is written as one block of
     /// wide stores rather than eight narrow ones.
     #[inline(always)]
-    pub(crate) fn reset_single(&mut self, rearm: Rearm) {
+    pub(crate) fn reset(&mut self, rearm: Rearm) {
         let block = ResetBlock { rearm, ol_flags: 0, type_len: 0, len_vlan_rss: 0, tx_offload: 0 };
         // SAFETY: ResetBlock mirrors the header fields from `rearm` to `tx_offload` (offsets checked below), all
         // plain integers, inside `self`, which we borrow mutably.
@@ -147,7 +215,7 @@ impl MbufHeader {
     }
 }
 
-/// The header fields `reset_single` restores, as one block.
+/// The header fields `reset` restores, as one block.
 #[repr(C)]
 struct ResetBlock {
     rearm: Rearm,
@@ -159,8 +227,18 @@ struct ResetBlock {
     tx_offload: u64,
 }
 
+/// The header fields a receive sets ([`Mbuf::set_rx_unchecked`]): `ResetBlock` without the rearm word.
+#[repr(C)]
+struct RxBlock {
+    ol_flags: u64,
+    type_len: u64,
+    len_vlan_rss: u64,
+    tx_offload: u64,
+}
+
 const _: () = {
     use std::mem::offset_of;
+    assert!(offset_of!(ResetBlock, ol_flags) + std::mem::size_of::<RxBlock>() == std::mem::size_of::<ResetBlock>());
     let base = offset_of!(MbufHeader, rearm);
     assert!(offset_of!(MbufHeader, ol_flags) - base == offset_of!(ResetBlock, ol_flags));
     assert!(offset_of!(MbufHeader, packet_type) - base == offset_of!(ResetBlock, type_len));
@@ -211,7 +289,10 @@ impl Mbuf {
     /// Takes ownership of a header pointer.
     ///
     /// # Safety
-    /// `hdr` must come from [`Mbuf::into_raw`] or a pool's raw allocation, and nothing else may own it.
+    /// `hdr` must come from [`Mbuf::into_raw`] or a pool's raw allocation, and nothing else may own it. A buffer
+    /// from a raw allocation ([`crate::Mempool::get_raw`], [`crate::Mempool::alloc_raw_bulk`]) carries stale
+    /// metadata: it may be dropped as it is, but its data must not be accessed before its metadata are reset
+    /// ([`crate::Mempool::adopt_raw`]) or set ([`RxRearm::apply`] and [`Mbuf::set_rx_unchecked`]).
     #[inline(always)]
     pub unsafe fn from_raw(hdr: NonNull<MbufHeader>) -> Mbuf {
         Mbuf { hdr }
@@ -304,23 +385,34 @@ impl Mbuf {
         true
     }
 
-    /// Records what a NIC reports for a frame received whole into this fresh single-segment buffer: data and
-    /// packet length `len`, offload flags, packet type, RSS hash and input port (the VLAN TCI stays as allocated,
-    /// 0). The RX fast path of a driver, without the room check of [`Mbuf::set_data_len`].
+    /// Records what a NIC reports for a frame received whole into this single-segment buffer: data and packet
+    /// length `len`, offload flags, packet type and RSS hash; the VLAN TCI and the TX offload lengths become 0.
+    /// With the rearm word ([`RxRearm::apply`], written when the buffer was posted) this sets every per-packet
+    /// field of a buffer from [`crate::Mempool::alloc_raw_bulk`]: the RX fast path of a driver, in four 8-byte
+    /// stores and without the room check of [`Mbuf::set_data_len`].
     ///
     /// # Safety
-    /// `len` must fit in the buffer after the data start (`len <= buf_len() - headroom()`; for a buffer fresh
-    /// from its pool that is the pool's data room), and this must be a single segment.
+    /// `len` must fit in the buffer after the data start (`len <= buf_len() - headroom()`; after
+    /// [`RxRearm::apply`] that is the pool's data room), and this must be a single segment.
     #[inline(always)]
-    pub unsafe fn set_rx_unchecked(&mut self, len: u16, ol_flags: u64, packet_type: u32, rss_hash: u32, port: u16) {
+    pub unsafe fn set_rx_unchecked(&mut self, len: u16, ol_flags: u64, packet_type: u32, rss_hash: u32) {
         let h = self.hdr_mut();
         debug_assert!(len <= h.rearm.buf_len - h.rearm.data_off && h.next.is_null());
-        h.rearm.port = port;
-        h.ol_flags = ol_flags;
-        h.packet_type = packet_type;
-        h.pkt_len = len as u32;
-        h.data_len = len;
-        h.rss_hash = rss_hash;
+        let block = RxBlock {
+            ol_flags,
+            type_len: pack32(packet_type, len as u32),
+            len_vlan_rss: pack32(pack16(len, 0), rss_hash),
+            tx_offload: 0,
+        };
+        // SAFETY: RxBlock mirrors the header fields from `ol_flags` to `tx_offload` (offsets checked at ResetBlock,
+        // whose tail it is), all plain integers, inside the header we own.
+        unsafe {
+            (h as *mut MbufHeader)
+                .cast::<u8>()
+                .add(std::mem::offset_of!(MbufHeader, ol_flags))
+                .cast::<RxBlock>()
+                .write(block)
+        };
     }
 
     /// Sets the total packet length kept in the first segment.
@@ -522,6 +614,14 @@ impl Mbuf {
     #[inline(always)]
     pub fn nb_segs(&self) -> u16 {
         self.hdr().rearm.nb_segs
+    }
+
+    /// Zero exactly when this is a single segment (no chain) of `pool`: a driver ORs it over the packets it sends
+    /// and frees them with [`crate::Mempool::free_single_bulk`] when the result is zero.
+    #[inline(always)]
+    pub fn single_of(&self, pool: crate::PoolId) -> usize {
+        let h = self.hdr();
+        (h.pool as usize ^ pool.0) | h.next as usize
     }
 
     /// Index of this buffer in its pool (stable for the pool's life; handy for debugging and tests).

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use hugepage::{Allocator, DmaMemory, IovaMode};
 
 use crate::lcore::{self, MAX_LCORES};
-use crate::mbuf::{MbufHeader, Rearm, STATE_FREE, STATE_IN_USE};
+use crate::mbuf::{MbufHeader, Rearm, RxRearm, STATE_FREE, STATE_IN_USE};
 use crate::ring::Ring;
 use crate::{Error, Mbuf, Result};
 
@@ -74,7 +74,7 @@ pub(crate) struct PoolInner {
     data_room: u16,
     elt_size: usize,
     debug: bool,
-    /// What `rearm` holds in a free buffer.
+    /// What `rearm` holds in a freshly allocated buffer.
     rearm: Rearm,
     ring: Ring<NonNull<MbufHeader>>,
     caches: Box<[LocalCache]>,
@@ -169,7 +169,7 @@ impl PoolInner {
         true
     }
 
-    /// Returns free elements (already reset).
+    /// Returns free elements (in the free state: `next` null).
     #[inline(always)]
     fn put_bulk(&self, objs_in: &[NonNull<MbufHeader>]) {
         let n = objs_in.len();
@@ -309,6 +309,10 @@ impl Drop for PoolHandle {
         }
     }
 }
+
+/// A pool's identity ([`Mempool::id`]): compared with the pool a buffer belongs to ([`Mbuf::single_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolId(pub(crate) usize);
 
 /// A named pool of packet buffers in DMA memory. Cheap to clone (shared handle).
 #[derive(Clone)]
@@ -502,7 +506,7 @@ impl Mempool {
         if !unsafe { self.get_raw(raw) } {
             return false;
         }
-        self.mark_allocated(raw);
+        self.prepare_alloc(raw);
         for (slot, hdr) in out.iter_mut().zip(raw.iter()) {
             // SAFETY: each element was just taken from the pool and is owned by nobody else.
             *slot = Some(unsafe { Mbuf::from_raw(*hdr) });
@@ -510,9 +514,16 @@ impl Mempool {
         true
     }
 
-    /// Takes exactly `out.len()` fresh buffers as owned raw pointers (what [`Mbuf::into_raw`] gives), or none and
-    /// returns false. For drivers that park buffers in a ring's shadow array: each pointer must later be freed
-    /// once (e.g. [`crate::free_raw_bulk`] or [`Mbuf::from_raw`] and drop), or it leaks.
+    /// Takes exactly `out.len()` buffers as owned raw pointers, or none and returns false. For drivers that park
+    /// buffers in a ring's shadow array: each pointer must later be freed once (e.g. [`crate::free_raw_bulk`]), or
+    /// it leaks.
+    ///
+    /// Unlike the user-facing allocations, nothing is reset (DPDK's raw allocation): a buffer comes in the free
+    /// state, which only guarantees `next` null (and the fields fixed at creation: IOVA, pool, index); its other
+    /// metadata are stale. Before a buffer is seen as an [`Mbuf`] the driver writes the rearm word
+    /// ([`Mempool::rx_rearm`], [`RxRearm::apply`]: data start, one segment, port, buffer length) and the fields it
+    /// reports ([`Mbuf::set_rx_unchecked`]); together they set every per-packet field. Freeing a buffer that was
+    /// never handed out needs neither.
     #[inline]
     pub fn alloc_raw_bulk(&self, out: &mut [NonNull<MbufHeader>]) -> bool {
         // SAFETY: on success every element is marked allocated and handed to the caller as owned.
@@ -521,6 +532,54 @@ impl Mempool {
         }
         self.mark_allocated(out);
         true
+    }
+
+    /// This pool's identity, for [`Mbuf::single_of`].
+    #[inline(always)]
+    pub fn id(&self) -> PoolId {
+        PoolId(self.handle.inner.as_ptr() as usize)
+    }
+
+    /// Frees single-segment buffers of this pool in bulk, with no test per buffer: one put into the calling
+    /// lcore's cache (DPDK's `rte_mempool_put_bulk` behind the `MBUF_FAST_FREE` TX offload). For drivers that
+    /// checked [`Mbuf::single_of`] when they took the packets. Debug builds (and `debug` pools) verify it.
+    ///
+    /// # Safety
+    /// Every entry must be an owned single segment (`next` null) of this pool, listed once, used no more.
+    #[inline]
+    pub unsafe fn free_single_bulk(&self, hdrs: &[NonNull<MbufHeader>]) {
+        let pool = self.inner();
+        if pool.checks() {
+            for hdr in hdrs {
+                // SAFETY: owned by the caller (contract).
+                let h = unsafe { &mut *hdr.as_ptr() };
+                assert!(
+                    std::ptr::eq(h.pool, pool) && h.next.is_null(),
+                    "mempool {}: free_single_bulk given a chain or a foreign buffer",
+                    pool.name
+                );
+                check_and_mark_free(pool, h);
+            }
+        }
+        pool.put_bulk(hdrs);
+    }
+
+    /// The rearm word of this pool's buffers received on `port` (see [`Mempool::alloc_raw_bulk`]).
+    pub fn rx_rearm(&self, port: u16) -> RxRearm {
+        let rearm = Rearm { port, ..self.inner().rearm };
+        RxRearm { bits: rearm.to_bits(), pool: self.inner() as *const PoolInner }
+    }
+
+    /// Debug bookkeeping and the metadata reset of the user-facing allocations: every per-packet field back to its
+    /// allocation state (data start at the headroom, no data, one segment, no port, no flags).
+    #[inline(always)]
+    pub(crate) fn prepare_alloc(&self, hdrs: &[NonNull<MbufHeader>]) {
+        self.mark_allocated(hdrs);
+        let rearm = self.inner().rearm;
+        for hdr in hdrs {
+            // SAFETY: the caller just took these elements from this pool; nobody else holds them.
+            unsafe { (*hdr.as_ptr()).reset(rearm) };
+        }
     }
 
     /// Debug bookkeeping for freshly taken elements (a no-op in release builds without `debug`).
@@ -536,29 +595,32 @@ impl Mempool {
         }
     }
 
-    /// Wraps a raw element taken with [`Mempool::get_raw`] into an Mbuf (checking it in debug mode).
+    /// Wraps a raw element taken with [`Mempool::get_raw`] into an Mbuf with its metadata reset (as
+    /// [`Mempool::alloc`] gives it), checking it in debug mode.
     ///
     /// # Safety
     /// `hdr` was taken from this pool and is owned by nobody else.
     #[inline(always)]
     pub unsafe fn adopt_raw(&self, hdr: NonNull<MbufHeader>) -> Mbuf {
-        self.mark_allocated(std::slice::from_ref(&hdr));
+        self.prepare_alloc(std::slice::from_ref(&hdr));
         // SAFETY: the caller guarantees unique ownership.
         unsafe { Mbuf::from_raw(hdr) }
     }
 
-    /// Takes exactly `out.len()` raw elements (reset, ready to use), or none. For benchmarks and drivers that
-    /// manage ownership themselves.
+    /// Takes exactly `out.len()` raw elements, or none. For benchmarks and drivers that manage ownership
+    /// themselves. The elements are in the free state: `next` null, the other per-packet metadata stale (not
+    /// reset); [`Mempool::adopt_raw`] resets one and makes it an [`Mbuf`].
     ///
     /// # Safety
     /// Each element returned must be given back exactly once, through [`Mempool::put_raw`] or by wrapping it with
-    /// [`Mbuf::from_raw`] and dropping that.
+    /// [`Mempool::adopt_raw`] (or [`Mbuf::from_raw`], without reading its stale metadata) and dropping that.
     #[inline]
     pub unsafe fn get_raw(&self, out: &mut [NonNull<MbufHeader>]) -> bool {
         self.inner().get_bulk(out)
     }
 
-    /// Gives back raw elements taken with [`Mempool::get_raw`], unchanged since (no reset is done).
+    /// Gives back raw elements taken with [`Mempool::get_raw`], in the free state (`next` null; nothing is reset
+    /// or checked).
     ///
     /// # Safety
     /// Each element must come from this pool, be owned by the caller and not be used afterwards.
@@ -585,7 +647,6 @@ pub(crate) unsafe fn free_chain(hdr: NonNull<MbufHeader>) {
         if pool.checks() {
             check_and_mark_free(pool, h);
         }
-        h.reset_single(pool.rearm);
         // SAFETY: cur is non-null.
         pool.put_bulk(&[unsafe { NonNull::new_unchecked(cur) }]);
         cur = next;
@@ -600,6 +661,9 @@ fn check_and_mark_free(pool: &PoolInner, h: &mut MbufHeader) {
 
 /// Frees many single-or-chained packets, grouping runs of single segments from the same pool into one bulk put.
 ///
+/// A single segment is already in the free state (`next` null), so nothing is written into it: the run is checked
+/// (same pool, no chain; four buffers per test) and its pointers go to the pool as they are.
+///
 /// # Safety
 /// The caller owns every chain in `hdrs` and uses none of them afterwards.
 #[inline]
@@ -611,28 +675,24 @@ pub(crate) unsafe fn free_bulk(hdrs: &[NonNull<MbufHeader>]) {
         let pool_ptr = unsafe { (*hdrs.get_unchecked(i).as_ptr()).pool };
         // SAFETY: as above.
         let pool = unsafe { &*pool_ptr };
-        let (rearm, checks) = (pool.rearm, pool.checks());
         let start = i;
-        // Two copies of the loop so the common one has no debug test per buffer.
-        if checks {
-            while i < n {
+        // Zero exactly for a single segment of this pool.
+        let other = |k: usize| {
+            // SAFETY: callers pass k < n; owned by the caller.
+            let h = unsafe { &*hdrs.get_unchecked(k).as_ptr() };
+            (h.pool as usize ^ pool_ptr as usize) | h.next as usize
+        };
+        if pool.checks() {
+            while i < n && other(i) == 0 {
                 // SAFETY: i < n; owned by the caller.
-                let h = unsafe { &mut *hdrs.get_unchecked(i).as_ptr() };
-                if h.pool != pool_ptr || !h.next.is_null() {
-                    break;
-                }
-                check_and_mark_free(pool, h);
-                h.reset_single(rearm);
+                check_and_mark_free(pool, unsafe { &mut *hdrs.get_unchecked(i).as_ptr() });
                 i += 1;
             }
         } else {
-            while i < n {
-                // SAFETY: i < n; owned by the caller.
-                let h = unsafe { &mut *hdrs.get_unchecked(i).as_ptr() };
-                if h.pool != pool_ptr || !h.next.is_null() {
-                    break;
-                }
-                h.reset_single(rearm);
+            while i + 4 <= n && other(i) | other(i + 1) | other(i + 2) | other(i + 3) == 0 {
+                i += 4;
+            }
+            while i < n && other(i) == 0 {
                 i += 1;
             }
         }
@@ -650,8 +710,9 @@ pub(crate) unsafe fn free_bulk(hdrs: &[NonNull<MbufHeader>]) {
 }
 
 /// Frees packets held as raw pointers (drivers keep sent packets this way): the same as dropping each as an
-/// [`Mbuf`], but in bulk. Runs of single segments from one pool are reset and returned with one bulk put into the
-/// calling lcore's cache (DPDK's `rte_pktmbuf_free_bulk`); chains and mixed pools take the general path.
+/// [`Mbuf`], but in bulk. Runs of single segments from one pool go back as they are (nothing is reset on free) with
+/// one bulk put into the calling lcore's cache (DPDK's `rte_pktmbuf_free_bulk`); chains and mixed pools take the
+/// general path.
 ///
 /// # Safety
 /// Every entry must be an owned packet (from [`Mbuf::into_raw`] or a pool's raw allocation), each listed once, and

@@ -1,8 +1,10 @@
-//! Mbuf edge cases: room arithmetic at zero, exact fit and one over; lengths; IOVA arithmetic; chains; metadata
-//! reset on free. Every test ends with its pool full.
+//! Mbuf edge cases: room arithmetic at zero, exact fit and one over; lengths; IOVA arithmetic; chains; clean
+//! metadata on every user-facing allocation. Every test ends with its pool full.
 
 use hugepage::Allocator;
-use mempool::{ol_flags, Mbuf, Mempool, PoolConfig, TxOffload, DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, NO_PORT};
+use mempool::{
+    ol_flags, Mbuf, Mempool, PacketBatch, PoolConfig, TxOffload, DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, NO_PORT,
+};
 
 fn pool(name: &str, size: u32) -> Mempool {
     Mempool::new(name, &PoolConfig::with_size(size), &Allocator::no_huge()).unwrap()
@@ -251,11 +253,8 @@ fn chain_across_pools_frees_each_segment_home() {
     assert!(p2.is_full());
 }
 
-#[test]
-fn metadata_is_reset_when_a_buffer_comes_back() {
-    let p = pool("mbuf-reset-single", 1);
-    let mut m = p.alloc().unwrap();
-    let index = m.pool_index();
+/// Dirties every per-packet field of `m` (what a previous user of the buffer may leave behind).
+fn dirty(m: &mut Mbuf) {
     m.prepend(4).unwrap();
     m.set_len(77);
     m.set_port(3);
@@ -266,14 +265,59 @@ fn metadata_is_reset_when_a_buffer_comes_back() {
     let off = TxOffload { l2_len: 14, l3_len: 20, l4_len: 8, tso_segsz: 1400 };
     m.set_tx_offload(off);
     assert_eq!(m.tx_offload(), off, "tx_offload round-trips");
-    assert!(p.alloc().is_none(), "a pool of one has nothing more");
-    drop(m);
-    assert!(p.is_full());
-    let m = p.alloc().unwrap();
-    assert_eq!(m.pool_index(), index);
+}
+
+/// Every per-packet field of `m` is as a fresh allocation gives it.
+fn assert_clean(m: &Mbuf) {
     assert_eq!((m.headroom(), m.data_len(), m.pkt_len(), m.nb_segs()), (HEAD, 0, 0, 1));
     assert_eq!((m.port(), m.ol_flags(), m.packet_type(), m.rss_hash(), m.vlan_tci()), (NO_PORT, 0, 0, 0, 0));
     assert_eq!(m.tx_offload(), TxOffload::default());
+}
+
+#[test]
+fn fresh_allocation_has_clean_metadata() {
+    // Buffers are not reset on free (the free state only guarantees `next` null, as in DPDK): every user-facing
+    // allocation path resets them instead. A pool of one, so each path gets the buffer the last one dirtied.
+    let p = pool("mbuf-reset-single", 1);
+    let mut m = p.alloc().unwrap();
+    let index = m.pool_index();
+    dirty(&mut m);
+    assert!(p.alloc().is_none(), "a pool of one has nothing more");
+    drop(m);
+    assert!(p.is_full());
+
+    // Mempool::alloc
+    let mut m = p.alloc().unwrap();
+    assert_eq!(m.pool_index(), index);
+    assert_clean(&m);
+    dirty(&mut m);
+    drop(m);
+
+    // Mempool::alloc_bulk
+    let mut slots = [None];
+    assert!(p.alloc_bulk(&mut slots));
+    let mut m = slots[0].take().unwrap();
+    assert_eq!(m.pool_index(), index);
+    assert_clean(&m);
+    dirty(&mut m);
+    drop(m);
+
+    // PacketBatch::alloc_from (freed in bulk by clear)
+    let mut batch = PacketBatch::with_capacity(4);
+    assert!(batch.alloc_from(&p, 1));
+    assert_clean(&batch.as_slice()[0]);
+    dirty(&mut batch.as_mut_slice()[0]);
+    batch.clear();
+    assert!(p.is_full());
+
+    // Mempool::get_raw + adopt_raw
+    let mut raw = [std::ptr::NonNull::dangling()];
+    // SAFETY: the element is adopted right below, and dropped once.
+    assert!(unsafe { p.get_raw(&mut raw) });
+    // SAFETY: taken from this pool just above, owned by nobody else.
+    let m = unsafe { p.adopt_raw(raw[0]) };
+    assert_eq!(m.pool_index(), index);
+    assert_clean(&m);
     drop(m);
     assert!(p.is_full());
 }
