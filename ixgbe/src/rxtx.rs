@@ -289,6 +289,9 @@ pub struct RxRing<R: RegisterSpace, F: Family> {
     /// The rearm word written into every buffer when it is posted (data start at `headroom`, one segment, our
     /// port, the pool's buffer length): buffers come from the pool's raw allocation with stale metadata.
     rearm: RxRearm,
+    /// `Mempool::iova_delta` + headroom: a buffer's data IOVA is its header address plus this, when the pool is
+    /// IOVA-contiguous.
+    data_delta: Option<u64>,
     memo: RxMemo,
     /// Head of a frame whose later descriptors have not completed yet.
     pending: Option<Mbuf>,
@@ -394,6 +397,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             max_len: setup.pool.data_room(),
             headroom,
             rearm,
+            data_delta: setup.pool.iova_delta().map(|d| d.wrapping_add(headroom)),
             memo: RxMemo::new::<F>(),
             pending: None,
             pending_bad: false,
@@ -448,6 +452,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         let size = self.size;
         let ring = self.ring.as_ptr();
         let headroom = self.headroom;
+        let data_delta = self.data_delta;
         let rearm = self.rearm;
         let mut start = idx::add(self.tail, 1, size);
         let mut left = self.nb_hold;
@@ -461,15 +466,35 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
                 self.stats.nombuf.add(left as u64);
                 break;
             }
-            for (k, &h) in slots.iter().enumerate() {
-                // SAFETY: start + k < size, a descriptor the device does not own (see above); `h` is a fresh buffer
-                // of our pool that this slot now owns.
+            // The data IOVA from the pointer alone when the pool is IOVA-contiguous (no header read).
+            let post = |d: *mut RxDesc, h: NonNull<MbufHeader>| {
+                let iova = match data_delta {
+                    Some(delta) => (h.as_ptr() as u64).wrapping_add(delta),
+                    None => rx_buffer_iova(h, headroom),
+                };
+                debug_assert_eq!(iova, rx_buffer_iova(h, headroom));
+                // SAFETY: `d` is a descriptor the device does not own (see above); `h` is a fresh buffer of our
+                // pool that its slot now owns.
                 unsafe {
                     rearm.apply(h);
-                    let d = ring.add(start + k);
-                    std::ptr::addr_of_mut!((*d).qw0).write_volatile(rx_buffer_iova(h, headroom));
+                    std::ptr::addr_of_mut!((*d).qw0).write_volatile(iova);
                     std::ptr::addr_of_mut!((*d).qw1).write_volatile(0);
                 }
+            };
+            // SAFETY: start + run <= size: inside the ring.
+            let d = unsafe { ring.add(start) };
+            let mut k = 0;
+            while k + 4 <= run {
+                for j in 0..4 {
+                    // SAFETY: k + j < run.
+                    unsafe { post(d.add(k + j), *slots.get_unchecked(k + j)) };
+                }
+                k += 4;
+            }
+            while k < run {
+                // SAFETY: k < run.
+                unsafe { post(d.add(k), *slots.get_unchecked(k)) };
+                k += 1;
             }
             done += run;
             left -= run;
@@ -640,11 +665,9 @@ unsafe fn rx_info_len(d: *const RxDesc) -> (u64, u16) {
 /// gets its metadata and is written to `out` (same index). Stops at the first other descriptor; returns how many
 /// it took and their bytes.
 ///
-/// Four descriptors at a time while they repeat the memo's flag key (the common case: one traffic class per
-/// burst): their four status dwords are read first and tested together (DD, EOP, no MAC error, the memo's
-/// checksum bits), then their packet info and lengths, tested together after the four buffers were written
-/// (those writes are harmless when the test fails: the buffers stay the ring's and are rewritten by whatever path
-/// takes them). The rest, and any group that fails, goes one descriptor at a time, updating the memo.
+/// Four descriptors at a time ([`rx_groups_sse2`] on x86-64) while they repeat the memo's flag key (the common
+/// case: one traffic class per burst); from the first group that does not, one descriptor at a time to the end
+/// of the run, which updates the memo for the next burst.
 ///
 /// Kept out of line so that its loop has the registers to itself.
 ///
@@ -664,62 +687,12 @@ unsafe fn rx_fast_run<F: Family>(
     const FAST: u32 = rx::STAT_DD | rx::STAT_EOP;
     let mask = FAST | F::RX_ERR_RXE;
     let mut m0 = *memo;
-    let mut bytes = 0u64;
-    let mut k = 0;
-
-    // The status every descriptor of a group must have in `group_mask`, and the packet info in RX_INFO_KEY.
-    let group_status = FAST | (m0.0 >> 32) as u32;
-    let group_mask = mask | rx_csum_bits::<F>();
-    let group_info = m0.0 as u32;
-    let (flags, ptype) = (m0.1, m0.2);
-    while k + 4 <= n {
-        // SAFETY: k + 3 < n: inside the ring.
-        let g = unsafe { d.add(k) };
-        // SAFETY: as above.
-        let (s0, s1, s2, s3) = unsafe { (rx_status(g), rx_status(g.add(1)), rx_status(g.add(2)), rx_status(g.add(3))) };
-        if ((s0 ^ group_status) | (s1 ^ group_status) | (s2 ^ group_status) | (s3 ^ group_status)) & group_mask != 0 {
-            break;
-        }
-        dma_rmb();
-        let mut info = 0u32;
-        let mut lens = 0u16;
-        let mut group_bytes = 0u64;
-        for j in 0..4 {
-            // SAFETY: k + j < n, DD seen above. Fields read one by one (as 32-bit values, so that no mask is
-            // needed to split the first quadword).
-            let (pkt_info, rss, len) = unsafe {
-                let dj = g.add(j).cast::<u8>();
-                (
-                    dj.add(offset_of!(RxWriteback, pkt_info)).cast::<u32>().read_volatile(),
-                    dj.add(offset_of!(RxWriteback, rss_hash)).cast::<u32>().read_volatile(),
-                    dj.add(offset_of!(RxWriteback, length)).cast::<u16>().read_volatile(),
-                )
-            };
-            info |= pkt_info ^ group_info;
-            lens |= len;
-            group_bytes += len as u64;
-            // SAFETY: k + j < n: an owned buffer posted with the rearm word (caller's contract).
-            let p = unsafe { *shadow.add(k + j) };
-            // A view of the buffer the slot owns; ownership moves to `out` only if the group passes.
-            // SAFETY: as above.
-            let mut m = ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
-            // SAFETY: the buffer is the ring's until the test below passes; if it fails, the length may not fit
-            // but the buffer is rewritten before anyone sees it (next loop or the slow path). If it passes,
-            // len <= lens <= max_len, within the data room of a single segment.
-            unsafe {
-                m.set_rx_unchecked(len, flags, ptype, rss);
-                out.add(k + j).write(p);
-            }
-        }
-        // The OR of the lengths bounds each of them, so one compare covers four (a false alarm only sends the
-        // group down the one-at-a-time path).
-        if info & RX_INFO_KEY != 0 || lens > max_len {
-            break;
-        }
-        bytes += group_bytes;
-        k += 4;
-    }
-
+    // Groups of four while they repeat the memo (x86-64: SSE2), then one at a time to the end of the run.
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller's contract, passed on.
+    let (mut k, mut bytes) = unsafe { rx_groups_sse2::<F>(d, shadow, n, out, max_len, &m0) };
+    #[cfg(not(target_arch = "x86_64"))]
+    let (mut k, mut bytes) = (0usize, 0u64);
     while k < n {
         // SAFETY: k < n: inside the ring.
         let dk = unsafe { d.add(k) };
@@ -750,6 +723,106 @@ unsafe fn rx_fast_run<F: Family>(
         k += 1;
     }
     *memo = m0;
+    (k, bytes)
+}
+
+/// The four-at-a-time part of [`rx_fast_run`]: takes groups of four descriptors while each repeats the memo's
+/// flag key, and returns how many descriptors it took (a multiple of four) and their bytes.
+///
+/// A group's four status dwords are read first (acquire loads) and tested together: DD, EOP, no MAC error, the
+/// memo's checksum bits. Only then are the four descriptors read whole (16-byte loads), and their packet info
+/// (the memo's key bits) and lengths (their OR bounds each one: at most `max_len`) tested together. The Mbuf
+/// fields are then built with SSE2 shuffles, two 16-byte stores per buffer ([`Mbuf::set_rx_blocks`]), as
+/// DPDK's vector path does: `[ol_flags, packet_type, pkt_len]` from the memo and the length, `[data_len, vlan_tci
+/// = 0, rss_hash, tx_offload = 0]` from the descriptor's length and hash.
+///
+/// # Safety
+/// As [`rx_fast_run`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn rx_groups_sse2<F: Family>(
+    d: *const RxDesc,
+    shadow: *const NonNull<MbufHeader>,
+    n: usize,
+    out: *mut NonNull<MbufHeader>,
+    max_len: u16,
+    m0: &RxMemo,
+) -> (usize, u64) {
+    use std::arch::x86_64::{
+        __m128i, _mm_add_epi32, _mm_and_si128, _mm_cvtsi128_si32, _mm_load_si128, _mm_or_si128, _mm_set_epi32,
+        _mm_set_epi64x, _mm_setzero_si128, _mm_shuffle_epi32, _mm_xor_si128,
+    };
+    const FAST: u32 = rx::STAT_DD | rx::STAT_EOP;
+    // The status every descriptor of a group must have in `group_mask`, and the packet info in RX_INFO_KEY.
+    let group_status = FAST | (m0.0 >> 32) as u32;
+    let group_mask = FAST | F::RX_ERR_RXE | rx_csum_bits::<F>();
+    // Value operations on SSE2 (part of x86-64) registers: safe intrinsics on current compilers, `unsafe` on
+    // older ones, hence the allowance.
+    #[allow(unused_unsafe)]
+    // SAFETY: no memory operands.
+    let (info, template, m1, m2) = unsafe {
+        (
+            _mm_set_epi32(0, 0, 0, m0.0 as u32 as i32),
+            // ol_flags, then packet_type and a zero pkt_len (filled from the length lane).
+            _mm_set_epi64x(m0.2 as i64, m0.1 as i64),
+            // Of the shuffled descriptor [len|vlan, rss, info, len|vlan]: the length in the pkt_len lane ...
+            _mm_set_epi32(0xFFFF, 0, 0, 0),
+            // ... and data_len (vlan cleared), rss_hash, zero tx_offload.
+            _mm_set_epi32(0, 0, -1, 0xFFFF),
+        )
+    };
+    // Shuffle: lanes (3, 1, 0, 3) of the write-back [pkt_info, rss_hash, status_error, length|vlan].
+    const SHUF: i32 = 3 | 1 << 2 | 3 << 6;
+    let mut k = 0;
+    let mut bytes = 0u64;
+    while k + 4 <= n {
+        // SAFETY: k + 3 < n: inside the ring.
+        let g = unsafe { d.add(k) };
+        // SAFETY: as above.
+        let (s0, s1, s2, s3) = unsafe { (rx_status(g), rx_status(g.add(1)), rx_status(g.add(2)), rx_status(g.add(3))) };
+        if ((s0 ^ group_status) | (s1 ^ group_status) | (s2 ^ group_status) | (s3 ^ group_status)) & group_mask != 0 {
+            break;
+        }
+        dma_rmb();
+        // SAFETY: DD was seen on all four (then dma_rmb): the device is done with them; descriptors are 16-byte
+        // aligned.
+        let dv: [__m128i; 4] = unsafe { std::array::from_fn(|j| _mm_load_si128(g.add(j).cast())) };
+        #[allow(unused_unsafe)]
+        // SAFETY: no memory operands.
+        let (sv, info_diff, lens) = unsafe {
+            let sv: [__m128i; 4] = std::array::from_fn(|j| _mm_shuffle_epi32::<SHUF>(dv[j]));
+            let x = |j: usize| _mm_xor_si128(dv[j], info);
+            let info_diff = _mm_or_si128(_mm_or_si128(x(0), x(1)), _mm_or_si128(x(2), x(3)));
+            let lens = _mm_or_si128(_mm_or_si128(sv[0], sv[1]), _mm_or_si128(sv[2], sv[3]));
+            (sv, _mm_cvtsi128_si32(info_diff) as u32, _mm_cvtsi128_si32(lens) as u16)
+        };
+        // The OR of the lengths bounds each of them, so one compare covers four (a false alarm only sends the
+        // group down the one-at-a-time path).
+        if info_diff & RX_INFO_KEY != 0 || lens > max_len {
+            break;
+        }
+        #[allow(unused_unsafe)]
+        // SAFETY: no memory operands.
+        let mut sum = unsafe { _mm_setzero_si128() };
+        for (j, &sj) in sv.iter().enumerate() {
+            #[allow(unused_unsafe)]
+            // SAFETY: no memory operands.
+            let (b1, b2) = unsafe { (_mm_or_si128(_mm_and_si128(sj, m1), template), _mm_and_si128(sj, m2)) };
+            // SAFETY: no memory operands.
+            sum = unsafe { _mm_add_epi32(sum, b2) };
+            // SAFETY: k + j < n: an owned buffer posted with the rearm word (caller's contract), whose ownership
+            // moves to `out[k + j]`; its length is at most `lens` <= max_len, within its data room; pkt_len and
+            // data_len both come from the length lane.
+            unsafe {
+                let p = *shadow.add(k + j);
+                ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_blocks(b1, b2);
+                out.add(k + j).write(p);
+            }
+        }
+        // SAFETY: no memory operands. Lane 0 of the sum: the four lengths.
+        bytes += unsafe { _mm_cvtsi128_si32(sum) } as u32 as u64;
+        k += 4;
+    }
     (k, bytes)
 }
 
@@ -1023,8 +1096,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         let size = self.size;
         let first = count.min(size - from);
         if flags == 0 {
-            let runs = [(from, first), (0, count - first)];
-            for (at, n) in runs {
+            let fast_free = |at: usize, n: usize| {
                 // SAFETY: at + n <= size.
                 let slots = unsafe { self.shadow.get_unchecked(at..at + n) };
                 debug_assert!(slots.iter().all(Option::is_some));
@@ -1033,6 +1105,10 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
                 // it (Mbuf::single_of), and the ring has owned it unchanged since. Each is freed once: the caller
                 // moves `clean` past the range.
                 unsafe { self.pool.free_single_bulk(std::slice::from_raw_parts(slots.as_ptr().cast(), n)) };
+            };
+            fast_free(from, first);
+            if count > first {
+                fast_free(0, count - first);
             }
             return;
         }
