@@ -1311,33 +1311,12 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             let room = (rs_thresh - self.since_rs).min(self.nb_free).min(size - tail).min(pkts.len() - n);
             let shadow = self.shadow.as_mut_ptr();
             let mut k = 0;
-            while k + 4 <= room {
-                let (mut other, mut flags, mut lens_m1, mut group_bytes) = (0usize, 0u64, 0u64, 0u64);
-                for j in 0..4 {
-                    // SAFETY: n + k + j < n + room <= pkts.len().
-                    let p = unsafe { *pkts.get_unchecked(n + k + j) };
-                    // A borrowed view of a packet still owned by the batch (never dropped through this handle).
-                    // SAFETY: the batch owns a live packet here.
-                    let m = ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
-                    let len = m.data_len();
-                    other |= m.single_of(pool_id);
-                    flags |= m.ol_flags();
-                    lens_m1 |= (len as u64).wrapping_sub(1);
-                    group_bytes += len as u64;
-                    // SAFETY: tail + k + j < size (room <= size - tail); the slot is free (room <= nb_free), so
-                    // the device does not read it before the TDT write in tx_burst, and the shadow slot is not live
-                    // until `tail` moves past it (only if the group passes; the batch then gives the packets up).
-                    unsafe { write_tx_data(ring.add(tail + k + j), m.data_iova(), len) };
-                    // SAFETY: as above.
-                    unsafe { *shadow.add(tail + k + j) = Some(p) };
-                }
-                // lens_m1 >> 16 is non-zero exactly when some length was 0 (1 - 1 ... 65535 - 1 fit in 16 bits).
-                if other != 0 || flags & (TX_CTX_FLAGS | TX_BAD_FLAGS) != 0 || lens_m1 >> 16 != 0 {
-                    break;
-                }
-                bytes += group_bytes;
-                k += 4;
-            }
+            // SAFETY: n + room <= pkts.len(); tail + room <= size (room <= size - tail) and those slots are free
+            // (room <= nb_free): see tx_groups.
+            let (taken, group_bytes) =
+                unsafe { tx_groups(pkts.as_ptr().add(n), ring.add(tail), shadow.add(tail), room, pool_id) };
+            k += taken;
+            bytes += group_bytes;
             let mut other = 0;
             while k < room {
                 // SAFETY: n + k < pkts.len().
@@ -1409,6 +1388,58 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         }
         (n, bytes, sent, errors)
     }
+}
+
+/// The four-at-a-time part of [`TxRing::tx_from`]: writes the data descriptors and shadow slots of up to `room`
+/// packets from `pkts`, four at a time, each group tested after it was written (single segments of the port's
+/// pool, no offload flags, none empty); stops at the first group that fails. Returns how many packets it placed
+/// (a multiple of four) and their bytes. The descriptors and shadow slots of a failed group are rewritten by
+/// whatever places those packets: the device reads nothing before TDT moves, and a shadow slot is live only once
+/// `tail` passes it.
+///
+/// Kept out of line so that its loop has the registers to itself.
+///
+/// # Safety
+/// `pkts` must hold `room` live packets owned by the caller's batch (ownership of those placed moves to the shadow
+/// slots); `d` and `shadow` must be `room` free slots of the ring and its shadow array.
+#[inline(never)]
+unsafe fn tx_groups(
+    pkts: *const NonNull<MbufHeader>,
+    d: *mut TxDesc,
+    shadow: *mut Option<NonNull<MbufHeader>>,
+    room: usize,
+    pool_id: PoolId,
+) -> (usize, u64) {
+    let mut k = 0;
+    let mut bytes = 0;
+    while k + 4 <= room {
+        let (mut other, mut flags, mut lens_m1, mut group_bytes) = (0usize, 0u64, 0u64, 0u64);
+        for j in 0..4 {
+            // SAFETY: k + j < room.
+            let p = unsafe { *pkts.add(k + j) };
+            // A borrowed view of a packet still owned by the batch (never dropped through this handle).
+            // SAFETY: the batch owns a live packet here.
+            let m = ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
+            let len = m.data_len();
+            other |= m.single_of(pool_id);
+            flags |= m.ol_flags();
+            lens_m1 |= (len as u64).wrapping_sub(1);
+            group_bytes += len as u64;
+            // SAFETY: k + j < room: a free slot (caller's contract), not read by the device before TDT moves; the
+            // shadow slot becomes live (and the batch gives the packet up) only if the group passes.
+            unsafe {
+                write_tx_data(d.add(k + j), m.data_iova(), len);
+                *shadow.add(k + j) = Some(p);
+            }
+        }
+        // lens_m1 >> 16 is non-zero exactly when some length was 0 (1 - 1 ... 65535 - 1 fit in 16 bits).
+        if other != 0 || flags & (TX_CTX_FLAGS | TX_BAD_FLAGS) != 0 || lens_m1 >> 16 != 0 {
+            break;
+        }
+        bytes += group_bytes;
+        k += 4;
+    }
+    (k, bytes)
 }
 
 /// Writes a one-descriptor packet's data descriptor (EOP, no offload) in two 8-byte stores, the second built from
