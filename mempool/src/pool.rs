@@ -534,18 +534,6 @@ impl Mempool {
         true
     }
 
-    /// When the pool's memory is one IOVA-contiguous range (IOVA = VA, or physically contiguous), the distance
-    /// from an element's header address to its buffer's IOVA (wrapping): `buf_iova() == header address + this`.
-    /// Drivers then compute a buffer's IOVA from its pointer without reading its header. `None` otherwise.
-    pub fn iova_delta(&self) -> Option<u64> {
-        let memory = &self.inner().memory;
-        if memory.contiguous_from(0) < memory.len() {
-            return None;
-        }
-        let base = memory.iova_at(0)?;
-        Some(base.wrapping_sub(memory.as_ptr() as u64).wrapping_add(std::mem::size_of::<MbufHeader>() as u64))
-    }
-
     /// This pool's identity, for [`Mbuf::single_of`].
     #[inline(always)]
     pub fn id(&self) -> PoolId {
