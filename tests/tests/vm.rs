@@ -63,9 +63,17 @@ fn check(test: &str) {
         eprintln!("SKIPPED VM test {test}: {why}");
         return;
     }
+    // The failed test's own console lines (the harness repeats them as "VM EXCERPT name | ..."), shown first:
+    // the whole output follows, but the excerpt alone should explain a CI failure.
+    let prefix = format!("VM EXCERPT {test} | ");
+    let excerpt: Vec<&str> = run.output.lines().filter_map(|l| l.strip_prefix(prefix.as_str())).collect();
+    let excerpt = if excerpt.is_empty() { "(none)".to_string() } else { excerpt.join("\n") };
     match run.verdicts.get(test) {
         Some((true, _)) => {}
-        Some((false, why)) => panic!("VM test {test} failed: {why}\n--- harness output ---\n{}", run.output),
+        Some((false, why)) => panic!(
+            "VM test {test} failed: {why}\n--- console of {test} ---\n{excerpt}\n--- harness output ---\n{}",
+            run.output
+        ),
         None => panic!("VM test {test} has no verdict\n--- harness output ---\n{}", run.output),
     }
 }

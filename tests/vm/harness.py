@@ -64,6 +64,7 @@ NICS = {
     "vnet1": ("virtio-net-pci,disable-legacy=on,iommu_platform=on,romfile=,mq=on,vectors=6", 4, "52:54:00:00:00:11"),
     "igb0": ("igb,romfile=", 5, "52:54:00:00:00:20"),
 }
+EXCERPT_LINES = 80  # console lines of a failed test repeated in the summary
 DEFAULT_TESTS = "vfio-probe,virtio-exchange,virtio-fwd,virtio-mq,virtio-unmapped,testpmd-fwd,igb-exchange,testpmd-igb"
 
 
@@ -368,6 +369,8 @@ def build_initramfs(cache, kdir, busybox, bindir, binaries):
 
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
+SOL_PACKET = 263
+PACKET_STATISTICS = 6
 libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -391,12 +394,23 @@ def make_tap(name, multi_queue=False):
     run(["ip", "link", "set", name, "up"])
 
 
+# Columns of /proc/net/dev after "name:".
+NETDEV_COLUMNS = ["rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "rx_fifo", "rx_frame", "rx_compressed",
+                  "rx_multicast", "tx_bytes", "tx_packets", "tx_errors", "tx_dropped"]
+
+
 def tap_stat(name, stat):
+    """A counter of interface `name` in this process's network namespace. From /proc/net/dev, which follows the
+    reader's namespace (/sys/class/net shows the namespace sysfs was mounted in: the host's)."""
     try:
-        with open(f"/sys/class/net/{name}/statistics/{stat}") as f:
-            return int(f.read())
-    except OSError:
-        return -1
+        with open("/proc/net/dev") as f:
+            for line in f:
+                ifname, sep, rest = line.partition(":")
+                if sep and ifname.strip() == name:
+                    return int(rest.split()[NETDEV_COLUMNS.index(stat)])
+    except (OSError, ValueError, IndexError):
+        pass
+    return -1
 
 
 def frame(dst, tag, seq, size=60, src=PEER_MAC):
@@ -412,7 +426,14 @@ def parse_frame(data):
 
 
 class Peer:
-    """The host side of every NIC: one raw socket per TAP; records the guest's tagged frames; injects frames."""
+    """The host side of every NIC: one raw socket per TAP; records the guest's tagged frames; injects frames.
+
+    No fixed sleeps: `expect` waits for the frames themselves, and for "nothing (more) arrived" it waits until the
+    receiver thread has handled every frame the TAP got from QEMU (its rx_packets counter), so a late frame is seen
+    whatever the host's load."""
+
+    EXPECT_TIMEOUT = 20.0  # seconds for frames the guest already handed to its NIC to reach the TAP
+    DRAIN_TIMEOUT = 10.0  # seconds for the receiver thread to catch up with the TAP's counter
 
     def __init__(self, nics):
         self.nics = nics
@@ -420,10 +441,16 @@ class Peer:
         self.rx = {n: {} for n in nics}  # nic -> tag -> list of seq
         self.data = {n: {} for n in nics}  # nic -> tag -> list of frames (bytes)
         self.other = {n: 0 for n in nics}
+        self.seen = {n: 0 for n in nics}  # frames from the guest the receiver handled (tagged or not)
+        self.drops = {n: 0 for n in nics}  # frames the socket dropped (PACKET_STATISTICS tp_drops)
         self.lock = threading.Condition()
         self.stop = False
         for n in nics:
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+            try:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+            except OSError:
+                pass
             s.bind((f"tap-{n}", 0))
             self.socks[n] = s
         self.thread = threading.Thread(target=self._recv, daemon=True)
@@ -445,7 +472,33 @@ class Peer:
                         self.data[n].setdefault(p[0], []).append(data)
                     else:
                         self.other[n] += 1
+                    self.seen[n] += 1
                     self.lock.notify_all()
+
+    def _socket_drops(self, nic):
+        """Adds the socket's new drops (PACKET_STATISTICS resets on read) to self.drops[nic]."""
+        try:
+            st = self.socks[nic].getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
+            self.drops[nic] += struct.unpack("II", st)[1]
+        except OSError:
+            pass
+        return self.drops[nic]
+
+    def drained(self, nic):
+        """Whether the receiver has handled (or the socket dropped) every frame QEMU wrote to the TAP so far."""
+        got = tap_stat(f"tap-{nic}", "rx_packets")
+        return got >= 0 and self.seen[nic] + self._socket_drops(nic) >= got
+
+    def counters(self, nic):
+        """What the peer saw on `nic`, for failure messages."""
+        with self.lock:
+            tags = {t: len(v) for t, v in self.rx[nic].items()}
+            other, seen = self.other[nic], self.seen[nic]
+        tap = f"tap-{nic}"
+        return (f"peer on {nic}: {seen} frames from the guest (tags {tags}, {other} untagged, {self.drops[nic]} "
+                f"dropped by the socket); {tap} rx_packets {tap_stat(tap, 'rx_packets')} rx_dropped "
+                f"{tap_stat(tap, 'rx_dropped')} tx_packets {tap_stat(tap, 'tx_packets')} tx_dropped "
+                f"{tap_stat(tap, 'tx_dropped')}")
 
     def inject(self, nic, count, tag, size=60):
         dst = bytes.fromhex(NICS[nic][2].replace(":", ""))
@@ -454,16 +507,27 @@ class Peer:
         for i in range(count):
             s.send(frame(dst, tag, i, size))
             if i % 32 == 31:
-                time.sleep(0.002)
+                time.sleep(0.002)  # pacing (the TAP's queue holds 1000 frames), not a wait for a condition
         dropped = tap_stat(f"tap-{nic}", "tx_dropped") - dropped0
         return f"injected {count} x {size} B tagged {tag} on {nic}" + (f" ({dropped} dropped by the TAP)" if dropped else "")
 
-    def expect(self, nic, count, tag, wait, size=None):
-        deadline = time.time() + wait
+    def expect(self, nic, count, tag, wait=None, size=None):
+        """Checks that exactly `count` frames tagged `tag` came from the guest on `nic` (the guest asks once it
+        handed them to its NIC): waits until `count` arrived (at most `wait` s) and until the receiver caught up
+        with the TAP, so a frame too many (or one that must not come, count 0) is seen too."""
+        wait = self.EXPECT_TIMEOUT if wait is None else wait
+        t0 = time.time()
+        deadline = t0 + wait
         with self.lock:
             while len(self.rx[nic].get(tag, [])) < count and time.time() < deadline:
                 self.lock.wait(0.05)
-        time.sleep(0.2 if count == 0 else 0.05)  # late extras / frames that should not come
+        drain_deadline = time.time() + self.DRAIN_TIMEOUT
+        while True:
+            with self.lock:
+                if self.drained(nic) or time.time() > drain_deadline:
+                    break
+                self.lock.wait(0.02)
+        drained = self.drained(nic)
         with self.lock:
             seqs = list(self.rx[nic].get(tag, []))
             frames = list(self.data[nic].get(tag, []))
@@ -480,6 +544,11 @@ class Peer:
                     bad.append(f"#{seq}: {len(got)} bytes ({len(want)} expected), first difference at byte {at}")
             ok = not bad
             msg += f", {size} bytes each, byte for byte: " + ("identical" if ok else "; ".join(bad[:4]))
+        if not drained:
+            msg += f" (the receiver did not catch up with tap-{nic} within {self.DRAIN_TIMEOUT:.0f} s)"
+        if not ok:
+            msg += (f" [after {time.time() - t0:.2f} s (timeout {wait:.0f} s), "
+                    f"{'receiver caught up' if drained else 'receiver NOT caught up'}; {self.counters(nic)}]")
         return ok, msg
 
     def close(self):
@@ -517,7 +586,11 @@ def qemu_cmd(qemu, accel, vmlinuz, initrd, nics, tests, hugepages, test_timeout)
         queues = f",queues={MQ_QUEUES}" if "mq=on" in dev else ""
         cmd += ["-netdev", f"tap,id={n},ifname=tap-{n},script=no,downscript=no{queues}",
                 "-device", f"{dev},netdev={n},mac={mac},addr={slot:#x}"]
-    append = (f"console=ttyS0 panic=-1 loglevel=4 intel_iommu=on vt.tests={tests} vt.hugepages={hugepages} "
+    # no_timer_check: on a loaded host the TCG guest's early check that the timer interrupt arrives through the
+    # (interrupt-remapped) IO-APIC can time out, and the kernel then panics ("timer doesn't work through
+    # Interrupt-remapped IO-APIC") instead of booting.
+    append = (f"console=ttyS0 panic=-1 no_timer_check loglevel=4 intel_iommu=on vt.tests={tests} "
+              f"vt.hugepages={hugepages} "
               f"vt.timeout={test_timeout} vt.nics={','.join(nics)}")
     cmd += ["-kernel", vmlinuz, "-initrd", initrd, "-append", append]
     return cmd
@@ -527,13 +600,44 @@ def set_pdeathsig():
     libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
 
 
+class ConsoleLog:
+    """The console (and QEMU's own stderr, read apart so its messages never split a guest line): echoed, written
+    to last-console.log, and kept per test for the failure excerpts."""
+
+    def __init__(self, logf):
+        self.logf = logf
+        self.mutex = threading.Lock()
+
+    def line(self, text, prefix="  | ", res=None):
+        with self.mutex:
+            self.logf.write(("" if prefix == "  | " else prefix) + text + "\n")
+            sys.stdout.write(f"{prefix}{text}\n")
+            sys.stdout.flush()
+            if res is not None:
+                res["lines"].append(text)
+
+
+def new_result():
+    return {"guest": None, "host": [], "lines": [], "t0": time.time(), "secs": None}
+
+
 def boot(cmd, peer, timeout, results, logf, boot_timeout=None):
-    """Runs QEMU, echoes and logs its console, serves the guest's markers. Returns 'done', 'timeout' or 'noboot'."""
+    """Runs QEMU, echoes and logs its console, serves the guest's markers. Returns 'done', 'timeout', 'noboot'
+    (no /init within boot_timeout), 'noinit' (QEMU ended before /init: a kernel panic, say) or 'exited'."""
     log("$ " + " ".join(cmd))
     t0 = time.time()
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=set_pdeathsig)
-    current = None
+    console = ConsoleLog(logf)
+    state = {"current": None}
+
+    def qemu_stderr():
+        for raw in iter(p.stderr.readline, b""):
+            cur = state["current"]
+            console.line(raw.decode(errors="replace").rstrip(), "  qemu-stderr| ", results.get(cur) if cur else None)
+
+    err_thread = threading.Thread(target=qemu_stderr, daemon=True)
+    err_thread.start()
     booted = False
     done = False
     buf = b""
@@ -558,19 +662,21 @@ def boot(cmd, peer, timeout, results, logf, boot_timeout=None):
             while b"\n" in buf:
                 raw, buf = buf.split(b"\n", 1)
                 line = raw.decode(errors="replace").rstrip("\r")
-                logf.write(line + "\n")
-                print(f"  | {line}", flush=True)
                 words = line.split()
+                if line.startswith("VMTEST START") and len(words) > 2:
+                    state["current"] = words[2]
+                    results[words[2]] = new_result()
+                current = state["current"]
+                console.line(line, res=results.get(current) if current else None)
+                if "Kernel panic" in line:
+                    results.setdefault("_panic", line.strip())
                 if line.startswith("VMTEST BOOTED"):
                     booted = True
                     log(f"guest /init reached after {time.time() - t0:.1f} s")
-                elif line.startswith("VMTEST START") and len(words) > 2:
-                    current = words[2]
-                    results[current] = {"guest": None, "host": []}
-                elif line.startswith("VMTEST PASS") and len(words) > 2:
-                    results.setdefault(words[2], {"guest": None, "host": []})["guest"] = True
-                elif line.startswith("VMTEST FAIL") and len(words) > 2:
-                    results.setdefault(words[2], {"guest": None, "host": []})["guest"] = False
+                elif line.startswith(("VMTEST PASS", "VMTEST FAIL")) and len(words) > 2:
+                    res = results.setdefault(words[2], new_result())
+                    res["guest"] = line.startswith("VMTEST PASS")
+                    res["secs"] = time.time() - res["t0"]
                 elif line.startswith("VMTEST DONE"):
                     done = True
                 elif "@@vmtest " in line and current:
@@ -584,10 +690,13 @@ def boot(cmd, peer, timeout, results, logf, boot_timeout=None):
         if p.poll() is None:
             p.kill()
             p.wait()
+        err_thread.join(2)
     wall = time.time() - t0
     log(f"qemu ran {wall:.1f} s, exit {p.returncode}")
     if done:
         return "done"
+    if status == "timeout" and time.time() - t0 <= timeout:
+        return "exited" if booted else "noinit"
     return status
 
 
@@ -598,11 +707,14 @@ def serve(args, peer, res):
             raise ValueError(f"unknown NIC {nic}")
         if cmd == "inject":
             size = int(args[4]) if len(args) > 4 else 60
-            log("host: " + peer.inject(nic, count, tag, size))
+            msg = "host: " + peer.inject(nic, count, tag, size)
+            res["lines"].append(msg)
+            log(msg)
         elif cmd == "expect":
             size = int(args[4]) if len(args) > 4 else None
-            ok, msg = peer.expect(nic, count, tag, wait=3.0, size=size)
+            ok, msg = peer.expect(nic, count, tag, size=size)
             res["host"].append((ok, msg))
+            res["lines"].append(f"HOST {'PASS' if ok else 'FAIL'} {msg}")
             log(f"HOST {'PASS' if ok else 'FAIL'} {msg}")
         else:
             raise ValueError(f"unknown command {cmd}")
@@ -675,6 +787,15 @@ def main():
                 results.clear()
                 cmd = qemu_cmd(qemu, "tcg", vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout)
                 status = boot(cmd, peer, a.timeout, results, logf)
+            if status == "noinit":
+                # Nothing of the tests ran: a boot-time failure of the guest kernel, worth one more boot.
+                log(f"QEMU ended before the guest reached /init ({results.get('_panic', 'no kernel panic seen')}): "
+                    "booting once more")
+                panic = results.get("_panic")
+                results.clear()
+                status = boot(cmd, peer, a.timeout, results, logf)
+                if panic and "_panic" not in results:
+                    log(f"the first boot had failed with: {panic}")
         peer.close()
     except Skip as e:
         print(f"VM TEST SKIPPED: {e}", flush=True)
@@ -682,17 +803,31 @@ def main():
     npass = nfail = 0
     for t in [t for t in a.tests.split(",") if t]:
         r = results.get(t)
+        ended = {"done": "", "timeout": " (boot timed out)", "noboot": " (the guest did not reach /init)",
+                 "noinit": " (QEMU ended before the guest reached /init)",
+                 "exited": " (QEMU ended before the guest finished)"}.get(status, f" ({status})")
+        if "_panic" in results:
+            ended += f" [guest: {results['_panic']}]"
         if r is None:
-            verdict, why = "FAIL", "did not run" + (" (boot timed out)" if status != "done" else "")
+            verdict, why = "FAIL", "did not run" + ended
         elif r["guest"] is None:
-            verdict, why = "FAIL", "no verdict from the guest" + (" (timeout)" if status != "done" else "")
+            verdict, why = "FAIL", "no verdict from the guest" + ended
         else:
             bad = [m for ok, m in r["host"] if not ok]
             verdict = "PASS" if r["guest"] and not bad else "FAIL"
             why = "; ".join(bad) if bad else ("guest failed" if not r["guest"] else f"{len(r['host'])} host checks")
         npass += verdict == "PASS"
         nfail += verdict == "FAIL"
-        print(f"VM TEST {t}: {verdict} ({why})", flush=True)
+        secs = f", {r['secs']:.1f} s" if r and r.get("secs") is not None else ""
+        print(f"VM TEST {t}: {verdict} ({why}{secs})", flush=True)
+        if verdict == "FAIL" and r is not None:
+            # The test's own console lines (guest output, QEMU messages, host checks), so a CI log suffices.
+            lines = r["lines"][-EXCERPT_LINES:]
+            skipped = len(r["lines"]) - len(lines)
+            if skipped:
+                print(f"VM EXCERPT {t} | ({skipped} earlier lines in the full output)", flush=True)
+            for line in lines:
+                print(f"VM EXCERPT {t} | {line}", flush=True)
     print(f"vm summary: {npass} pass, {nfail} fail, {time.time() - t0:.1f} s in all ({status})", flush=True)
     return 0 if nfail == 0 else 1
 

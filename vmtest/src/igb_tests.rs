@@ -17,8 +17,8 @@ type R<T = ()> = Result<T, String>;
 /// igb0's MAC as the harness gives it to QEMU (tests/vm/harness.py, NICS).
 const IGB0_MAC: MacAddr = MacAddr([0x52, 0x54, 0x00, 0x00, 0x00, 0x20]);
 
-/// QEMU's PHY auto-negotiation takes ~500 ms of virtual time; allow for a slow TCG host.
-const LINK_TIMEOUT: Duration = Duration::from_secs(10);
+/// QEMU's PHY auto-negotiation takes ~500 ms of virtual time; allow for a slow, loaded TCG host.
+const LINK_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The igb NIC of the harness (igb0).
 pub fn igb_nic() -> R<PciAddress> {

@@ -102,3 +102,41 @@ pub fn cmdline_opt(key: &str) -> Option<String> {
     let s = fs::read_to_string("/proc/cmdline").ok()?;
     s.split_whitespace().find_map(|w| w.strip_prefix(key).and_then(|r| r.strip_prefix('=')).map(str::to_string))
 }
+
+/// The kernel log from a point on (`/dev/kmsg`, opened at its end): what the kernel logs while a test runs, e.g.
+/// the DMAR fault report of a blocked DMA, read as whole records (the console no longer shows them, see init.sh).
+pub struct KernelLog {
+    f: fs::File,
+}
+
+impl KernelLog {
+    /// Opens the log positioned after its last record.
+    pub fn from_now() -> io::Result<KernelLog> {
+        use std::io::{Seek, SeekFrom};
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open("/dev/kmsg")?;
+        f.seek(SeekFrom::End(0))?;
+        Ok(KernelLog { f })
+    }
+
+    /// The messages logged since the last call (or the opening), without their `prio,seq,ts,flags;` prefix.
+    pub fn new_messages(&mut self) -> Vec<String> {
+        use std::io::Read;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 8192];
+        loop {
+            match self.f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let rec = String::from_utf8_lossy(&buf[..n]);
+                    let first = rec.lines().next().unwrap_or("");
+                    out.push(first.split_once(';').map_or(first, |(_, m)| m).to_string());
+                }
+                // EPIPE: records were overwritten before we read them; the next read goes on from the oldest.
+                Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
+                Err(_) => break, // EAGAIN: nothing more for now
+            }
+        }
+        out
+    }
+}

@@ -3,6 +3,7 @@
 # the EAL's PCI table, VFIO and the emulated IOMMU. Once the igb link is up, the host injects N frames on igb0's TAP
 # and N on vnet0's; it must get all N on the other TAP each way. The port counters must agree (RX = TX = N on both
 # ports) and the pool must be full after quit.
+# No fixed sleeps: it polls testpmd-rs's output for each state it needs (a loaded host slows the TCG guest down).
 N=200
 IGB=0000:00:05.0
 VNET=0000:00:03.0
@@ -13,38 +14,56 @@ stat() {
     awk -v p="NIC statistics for port $1 " -v k="$2-packets:" \
         '/statistics/ {f = index($0, p) > 0} f && $1 == k {v = $2} END {print v}' $out
 }
+# poll SECONDS CMD...: runs CMD every ~0.1 s until it succeeds (status 0) or SECONDS passed (status 1).
+poll() {
+    end=$(($(cut -d. -f1 /proc/uptime) + $1))
+    shift
+    until "$@"; do
+        [ "$(cut -d. -f1 /proc/uptime)" -lt "$end" ] || return 1
+        sleep 0.1
+    done
+}
+# These ask testpmd-rs (which reads this function's stdout) and check its last answer.
+link_up() {
+    echo "show port info 0"
+    sleep 0.1
+    grep -q "Link status: up" $out
+}
+all_received() {
+    echo "show port stats all"
+    sleep 0.2
+    [ "$(stat 0 RX)" = "$N" ] && [ "$(stat 1 RX)" = "$N" ]
+}
+all_sent() {
+    echo "show port stats all"
+    sleep 0.2
+    [ "$(stat 0 RX)" = "$N" ] && [ "$(stat 1 RX)" = "$N" ] && [ "$(stat 0 TX)" = "$N" ] && [ "$(stat 1 TX)" = "$N" ]
+}
 : > $out
 {
     echo "start"
     # QEMU's igb brings the link up ~0.5 s (virtual time) after the PHY auto-negotiation restart of the probe, and
     # drops what arrives before: wait for it.
-    i=0
-    while [ $i -lt 50 ]; do
-        echo "show port info 0"
-        sleep 0.2
-        grep -q "Link status: up" $out && break
-        i=$((i + 1))
-    done
+    poll 20 link_up || echo "testpmd-igb: igb link still down after 20 s" > /dev/console
     echo "@@vmtest inject igb0 $N tpmd-igb2vnet" > /dev/console
     echo "@@vmtest inject vnet0 $N tpmd-vnet2igb" > /dev/console
-    # Until both ports received all N (a busy host slows the TCG guest down), at most ~15 s.
-    i=0
-    while [ $i -lt 50 ]; do
-        sleep 0.3
-        echo "show port stats all"
-        sleep 0.1
-        [ "$(stat 0 RX)" = "$N" ] && [ "$(stat 1 RX)" = "$N" ] && break
-        i=$((i + 1))
-    done
-    sleep 0.3
+    poll 20 all_received || echo "testpmd-igb: not all $N received on both ports after 20 s" > /dev/console
+    # RX is counted before the forwarding core hands the burst to the other port: wait for TX too.
+    poll 10 all_sent || echo "testpmd-igb: not all $N sent on both ports after 10 s more" > /dev/console
     echo "show port stats all"
     echo "stop"
     echo "quit"
 } | testpmd-rs -l 0 -a $IGB -a $VNET -- -i --forward-mode=io --total-num-mbufs 2048 --rxd 256 --txd 256 > $out 2>&1
 rc=$?
-# The output, without the link polls' port info blocks.
-awk '/Infos for port/ {skip=1} /^testpmd>/ {skip=0} !skip' $out
-echo "testpmd-igb: igb link up after $(grep -c 'Link status: down' $out) polls saw it down"
+# The output, without the link polls' port info blocks and the statistics the polls asked for (all but the last
+# two blocks).
+polls=$(grep -c "NIC statistics for port" $out)
+awk -v n=$((polls - 2)) '
+    /Infos for port/ {info = 1} /^testpmd>/ {info = 0}
+    /NIC statistics for port/ {k++; skip = k <= n}
+    !skip && !info {print}
+    skip && /^ *#+ *$/ {skip = 0}' $out | grep -vE "^testpmd> show port (stats all|info 0)$"
+echo "testpmd-igb: igb link up after $(grep -c 'Link status: down' $out) polls saw it down; $((polls / 2)) statistics polls"
 echo "@@vmtest expect vnet0 $N tpmd-igb2vnet"
 echo "@@vmtest expect igb0 $N tpmd-vnet2igb"
 [ $rc = 0 ] || { echo "testpmd-rs exited with $rc"; exit 1; }
