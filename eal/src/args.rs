@@ -128,7 +128,12 @@ EAL options:
   -n N                   memory channels (accepted for compatibility; unused)
   --in-memory            accepted for compatibility (no files are ever kept)
   -h, --help             this text",
-        drivers = pktio::ports::VDEV_DRIVERS.join(", ")
+        drivers = pktio::ports::VDEV_DRIVERS
+            .iter()
+            .copied()
+            .chain(crate::vdev::VDEV_DRIVERS.iter().map(|d| d.name))
+            .collect::<Vec<_>>()
+            .join(", ")
     )
 }
 

@@ -104,7 +104,16 @@ where
         // Driver crates' vdevs first (they may yield several ports), then pktio's software ports.
         let devs = match vdev::find(devargs)? {
             Some((driver, args)) => (driver.open)(&args, &allocator)?,
-            None => vec![pktio::ports::open_vdev(devargs)?],
+            None => match pktio::ports::open_vdev(devargs) {
+                Ok(dev) => vec![dev],
+                // List the driver crates' vdevs too: pktio only knows its own.
+                Err(pktio::Error::UnknownDriver { name, known }) => {
+                    let extra: Vec<&str> = vdev::VDEV_DRIVERS.iter().map(|d| d.name).collect();
+                    let known = format!("{known}, {}", extra.join(", "));
+                    return Err(pktio::Error::UnknownDriver { name, known }.into());
+                }
+                Err(e) => return Err(e.into()),
+            },
         };
         for dev in devs {
             let name = dev.info().device_name;
