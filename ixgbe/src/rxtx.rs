@@ -558,14 +558,60 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
     /// by [`rx_fast_run`]; anything else goes through [`RxRing::complete_slow`] one descriptor at a time. The scan
     /// is bounded by the descriptors the device owns and walks the ring in at most two contiguous runs (no
     /// per-packet wrap check).
+    ///
+    /// The common burst (no chain pending, the descriptors it may take do not wrap, and all of them are common
+    /// frames) is one call of the fast run; anything else continues in [`RxRing::rx_into_general`].
     #[inline(always)]
     fn rx_into(&mut self, spare: &mut [NonNull<MbufHeader>]) -> (usize, usize, u64, u64) {
         let size = self.size;
-        let ring = self.ring.as_ptr();
+        let i = self.next;
         // Descriptors the device may have completed: from `next` up to (not including) RDT.
-        let mut left = spare.len().min(size - 1 - self.nb_hold);
-        let mut i = self.next;
-        let (mut consumed, mut got, mut bytes, mut errors) = (0usize, 0usize, 0u64, 0u64);
+        let left = spare.len().min(size - 1 - self.nb_hold);
+        if left == 0 || left > size - i || self.pending.is_some() {
+            return self.rx_into_general(spare, i, left, 0, 0);
+        }
+        // SAFETY: i + left <= size: inside the ring and the shadow array, and every slot there is between `next`
+        // and RDT, so it owns its buffer; left <= spare.len().
+        let (n, b) = unsafe { self.fast_run(i, left, spare.as_mut_ptr()) };
+        if n < left {
+            return self.rx_into_general(spare, i + n, left - n, n, b);
+        }
+        self.next = if i + n == size { 0 } else { i + n };
+        (n, n, b, 0)
+    }
+
+    /// [`rx_fast_run`] (or its AVX build) over the `n` descriptors from slot `i`, into `out`.
+    ///
+    /// # Safety
+    /// As [`rx_fast_run`]: i + n <= size, the slots own their buffers, `out` has room for `n`.
+    #[inline(always)]
+    unsafe fn fast_run(&mut self, i: usize, n: usize, out: *mut NonNull<MbufHeader>) -> (usize, u64) {
+        // SAFETY: the caller's contract.
+        let (d, sh) = unsafe { (self.ring.as_ptr().add(i).cast_const(), self.shadow.as_ptr().add(i)) };
+        #[cfg(target_arch = "x86_64")]
+        if self.avx {
+            // SAFETY: the caller's contract; the CPU has AVX (checked at creation).
+            return unsafe { rx_fast_run_avx::<F>(d, sh, n, out, self.max_len, &mut self.memo) };
+        }
+        // SAFETY: the caller's contract.
+        unsafe { rx_fast_run::<F>(d, sh, n, out, self.max_len, &mut self.memo) }
+    }
+
+    /// The rest of [`RxRing::rx_into`] from slot `i` with `left` descriptors to look at, after `done` were
+    /// consumed (and written to `spare`) with `bytes`: runs around the ring's end, chains, errors.
+    #[inline(never)]
+    fn rx_into_general(
+        &mut self,
+        spare: &mut [NonNull<MbufHeader>],
+        i: usize,
+        left: usize,
+        done: usize,
+        bytes: u64,
+    ) -> (usize, usize, u64, u64) {
+        let size = self.size;
+        let ring = self.ring.as_ptr();
+        let (mut i, mut left) = (if i == size { 0 } else { i }, left);
+        let (mut consumed, mut got, mut bytes, mut errors) = (done, done, bytes, 0u64);
         'runs: while left > 0 {
             let end = i + left.min(size - i);
             let start = i;
@@ -574,18 +620,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
                     // SAFETY: i..end lies inside the ring and the shadow array, and every slot there is between
                     // `next` and RDT, so it owns its buffer; got + (end - i) <= spare.len() because
                     // got <= consumed + (i - start) and end - start <= left.
-                    let (n, b) = unsafe {
-                        let args = (ring.add(i), self.shadow.as_ptr().add(i), end - i, spare.as_mut_ptr().add(got));
-                        #[cfg(target_arch = "x86_64")]
-                        if self.avx {
-                            // The CPU has AVX (checked at creation).
-                            rx_fast_run_avx::<F>(args.0, args.1, args.2, args.3, self.max_len, &mut self.memo)
-                        } else {
-                            rx_fast_run::<F>(args.0, args.1, args.2, args.3, self.max_len, &mut self.memo)
-                        }
-                        #[cfg(not(target_arch = "x86_64"))]
-                        rx_fast_run::<F>(args.0, args.1, args.2, args.3, self.max_len, &mut self.memo)
-                    };
+                    let (n, b) = unsafe { self.fast_run(i, end - i, spare.as_mut_ptr().add(got)) };
                     i += n;
                     got += n;
                     bytes += b;
