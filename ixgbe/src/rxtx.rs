@@ -1374,14 +1374,65 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     /// offload flags, no empty one); a group that fails is redone one packet at a time (its descriptors are not
     /// handed over before TDT moves, and its shadow slots are not live until `tail` passes them). Anything else
     /// goes through [`TxRing::queue_packet`].
+    ///
+    /// The common burst (it fits before the ring's end, the next RS point and the free room) starts with one
+    /// call of [`tx_groups`] over all of it; whatever that leaves continues in [`TxRing::tx_from_general`].
     #[inline(always)]
     fn tx_from(&mut self, pkts: &[NonNull<MbufHeader>]) -> (usize, u64, u64, u64) {
+        let len = pkts.len();
+        let tail = self.tail;
+        let (mut n, mut bytes) = (0, 0);
+        if len <= (self.rs_thresh - self.since_rs).min(self.nb_free).min(self.size - tail) {
+            // SAFETY: len <= size - tail and len <= nb_free: free slots of the ring and the shadow array.
+            let (k, b) = unsafe {
+                tx_groups(
+                    pkts.as_ptr(),
+                    self.ring.as_ptr().add(tail),
+                    self.shadow.as_mut_ptr().add(tail),
+                    len,
+                    self.pool_id,
+                )
+            };
+            if k > 0 {
+                self.advance(tail, k);
+                if k == len {
+                    return (k, b, k as u64, 0);
+                }
+                (n, bytes) = (k, b);
+            }
+        }
+        self.tx_from_general(pkts, n, bytes)
+    }
+
+    /// Hands on the `k` descriptors written from slot `tail` (`tail + k <= size`, within the current RS group):
+    /// RS on the last when the group is complete, then `tail` and the free count move.
+    #[inline(always)]
+    fn advance(&mut self, tail: usize, k: usize) {
+        let last = tail + k - 1;
+        self.since_rs += k;
+        if self.since_rs == self.rs_thresh {
+            // SAFETY: last < size, written by the caller and not yet handed over.
+            unsafe {
+                let c = std::ptr::addr_of_mut!((*self.ring.as_ptr().add(last)).cmd_type_len);
+                c.write_volatile(c.read_volatile() | tx::DCMD_RS);
+            }
+            self.push_rs(last);
+            self.since_rs = 0;
+        }
+        self.tail = if tail + k == self.size { 0 } else { tail + k };
+        self.nb_free -= k;
+    }
+
+    /// The rest of [`TxRing::tx_from`] from packet `n` (those before it placed, with `bytes`): runs bounded by
+    /// the ring's end, the RS point and the free room, packets one at a time, the general path.
+    #[inline(never)]
+    fn tx_from_general(&mut self, pkts: &[NonNull<MbufHeader>], n: usize, bytes: u64) -> (usize, u64, u64, u64) {
         let ring = self.ring.as_ptr();
         let size = self.size;
         let rs_thresh = self.rs_thresh;
         let pool_id = self.pool_id;
-        let (mut bytes, mut errors, mut sent) = (0u64, 0u64, 0u64);
-        let mut n = 0;
+        let (mut bytes, mut errors, mut sent) = (bytes, 0u64, n as u64);
+        let mut n = n;
         while n < pkts.len() {
             // Hot state in locals: the descriptor stores go through raw pointers the compiler cannot tell apart
             // from `self`. since_rs < rs_thresh between packets.
@@ -1419,19 +1470,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             }
             self.check |= other != 0;
             if k > 0 {
-                let last = tail + k - 1;
-                self.since_rs += k;
-                if self.since_rs == rs_thresh {
-                    // SAFETY: last < size, written above and not yet handed over.
-                    unsafe {
-                        let c = std::ptr::addr_of_mut!((*ring.add(last)).cmd_type_len);
-                        c.write_volatile(c.read_volatile() | tx::DCMD_RS);
-                    }
-                    self.push_rs(last);
-                    self.since_rs = 0;
-                }
-                self.tail = if tail + k == size { 0 } else { tail + k };
-                self.nb_free -= k;
+                self.advance(tail, k);
                 sent += k as u64;
                 n += k;
                 if k == room {
