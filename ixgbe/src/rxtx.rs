@@ -1531,7 +1531,8 @@ unsafe fn tx_groups(
 ) -> (usize, u64) {
     let mut k = 0;
     let mut bytes = 0;
-    while k + 4 <= room {
+    let end = room & !3;
+    while k != end {
         let (mut other, mut flags, mut lens_m1, mut group_bytes) = (0usize, 0u64, 0u64, 0u64);
         for j in 0..4 {
             // SAFETY: k + j < room.
