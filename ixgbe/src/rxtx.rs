@@ -454,53 +454,45 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
     }
 
     /// Refills every held slot it can (in chunks of at most 64, all-or-nothing per chunk, split at the ring's
-    /// end), rewrites their read format and moves RDT once.
+    /// end), rewrites their read format and moves RDT once. The common case (one chunk that does not reach the
+    /// ring's end) is one allocation and one posting loop, without the chunk loop.
     #[inline]
     fn refill(&mut self) {
         const CHUNK: usize = 64;
         let size = self.size;
-        let ring = self.ring.as_ptr();
-        let headroom = self.headroom;
-        let rearm = self.rearm;
-        let mut start = idx::add(self.tail, 1, size);
+        let mut start = self.tail + 1;
         let mut left = self.nb_hold;
+        if left <= CHUNK && start + left <= size {
+            // SAFETY: start + left <= size. These are consumed slots (after RDT, before `next`): their pointers
+            // were handed on, so they own nothing and may be overwritten; the device does not own their
+            // descriptors.
+            let slots = unsafe { self.shadow.get_unchecked_mut(start..start + left) };
+            if !self.pool.alloc_raw_bulk(slots) {
+                self.stats.nombuf.add(left as u64);
+                return;
+            }
+            // SAFETY: as above; start + left <= size: inside the ring.
+            unsafe { self.post(start, left) };
+            self.nb_hold = 0;
+            self.tail = start + left - 1;
+            dma_wmb();
+            self.regs.space().write32(self.rdt, self.tail as u32);
+            return;
+        }
+        if start == size {
+            start = 0;
+        }
         let mut done = 0;
         while left > 0 {
             let run = left.min(size - start).min(CHUNK);
-            // SAFETY: start + run <= size. These are consumed slots (after RDT, before `next`): their pointers were
-            // handed on, so they own nothing and may be overwritten; the device does not own their descriptors.
+            // SAFETY: start + run <= size; consumed slots as above.
             let slots = unsafe { self.shadow.get_unchecked_mut(start..start + run) };
             if !self.pool.alloc_raw_bulk(slots) {
                 self.stats.nombuf.add(left as u64);
                 break;
             }
-            // The IOVA is read from the header (computing it from the pointer saves an instruction but measured
-            // slower: the read brings in the header line that the rearm store writes).
-            let post = |d: *mut RxDesc, h: NonNull<MbufHeader>| {
-                let iova = rx_buffer_iova(h, headroom);
-                // SAFETY: `d` is a descriptor the device does not own (see above); `h` is a fresh buffer of our
-                // pool that its slot now owns.
-                unsafe {
-                    rearm.apply(h);
-                    std::ptr::addr_of_mut!((*d).qw0).write_volatile(iova);
-                    std::ptr::addr_of_mut!((*d).qw1).write_volatile(0);
-                }
-            };
-            // SAFETY: start + run <= size: inside the ring.
-            let d = unsafe { ring.add(start) };
-            let mut k = 0;
-            while k + 4 <= run {
-                for j in 0..4 {
-                    // SAFETY: k + j < run.
-                    unsafe { post(d.add(k + j), *slots.get_unchecked(k + j)) };
-                }
-                k += 4;
-            }
-            while k < run {
-                // SAFETY: k < run.
-                unsafe { post(d.add(k), *slots.get_unchecked(k)) };
-                k += 1;
-            }
+            // SAFETY: as above.
+            unsafe { self.post(start, run) };
             done += run;
             left -= run;
             start = idx::add(start, run, size);
@@ -510,6 +502,46 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             self.tail = idx::add(self.tail, done, size);
             dma_wmb();
             self.regs.space().write32(self.rdt, self.tail as u32);
+        }
+    }
+
+    /// Posts the fresh buffers of shadow slots `start..start + n`: their rearm word, and their descriptors' read
+    /// format.
+    ///
+    /// # Safety
+    /// start + n <= size; the slots hold fresh buffers of our pool that they own, and the device does not own
+    /// their descriptors.
+    #[inline(always)]
+    unsafe fn post(&mut self, start: usize, n: usize) {
+        let headroom = self.headroom;
+        let rearm = self.rearm;
+        // SAFETY: the caller's contract: inside the ring and the shadow array.
+        let (d, slots) = unsafe { (self.ring.as_ptr().add(start), self.shadow.as_ptr().add(start)) };
+        // The IOVA is read from the header (computing it from the pointer saves an instruction but measured
+        // slower: the read brings in the header line that the rearm store writes).
+        let post = |d: *mut RxDesc, h: NonNull<MbufHeader>| {
+            let iova = rx_buffer_iova(h, headroom);
+            // SAFETY: `d` is a descriptor the device does not own (caller's contract); `h` is a fresh buffer of our
+            // pool that its slot now owns.
+            unsafe {
+                rearm.apply(h);
+                std::ptr::addr_of_mut!((*d).qw0).write_volatile(iova);
+                std::ptr::addr_of_mut!((*d).qw1).write_volatile(0);
+            }
+        };
+        let mut k = 0;
+        let end = n & !3;
+        while k != end {
+            for j in 0..4 {
+                // SAFETY: k + j < n.
+                unsafe { post(d.add(k + j), *slots.add(k + j)) };
+            }
+            k += 4;
+        }
+        while k < n {
+            // SAFETY: k < n.
+            unsafe { post(d.add(k), *slots.add(k)) };
+            k += 1;
         }
     }
 
