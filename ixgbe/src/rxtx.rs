@@ -1275,10 +1275,27 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         if st & tx::STA_DD == 0 {
             return false;
         }
-        let count = idx::dist(self.clean, rs, self.size) + 1;
-        self.free_range(self.clean, count, entry & RS_FLAGS);
-        self.clean = idx::add(rs, 1, self.size);
-        self.nb_free += count;
+        let clean = self.clean;
+        if entry & RS_FLAGS == 0 && clean <= rs {
+            // The common group: single segments of `pool` in every slot, not wrapping.
+            let count = rs + 1 - clean;
+            // SAFETY: clean <= rs < size. The range is live and without holes, so every entry is `Some` (laid
+            // out as the NonNull); without RS_CHECK every packet there was a single segment of `pool` when
+            // tx_burst took it (Mbuf::single_of), and the ring has owned it unchanged since. Each is freed once:
+            // `clean` moves past the range.
+            unsafe {
+                let slots = self.shadow.get_unchecked(clean..rs + 1);
+                debug_assert!(slots.iter().all(Option::is_some));
+                self.pool.free_single_bulk(std::slice::from_raw_parts(slots.as_ptr().cast(), count));
+            }
+            self.clean = if rs + 1 == self.size { 0 } else { rs + 1 };
+            self.nb_free += count;
+        } else {
+            let count = idx::dist(clean, rs, self.size) + 1;
+            self.free_range(clean, count, entry & RS_FLAGS);
+            self.clean = idx::add(rs, 1, self.size);
+            self.nb_free += count;
+        }
         self.rs_head = idx::add(self.rs_head, 1, self.size);
         self.rs_len -= 1;
         true
