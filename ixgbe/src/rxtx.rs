@@ -595,8 +595,11 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
     ///
     /// The common burst (no chain pending, the descriptors it may take do not wrap, and all of them are common
     /// frames) is one call of the fast run; anything else continues in [`RxRing::rx_into_general`].
+    ///
+    /// Returns how many packets it wrote to `spare`; `nb_hold` and the counters move here (each path once), so
+    /// that no tuple of results has to be merged between the two.
     #[inline(always)]
-    fn rx_into(&mut self, spare: &mut [NonNull<MbufHeader>]) -> (usize, usize, u64, u64) {
+    fn rx_into(&mut self, spare: &mut [NonNull<MbufHeader>]) -> usize {
         let size = self.size;
         let i = self.next;
         // Descriptors the device may have completed: from `next` up to (not including) RDT.
@@ -611,7 +614,11 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             return self.rx_into_general(spare, i + n, left - n, n, b);
         }
         self.next = if i + n == size { 0 } else { i + n };
-        (n, n, b, 0)
+        // n = left > 0 descriptors consumed, all of them packets, no errors.
+        self.nb_hold += n;
+        self.stats.packets.add(n as u64);
+        self.stats.bytes.add(b);
+        n
     }
 
     /// [`rx_fast_run`] (or its AVX build) over the `n` descriptors from slot `i`, into `out`.
@@ -632,7 +639,8 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
     }
 
     /// The rest of [`RxRing::rx_into`] from slot `i` with `left` descriptors to look at, after `done` were
-    /// consumed (and written to `spare`) with `bytes`: runs around the ring's end, chains, errors.
+    /// consumed (and written to `spare`) with `bytes`: runs around the ring's end, chains, errors. Returns the
+    /// packets written to `spare` in all; moves `nb_hold` and the counters for all of them.
     #[inline(never)]
     fn rx_into_general(
         &mut self,
@@ -641,7 +649,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         left: usize,
         done: usize,
         bytes: u64,
-    ) -> (usize, usize, u64, u64) {
+    ) -> usize {
         let size = self.size;
         let ring = self.ring.as_ptr();
         let (mut i, mut left) = (if i == size { 0 } else { i }, left);
@@ -691,7 +699,15 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             }
         }
         self.next = if i == size { 0 } else { i };
-        (consumed, got, bytes, errors)
+        if consumed != 0 {
+            self.nb_hold += consumed;
+            self.stats.packets.add(got as u64);
+            self.stats.bytes.add(bytes);
+            if errors != 0 {
+                self.stats.errors.add(errors);
+            }
+        }
+        got
     }
 }
 
@@ -943,24 +959,9 @@ unsafe fn rx_groups_sse2<F: Family>(
 impl<R: RegisterSpace, F: Family> RxQueue for RxRing<R, F> {
     #[inline]
     fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize {
-        let mut counts = (0, 0, 0, 0);
         // SAFETY: rx_into writes only uniquely owned packets (taken out of the shadow ring) into the first `got`
-        // spare slots, and `got` is what the closure returns.
-        unsafe {
-            batch.fill_raw(|spare| {
-                counts = self.rx_into(spare);
-                counts.1
-            })
-        };
-        let (consumed, got, bytes, errors) = counts;
-        if consumed != 0 {
-            self.nb_hold += consumed;
-            self.stats.packets.add(got as u64);
-            self.stats.bytes.add(bytes);
-            if errors != 0 {
-                self.stats.errors.add(errors);
-            }
-        }
+        // spare slots, and returns `got`. It also moves `nb_hold` and the counters.
+        let got = unsafe { batch.fill_raw(|spare| self.rx_into(spare)) };
         if self.nb_hold >= self.free_thresh {
             // Also retries a refill that failed earlier (pool empty) while the ring is idle.
             self.refill();
