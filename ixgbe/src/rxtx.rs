@@ -1059,10 +1059,9 @@ pub struct TxRing<R: RegisterSpace, F: Family> {
     rs_fifo: Box<[u32]>,
     rs_head: usize,
     rs_len: usize,
-    /// Some slot since the last RS holds no packet (a context descriptor or a segment before the last).
-    holes: bool,
-    /// Some packet since the last RS is not a single segment of `pool`.
-    check: bool,
+    /// The `rs_fifo` flags of the group since the last RS: [`RS_HOLES`] when some slot holds no packet (a context
+    /// descriptor or a segment before the last), [`RS_CHECK`] when some packet is not a single segment of `pool`.
+    rs_flags: u32,
     /// The port's pool (the one its RX rings fill from): groups of its single segments are freed without tests.
     pool: Mempool,
     pool_id: PoolId,
@@ -1146,8 +1145,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             rs_fifo: vec![0; size].into_boxed_slice(),
             rs_head: 0,
             rs_len: 0,
-            holes: false,
-            check: false,
+            rs_flags: 0,
             pool: setup.pool.clone(),
             pool_id: setup.pool.id(),
             shadow: vec![None; size].into_boxed_slice(),
@@ -1203,7 +1201,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         unsafe { self.ring.as_ptr().add(i) }
     }
 
-    /// Frees the packets whose last descriptor lies in `from..from+count` (mod size), in bulk. Without `holes`
+    /// Frees the packets whose last descriptor lies in `from..from+count` (mod size), in bulk. Without [`RS_HOLES`] in `flags`
     /// every slot there holds a packet and the shadow ring itself is handed to the mempool (no copy); otherwise
     /// the packets are gathered first.
     #[inline]
@@ -1318,10 +1316,9 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     #[inline(always)]
     fn push_rs(&mut self, slot: usize) {
         let at = idx::add(self.rs_head, self.rs_len, self.size);
-        let holes = if std::mem::take(&mut self.holes) { RS_HOLES } else { 0 };
-        let check = if std::mem::take(&mut self.check) { RS_CHECK } else { 0 };
+        let flags = std::mem::take(&mut self.rs_flags);
         // SAFETY: at < size; at most one RS per descriptor, so the fifo never holds more than `size`.
-        unsafe { *self.rs_fifo.get_unchecked_mut(at) = slot as u32 | holes | check };
+        unsafe { *self.rs_fifo.get_unchecked_mut(at) = slot as u32 | flags };
         self.rs_len += 1;
     }
 
@@ -1341,7 +1338,9 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
                 return Err(());
             }
             self.since_rs += 1;
-            self.check |= m.single_of(self.pool_id) != 0;
+            if m.single_of(self.pool_id) != 0 {
+                self.rs_flags |= RS_CHECK;
+            }
             let rs = self.since_rs >= self.rs_thresh;
             let slot = self.tail;
             self.put(TxDesc::data(TxData {
@@ -1404,8 +1403,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             d.cmd_type_len |= vle;
             self.put(d);
         }
-        self.holes |= need > 1;
-        self.check = true;
+        self.rs_flags |= if need > 1 { RS_HOLES | RS_CHECK } else { RS_CHECK };
         if rs {
             self.push_rs(last);
             self.since_rs = 0;
@@ -1522,7 +1520,9 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
                 bytes += len as u64;
                 k += 1;
             }
-            self.check |= other != 0;
+            if other != 0 {
+                self.rs_flags |= RS_CHECK;
+            }
             if k > 0 {
                 self.advance(tail, k);
                 sent += k as u64;
