@@ -1201,9 +1201,9 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         unsafe { self.ring.as_ptr().add(i) }
     }
 
-    /// Frees the packets whose last descriptor lies in `from..from+count` (mod size), in bulk. Without [`RS_HOLES`] in `flags`
-    /// every slot there holds a packet and the shadow ring itself is handed to the mempool (no copy); otherwise
-    /// the packets are gathered first.
+    /// Frees the packets whose last descriptor lies in `from..from+count` (mod size), in bulk. Without
+    /// [`RS_HOLES`] in `flags` every slot there holds a packet and the shadow ring itself is handed to the mempool
+    /// (no copy); otherwise the packets are gathered first.
     #[inline]
     fn free_range(&mut self, from: usize, count: usize, flags: u32) {
         let size = self.size;
@@ -1429,8 +1429,11 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     ///
     /// The common burst (it fits before the ring's end, the next RS point and the free room) starts with one
     /// call of [`tx_groups`] over all of it; whatever that leaves continues in [`TxRing::tx_from_general`].
+    ///
+    /// Returns how many packets it took (sent or dropped as bad); the counters move here (each path once), so
+    /// that no tuple of results has to be merged between the two.
     #[inline(always)]
-    fn tx_from(&mut self, pkts: &[NonNull<MbufHeader>]) -> (usize, u64, u64, u64) {
+    fn tx_from(&mut self, pkts: &[NonNull<MbufHeader>]) -> usize {
         let len = pkts.len();
         let tail = self.tail;
         let (mut n, mut bytes) = (0, 0);
@@ -1448,7 +1451,9 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             if k > 0 {
                 self.advance(tail, k);
                 if k == len {
-                    return (k, b, k as u64, 0);
+                    self.stats.packets.add(k as u64);
+                    self.stats.bytes.add(b);
+                    return k;
                 }
                 (n, bytes) = (k, b);
             }
@@ -1476,9 +1481,10 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     }
 
     /// The rest of [`TxRing::tx_from`] from packet `n` (those before it placed, with `bytes`): runs bounded by
-    /// the ring's end, the RS point and the free room, packets one at a time, the general path.
+    /// the ring's end, the RS point and the free room, packets one at a time, the general path. Returns how many
+    /// packets were taken in all; moves the counters for all of them.
     #[inline(never)]
-    fn tx_from_general(&mut self, pkts: &[NonNull<MbufHeader>], n: usize, bytes: u64) -> (usize, u64, u64, u64) {
+    fn tx_from_general(&mut self, pkts: &[NonNull<MbufHeader>], n: usize, bytes: u64) -> usize {
         let ring = self.ring.as_ptr();
         let size = self.size;
         let rs_thresh = self.rs_thresh;
@@ -1557,7 +1563,12 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             }
             n += 1;
         }
-        (n, bytes, sent, errors)
+        self.stats.packets.add(sent);
+        self.stats.bytes.add(bytes);
+        if errors != 0 {
+            self.stats.errors.add(errors);
+        }
+        n
     }
 }
 
@@ -1636,24 +1647,12 @@ impl<R: RegisterSpace, F: Family> TxQueue for TxRing<R, F> {
     fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
         while self.nb_free < self.free_thresh && self.clean_one() {}
         let start_tail = self.tail;
-        let mut counts = (0, 0, 0, 0);
         // SAFETY: tx_from takes ownership of exactly the first `n` chains it reports: queued ones move into the
-        // shadow ring, bad ones are freed; it keeps nothing else.
-        unsafe {
-            batch.drain_raw(|pkts| {
-                counts = self.tx_from(pkts);
-                counts.0
-            })
-        };
-        let (taken, bytes, sent, errors) = counts;
+        // shadow ring, bad ones are freed; it keeps nothing else. It also moves the counters.
+        let taken = unsafe { batch.drain_raw(|pkts| self.tx_from(pkts)) };
         if self.tail != start_tail {
             dma_wmb();
             self.regs.space().write32(self.tdt, self.tail as u32);
-        }
-        self.stats.packets.add(sent);
-        self.stats.bytes.add(bytes);
-        if errors != 0 {
-            self.stats.errors.add(errors);
         }
         taken
     }
