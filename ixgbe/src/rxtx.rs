@@ -1295,7 +1295,8 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             self.clean = idx::add(rs, 1, self.size);
             self.nb_free += count;
         }
-        self.rs_head = idx::add(self.rs_head, 1, self.size);
+        let next = self.rs_head + 1;
+        self.rs_head = if next == self.size { 0 } else { next };
         self.rs_len -= 1;
         true
     }
