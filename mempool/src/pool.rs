@@ -127,8 +127,9 @@ impl PoolInner {
         objs
     }
 
-    /// Takes exactly `out.len()` free elements, or none.
-    #[inline]
+    /// Takes exactly `out.len()` free elements, or none. Always inlined: out of line its register saves cost
+    /// about a third of the cached path (measured in the ixgbe RX refill).
+    #[inline(always)]
     fn get_bulk(&self, out: &mut [NonNull<MbufHeader>]) -> bool {
         let n = out.len();
         let Some(cache) = self.cache().filter(|_| n <= MAX_CACHED_BULK) else {
