@@ -242,3 +242,45 @@ fn the_x540_keeps_plain_rxen() {
     r.set(CTRL, CTRL_LNK_RST);
     r.port.assert_no_faults();
 }
+
+/// Receives `frame` on a fresh port of `config` and returns its write-back status/error dword and XEC.
+fn rx_status(config: X540Config, frame: &[u8]) -> (u32, u32) {
+    let mut r = Rig::new(config);
+    r.bring_up();
+    r.setup_rx(0, 2, false);
+    r.set(FCTRL, FCTRL_UPE);
+    assert!(r.port.inject(frame));
+    r.port.step();
+    let (d, data, _) = r.rx_frame(0).expect("delivered");
+    assert_eq!(data, frame);
+    r.port.assert_no_faults();
+    (d[2], r.rd(XEC))
+}
+
+#[test]
+fn udp_zero_checksum_errata_flags_l4e_on_the_82599_only() {
+    let good = udp4_frame(MAC, 5, 60);
+    let mut zero = good.clone();
+    zero[40..42].copy_from_slice(&[0, 0]); // UDP checksum field: "no checksum"
+    let mut wrong = good.clone();
+    wrong[41] ^= 0x5A; // a wrong non-zero checksum
+    let x540 = X540Config { mac: MAC, ..Default::default() };
+    let l4 = RXD_STAT_L4CS | RXD_STAT_UDPCS | RXD_STAT_UDPV | RXD_ERR_L4E | RXD_ERR_IPE;
+
+    // 82599: the errata (§7.2, §15) flags TCPE/L4E although the frame is fine; UDPV tells it apart.
+    let (st, xec) = rx_status(cfg(), &zero);
+    assert_eq!(st & l4, RXD_STAT_L4CS | RXD_STAT_UDPCS | RXD_ERR_L4E);
+    assert_eq!(xec, 1);
+    let (st, _) = rx_status(cfg(), &wrong);
+    assert_eq!(st & l4, RXD_STAT_L4CS | RXD_STAT_UDPCS | RXD_STAT_UDPV | RXD_ERR_L4E);
+    let (st, xec) = rx_status(cfg(), &good);
+    assert_eq!(st & l4, RXD_STAT_L4CS | RXD_STAT_UDPCS | RXD_STAT_UDPV);
+    assert_eq!(xec, 0);
+
+    // X540: no errata; a zero UDP checksum over IPv4 is "no checksum", not an error.
+    let (st, xec) = rx_status(x540.clone(), &zero);
+    assert_eq!(st & l4, RXD_STAT_L4CS | RXD_STAT_UDPCS);
+    assert_eq!(xec, 0);
+    let (st, _) = rx_status(x540, &wrong);
+    assert_eq!(st & l4, RXD_STAT_L4CS | RXD_STAT_UDPCS | RXD_STAT_UDPV | RXD_ERR_L4E);
+}

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::regs::*;
-use super::{Core, RxError, Shared, WireFrame};
+use super::{Chip, Core, RxError, Shared, WireFrame};
 use crate::net::{self, Parsed, L3};
 
 /// A frame that passed the MAC and the filters, ready for a ring.
@@ -168,8 +168,11 @@ impl Core {
         (0, rss_type::NONE)
     }
 
-    /// Packet type bits (§7.2) and checksum status/error bits.
-    fn ptype_and_checksums(&mut self, frame: &[u8], p: &Parsed) -> (u32, u32) {
+    /// Packet type bits (§7.2) and checksum status/error bits. On the 82599 a UDP checksum field of 0 ("no
+    /// checksum") is flagged TCPE/L4E, the errata of §7.2 and §15 ("UDP zero-checksum errata: yes (TCPE on UDP
+    /// csum=0)"); the fact sheet says it *can* be flagged, and the model always does. The X540 has no such errata.
+    /// The errata's L4E counts in XEC like any other checksum error (an assumption: the fact sheet is silent).
+    fn ptype_and_checksums(&mut self, chip: Chip, frame: &[u8], p: &Parsed) -> (u32, u32) {
         let mut ptype = 0;
         let mut status = 0;
         match p.l3 {
@@ -203,6 +206,9 @@ impl Core {
                     let no_checksum = udp && field == 0 && matches!(p.l3, L3::V4 { .. });
                     let sum = net::ones_sum(&frame[off..off + len], net::pseudo_header_sum(frame, p, proto, len));
                     if !no_checksum && net::fold(sum) != 0xFFFF {
+                        status |= RXD_ERR_L4E;
+                    }
+                    if udp && field == 0 && chip == Chip::X82599 {
                         status |= RXD_ERR_L4E;
                     }
                 }
@@ -293,7 +299,7 @@ impl Core {
         } else {
             0
         };
-        let (ptype, csum) = self.ptype_and_checksums(&data, &p);
+        let (ptype, csum) = self.ptype_and_checksums(shared.config.chip, &data, &p);
         status |= csum;
         if pif {
             status |= RXD_STAT_PIF;
