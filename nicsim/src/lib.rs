@@ -33,7 +33,8 @@
 //!   [`run_until_idle`]`(&[&a, &b])` steps both until frames stop moving.
 //! - Asynchronous, like hardware: [`X540Port::start_thread`] returns a [`ModelThread`] guard; the model polls
 //!   the doorbells (RDT/TDT, written without any lock) and rings in its own thread until the guard is dropped.
-//! - Other wires: [`X540Port::wire_to_pcap`] (TX to a pcap file), [`X540Port::inject_pcap`] (pcap records to RX).
+//! - Other wires: [`X540Port::wire_to_pcap`] (TX to a pcap file), [`X540Port::inject_pcap`] (pcap records to RX),
+//!   [`X540Port::wire_to_tap`] (a TAP interface: the kernel is the link partner).
 //! - Faults: [`X540Port::link_flap`], [`X540Port::set_cable`], [`X540Port::inject_error`] (CRC / length error
 //!   write-backs), [`X540Port::tx_hang`], [`X540Port::set_reset_delay`] (slow reset),
 //!   [`X540Config::phy_powered_down`]. Detected driver faults: [`X540Port::faults`],
@@ -57,7 +58,7 @@
 //!
 //! Interrupts (causes are recorded in EICR, nothing is signalled), TSO, SCTP CRC offload, header split, RSC,
 //! flow director, DCB/VMDq/SR-IOV pools, flow control (PAUSE frames are neither sent nor honoured), link timing of a
-//! real 10GBASE-T PHY, TAP wires; of the 82599's differences: SFP module identification over I2C, LESM firmware
+//! real 10GBASE-T PHY; of the 82599's differences: SFP module identification over I2C, LESM firmware
 //! and its AUTOC semaphore, backplane/copper media, the UDP zero-checksum errata, the SDP interrupt bits.
 //!
 //! # The 82599 variant
@@ -78,6 +79,7 @@ pub mod dma;
 pub mod fault;
 pub mod net;
 pub mod pci;
+mod tap;
 pub mod x540;
 
 pub use dma::IovaMap;

@@ -24,6 +24,7 @@ use pktio::pcap_file::{self, PcapError, PcapWriter};
 use crate::dma::IovaMap;
 use crate::fault::{Fault, FaultLog};
 use crate::pci::PciIdentity;
+use crate::tap::TapWire;
 use phy::{Phy, PhyEvent};
 use regs::*;
 
@@ -164,6 +165,8 @@ enum Sink {
     Peer(Weak<Shared>),
     /// A pcap file.
     Pcap(PcapWriter<BufWriter<File>>),
+    /// A TAP interface: the kernel on the other end (its frames come back through [`Shared::pump_wire`]).
+    Tap(Arc<TapWire>),
 }
 
 /// Model-side counters that never clear (unlike the statistics registers): handy for exact-count tests.
@@ -277,7 +280,24 @@ impl Shared {
                     self.faults.record(Fault::Protocol { what: format!("pcap wire: {e}") });
                 }
             }
+            Sink::Tap(tap) => tap.send(&frame.data),
         }
+    }
+
+    /// Frames arriving from a wire that has its own source (a TAP): into the packet buffer, at most a burst per
+    /// step. Returns how many arrived.
+    fn pump_wire(&self) -> usize {
+        let tap = match &*self.sink.lock().unwrap_or_else(|e| e.into_inner()) {
+            Sink::Tap(tap) => tap.clone(),
+            _ => return 0,
+        };
+        let mut n = 0;
+        while n < 64 {
+            let Some(data) = tap.recv() else { break };
+            self.receive(WireFrame { data, error: None });
+            n += 1;
+        }
+        n
     }
 
     fn tail_doorbell(offset: usize) -> Option<(bool, usize)> {
@@ -296,6 +316,7 @@ impl Shared {
     /// Processes everything pending: TX rings up to their tails, then frames waiting in the packet buffer. Returns
     /// the amount of work done (descriptors and frames); 0 means idle.
     fn step(self: &Arc<Self>) -> usize {
+        let arrived = self.pump_wire();
         let mut core = self.lock();
         core.update_time(self);
         if core.in_reset(Instant::now()) {
@@ -306,9 +327,9 @@ impl Shared {
             inbound.bytes = 0;
             drop(inbound);
             self.counters().rx_disabled += n as u64;
-            return n;
+            return n + arrived;
         }
-        let mut work = core.process_tx(self);
+        let mut work = arrived + core.process_tx(self);
         work += core.process_rx(self);
         work
     }
@@ -1014,6 +1035,20 @@ impl X540Port {
         let writer = PcapWriter::create(path)?;
         *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Pcap(writer);
         Ok(())
+    }
+
+    /// Wires this port to TAP interface `name` (created, or attached to if it exists and is persistent; a `%d`
+    /// lets the kernel number it) and brings the interface up: frames the port transmits are written to the TAP,
+    /// frames the kernel sends out of the TAP arrive at the port's RX like [`X540Port::inject`] (read when the
+    /// model steps: by [`X540Port::step`] or the model thread). The kernel's end is always there, so the link
+    /// depends only on this port. Returns the interface's name; the interface goes away when the port is unwired
+    /// or dropped. Needs CAP_NET_ADMIN; the TAP is made in the calling thread's network namespace.
+    pub fn wire_to_tap(&self, name: &str) -> std::io::Result<String> {
+        let tap = TapWire::open(name)?;
+        let ifname = tap.name().to_string();
+        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Tap(Arc::new(tap));
+        self.shared.kick();
+        Ok(ifname)
     }
 
     /// Flushes a pcap sink (call before reading the file while the port lives).
