@@ -5,6 +5,13 @@
 //! `speed=100|1000|10000` (link partner speed, default 10000), `mac=x540|82599` (which model; default x540).
 //! Each model port runs in its own thread, like hardware, for as long as the port lives.
 //!
+//! `tap=NAME` wires one port to a TAP interface instead of a twin (`ports=1`, the default then, and the only count
+//! allowed with it; `%d` in NAME lets the kernel number it): the kernel is the link partner, so ping or curl talk
+//! through the real driver and the model, e.g. `testpmd-rs --vdev net_sim_x540,tap=simtap0 --
+//! --forward-mode=icmpecho`, then `ip addr add 10.0.0.1/24 dev simtap0; ping 10.0.0.2`. The interface is created
+//! (and brought up) when the vdev opens, in the caller's network namespace, and disappears with the port; it needs
+//! CAP_NET_ADMIN and /dev/net/tun.
+//!
 //! `net_sim_82599` is the same with `mac=82599`: the driver's 82599 path (SFP+ link through AUTOC and the laser,
 //! LNK_RST, the RX security-block sequence) on the model's 82599 variant, e.g.
 //! `testpmd-rs --vdev net_sim_82599,ports=2 -- -i`. Its SFP+ link runs at 10G only.
@@ -91,14 +98,21 @@ pub fn open_vdev_82599(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<
 }
 
 fn open_model_vdev(args: &Devargs, allocator: &Allocator, default_mac: &str) -> Result<Vec<Box<dyn EthDev>>> {
-    args.check_keys(&["ports", "speed", "mac"])?;
+    args.check_keys(&["ports", "speed", "mac", "tap"])?;
     let base = match args.get("mac").unwrap_or(default_mac) {
         "x540" | "X540" => X540Config::default(),
         "82599" => X540Config::x82599(),
         m => return Err(args.error(format!("mac={m}: use x540 or 82599"))),
     };
-    let ports: u16 = args.parse_or("ports", 2)?;
-    if ports == 0 || !ports.is_multiple_of(2) || ports > MAX_PORTS {
+    let tap = args.get("tap");
+    if tap == Some("") {
+        return Err(args.error("tap= needs an interface name"));
+    }
+    let ports: u16 = args.parse_or("ports", if tap.is_some() { 1 } else { 2 })?;
+    if tap.is_some() && ports != 1 {
+        return Err(args.error(format!("ports={ports}: a tap= vdev has one port (wired to the TAP)")));
+    }
+    if tap.is_none() && (ports == 0 || !ports.is_multiple_of(2) || ports > MAX_PORTS) {
         return Err(
             args.error(format!("ports={ports}: give an even number up to {MAX_PORTS} (ports are wired in pairs)"))
         );
@@ -113,6 +127,12 @@ fn open_model_vdev(args: &Devargs, allocator: &Allocator, default_mac: &str) -> 
         return Err(args.error("the simulated 82599 is an SFP+ port running 10G SFI: speed=10000 only"));
     }
     let mut out: Vec<Box<dyn EthDev>> = Vec::new();
+    if let Some(tap) = tap {
+        let (bar, model) = X540::new(X540Config { partner_speed, ..base });
+        model.wire_to_tap(tap).map_err(|e| pktio::Error::os(format!("{}: TAP wire {tap:?}", args.name), e))?;
+        out.push(Box::new(open_one(format!("{}_p0", args.name), bar, model, allocator)?));
+        return Ok(out);
+    }
     for pair in 0..ports / 2 {
         // Distinct MACs per pair: the model's pair differs in the last byte, the pair index goes in byte 4.
         let mut mac = base.mac;

@@ -126,3 +126,34 @@ fn icmpecho_answers_ping_through_tap() {
     s.cmd("show port info 0");
     check_session(s, n, "10.198.0.2");
 }
+
+/// The simulated NIC wired to a TAP: the kernel's ping crosses the TAP, the model's filters and RX ring, the real
+/// ixgbe driver, testpmd-rs's icmpecho, and back out through the driver's TX ring and the model.
+fn sim_tap_answers_ping(vdev_driver: &str, ns_name: &str, iface: &str, subnet: &str) {
+    if !usable() || !std::path::Path::new("/dev/net/tun").exists() {
+        eprintln!("skipped: needs /dev/net/tun");
+        return;
+    }
+    let ns = Netns::new(&[ns_name]);
+    let n = &ns.0[0];
+    ns.sysctl(0, "net.ipv6.conf.all.disable_ipv6=1");
+    ns.sysctl(0, "net.ipv6.conf.default.disable_ipv6=1");
+    let mut s = Session::spawn(testpmd_in(n, &format!("{vdev_driver},tap={iface}")));
+    s.wait_for("testpmd> ", Duration::from_secs(20));
+    // The TAP exists (and is up) once the port is open: give the kernel side an address.
+    ip(&["-n", n, "addr", "add", &format!("{subnet}.1/24"), "dev", iface]);
+    ip(&["-n", n, "link", "set", iface, "up"]);
+    let info = s.cmd("show port info 0");
+    assert!(info.contains(&format!("{vdev_driver}_p0")), "{info}");
+    check_session(s, n, &format!("{subnet}.2"));
+}
+
+#[test]
+fn icmpecho_answers_ping_through_sim_x540_on_a_tap() {
+    sim_tap_answers_ping("net_sim_x540", "tpmd-simtap", "simtap0", "10.197.0");
+}
+
+#[test]
+fn icmpecho_answers_ping_through_sim_82599_on_a_tap() {
+    sim_tap_answers_ping("net_sim_82599", "tpmd-simtap82", "simtap1", "10.196.0");
+}
