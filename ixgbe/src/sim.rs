@@ -243,6 +243,16 @@ mod tests {
         assert!(open_vdev(&Devargs::parse("net_sim_x540,mac=82598").unwrap(), no_huge).is_err());
     }
 
+    #[test]
+    fn a_tap_vdev_has_one_port() {
+        // Rejected before any TAP is made (the ping through one is in testpmd-rs/tests/netns.rs).
+        let no_huge = &Allocator::no_huge();
+        for bad in ["net_sim_x540,tap=simtap0,ports=2", "net_sim_x540,tap=", "net_sim_82599,tap=t0,ports=0"] {
+            let err = open_vdev(&Devargs::parse(bad).unwrap(), no_huge).err().expect(bad).to_string();
+            assert!(err.contains("tap") || err.contains("ports"), "{bad}: {err}");
+        }
+    }
+
     fn forward_on(devargs: &str, open: VdevOpen) {
         let args = Devargs::parse(devargs).unwrap();
         let mut ports = open(&args, &Allocator::no_huge()).unwrap();
