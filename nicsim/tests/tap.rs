@@ -1,5 +1,6 @@
 //! The TAP wire ([`X540Port::wire_to_tap`]) in a private network namespace of a test thread: a frame the kernel
-//! sends out of the TAP reaches the model's RX (here: dropped as RX-disabled, no driver runs); unwiring removes the interface. The kernel-to-driver-and-back path is in testpmd-rs/tests/netns.rs.
+//! sends out of the TAP reaches the model's RX (here: dropped as RX-disabled, no driver runs); unwiring removes the
+//! interface. The kernel-to-driver-and-back path is in testpmd-rs/tests/netns.rs.
 //!
 //! Needs root and /dev/net/tun; without them the test says why and passes.
 
