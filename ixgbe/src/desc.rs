@@ -71,6 +71,8 @@ pub mod rx {
     pub const STAT_L4CS: u32 = bit(5);
     /// Dword 2: IPv4 header checksum computed.
     pub const STAT_IPCS: u32 = bit(6);
+    /// Dword 2: the UDP checksum field is non-zero (UDPV).
+    pub const STAT_UDPV: u32 = bit(10);
 }
 
 /// TX bits (sections 7.3, 7.4).

@@ -834,6 +834,8 @@ impl<R: RegisterSpace> Ixgbe<R> {
                     port_id: self.port_id,
                     stats: self.rx_stats[q as usize].clone(),
                     port: &name,
+                    // Fact sheet §7.2, §15: the 82599 only.
+                    udp_csum_zero_err: self.options.mac_type == MacType::X82599,
                 },
                 rx_cfg,
             )?;

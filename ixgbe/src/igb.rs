@@ -495,6 +495,7 @@ impl<R: RegisterSpace> Igb<R> {
                 port_id: self.port_id,
                 stats: self.rx_stats.clone(),
                 port: &name,
+                udp_csum_zero_err: false,
             },
             rx_cfg,
         )?;

@@ -254,20 +254,34 @@ const CSUM_TABLE: [u64; 16] = {
 /// Write-back dword 0 bits that [`rx_flags`] reads: RSS type 3:0, packet type 9:4.
 const RX_INFO_KEY: u32 = 0x3FF;
 
-/// Status/error bits that [`rx_flags`] reads: L4CS, IPCS, and the two checksum error bits.
+/// Status/error bits that [`rx_flags`] reads: L4CS, IPCS, UDPV (for the 82599's UDP zero-checksum errata), and
+/// the two checksum error bits.
 #[inline(always)]
 const fn rx_csum_bits<F: Family>() -> u32 {
-    rx::STAT_L4CS | rx::STAT_IPCS | (0b11 << F::RX_CSUM_ERR_SHIFT)
+    rx::STAT_L4CS | rx::STAT_IPCS | rx::STAT_UDPV | (0b11 << F::RX_CSUM_ERR_SHIFT)
 }
 
-/// Offload flags and packet type of a completed descriptor.
+/// An L4 checksum error on a UDP frame whose checksum field is 0 (UDPV clear): what the 82599's UDP zero-checksum
+/// errata reports (fact sheet §7.2, §15: TCPE/L4E on a UDP frame with checksum 0, "no checksum").
 #[inline(always)]
-fn rx_flags<F: Family>(pkt_info: u32, status_error: u32) -> (u64, u32) {
+fn udp_zero_csum_error<F: Family>(pkt_info: u32, status_error: u32) -> bool {
+    status_error & (F::RX_ERR_L4E | rx::STAT_UDPV) == F::RX_ERR_L4E && pkt_info & rx::PTYPE_UDP != 0
+}
+
+/// Offload flags and packet type of a completed descriptor. `udp_csum_zero_err`: the queue's device has the
+/// 82599's UDP zero-checksum errata ([`udp_zero_csum_error`]), so such an error is not reported as
+/// `RX_L4_CKSUM_BAD` but as unknown (neither flag), as DPDK does (`rx_udp_csum_zero_err`). DPDK masks every UDP
+/// L4 error on the 82599; testing UDPV keeps a wrong non-zero checksum reported bad.
+#[inline(always)]
+fn rx_flags<F: Family>(pkt_info: u32, status_error: u32, udp_csum_zero_err: bool) -> (u64, u32) {
     debug_assert_eq!(F::RX_ERR_L4E, 1 << F::RX_CSUM_ERR_SHIFT);
     debug_assert_eq!(F::RX_ERR_IPE, 2 << F::RX_CSUM_ERR_SHIFT);
     let l4cs_ipcs = (status_error >> 5) & 0b11; // L4CS = bit 5, IPCS = bit 6
     let errs = (status_error >> F::RX_CSUM_ERR_SHIFT) & 0b11;
-    let csum = CSUM_TABLE[(l4cs_ipcs | errs << 2) as usize];
+    let mut csum = CSUM_TABLE[(l4cs_ipcs | errs << 2) as usize];
+    if udp_csum_zero_err && udp_zero_csum_error::<F>(pkt_info, status_error) {
+        csum &= !ol_flags::RX_L4_CKSUM_BAD;
+    }
     // RSS type != 0 -> RX_RSS_HASH, without a branch.
     let rss = (((pkt_info & rx::RSS_TYPE.mask()) + rx::RSS_TYPE.mask()) >> rx::RSS_TYPE.width) as u64;
     let pt = PTYPE_TABLE[((pkt_info >> 4) & 0x3F) as usize];
@@ -297,6 +311,8 @@ pub struct RxRing<R: RegisterSpace, F: Family> {
     /// port, the pool's buffer length): buffers come from the pool's raw allocation with stale metadata.
     rearm: RxRearm,
     memo: RxMemo,
+    /// The 82599's UDP zero-checksum errata: see [`rx_flags`].
+    udp_csum_zero_err: bool,
     /// The CPU has AVX: the fast run uses [`rx_fast_run_avx`].
     avx: bool,
     /// Head of a frame whose later descriptors have not completed yet.
@@ -338,6 +354,9 @@ pub struct RxSetup<'a, R> {
     pub stats: Arc<RxQueueStats>,
     /// Port name for errors.
     pub port: &'a str,
+    /// The device has the 82599's UDP zero-checksum errata (fact sheet §7.2, §15): an L4 error on a UDP frame whose
+    /// checksum field is 0 (UDPV clear) is reported as unknown, not bad.
+    pub udp_csum_zero_err: bool,
 }
 
 impl<R: RegisterSpace, F: Family> RxRing<R, F> {
@@ -404,6 +423,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             headroom,
             rearm,
             memo: RxMemo::new::<F>(),
+            udp_csum_zero_err: setup.udp_csum_zero_err,
             #[cfg(target_arch = "x86_64")]
             avx: std::arch::is_x86_feature_detected!("avx"),
             #[cfg(not(target_arch = "x86_64"))]
@@ -576,7 +596,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             return None;
         }
         let mut m = m;
-        let (flags, pt) = rx_flags::<F>(wb.pkt_info, st);
+        let (flags, pt) = rx_flags::<F>(wb.pkt_info, st, self.udp_csum_zero_err);
         m.set_ol_flags(flags);
         m.set_packet_type(pt);
         m.set_rss_hash(wb.rss_hash);
@@ -713,13 +733,14 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
 
 /// The last fast-path frame's (key, ol_flags, packet_type): flags and packet type depend only on a few status
 /// bits and the packet-info bits, and a burst mostly repeats one combination. Starts as key 0 (no packet-info
-/// bits, no checksum bits) with its flags, so it is always a valid entry.
+/// bits, no checksum bits) with its flags, so it is always a valid entry. Never a key of
+/// [`udp_zero_csum_error`]: the fast run leaves those frames to the slow path, whose flags depend on the queue.
 #[derive(Debug, Clone, Copy)]
 struct RxMemo(u64, u64, u32);
 
 impl RxMemo {
     fn new<F: Family>() -> RxMemo {
-        let (f, t) = rx_flags::<F>(0, 0);
+        let (f, t) = rx_flags::<F>(0, 0, false);
         RxMemo(0, f, t)
     }
 }
@@ -751,7 +772,8 @@ unsafe fn rx_info_len(d: *const RxDesc) -> (u64, u16) {
 }
 
 /// Receives the leading run of common frames among the `n` descriptors at `d`: each one descriptor with DD and
-/// EOP, no MAC error, and a length that fits the buffer. Each such frame's buffer (from `shadow`, same index)
+/// EOP, no MAC error, a length that fits the buffer, and not a UDP zero-checksum error ([`udp_zero_csum_error`],
+/// whose flags depend on the queue; checked only on a flag-key miss). Each such frame's buffer (from `shadow`, same index)
 /// gets its metadata and is written to `out` (same index). Stops at the first other descriptor; returns how many
 /// it took and their bytes.
 ///
@@ -837,7 +859,11 @@ unsafe fn rx_fast_run_body<F: Family>(
         }
         let key = (qw0 as u32 & RX_INFO_KEY) as u64 | ((st & rx_csum_bits::<F>()) as u64) << 32;
         if key != m0.0 {
-            let (f, t) = rx_flags::<F>(qw0 as u32, st);
+            if udp_zero_csum_error::<F>(qw0 as u32, st) {
+                // Its flags depend on the queue (the 82599's errata): the slow path knows it.
+                break;
+            }
+            let (f, t) = rx_flags::<F>(qw0 as u32, st, false);
             m0 = RxMemo(key, f, t);
         }
         // SAFETY: k < n; the caller's contract: an owned buffer posted with the rearm word, whose ownership

@@ -155,3 +155,52 @@ fn tx_checksum_offload_inserts_ip_and_l4_checksums() {
     assert!(pool.is_full());
     port.assert_no_faults();
 }
+
+/// The 82599's UDP zero-checksum errata (fact sheet §7.2, §15): the model flags TCPE/L4E on a UDP frame whose
+/// checksum field is 0; the driver reports that frame's L4 checksum as unknown (neither good nor bad) on the 82599
+/// only, while a wrong non-zero UDP checksum stays bad. One frame at a time and then in mixed bursts (the fast
+/// path's flag memo and its groups of four must keep the two apart).
+#[test]
+fn udp_zero_checksum_errata_on_the_82599_only() {
+    let mask =
+        ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_IP_CKSUM_BAD | ol_flags::RX_L4_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_BAD;
+    let good_all = ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_GOOD;
+    let bad_l4 = ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_BAD;
+    for (config, zero_flags) in [
+        (X540Config { panic_on_fault: true, ..X540Config::x82599() }, ol_flags::RX_IP_CKSUM_GOOD),
+        (X540Config { panic_on_fault: true, ..X540Config::default() }, good_all),
+    ] {
+        let chip = config.chip;
+        let (mut dev, port) = single(config);
+        let pool = pool(1024, 2048);
+        start(&mut dev, &PortConfig { rx_desc: 128, tx_desc: 64, ..Default::default() }, &pool);
+        wait_for("link up", std::time::Duration::from_secs(2), || dev.link().up);
+        let mac = dev.mac_addr().0;
+        let mut rx = dev.rx_queue_typed(0).unwrap();
+        let good = udp_frame(mac, [2, 0, 0, 0, 0, 1], ([10, 1, 1, 1], [10, 1, 1, 2]), (5, 6), 100);
+        assert_ne!(good[40..42], [0, 0]);
+        let mut zero = good.clone();
+        zero[40..42].copy_from_slice(&[0, 0]); // UDP checksum field 0: "no checksum"
+        let mut wrong = good.clone();
+        wrong[60] ^= 0x55; // payload byte: the non-zero checksum no longer matches
+        let (z, w, g) = ((&zero, zero_flags), (&wrong, bad_l4), (&good, good_all));
+        let one_by_one = [g, z, w, z, z, w, g, z];
+        let mixed: Vec<_> = [z, z, z, z, w, w, w, w, z, z, z, z, g, g, g, g, z, w, z, w, z, z, z, z].to_vec();
+        for burst in [one_by_one.iter().map(|&c| vec![c]).collect::<Vec<_>>(), vec![mixed]].concat() {
+            for (frame, _) in &burst {
+                assert!(port.inject(frame));
+            }
+            port.step();
+            let mut b = PacketBatch::new();
+            assert_eq!(rx.rx_burst(&mut b), burst.len());
+            for (i, ((frame, want), m)) in burst.iter().zip(b.iter()).enumerate() {
+                assert_eq!(bytes(m), **frame);
+                assert_eq!(m.ol_flags() & mask, *want, "{chip:?} frame {i} of {}: {:#x}", burst.len(), m.ol_flags());
+            }
+        }
+        drop(rx);
+        dev.stop().unwrap();
+        assert!(pool.is_full());
+        port.assert_no_faults();
+    }
+}
