@@ -489,21 +489,7 @@ impl AfPacketPort {
 }
 
 impl EthDev for AfPacketPort {
-    fn info(&self) -> DevInfo {
-        self.core.info.clone()
-    }
-
-    fn config(&self) -> &PortConfig {
-        &self.core.config
-    }
-
-    fn is_started(&self) -> bool {
-        self.core.started
-    }
-
-    fn set_port_id(&mut self, port_id: u16) {
-        self.core.port_id = port_id;
-    }
+    crate::soft_port_state!(core);
 
     fn configure(&mut self, config: &PortConfig) -> Result<()> {
         if config.mtu != self.core.config.mtu {

@@ -216,10 +216,12 @@ macro_rules! soft_port_queues {
     };
 }
 
-/// Implements the [`crate::EthDev`] methods that only touch the [`SoftPortCore`] in field `$core`.
+/// Implements the [`crate::EthDev`] methods every software port answers from its [`SoftPortCore`] (field `$core`):
+/// identity and configuration state. Ports with a kernel interface behind them (af_packet, tap) use this one and
+/// apply MAC, promiscuous and MTU changes to the interface themselves.
 #[macro_export]
 #[doc(hidden)]
-macro_rules! soft_port_common {
+macro_rules! soft_port_state {
     ($core:ident) => {
         fn info(&self) -> $crate::DevInfo {
             self.$core.info.clone()
@@ -233,6 +235,16 @@ macro_rules! soft_port_common {
         fn set_port_id(&mut self, port_id: u16) {
             self.$core.port_id = port_id;
         }
+    };
+}
+
+/// [`soft_port_state!`] plus MAC, promiscuous, all-multicast, MTU and counters kept in the [`SoftPortCore`] alone,
+/// for ports with nothing behind them to tell (null, ring, pcap).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! soft_port_common {
+    ($core:ident) => {
+        $crate::soft_port_state!($core);
         fn mac_addr(&self) -> $crate::MacAddr {
             self.$core.mac
         }

@@ -191,21 +191,7 @@ impl TapPort {
 }
 
 impl EthDev for TapPort {
-    fn info(&self) -> DevInfo {
-        self.core.info.clone()
-    }
-
-    fn config(&self) -> &PortConfig {
-        &self.core.config
-    }
-
-    fn is_started(&self) -> bool {
-        self.core.started
-    }
-
-    fn set_port_id(&mut self, port_id: u16) {
-        self.core.port_id = port_id;
-    }
+    crate::soft_port_state!(core);
 
     fn configure(&mut self, config: &PortConfig) -> Result<()> {
         if config.rx_queues != config.tx_queues {
