@@ -3,14 +3,14 @@
 
 use std::time::{Duration, Instant};
 
-use mempool::{PacketBatch, DEFAULT_DATA_ROOM};
+use mempool::DEFAULT_DATA_ROOM;
 use pktio::pci::PciAddress;
-use pktio::{EthDev, MacAddr, PortConfig, RxQueue};
+use pktio::{EthDev, MacAddr, PortConfig};
 
 use crate::frames::{self, PEER_MAC};
 use crate::probe::IGB;
 use crate::sys;
-use crate::virtio_tests::{check_pool_full, check_seqs, host, send};
+use crate::virtio_tests::{check_pool_full, check_seqs, host, recv_frames, send};
 
 type R<T = ()> = Result<T, String>;
 
@@ -39,32 +39,6 @@ pub fn wait_link(dev: &dyn EthDev) -> R<Duration> {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// Receives until `count` frames tagged `tag` arrived (others are counted and dropped); returns (seq, frame).
-fn recv_frames(rx: &mut impl RxQueue, tag: &str, count: usize, timeout: Duration) -> R<Vec<(u32, Vec<u8>)>> {
-    let mut batch = PacketBatch::new();
-    let deadline = Instant::now() + timeout;
-    let (mut got, mut other) = (Vec::new(), 0);
-    while got.len() < count {
-        if rx.rx_burst(&mut batch) == 0 {
-            if Instant::now() > deadline {
-                return Err(format!("received {} of {count} frames tagged {tag} ({other} others)", got.len()));
-            }
-            std::thread::sleep(Duration::from_micros(200));
-            continue;
-        }
-        for m in batch.iter() {
-            let mut buf = vec![0u8; m.pkt_len() as usize];
-            m.copy_to(&mut buf);
-            match frames::parse(&buf) {
-                Some((t, s)) if t == tag => got.push((s, buf)),
-                _ => other += 1,
-            }
-        }
-        batch.clear();
-    }
-    Ok(got)
 }
 
 /// Checks the frames the host injected (to `mac`, `size` bytes each) byte for byte.

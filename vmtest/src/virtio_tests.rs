@@ -134,15 +134,15 @@ pub(crate) fn send(tx: &mut impl TxQueue, pool: &Mempool, src: MacAddr, tag: &st
     Ok(())
 }
 
-/// Receives until `count` frames tagged `tag` arrived (others are counted and dropped); returns (seqs, lengths).
-fn recv(rx: &mut impl RxQueue, tag: &str, count: usize, timeout: Duration) -> R<(Vec<u32>, Vec<usize>)> {
+/// Receives until `count` frames tagged `tag` arrived (others are counted and dropped); returns (seq, frame).
+pub(crate) fn recv_frames(rx: &mut impl RxQueue, tag: &str, count: usize, timeout: Duration) -> R<Vec<(u32, Vec<u8>)>> {
     let mut batch = PacketBatch::new();
     let deadline = Instant::now() + timeout;
-    let (mut seqs, mut lens, mut other) = (Vec::new(), Vec::new(), 0);
-    while seqs.len() < count {
+    let (mut got, mut other) = (Vec::new(), 0);
+    while got.len() < count {
         if rx.rx_burst(&mut batch) == 0 {
             if Instant::now() > deadline {
-                return Err(format!("received {} of {count} frames tagged {tag} ({other} others)", seqs.len()));
+                return Err(format!("received {} of {count} frames tagged {tag} ({other} others)", got.len()));
             }
             std::thread::sleep(Duration::from_micros(200));
             continue;
@@ -151,16 +151,19 @@ fn recv(rx: &mut impl RxQueue, tag: &str, count: usize, timeout: Duration) -> R<
             let mut buf = vec![0u8; m.pkt_len() as usize];
             m.copy_to(&mut buf);
             match frames::parse(&buf) {
-                Some((t, s)) if t == tag => {
-                    seqs.push(s);
-                    lens.push(buf.len());
-                }
+                Some((t, s)) if t == tag => got.push((s, buf)),
                 _ => other += 1,
             }
         }
         batch.clear();
     }
-    Ok((seqs, lens))
+    Ok(got)
+}
+
+/// [`recv_frames`], keeping only each frame's sequence number and length.
+fn recv(rx: &mut impl RxQueue, tag: &str, count: usize, timeout: Duration) -> R<(Vec<u32>, Vec<usize>)> {
+    let frames = recv_frames(rx, tag, count, timeout)?;
+    Ok(frames.into_iter().map(|(seq, buf)| (seq, buf.len())).unzip())
 }
 
 pub(crate) fn check_seqs(seqs: &[u32], count: u32, what: &str) -> R {

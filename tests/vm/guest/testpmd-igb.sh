@@ -9,20 +9,7 @@ IGB=0000:00:05.0
 VNET=0000:00:03.0
 out=/tmp/testpmd-igb.out
 [ -x /bin/testpmd-rs ] || { echo "testpmd-rs is not in the initramfs"; exit 1; }
-# The last value of NAME-packets (RX or TX) in the NIC statistics blocks of `show port stats` for port $1.
-stat() {
-    awk -v p="NIC statistics for port $1 " -v k="$2-packets:" \
-        '/statistics/ {f = index($0, p) > 0} f && $1 == k {v = $2} END {print v}' $out
-}
-# poll SECONDS CMD...: runs CMD every ~0.1 s until it succeeds (status 0) or SECONDS passed (status 1).
-poll() {
-    end=$(($(cut -d. -f1 /proc/uptime) + $1))
-    shift
-    until "$@"; do
-        [ "$(cut -d. -f1 /proc/uptime)" -lt "$end" ] || return 1
-        sleep 0.1
-    done
-}
+. /tests/lib.sh
 # These ask testpmd-rs (which reads this function's stdout) and check its last answer.
 link_up() {
     echo "show port info 0"
