@@ -211,45 +211,7 @@ pub enum IgbFamily {}
 
 impl Family for IgbFamily {
     const DRIVER: &'static str = "net_igb";
-    fn rdbal(q: u16) -> Reg {
-        regs::rdbal(q)
-    }
-    fn rdbah(q: u16) -> Reg {
-        regs::rdbah(q)
-    }
-    fn rdlen(q: u16) -> Reg {
-        regs::rdlen(q)
-    }
-    fn srrctl(q: u16) -> Reg {
-        regs::srrctl(q)
-    }
-    fn rdh(q: u16) -> Reg {
-        regs::rdh(q)
-    }
-    fn rdt(q: u16) -> Reg {
-        regs::rdt(q)
-    }
-    fn rxdctl(q: u16) -> Reg {
-        regs::rxdctl(q)
-    }
-    fn tdbal(q: u16) -> Reg {
-        regs::tdbal(q)
-    }
-    fn tdbah(q: u16) -> Reg {
-        regs::tdbah(q)
-    }
-    fn tdlen(q: u16) -> Reg {
-        regs::tdlen(q)
-    }
-    fn tdh(q: u16) -> Reg {
-        regs::tdh(q)
-    }
-    fn tdt(q: u16) -> Reg {
-        regs::tdt(q)
-    }
-    fn txdctl(q: u16) -> Reg {
-        regs::txdctl(q)
-    }
+    crate::family_queue_regs!(regs);
     fn srrctl_value(buf_kb: u32, drop_en: bool) -> u32 {
         let v = regs::SRRCTL_DESCTYPE.val(0b001) | regs::SRRCTL_BSIZEPACKET.val(buf_kb);
         if drop_en {

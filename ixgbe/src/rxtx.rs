@@ -44,6 +44,23 @@ use pktio::{Error, Result, RxQueue, TxQueue};
 use crate::desc::{rx, tx, RxDesc, RxWriteback, TxContext, TxContextDesc, TxData, TxDesc};
 use crate::regs::{Reg, Regs};
 
+/// Implements the per-queue register functions of [`Family`] by forwarding to the functions of the same names in
+/// the register module `$regs` (each family's module has its own offsets).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! family_queue_regs {
+    ($regs:ident) => {
+        $crate::family_queue_regs!(@fns $regs; rdbal rdbah rdlen srrctl rdh rdt rxdctl tdbal tdbah tdlen tdh tdt txdctl);
+    };
+    (@fns $regs:ident; $($name:ident)*) => {
+        $(
+            fn $name(q: u16) -> Reg {
+                $regs::$name(q)
+            }
+        )*
+    };
+}
+
 /// Where a device family keeps its queue registers, and the bits that differ between families.
 pub trait Family: Send + Sync + 'static {
     /// Driver name, for errors.
