@@ -1,5 +1,14 @@
-# Shell functions shared by bench/run.sh and bench/testpmd.sh (sourced, not run). Expects ROOT, SECS, WARMUP and
-# LOG to be set by the caller; set -eu friendly.
+# Settings and shell functions shared by bench/run.sh and bench/testpmd.sh (sourced, not run). Expects ROOT (the
+# repository root) to be set by the caller; set -eu friendly.
+
+SECS=${BENCH_SECONDS:-5}
+WARMUP=${BENCH_WARMUP:-1}
+ROUNDS=${BENCH_ROUNDS:-3}
+HUGEPAGES=${BENCH_HUGEPAGES:-1024}
+MEM=${BENCH_MEM:-huge}
+LOG=${BENCH_LOG_DIR:-$ROOT/target/bench-logs}
+PREFIX=pktbench$$
+mkdir -p "$LOG"
 
 say() { echo "bench: $*" >&2; }
 die() {

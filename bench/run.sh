@@ -23,16 +23,8 @@ fi
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-SECS=${BENCH_SECONDS:-5}
-WARMUP=${BENCH_WARMUP:-1}
-ROUNDS=${BENCH_ROUNDS:-3}
 MP_SECS=${BENCH_MEMPOOL_SECONDS:-2}
-HUGEPAGES=${BENCH_HUGEPAGES:-1024}
 SPEED=${BENCH_FAKETIME_SPEED:-50}
-MEM=${BENCH_MEM:-huge}
-LOG=${BENCH_LOG_DIR:-$ROOT/target/bench-logs}
-PREFIX=pktbench$$
-mkdir -p "$LOG"
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
 

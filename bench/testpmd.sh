@@ -18,16 +18,8 @@ set -eu
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-SECS=${BENCH_SECONDS:-5}
-WARMUP=${BENCH_WARMUP:-1}
-ROUNDS=${BENCH_ROUNDS:-3}
 CASES=${BENCH_TESTPMD_MODES:-io mac macswap rxonly txonly 5tswap csum flowgen 5tswap-udp csum-udp}
 SU_ROUNDS=${BENCH_STARTUP_ROUNDS:-5}
-HUGEPAGES=${BENCH_HUGEPAGES:-1024}
-MEM=${BENCH_MEM:-huge}
-LOG=${BENCH_LOG_DIR:-$ROOT/target/bench-logs}
-PREFIX=pktbench$$
-mkdir -p "$LOG"
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
 
