@@ -217,57 +217,118 @@ impl Eal {
     }
 
     /// Runs `work` on a new thread pinned to worker `lcore` and bound to its lcore id (so mempool caches work).
-    /// Fails at once if the lcore is not a worker of this environment or is busy.
-    pub fn launch<F, R>(&self, lcore: u32, work: F) -> Result<LcoreThread<R>>
+    /// Fails at once if the lcore is not a worker of this environment or is busy, handing `work` back (with what
+    /// it owns, e.g. queues) in the error.
+    pub fn launch<F, R>(&self, lcore: u32, work: F) -> Result<LcoreThread<R>, LaunchError<F>>
     where
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
         if !self.config.lcores.contains(&lcore) || lcore == self.config.main_lcore {
-            return Err(Error::Lcore {
-                lcore,
-                reason: format!("not a worker lcore (workers: {})", cpu::format_list(&self.worker_lcores())),
-            });
+            let reason = format!("not a worker lcore (workers: {})", cpu::format_list(&self.worker_lcores()));
+            return Err(LaunchError { error: Error::Lcore { lcore, reason }, work });
         }
         launch_on(lcore, work)
+    }
+
+    /// [`Eal::launch`] for work that takes `state` (queues, streams) by value: a failed launch hands `state` back in
+    /// the error, so nothing it owns is lost.
+    pub fn launch_with<S, W, R>(&self, lcore: u32, state: S, work: W) -> Result<LcoreThread<R>, LaunchError<S>>
+    where
+        S: Send + 'static,
+        W: FnOnce(S) -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        if !self.config.lcores.contains(&lcore) || lcore == self.config.main_lcore {
+            let reason = format!("not a worker lcore (workers: {})", cpu::format_list(&self.worker_lcores()));
+            return Err(LaunchError { error: Error::Lcore { lcore, reason }, work: state });
+        }
+        launch_on_with(lcore, state, work)
+    }
+}
+
+/// A launch that did not happen: why, and the work (or the state it would have taken), still unrun.
+pub struct LaunchError<F> {
+    /// Why the lcore could not run it.
+    pub error: Error,
+    /// The work, or its state for [`Eal::launch_with`], never started.
+    pub work: F,
+}
+
+impl<F> std::fmt::Debug for LaunchError<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LaunchError").field("error", &self.error).finish_non_exhaustive()
+    }
+}
+
+impl<F> std::fmt::Display for LaunchError<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl<F> std::error::Error for LaunchError<F> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
     }
 }
 
 /// Runs `work` on a new thread pinned to CPU `lcore` and bound to that lcore id, without an [`Eal`] (tests,
-/// embedders with their own set-up).
-pub fn launch_on<F, R>(lcore: u32, work: F) -> Result<LcoreThread<R>>
+/// embedders with their own set-up). A failed launch hands `work` back unrun.
+pub fn launch_on<F, R>(lcore: u32, work: F) -> Result<LcoreThread<R>, LaunchError<F>>
 where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
+    launch_on_with(lcore, work, |work| work())
+}
+
+/// [`launch_on`] for work that takes `state` by value. The thread claims the lcore first and only then receives
+/// `state`, so a failed launch hands `state` back (as [`LaunchError::work`]) untouched.
+pub fn launch_on_with<S, W, R>(lcore: u32, state: S, work: W) -> Result<LcoreThread<R>, LaunchError<S>>
+where
+    S: Send + 'static,
+    W: FnOnce(S) -> R + Send + 'static,
+    R: Send + 'static,
+{
     let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
-    let handle = std::thread::Builder::new()
-        .name(format!("lcore-{lcore}"))
-        .spawn(move || {
-            let bound = lcore::bind_current_thread(lcore).map_err(|e| Error::Lcore { lcore, reason: e.to_string() });
-            let guard = match bound.and_then(|g| cpu::pin_current_thread(lcore).map(|_| g)) {
-                Ok(g) => {
-                    let _ = ready_tx.send(Ok(()));
-                    g
-                }
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e));
-                    return None;
-                }
-            };
-            let out = work();
-            drop(guard);
-            Some(out)
-        })
-        .map_err(|e| Error::Lcore { lcore, reason: format!("cannot start a thread: {e}") })?;
-    match ready_rx.recv() {
-        Ok(Ok(())) => Ok(LcoreThread { lcore, handle }),
-        Ok(Err(e)) => {
-            let _ = handle.join();
-            Err(e)
+    let (state_tx, state_rx) = mpsc::channel::<S>();
+    let spawned = std::thread::Builder::new().name(format!("lcore-{lcore}")).spawn(move || {
+        let bound = lcore::bind_current_thread(lcore).map_err(|e| Error::Lcore { lcore, reason: e.to_string() });
+        let guard = match bound.and_then(|g| cpu::pin_current_thread(lcore).map(|_| g)) {
+            Ok(g) => g,
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+                return None;
+            }
+        };
+        let _ = ready_tx.send(Ok(()));
+        let state = state_rx.recv().ok()?;
+        let out = work(state);
+        drop(guard);
+        Some(out)
+    });
+    let died = || Error::Lcore { lcore, reason: "thread died before starting".into() };
+    let handle = match spawned {
+        Ok(h) => h,
+        Err(e) => {
+            let error = Error::Lcore { lcore, reason: format!("cannot start a thread: {e}") };
+            return Err(LaunchError { error, work: state });
         }
-        Err(_) => Err(Error::Lcore { lcore, reason: "thread died before starting".into() }),
-    }
+    };
+    let error = match ready_rx.recv() {
+        Ok(Ok(())) => match state_tx.send(state) {
+            Ok(()) => return Ok(LcoreThread { lcore, handle }),
+            Err(mpsc::SendError(state)) => {
+                let _ = handle.join();
+                return Err(LaunchError { error: died(), work: state });
+            }
+        },
+        Ok(Err(e)) => e,
+        Err(_) => died(),
+    };
+    let _ = handle.join();
+    Err(LaunchError { error, work: state })
 }
 
 /// A running lcore thread.

@@ -64,6 +64,13 @@ fn init_ports_pool_and_worker_lcore() {
     };
     let (forwarded, port_ids_ok, lcore) = if let Some(&worker) = env.worker_lcores().first() {
         assert!(env.launch(env.main_lcore(), || ()).is_err(), "the main lcore is not a worker");
+        let refused = env.launch_with(env.main_lcore(), vec![1, 2, 3], |v| v.len()).unwrap_err();
+        assert_eq!(refused.work, [1, 2, 3], "a refused launch hands its state back");
+        // An lcore id another thread holds (this one holds the main lcore): the new thread cannot claim it, and
+        // the state comes back unrun.
+        let busy = eal::launch_on_with(env.main_lcore(), String::from("queues"), |s| s.len()).unwrap_err();
+        assert_eq!(busy.work, "queues");
+        assert!(busy.error.to_string().contains("already in use"), "{}", busy.error);
         let thread = env.launch(worker, work).unwrap();
         let out = thread.join().unwrap();
         assert_eq!(out.2, Some(worker), "the worker thread holds its lcore id");

@@ -588,21 +588,12 @@ impl App {
                     }
                 }
             } else {
-                // The streams wait in a slot the lcore empties when it starts: if the launch fails before the
-                // work runs, they are still there to take back.
-                let slot = Arc::new(std::sync::Mutex::new(Some(v)));
-                let slot2 = slot.clone();
-                let r = self.eal.launch(lcore, move || {
-                    let v = slot2.lock().ok().and_then(|mut g| g.take()).unwrap_or_default();
-                    fwd::lcore_main(mode, v, burst, tx_first, st)
-                });
-                match r {
+                match self.eal.launch_with(lcore, v, move |v| fwd::lcore_main(mode, v, burst, tx_first, st)) {
                     Ok(t) => workers.push(Worker::Lcore(t)),
                     Err(e) => {
-                        if let Some(v) = slot.lock().ok().and_then(|mut g| g.take()) {
-                            self.return_streams(v);
-                        }
-                        launch_error = Some(format!("cannot launch lcore {lcore}: {e}"));
+                        // The lcore never started: its streams come back with the error.
+                        self.return_streams(e.work);
+                        launch_error = Some(format!("cannot launch lcore {lcore}: {}", e.error));
                         break;
                     }
                 }
