@@ -15,6 +15,7 @@ pub mod barrier;
 mod dev;
 pub mod devargs;
 pub mod dma;
+pub mod driver;
 mod error;
 pub mod pcap_file;
 pub mod pci;
