@@ -103,8 +103,8 @@ impl Default for EalConfig {
     }
 }
 
-/// The EAL usage text.
-pub fn usage(program: &str) -> String {
+/// The EAL usage text, listing the virtual devices of pktio and of `registry`.
+pub fn usage(program: &str, registry: &pktio::driver::Registry) -> String {
     format!(
         "Usage: {program} [EAL options] -- [application options]
 
@@ -128,12 +128,7 @@ EAL options:
   -n N                   memory channels (accepted for compatibility; unused)
   --in-memory            accepted for compatibility (no files are ever kept)
   -h, --help             this text",
-        drivers = pktio::ports::VDEV_DRIVERS
-            .iter()
-            .copied()
-            .chain(crate::vdev::VDEV_DRIVERS.iter().map(|d| d.name))
-            .collect::<Vec<_>>()
-            .join(", ")
+        drivers = crate::vdev::known_names(registry).join(", ")
     )
 }
 
@@ -243,7 +238,8 @@ pub fn parse(args: &[String], available_cpus: &[u32]) -> Result<(EalConfig, Vec<
             String::new()
         };
         match name.as_str() {
-            "-h" | "--help" => return Err(Error::Help(usage("app"))),
+            // The caller, who knows the registry, rewrites this with the registry's vdevs.
+            "-h" | "--help" => return Err(Error::Help(usage("app", &Default::default()))),
             "-l" => {
                 cfg.lcores = parse_corelist(&value)?;
                 lcores_given = true;

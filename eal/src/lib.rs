@@ -9,6 +9,14 @@
 //! let mut ports = eal.take_ports();
 //! # Ok::<(), eal::Error>(())
 //! ```
+//!
+//! The EAL links no driver. [`init`] knows pktio's software ports only; [`init_with`] takes a
+//! [`pktio::driver::Registry`] of the drivers the application wants: `pmds::registry()` for every driver of the
+//! build, or one the application assembles, e.g. for the ixgbe driver alone
+//! `Registry::new().with_pci(ixgbe::PCI_DRIVERS)` (see the `pmds` crate for that recipe).
+//!
+//! Not supported: hot-plug (devices are probed once, at init), PCI scanning without `-a` (only allowed devices are
+//! probed), multi-process (primary/secondary), interrupts.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -25,6 +33,7 @@ use std::thread::JoinHandle;
 use hugepage::{Allocator, DmaConfig, IovaMode};
 use mempool::lcore::{self, LcoreGuard};
 use mempool::{Mempool, PoolConfig};
+use pktio::driver::Registry;
 use pktio::EthDev;
 
 pub use args::{EalConfig, LogLevel};
@@ -60,16 +69,29 @@ impl std::fmt::Debug for Eal {
     }
 }
 
-/// Parses the EAL arguments (without the program name), sets up memory, opens the devices and binds the calling
-/// thread to the main lcore. Returns the environment and the application's arguments (those after `--`).
+/// [`init_with`] and no driver: pktio's software ports only (`--vdev net_null0`); `-a` finds no driver.
 pub fn init<I, S>(args: I) -> Result<(Eal, Vec<String>)>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    init_with(&Registry::new(), args)
+}
+
+/// Parses the EAL arguments (without the program name), sets up memory, opens the devices with the drivers in
+/// `registry` (pktio's software ports are always there) and binds the calling thread to the main lcore. Returns the
+/// environment and the application's arguments (those after `--`).
+pub fn init_with<I, S>(registry: &Registry, args: I) -> Result<(Eal, Vec<String>)>
 where
     I: IntoIterator<Item = S>,
     S: Into<String>,
 {
     let args: Vec<String> = args.into_iter().map(Into::into).collect();
     let available = cpu::available_cpus();
-    let (config, app_args) = args::parse(&args, &available)?;
+    let (config, app_args) = args::parse(&args, &available).map_err(|e| match e {
+        Error::Help(_) => Error::Help(args::usage("app", registry)),
+        e => e,
+    })?;
     for &lcore in &config.lcores {
         if !available.contains(&lcore) {
             return Err(Error::CpuUnavailable { lcore, available: cpu::format_list(&available) });
@@ -96,20 +118,19 @@ where
             if config.block.contains(addr) {
                 continue;
             }
-            let dev = pci::probe(*addr, &allocator, &vfio)?;
+            let dev = pci::probe(*addr, &allocator, &vfio, registry)?;
             ports.push(Some(Port { name: addr.to_string(), dev }));
         }
     }
     for devargs in &config.vdevs {
         // Driver crates' vdevs first (they may yield several ports), then pktio's software ports.
-        let devs = match vdev::find(devargs)? {
+        let devs = match vdev::find(registry, devargs)? {
             Some((driver, args)) => (driver.open)(&args, &allocator)?,
             None => match pktio::ports::open_vdev(devargs) {
                 Ok(dev) => vec![dev],
-                // List the driver crates' vdevs too: pktio only knows its own.
-                Err(pktio::Error::UnknownDriver { name, known }) => {
-                    let extra: Vec<&str> = vdev::VDEV_DRIVERS.iter().map(|d| d.name).collect();
-                    let known = format!("{known}, {}", extra.join(", "));
+                // List the registered vdevs too: pktio only knows its own.
+                Err(pktio::Error::UnknownDriver { name, .. }) => {
+                    let known = vdev::known_names(registry).join(", ");
                     return Err(pktio::Error::UnknownDriver { name, known }.into());
                 }
                 Err(e) => return Err(e.into()),
@@ -142,10 +163,20 @@ where
     I: IntoIterator<Item = S>,
     S: Into<String>,
 {
-    match init(args) {
+    init_with_or_exit(program, &Registry::new(), args)
+}
+
+/// [`init_with`] for a `main`: on `-h` prints the usage (with the registry's vdevs) and exits 0; on an error prints
+/// it and exits 1.
+pub fn init_with_or_exit<I, S>(program: &str, registry: &Registry, args: I) -> (Eal, Vec<String>)
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    match init_with(registry, args) {
         Ok(v) => v,
         Err(Error::Help(_)) => {
-            println!("{}", args::usage(program));
+            println!("{}", args::usage(program, registry));
             std::process::exit(0);
         }
         Err(e) => {

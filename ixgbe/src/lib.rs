@@ -13,6 +13,10 @@
 //! - [`rxtx`]: the hot path, generic over a [`rxtx::Family`] (register layout and the few bits that differ).
 //! - [`dev`]: bring-up, link, filters, MTU, RSS, statistics; [`Ixgbe`] implements [`pktio::EthDev`].
 //! - [`igb`]: the 82576 (QEMU's `igb`) on the same rings.
+//! - [`PCI_DRIVERS`]: `net_ixgbe` and `net_igb`, for an application's [`pktio::driver::Registry`].
+//!
+//! The behavioural models and the `net_sim_*` vdevs that run this driver on them live elsewhere (`nicsim`,
+//! `simports`): this crate needs `nicsim` only for its tests.
 //!
 //! ```no_run
 //! # fn demo(bar: std::sync::Arc<pktio::bar::MmioBar>, pool: mempool::Mempool) -> pktio::Result<()> {
@@ -40,10 +44,56 @@ pub mod dev;
 pub mod igb;
 pub mod regs;
 pub mod rxtx;
-pub mod sim;
 pub mod testing;
 
 pub use dev::{
     mac_type_of, media_of, open_vfio, Ixgbe, IxgbeFamily, IxgbeRxQueue, IxgbeTxQueue, MacType, Media, Options, Timing,
     PCI_IDS,
 };
+
+use pktio::driver::{PciDriver, PciProbe};
+use pktio::pci::PciId;
+use pktio::EthDev;
+
+/// The PCI drivers of this crate: X540/82599 (`net_ixgbe`, IDs from [`PCI_IDS`]) and the 82576 (`net_igb`).
+pub static PCI_DRIVERS: &[PciDriver] = &[
+    PciDriver { name: "net_ixgbe", ids: &IXGBE_IDS, probe: probe_ixgbe },
+    PciDriver { name: "net_igb", ids: &[PciId::new(igb::PCI_ID.0, igb::PCI_ID.1)], probe: probe_igb },
+];
+
+/// [`PCI_IDS`] without the MAC types, built at compile time so there is one table to edit.
+static IXGBE_IDS: [PciId; PCI_IDS.len()] = {
+    let mut ids = [PciId::new(0, 0); PCI_IDS.len()];
+    let mut i = 0;
+    while i < ids.len() {
+        ids[i] = PciId::new(PCI_IDS[i].0, PCI_IDS[i].1);
+        i += 1;
+    }
+    ids
+};
+
+/// X540/82599 through the application's VFIO container and DMA memory.
+fn probe_ixgbe(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
+    Ok(Box::new(open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
+}
+
+/// 82576 (QEMU's igb) through VFIO, on the shared ring code.
+fn probe_igb(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
+    Ok(Box::new(igb::open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pci_drivers_claim_every_id_of_the_id_table() {
+        let r = pktio::driver::Registry::new().with_pci(PCI_DRIVERS);
+        assert_eq!(IXGBE_IDS.len(), PCI_IDS.len());
+        for &(vendor, device, _) in PCI_IDS {
+            assert_eq!(r.pci_driver_for(PciId::new(vendor, device)).map(|d| d.name), Some("net_ixgbe"));
+        }
+        assert_eq!(r.pci_driver_for(PciId::new(0x8086, 0x10c9)).map(|d| d.name), Some("net_igb"));
+        assert!(r.pci_driver_for(PciId::new(0x8086, 0x10c8)).is_none());
+    }
+}

@@ -31,7 +31,7 @@ use params::Parsed;
 fn main() {
     let mut args: Vec<String> = std::env::args().collect();
     let program = if args.is_empty() { "testpmd-rs".to_string() } else { args.remove(0) };
-    let (eal, app_args) = eal::init_or_exit(&program, args);
+    let (eal, app_args) = eal::init_with_or_exit(&program, &pmds::registry(), args);
     let params = match params::parse(&app_args) {
         Ok(Parsed::Run(p)) => p,
         Ok(Parsed::Help) => {

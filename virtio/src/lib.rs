@@ -4,6 +4,7 @@
 //!   and the virtio-net configuration, behind sized volatile accessors ([`regs::RegisterSpace`]).
 //! - [`desc`]: split-virtqueue descriptors, ring layouts and the 12-byte `virtio_net_hdr_v1`, size-checked.
 //! - [`virtqueue`]: the driver side of a split virtqueue (and a device side for tests and models).
+//! - [`PCI_DRIVERS`]: `net_virtio`, for an application's [`pktio::driver::Registry`].
 //!
 //! Not supported: legacy (0.9.5) and transitional I/O-port devices, packed virtqueues, interrupts (the driver
 //! polls), TSO/GSO, RSS (VIRTIO_NET_F_RSS), VLAN filtering.
@@ -18,3 +19,19 @@ pub mod virtqueue;
 
 pub use dev::{open_vfio, probe, Transport, VirtioError, VirtioNet, DRIVER_NAME};
 pub use rxtx::{VirtioRxQueue, VirtioTxQueue};
+
+use pktio::driver::{PciDriver, PciProbe};
+use pktio::pci::PciId;
+use pktio::EthDev;
+
+/// The PCI driver of this crate: modern virtio-net (`1af4:1041`).
+pub static PCI_DRIVERS: &[PciDriver] = &[PciDriver {
+    name: DRIVER_NAME,
+    ids: &[PciId::new(dev::VENDOR_ID, dev::DEVICE_ID_NET_MODERN)],
+    probe: probe_virtio,
+}];
+
+/// virtio-net through the application's VFIO container and DMA memory.
+fn probe_virtio(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
+    Ok(Box::new(open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
+}

@@ -65,7 +65,8 @@ pub fn exchange() -> R {
     let addr = igb_nic()?;
     let t0 = Instant::now();
     let bdf = addr.to_string();
-    let (mut eal, _) = eal::init(["-l", "0", "-a", bdf.as_str()]).map_err(|e| format!("EAL init -a {bdf}: {e}"))?;
+    let (mut eal, _) = eal::init_with(&pmds::registry(), ["-l", "0", "-a", bdf.as_str()])
+        .map_err(|e| format!("EAL init -a {bdf}: {e}"))?;
     let pool = eal.pktmbuf_pool("igb-xchg", 1023, 0, DEFAULT_DATA_ROOM).map_err(|e| format!("mempool: {e}"))?;
     let mut ports = eal.take_ports();
     let mut port = ports.pop().ok_or("the EAL opened no port")?;

@@ -1,4 +1,4 @@
-//! `net_sim_x540`: the real driver on behavioural X540 models ([`nicsim`]), so users can run it without hardware:
+//! `net_sim_x540`: the real ixgbe driver on behavioural X540 models ([`nicsim`]), so users can run it without hardware:
 //! `testpmd-rs --vdev net_sim_x540,ports=2 -- -i` forwards between two simulated ports wired back to back.
 //!
 //! Devargs: `ports=N` (even, default 2: N/2 dual-port X540s, each pair wired back to back),
@@ -25,7 +25,7 @@ use nicsim::{Chip, LinkSpeed, ModelThread, SimBar, X540Config, X540Port, X540};
 use pktio::devargs::Devargs;
 use pktio::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortStats, Result, RssConfig, RxQueue, TxQueue, XStat};
 
-use crate::dev::{Ixgbe, MacType, Media, Options, Timing};
+use ixgbe::{Ixgbe, MacType, Media, Options, Timing};
 
 /// The driver name users type.
 pub const VDEV_DRIVER: &str = "net_sim_x540";
