@@ -33,11 +33,11 @@ use std::thread::JoinHandle;
 use hugepage::{Allocator, DmaConfig, IovaMode};
 use mempool::lcore::{self, LcoreGuard};
 use mempool::{Mempool, PoolConfig};
-use pktio::driver::Registry;
 use pktio::EthDev;
 
 pub use args::{EalConfig, LogLevel};
 pub use error::{Error, Result};
+pub use pktio::driver::Registry;
 pub use signal::{clear_stop, request_stop, stop_requested};
 
 /// A port the EAL opened, with the name it was opened by.
@@ -123,7 +123,7 @@ where
         }
     }
     for devargs in &config.vdevs {
-        // Driver crates' vdevs first (they may yield several ports), then pktio's software ports.
+        // Registered vdevs first (they may yield several ports), then pktio's software ports.
         let devs = match vdev::find(registry, devargs)? {
             Some((driver, args)) => (driver.open)(&args, &allocator)?,
             None => match pktio::ports::open_vdev(devargs) {
