@@ -324,6 +324,10 @@ impl Drop for PoolHandle {
 pub struct PoolId(pub(crate) usize);
 
 /// A named pool of packet buffers in DMA memory. Cheap to clone (shared handle).
+///
+/// Drop it after the ports and queues holding its buffers: dropping the last handle with buffers out keeps the
+/// memory (no buffer ever dangles) and, in debug builds, panics naming the pool (see
+/// [`Mempool::allow_leak_on_drop`]).
 #[derive(Clone)]
 pub struct Mempool {
     handle: Arc<PoolHandle>,
