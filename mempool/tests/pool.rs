@@ -199,6 +199,7 @@ fn dropping_a_pool_with_buffers_out_keeps_the_memory() {
     let mut m = p.alloc().unwrap();
     let mut batch = PacketBatch::new();
     assert!(batch.alloc_from(&p, 3));
+    p.allow_leak_on_drop();
     drop(p);
     assert!(Mempool::lookup("pool-drop-early").is_none(), "the name is released");
     // The buffers stay usable, and freeing them later is fine.
@@ -209,6 +210,33 @@ fn dropping_a_pool_with_buffers_out_keeps_the_memory() {
     // The name can be reused at once; the new pool is independent.
     let q = new_pool("pool-drop-early", PoolConfig::with_size(4));
     assert!(q.is_full());
+}
+
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    should_panic(expected = "mempool pool-leak-check: dropped with 2 of 4 buffers still in use")
+)]
+fn a_leak_fails_the_test_in_debug_builds() {
+    let p = new_pool("pool-leak-check", PoolConfig::with_size(4));
+    let mut batch = PacketBatch::new();
+    assert!(batch.alloc_from(&p, 2));
+    drop(p);
+    // Release builds only print; the buffers are still freed into the kept memory.
+    batch.clear();
+}
+
+#[test]
+fn a_leak_found_while_unwinding_keeps_the_first_panic() {
+    // A second panic during unwinding would abort the whole test binary: the pool must only print then.
+    let t = std::thread::spawn(|| {
+        let p = new_pool("pool-leak-unwind", PoolConfig::with_size(4));
+        let _m = p.alloc().unwrap();
+        let _p = p;
+        panic!("the first failure");
+    });
+    let err = t.join().expect_err("the thread panicked");
+    assert_eq!(err.downcast_ref::<&str>(), Some(&"the first failure"));
 }
 
 #[test]

@@ -53,25 +53,26 @@ fn reset_restores_defaults_and_self_clears() {
 
 #[test]
 fn slow_reset_and_settle_delays() {
-    let r = Rig::new(X540Config {
-        eeprom_delay: Duration::from_millis(20),
-        dma_init_delay: Duration::from_millis(30),
-        ..cfg()
+    // Reset for `d`, then the EEPROM read takes 2/5 d more and DMA init 3/5 d more.
+    let (r, t, d, (rst, ard, dmai)) = with_delay("slow reset", |d| {
+        let r = Rig::new(X540Config { eeprom_delay: d * 2 / 5, dma_init_delay: d * 3 / 5, ..cfg() });
+        r.port.set_reset_delay(d);
+        let t = Instant::now();
+        r.set(CTRL, CTRL_RST);
+        let seen = (r.rd(CTRL) & CTRL_RST, r.rd(EEC) & EEC_ARD, r.rd(RDRXCTL) & RDRXCTL_DMAIDONE);
+        r.wr(FCTRL, FCTRL_BAM);
+        (t.elapsed() < d).then_some((r, t, d, seen))
     });
-    r.port.set_reset_delay(Duration::from_millis(50));
-    let t = Instant::now();
-    r.set(CTRL, CTRL_RST);
-    assert_ne!(r.rd(CTRL) & CTRL_RST, 0, "RST reads 1 during a slow reset");
-    assert_eq!(r.rd(EEC) & EEC_ARD, 0);
-    assert_eq!(r.rd(RDRXCTL) & RDRXCTL_DMAIDONE, 0);
-    r.wr(FCTRL, FCTRL_BAM);
-    poll("RST", Duration::from_secs(1), || r.rd(CTRL) & CTRL_RST == 0);
-    assert!(t.elapsed() >= Duration::from_millis(50));
+    assert_ne!(rst, 0, "RST reads 1 during a slow reset");
+    assert_eq!(ard, 0);
+    assert_eq!(dmai, 0);
+    poll("RST", Duration::from_secs(30), || r.rd(CTRL) & CTRL_RST == 0);
+    assert!(t.elapsed() >= d);
     assert_eq!(r.rd(FCTRL), 0, "writes during reset are ignored");
-    poll("ARD", Duration::from_secs(1), || r.rd(EEC) & EEC_ARD != 0);
-    assert!(t.elapsed() >= Duration::from_millis(70));
-    poll("DMAIDONE", Duration::from_secs(1), || r.rd(RDRXCTL) & RDRXCTL_DMAIDONE != 0);
-    assert!(t.elapsed() >= Duration::from_millis(80));
+    poll("ARD", Duration::from_secs(30), || r.rd(EEC) & EEC_ARD != 0);
+    assert!(t.elapsed() >= d * 7 / 5);
+    poll("DMAIDONE", Duration::from_secs(30), || r.rd(RDRXCTL) & RDRXCTL_DMAIDONE != 0);
+    assert!(t.elapsed() >= d * 8 / 5);
 }
 
 #[test]
@@ -107,10 +108,16 @@ fn mdio(r: &Rig, phy: u32, dev: u32, reg: u32, write: Option<u16>) -> u16 {
 
 #[test]
 fn link_up_after_delay_with_speed_and_lsc() {
-    let r = Rig::new(X540Config { link_up_delay: Duration::from_millis(40), ..cfg() });
-    assert_eq!(r.rd(LINKS) & LINKS_UP, 0);
-    r.rd(EICR);
-    poll("link", Duration::from_secs(1), || r.rd(LINKS) & LINKS_UP != 0);
+    let (r, links) = with_delay("link delay", |d| {
+        let t = Instant::now();
+        let r = Rig::new(X540Config { link_up_delay: d, ..cfg() });
+        let links = r.rd(LINKS);
+        // Clears what power-up left, so the LSC below is the link coming up.
+        r.rd(EICR);
+        (t.elapsed() < d).then_some((r, links))
+    });
+    assert_eq!(links & LINKS_UP, 0);
+    poll("link", Duration::from_secs(30), || r.rd(LINKS) & LINKS_UP != 0);
     assert_eq!(r.rd(LINKS) >> LINKS_SPEED_SHIFT & 3, 0b11, "10G");
     assert_ne!(r.rd(EICR) & EICR_LSC, 0);
     assert_eq!(r.rd(EICR), 0, "EICR clears on read");
@@ -147,10 +154,16 @@ fn link_flap_and_cable_on_both_ends() {
     let ((bar_a, a), (bar_b, b)) = X540::pair(cfg());
     assert_ne!(bar_a.read32(LINKS) & LINKS_UP, 0);
     assert_ne!(bar_b.read32(LINKS) & LINKS_UP, 0);
-    a.link_flap(Duration::from_millis(30));
-    assert_eq!(bar_a.read32(LINKS) & LINKS_UP, 0);
-    assert_eq!(bar_b.read32(LINKS) & LINKS_UP, 0);
-    poll("link back", Duration::from_secs(1), || bar_a.read32(LINKS) & LINKS_UP != 0);
+    let (a_links, b_links) = with_delay("link flap", |d| {
+        let t = Instant::now();
+        a.link_flap(d);
+        let seen = (bar_a.read32(LINKS), bar_b.read32(LINKS));
+        let quick = t.elapsed() < d;
+        poll("link back", Duration::from_secs(30), || bar_a.read32(LINKS) & LINKS_UP != 0);
+        quick.then_some(seen)
+    });
+    assert_eq!(a_links & LINKS_UP, 0);
+    assert_eq!(b_links & LINKS_UP, 0);
     assert!(b.link_is_up());
     b.set_cable(false);
     assert!(!a.link_is_up() && !b.link_is_up());
@@ -875,16 +888,25 @@ fn threaded_overload_accounts_for_every_frame() {
             }
         }
     }
-    // Drain what is still in flight.
-    let quiet = Instant::now();
-    while quiet.elapsed() < Duration::from_millis(200) {
+    // Every frame left A; wait until B has delivered or counted each (MPC reads clear: keep the sum).
+    let mut missed = 0u64;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while received + missed < u64::from(total) {
+        assert!(Instant::now() < deadline, "stuck: received {received} missed {missed} of {total}");
         while rb.rx_frame(0).is_some() {
             received += 1;
         }
+        missed += u64::from(rb.rd(mpc(0)));
         std::thread::yield_now();
     }
-    drop((ta, tb));
-    let missed = u64::from(rb.rd(mpc(0)));
+    // Then stop the threads and step the models by hand until idle: nothing more may turn up.
+    ta.stop().unwrap();
+    tb.stop().unwrap();
+    run_until_idle(&[&a, &b]);
+    while rb.rx_frame(0).is_some() {
+        received += 1;
+    }
+    missed += u64::from(rb.rd(mpc(0)));
     assert_eq!(received + missed, u64::from(total), "received {received} missed {missed}");
     assert_eq!(b.counters().rx_missed, missed);
     a.assert_no_faults();

@@ -134,16 +134,8 @@ fn run_mode(tag: &str, mode: &str, in0: &[Vec<u8>], in1: &[Vec<u8>], extra: &[&s
     let macs = [mac(0), mac(1)];
     s.cmd("start");
     let want = (in0.len() + in1.len()) as u64;
-    let mut seen = 0;
-    for _ in 0..500 {
-        let st = s.cmd("show fwd stats all");
-        seen = fwd_total_block(&st).map(|b| b.rx_packets).unwrap_or(0);
-        if seen == want {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert_eq!(seen, want, "every input frame received");
+    let seen = wait_fwd(&mut s, "every input frame received", |b| b.rx_packets >= want).rx_packets;
+    assert_eq!(seen, want, "no more frames received than the captures hold");
     let stop = s.cmd("stop");
     s.send("quit");
     let (status, out) = s.finish();
@@ -284,7 +276,7 @@ fn txonly_writes_testpmd_default_udp_frames() {
     let line = boot.lines().find(|l| l.starts_with("Port 0: ")).unwrap();
     let mac: pktio::MacAddr = line[8..].trim().parse().unwrap();
     s.cmd("start");
-    std::thread::sleep(Duration::from_millis(30));
+    wait_fwd(&mut s, "txonly sending", |b| b.tx_packets > 0);
     let stop = s.cmd("stop");
     s.send("quit");
     let (status, all) = s.finish();
@@ -325,9 +317,10 @@ fn set_record_captures_what_is_sent() {
     assert!(s.cmd("set record /nonexistent-dir/x.pcap").contains("cannot create"));
     s.cmd(&format!("set record {cap}"));
     s.cmd("start tx_first");
-    std::thread::sleep(Duration::from_millis(30));
+    wait_fwd(&mut s, "forwarding", |b| b.rx_packets >= 64);
     let stop = s.cmd("stop");
     let total = fwd_total_block(&stop).unwrap();
+    assert!(total.rx_packets >= 64 && total.tx_packets == total.rx_packets + 64, "{stop}");
     let recorded: u64 = stop
         .lines()
         .find_map(|l| l.strip_prefix("Recorded ")?.split_whitespace().next()?.parse().ok())

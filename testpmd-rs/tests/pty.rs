@@ -97,11 +97,25 @@ fn interactive_session_at_a_terminal() {
     t.wait_for_from(from, "streams=2");
     let from = t.type_keys("start tx_first\r");
     t.wait_for_from(from, "TX RS bit threshold");
-    std::thread::sleep(Duration::from_millis(200));
+    // Let the packets go round, watching the port counters from the terminal.
+    let end = Instant::now() + FWD_DEADLINE;
+    let forwarded = loop {
+        let from = t.type_keys("show port stats 0\r");
+        let o = t.wait_for_from(from, "TX-packets:");
+        // The counters are read once their line is complete.
+        let at = o[from..].find("TX-packets:").unwrap() + from;
+        let o = t.wait_for_from(at, "\n");
+        let rx = nic_stats(&o[from..], 0).map_or(0, |(rx, _)| rx);
+        if rx >= 1000 {
+            break rx;
+        }
+        assert!(Instant::now() < end, "port 0 received only {rx} packets");
+        std::thread::sleep(Duration::from_millis(10));
+    };
     let from = t.type_keys("stop\r");
     let o = t.wait_for_from(from, "Done.");
     let total = fwd_total_block(&o[from..]).expect("accumulated statistics");
-    assert!(total.rx_packets > 0, "{total:?}");
+    assert!(total.rx_packets >= forwarded, "{total:?} after {forwarded} seen running");
     assert_eq!(total.tx_packets, total.rx_packets + 64, "{o}");
     // History: the up arrow brings "stop" back.
     let from = t.type_keys("\x1b[A\r");

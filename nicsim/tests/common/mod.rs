@@ -44,6 +44,32 @@ pub fn poll(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// Runs a check of something the model does not do *yet* (inside a delay it was given) with delays of 50 ms,
+/// 500 ms, 5 s, until one run does its reads inside the delay. `attempt(delay)` builds its own rig, records what
+/// it reads, and returns `None` (nothing asserted) when the delay had run out before it was done reading: a
+/// loaded machine can stall a thread past a short delay, and that is not a model bug. A broken model fails every
+/// attempt that was quick enough.
+pub fn with_delay<T>(what: &str, mut attempt: impl FnMut(Duration) -> Option<T>) -> T {
+    for ms in [50, 500, 5000] {
+        if let Some(v) = attempt(Duration::from_millis(ms)) {
+            return v;
+        }
+        eprintln!("{what}: the machine was slower than a {ms} ms delay; again with a longer one");
+    }
+    panic!("{what}: every attempt outlived its delay");
+}
+
+/// Asserts `cond` holds on every look for the whole of `window`: for "this does not happen by itself" checks,
+/// with `window` longer than any delay the model was given.
+pub fn stays(what: &str, window: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while start.elapsed() < window {
+        assert!(cond(), "{what} stopped holding after {:?}", start.elapsed());
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    assert!(cond(), "{what} stopped holding at the end of {window:?}");
+}
+
 impl Rig {
     pub fn new(config: X540Config) -> Rig {
         let (bar, port) = X540::new(config);

@@ -190,6 +190,38 @@ pub fn nic_stats(text: &str, port: u16) -> Option<(u64, u64)> {
     None
 }
 
+/// How long a test waits for forwarding to reach a count: generous, the machine may be loaded.
+pub const FWD_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Polls `show port stats PORT` until its RX-packets reach `at_least`; returns the (RX, TX) seen. Stands in for
+/// "let it forward for a while": it waits as long as a slow machine needs and fails if nothing is forwarded.
+pub fn wait_port_rx(s: &mut Session, port: u16, at_least: u64) -> (u64, u64) {
+    let end = Instant::now() + FWD_DEADLINE;
+    loop {
+        let st = s.cmd(&format!("show port stats {port}"));
+        let seen = nic_stats(&st, port).unwrap_or_else(|| panic!("no NIC statistics for port {port}:\n{st}"));
+        if seen.0 >= at_least {
+            return seen;
+        }
+        assert!(Instant::now() < end, "port {port} received only {} of {at_least} packets:\n{st}", seen.0);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Polls `show fwd stats all` until the accumulated block satisfies `done`; returns that block.
+pub fn wait_fwd(s: &mut Session, what: &str, done: impl Fn(&FwdBlock) -> bool) -> FwdBlock {
+    let end = Instant::now() + FWD_DEADLINE;
+    loop {
+        let st = s.cmd("show fwd stats all");
+        let total = fwd_total_block(&st).unwrap_or_else(|| panic!("no accumulated forward statistics:\n{st}"));
+        if done(&total) {
+            return total;
+        }
+        assert!(Instant::now() < end, "timed out waiting for {what}: {total:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Asserts the quit report says the pool is full.
 pub fn assert_pool_full(text: &str) {
     let line = text
