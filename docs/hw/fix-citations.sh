@@ -43,13 +43,14 @@ s#the fact sheet \(`docs/hw/([a-z0-9-]+)\.md`#the hardware notes (`docs/hw/\1.md
 EOF
 }
 
-# Rules for a file whose bare citations belong to docs/hw/$1.
+# Rules for a file whose bare citations belong to docs/hw/$1. The last one shortens a "// ---- title ----" banner
+# that the inserted path pushed past 120 columns by as many dashes as it added.
 note_rules() {
     local n="docs\/hw\/$1"
     cat <<EOF
 s/[Dd]atasheet 7\.1\.2\.8 \(via DPDK\)/Intel datasheet 7.1.2.8 via DPDK, docs\/hw\/ixgbe.md §9/g
 s/the fact sheet's order \([Ss]ection ([0-9])\)/the order of $n §\1/g
-s/[Ss]ections ([0-9][0-9.]*)(-| and )([0-9])/§\1\2§\3/g
+s/[Ss]ections ([0-9][0-9.]*)(-| and |, )([0-9])/§\1\2§\3/g
 s/[Ss]ection ([0-9]+)'s table/the table of §\1/g
 s/[Ff]act sheet §/$n §/g
 s/[Ff]act sheet [Ss]ection ([0-9])/$n §\1/g
@@ -64,6 +65,7 @@ s/^(\s*\/\/[!\/]?\s+)manageability"\)/\1manageability traffic)/
 s/\((the )?fact sheet$/(see/
 s/[Tt]he fact sheet/$n/g
 /docs\/hw\//!s/§/$n §/
+/^.{121,}$/s/^(\s*\/\/ -+ .*$n.*[^-] )-{$((${#1} + 9))}(-+)$/\1\2/
 EOF
 }
 
@@ -78,6 +80,7 @@ trap 'rm -f "$explicit" "$explicit.note"' EXIT
 explicit_rules >"$explicit"
 
 changed=0
+rewritten_rs=()
 for f in "${files[@]}"; do
     [ -f "$f" ] || continue
     before=$(sha1sum "$f")
@@ -90,6 +93,11 @@ for f in "${files[@]}"; do
     if [ "$before" != "$(sha1sum "$f")" ]; then
         echo "rewrote $f"
         changed=$((changed + 1))
+        [[ "$f" == *.rs ]] && rewritten_rs+=("$f")
     fi
 done
+# A longer string literal can change how rustfmt lays out its expression.
+if [ "${#rewritten_rs[@]}" -gt 0 ]; then
+    rustfmt --edition 2021 "${rewritten_rs[@]}"
+fi
 echo "$changed file(s) rewritten; now run scripts/check-citations.sh"
