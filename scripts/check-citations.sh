@@ -24,8 +24,8 @@ import os, re, sys
 # The README states the rule with examples; the two scripts hold the patterns.
 SELF = {"scripts/check-citations.sh", "docs/hw/fix-citations.sh", "docs/hw/README.md"}
 NOTE = re.compile(r"docs/hw/([A-Za-z0-9_.-]+\.md)")
-SECTION = re.compile(r"§\s?(\d+(?:\.\d+)*)")
-HEADING = re.compile(r"^#+\s+(\d+(?:\.\d+)*)\.?(?:\s|$)")
+SECTION = re.compile(r"§\s?(\d+[a-z]?(?:\.\d+)*)")
+HEADING = re.compile(r"^#+\s+(\d+[a-z]?(?:\.\d+)*)\.?(?:\s|$)")
 OUTSIDE = [
     (re.compile(r"fact[ -]sheet", re.I), "cites a fact sheet, which is not in the repository"),
     (re.compile(r"shared[/ ]docs", re.I), "cites shared/docs, which is not in the repository"),
