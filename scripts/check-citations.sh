@@ -33,6 +33,7 @@ OUTSIDE = [
      "names a fact sheet kept outside the repository"),
 ]
 BARE_SECTION = re.compile(r"\b[Ss]ections? \d")
+SPLIT_SHEET = re.compile(r"^\s*(//[!/]?|#|\*)?\s*sheet\b", re.I)
 
 headings = {}
 
@@ -65,6 +66,8 @@ for path in (p.strip() for p in sys.stdin):
             for pat, msg in OUTSIDE:
                 if pat.search(line):
                     report(path, no, msg + "; cite docs/hw/FILE.md §N", line)
+            if re.search(r"\bfact$", line.rstrip(), re.I) and no < len(lines) and SPLIT_SHEET.match(lines[no]):
+                report(path, no, "cites a fact sheet (split over two lines); cite docs/hw/FILE.md §N", line)
             if path.endswith(".rs") and BARE_SECTION.search(line):
                 report(path, no, "\"section N\": cite docs/hw/FILE.md §N", line)
         notes = [(m.start(), m.group(1)) for m in NOTE.finditer(line)]

@@ -57,9 +57,9 @@ s/[Ff]act sheet [Ss]ection ([0-9])/$n §\1/g
 s/[Ss]ection ([0-9])/§\1/g
 s/(§[0-9.]+), ([0-9]+\.[0-9]+)\)/\1, §\2)/g
 s/\(§13 of the fact$/($n §13,/
-s/^(\s*\/\/[!\/]?) sheet, L\/H pairs/\1 L\/H pairs/
+s/^(\s*\/\/[!\/]?\s+)sheet, L\/H pairs/\1L\/H pairs/
 /LNK_RST resets the MAC and the link\. The fact$/s/The fact$/$n §3.2 step 4/
-s/^(\s*\/\/[!\/]?) sheet has the driver use LNK_RST/\1 has the driver use LNK_RST/
+s/^(\s*\/\/[!\/]?\s+)sheet has the driver use LNK_RST/\1has the driver use LNK_RST/
 s/\("link reset while link is up may disturb$/(resetting the link while it is up can upset/
 s/^(\s*\/\/[!\/]?\s+)manageability"\)/\1manageability traffic)/
 s/\((the )?fact sheet$/(see/
