@@ -18,6 +18,7 @@ pub mod dma;
 mod error;
 pub mod pcap_file;
 pub mod pci;
+mod port_state;
 pub mod ports;
 pub mod stats;
 pub mod vfio;
@@ -28,4 +29,5 @@ pub use dev::{
 };
 pub use error::{Error, Result};
 pub use mempool::{self, Mbuf, Mempool, PacketBatch, PoolConfig};
+pub use port_state::PortState;
 pub use stats::{PortStats, XStat};
