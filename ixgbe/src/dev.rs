@@ -8,12 +8,12 @@ use hugepage::Allocator;
 use mempool::Mempool;
 use pktio::bar::RegisterSpace;
 use pktio::dma::DmaMapper;
-use pktio::stats::{RxQueueStats, TxQueueStats};
 use pktio::{
-    offload, DescLimits, DevInfo, Error, EthDev, LinkStatus, MacAddr, PortConfig, PortStats, Result, RssConfig,
-    RssHashFunctions, RxQueue, TxQueue, XStat,
+    offload, DescLimits, DevInfo, Error, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result,
+    RssConfig, RssHashFunctions, RxQueue, TxQueue, XStat,
 };
 
+use crate::error::{self, Error as DevError};
 use crate::regs::{self, *};
 use crate::rxtx::{Family, RingConfig, RxRing, RxSetup, TxRing, TxSetup};
 
@@ -212,24 +212,15 @@ pub struct Ixgbe<R: RegisterSpace> {
     mapper: Arc<dyn DmaMapper>,
     allocator: Allocator,
     options: Options,
-    info: DevInfo,
-    config: PortConfig,
-    port_id: u16,
-    mac: MacAddr,
+    state: PortState,
     perm_mac: MacAddr,
-    promiscuous: bool,
-    allmulticast: bool,
     rss_key: [u8; RSS_KEY_LEN],
     reta: [u8; RETA_ENTRIES],
-    started: bool,
     /// Reset and initialised, not started since: start need not reset again.
     fresh: bool,
     rx: Vec<Option<IxgbeRxQueue<R>>>,
     tx: Vec<Option<IxgbeTxQueue<R>>>,
-    rx_stats: Vec<Arc<RxQueueStats>>,
-    tx_stats: Vec<Arc<TxQueueStats>>,
     hw: Mutex<HwStats>,
-    base: PortStats,
     xbase: Vec<u64>,
     phy_addr: Option<u32>,
     /// Why the PHY could not be set up (the link may still come up: the PHY negotiates by default).
@@ -243,7 +234,7 @@ impl<R: RegisterSpace> std::fmt::Debug for Ixgbe<R> {
         f.debug_struct("Ixgbe")
             .field("name", &self.options.name)
             .field("mac_type", &self.options.mac_type)
-            .field("started", &self.started)
+            .field("started", &self.state.started)
             .finish()
     }
 }
@@ -295,31 +286,22 @@ impl<R: RegisterSpace> Ixgbe<R> {
             mapper,
             allocator,
             options,
-            info,
-            config: PortConfig::default(),
-            port_id: 0,
-            mac: MacAddr::ZERO,
+            state: PortState::new(info, MacAddr::ZERO, PortConfig::default()),
             perm_mac: MacAddr::ZERO,
-            promiscuous: false,
-            allmulticast: false,
             rss_key: default_key(),
             reta: [0; RETA_ENTRIES],
-            started: false,
             fresh: false,
             rx: Vec::new(),
             tx: Vec::new(),
-            rx_stats: vec![Arc::default()],
-            tx_stats: vec![Arc::default()],
             hw: Mutex::new(HwStats { values: vec![0; STATS.len()] }),
-            base: PortStats::default(),
             xbase: vec![0; STATS.len()],
             phy_addr: None,
             phy_note: None,
             keep_alive: Vec::new(),
         };
         dev.reset_and_init()?;
-        dev.mac = dev.perm_mac;
-        dev.base = dev.raw_stats();
+        dev.state.mac = dev.perm_mac;
+        dev.state.reset_stats_to(dev.raw_stats());
         Ok(dev)
     }
 
@@ -345,46 +327,21 @@ impl<R: RegisterSpace> Ixgbe<R> {
 
     /// Typed RX queue `queue` (static dispatch; once per start).
     pub fn rx_queue_typed(&mut self, queue: u16) -> Result<IxgbeRxQueue<R>> {
-        let count = self.config.rx_queues;
-        let port = self.options.name.clone();
-        if !self.started {
-            return Err(Error::NotStarted { port });
-        }
-        let slot = self.rx.get_mut(queue as usize).ok_or(Error::InvalidQueue {
-            port: port.clone(),
-            kind: "rx",
-            queue,
-            count,
-        })?;
-        slot.take().ok_or(Error::QueueTaken { port, kind: "rx", queue })
+        self.state.claim_rx(queue, |_| self.rx.get_mut(queue as usize)?.take())
     }
 
     /// Typed TX queue `queue` (static dispatch; once per start).
     pub fn tx_queue_typed(&mut self, queue: u16) -> Result<IxgbeTxQueue<R>> {
-        let count = self.config.tx_queues;
-        let port = self.options.name.clone();
-        if !self.started {
-            return Err(Error::NotStarted { port });
-        }
-        let slot = self.tx.get_mut(queue as usize).ok_or(Error::InvalidQueue {
-            port: port.clone(),
-            kind: "tx",
-            queue,
-            count,
-        })?;
-        slot.take().ok_or(Error::QueueTaken { port, kind: "tx", queue })
+        self.state.claim_tx(queue, |_| self.tx.get_mut(queue as usize)?.take())
     }
 
     fn invalid(&self, reason: impl Into<String>) -> Error {
-        Error::InvalidConfig { port: self.options.name.clone(), reason: reason.into() }
+        self.state.invalid(reason)
     }
 
-    fn timeout(&self, what: &str, t: PollTimeout, budget: Duration) -> Error {
-        self.invalid(format!(
-            "{what} did not complete within {budget:?} (register {:#07x} = {:#010x}); the device may be hung or \
-             still resetting: try again, or reset it (e.g. unbind and rebind vfio-pci)",
-            t.reg.0, t.last
-        ))
+    /// A poll of `register` that gave up: the device's fault, as this crate's [`DevError::Timeout`].
+    fn timeout(&self, what: &str, register: &'static str, t: PollTimeout, budget: Duration) -> Error {
+        error::timeout(what, register, t.last, budget).at(&self.options.name)
     }
 
     /// Link state from LINKS. DPDK reads LINKS twice and trusts the second value (section 5.1).
@@ -455,7 +412,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
             }
             self.regs
                 .poll(CTRL, ctrl::RST_MASK, 0, t.reset_done)
-                .map_err(|e| self.timeout("device reset (CTRL.RST/LNK_RST)", e, t.reset_done))?;
+                .map_err(|e| self.timeout("device reset (CTRL.RST/LNK_RST)", "CTRL", e, t.reset_done))?;
             std::thread::sleep(t.reset_settle);
         }
         self.mask_interrupts();
@@ -466,10 +423,10 @@ impl<R: RegisterSpace> Ixgbe<R> {
         // 3.3 settle.
         self.regs
             .poll(EEC, eec::ARD, eec::ARD, t.eeprom)
-            .map_err(|e| self.timeout("EEPROM auto-read (EEC.ARD)", e, t.eeprom))?;
+            .map_err(|e| self.timeout("EEPROM auto-read (EEC.ARD)", "EEC", e, t.eeprom))?;
         self.regs
             .poll(RDRXCTL, rdrxctl::DMAIDONE, rdrxctl::DMAIDONE, t.dma_init)
-            .map_err(|e| self.timeout("DMA initialisation (RDRXCTL.DMAIDONE)", e, t.dma_init))?;
+            .map_err(|e| self.timeout("DMA initialisation (RDRXCTL.DMAIDONE)", "RDRXCTL", e, t.dma_init))?;
 
         // 3.4 identity and bookkeeping.
         let ral0 = self.regs.read(ral(0));
@@ -478,10 +435,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
         let hi = (rah::ADDR_HI.get(rah0) as u16).to_le_bytes();
         let mac = MacAddr([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]]);
         if rah0 & rah::AV == 0 || mac == MacAddr::ZERO || mac.is_multicast() {
-            return Err(self.invalid(format!(
-                "no valid permanent MAC address in RAL/RAH(0) (RAL={ral0:#010x} RAH={rah0:#010x}); the NVM may be \
-                 blank"
-            )));
+            return Err(DevError::NoPermanentMac { ral: ral0, rah: rah0 }.at(&self.options.name));
         }
         self.perm_mac = mac;
         for i in 1..RAR_ENTRIES {
@@ -681,13 +635,13 @@ impl<R: RegisterSpace> Ixgbe<R> {
     // ---- 3.5-3.7 start ----
 
     fn frame_size(&self) -> u32 {
-        self.config.mtu as u32 + FRAME_OVERHEAD
+        self.state.config.mtu as u32 + FRAME_OVERHEAD
     }
 
     fn apply_mtu(&self) {
         let frame = self.frame_size();
         self.regs.write_field(MAXFRS, maxfrs::MFS, frame);
-        if self.config.mtu > STD_MTU {
+        if self.state.config.mtu > STD_MTU {
             self.regs.set_bits(HLREG0, hlreg0::JUMBOEN);
         } else {
             self.regs.clear_bits(HLREG0, hlreg0::JUMBOEN);
@@ -695,7 +649,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
     }
 
     fn apply_mac(&self) {
-        let m = self.mac.0;
+        let m = self.state.mac.0;
         self.regs.write(ral(0), u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
         self.regs.write(rah(0), rah::ADDR_HI.val(u16::from_le_bytes([m[4], m[5]]) as u32) | rah::AV);
         self.regs.set_bits(mpsar_lo(0), bit(0));
@@ -704,11 +658,11 @@ impl<R: RegisterSpace> Ixgbe<R> {
     fn apply_filters(&self) {
         let mut set = fctrl::BAM | fctrl::DPF | fctrl::PMCF;
         let mut clear = fctrl::SBP;
-        if self.promiscuous {
+        if self.state.promiscuous {
             set |= fctrl::UPE | fctrl::MPE;
         } else {
             clear |= fctrl::UPE;
-            if self.allmulticast {
+            if self.state.allmulticast {
                 set |= fctrl::MPE;
             } else {
                 clear |= fctrl::MPE;
@@ -743,7 +697,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
     }
 
     fn apply_rss(&self) {
-        let Some(rss) = &self.config.rss else {
+        let Some(rss) = &self.state.config.rss else {
             self.regs.write(MRQC, 0);
             return;
         };
@@ -781,11 +735,11 @@ impl<R: RegisterSpace> Ixgbe<R> {
         self.regs.write(RXCSUM, rxcsum::PCSD | rxcsum::IPPCSE);
         self.apply_rss();
 
-        let rx_cfg = self.ring_config(self.config.rx_desc);
-        let tx_cfg = self.ring_config(self.config.tx_desc);
+        let rx_cfg = self.ring_config(self.state.config.rx_desc);
+        let tx_cfg = self.ring_config(self.state.config.tx_desc);
         self.rx.clear();
         self.tx.clear();
-        for q in 0..self.config.rx_queues {
+        for q in 0..self.state.config.rx_queues {
             let ring = RxRing::new(
                 RxSetup {
                     regs: &self.regs,
@@ -793,8 +747,8 @@ impl<R: RegisterSpace> Ixgbe<R> {
                     mapper: &self.mapper,
                     pool,
                     queue: q,
-                    port_id: self.port_id,
-                    stats: self.rx_stats[q as usize].clone(),
+                    port_id: self.state.port_id,
+                    stats: self.state.rx_stats(q).expect("a configured queue").clone(),
                     port: &name,
                     // Fact sheet §7.2, §15: the 82599 only.
                     udp_csum_zero_err: self.options.mac_type == MacType::X82599,
@@ -810,7 +764,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
         self.regs.set_bits(RTTDCS, rttdcs::ARBDIS);
         self.regs.write(MTQC, 0);
         self.regs.clear_bits(RTTDCS, rttdcs::ARBDIS);
-        for q in 0..self.config.tx_queues {
+        for q in 0..self.state.config.tx_queues {
             let ring = TxRing::new(
                 TxSetup {
                     regs: &self.regs,
@@ -818,7 +772,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
                     mapper: &self.mapper,
                     pool,
                     queue: q,
-                    stats: self.tx_stats[q as usize].clone(),
+                    stats: self.state.tx_stats(q).expect("a configured queue").clone(),
                     port: &name,
                 },
                 tx_cfg,
@@ -828,11 +782,14 @@ impl<R: RegisterSpace> Ixgbe<R> {
         self.regs.set_bits(DMATXCTL, dmatxctl::TE);
 
         // 3.7 start queues, then RX.
-        for ring in self.tx.iter_mut().flatten() {
-            ring.enable(&name)?;
+        let budget = self.options.timing.queue_enable;
+        for (q, ring) in self.tx.iter_mut().flatten().enumerate() {
+            ring.enable()
+                .map_err(|t| error::timeout(format!("TX queue {q} enable"), "TXDCTL", t.last, budget).at(&name))?;
         }
-        for ring in self.rx.iter_mut().flatten() {
-            ring.enable(&name)?;
+        for (q, ring) in self.rx.iter_mut().flatten().enumerate() {
+            ring.enable()
+                .map_err(|t| error::timeout(format!("RX queue {q} enable"), "RXDCTL", t.last, budget).at(&name))?;
         }
         self.enable_rx();
         Ok(())
@@ -864,7 +821,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
 
     fn raw_stats(&self) -> PortStats {
         let hw = self.hw_values();
-        let mut s = PortStats::from_queues(self.rx_stats.iter().map(|a| &**a), self.tx_stats.iter().map(|a| &**a));
+        let mut s = self.state.queue_counters();
         // Packets and bytes come from the queues (exact, what the application saw); errors and drops from the
         // MAC's counters, as DPDK reports them.
         s.imissed += hw[stat_idx::MPC];
@@ -889,43 +846,19 @@ impl<R: RegisterSpace> Ixgbe<R> {
         }
         s
     }
-
-    fn handed_out(&self) -> bool {
-        // A queue still inside the device holds one reference; a handed-out one (alive) holds one too.
-        let rx = self.rx.iter().zip(&self.rx_stats).any(|(slot, s)| slot.is_none() && Arc::strong_count(s) > 1);
-        let tx = self.tx.iter().zip(&self.tx_stats).any(|(slot, s)| slot.is_none() && Arc::strong_count(s) > 1);
-        rx || tx
-    }
 }
 
 impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
-    fn info(&self) -> DevInfo {
-        self.info.clone()
+    fn state(&self) -> &PortState {
+        &self.state
+    }
+
+    fn state_mut(&mut self) -> &mut PortState {
+        &mut self.state
     }
 
     fn configure(&mut self, config: &PortConfig) -> Result<()> {
-        if self.started {
-            return Err(Error::Started { port: self.options.name.clone() });
-        }
-        let i = &self.info;
-        if config.rx_queues == 0 || config.rx_queues > i.max_rx_queues {
-            return Err(self.invalid(format!("{} RX queues asked, 1..={} allowed", config.rx_queues, i.max_rx_queues)));
-        }
-        if config.tx_queues == 0 || config.tx_queues > i.max_tx_queues {
-            return Err(self.invalid(format!("{} TX queues asked, 1..={} allowed", config.tx_queues, i.max_tx_queues)));
-        }
-        for (what, n) in [("RX", config.rx_desc), ("TX", config.tx_desc)] {
-            let l = DESC_LIMITS;
-            if n < l.min || n > l.max || n % l.align != 0 {
-                return Err(self.invalid(format!(
-                    "{n} {what} descriptors asked, {}..={} in multiples of {} allowed",
-                    l.min, l.max, l.align
-                )));
-            }
-        }
-        if config.mtu < i.min_mtu || config.mtu > i.max_mtu {
-            return Err(self.invalid(format!("MTU {} outside {}..={}", config.mtu, i.min_mtu, i.max_mtu)));
-        }
+        // What the X540/82599 adds to the generic checks: its RSS table and key.
         let mut key = self.rss_key;
         if let Some(rss) = &config.rss {
             if config.rx_queues > RETA_MAX_QUEUES {
@@ -942,24 +875,18 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
                 key.copy_from_slice(k);
             }
         }
+        self.state.configure(config)?;
         self.rss_key = key;
         for (e, slot) in self.reta.iter_mut().enumerate() {
             *slot = (e % config.rx_queues as usize) as u8;
         }
-        self.config = config.clone();
-        self.rx_stats = (0..config.rx_queues).map(|_| Arc::default()).collect();
-        self.tx_stats = (0..config.tx_queues).map(|_| Arc::default()).collect();
-        self.base = self.raw_stats();
+        self.state.reset_stats_to(self.raw_stats());
         self.xbase = self.hw_values();
         Ok(())
     }
 
-    fn config(&self) -> &PortConfig {
-        &self.config
-    }
-
     fn start(&mut self, pool: &Mempool) -> Result<()> {
-        if self.started {
+        if self.state.started {
             return Err(Error::Started { port: self.options.name.clone() });
         }
         if !self.fresh {
@@ -967,10 +894,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
         }
         self.fresh = false;
         match self.hw_start(pool) {
-            Ok(()) => {
-                self.started = true;
-                Ok(())
-            }
+            Ok(()) => self.state.start(),
             Err(e) => {
                 // Rings made so far disable themselves and give their buffers back as they drop.
                 self.rx.clear();
@@ -982,22 +906,15 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
     }
 
     fn stop(&mut self) -> Result<()> {
-        if !self.started {
+        if !self.state.started {
             return Ok(());
         }
-        if self.handed_out() {
-            return Err(Error::QueuesInUse { port: self.options.name.clone() });
-        }
+        self.state.stop()?;
         self.regs.clear_bits(RXCTRL, rxctrl::RXEN);
         self.rx.clear();
         self.tx.clear();
         self.regs.clear_bits(DMATXCTL, dmatxctl::TE);
-        self.started = false;
         Ok(())
-    }
-
-    fn is_started(&self) -> bool {
-        self.started
     }
 
     fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
@@ -1006,10 +923,6 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
 
     fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
         Ok(Box::new(self.tx_queue_typed(queue)?))
-    }
-
-    fn set_port_id(&mut self, port_id: u16) {
-        self.port_id = port_id;
     }
 
     fn link(&self) -> LinkStatus {
@@ -1021,59 +934,46 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
             self.setup_link_82599(up);
             return Ok(());
         }
-        self.setup_phy(up)
-            .map_err(|e| self.invalid(format!("cannot set the link {}: {e}", if up { "up" } else { "down" })))
-    }
-
-    fn mac_addr(&self) -> MacAddr {
-        self.mac
+        self.setup_phy(up).map_err(|e| {
+            let reason = format!("cannot set the link {}: {e}", if up { "up" } else { "down" });
+            DevError::Phy { reason }.at(&self.options.name)
+        })
     }
 
     fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {
         if mac == MacAddr::ZERO || mac.is_multicast() {
             return Err(self.invalid(format!("{mac} is not a unicast address")));
         }
-        self.mac = mac;
+        self.state.mac = mac;
         self.apply_mac();
         Ok(())
     }
 
     fn set_promiscuous(&mut self, on: bool) -> Result<()> {
-        self.promiscuous = on;
+        self.state.promiscuous = on;
         self.apply_filters();
         Ok(())
-    }
-
-    fn promiscuous(&self) -> bool {
-        self.promiscuous
     }
 
     fn set_allmulticast(&mut self, on: bool) -> Result<()> {
-        self.allmulticast = on;
+        self.state.allmulticast = on;
         self.apply_filters();
         Ok(())
     }
 
-    fn allmulticast(&self) -> bool {
-        self.allmulticast
-    }
-
     fn set_mtu(&mut self, mtu: u16) -> Result<()> {
-        if mtu < self.info.min_mtu || mtu > self.info.max_mtu {
-            return Err(self.invalid(format!("MTU {mtu} outside {}..={}", self.info.min_mtu, self.info.max_mtu)));
-        }
-        self.config.mtu = mtu;
+        self.state.set_mtu(mtu)?;
         // Frames larger than one RX buffer arrive as chains, so the MTU can change while started.
         self.apply_mtu();
         Ok(())
     }
 
     fn stats(&self) -> PortStats {
-        self.raw_stats().since(&self.base)
+        self.state.since_reset(self.raw_stats())
     }
 
     fn reset_stats(&mut self) {
-        self.base = self.raw_stats();
+        self.state.reset_stats_to(self.raw_stats());
         self.xbase = self.hw_values();
     }
 
@@ -1087,14 +987,12 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
     }
 
     fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {
-        let Some(cur) = &mut self.config.rss else {
+        let Some(cur) = &mut self.state.config.rss else {
             // Datasheet 7.1.2.8 (via DPDK): RSS is only turned on or off as part of a reset.
-            return Err(Error::InvalidConfig {
-                port: self.options.name.clone(),
-                reason: "RSS was not enabled at configure time; it can only be turned on by configuring the port \
-                         with RSS (and restarting it)"
-                    .into(),
-            });
+            return Err(self.state.invalid(
+                "RSS was not enabled at configure time; it can only be turned on by configuring the port with RSS \
+                 (and restarting it)",
+            ));
         };
         if let Some(k) = &rss.key {
             if k.len() != RSS_KEY_LEN {
@@ -1106,7 +1004,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
         if rss.key.is_some() {
             cur.key = rss.key.clone();
         }
-        if self.started {
+        if self.state.started {
             self.apply_rss();
         }
         Ok(())
@@ -1119,7 +1017,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
                 table.len()
             )));
         }
-        let limit = self.config.rx_queues.min(RETA_MAX_QUEUES);
+        let limit = self.state.config.rx_queues.min(RETA_MAX_QUEUES);
         if let Some(bad) = table.iter().find(|&&q| q >= limit) {
             return Err(self.invalid(format!(
                 "redirection table entry {bad}: must name one of the first {limit} RX queues (4-bit entries)"
@@ -1128,7 +1026,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
         for (e, slot) in self.reta.iter_mut().enumerate() {
             *slot = table[e % table.len()] as u8;
         }
-        if self.started {
+        if self.state.started {
             self.apply_reta();
         }
         Ok(())
@@ -1156,9 +1054,8 @@ pub fn open_vfio(
     let dev = vfio.open_device(addr)?;
     let cfg = |e: std::io::Error| Error::os(format!("{addr}: PCI config space"), e);
     let (vendor, device) = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);
-    let mac_type = mac_type_of(vendor, device).ok_or_else(|| Error::InvalidConfig {
-        port: addr.to_string(),
-        reason: format!("{vendor:04x}:{device:04x} is not an X540/82599 this driver knows"),
+    let mac_type = mac_type_of(vendor, device).ok_or_else(|| {
+        DevError::UnknownDevice { vendor, device, expected: "an X540/82599 this driver knows" }.at(&addr.to_string())
     })?;
     dev.set_bus_master(true).map_err(cfg)?;
     let bar = dev.map_bar(0)?;

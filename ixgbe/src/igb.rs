@@ -16,11 +16,12 @@ use hugepage::Allocator;
 use mempool::Mempool;
 use pktio::bar::RegisterSpace;
 use pktio::dma::DmaMapper;
-use pktio::stats::{RxQueueStats, TxQueueStats};
 use pktio::{
-    offload, DescLimits, DevInfo, Error, EthDev, LinkStatus, MacAddr, PortConfig, PortStats, Result, RssHashFunctions,
-    RxQueue, TxQueue, XStat,
+    offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result,
+    RssHashFunctions, RxQueue, TxQueue, XStat,
 };
+
+use crate::error::{self, Error as DevError};
 
 use crate::regs::{bit, Field, Reg, Regs};
 use crate::rxtx::{Family, RingConfig, RxRing, RxSetup, TxRing, TxSetup};
@@ -268,25 +269,16 @@ pub struct Igb<R: RegisterSpace> {
     mapper: Arc<dyn DmaMapper>,
     allocator: Allocator,
     timing: IgbTiming,
-    info: DevInfo,
-    config: PortConfig,
-    port_id: u16,
-    mac: MacAddr,
-    promiscuous: bool,
-    allmulticast: bool,
-    started: bool,
+    state: PortState,
     rx: Option<IgbRxQueue<R>>,
     tx: Option<IgbTxQueue<R>>,
-    rx_stats: Arc<RxQueueStats>,
-    tx_stats: Arc<TxQueueStats>,
     hw: Mutex<Vec<u64>>,
-    base: PortStats,
     keep_alive: Vec<Box<dyn std::any::Any + Send>>,
 }
 
 impl<R: RegisterSpace> std::fmt::Debug for Igb<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Igb").field("name", &self.info.device_name).field("started", &self.started).finish()
+        f.debug_struct("Igb").field("name", &self.state.info.device_name).field("started", &self.state.started).finish()
     }
 }
 
@@ -329,23 +321,14 @@ impl<R: RegisterSpace> Igb<R> {
             mapper,
             allocator,
             timing,
-            info,
-            config: PortConfig { rx_desc: 256, tx_desc: 256, ..Default::default() },
-            port_id: 0,
-            mac: MacAddr::ZERO,
-            promiscuous: false,
-            allmulticast: false,
-            started: false,
+            state: PortState::new(info, MacAddr::ZERO, PortConfig { rx_desc: 256, tx_desc: 256, ..Default::default() }),
             rx: None,
             tx: None,
-            rx_stats: Arc::default(),
-            tx_stats: Arc::default(),
             hw: Mutex::new(vec![0; regs::STATS.len()]),
-            base: PortStats::default(),
             keep_alive: Vec::new(),
         };
         dev.reset()?;
-        dev.base = dev.raw_stats();
+        dev.state.reset_stats_to(dev.raw_stats());
         Ok(dev)
     }
 
@@ -354,8 +337,8 @@ impl<R: RegisterSpace> Igb<R> {
         self.keep_alive.push(value);
     }
 
-    fn invalid(&self, reason: impl Into<String>) -> Error {
-        Error::InvalidConfig { port: self.info.device_name.clone(), reason: reason.into() }
+    fn device_error(&self, e: DevError) -> pktio::Error {
+        e.at(self.state.name())
     }
 
     fn mask_interrupts(&self) {
@@ -371,27 +354,22 @@ impl<R: RegisterSpace> Igb<R> {
         self.regs.write(regs::RCTL, 0);
         self.regs.write(regs::TCTL, 0);
         self.regs.set_bits(regs::CTRL, regs::CTRL_RST);
-        self.regs.poll(regs::CTRL, regs::CTRL_RST, 0, t.reset_done).map_err(|e| {
-            self.invalid(format!("reset (CTRL.RST) did not complete within {:?} (CTRL={:#010x})", t.reset_done, e.last))
-        })?;
+        self.regs
+            .poll(regs::CTRL, regs::CTRL_RST, 0, t.reset_done)
+            .map_err(|e| self.device_error(error::timeout("device reset (CTRL.RST)", "CTRL", e.last, t.reset_done)))?;
         std::thread::sleep(t.reset_settle);
         self.mask_interrupts();
         // EEPROM auto-read: waited for, but not required (see IgbTiming::eeprom).
-        let eecd = match self.regs.poll(regs::EECD, regs::EECD_AUTO_RD, regs::EECD_AUTO_RD, t.eeprom) {
-            Ok(v) => v,
-            Err(e) => e.last,
-        };
+        let _ = self.regs.poll(regs::EECD, regs::EECD_AUTO_RD, regs::EECD_AUTO_RD, t.eeprom);
         let (ral, rah) = (self.regs.read(regs::RAL0), self.regs.read(regs::RAH0));
         let lo = ral.to_le_bytes();
         let hi = (rah as u16).to_le_bytes();
         let mac = MacAddr([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]]);
         if rah & regs::RAH_AV == 0 || mac == MacAddr::ZERO || mac.is_multicast() {
-            return Err(
-                self.invalid(format!("no valid MAC in RAL/RAH(0) ({ral:#010x} {rah:#010x}, EECD {eecd:#010x})"))
-            );
+            return Err(self.device_error(DevError::NoPermanentMac { ral, rah }));
         }
-        if self.mac == MacAddr::ZERO {
-            self.mac = mac;
+        if self.state.mac == MacAddr::ZERO {
+            self.state.mac = mac;
         }
         self.accumulate();
         self.regs.set_bits(regs::CTRL_EXT, regs::CTRL_EXT_DRV_LOAD);
@@ -407,29 +385,31 @@ impl<R: RegisterSpace> Igb<R> {
             | regs::MDIC_PHYADD.val(phy)
             | regs::MDIC_OP.val(regs::MDIC_OP_WRITE);
         self.regs.write(regs::MDIC, cmd);
-        let v = self.regs.poll(regs::MDIC, regs::MDIC_READY, regs::MDIC_READY, self.timing.mdio).map_err(|e| {
-            self.invalid(format!("MDIC write of PHY register {reg} did not complete (MDIC={:#010x})", e.last))
+        let budget = self.timing.mdio;
+        let v = self.regs.poll(regs::MDIC, regs::MDIC_READY, regs::MDIC_READY, budget).map_err(|e| {
+            self.device_error(error::timeout(format!("MDIC write of PHY register {reg}"), "MDIC", e.last, budget))
         })?;
         if v & regs::MDIC_ERROR != 0 {
-            return Err(self.invalid(format!("MDIC write of PHY register {reg} failed (MDIC={v:#010x})")));
+            let reason = format!("MDIC write of PHY register {reg} failed (MDIC={v:#010x})");
+            return Err(self.device_error(DevError::Phy { reason }));
         }
         Ok(())
     }
 
     fn apply_mac(&self) {
-        let m = self.mac.0;
+        let m = self.state.mac.0;
         self.regs.write(regs::RAL0, u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
         self.regs.write(regs::RAH0, u16::from_le_bytes([m[4], m[5]]) as u32 | regs::RAH_AV);
     }
 
     fn rctl(&self) -> u32 {
         let mut v = regs::RCTL_BAM | regs::RCTL_SECRC;
-        if self.promiscuous {
+        if self.state.promiscuous {
             v |= regs::RCTL_UPE | regs::RCTL_MPE;
-        } else if self.allmulticast {
+        } else if self.state.allmulticast {
             v |= regs::RCTL_MPE;
         }
-        if self.config.mtu > 1500 {
+        if self.state.config.mtu > 1500 {
             v |= regs::RCTL_LPE;
         }
         v
@@ -437,16 +417,16 @@ impl<R: RegisterSpace> Igb<R> {
 
     fn apply_rctl(&self) {
         let en = self.regs.read(regs::RCTL) & regs::RCTL_EN;
-        self.regs.write(regs::RLPML, self.config.mtu as u32 + 18);
+        self.regs.write(regs::RLPML, self.state.config.mtu as u32 + 18);
         self.regs.write(regs::RCTL, self.rctl() | en);
     }
 
     fn hw_start(&mut self, pool: &Mempool) -> Result<()> {
-        let name = self.info.device_name.clone();
+        let name = self.state.name().to_string();
         self.apply_mac();
         self.regs.write(regs::RXCSUM, regs::RXCSUM_IPOFLD | regs::RXCSUM_TUOFLD);
         let ring = |size| RingConfig { enable_timeout: self.timing.queue_enable, ..RingConfig::new(size) };
-        let (rx_cfg, tx_cfg) = (ring(self.config.rx_desc), ring(self.config.tx_desc));
+        let (rx_cfg, tx_cfg) = (ring(self.state.config.rx_desc), ring(self.state.config.tx_desc));
         let mut rx = RxRing::new(
             RxSetup {
                 regs: &self.regs,
@@ -454,8 +434,8 @@ impl<R: RegisterSpace> Igb<R> {
                 mapper: &self.mapper,
                 pool,
                 queue: 0,
-                port_id: self.port_id,
-                stats: self.rx_stats.clone(),
+                port_id: self.state.port_id,
+                stats: self.state.rx_stats(0).expect("one configured queue").clone(),
                 port: &name,
                 udp_csum_zero_err: false,
             },
@@ -468,14 +448,15 @@ impl<R: RegisterSpace> Igb<R> {
                 mapper: &self.mapper,
                 pool,
                 queue: 0,
-                stats: self.tx_stats.clone(),
+                stats: self.state.tx_stats(0).expect("one configured queue").clone(),
                 port: &name,
             },
             tx_cfg,
         )?;
-        tx.enable(&name)?;
+        let budget = self.timing.queue_enable;
+        tx.enable().map_err(|t| self.device_error(error::timeout("TX queue 0 enable", "TXDCTL", t.last, budget)))?;
         self.regs.write(regs::TCTL, regs::TCTL_EN | regs::TCTL_PSP);
-        rx.enable(&name)?;
+        rx.enable().map_err(|t| self.device_error(error::timeout("RX queue 0 enable", "RXDCTL", t.last, budget)))?;
         self.apply_rctl();
         self.regs.set_bits(regs::RCTL, regs::RCTL_EN);
         self.rx = Some(rx);
@@ -497,7 +478,7 @@ impl<R: RegisterSpace> Igb<R> {
 
     fn raw_stats(&self) -> PortStats {
         let hw = self.hw_values();
-        let mut s = PortStats::from_queues([&*self.rx_stats], [&*self.tx_stats]);
+        let mut s = self.state.queue_counters();
         s.imissed += hw.get(regs::STAT_MPC).copied().unwrap_or(0);
         s.ierrors = hw.get(regs::STAT_CRCERRS).copied().unwrap_or(0) + hw.get(regs::STAT_RLEC).copied().unwrap_or(0);
         s
@@ -505,66 +486,36 @@ impl<R: RegisterSpace> Igb<R> {
 
     /// Typed RX queue 0.
     pub fn rx_queue_typed(&mut self, queue: u16) -> Result<IgbRxQueue<R>> {
-        let port = self.info.device_name.clone();
-        if !self.started {
-            return Err(Error::NotStarted { port });
-        }
-        if queue != 0 {
-            return Err(Error::InvalidQueue { port, kind: "rx", queue, count: 1 });
-        }
-        self.rx.take().ok_or(Error::QueueTaken { port, kind: "rx", queue })
+        self.state.claim_rx(queue, |_| self.rx.take())
     }
 
     /// Typed TX queue 0.
     pub fn tx_queue_typed(&mut self, queue: u16) -> Result<IgbTxQueue<R>> {
-        let port = self.info.device_name.clone();
-        if !self.started {
-            return Err(Error::NotStarted { port });
-        }
-        if queue != 0 {
-            return Err(Error::InvalidQueue { port, kind: "tx", queue, count: 1 });
-        }
-        self.tx.take().ok_or(Error::QueueTaken { port, kind: "tx", queue })
+        self.state.claim_tx(queue, |_| self.tx.take())
     }
 }
 
 impl<R: RegisterSpace + 'static> EthDev for Igb<R> {
-    fn info(&self) -> DevInfo {
-        self.info.clone()
+    fn state(&self) -> &PortState {
+        &self.state
+    }
+
+    fn state_mut(&mut self) -> &mut PortState {
+        &mut self.state
     }
 
     fn configure(&mut self, config: &PortConfig) -> Result<()> {
-        if self.started {
-            return Err(Error::Started { port: self.info.device_name.clone() });
-        }
-        if config.rx_queues != 1 || config.tx_queues != 1 {
-            return Err(self.invalid("this igb driver runs one RX and one TX queue"));
-        }
         if config.rss.is_some() {
-            return Err(self.invalid("RSS is not supported by this igb driver"));
+            return Err(self.state.unsupported("RSS"));
         }
-        let l = self.info.rx_desc_lim;
-        for n in [config.rx_desc, config.tx_desc] {
-            if n < l.min || n > l.max || n % l.align != 0 {
-                return Err(self.invalid(format!("{n} descriptors: {}..={} in multiples of {}", l.min, l.max, l.align)));
-            }
-        }
-        if config.mtu < self.info.min_mtu || config.mtu > self.info.max_mtu {
-            return Err(
-                self.invalid(format!("MTU {} outside {}..={}", config.mtu, self.info.min_mtu, self.info.max_mtu))
-            );
-        }
-        self.config = config.clone();
+        self.state.configure(config)?;
+        self.state.reset_stats_to(self.raw_stats());
         Ok(())
     }
 
-    fn config(&self) -> &PortConfig {
-        &self.config
-    }
-
     fn start(&mut self, pool: &Mempool) -> Result<()> {
-        if self.started {
-            return Err(Error::Started { port: self.info.device_name.clone() });
+        if self.state.started {
+            return Err(pktio::Error::Started { port: self.state.name().to_string() });
         }
         if let Err(e) = self.hw_start(pool) {
             self.rx = None;
@@ -572,29 +523,19 @@ impl<R: RegisterSpace + 'static> EthDev for Igb<R> {
             self.regs.clear_bits(regs::RCTL, regs::RCTL_EN);
             return Err(e);
         }
-        self.started = true;
-        Ok(())
+        self.state.start()
     }
 
     fn stop(&mut self) -> Result<()> {
-        if !self.started {
+        if !self.state.started {
             return Ok(());
         }
-        let live = (self.rx.is_none() && Arc::strong_count(&self.rx_stats) > 1)
-            || (self.tx.is_none() && Arc::strong_count(&self.tx_stats) > 1);
-        if live {
-            return Err(Error::QueuesInUse { port: self.info.device_name.clone() });
-        }
+        self.state.stop()?;
         self.regs.clear_bits(regs::RCTL, regs::RCTL_EN);
         self.rx = None;
         self.tx = None;
         self.regs.clear_bits(regs::TCTL, regs::TCTL_EN);
-        self.started = false;
         Ok(())
-    }
-
-    fn is_started(&self) -> bool {
-        self.started
     }
 
     fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
@@ -603,10 +544,6 @@ impl<R: RegisterSpace + 'static> EthDev for Igb<R> {
 
     fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
         Ok(Box::new(self.tx_queue_typed(queue)?))
-    }
-
-    fn set_port_id(&mut self, port_id: u16) {
-        self.port_id = port_id;
     }
 
     fn link(&self) -> LinkStatus {
@@ -622,54 +559,39 @@ impl<R: RegisterSpace + 'static> EthDev for Igb<R> {
         LinkStatus { up: true, speed_mbps: speed, full_duplex: true, autoneg: true }
     }
 
-    fn mac_addr(&self) -> MacAddr {
-        self.mac
-    }
-
     fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {
         if mac == MacAddr::ZERO || mac.is_multicast() {
-            return Err(self.invalid(format!("{mac} is not a unicast address")));
+            return Err(self.state.invalid(format!("{mac} is not a unicast address")));
         }
-        self.mac = mac;
+        self.state.mac = mac;
         self.apply_mac();
         Ok(())
     }
 
     fn set_promiscuous(&mut self, on: bool) -> Result<()> {
-        self.promiscuous = on;
+        self.state.promiscuous = on;
         self.apply_rctl();
         Ok(())
-    }
-
-    fn promiscuous(&self) -> bool {
-        self.promiscuous
     }
 
     fn set_allmulticast(&mut self, on: bool) -> Result<()> {
-        self.allmulticast = on;
+        self.state.allmulticast = on;
         self.apply_rctl();
         Ok(())
     }
 
-    fn allmulticast(&self) -> bool {
-        self.allmulticast
-    }
-
     fn set_mtu(&mut self, mtu: u16) -> Result<()> {
-        if mtu < self.info.min_mtu || mtu > self.info.max_mtu {
-            return Err(self.invalid(format!("MTU {mtu} outside {}..={}", self.info.min_mtu, self.info.max_mtu)));
-        }
-        self.config.mtu = mtu;
+        self.state.set_mtu(mtu)?;
         self.apply_rctl();
         Ok(())
     }
 
     fn stats(&self) -> PortStats {
-        self.raw_stats().since(&self.base)
+        self.state.since_reset(self.raw_stats())
     }
 
     fn reset_stats(&mut self) {
-        self.base = self.raw_stats();
+        self.state.reset_stats_to(self.raw_stats());
     }
 
     fn xstats(&self) -> Vec<XStat> {
@@ -699,13 +621,11 @@ pub fn open_vfio(
 ) -> Result<Igb<pktio::vfio::VfioBar>> {
     use pktio::pci::ConfigSpace;
     let dev = vfio.open_device(addr)?;
-    let cfg = |e: std::io::Error| Error::os(format!("{addr}: PCI config space"), e);
+    let cfg = |e: std::io::Error| pktio::Error::os(format!("{addr}: PCI config space"), e);
     let id = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);
     if id != PCI_ID {
-        return Err(Error::InvalidConfig {
-            port: addr.to_string(),
-            reason: format!("{:04x}:{:04x} is not an 82576 (8086:10c9)", id.0, id.1),
-        });
+        let (vendor, device) = id;
+        return Err(DevError::UnknownDevice { vendor, device, expected: "an 82576 (8086:10c9)" }.at(&addr.to_string()));
     }
     dev.set_bus_master(true).map_err(cfg)?;
     let bar = dev.map_bar(0)?;

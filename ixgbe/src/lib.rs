@@ -13,6 +13,8 @@
 //! - [`rxtx`]: the hot path, generic over a [`rxtx::Family`] (register layout and the few bits that differ).
 //! - [`dev`]: bring-up, link, filters, MTU, RSS, statistics; [`Ixgbe`] implements [`pktio::EthDev`].
 //! - [`igb`]: the 82576 (QEMU's `igb`) on the same rings.
+//! - [`Error`]: device failures (a register that never settled, a blank NVM), carried inside
+//!   [`pktio::Error::Driver`] so they can be told from bad arguments.
 //! - [`PCI_DRIVERS`]: `net_ixgbe` and `net_igb`, for an application's [`pktio::driver::Registry`].
 //!
 //! The behavioural models and the `net_sim_*` vdevs that run this driver on them live elsewhere (`nicsim`,
@@ -41,6 +43,7 @@
 
 pub mod desc;
 pub mod dev;
+mod error;
 pub mod igb;
 pub mod regs;
 pub mod rxtx;
@@ -50,6 +53,7 @@ pub use dev::{
     mac_type_of, media_of, open_vfio, Ixgbe, IxgbeFamily, IxgbeRxQueue, IxgbeTxQueue, MacType, Media, Options, Timing,
     PCI_IDS,
 };
+pub use error::Error;
 
 use pktio::driver::{PciDriver, PciProbe};
 use pktio::pci::PciId;

@@ -42,7 +42,7 @@ use pktio::stats::{RxQueueStats, TxQueueStats};
 use pktio::{Error, Result, RxQueue, TxQueue};
 
 use crate::desc::{rx, tx, RxDesc, RxWriteback, TxContext, TxContextDesc, TxData, TxDesc};
-use crate::regs::{Reg, Regs};
+use crate::regs::{PollTimeout, Reg, Regs};
 
 /// Implements the per-queue register functions of [`Family`] by forwarding to the functions of the same names in
 /// the register module `$regs` (each family's module has its own offsets).
@@ -460,19 +460,12 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         })
     }
 
-    /// Enables the queue and hands N-1 buffers to the device (section 6.2 steps 9-10).
-    pub fn enable(&mut self, port: &str) -> Result<()> {
+    /// Enables the queue and hands N-1 buffers to the device (section 6.2 steps 9-10). A queue that does not
+    /// report enabled within the ring's `enable_timeout` is the poll's timeout (RXDCTL), for the caller to report.
+    pub fn enable(&mut self) -> std::result::Result<(), PollTimeout> {
         let q = self.queue;
         self.regs.set_bits(F::rxdctl(q), F::QUEUE_ENABLE);
-        self.regs.poll(F::rxdctl(q), F::QUEUE_ENABLE, F::QUEUE_ENABLE, self.config.enable_timeout).map_err(|t| {
-            Error::InvalidConfig {
-                port: port.to_string(),
-                reason: format!(
-                    "RX queue {q} did not enable within {:?} (RXDCTL={:#010x})",
-                    self.config.enable_timeout, t.last
-                ),
-            }
-        })?;
+        self.regs.poll(F::rxdctl(q), F::QUEUE_ENABLE, F::QUEUE_ENABLE, self.config.enable_timeout)?;
         self.started = true;
         self.regs.write(F::rdh(q), 0);
         dma_wmb();
@@ -1204,20 +1197,13 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         })
     }
 
-    /// Enables the queue (section 3.7 step 33; after DMATXCTL.TE on ixgbe).
-    pub fn enable(&mut self, port: &str) -> Result<()> {
+    /// Enables the queue (section 3.7 step 33; after DMATXCTL.TE on ixgbe). A queue that does not report enabled
+    /// in time is the poll's timeout (TXDCTL), for the caller to report.
+    pub fn enable(&mut self) -> std::result::Result<(), PollTimeout> {
         let q = self.queue;
         self.regs.write(F::tdh(q), 0);
         self.regs.set_bits(F::txdctl(q), F::QUEUE_ENABLE);
-        self.regs.poll(F::txdctl(q), F::QUEUE_ENABLE, F::QUEUE_ENABLE, self.config.enable_timeout).map_err(|t| {
-            Error::InvalidConfig {
-                port: port.to_string(),
-                reason: format!(
-                    "TX queue {q} did not enable within {:?} (TXDCTL={:#010x})",
-                    self.config.enable_timeout, t.last
-                ),
-            }
-        })?;
+        self.regs.poll(F::txdctl(q), F::QUEUE_ENABLE, F::QUEUE_ENABLE, self.config.enable_timeout)?;
         self.regs.write(F::tdt(q), 0);
         Ok(())
     }

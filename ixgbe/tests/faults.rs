@@ -154,10 +154,12 @@ fn slow_reset_within_budget_works_and_beyond_it_is_a_clear_error() {
     port.set_reset_delay(Duration::from_millis(50));
     start(&mut dev, &small(), &pool);
     dev.stop().unwrap();
-    // Beyond it.
+    // Beyond it: the device's fault, as ixgbe's own timeout naming the register, not a bad argument.
     port.set_reset_delay(Duration::from_millis(600));
-    let err = dev.start(&pool).unwrap_err().to_string();
-    assert!(err.contains("reset") && err.contains("CTRL.RST"), "{err}");
+    let err = dev.start(&pool).unwrap_err();
+    assert_timeout(&err, "CTRL", "reset");
+    let text = err.to_string();
+    assert!(text.contains("sim0") && text.contains("CTRL = 0x") && text.contains("CTRL.RST"), "{text}");
     assert!(!dev.is_started());
     assert!(pool.is_full());
     // Once the device settles, the next start succeeds.
@@ -174,11 +176,54 @@ fn slow_reset_within_budget_works_and_beyond_it_is_a_clear_error() {
     port.assert_no_faults();
 }
 
+/// `err` is ixgbe's [`ixgbe::Error::Timeout`] polling `register` (found through `source()` and by downcast),
+/// about `what`; returns the last register value it reports.
+fn assert_timeout(err: &pktio::Error, register: &str, what: &str) -> u32 {
+    let source = std::error::Error::source(err).unwrap_or_else(|| panic!("no source: {err:?}"));
+    let Some(ixgbe::Error::Timeout { register: reg, what: w, last_value, .. }) = source.downcast_ref::<ixgbe::Error>()
+    else {
+        panic!("not an ixgbe timeout: {err:?}");
+    };
+    assert_eq!(*reg, register, "{err}");
+    assert!(w.contains(what), "{w:?} does not name {what:?}");
+    assert!(matches!(err.driver_error::<ixgbe::Error>(), Some(ixgbe::Error::Timeout { .. })));
+    assert!(err.to_string().contains(&format!("{register} = {last_value:#010x}")), "{err}");
+    *last_value
+}
+
 #[test]
 fn slow_reset_at_probe_is_a_clear_error() {
     let (bar, port) = nicsim::X540::new(X540Config { reset_delay: Duration::from_secs(1), ..Default::default() });
-    let err = open(bar, &port, "slow").unwrap_err().to_string();
-    assert!(err.contains("slow") && err.contains("reset"), "{err}");
+    let err = open(bar, &port, "slow").unwrap_err();
+    let last = assert_timeout(&err, "CTRL", "reset");
+    // CTRL.RST (bit 26) or LNK_RST (bit 3) still set: what the driver saw is what it reports.
+    assert_ne!(last & (1 << 26 | 1 << 3), 0, "CTRL = {last:#x}");
+    assert!(err.to_string().contains("slow"), "{err}");
+}
+
+#[test]
+fn a_queue_that_never_enables_is_a_timeout_naming_its_control_register() {
+    // The model takes longer to report TXDCTL.ENABLE than the test timing's 100 ms budget: TX queues enable
+    // first (section 3.7), so TXDCTL is the one the driver gives up on.
+    let (mut dev, port) = single(X540Config { queue_enable_delay: Duration::from_millis(400), ..Default::default() });
+    let pool = pool(512, 2048);
+    dev.configure(&small()).unwrap();
+    let err = dev.start(&pool).unwrap_err();
+    let last = assert_timeout(&err, "TXDCTL", "TX queue 0 enable");
+    assert_eq!(last & (1 << 25), 0, "ENABLE still reads 0: TXDCTL = {last:#x}");
+    assert!(!dev.is_started());
+    assert!(pool.is_full(), "{} leaked", pool.in_use());
+    assert!(matches!(dev.rx_queue_typed(0), Err(pktio::Error::NotStarted { .. })));
+    port.assert_no_faults();
+}
+
+#[test]
+fn a_bad_argument_is_not_a_driver_error() {
+    let (mut dev, _port) = single(X540Config::default());
+    let err = dev.configure(&PortConfig { rx_desc: 100, ..small() }).unwrap_err();
+    assert!(matches!(err, pktio::Error::InvalidConfig { .. }), "{err:?}");
+    assert!(err.driver_error::<ixgbe::Error>().is_none());
+    assert!(err.to_string().contains("100 RX descriptors asked, 64..=8192 in multiples of 8"), "{err}");
 }
 
 #[test]

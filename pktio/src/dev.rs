@@ -5,8 +5,9 @@ use std::str::FromStr;
 
 use mempool::{Mempool, PacketBatch};
 
+use crate::port_state::PortState;
 use crate::stats::{PortStats, XStat};
-use crate::Result;
+use crate::{Error, Result};
 
 /// An Ethernet MAC address.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -269,6 +270,39 @@ impl DevInfo {
             numa_node: None,
         }
     }
+
+    fn invalid(&self, reason: String) -> Error {
+        Error::InvalidConfig { port: self.device_name.clone(), reason }
+    }
+
+    /// Checks `config` against these limits: queue counts, descriptor counts, MTU. The one check every port
+    /// applies; a driver adds only what is its own (e.g. how many queues its RSS table can name).
+    pub fn check(&self, config: &PortConfig) -> Result<()> {
+        for (what, n, max) in
+            [("RX", config.rx_queues, self.max_rx_queues), ("TX", config.tx_queues, self.max_tx_queues)]
+        {
+            if n == 0 || n > max {
+                return Err(self.invalid(format!("{n} {what} queues asked, 1..={max} allowed")));
+            }
+        }
+        for (what, n, lim) in [("RX", config.rx_desc, self.rx_desc_lim), ("TX", config.tx_desc, self.tx_desc_lim)] {
+            if n < lim.min || n > lim.max || n % lim.align.max(1) != 0 {
+                return Err(self.invalid(format!(
+                    "{n} {what} descriptors asked, {}..={} in multiples of {} allowed",
+                    lim.min, lim.max, lim.align
+                )));
+            }
+        }
+        self.check_mtu(config.mtu)
+    }
+
+    /// Checks an MTU against the limits.
+    pub fn check_mtu(&self, mtu: u16) -> Result<()> {
+        if mtu < self.min_mtu || mtu > self.max_mtu {
+            return Err(self.invalid(format!("MTU {mtu} outside {}..={}", self.min_mtu, self.max_mtu)));
+        }
+        Ok(())
+    }
 }
 
 /// The receive side of one queue. Owned by one thread (`Send`, not `Sync`).
@@ -300,15 +334,31 @@ impl<Q: TxQueue + ?Sized> TxQueue for Box<Q> {
 
 /// A port's control plane: what `rte_eth_dev_*` does. The data plane is handed out as owned queues after
 /// [`EthDev::start`]; they must be dropped again before [`EthDev::stop`].
+///
+/// A port implements [`EthDev::state`]/[`EthDev::state_mut`] (its [`PortState`]), start, stop, queue hand-out
+/// and link; the getters and the setters with nothing behind them to tell come from the state. A port with a
+/// device or kernel interface behind it overrides the setters that must reach it.
 pub trait EthDev: Send {
+    /// The state kept for this port. For implementors: callers use the methods below.
+    fn state(&self) -> &PortState;
+
+    /// The state, to change. For implementors: changing it directly bypasses the device.
+    fn state_mut(&mut self) -> &mut PortState;
+
     /// What the device is and can do.
-    fn info(&self) -> DevInfo;
+    fn info(&self) -> DevInfo {
+        self.state().info.clone()
+    }
 
     /// Sets queue counts, descriptor counts, MTU, RSS and offloads. The port must be stopped.
-    fn configure(&mut self, config: &PortConfig) -> Result<()>;
+    fn configure(&mut self, config: &PortConfig) -> Result<()> {
+        self.state_mut().configure(config)
+    }
 
     /// The configuration in force.
-    fn config(&self) -> &PortConfig;
+    fn config(&self) -> &PortConfig {
+        &self.state().config
+    }
 
     /// Starts the port, filling RX rings from `pool`.
     fn start(&mut self, pool: &Mempool) -> Result<()>;
@@ -317,7 +367,9 @@ pub trait EthDev: Send {
     fn stop(&mut self) -> Result<()>;
 
     /// True between `start` and `stop`.
-    fn is_started(&self) -> bool;
+    fn is_started(&self) -> bool {
+        self.state().started
+    }
 
     /// Hands out RX queue `queue` (once per start).
     fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>>;
@@ -326,7 +378,9 @@ pub trait EthDev: Send {
     fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>>;
 
     /// Records the port number the application gave this device; drivers stamp it into received packets.
-    fn set_port_id(&mut self, port_id: u16);
+    fn set_port_id(&mut self, port_id: u16) {
+        self.state_mut().port_id = port_id;
+    }
 
     /// Link state now.
     fn link(&self) -> LinkStatus;
@@ -338,22 +392,37 @@ pub trait EthDev: Send {
     }
 
     /// The port's MAC address.
-    fn mac_addr(&self) -> MacAddr;
+    fn mac_addr(&self) -> MacAddr {
+        self.state().mac
+    }
 
     /// Changes the port's MAC address.
-    fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()>;
+    fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {
+        self.state_mut().mac = mac;
+        Ok(())
+    }
 
     /// Promiscuous mode on or off.
-    fn set_promiscuous(&mut self, on: bool) -> Result<()>;
+    fn set_promiscuous(&mut self, on: bool) -> Result<()> {
+        self.state_mut().promiscuous = on;
+        Ok(())
+    }
 
     /// Promiscuous mode state.
-    fn promiscuous(&self) -> bool;
+    fn promiscuous(&self) -> bool {
+        self.state().promiscuous
+    }
 
     /// All-multicast mode on or off.
-    fn set_allmulticast(&mut self, on: bool) -> Result<()>;
+    fn set_allmulticast(&mut self, on: bool) -> Result<()> {
+        self.state_mut().allmulticast = on;
+        Ok(())
+    }
 
     /// All-multicast mode state.
-    fn allmulticast(&self) -> bool;
+    fn allmulticast(&self) -> bool {
+        self.state().allmulticast
+    }
 
     /// Current MTU.
     fn mtu(&self) -> u16 {
@@ -361,13 +430,19 @@ pub trait EthDev: Send {
     }
 
     /// Changes the MTU.
-    fn set_mtu(&mut self, mtu: u16) -> Result<()>;
+    fn set_mtu(&mut self, mtu: u16) -> Result<()> {
+        self.state_mut().set_mtu(mtu)
+    }
 
     /// Counters since the last reset.
-    fn stats(&self) -> PortStats;
+    fn stats(&self) -> PortStats {
+        self.state().stats()
+    }
 
     /// Zeroes the counters (and the extended ones).
-    fn reset_stats(&mut self);
+    fn reset_stats(&mut self) {
+        self.state_mut().reset_stats()
+    }
 
     /// Extended counters by name: the generic ones from [`PortStats::generic_xstats`] plus the driver's own.
     fn xstats(&self) -> Vec<XStat> {
@@ -377,16 +452,12 @@ pub trait EthDev: Send {
     /// Changes RSS settings.
     fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {
         let _ = rss;
-        Err(crate::Error::NotSupported { port: self.info().device_name, driver: self.info().driver_name, what: "RSS" })
+        Err(self.state().unsupported("RSS"))
     }
 
     /// Sets the redirection table (entry i: queue for hash values whose low bits are i).
     fn reta_update(&mut self, reta: &[u16]) -> Result<()> {
         let _ = reta;
-        Err(crate::Error::NotSupported {
-            port: self.info().device_name,
-            driver: self.info().driver_name,
-            what: "RSS redirection table",
-        })
+        Err(self.state().unsupported("RSS redirection table"))
     }
 }

@@ -65,6 +65,17 @@ pub enum Error {
         /// The operation.
         what: &'static str,
     },
+    /// The device itself failed (a register that never settled, firmware that refused, a feature it lacks): not
+    /// a bad argument. `source` is the driver's own error type (e.g. `ixgbe::Error`); find it with
+    /// [`Error::driver_error`] or through [`std::error::Error::source`].
+    #[error("port {port}: {source}")]
+    Driver {
+        /// Port name.
+        port: String,
+        /// The driver's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// Bad `--vdev` arguments.
     #[error("--vdev {devargs:?}: {reason}")]
     Devargs {
@@ -105,6 +116,19 @@ impl Error {
     /// An OS error with context, from errno.
     pub fn last_os(what: impl Into<String>) -> Self {
         Error::Os { what: what.into(), source: std::io::Error::last_os_error() }
+    }
+
+    /// A driver's own error, for port `port`.
+    pub fn driver(port: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Driver { port: port.into(), source: Box::new(source) }
+    }
+
+    /// The driver's error of type `E`, when this is an [`Error::Driver`] carrying one.
+    pub fn driver_error<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        match self {
+            Error::Driver { source, .. } => source.downcast_ref::<E>(),
+            _ => None,
+        }
     }
 
     /// An OS error with context.

@@ -4,6 +4,11 @@
 //! RSS) that hands out owned [`RxQueue`]/[`TxQueue`] values after start: one thread owns each queue and moves
 //! packets in bursts through a fixed-capacity [`PacketBatch`], with at most one dynamic call per burst.
 //!
+//! Every port keeps its configuration, started flag, MAC, receive modes, queue hand-out and counter base in one
+//! [`PortState`], checked by [`DevInfo::check`]; [`EthDev`] answers its getters from it, so a port implements only
+//! what is its own. A device's own failures (a register that never settles) come as [`Error::Driver`] carrying the
+//! driver's error type, distinct from the argument errors.
+//!
 //! Also here: software ports ([`ports`]: null, ring, pcap, af_packet, tap) opened from DPDK-style devargs, the
 //! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), and PCI identity
 //! ([`pci`]).
@@ -19,6 +24,7 @@ pub mod driver;
 mod error;
 pub mod pcap_file;
 pub mod pci;
+mod port_state;
 pub mod ports;
 pub mod stats;
 pub mod vfio;
@@ -29,4 +35,5 @@ pub use dev::{
 };
 pub use error::{Error, Result};
 pub use mempool::{self, Mbuf, Mempool, PacketBatch, PoolConfig};
+pub use port_state::PortState;
 pub use stats::{PortStats, XStat};

@@ -23,7 +23,9 @@ use hugepage::Allocator;
 use mempool::Mempool;
 use nicsim::{Chip, LinkSpeed, ModelThread, SimBar, X540Config, X540Port, X540};
 use pktio::devargs::Devargs;
-use pktio::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortStats, Result, RssConfig, RxQueue, TxQueue, XStat};
+use pktio::{
+    DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result, RssConfig, RxQueue, TxQueue, XStat,
+};
 
 use ixgbe::{Ixgbe, MacType, Media, Options, Timing};
 
@@ -148,6 +150,12 @@ fn open_model_vdev(args: &Devargs, allocator: &Allocator, default_mac: &str) -> 
 }
 
 impl EthDev for SimPort {
+    fn state(&self) -> &PortState {
+        self.dev.state()
+    }
+    fn state_mut(&mut self) -> &mut PortState {
+        self.dev.state_mut()
+    }
     fn info(&self) -> DevInfo {
         self.dev.info()
     }

@@ -9,11 +9,13 @@ use hugepage::{Allocator, DmaConfig, IovaMode};
 use mempool::Mempool;
 use pktio::dma::{DmaMapper, DmaMapping};
 use pktio::pci::{ConfigSpace, PciAddress};
-use pktio::ports::core::SoftPortCore;
 use pktio::vfio::{Vfio, VfioBar, VfioConfig};
-use pktio::{offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue, XStat};
+use pktio::{
+    offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, RxQueue, TxQueue, XStat,
+};
 
 use crate::desc::{ctrl, VirtqDesc};
+use crate::error::Error;
 use crate::regs::{
     cfg_type, feature, netcfg, status, virtio_caps, CommonCfg, RegisterSpace, VirtioCap, Window, NO_VECTOR,
 };
@@ -45,78 +47,7 @@ pub const DRIVER_FEATURES: u64 = feature::VERSION_1
     | feature::RING_EVENT_IDX
     | feature::NET_SPEED_DUPLEX;
 
-/// Why a virtio-net device could not be driven.
-#[derive(Debug, thiserror::Error)]
-pub enum VirtioError {
-    /// A vendor capability is missing or points outside its BAR.
-    #[error("{dev}: {what}")]
-    Capability {
-        /// Device name.
-        dev: String,
-        /// What is wrong.
-        what: String,
-    },
-    /// Feature negotiation failed.
-    #[error("{dev}: {what} (device offers {offered})")]
-    Features {
-        /// Device name.
-        dev: String,
-        /// What is wrong and what to do.
-        what: String,
-        /// The device's feature names.
-        offered: String,
-    },
-    /// The device did not do what it was asked.
-    #[error("{dev}: {what}")]
-    Device {
-        /// Device name.
-        dev: String,
-        /// What happened.
-        what: String,
-    },
-    /// A control queue command failed.
-    #[error("{dev}: control command class {class} cmd {cmd}: {what}")]
-    Control {
-        /// Device name.
-        dev: String,
-        /// Command class.
-        class: u8,
-        /// Command.
-        cmd: u8,
-        /// What happened.
-        what: String,
-    },
-    /// VFIO failed.
-    #[error(transparent)]
-    Vfio(#[from] pktio::vfio::VfioError),
-    /// DMA mapping failed.
-    #[error(transparent)]
-    Dma(#[from] pktio::Error),
-    /// Memory failed.
-    #[error(transparent)]
-    Memory(#[from] hugepage::Error),
-    /// Configuration space access failed.
-    #[error("{dev}: configuration space: {source}")]
-    Config {
-        /// Device name.
-        dev: String,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl From<VirtioError> for pktio::Error {
-    fn from(e: VirtioError) -> Self {
-        match e {
-            VirtioError::Config { dev, source } => pktio::Error::os(format!("{dev}: configuration space"), source),
-            VirtioError::Dma(e) => e,
-            other => pktio::Error::Os { what: DRIVER_NAME.to_string(), source: std::io::Error::other(other) },
-        }
-    }
-}
-
-type VResult<T> = std::result::Result<T, VirtioError>;
+type VResult<T> = std::result::Result<T, Error>;
 
 /// The structures of a modern virtio PCI function, located through its vendor capabilities.
 #[derive(Debug)]
@@ -151,18 +82,18 @@ impl<B: RegisterSpace> Transport<B> {
                 }
             };
             if (c.length as usize) < min_len {
-                return Err(VirtioError::Capability {
+                return Err(Error::Capability {
                     dev: dev.to_string(),
                     what: format!("{what} structure is {} bytes, at least {min_len} expected", c.length),
                 });
             }
-            let w = Window::new(io, c.offset as usize, c.length as usize).ok_or_else(|| VirtioError::Capability {
+            let w = Window::new(io, c.offset as usize, c.length as usize).ok_or_else(|| Error::Capability {
                 dev: dev.to_string(),
                 what: format!("{what} structure {:#x}+{:#x} lies outside BAR {}", c.offset, c.length, c.bar),
             })?;
             Ok(Some((w, *c)))
         };
-        let missing = |what: &str| VirtioError::Capability {
+        let missing = |what: &str| Error::Capability {
             dev: dev.to_string(),
             what: format!(
                 "no {what} capability: not a modern (virtio 1.x) device; a transitional device needs \
@@ -204,7 +135,7 @@ const CTRL_BUF: usize = 256;
 
 /// A virtio-net port.
 pub struct VirtioNet<B: RegisterSpace> {
-    core: SoftPortCore,
+    state: PortState,
     t: Transport<B>,
     device_features: u64,
     features: u64,
@@ -224,10 +155,10 @@ pub struct VirtioNet<B: RegisterSpace> {
 impl<B: RegisterSpace> std::fmt::Debug for VirtioNet<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VirtioNet")
-            .field("name", &self.core.info.device_name)
+            .field("name", &self.state.info.device_name)
             .field("features", &feature::names(self.features))
             .field("max_pairs", &self.max_pairs)
-            .field("started", &self.core.started)
+            .field("started", &self.state.started)
             .finish()
     }
 }
@@ -258,7 +189,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
     ) -> VResult<Self> {
         let iova_mode = allocator.config().iova_mode;
         let mut dev = VirtioNet {
-            core: SoftPortCore::new(DevInfo::software(DRIVER_NAME, name, 1), MacAddr::ZERO),
+            state: PortState::new(DevInfo::software(DRIVER_NAME, name, 1), MacAddr::ZERO, PortConfig::default()),
             t,
             device_features: 0,
             features: 0,
@@ -273,6 +204,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             ctrl_errors: 0,
             _owner: owner,
         };
+        dev.state.promiscuous = true;
         dev.reset()?;
         dev.negotiate()?;
         dev.read_config();
@@ -281,19 +213,27 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
     }
 
     fn name(&self) -> String {
-        self.core.info.device_name.clone()
+        self.state.info.device_name.clone()
     }
 
-    fn dev_err(&self, what: impl Into<String>) -> VirtioError {
-        VirtioError::Device { dev: self.name(), what: what.into() }
+    fn dev_err(&self, what: impl Into<String>) -> Error {
+        Error::Device { dev: self.name(), what: what.into() }
     }
 
     /// Resets the device (status 0) and waits for it to read back 0: all DMA stops.
     pub fn reset(&mut self) -> VResult<()> {
         let c = &self.t.common;
         c.set_status(0);
-        if !wait_until(Duration::from_secs(2), || c.status() == 0) {
-            return Err(self.dev_err(format!("did not reset (status {:#x} after 2 s)", c.status())));
+        let budget = Duration::from_secs(2);
+        if !wait_until(budget, || c.status() == 0) {
+            let last_value = c.status() as u32;
+            return Err(Error::Timeout {
+                dev: self.name(),
+                what: "reset",
+                register: "device_status",
+                last_value,
+                budget,
+            });
         }
         Ok(())
     }
@@ -307,7 +247,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
         let offered = c.device_features();
         self.device_features = offered;
         let ferr =
-            |what: String| VirtioError::Features { dev: self.name(), what, offered: feature::names(offered).join("|") };
+            |what: String| Error::Features { dev: self.name(), what, offered: feature::names(offered).join("|") };
         if offered & feature::VERSION_1 == 0 {
             return Err(ferr("VERSION_1 not offered: a legacy device, which this driver does not drive".into()));
         }
@@ -320,10 +260,10 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
         }
         let mut want = offered & DRIVER_FEATURES;
         // Offloads only when configured.
-        if self.core.config.tx_offloads & (offload::TX_TCP_CKSUM | offload::TX_UDP_CKSUM) == 0 {
+        if self.state.config.tx_offloads & (offload::TX_TCP_CKSUM | offload::TX_UDP_CKSUM) == 0 {
             want &= !feature::NET_CSUM;
         }
-        if self.core.config.rx_offloads & (offload::RX_TCP_CKSUM | offload::RX_UDP_CKSUM) == 0 {
+        if self.state.config.rx_offloads & (offload::RX_TCP_CKSUM | offload::RX_UDP_CKSUM) == 0 {
             want &= !feature::NET_GUEST_CSUM;
         }
         // MQ and the control-queue features need the control queue.
@@ -371,7 +311,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
         } else {
             MacAddr::local_from(self.name().bytes().fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32)))
         };
-        self.core.mac = mac;
+        self.state.mac = mac;
         let max_q = pairs.min(256);
         let size = self.max_queue_size;
         let mut info = DevInfo::software(DRIVER_NAME, &self.name(), max_q);
@@ -388,14 +328,14 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             info.rx_offload_capa |= offload::RX_TCP_CKSUM | offload::RX_UDP_CKSUM;
         }
         info.speed_capa = vec![10_000];
-        self.core.info = info;
+        self.state.info = info;
         let cfg = PortConfig {
-            rx_desc: self.core.config.rx_desc.min(size),
-            tx_desc: self.core.config.tx_desc.min(size),
-            ..self.core.config.clone()
+            rx_desc: self.state.config.rx_desc.min(size),
+            tx_desc: self.state.config.tx_desc.min(size),
+            ..self.state.config.clone()
         };
         // The defaults (1024 descriptors) may exceed the device's queue size: clamp them.
-        let _ = self.core.configure(&cfg);
+        let _ = self.state.configure(&cfg);
     }
 
     /// The negotiated feature bits.
@@ -460,7 +400,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
     }
 
     fn bring_up(&mut self, pool: &Mempool) -> VResult<()> {
-        let cfg = self.core.config.clone();
+        let cfg = self.state.config.clone();
         if pool.headroom() < crate::desc::NetHdr::LEN as u16 {
             return Err(self.dev_err(format!(
                 "the pool's headroom ({} bytes) cannot hold the {}-byte virtio-net header",
@@ -522,14 +462,14 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             // SAFETY: a fresh piece of `mem`, 64-byte aligned, large enough, kept alive by the state's Arc.
             let vq = unsafe { SplitQueue::new(p, iova, rx_size, event_idx) };
             let off = self.setup_queue(2 * q, &vq)?;
-            let stats = self.core.rx_stats(q).expect("configured queue").clone();
+            let stats = self.state.rx_stats(q).expect("configured queue").clone();
             rx_states.push(RxState {
                 shadow: (0..rx_size).map(|_| None).collect(),
                 vq,
                 pool: pool.clone(),
                 notifier: Notifier { window: self.t.notify.clone(), offset: off, queue: 2 * q },
                 stats,
-                port_id: self.core.port_id,
+                port_id: self.state.port_id,
                 mergeable: self.has(feature::NET_MRG_RXBUF),
                 guest_csum: self.has(feature::NET_GUEST_CSUM),
                 hdr_off: pool.headroom() - crate::desc::NetHdr::LEN as u16,
@@ -546,7 +486,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             // SAFETY: as for RX.
             let vq = unsafe { SplitQueue::new(p, iova, tx_size, event_idx) };
             let off = self.setup_queue(2 * q + 1, &vq)?;
-            let stats = self.core.tx_stats(q).expect("configured queue").clone();
+            let stats = self.state.tx_stats(q).expect("configured queue").clone();
             tx_states.push(TxState {
                 shadow: (0..tx_size).map(|_| None).collect(),
                 vq,
@@ -581,8 +521,8 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             self.ctrl_cmd(ctrl::CLASS_MQ, ctrl::MQ_VQ_PAIRS_SET, &pairs.to_le_bytes())?;
         }
         if self.has(feature::NET_CTRL_RX) {
-            self.ctrl_cmd(ctrl::CLASS_RX, ctrl::RX_PROMISC, &[self.core.promiscuous as u8])?;
-            self.ctrl_cmd(ctrl::CLASS_RX, ctrl::RX_ALLMULTI, &[self.core.allmulticast as u8])?;
+            self.ctrl_cmd(ctrl::CLASS_RX, ctrl::RX_PROMISC, &[self.state.promiscuous as u8])?;
+            self.ctrl_cmd(ctrl::CLASS_RX, ctrl::RX_ALLMULTI, &[self.state.allmulticast as u8])?;
         }
         for mut s in rx_states {
             s.refill();
@@ -597,7 +537,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
     /// Sends one control command and waits for the device's acknowledgement.
     fn ctrl_cmd(&mut self, class: u8, cmd: u8, data: &[u8]) -> VResult<()> {
         let name = self.name();
-        let cerr = |what: String| VirtioError::Control { dev: name.clone(), class, cmd, what };
+        let cerr = |what: String| Error::Control { dev: name.clone(), class, cmd, what };
         let Some(r) = self.running.as_mut() else {
             return Err(cerr("the port is not started".into()));
         };
@@ -642,40 +582,30 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
         Ok(())
     }
 
-    fn check_queue(&self, kind: &'static str, queue: u16, count: u16) -> pktio::Result<()> {
-        let port = self.name();
-        if !self.core.started {
-            return Err(pktio::Error::NotStarted { port });
-        }
-        if queue >= count {
-            return Err(pktio::Error::InvalidQueue { port, kind, queue, count });
-        }
-        Ok(())
-    }
-
     /// Typed RX queue (static dispatch). Dropping it hands the ring back to the port.
     pub fn rx_queue_typed(&mut self, queue: u16) -> pktio::Result<VirtioRxQueue<B>> {
-        self.check_queue("rx", queue, self.core.config.rx_queues)?;
-        let home = self.rx_homes[queue as usize].clone();
-        let state = home.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some(mut state) = state else {
-            return Err(pktio::Error::QueueTaken { port: self.name(), kind: "rx", queue });
-        };
-        state.port_id = self.core.port_id;
-        Ok(VirtioRxQueue { state: Some(state), home })
+        let homes = &self.rx_homes;
+        let port_id = self.state.port_id;
+        self.state.claim_rx(queue, |_| {
+            let home = homes.get(queue as usize)?.clone();
+            let mut state = home.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+            state.port_id = port_id;
+            Some(VirtioRxQueue { state: Some(state), home })
+        })
     }
 
     /// Typed TX queue. Dropping it hands the ring back to the port.
     pub fn tx_queue_typed(&mut self, queue: u16) -> pktio::Result<VirtioTxQueue<B>> {
-        self.check_queue("tx", queue, self.core.config.tx_queues)?;
-        let home = self.tx_homes[queue as usize].clone();
-        let state = home.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some(state) = state else {
-            return Err(pktio::Error::QueueTaken { port: self.name(), kind: "tx", queue });
-        };
-        Ok(VirtioTxQueue { state: Some(state), home })
+        let homes = &self.tx_homes;
+        self.state.claim_tx(queue, |_| {
+            let home = homes.get(queue as usize)?.clone();
+            let state = home.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+            Some(VirtioTxQueue { state: Some(state), home })
+        })
     }
 
+    /// True while a queue handle is out. The rings go home when their handle drops, holding their counters, so
+    /// the state's reference-count check does not apply here.
     /// True while a queue handle is out.
     fn queues_in_use(&self) -> bool {
         let out = |h: &Arc<Mutex<Option<RxState<B>>>>| h.lock().unwrap_or_else(|e| e.into_inner()).is_none();
@@ -708,8 +638,12 @@ impl<B: RegisterSpace> Drop for VirtioNet<B> {
 }
 
 impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
-    fn info(&self) -> DevInfo {
-        self.core.info.clone()
+    fn state(&self) -> &PortState {
+        &self.state
+    }
+
+    fn state_mut(&mut self) -> &mut PortState {
+        &mut self.state
     }
 
     fn configure(&mut self, config: &PortConfig) -> pktio::Result<()> {
@@ -718,39 +652,30 @@ impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
             tx_desc: config.tx_desc.min(self.max_queue_size),
             ..config.clone()
         };
-        self.core.configure(&c)
-    }
-
-    fn config(&self) -> &PortConfig {
-        &self.core.config
+        self.state.configure(&c)
     }
 
     fn start(&mut self, pool: &Mempool) -> pktio::Result<()> {
-        if self.core.started {
+        if self.state.started {
             return Err(pktio::Error::Started { port: self.name() });
         }
         if let Err(e) = self.bring_up(pool) {
             self.teardown();
             return Err(e.into());
         }
-        self.core.start()
+        self.state.start()
     }
 
     fn stop(&mut self) -> pktio::Result<()> {
-        if !self.core.started {
+        if !self.state.started {
             return Ok(());
         }
         if self.queues_in_use() {
             return Err(pktio::Error::QueuesInUse { port: self.name() });
         }
-        // The queue states hold the counters too, so the core's own in-use check does not apply.
-        self.core.started = false;
+        self.state.started = false;
         self.teardown();
         Ok(())
-    }
-
-    fn is_started(&self) -> bool {
-        self.core.started
     }
 
     fn rx_queue(&mut self, queue: u16) -> pktio::Result<Box<dyn RxQueue>> {
@@ -761,12 +686,8 @@ impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
         Ok(Box::new(self.tx_queue_typed(queue)?))
     }
 
-    fn set_port_id(&mut self, port_id: u16) {
-        self.core.port_id = port_id;
-    }
-
     fn link(&self) -> LinkStatus {
-        if !self.core.started || self.t.common.status() & status::DEVICE_NEEDS_RESET != 0 {
+        if !self.state.started || self.t.common.status() & status::DEVICE_NEEDS_RESET != 0 {
             return LinkStatus::default();
         }
         let up = !self.has(feature::NET_STATUS) || self.t.device.read16(netcfg::STATUS) & netcfg::S_LINK_UP != 0;
@@ -783,56 +704,30 @@ impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
         LinkStatus { up: true, speed_mbps: speed, full_duplex: true, autoneg: false }
     }
 
-    fn mac_addr(&self) -> MacAddr {
-        self.core.mac
-    }
-
     fn set_mac_addr(&mut self, mac: MacAddr) -> pktio::Result<()> {
-        if self.core.started && self.has(feature::NET_CTRL_MAC_ADDR) {
+        if self.state.started && self.has(feature::NET_CTRL_MAC_ADDR) {
             self.ctrl_cmd(ctrl::CLASS_MAC, ctrl::MAC_ADDR_SET, &mac.0)?;
-        } else if self.core.started {
-            return Err(pktio::Error::NotSupported { port: self.name(), driver: DRIVER_NAME, what: "MAC change" });
+        } else if self.state.started {
+            return Err(self.state.unsupported("MAC change"));
         }
-        self.core.mac = mac;
+        self.state.mac = mac;
         Ok(())
     }
 
     fn set_promiscuous(&mut self, on: bool) -> pktio::Result<()> {
-        if self.core.started && self.has(feature::NET_CTRL_RX) {
+        if self.state.started && self.has(feature::NET_CTRL_RX) {
             self.ctrl_cmd(ctrl::CLASS_RX, ctrl::RX_PROMISC, &[on as u8])?;
         }
-        self.core.promiscuous = on;
+        self.state.promiscuous = on;
         Ok(())
-    }
-
-    fn promiscuous(&self) -> bool {
-        self.core.promiscuous
     }
 
     fn set_allmulticast(&mut self, on: bool) -> pktio::Result<()> {
-        if self.core.started && self.has(feature::NET_CTRL_RX) {
+        if self.state.started && self.has(feature::NET_CTRL_RX) {
             self.ctrl_cmd(ctrl::CLASS_RX, ctrl::RX_ALLMULTI, &[on as u8])?;
         }
-        self.core.allmulticast = on;
+        self.state.allmulticast = on;
         Ok(())
-    }
-
-    fn allmulticast(&self) -> bool {
-        self.core.allmulticast
-    }
-
-    fn set_mtu(&mut self, mtu: u16) -> pktio::Result<()> {
-        self.core.check_mtu(mtu)?;
-        self.core.config.mtu = mtu;
-        Ok(())
-    }
-
-    fn stats(&self) -> pktio::PortStats {
-        self.core.stats()
-    }
-
-    fn reset_stats(&mut self) {
-        self.core.reset_stats()
     }
 
     fn xstats(&self) -> Vec<XStat> {
@@ -847,11 +742,11 @@ impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
 pub fn open_vfio(vfio: &Vfio, addr: PciAddress, allocator: Allocator) -> VResult<VirtioNet<VfioBar>> {
     let name = addr.to_string();
     let dev = Arc::new(vfio.open_device(addr)?);
-    let cfg_err = |source| VirtioError::Config { dev: name.clone(), source };
+    let cfg_err = |source| Error::Config { dev: name.clone(), source };
     let vendor = dev.read16(0).map_err(cfg_err)?;
     let device = dev.read16(2).map_err(cfg_err)?;
     if vendor != VENDOR_ID || !(device == DEVICE_ID_NET_MODERN || device == DEVICE_ID_NET_TRANSITIONAL) {
-        return Err(VirtioError::Device {
+        return Err(Error::Device {
             dev: name,
             what: format!("{vendor:04x}:{device:04x} is not a virtio-net device (1af4:1041)"),
         });
@@ -865,7 +760,7 @@ pub fn open_vfio(vfio: &Vfio, addr: PciAddress, allocator: Allocator) -> VResult
 
 /// The EAL probe entry: VFIO and hugepage memory with the default settings (IOVA = VA).
 pub fn probe(addr: PciAddress) -> pktio::Result<Box<dyn EthDev>> {
-    let allocator = Allocator::new(DmaConfig::default()).map_err(VirtioError::from)?;
+    let allocator = Allocator::new(DmaConfig::default()).map_err(Error::from)?;
     let vfio = Vfio::new(VfioConfig::default());
     Ok(Box::new(open_vfio(&vfio, addr, allocator)?))
 }

@@ -13,11 +13,13 @@
 
 pub mod desc;
 pub mod dev;
+mod error;
 pub mod regs;
 pub mod rxtx;
 pub mod virtqueue;
 
-pub use dev::{open_vfio, probe, Transport, VirtioError, VirtioNet, DRIVER_NAME};
+pub use dev::{open_vfio, probe, Transport, VirtioNet, DRIVER_NAME};
+pub use error::{Error, Result};
 pub use rxtx::{VirtioRxQueue, VirtioTxQueue};
 
 use pktio::driver::{PciDriver, PciProbe};

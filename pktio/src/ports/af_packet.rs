@@ -33,7 +33,7 @@ use mempool::{Mempool, PacketBatch};
 
 use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
 use crate::devargs::Devargs;
-use crate::ports::core::SoftPortCore;
+use crate::port_state::PortState;
 use crate::ports::netif::{self, mbuf_from_bytes, os_error, IfCtl};
 use crate::stats::{RxQueueStats, TxQueueStats};
 use crate::{Error, Result};
@@ -378,7 +378,7 @@ impl PacketSocket {
 /// An af_packet port.
 #[derive(Debug)]
 pub struct AfPacketPort {
-    core: SoftPortCore,
+    state: PortState,
     cfg: AfPacketConfig,
     ctl: IfCtl,
     ifindex: i32,
@@ -417,16 +417,15 @@ impl AfPacketPort {
         info.max_rx_pktlen = max_frame as u32;
         info.max_mtu = (max_frame.saturating_sub(18)).clamp(68, 65_535) as u16;
         info.speed_capa = vec![10_000];
-        let mut core = SoftPortCore::new(info, mac);
-        core.configure(&PortConfig {
+        let config = PortConfig {
             rx_queues: cfg.qpairs,
             tx_queues: cfg.qpairs,
-            mtu: (mtu as u16).clamp(core.info.min_mtu, core.info.max_mtu),
+            mtu: (mtu as u16).clamp(info.min_mtu, info.max_mtu),
             ..PortConfig::default()
-        })?;
-        core.promiscuous = false;
-        core.allmulticast = false;
-        Ok(AfPacketPort { core, cfg: cfg.clone(), ctl, ifindex, sockets, pool: None, drops_base: 0 })
+        };
+        info.check(&config)?;
+        let state = PortState::new(info, mac, config);
+        Ok(AfPacketPort { state, cfg: cfg.clone(), ctl, ifindex, sockets, pool: None, drops_base: 0 })
     }
 
     /// Opens from devargs (`net_af_packet0,iface=eth1,qpairs=2`).
@@ -464,16 +463,16 @@ impl AfPacketPort {
 
     /// Typed RX queue.
     pub fn rx_queue_typed(&mut self, queue: u16) -> Result<AfPacketRxQueue> {
-        let stats = self.core.take_rx(queue)?;
-        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.core.info.device_name.clone() })?;
+        let stats = self.state.claim_rx(queue, Some)?;
+        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
         let sock = self.sockets[queue as usize].clone();
         let head = sock.rx_head.load(Ordering::Relaxed);
-        Ok(AfPacketRxQueue { sock, head, pool, stats, port_id: self.core.port_id, scratch: Vec::new() })
+        Ok(AfPacketRxQueue { sock, head, pool, stats, port_id: self.state.port_id, scratch: Vec::new() })
     }
 
     /// Typed TX queue.
     pub fn tx_queue_typed(&mut self, queue: u16) -> Result<AfPacketTxQueue> {
-        let stats = self.core.take_tx(queue)?;
+        let stats = self.state.claim_tx(queue, Some)?;
         let sock = self.sockets[queue as usize].clone();
         let head = sock.tx_head.load(Ordering::Relaxed);
         Ok(AfPacketTxQueue { sock, head, stats })
@@ -482,20 +481,19 @@ impl AfPacketPort {
     fn drops(&self) -> u64 {
         self.sockets.iter().map(|s| s.poll_drops()).sum()
     }
-
-    fn invalid(&self, reason: String) -> Error {
-        Error::InvalidConfig { port: self.core.info.device_name.clone(), reason }
-    }
 }
 
 impl EthDev for AfPacketPort {
-    crate::soft_port_state!(core);
+    fn state(&self) -> &PortState {
+        &self.state
+    }
+
+    fn state_mut(&mut self) -> &mut PortState {
+        &mut self.state
+    }
 
     fn configure(&mut self, config: &PortConfig) -> Result<()> {
-        if config.mtu != self.core.config.mtu {
-            self.core.check_mtu(config.mtu)?;
-        }
-        self.core.configure(config)?;
+        self.state.configure(config)?;
         if config.mtu as u32 != self.ctl.mtu()? {
             self.ctl.set_mtu(config.mtu as u32)?;
         }
@@ -503,25 +501,31 @@ impl EthDev for AfPacketPort {
     }
 
     fn start(&mut self, pool: &Mempool) -> Result<()> {
-        if self.core.started {
-            return Err(Error::Started { port: self.core.info.device_name.clone() });
+        if self.state.started {
+            return Err(Error::Started { port: self.state.name().to_string() });
         }
         self.ctl.change_flags(libc::IFF_UP, true)?;
         for s in &self.sockets {
             s.flush_rx();
         }
-        self.core.start()?;
+        self.state.start()?;
         self.pool = Some(pool.clone());
         Ok(())
     }
 
     fn stop(&mut self) -> Result<()> {
-        self.core.stop()?;
+        self.state.stop()?;
         self.pool = None;
         Ok(())
     }
 
-    crate::soft_port_queues!();
+    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
+        Ok(Box::new(self.rx_queue_typed(queue)?))
+    }
+
+    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
+        Ok(Box::new(self.tx_queue_typed(queue)?))
+    }
 
     fn link(&self) -> LinkStatus {
         self.ctl.link(10_000)
@@ -531,66 +535,50 @@ impl EthDev for AfPacketPort {
         self.ctl.change_flags(libc::IFF_UP, up)
     }
 
-    fn mac_addr(&self) -> MacAddr {
-        self.core.mac
-    }
-
     fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {
         if mac.is_multicast() || mac == MacAddr::ZERO {
-            return Err(self.invalid(format!("{mac} is not a unicast address")));
+            return Err(self.state.invalid(format!("{mac} is not a unicast address")));
         }
         self.ctl.set_mac(mac)?;
-        self.core.mac = mac;
+        self.state.mac = mac;
         Ok(())
     }
 
     fn set_promiscuous(&mut self, on: bool) -> Result<()> {
-        if on != self.core.promiscuous {
+        if on != self.state.promiscuous {
             self.sockets[0]
                 .membership(self.ifindex, libc::PACKET_MR_PROMISC, on)
                 .map_err(|e| os_error(format!("promiscuous mode on {}", self.cfg.iface), e))?;
-            self.core.promiscuous = on;
+            self.state.promiscuous = on;
         }
         Ok(())
-    }
-
-    fn promiscuous(&self) -> bool {
-        self.core.promiscuous
     }
 
     fn set_allmulticast(&mut self, on: bool) -> Result<()> {
-        if on != self.core.allmulticast {
+        if on != self.state.allmulticast {
             self.sockets[0]
                 .membership(self.ifindex, libc::PACKET_MR_ALLMULTI, on)
                 .map_err(|e| os_error(format!("all-multicast mode on {}", self.cfg.iface), e))?;
-            self.core.allmulticast = on;
+            self.state.allmulticast = on;
         }
         Ok(())
     }
 
-    fn allmulticast(&self) -> bool {
-        self.core.allmulticast
-    }
-
-    fn mtu(&self) -> u16 {
-        self.core.config.mtu
-    }
-
     fn set_mtu(&mut self, mtu: u16) -> Result<()> {
-        self.core.check_mtu(mtu)?;
+        self.state.info.check_mtu(mtu)?;
         self.ctl.set_mtu(mtu as u32)?;
-        self.core.config.mtu = mtu;
+        self.state.config.mtu = mtu;
         Ok(())
     }
 
     fn stats(&self) -> crate::PortStats {
-        let mut s = self.core.stats();
+        let mut s = self.state.stats();
         s.imissed += self.drops().wrapping_sub(self.drops_base);
         s
     }
 
     fn reset_stats(&mut self) {
-        self.core.reset_stats();
+        self.state.reset_stats();
         self.drops_base = self.drops();
     }
 }

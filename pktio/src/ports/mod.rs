@@ -1,7 +1,6 @@
 //! Software ports, opened from DPDK devargs (`--vdev net_null0,size=64`).
 
 pub mod af_packet;
-pub mod core;
 pub(crate) mod netif;
 pub mod null;
 pub mod pcap;

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use mempool::{Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, RxQueue, TxQueue};
+use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
 use crate::devargs::Devargs;
-use crate::ports::core::SoftPortCore;
+use crate::port_state::PortState;
 use crate::stats::{RxQueueStats, TxQueueStats};
 use crate::{Error, Result};
 
@@ -37,7 +37,7 @@ impl Default for NullConfig {
 /// A null port.
 #[derive(Debug)]
 pub struct NullPort {
-    core: SoftPortCore,
+    state: PortState,
     settings: NullConfig,
     pool: Option<Mempool>,
 }
@@ -47,7 +47,9 @@ impl NullPort {
     pub fn new(name: &str, settings: NullConfig) -> Self {
         let info = DevInfo::software("net_null", name, MAX_QUEUES);
         let seed = name.bytes().fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
-        NullPort { core: SoftPortCore::new(info, MacAddr::local_from(seed)), settings, pool: None }
+        let mut state = PortState::new(info, MacAddr::local_from(seed), PortConfig::default());
+        state.promiscuous = true;
+        NullPort { state, settings, pool: None }
     }
 
     /// Opens from devargs (`net_null0,size=64,copy=1`).
@@ -63,52 +65,57 @@ impl NullPort {
 
     /// Typed RX queue (static dispatch for embedders).
     pub fn rx_queue_typed(&mut self, queue: u16) -> Result<NullRxQueue> {
-        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.core.info.device_name.clone() })?;
+        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
         if self.settings.size > pool.data_room() {
-            return Err(Error::InvalidConfig {
-                port: self.core.info.device_name.clone(),
-                reason: format!(
-                    "size={} does not fit the pool's {}-byte data room",
-                    self.settings.size,
-                    pool.data_room()
-                ),
-            });
+            return Err(self.state.invalid(format!(
+                "size={} does not fit the pool's {}-byte data room",
+                self.settings.size,
+                pool.data_room()
+            )));
         }
-        let stats = self.core.take_rx(queue)?;
+        let stats = self.state.claim_rx(queue, Some)?;
         let template = vec![0u8; self.settings.size as usize];
-        Ok(NullRxQueue { pool, stats, settings: self.settings, template, port_id: self.core.port_id })
+        Ok(NullRxQueue { pool, stats, settings: self.settings, template, port_id: self.state.port_id })
     }
 
     /// Typed TX queue.
     pub fn tx_queue_typed(&mut self, queue: u16) -> Result<NullTxQueue> {
-        let stats = self.core.take_tx(queue)?;
+        let stats = self.state.claim_tx(queue, Some)?;
         Ok(NullTxQueue { stats, copy: self.settings.copy, sink: vec![0u8; 65536] })
     }
 }
 
 impl EthDev for NullPort {
-    crate::soft_port_common!(core);
+    fn state(&self) -> &PortState {
+        &self.state
+    }
 
-    fn configure(&mut self, config: &crate::PortConfig) -> Result<()> {
-        self.core.configure(config)
+    fn state_mut(&mut self) -> &mut PortState {
+        &mut self.state
     }
 
     fn start(&mut self, pool: &Mempool) -> Result<()> {
-        self.core.start()?;
+        self.state.start()?;
         self.pool = Some(pool.clone());
         Ok(())
     }
 
     fn stop(&mut self) -> Result<()> {
-        self.core.stop()?;
+        self.state.stop()?;
         self.pool = None;
         Ok(())
     }
 
-    crate::soft_port_queues!();
+    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
+        Ok(Box::new(self.rx_queue_typed(queue)?))
+    }
+
+    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
+        Ok(Box::new(self.tx_queue_typed(queue)?))
+    }
 
     fn link(&self) -> LinkStatus {
-        self.core.virtual_link()
+        self.state.virtual_link()
     }
 }
 

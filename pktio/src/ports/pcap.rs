@@ -28,7 +28,7 @@ use mempool::{Mempool, PacketBatch};
 use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
 use crate::devargs::Devargs;
 use crate::pcap_file::{self, PcapError, PcapReader, PcapWriter, RecordHeader, LINKTYPE_ETHERNET};
-use crate::ports::core::SoftPortCore;
+use crate::port_state::PortState;
 use crate::ports::netif::mbuf_from_bytes;
 use crate::stats::{RxQueueStats, TxQueueStats};
 use crate::{Error, Result};
@@ -47,7 +47,7 @@ fn lock(w: &SharedWriter) -> MutexGuard<'_, FileWriter> {
 /// A pcap port.
 #[derive(Debug)]
 pub struct PcapPort {
-    core: SoftPortCore,
+    state: PortState,
     rx_files: Vec<PathBuf>,
     tx_files: Vec<SharedWriter>,
     infinite_rx: bool,
@@ -94,11 +94,13 @@ impl PcapPort {
         info.max_tx_queues = queues_tx;
         info.rx_offload_capa = crate::offload::RX_SCATTER;
         let seed = name.bytes().fold(0x70636170u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
-        let mut core = SoftPortCore::new(info, MacAddr::local_from(seed));
         // Every file is a queue: the default configuration uses them all.
-        core.configure(&PortConfig { rx_queues: queues_rx, tx_queues: queues_tx, ..PortConfig::default() })?;
+        let config = PortConfig { rx_queues: queues_rx, tx_queues: queues_tx, ..PortConfig::default() };
+        info.check(&config)?;
+        let mut state = PortState::new(info, MacAddr::local_from(seed), config);
+        state.promiscuous = true;
         Ok(PcapPort {
-            core,
+            state,
             rx_files: rx_files.to_vec(),
             tx_files: writers,
             infinite_rx,
@@ -135,14 +137,14 @@ impl PcapPort {
 
     /// Typed RX queue.
     pub fn rx_queue_typed(&mut self, queue: u16) -> Result<PcapRxQueue> {
-        let stats = self.core.take_rx(queue)?;
-        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.core.info.device_name.clone() })?;
+        let stats = self.state.claim_rx(queue, Some)?;
+        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
         let reader = self.readers.get_mut(queue as usize).and_then(Option::take);
         Ok(PcapRxQueue {
             reader,
             pool,
             stats,
-            port_id: self.core.port_id,
+            port_id: self.state.port_id,
             infinite: self.infinite_rx,
             buf: Vec::with_capacity(2048),
             pending: None,
@@ -152,14 +154,14 @@ impl PcapPort {
 
     /// Typed TX queue.
     pub fn tx_queue_typed(&mut self, queue: u16) -> Result<PcapTxQueue> {
-        let stats = self.core.take_tx(queue)?;
+        let stats = self.state.claim_tx(queue, Some)?;
         Ok(PcapTxQueue { sink: self.tx_files.get(queue as usize).cloned(), stats })
     }
 
     /// Writes buffered TX records to their files.
     pub fn flush(&self) -> Result<()> {
         for w in &self.tx_files {
-            lock(w).flush().map_err(|e| pcap_error(&self.core.info.device_name, e))?;
+            lock(w).flush().map_err(|e| pcap_error(self.state.name(), e))?;
         }
         Ok(())
     }
@@ -188,36 +190,44 @@ fn pcap_error(port: &str, e: PcapError) -> Error {
 }
 
 impl EthDev for PcapPort {
-    crate::soft_port_common!(core);
+    fn state(&self) -> &PortState {
+        &self.state
+    }
 
-    fn configure(&mut self, config: &PortConfig) -> Result<()> {
-        self.core.configure(config)
+    fn state_mut(&mut self) -> &mut PortState {
+        &mut self.state
     }
 
     fn start(&mut self, pool: &Mempool) -> Result<()> {
-        if self.core.started {
-            return Err(Error::Started { port: self.core.info.device_name.clone() });
+        if self.state.started {
+            return Err(Error::Started { port: self.state.name().to_string() });
         }
-        let name = self.core.info.device_name.clone();
+        let name = self.state.name().to_string();
         let readers =
             self.rx_files.iter().map(|p| open_reader(&name, p).map(Some)).collect::<Result<Vec<Option<_>>>>()?;
-        self.core.start()?;
+        self.state.start()?;
         self.readers = readers;
         self.pool = Some(pool.clone());
         Ok(())
     }
 
     fn stop(&mut self) -> Result<()> {
-        self.core.stop()?;
+        self.state.stop()?;
         self.readers.clear();
         self.pool = None;
         self.flush()
     }
 
-    crate::soft_port_queues!();
+    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
+        Ok(Box::new(self.rx_queue_typed(queue)?))
+    }
+
+    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
+        Ok(Box::new(self.tx_queue_typed(queue)?))
+    }
 
     fn link(&self) -> LinkStatus {
-        self.core.virtual_link()
+        self.state.virtual_link()
     }
 }
 

@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use mempool::ring::Ring;
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, RxQueue, TxQueue};
+use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
 use crate::devargs::Devargs;
-use crate::ports::core::SoftPortCore;
+use crate::port_state::PortState;
 use crate::stats::{RxQueueStats, TxQueueStats};
 use crate::Result;
 
@@ -110,7 +110,7 @@ fn links() -> &'static LinkRegistry {
 /// A ring port.
 #[derive(Debug)]
 pub struct RingPort {
-    core: SoftPortCore,
+    state: PortState,
     /// Where TX queue q sends.
     tx_rings: Vec<Arc<MbufRing>>,
     /// Where RX queue q receives from.
@@ -137,7 +137,9 @@ impl RingPort {
     fn with_rings(name: &str, queues: u16, tx: Vec<Arc<MbufRing>>, rx: Vec<Arc<MbufRing>>, link: Arc<Link>) -> Self {
         let info = DevInfo::software("net_ring", name, queues);
         let seed = name.bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
-        RingPort { core: SoftPortCore::new(info, MacAddr::local_from(seed)), tx_rings: tx, rx_rings: rx, _link: link }
+        let mut state = PortState::new(info, MacAddr::local_from(seed), PortConfig::default());
+        state.promiscuous = true;
+        RingPort { state, tx_rings: tx, rx_rings: rx, _link: link }
     }
 
     /// Opens from devargs (`net_ring0`, `net_ring1,link=wire0`).
@@ -174,13 +176,13 @@ impl RingPort {
 
     /// Typed RX queue.
     pub fn rx_queue_typed(&mut self, queue: u16) -> Result<RingRxQueue> {
-        let stats = self.core.take_rx(queue)?;
-        Ok(RingRxQueue { ring: self.rx_rings[queue as usize].clone(), stats, port_id: self.core.port_id })
+        let stats = self.state.claim_rx(queue, Some)?;
+        Ok(RingRxQueue { ring: self.rx_rings[queue as usize].clone(), stats, port_id: self.state.port_id })
     }
 
     /// Typed TX queue.
     pub fn tx_queue_typed(&mut self, queue: u16) -> Result<RingTxQueue> {
-        let stats = self.core.take_tx(queue)?;
+        let stats = self.state.claim_tx(queue, Some)?;
         Ok(RingTxQueue { ring: self.tx_rings[queue as usize].clone(), stats })
     }
 }
@@ -195,24 +197,32 @@ impl Link {
 }
 
 impl EthDev for RingPort {
-    crate::soft_port_common!(core);
+    fn state(&self) -> &PortState {
+        &self.state
+    }
 
-    fn configure(&mut self, config: &crate::PortConfig) -> Result<()> {
-        self.core.configure(config)
+    fn state_mut(&mut self) -> &mut PortState {
+        &mut self.state
     }
 
     fn start(&mut self, _pool: &Mempool) -> Result<()> {
-        self.core.start()
+        self.state.start()
     }
 
     fn stop(&mut self) -> Result<()> {
-        self.core.stop()
+        self.state.stop()
     }
 
-    crate::soft_port_queues!();
+    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
+        Ok(Box::new(self.rx_queue_typed(queue)?))
+    }
+
+    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
+        Ok(Box::new(self.tx_queue_typed(queue)?))
+    }
 
     fn link(&self) -> LinkStatus {
-        self.core.virtual_link()
+        self.state.virtual_link()
     }
 }
 

@@ -27,7 +27,7 @@ use mempool::{Mbuf, Mempool, PacketBatch};
 
 use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
 use crate::devargs::Devargs;
-use crate::ports::core::SoftPortCore;
+use crate::port_state::PortState;
 use crate::ports::netif::{self, os_error, IfCtl};
 use crate::stats::{RxQueueStats, TxQueueStats};
 use crate::{Error, Result};
@@ -51,7 +51,7 @@ pub struct TapConfig {
 /// A TAP port.
 #[derive(Debug)]
 pub struct TapPort {
-    core: SoftPortCore,
+    state: PortState,
     ctl: IfCtl,
     /// One descriptor per queue pair; the first one made the interface.
     fds: Vec<Arc<OwnedFd>>,
@@ -125,11 +125,11 @@ impl TapPort {
         info.max_rx_pktlen = 65_535;
         info.rx_offload_capa = crate::offload::RX_SCATTER;
         info.speed_capa = vec![10_000];
-        let mut core = SoftPortCore::new(info, mac);
-        core.config.mtu = mtu.clamp(68, 65_521) as u16;
-        core.promiscuous = flags & libc::IFF_PROMISC != 0;
-        core.allmulticast = flags & libc::IFF_ALLMULTI != 0;
-        Ok(TapPort { core, ctl, fds: vec![Arc::new(fd)], multi_queue, pool: None })
+        let config = PortConfig { mtu: mtu.clamp(68, 65_521) as u16, ..PortConfig::default() };
+        let mut state = PortState::new(info, mac, config);
+        state.promiscuous = flags & libc::IFF_PROMISC != 0;
+        state.allmulticast = flags & libc::IFF_ALLMULTI != 0;
+        Ok(TapPort { state, ctl, fds: vec![Arc::new(fd)], multi_queue, pool: None })
     }
 
     /// Opens from devargs (`net_tap0,iface=tap0,mac=fixed`).
@@ -167,17 +167,17 @@ impl TapPort {
 
     /// Typed RX queue.
     pub fn rx_queue_typed(&mut self, queue: u16) -> Result<TapRxQueue> {
-        let stats = self.core.take_rx(queue)?;
-        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.core.info.device_name.clone() })?;
+        let stats = self.state.claim_rx(queue, Some)?;
+        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
         // Room for the largest frame the MTU allows (with a VLAN tag), in as many buffers as that takes.
-        let max_frame = self.core.config.mtu as usize + 14 + 4;
+        let max_frame = self.state.config.mtu as usize + 14 + 4;
         let room = (pool.data_room() as usize).max(1);
         let segs = max_frame.div_ceil(room).clamp(1, MAX_IOV);
         Ok(TapRxQueue {
             fd: self.fds[queue as usize].clone(),
             pool,
             stats,
-            port_id: self.core.port_id,
+            port_id: self.state.port_id,
             segs,
             spare: Vec::with_capacity(segs),
         })
@@ -185,28 +185,31 @@ impl TapPort {
 
     /// Typed TX queue.
     pub fn tx_queue_typed(&mut self, queue: u16) -> Result<TapTxQueue> {
-        let stats = self.core.take_tx(queue)?;
+        let stats = self.state.claim_tx(queue, Some)?;
         Ok(TapTxQueue { fd: self.fds[queue as usize].clone(), stats, scratch: Vec::new() })
     }
 }
 
 impl EthDev for TapPort {
-    crate::soft_port_state!(core);
+    fn state(&self) -> &PortState {
+        &self.state
+    }
+
+    fn state_mut(&mut self) -> &mut PortState {
+        &mut self.state
+    }
 
     fn configure(&mut self, config: &PortConfig) -> Result<()> {
         if config.rx_queues != config.tx_queues {
-            return Err(Error::InvalidConfig {
-                port: self.core.info.device_name.clone(),
-                reason: format!(
-                    "a TAP port needs as many RX as TX queues ({} and {} asked): each pair is one TAP queue",
-                    config.rx_queues, config.tx_queues
-                ),
-            });
+            return Err(self.state.invalid(format!(
+                "a TAP port needs as many RX as TX queues ({} and {} asked): each pair is one TAP queue",
+                config.rx_queues, config.tx_queues
+            )));
         }
-        if self.core.queues_in_use() {
-            return Err(Error::QueuesInUse { port: self.core.info.device_name.clone() });
+        if self.state.queues_in_use() {
+            return Err(Error::QueuesInUse { port: self.state.name().to_string() });
         }
-        self.core.configure(config)?;
+        self.state.configure(config)?;
         let want = config.rx_queues as usize;
         self.fds.truncate(want);
         while self.fds.len() < want {
@@ -220,9 +223,9 @@ impl EthDev for TapPort {
     }
 
     fn start(&mut self, pool: &Mempool) -> Result<()> {
-        self.core.start()?;
+        self.state.start()?;
         if let Err(e) = self.ctl.change_flags(libc::IFF_UP, true) {
-            self.core.started = false;
+            self.state.started = false;
             return Err(e);
         }
         self.pool = Some(pool.clone());
@@ -230,12 +233,18 @@ impl EthDev for TapPort {
     }
 
     fn stop(&mut self) -> Result<()> {
-        self.core.stop()?;
+        self.state.stop()?;
         self.pool = None;
         self.ctl.change_flags(libc::IFF_UP, false)
     }
 
-    crate::soft_port_queues!();
+    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
+        Ok(Box::new(self.rx_queue_typed(queue)?))
+    }
+
+    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
+        Ok(Box::new(self.tx_queue_typed(queue)?))
+    }
 
     fn link(&self) -> LinkStatus {
         // DPDK's tap PMD reports 10G; the carrier is the interface being up.
@@ -249,55 +258,32 @@ impl EthDev for TapPort {
         self.ctl.change_flags(libc::IFF_UP, up)
     }
 
-    fn mac_addr(&self) -> MacAddr {
-        self.core.mac
-    }
-
     fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {
         if mac.is_multicast() || mac == MacAddr::ZERO {
-            return Err(Error::InvalidConfig {
-                port: self.core.info.device_name.clone(),
-                reason: format!("{mac} is not a unicast address"),
-            });
+            return Err(self.state.invalid(format!("{mac} is not a unicast address")));
         }
         self.ctl.set_mac(mac)?;
-        self.core.mac = mac;
+        self.state.mac = mac;
         Ok(())
     }
 
     fn set_promiscuous(&mut self, on: bool) -> Result<()> {
         self.ctl.change_flags(libc::IFF_PROMISC, on)?;
-        self.core.promiscuous = on;
+        self.state.promiscuous = on;
         Ok(())
-    }
-
-    fn promiscuous(&self) -> bool {
-        self.core.promiscuous
     }
 
     fn set_allmulticast(&mut self, on: bool) -> Result<()> {
         self.ctl.change_flags(libc::IFF_ALLMULTI, on)?;
-        self.core.allmulticast = on;
+        self.state.allmulticast = on;
         Ok(())
-    }
-
-    fn allmulticast(&self) -> bool {
-        self.core.allmulticast
     }
 
     fn set_mtu(&mut self, mtu: u16) -> Result<()> {
-        self.core.check_mtu(mtu)?;
+        self.state.info.check_mtu(mtu)?;
         self.ctl.set_mtu(mtu as u32)?;
-        self.core.config.mtu = mtu;
+        self.state.config.mtu = mtu;
         Ok(())
-    }
-
-    fn stats(&self) -> crate::PortStats {
-        self.core.stats()
-    }
-
-    fn reset_stats(&mut self) {
-        self.core.reset_stats()
     }
 }
 

@@ -1,0 +1,286 @@
+//! The state every port keeps the same way, software port or hardware driver: identity, the configuration in
+//! force, started flag, MAC and receive modes, the queue hand-out (once per start) and the counter reset base.
+//! [`crate::EthDev`] answers its getters from it, so a port's own file holds only what is specific to it.
+
+use std::sync::Arc;
+
+use crate::dev::{DevInfo, LinkStatus, MacAddr, PortConfig};
+use crate::stats::{PortStats, RxQueueStats, TxQueueStats};
+use crate::{Error, Result};
+
+/// The queues of one direction: each queue's counters (shared with the queue object the port hands out) and
+/// whether it was claimed since the last start.
+#[derive(Debug)]
+struct Claims<S> {
+    stats: Vec<Arc<S>>,
+    claimed: Vec<bool>,
+}
+
+impl<S: Default> Claims<S> {
+    fn new() -> Self {
+        Claims { stats: Vec::new(), claimed: Vec::new() }
+    }
+
+    /// `n` queues; existing counters are kept (the reset base hides them), new ones start at zero.
+    fn resize(&mut self, n: u16) {
+        let n = n as usize;
+        self.stats.resize_with(n, Default::default);
+        self.claimed = vec![false; n];
+    }
+
+    fn release_all(&mut self) {
+        self.claimed.iter_mut().for_each(|c| *c = false);
+    }
+
+    /// A claimed queue whose handle is still alive: the handle holds a second reference to the counters.
+    fn in_use(&self) -> bool {
+        self.claimed.iter().zip(&self.stats).any(|(c, s)| *c && Arc::strong_count(s) > 1)
+    }
+}
+
+/// Configuration and bookkeeping common to every port. Drivers embed one and return it from
+/// [`crate::EthDev::state`]; what the hardware must also be told (a MAC filter, an MTU register) the driver does in
+/// its own override of the setter, then records it here.
+#[derive(Debug)]
+pub struct PortState {
+    /// Static description (name, limits, capabilities).
+    pub info: DevInfo,
+    /// Configuration in force.
+    pub config: PortConfig,
+    /// Between `start` and `stop`.
+    pub started: bool,
+    /// MAC address.
+    pub mac: MacAddr,
+    /// Promiscuous mode.
+    pub promiscuous: bool,
+    /// All-multicast mode.
+    pub allmulticast: bool,
+    /// Port number stamped into received packets.
+    pub port_id: u16,
+    rx: Claims<RxQueueStats>,
+    tx: Claims<TxQueueStats>,
+    base: PortStats,
+}
+
+impl PortState {
+    /// A stopped port with `config` (not checked: the driver's own default) and promiscuous mode off.
+    pub fn new(info: DevInfo, mac: MacAddr, config: PortConfig) -> Self {
+        let mut s = PortState {
+            info,
+            config,
+            started: false,
+            mac,
+            promiscuous: false,
+            allmulticast: false,
+            port_id: 0,
+            rx: Claims::new(),
+            tx: Claims::new(),
+            base: PortStats::default(),
+        };
+        s.resize_queues();
+        s
+    }
+
+    /// The port's name, for errors.
+    pub fn name(&self) -> &str {
+        &self.info.device_name
+    }
+
+    /// An [`Error::InvalidConfig`] for this port.
+    pub fn invalid(&self, reason: impl Into<String>) -> Error {
+        Error::InvalidConfig { port: self.info.device_name.clone(), reason: reason.into() }
+    }
+
+    /// An [`Error::NotSupported`] naming this port and its driver.
+    pub fn unsupported(&self, what: &'static str) -> Error {
+        Error::NotSupported { port: self.info.device_name.clone(), driver: self.info.driver_name, what }
+    }
+
+    fn resize_queues(&mut self) {
+        self.rx.resize(self.config.rx_queues);
+        self.tx.resize(self.config.tx_queues);
+        self.base = self.queue_counters();
+    }
+
+    /// Checks `config` against [`DevInfo::check`] and takes it: queue counters follow the new queue counts and
+    /// the statistics start from zero. The port must be stopped.
+    pub fn configure(&mut self, config: &PortConfig) -> Result<()> {
+        if self.started {
+            return Err(Error::Started { port: self.info.device_name.clone() });
+        }
+        self.info.check(config)?;
+        self.config = config.clone();
+        self.resize_queues();
+        Ok(())
+    }
+
+    /// Checks `mtu` against the limits and takes it.
+    pub fn set_mtu(&mut self, mtu: u16) -> Result<()> {
+        self.info.check_mtu(mtu)?;
+        self.config.mtu = mtu;
+        Ok(())
+    }
+
+    /// Marks the port started; every queue can be claimed once again.
+    pub fn start(&mut self) -> Result<()> {
+        if self.started {
+            return Err(Error::Started { port: self.info.device_name.clone() });
+        }
+        self.rx.release_all();
+        self.tx.release_all();
+        self.started = true;
+        Ok(())
+    }
+
+    /// Checks that no claimed queue handle is alive, then marks the port stopped.
+    pub fn stop(&mut self) -> Result<()> {
+        if self.queues_in_use() {
+            return Err(Error::QueuesInUse { port: self.info.device_name.clone() });
+        }
+        self.started = false;
+        Ok(())
+    }
+
+    /// True while a handed-out queue handle (which holds its queue's counters) is alive.
+    pub fn queues_in_use(&self) -> bool {
+        self.rx.in_use() || self.tx.in_use()
+    }
+
+    /// Claims RX queue `queue`: the port must be started, the queue must exist and not have been claimed since
+    /// the start. `take` gets the queue's counters and returns the driver's queue object (`None`: it is gone, e.g.
+    /// a handle from before is still alive), which is then handed out.
+    pub fn claim_rx<T>(&mut self, queue: u16, take: impl FnOnce(Arc<RxQueueStats>) -> Option<T>) -> Result<T> {
+        let (started, port) = (self.started, &self.info.device_name);
+        claim(&mut self.rx, port, "rx", started, queue, take)
+    }
+
+    /// Claims TX queue `queue`, as [`PortState::claim_rx`].
+    pub fn claim_tx<T>(&mut self, queue: u16, take: impl FnOnce(Arc<TxQueueStats>) -> Option<T>) -> Result<T> {
+        let (started, port) = (self.started, &self.info.device_name);
+        claim(&mut self.tx, port, "tx", started, queue, take)
+    }
+
+    /// Counters of RX queue `queue`, for the queue object a driver builds at start.
+    pub fn rx_stats(&self, queue: u16) -> Option<&Arc<RxQueueStats>> {
+        self.rx.stats.get(queue as usize)
+    }
+
+    /// Counters of TX queue `queue`.
+    pub fn tx_stats(&self, queue: u16) -> Option<&Arc<TxQueueStats>> {
+        self.tx.stats.get(queue as usize)
+    }
+
+    /// The queues' counters summed, since the port was configured (no reset applied).
+    pub fn queue_counters(&self) -> PortStats {
+        PortStats::from_queues(self.rx.stats.iter().map(|s| &**s), self.tx.stats.iter().map(|s| &**s))
+    }
+
+    /// `raw` since the last reset; `raw` is what [`PortState::queue_counters`] gives, plus whatever the device
+    /// counts itself, taken the same way at the reset ([`PortState::reset_stats_to`]).
+    pub fn since_reset(&self, raw: PortStats) -> PortStats {
+        raw.since(&self.base)
+    }
+
+    /// Makes `raw` the new zero.
+    pub fn reset_stats_to(&mut self, raw: PortStats) {
+        self.base = raw;
+    }
+
+    /// Counters since the last reset, for a port that counts only in its queues.
+    pub fn stats(&self) -> PortStats {
+        self.since_reset(self.queue_counters())
+    }
+
+    /// Starts counting from zero again (queue counters only).
+    pub fn reset_stats(&mut self) {
+        self.base = self.queue_counters();
+    }
+
+    /// The link of a port with no carrier of its own: up at 10G while started (as DPDK's null, ring and pcap
+    /// PMDs report it).
+    pub fn virtual_link(&self) -> LinkStatus {
+        if self.started {
+            LinkStatus::up(10_000)
+        } else {
+            LinkStatus::default()
+        }
+    }
+}
+
+fn claim<S, T>(
+    q: &mut Claims<S>,
+    port: &str,
+    kind: &'static str,
+    started: bool,
+    queue: u16,
+    take: impl FnOnce(Arc<S>) -> Option<T>,
+) -> Result<T> {
+    if !started {
+        return Err(Error::NotStarted { port: port.to_string() });
+    }
+    let count = q.stats.len() as u16;
+    let i = queue as usize;
+    let Some(claimed) = q.claimed.get_mut(i) else {
+        return Err(Error::InvalidQueue { port: port.to_string(), kind, queue, count });
+    };
+    if *claimed {
+        return Err(Error::QueueTaken { port: port.to_string(), kind, queue });
+    }
+    let out = take(q.stats[i].clone()).ok_or_else(|| Error::QueueTaken { port: port.to_string(), kind, queue })?;
+    *claimed = true;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(queues: u16) -> PortState {
+        let info = DevInfo::software("net_test", "test0", queues);
+        PortState::new(info, MacAddr::local_from(1), PortConfig::default())
+    }
+
+    #[test]
+    fn a_queue_is_claimed_once_per_start_and_only_when_started() {
+        let mut s = state(2);
+        s.configure(&PortConfig { rx_queues: 2, tx_queues: 2, ..Default::default() }).unwrap();
+        assert!(matches!(s.claim_rx(0, Some), Err(Error::NotStarted { .. })));
+        s.start().unwrap();
+        let h = s.claim_rx(0, Some).unwrap();
+        assert!(matches!(s.claim_rx(0, Some), Err(Error::QueueTaken { kind: "rx", queue: 0, .. })));
+        assert!(matches!(s.claim_tx(2, Some), Err(Error::InvalidQueue { kind: "tx", queue: 2, count: 2, .. })));
+        // The driver's object is gone: taken, and not marked claimed (its own handle is what holds it).
+        assert!(matches!(s.claim_rx(1, |_| None::<()>), Err(Error::QueueTaken { queue: 1, .. })));
+        assert!(s.claim_rx(1, Some).is_ok());
+        assert!(matches!(s.stop(), Err(Error::QueuesInUse { .. })));
+        drop(h);
+        s.stop().unwrap();
+        s.start().unwrap();
+        assert!(s.claim_rx(0, Some).is_ok(), "a new start hands the queue out again");
+    }
+
+    #[test]
+    fn counters_reset_against_a_base() {
+        let mut s = state(1);
+        s.start().unwrap();
+        let rx = s.claim_rx(0, Some).unwrap();
+        rx.packets.add(5);
+        assert_eq!(s.stats().ipackets, 5);
+        s.reset_stats();
+        rx.packets.add(2);
+        assert_eq!(s.stats().ipackets, 2);
+        assert_eq!(s.queue_counters().ipackets, 7);
+    }
+
+    #[test]
+    fn configure_is_checked_and_needs_a_stopped_port() {
+        let mut s = state(4);
+        let err = s.configure(&PortConfig { rx_queues: 5, ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("5 RX queues asked, 1..=4 allowed"), "{err}");
+        s.start().unwrap();
+        assert!(matches!(s.configure(&PortConfig::default()), Err(Error::Started { .. })));
+        assert!(s.set_mtu(10_000).is_err());
+        s.set_mtu(9000).unwrap();
+        assert_eq!(s.config.mtu, 9000);
+    }
+}
