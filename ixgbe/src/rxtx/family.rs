@@ -3,7 +3,7 @@
 
 use pktio::bar::RegisterSpace;
 
-use crate::regs::{Reg, Regs};
+use crate::regs::{Field, Reg, Regs};
 
 /// Implements the per-queue register functions of [`Family`] by forwarding to the functions of the same names in
 /// the register module `$regs` (each family's module has its own offsets).
@@ -67,9 +67,12 @@ pub trait Family: Send + Sync + 'static {
     const RX_ERR_IPE: u32;
     /// RX extended error: L4 checksum bad.
     const RX_ERR_L4E: u32;
-    /// `(status_error >> RX_CSUM_ERR_SHIFT) & 3` gives (L4E, IPE) in bits (0, 1): the two error bits are adjacent
-    /// in both families.
+    /// Bit of L4E, the lower of the two checksum error bits; IPE is the next one in both families (see
+    /// [`Family::RX_CSUM_ERR`]).
     const RX_CSUM_ERR_SHIFT: u32;
+    /// The two checksum error bits as one 2-bit field: L4E in its bit 0, IPE in its bit 1 (derived from
+    /// [`Family::RX_CSUM_ERR_SHIFT`]).
+    const RX_CSUM_ERR: Field = Field::new(Self::RX_CSUM_ERR_SHIFT + 1, Self::RX_CSUM_ERR_SHIFT);
     /// Largest RX buffer SRRCTL can describe, in KiB.
     const MAX_RX_BUF_KB: u32 = 16;
     /// Family-specific per-queue RX set-up (e.g. DCA bits), queue disabled.

@@ -6,21 +6,23 @@ use mempool::{ol_flags, ptype};
 use super::Family;
 use crate::desc::rx;
 
-/// Packet type from write-back dword 0 bits 9:4 (IPv4, IPv4-ext, IPv6, IPv6-ext, TCP, UDP).
+/// Packet type from write-back dword 0 bits 9:4 ([`rx::PTYPE_L3_L4`]: IPv4, IPv4-ext, IPv6, IPv6-ext, TCP, UDP).
 const PTYPE_TABLE: [u32; 64] = {
     let mut t = [0u32; 64];
     let mut i = 0;
     while i < 64 {
+        // The packet-info bits this index stands for.
+        let bits = rx::PTYPE_L3_L4.val(i as u32);
         let mut v = ptype::L2_ETHER;
-        if i & 0b11 != 0 {
+        if bits & (rx::PTYPE_IPV4 | rx::PTYPE_IPV4_EX) != 0 {
             v |= ptype::L3_IPV4;
-        } else if i & 0b1100 != 0 {
+        } else if bits & (rx::PTYPE_IPV6 | rx::PTYPE_IPV6_EX) != 0 {
             v |= ptype::L3_IPV6;
         }
         if v & ptype::L3_MASK != 0 {
-            if i & 0b01_0000 != 0 {
+            if bits & rx::PTYPE_TCP != 0 {
                 v |= ptype::L4_TCP;
-            } else if i & 0b10_0000 != 0 {
+            } else if bits & rx::PTYPE_UDP != 0 {
                 v |= ptype::L4_UDP;
             }
         }
@@ -29,6 +31,10 @@ const PTYPE_TABLE: [u32; 64] = {
     }
     t
 };
+
+/// Index bits of [`CSUM_TABLE`]: [`rx::STAT_CSUM_DONE`] (L4CS, IPCS) in bits 1:0, the family's checksum error
+/// pair ([`Family::RX_CSUM_ERR`]: L4E, IPE) in bits 3:2.
+const CSUM_ERR_AT: u32 = rx::STAT_CSUM_DONE.width;
 
 /// Checksum flags from (L4CS, IPCS, L4E, IPE) in bits 0..3 of the index.
 const CSUM_TABLE: [u64; 16] = {
@@ -50,13 +56,13 @@ const CSUM_TABLE: [u64; 16] = {
 };
 
 /// Write-back dword 0 bits that [`rx_flags`] reads: RSS type 3:0, packet type 9:4.
-pub(super) const RX_INFO_KEY: u32 = 0x3FF;
+pub(super) const RX_INFO_KEY: u32 = rx::RSS_TYPE.mask() | rx::PTYPE_L3_L4.mask();
 
 /// Status/error bits that [`rx_flags`] reads: L4CS, IPCS, UDPV (for the 82599's UDP zero-checksum errata), and
 /// the two checksum error bits.
 #[inline(always)]
 pub(super) const fn rx_csum_bits<F: Family>() -> u32 {
-    rx::STAT_L4CS | rx::STAT_IPCS | rx::STAT_UDPV | (0b11 << F::RX_CSUM_ERR_SHIFT)
+    rx::STAT_CSUM_DONE.mask() | rx::STAT_UDPV | F::RX_CSUM_ERR.mask()
 }
 
 /// An L4 checksum error on a UDP frame whose checksum field is 0 (UDPV clear): what the 82599's UDP zero-checksum
@@ -72,31 +78,58 @@ pub(super) fn udp_zero_csum_error<F: Family>(pkt_info: u32, status_error: u32) -
 /// L4 error on the 82599; testing UDPV keeps a wrong non-zero checksum reported bad.
 #[inline(always)]
 pub(super) fn rx_flags<F: Family>(pkt_info: u32, status_error: u32, udp_csum_zero_err: bool) -> (u64, u32) {
-    debug_assert_eq!(F::RX_ERR_L4E, 1 << F::RX_CSUM_ERR_SHIFT);
-    debug_assert_eq!(F::RX_ERR_IPE, 2 << F::RX_CSUM_ERR_SHIFT);
-    let l4cs_ipcs = (status_error >> 5) & 0b11; // L4CS = bit 5, IPCS = bit 6
-    let errs = (status_error >> F::RX_CSUM_ERR_SHIFT) & 0b11;
-    let mut csum = CSUM_TABLE[(l4cs_ipcs | errs << 2) as usize];
+    const {
+        assert!(F::RX_CSUM_ERR.mask() == F::RX_ERR_L4E | F::RX_ERR_IPE && F::RX_ERR_L4E < F::RX_ERR_IPE);
+    }
+    let done = rx::STAT_CSUM_DONE.get(status_error);
+    let errs = F::RX_CSUM_ERR.get(status_error);
+    let mut csum = CSUM_TABLE[(done | errs << CSUM_ERR_AT) as usize];
     if udp_csum_zero_err && udp_zero_csum_error::<F>(pkt_info, status_error) {
         csum &= !ol_flags::RX_L4_CKSUM_BAD;
     }
     // RSS type != 0 -> RX_RSS_HASH, without a branch.
     let rss = (((pkt_info & rx::RSS_TYPE.mask()) + rx::RSS_TYPE.mask()) >> rx::RSS_TYPE.width) as u64;
-    let pt = PTYPE_TABLE[((pkt_info >> 4) & 0x3F) as usize];
+    let pt = PTYPE_TABLE[rx::PTYPE_L3_L4.get(pkt_info) as usize];
     (csum | (rss * ol_flags::RX_RSS_HASH), pt)
 }
 
-/// The last fast-path frame's (key, ol_flags, packet_type): flags and packet type depend only on a few status
+/// The last fast-path frame's flag key with its offload flags and packet type: those depend only on a few status
 /// bits and the packet-info bits, and a burst mostly repeats one combination. Starts as key 0 (no packet-info
 /// bits, no checksum bits) with its flags, so it is always a valid entry. Never a key of
 /// [`udp_zero_csum_error`]: the fast run leaves those frames to the slow path, whose flags depend on the queue.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct RxMemo(pub(super) u64, pub(super) u64, pub(super) u32);
+pub(super) struct RxMemo {
+    /// [`RxMemo::key`] of the frame these flags are for.
+    pub(super) key: u64,
+    /// Its `ol_flags`.
+    pub(super) flags: u64,
+    /// Its packet type.
+    pub(super) ptype: u32,
+}
 
 impl RxMemo {
     pub(super) fn new<F: Family>() -> RxMemo {
-        let (f, t) = rx_flags::<F>(0, 0, false);
-        RxMemo(0, f, t)
+        let (flags, ptype) = rx_flags::<F>(0, 0, false);
+        RxMemo { key: 0, flags, ptype }
+    }
+
+    /// What the flags of a frame depend on: its packet info's [`RX_INFO_KEY`] bits (low dword) and its status
+    /// dword's [`rx_csum_bits`] (high dword).
+    #[inline(always)]
+    pub(super) fn key<F: Family>(pkt_info: u32, status_error: u32) -> u64 {
+        (pkt_info & RX_INFO_KEY) as u64 | ((status_error & rx_csum_bits::<F>()) as u64) << 32
+    }
+
+    /// The packet-info bits of the key (the rest of [`RX_INFO_KEY`] is 0).
+    #[inline(always)]
+    pub(super) fn key_info(&self) -> u32 {
+        self.key as u32
+    }
+
+    /// The status bits of the key (the rest of [`rx_csum_bits`] is 0).
+    #[inline(always)]
+    pub(super) fn key_status(&self) -> u32 {
+        (self.key >> 32) as u32
     }
 }
 
@@ -114,5 +147,35 @@ mod tests {
         assert_eq!(CSUM_TABLE[0b1011], ol_flags::RX_IP_CKSUM_BAD | ol_flags::RX_L4_CKSUM_GOOD);
         assert_eq!(CSUM_TABLE[0b0111], ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_BAD);
         assert_eq!(CSUM_TABLE[0b1100], 0); // errors without the "computed" bits mean nothing
+    }
+
+    /// The named fields pick the right bits of a write-back, in both families (their error bits differ).
+    fn decodes_a_write_back<F: Family>() {
+        let info = 5 | rx::PTYPE_IPV4 | rx::PTYPE_UDP; // RSS type 5
+        let st = rx::STAT_DD | rx::STAT_EOP | rx::STAT_IPCS | rx::STAT_L4CS | rx::STAT_UDPV | F::RX_ERR_IPE;
+        let (flags, pt) = rx_flags::<F>(info, st, false);
+        assert_eq!(pt, ptype::L2_ETHER | ptype::L3_IPV4 | ptype::L4_UDP);
+        assert_eq!(flags, ol_flags::RX_IP_CKSUM_BAD | ol_flags::RX_L4_CKSUM_GOOD | ol_flags::RX_RSS_HASH);
+        let st = rx::STAT_DD | rx::STAT_EOP | rx::STAT_L4CS | F::RX_ERR_L4E;
+        let (flags, pt) = rx_flags::<F>(rx::PTYPE_IPV6 | rx::PTYPE_TCP, st, false);
+        assert_eq!(pt, ptype::L2_ETHER | ptype::L3_IPV6 | ptype::L4_TCP);
+        assert_eq!(flags, ol_flags::RX_L4_CKSUM_BAD);
+        // The 82599's UDP zero-checksum errata: an L4 error on UDP without UDPV is unknown, not bad.
+        let st = rx::STAT_DD | rx::STAT_EOP | rx::STAT_L4CS | F::RX_ERR_L4E;
+        assert_eq!(rx_flags::<F>(rx::PTYPE_IPV4 | rx::PTYPE_UDP, st, true).0, 0);
+        // The memo key keeps exactly what the flags depend on.
+        let key = RxMemo::key::<F>(u32::MAX, u32::MAX);
+        let memo = RxMemo { key, flags: 0, ptype: 0 };
+        assert_eq!((memo.key_info(), memo.key_status()), (RX_INFO_KEY, rx_csum_bits::<F>()));
+    }
+
+    #[test]
+    fn decodes_a_write_back_ixgbe() {
+        decodes_a_write_back::<crate::IxgbeFamily>();
+    }
+
+    #[test]
+    fn decodes_a_write_back_igb() {
+        decodes_a_write_back::<crate::igb::IgbFamily>();
     }
 }

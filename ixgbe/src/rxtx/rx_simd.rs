@@ -124,20 +124,21 @@ unsafe fn rx_fast_run_body<F: Family>(
         if len > max_len {
             break;
         }
-        let key = (qw0 as u32 & RX_INFO_KEY) as u64 | ((st & rx_csum_bits::<F>()) as u64) << 32;
-        if key != m0.0 {
-            if udp_zero_csum_error::<F>(qw0 as u32, st) {
+        let info = RxDesc::pkt_info_of(qw0);
+        let key = RxMemo::key::<F>(info, st);
+        if key != m0.key {
+            if udp_zero_csum_error::<F>(info, st) {
                 // Its flags depend on the queue (the 82599's errata): the slow path knows it.
                 break;
             }
-            let (f, t) = rx_flags::<F>(qw0 as u32, st, false);
-            m0 = RxMemo(key, f, t);
+            let (flags, ptype) = rx_flags::<F>(info, st, false);
+            m0 = RxMemo { key, flags, ptype };
         }
         // SAFETY: k < n; the caller's contract: an owned buffer posted with the rearm word, whose ownership
         // moves to `out[k]`.
         let mut m = unsafe { Mbuf::from_raw(*shadow.add(k)) };
         // SAFETY: len <= max_len, within the data room of a single segment.
-        unsafe { m.set_rx_unchecked(len, m0.1, m0.2, (qw0 >> 32) as u32) };
+        unsafe { m.set_rx_unchecked(len, m0.flags, m0.ptype, RxDesc::rss_hash_of(qw0)) };
         // SAFETY: k < n.
         unsafe { out.add(k).write(m.into_raw()) };
         bytes += len as u64;
@@ -174,8 +175,15 @@ unsafe fn rx_groups_sse2<F: Family>(
         _mm_set_epi64x, _mm_setzero_si128, _mm_shuffle_epi32, _mm_xor_si128,
     };
     const FAST: u32 = rx::STAT_DD | rx::STAT_EOP;
+    // Write-back dwords as vector lanes, and the length in its dword.
+    const DW_INFO: i32 = (offset_of!(RxWriteback, pkt_info) / 4) as i32;
+    const DW_RSS: i32 = (offset_of!(RxWriteback, rss_hash) / 4) as i32;
+    const DW_LEN: i32 = (offset_of!(RxWriteback, length) / 4) as i32;
+    const LEN: i32 = rx::LENGTH.mask() as i32;
+    // The packet info is compared in lane 0 (`_mm_cvtsi128_si32` below).
+    const { assert!(DW_INFO == 0) };
     // The status every descriptor of a group must have in `group_mask`, and the packet info in RX_INFO_KEY.
-    let group_status = FAST | (m0.0 >> 32) as u32;
+    let group_status = FAST | m0.key_status();
     let group_mask = FAST | F::RX_ERR_RXE | rx_csum_bits::<F>();
     // Value operations on SSE2 (part of x86-64) registers: safe intrinsics on current compilers, `unsafe` on
     // older ones, hence the allowance.
@@ -183,17 +191,17 @@ unsafe fn rx_groups_sse2<F: Family>(
     // SAFETY: no memory operands.
     let (info, template, m1, m2) = unsafe {
         (
-            _mm_set_epi32(0, 0, 0, m0.0 as u32 as i32),
+            _mm_set_epi32(0, 0, 0, m0.key_info() as i32),
             // ol_flags, then packet_type and a zero pkt_len (filled from the length lane).
-            _mm_set_epi64x(m0.2 as i64, m0.1 as i64),
+            _mm_set_epi64x(m0.ptype as i64, m0.flags as i64),
             // Of the shuffled descriptor [len|vlan, rss, info, len|vlan]: the length in the pkt_len lane ...
-            _mm_set_epi32(0xFFFF, 0, 0, 0),
+            _mm_set_epi32(LEN, 0, 0, 0),
             // ... and data_len (vlan cleared), rss_hash, zero tx_offload.
-            _mm_set_epi32(0, 0, -1, 0xFFFF),
+            _mm_set_epi32(0, 0, -1, LEN),
         )
     };
-    // Shuffle: lanes (3, 1, 0, 3) of the write-back [pkt_info, rss_hash, status_error, length|vlan].
-    const SHUF: i32 = 3 | 1 << 2 | 3 << 6;
+    // Shuffle: lanes (length|vlan, rss_hash, pkt_info, length|vlan) of the write-back.
+    const SHUF: i32 = DW_LEN | DW_RSS << 2 | DW_INFO << 4 | DW_LEN << 6;
     let mut k = 0;
     let end = n & !3;
     // Lane 0: the lengths of the groups taken (at most 2^16 descriptors of less than 2^16 bytes: no overflow).
