@@ -23,8 +23,27 @@ use crate::regs::Regs;
 /// Most data descriptors per packet (DPDK's limit for ixgbe).
 pub const MAX_TX_SEGS: usize = 40;
 
+/// Offload flags that need a context descriptor.
 const TX_CTX_FLAGS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_flags::TX_VLAN;
+/// Offload flags the driver does not support (the packet is dropped as an error).
 const TX_BAD_FLAGS: u64 = ol_flags::TX_TCP_SEG;
+
+/// The test of a plain packet, which the fast paths send as one data descriptor without a context: a single
+/// segment, no offload flag that needs a context (or is unsupported), not empty. Every argument may be an OR over
+/// several packets, so one call tests a group of four as well as one packet: `not_single` is non-zero when some
+/// packet is a chain ([`tx_groups`] passes the OR of [`Mbuf::single_of`], which also fails packets of other
+/// pools), `flags` their offload flags, `lens_m1` their data lengths through [`tx_len_m1`].
+#[inline(always)]
+fn is_plain_tx(not_single: usize, flags: u64, lens_m1: u64) -> bool {
+    not_single == 0 && flags & (TX_CTX_FLAGS | TX_BAD_FLAGS) == 0 && lens_m1 >> tx::DTALEN.width == 0
+}
+
+/// A data length minus one, wrapping: 0 becomes all ones, past DTALEN's 16 bits, and 1..=65535 stay within them,
+/// so an OR of these exceeds 16 bits exactly when some length was 0 (see [`is_plain_tx`]).
+#[inline(always)]
+fn tx_len_m1(len: u16) -> u64 {
+    (len as u64).wrapping_sub(1)
+}
 /// In an `rs_fifo` entry: the group ending at this RS has slots without a packet.
 const RS_HOLES: u32 = 1 << 31;
 /// In an `rs_fifo` entry: the group may hold chains or packets of other pools than the port's (freed with a test
@@ -347,14 +366,12 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     fn queue_packet(&mut self, m: &Mbuf, p: NonNull<MbufHeader>) -> std::result::Result<bool, ()> {
         let flags = m.ol_flags();
         let segs = m.nb_segs() as usize;
-        if segs == 1 && flags & (TX_CTX_FLAGS | TX_BAD_FLAGS) == 0 {
+        let len = m.data_len();
+        // An empty plain packet fails here and below as an empty segment.
+        if is_plain_tx((segs != 1) as usize, flags, tx_len_m1(len)) {
             // Fast path: one data descriptor.
             if self.nb_free == 0 {
                 return Ok(false);
-            }
-            let len = m.data_len();
-            if len == 0 {
-                return Err(());
             }
             self.since_rs += 1;
             if m.single_of(self.pool_id) != 0 {
@@ -531,7 +548,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
                 // SAFETY: the batch owns a live packet here.
                 let m = ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
                 let len = m.data_len();
-                if m.nb_segs() != 1 || m.ol_flags() & (TX_CTX_FLAGS | TX_BAD_FLAGS) != 0 || len == 0 {
+                if !is_plain_tx((m.nb_segs() != 1) as usize, m.ol_flags(), tx_len_m1(len)) {
                     break;
                 }
                 other |= m.single_of(pool_id);
@@ -625,7 +642,7 @@ unsafe fn tx_groups(
             let len = m.data_len();
             other |= m.single_of(pool_id);
             flags |= m.ol_flags();
-            lens_m1 |= (len as u64).wrapping_sub(1);
+            lens_m1 |= tx_len_m1(len);
             group_bytes += len as u64;
             // SAFETY: k + j < room: a free slot (caller's contract), not read by the device before TDT moves; the
             // shadow slot becomes live (and the batch gives the packet up) only if the group passes.
@@ -634,8 +651,7 @@ unsafe fn tx_groups(
                 *shadow.add(k + j) = Some(p);
             }
         }
-        // lens_m1 >> 16 is non-zero exactly when some length was 0 (1 - 1 ... 65535 - 1 fit in 16 bits).
-        if other != 0 || flags & (TX_CTX_FLAGS | TX_BAD_FLAGS) != 0 || lens_m1 >> 16 != 0 {
+        if !is_plain_tx(other, flags, lens_m1) {
             break;
         }
         bytes += group_bytes;
@@ -689,5 +705,69 @@ impl<R: RegisterSpace, F: Family> Drop for TxRing<R, F> {
         );
         let (from, live) = (self.clean, idx::dist(self.clean, self.tail, self.size));
         self.free_range(from, live, RS_FLAGS);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::FakeRegs;
+    use crate::IxgbeFamily;
+    use mempool::PoolConfig;
+    use pktio::dma::IdentityMapper;
+
+    /// An empty packet is not plain: inside a group of four (the group falls back to one at a time) and alone
+    /// (the general path), it is dropped as an error while the others are sent, and nothing leaks.
+    #[test]
+    fn empty_packets_are_errors_in_a_group_and_alone() {
+        let fake = Arc::new(FakeRegs::default());
+        let regs = Regs::new(fake.clone());
+        let allocator = Allocator::no_huge();
+        let mapper: Arc<dyn DmaMapper> = Arc::new(IdentityMapper);
+        let pool = Mempool::new("tx-empty", &PoolConfig { size: 63, ..Default::default() }, &allocator).unwrap();
+        let stats = Arc::new(TxQueueStats::default());
+        let setup = TxSetup {
+            regs: &regs,
+            allocator: &allocator,
+            mapper: &mapper,
+            pool: &pool,
+            queue: 0,
+            stats: stats.clone(),
+            port: "test",
+        };
+        let mut ring = TxRing::<FakeRegs, IxgbeFamily>::new(setup, RingConfig::new(64)).unwrap();
+        let tdt = IxgbeFamily::tdt(0);
+        let lens = [60u16, 61, 62, 63, 64, 0, 66, 67];
+        let mut batch = PacketBatch::new();
+        for &len in &lens {
+            let mut m = pool.alloc().unwrap();
+            assert!(m.set_len(len));
+            batch.push(m).unwrap();
+        }
+        assert_eq!(ring.tx_burst(&mut batch), lens.len());
+        assert!(batch.is_empty());
+        assert_eq!((stats.packets.get(), stats.errors.get()), (7, 1));
+        assert_eq!(stats.bytes.get(), lens.iter().map(|&l| l as u64).sum::<u64>());
+        assert_eq!(fake.peek(tdt), 7);
+        let sent: Vec<u16> = (0..7).map(|i| ring.ring_desc(i).as_data().unwrap().len).collect();
+        assert_eq!(sent, [60, 61, 62, 63, 64, 66, 67]);
+        assert_eq!(pool.in_use(), 7, "the empty packet goes back to the pool");
+
+        let mut m = pool.alloc().unwrap();
+        assert!(m.set_len(0));
+        batch.push(m).unwrap();
+        assert_eq!(ring.tx_burst(&mut batch), 1);
+        assert_eq!((stats.packets.get(), stats.errors.get()), (7, 2));
+        assert_eq!(fake.peek(tdt), 7, "nothing handed to the device");
+        assert_eq!(pool.in_use(), 7);
+        drop(ring);
+        assert!(pool.is_full());
+    }
+
+    impl<R: RegisterSpace, F: Family> TxRing<R, F> {
+        fn ring_desc(&self, i: usize) -> TxDesc {
+            // SAFETY: i < size; the test reads what the ring wrote.
+            unsafe { self.desc(i).read_volatile() }
+        }
     }
 }
