@@ -339,19 +339,15 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
 }
 
 impl<R: RegisterSpace, F: Family> RxRing<R, F> {
-    /// Receives into `spare` (uninitialised slots of a batch); returns (descriptors consumed, packets written to
-    /// `spare`, bytes, errors).
+    /// Receives into `spare` (uninitialised slots of a batch) and returns how many packets it wrote there. The
+    /// consumed descriptors go to `nb_hold` (the refill's count) and the packet, byte and error counters move here,
+    /// each path doing its own share once, so that no tuple of results is merged between the two.
     ///
-    /// The common frame (one descriptor, DD and EOP, no MAC error, fits the buffer, no chain pending) is handled
-    /// by [`rx_fast_run`]; anything else goes through [`RxRing::complete_slow`] one descriptor at a time. The scan
-    /// is bounded by the descriptors the device owns and walks the ring in at most two contiguous runs (no
-    /// per-packet wrap check).
-    ///
-    /// The common burst (no chain pending, the descriptors it may take do not wrap, and all of them are common
-    /// frames) is one call of the fast run; anything else continues in [`RxRing::rx_into_general`].
-    ///
-    /// Returns how many packets it wrote to `spare`; `nb_hold` and the counters move here (each path once), so
-    /// that no tuple of results has to be merged between the two.
+    /// The scan is bounded by the descriptors the device owns (those before RDT). The common burst (no chain
+    /// pending, the descriptors it may take do not wrap, and all of them are common frames: one descriptor, DD and
+    /// EOP, no MAC error, fits the buffer) is one call of [`rx_fast_run`]; anything else continues out of line in
+    /// [`RxRing::rx_into_general`], which walks at most two contiguous runs around the ring's end and takes chains
+    /// and error write-backs through [`RxRing::complete_slow`] one descriptor at a time.
     #[inline(always)]
     fn rx_into(&mut self, spare: &mut [NonNull<MbufHeader>]) -> usize {
         let size = self.size;

@@ -69,7 +69,7 @@ pub(super) unsafe fn rx_fast_run<F: Family>(
 
 /// [`rx_fast_run`] compiled for AVX: the same code, but the SSE2 intrinsics of the groups get the VEX
 /// three-operand forms (no register copies before the destructive two-operand ones: about ten per group of four).
-/// Called when the CPU has AVX ([`RxRing`] checks once, at creation).
+/// Called when the CPU has AVX ([`super::RxRing`] checks once, at creation).
 ///
 /// # Safety
 /// As [`rx_fast_run`], and the CPU must support AVX.

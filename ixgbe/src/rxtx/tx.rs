@@ -452,22 +452,19 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
 }
 
 impl<R: RegisterSpace, F: Family> TxRing<R, F> {
-    /// Places packets from the front of `pkts` (owned by the caller's batch) on the ring; returns how many it took
-    /// ownership of, with (bytes, sent, errors).
+    /// Places packets from the front of `pkts` (owned by the caller's batch) on the ring and returns how many it
+    /// took ownership of: sent, or dropped as bad (freed). The packet, byte and error counters move here, each path
+    /// doing its own share once, so that no tuple of results is merged between the two.
     ///
-    /// The common packet (one segment, no offload flags, not empty) is written as one data descriptor without
-    /// per-packet ring-wrap or RS checks: packets go in runs that end at the ring's end, at the next RS point, or
-    /// when room runs out, and RS is set on the run's last descriptor when the group is complete. Within a run,
-    /// four packets at a time are written and then tested together (single segments of the port's pool, no
-    /// offload flags, no empty one); a group that fails is redone one packet at a time (its descriptors are not
-    /// handed over before TDT moves, and its shadow slots are not live until `tail` passes them). Anything else
-    /// goes through [`TxRing::queue_packet`].
+    /// A plain packet ([`is_plain_tx`]) is written as one data descriptor without per-packet ring-wrap or RS
+    /// checks: packets go in runs that end at the ring's end, at the next RS point, or when room runs out, and RS
+    /// is set on the run's last descriptor when its group is complete. Within a run, [`tx_groups`] writes four
+    /// packets at a time and then tests them together; a group that fails is redone one packet at a time (its
+    /// descriptors are not handed over before TDT moves, and its shadow slots are not live until `tail` passes
+    /// them). Anything else goes through [`TxRing::queue_packet`].
     ///
-    /// The common burst (it fits before the ring's end, the next RS point and the free room) starts with one
-    /// call of [`tx_groups`] over all of it; whatever that leaves continues in [`TxRing::tx_from_general`].
-    ///
-    /// Returns how many packets it took (sent or dropped as bad); the counters move here (each path once), so
-    /// that no tuple of results has to be merged between the two.
+    /// The common burst (it fits before the ring's end, the next RS point and the free room) is one call of
+    /// [`tx_groups`] over all of it; whatever that leaves continues out of line in [`TxRing::tx_from_general`].
     #[inline(always)]
     fn tx_from(&mut self, pkts: &[NonNull<MbufHeader>]) -> usize {
         let len = pkts.len();
@@ -609,8 +606,8 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
 }
 
 /// The four-at-a-time part of [`TxRing::tx_from`]: writes the data descriptors and shadow slots of up to `room`
-/// packets from `pkts`, four at a time, each group tested after it was written (single segments of the port's
-/// pool, no offload flags, none empty); stops at the first group that fails. Returns how many packets it placed
+/// packets from `pkts`, four at a time, each group tested after it was written (all plain, [`is_plain_tx`], and
+/// of the port's pool); stops at the first group that fails. Returns how many packets it placed
 /// (a multiple of four) and their bytes. The descriptors and shadow slots of a failed group are rewritten by
 /// whatever places those packets: the device reads nothing before TDT moves, and a shadow slot is live only once
 /// `tail` passes it.
