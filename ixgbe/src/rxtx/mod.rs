@@ -14,16 +14,15 @@
 //! per burst, after [`dma_wmb`](pktio::barrier::dma_wmb).
 //!
 //! Both paths have a fast loop for the common packet (one descriptor, no offload, no error) that walks the ring in
-//! contiguous runs without per-packet wrap checks, four packets per step with one test per four (`rx_fast_run`
-//! with SSE2 shuffles into the Mbuf fields on x86-64, built a second time for AVX and chosen by a flag set at
-//! creation, `tx_groups`); a burst that fits one run is one call of each, and anything else continues out of line
+//! contiguous runs without per-packet wrap checks, four packets per step with one test per four (`rx_fast_run` with
+//! SSE2 shuffles into the Mbuf fields on x86-64, built a second time for AVX and chosen by a flag set at creation,
+//! `tx_groups`); a burst that fits one run is one call of each, and anything else continues out of line
 //! (`rx_into_general`, `tx_from_general`), falling back to a general path (chains, errors, checksum contexts) per
-//! packet. Shadow rings hold owned raw pointers whose ownership follows the ring
-//! indices. RX buffers come from the pool's raw allocation (stale metadata, as in DPDK): the ring writes their
-//! rearm word when it posts them and every RX field when it receives into them. TX checks at enqueue that a packet
-//! is a single segment of the port's pool; RS groups of such packets go back with one bulk put and no per-buffer
-//! test (DPDK's fast free), others through `mempool::free_raw_bulk`. Neither path allocates, locks, or makes a
-//! dynamic call per packet.
+//! packet. Shadow rings hold owned raw pointers whose ownership follows the ring indices. RX buffers come from the
+//! pool's raw allocation (stale metadata, as in DPDK): the ring writes their rearm word when it posts them and every RX
+//! field when it receives into them. TX checks at enqueue that a packet is a single segment of the port's pool; RS
+//! groups of such packets go back with one bulk put and no per-buffer test (DPDK's fast free), others through
+//! `mempool::free_raw_bulk`. Neither path allocates, locks, or makes a dynamic call per packet.
 //!
 //! Files: `family` (the [`Family`] trait), `ring` (index arithmetic, ring settings and memory), `rx` (the RX
 //! ring), `rx_flags` (offload flags and packet type of a write-back), `rx_simd` (the RX fast run), `tx` (the TX
