@@ -59,6 +59,10 @@ pub mod rx {
     pub const PTYPE_UDP: u32 = bit(9);
     /// Packet type: ETQF match (bits 6:4 are then a filter index, not L3 flags).
     pub const PTYPE_ETQF: u32 = bit(15);
+    /// Dword 0: the packet type bits the driver decodes (IPv4, IPv4-ext, IPv6, IPv6-ext, TCP, UDP), a 6-bit index.
+    pub const PTYPE_L3_L4: Field = Field::new(9, 4);
+    const _: () =
+        assert!(PTYPE_L3_L4.mask() == PTYPE_IPV4 | PTYPE_IPV4_EX | PTYPE_IPV6 | PTYPE_IPV6_EX | PTYPE_TCP | PTYPE_UDP);
     /// Dword 2: descriptor done.
     pub const STAT_DD: u32 = bit(0);
     /// Dword 2: end of packet.
@@ -73,6 +77,13 @@ pub mod rx {
     pub const STAT_IPCS: u32 = bit(6);
     /// Dword 2: the UDP checksum field is non-zero (UDPV).
     pub const STAT_UDPV: u32 = bit(10);
+    /// Dword 2: the two "checksum computed" bits as one 2-bit value: L4CS in its bit 0, IPCS in its bit 1.
+    pub const STAT_CSUM_DONE: Field = Field::new(6, 5);
+    const _: () = assert!(STAT_CSUM_DONE.mask() == STAT_L4CS | STAT_IPCS);
+    /// Dword 3: packet length in bytes.
+    pub const LENGTH: Field = Field::new(15, 0);
+    /// Dword 3: VLAN tag.
+    pub const VLAN: Field = Field::new(31, 16);
 }
 
 /// TX bits (sections 7.3, 7.4).
@@ -153,11 +164,23 @@ impl RxDesc {
         }
     }
 
+    /// Write-back packet info (dword 0) of a first quadword `qw0` read whole.
+    #[inline(always)]
+    pub const fn pkt_info_of(qw0: u64) -> u32 {
+        qw0 as u32
+    }
+
+    /// Write-back RSS hash (dword 1) of a first quadword `qw0` read whole.
+    #[inline(always)]
+    pub const fn rss_hash_of(qw0: u64) -> u32 {
+        (qw0 >> 32) as u32
+    }
+
     /// Decodes the write-back view.
     pub const fn as_writeback(&self) -> RxWriteback {
         RxWriteback {
-            pkt_info: self.qw0 as u32,
-            rss_hash: (self.qw0 >> 32) as u32,
+            pkt_info: RxDesc::pkt_info_of(self.qw0),
+            rss_hash: RxDesc::rss_hash_of(self.qw0),
             status_error: self.qw1 as u32,
             length: (self.qw1 >> 32) as u16,
             vlan: (self.qw1 >> 48) as u16,

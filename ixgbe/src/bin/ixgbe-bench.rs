@@ -6,15 +6,10 @@
 //! Wall time: `cargo run --release -p ixgbe --bin ixgbe-bench -- [iterations] [burst]` prints ns per packet,
 //! timed around `burst_pair` only.
 //!
-//! Instructions (repeatable): run it under callgrind collecting only inside `burst_pair`:
-//!
-//! ```text
-//! valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out --toggle-collect='*burst_pair*' \
-//!     /work/target-ixgbe/release/ixgbe-bench 20000 32
-//! callgrind_annotate /tmp/cg.out | head -20     # "PROGRAM TOTALS" Ir / packets printed by the program
-//! ```
-//!
-//! The program prints the packet count to divide by (`packets=`).
+//! Instructions (repeatable): `bash bench/ixgbe-callgrind.sh [burst...]` builds this program, runs it twice under
+//! callgrind collecting only inside `burst_pair` (`--toggle-collect='*burst_pair*'`), and prints
+//! `instructions/packet: N` per burst: the difference of the two runs' totals over the difference of the packets
+//! they report (`packets=`), so the warm-up and set-up cancel out.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
