@@ -197,7 +197,9 @@ pub fn parse(args: &[String], available_cpus: &[u32]) -> Result<(EalConfig, Vec<
                 None => (arg.to_string(), None),
             }
         } else if arg.len() > 2 && arg.starts_with('-') && !arg.starts_with("--") {
-            (arg[..2].to_string(), Some(arg[2..].to_string()))
+            // The option letter may be any character (a typo can be multi-byte): split after it, not at byte 2.
+            let at = 1 + arg[1..].chars().next().map_or(0, char::len_utf8);
+            (arg[..at].to_string(), Some(arg[at..].to_string()))
         } else {
             (arg.to_string(), None)
         };
@@ -350,6 +352,16 @@ fn parse_pci(option: &str, value: &str) -> Result<PciAddress> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `eal_args` fuzz target: a short option whose letter is multi-byte (`-Ӭ...`) sliced inside the
+    /// character and panicked; it must be an unknown-option error.
+    #[test]
+    fn a_multibyte_short_option_is_an_error_not_a_panic() {
+        let args: Vec<String> = ["-\u{4ec}l]]", "-0"].iter().map(|s| s.to_string()).collect();
+        let err = parse(&args, &[0, 1]).unwrap_err().to_string();
+        assert!(err.contains('\u{4ec}'), "{err}");
+        assert!(parse(&["-\u{4ec}".to_string()], &[0, 1]).is_err());
+    }
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
