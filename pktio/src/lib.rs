@@ -7,6 +7,10 @@
 //! Also here: software ports ([`ports`]: null, ring, pcap, af_packet, tap) opened from DPDK-style devargs, the
 //! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), and PCI identity
 //! ([`pci`]).
+//!
+//! The VFIO kernel ABI (structs, flags) comes from `vfio-bindings` and device mappings from `memmap2`;
+//! `vfio-ioctls` is not used: its container refuses no-IOMMU mode (which `--iova-mode pa` supports) and it calls
+//! the kernel directly, with no syscall seam for the fake kernel the VFIO tests run against.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 

@@ -3,13 +3,12 @@
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::bindings::*;
 use super::container::{info_with_caps, walk_caps, Container, Group};
 use super::error::{Result, VfioError};
-use super::sys::{Fd, IoctlArg, VfioSys};
+use super::sys::{Fd, IoctlArg, Mapping, VfioSys};
 use crate::bar::{MmioBar, RegisterSpace};
 use crate::pci::{ConfigSpace, PciAddress};
 
@@ -295,22 +294,17 @@ impl VfioDevice {
         let sys = self.fd.sys.clone();
         let mut areas = Vec::new();
         for a in r.mmap_areas() {
-            match sys.mmap(self.fd.raw, a.size as usize, r.offset + a.offset) {
-                Ok(ptr) => areas.push(MappedArea { offset: a.offset as usize, len: a.size as usize, ptr }),
-                Err(e) => {
-                    for m in areas.drain(..) {
-                        // SAFETY: m was mapped just above and nothing else has seen it.
-                        unsafe { sys.munmap(m.ptr, m.len) };
-                    }
-                    return Err(VfioError::os(format!("{}: mmap of BAR {index} (+{:#x})", self.addr, a.offset), e));
-                }
-            }
+            // On failure, the areas mapped so far unmap as `areas` drops.
+            let map = sys
+                .mmap(self.fd.raw, a.size as usize, r.offset + a.offset)
+                .map_err(|e| VfioError::os(format!("{}: mmap of BAR {index} (+{:#x})", self.addr, a.offset), e))?;
+            areas.push(MappedArea { offset: a.offset as usize, map });
         }
         let whole = match areas.as_slice() {
-            [a] if a.offset == 0 && a.len == len && (a.ptr.as_ptr() as usize).is_multiple_of(4) => {
-                // SAFETY: the area is a live mapping of the whole BAR, 4-byte aligned, unmapped only by VfioBar's
-                // drop, after this MmioBar (a field of the same VfioBar) is gone.
-                Some(unsafe { MmioBar::new(a.ptr, len) })
+            [a] if a.offset == 0 && a.len() == len && (a.map.as_ptr().as_ptr() as usize).is_multiple_of(4) => {
+                // SAFETY: the area is a live mapping of the whole BAR, 4-byte aligned, unmapped only when VfioBar's
+                // `areas` drop, after this MmioBar (a field declared before it, so dropped first) is gone.
+                Some(unsafe { MmioBar::new(a.map.as_ptr(), len) })
             }
             _ => None,
         };
@@ -370,6 +364,7 @@ impl VfioDevice {
             index,
             start: 0,
             count,
+            ..Default::default()
         };
         let mut bytes = to_bytes(&head);
         for fd in &fds {
@@ -389,6 +384,7 @@ impl VfioDevice {
             index,
             start: 0,
             count: 0,
+            ..Default::default()
         };
         self.fd
             .ioctl(VFIO_DEVICE_SET_IRQS, IoctlArg::Buf(&mut to_bytes(&head)))
@@ -457,10 +453,16 @@ fn full_pwrite(sys: &dyn VfioSys, fd: RawFd, buf: &[u8], offset: u64) -> io::Res
     }
 }
 
+/// A mmapped part of a BAR, `map.len()` bytes from `offset` of the BAR.
 struct MappedArea {
     offset: usize,
-    len: usize,
-    ptr: NonNull<u8>,
+    map: Mapping,
+}
+
+impl MappedArea {
+    fn len(&self) -> usize {
+        self.map.len()
+    }
 }
 
 /// A BAR of a VFIO device as a [`RegisterSpace`]. Fully mmapped BARs go straight to memory (one predictable
@@ -469,13 +471,14 @@ struct MappedArea {
 ///
 /// Reads that fail return all ones, as a PCI read of a vanished device does.
 pub struct VfioBar {
+    // Fields drop in order: the MmioBar view, then the mappings it points into, then the fd they were made from.
+    whole: Option<MmioBar>,
+    areas: Vec<MappedArea>,
+    fd: Arc<Fd>,
     addr: PciAddress,
     index: u32,
     len: usize,
     region_offset: u64,
-    fd: Arc<Fd>,
-    whole: Option<MmioBar>,
-    areas: Vec<MappedArea>,
     readable: bool,
     writable: bool,
 }
@@ -492,7 +495,7 @@ impl fmt::Debug for VfioBar {
             .field("addr", &self.addr)
             .field("index", &self.index)
             .field("len", &self.len)
-            .field("mmapped", &self.areas.iter().map(|a| (a.offset, a.len)).collect::<Vec<_>>())
+            .field("mmapped", &self.areas.iter().map(|a| (a.offset, a.len())).collect::<Vec<_>>())
             .finish()
     }
 }
@@ -525,9 +528,9 @@ impl VfioBar {
     }
 
     fn area_ptr(&self, offset: usize, width: usize) -> Option<*mut u8> {
-        let a = self.areas.iter().find(|a| a.offset <= offset && offset + width <= a.offset + a.len)?;
-        // SAFETY: offset - a.offset + width <= a.len: inside the mapping.
-        Some(unsafe { a.ptr.as_ptr().add(offset - a.offset) })
+        let a = self.areas.iter().find(|a| a.offset <= offset && offset + width <= a.offset + a.len())?;
+        // SAFETY: offset - a.offset + width <= a.len(): inside the mapping.
+        Some(unsafe { a.map.as_ptr().as_ptr().add(offset - a.offset) })
     }
 
     fn slow_read(&self, offset: usize, buf: &mut [u8]) {
@@ -639,17 +642,6 @@ impl RegisterSpace for VfioBar {
             // SAFETY: an in-bounds, 2-byte aligned register of a live device mapping.
             Some(p) => unsafe { p.cast::<u16>().write_volatile(value.to_le()) },
             None => self.slow_write(offset, &value.to_le_bytes()),
-        }
-    }
-}
-
-impl Drop for VfioBar {
-    fn drop(&mut self) {
-        self.whole = None;
-        for a in self.areas.drain(..) {
-            // SAFETY: each area was mapped by map_bar through this sys and is used by nothing else now (the MmioBar
-            // view is gone, and accessors borrow self).
-            unsafe { self.fd.sys.munmap(a.ptr, a.len) };
         }
     }
 }
