@@ -5,6 +5,8 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
+use volatile::VolatilePtr;
+
 use super::bindings::*;
 use super::container::{info_with_caps, walk_caps, Container, Group};
 use super::error::{Result, VfioError};
@@ -527,10 +529,14 @@ impl VfioBar {
         );
     }
 
-    fn area_ptr(&self, offset: usize, width: usize) -> Option<*mut u8> {
+    /// The register of type `T` at `offset` (checked in bounds and aligned by the caller), when a mapping covers it.
+    fn area_reg<T: Copy>(&self, offset: usize) -> Option<VolatilePtr<'_, T>> {
+        let width = std::mem::size_of::<T>();
         let a = self.areas.iter().find(|a| a.offset <= offset && offset + width <= a.offset + a.len())?;
-        // SAFETY: offset - a.offset + width <= a.len(): inside the mapping.
-        Some(unsafe { a.map.as_ptr().as_ptr().add(offset - a.offset) })
+        // SAFETY: offset - a.offset + width <= a.len(): inside a mapping that lives as long as the borrow of self.
+        // Mappings and area offsets are page aligned and `check` made offset a multiple of the width, so the
+        // pointer is aligned for T. Device registers are only accessed with volatile loads and stores.
+        Some(unsafe { VolatilePtr::new(a.map.as_ptr().add(offset - a.offset).cast()) })
     }
 
     fn slow_read(&self, offset: usize, buf: &mut [u8]) {
@@ -549,9 +555,8 @@ impl VfioBar {
 
     #[cold]
     fn read32_slow(&self, offset: usize) -> u32 {
-        match self.area_ptr(offset, 4) {
-            // SAFETY: an in-bounds, 4-byte aligned register of a live device mapping.
-            Some(p) => u32::from_le(unsafe { p.cast::<u32>().read_volatile() }),
+        match self.area_reg::<u32>(offset) {
+            Some(r) => u32::from_le(r.read()),
             None => {
                 let mut b = [0u8; 4];
                 self.slow_read(offset, &mut b);
@@ -562,9 +567,8 @@ impl VfioBar {
 
     #[cold]
     fn write32_slow(&self, offset: usize, value: u32) {
-        match self.area_ptr(offset, 4) {
-            // SAFETY: an in-bounds, 4-byte aligned register of a live device mapping.
-            Some(p) => unsafe { p.cast::<u32>().write_volatile(value.to_le()) },
+        match self.area_reg::<u32>(offset) {
+            Some(r) => r.write(value.to_le()),
             None => self.slow_write(offset, &value.to_le_bytes()),
         }
     }
@@ -600,9 +604,8 @@ impl RegisterSpace for VfioBar {
     /// Reads the 8-bit register at `offset`.
     fn read8(&self, offset: usize) -> u8 {
         self.check(offset, 1);
-        match self.area_ptr(offset, 1) {
-            // SAFETY: an in-bounds byte of a live device mapping.
-            Some(p) => unsafe { p.read_volatile() },
+        match self.area_reg::<u8>(offset) {
+            Some(r) => r.read(),
             None => {
                 let mut b = [0u8; 1];
                 self.slow_read(offset, &mut b);
@@ -614,9 +617,8 @@ impl RegisterSpace for VfioBar {
     /// Writes the 8-bit register at `offset`.
     fn write8(&self, offset: usize, value: u8) {
         self.check(offset, 1);
-        match self.area_ptr(offset, 1) {
-            // SAFETY: an in-bounds byte of a live device mapping.
-            Some(p) => unsafe { p.write_volatile(value) },
+        match self.area_reg::<u8>(offset) {
+            Some(r) => r.write(value),
             None => self.slow_write(offset, &[value]),
         }
     }
@@ -624,9 +626,8 @@ impl RegisterSpace for VfioBar {
     /// Reads the little-endian 16-bit register at `offset` (2-byte aligned).
     fn read16(&self, offset: usize) -> u16 {
         self.check(offset, 2);
-        match self.area_ptr(offset, 2) {
-            // SAFETY: an in-bounds, 2-byte aligned register of a live device mapping (mappings are page aligned).
-            Some(p) => u16::from_le(unsafe { p.cast::<u16>().read_volatile() }),
+        match self.area_reg::<u16>(offset) {
+            Some(r) => u16::from_le(r.read()),
             None => {
                 let mut b = [0u8; 2];
                 self.slow_read(offset, &mut b);
@@ -638,9 +639,8 @@ impl RegisterSpace for VfioBar {
     /// Writes the little-endian 16-bit register at `offset` (2-byte aligned).
     fn write16(&self, offset: usize, value: u16) {
         self.check(offset, 2);
-        match self.area_ptr(offset, 2) {
-            // SAFETY: an in-bounds, 2-byte aligned register of a live device mapping.
-            Some(p) => unsafe { p.cast::<u16>().write_volatile(value.to_le()) },
+        match self.area_reg::<u16>(offset) {
+            Some(r) => r.write(value.to_le()),
             None => self.slow_write(offset, &value.to_le_bytes()),
         }
     }
