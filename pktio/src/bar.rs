@@ -145,7 +145,6 @@ mod tests {
         assert_eq!(b.read8(4), 0x44);
         b.modify32(4, 0xff00, 0x0a00);
         assert_eq!(b.read32(4), 0x1122_0a44);
-        drop(b);
         assert_eq!(words, [0, 0x1122_0a44, 0xbeef_0000, 0x7f00_0000], "little-endian layout");
     }
 
