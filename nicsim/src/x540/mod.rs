@@ -734,7 +734,7 @@ impl Core {
             MSCA => {
                 if value & MSCA_MDI_COMMAND != 0 {
                     let status = (self.link_up(shared, now), self.link.speed);
-                    let (data, event) = self.phy.command(value, self.reg(MSRWD) as u16, status);
+                    let (data, event) = self.phy.command(phy::Msca(value), self.reg(MSRWD) as u16, status);
                     if let Some(d) = data {
                         let w = (self.reg(MSRWD) & 0xFFFF) | u32::from(d) << 16;
                         self.set_reg(MSRWD, w);
