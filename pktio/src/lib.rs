@@ -11,7 +11,7 @@
 //! The VFIO kernel ABI (structs, flags) comes from `vfio-bindings` and device mappings from `memmap2`;
 //! `vfio-ioctls` is not used: its container refuses no-IOMMU mode (which `--iova-mode pa` supports) and it calls
 //! the kernel directly, with no syscall seam for the fake kernel the VFIO tests run against.
-//! `bitfield` names the PCI command and status bits ([`pci::regs::Command`]); hot-path descriptors and
+//! `bitfield` names the PCI command and status bits ([`pci::config::regs::Command`]); hot-path descriptors and
 //! single-bit register flags elsewhere stay named `const`s, since they are built or tested whole in one
 //! load or store and a generated getter per bit would say no more.
 
