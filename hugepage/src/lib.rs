@@ -3,7 +3,8 @@
 //! A NIC reads and writes host memory by *IOVA*: the address the IOMMU translates (VFIO, where the IOVA we choose
 //! is the virtual address) or, without an IOMMU, the physical address. This crate hands out [`DmaMemory`] regions
 //! backed by 2 MiB or 1 GiB hugepages (from a hugetlbfs mount or `MAP_HUGETLB`), or by ordinary pages for software
-//! ports only (`--no-huge`), and translates any byte of them to its IOVA.
+//! ports only (`--no-huge`), and translates any byte of them to its IOVA. Every mapping (hugetlbfs file,
+//! `MAP_HUGETLB` with its page-size bits, plain anonymous) is a `memmap2::MmapRaw`, unmapped when the region drops.
 //!
 //! Hugepages matter twice: they are physically contiguous (one IOVA range per page, so a buffer never straddles
 //! two unrelated physical pages) and they are never swapped or moved, so an address given to a NIC stays valid.

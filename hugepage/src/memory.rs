@@ -6,10 +6,11 @@ use std::fs::File;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
-use std::os::unix::io::{AsRawFd, FromRawFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use memmap2::{MmapOptions, MmapRaw};
 
 use crate::sysfs;
 use crate::{Error, Result};
@@ -61,13 +62,9 @@ impl PageSize {
         }
     }
 
-    fn mmap_flag(self) -> libc::c_int {
-        // MAP_HUGE_SHIFT encoding: log2(page size) << 26 (mmap(2)).
-        match self {
-            PageSize::Small4K => 0,
-            PageSize::Huge2M => libc::MAP_HUGETLB | (21 << libc::MAP_HUGE_SHIFT),
-            PageSize::Huge1G => libc::MAP_HUGETLB | (30 << libc::MAP_HUGE_SHIFT),
-        }
+    /// log2 of the size: what `MAP_HUGETLB` mappings encode in their flags to pick a hugepage size.
+    const fn shift(self) -> u8 {
+        self.bytes().trailing_zeros() as u8
     }
 }
 
@@ -231,7 +228,8 @@ static FILE_COUNTER: AtomicUsize = AtomicUsize::new(0);
 /// The region is shared memory in the device's sense: it hands out raw pointers, and it is up to the owner of each
 /// part (a mempool, a descriptor ring) to keep Rust references and device writes apart.
 pub struct DmaMemory {
-    base: NonNull<u8>,
+    /// The mapping (unmapped on drop); raw, since the device writes it behind the compiler's back.
+    map: MmapRaw,
     len: usize,
     page_size: PageSize,
     iova_mode: IovaMode,
@@ -240,16 +238,10 @@ pub struct DmaMemory {
     page_iovas: Vec<u64>,
 }
 
-// SAFETY: DmaMemory owns its mapping; it only hands out raw pointers and IOVAs, and the mapping itself is valid from
-// any thread until drop.
-unsafe impl Send for DmaMemory {}
-// SAFETY: as above; shared access only reads the immutable bookkeeping fields.
-unsafe impl Sync for DmaMemory {}
-
 impl fmt::Debug for DmaMemory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DmaMemory")
-            .field("base", &self.base)
+            .field("base", &self.as_ptr())
             .field("len", &self.len)
             .field("page_size", &self.page_size)
             .field("iova_mode", &self.iova_mode)
@@ -278,26 +270,25 @@ impl DmaMemory {
             }
         }
 
-        let prot = libc::PROT_READ | libc::PROT_WRITE;
-        let addr = match backing {
-            Backing::NoHuge => {
-                // SAFETY: a fresh anonymous private mapping; no existing memory is affected.
-                unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) }
-            }
-            Backing::AnonymousHuge => {
-                let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE | page_size.mmap_flag();
-                // SAFETY: a fresh anonymous hugepage mapping; no existing memory is affected.
-                unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, -1, 0) }
-            }
-            Backing::Hugetlbfs(dir) => map_hugetlbfs_file(dir, &config.file_prefix, len, prot, pages, page_size)?,
-        };
-        if addr == libc::MAP_FAILED {
+        // Read-write private anonymous memory, or a shared mapping of a hugetlbfs file; MAP_HUGETLB with the page
+        // size bits and MAP_POPULATE are memmap2's `huge` and `populate`.
+        let anon_error = |source| {
             let what = format!("mmap of {len} bytes of {page_size} pages ({})", backing_name(backing));
-            return Err(map_error(what, std::io::Error::last_os_error(), page_size, pages));
-        }
-        let base = NonNull::new(addr.cast::<u8>()).ok_or_else(|| Error::InvalidRequest("mmap returned null".into()))?;
+            map_error(what, source, page_size, pages)
+        };
+        let map = match backing {
+            Backing::NoHuge => MmapOptions::new().len(len).map_anon().map(MmapRaw::from).map_err(anon_error)?,
+            Backing::AnonymousHuge => MmapOptions::new()
+                .len(len)
+                .populate()
+                .huge(Some(page_size.shift()))
+                .map_anon()
+                .map(MmapRaw::from)
+                .map_err(anon_error)?,
+            Backing::Hugetlbfs(dir) => map_hugetlbfs_file(dir, &config.file_prefix, len, pages, page_size)?,
+        };
         let mut memory = DmaMemory {
-            base,
+            map,
             len,
             page_size,
             iova_mode: config.iova_mode,
@@ -310,24 +301,24 @@ impl DmaMemory {
             // are never swapped, but mlock also keeps their physical address fixed for PA mode.
             for i in 0..pages {
                 // SAFETY: offset i * page is inside the mapping, which is writable.
-                unsafe { memory.base.as_ptr().add(i * page).write_volatile(0) };
+                unsafe { memory.as_ptr().add(i * page).write_volatile(0) };
             }
-            // SAFETY: the range is exactly our mapping.
-            if unsafe { libc::mlock(addr, len) } != 0 && config.iova_mode == IovaMode::Pa {
+            if memory.map.lock().is_err() && config.iova_mode == IovaMode::Pa {
                 return Err(Error::os(format!(
                     "mlock of {len} bytes of hugepage memory for --iova-mode pa (raise `ulimit -l` or run as root)"
                 )));
             }
         }
         if config.iova_mode == IovaMode::Pa {
-            memory.page_iovas = physical_addresses(memory.base.as_ptr() as usize, pages, page)?;
+            memory.page_iovas = physical_addresses(memory.as_ptr() as usize, pages, page)?;
         }
         Ok(memory)
     }
 
     /// First byte of the region.
+    #[inline]
     pub fn as_ptr(&self) -> *mut u8 {
-        self.base.as_ptr()
+        self.map.as_mut_ptr()
     }
 
     /// Length in bytes (a whole number of pages).
@@ -362,7 +353,7 @@ impl DmaMemory {
             return None;
         }
         Some(match self.iova_mode {
-            IovaMode::Va => self.base.as_ptr() as u64 + offset as u64,
+            IovaMode::Va => self.as_ptr() as u64 + offset as u64,
             IovaMode::Pa => {
                 let page = self.page_size.bytes();
                 self.page_iovas[offset / page] + (offset % page) as u64
@@ -373,7 +364,7 @@ impl DmaMemory {
     /// IOVA of the byte at `ptr`, or `None` if it is outside the region.
     #[inline]
     pub fn iova_of(&self, ptr: *const u8) -> Option<u64> {
-        let offset = (ptr as usize).checked_sub(self.base.as_ptr() as usize)?;
+        let offset = (ptr as usize).checked_sub(self.as_ptr() as usize)?;
         self.iova_at(offset)
     }
 
@@ -391,13 +382,6 @@ impl DmaMemory {
                 end.min(self.len).saturating_sub(offset)
             }
         }
-    }
-}
-
-impl Drop for DmaMemory {
-    fn drop(&mut self) {
-        // SAFETY: base/len are exactly the mapping made in `map`; nothing else unmaps it.
-        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
     }
 }
 
@@ -449,44 +433,26 @@ fn writable(dir: &Path) -> bool {
 }
 
 /// Creates, sizes and maps a file on a hugetlbfs mount; the file is unlinked at once (the mapping keeps the pages).
-fn map_hugetlbfs_file(
-    dir: &Path,
-    prefix: &str,
-    len: usize,
-    prot: libc::c_int,
-    pages: usize,
-    size: PageSize,
-) -> Result<*mut libc::c_void> {
+fn map_hugetlbfs_file(dir: &Path, prefix: &str, len: usize, pages: usize, size: PageSize) -> Result<MmapRaw> {
     let n = FILE_COUNTER.fetch_add(1, Ordering::Relaxed);
     let path = dir.join(format!("{prefix}map_{}_{n}", std::process::id()));
-    let cpath =
-        CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::InvalidRequest("path has a NUL byte".into()))?;
-    // SAFETY: cpath is a valid NUL-terminated string.
-    let fd =
-        unsafe { libc::open(cpath.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC, 0o600) };
-    if fd < 0 {
-        let source = std::io::Error::last_os_error();
-        let hint =
-            if source.kind() == std::io::ErrorKind::PermissionDenied { " (run as root or chown it)" } else { "" };
-        return Err(Error::io(format!("creating {} on hugetlbfs{hint}", path.display()), source));
-    }
-    // SAFETY: fd is an open file we own.
-    let file = unsafe { File::from_raw_fd(fd) };
+    // O_CREAT | O_EXCL | O_RDWR (std adds O_CLOEXEC), mode 0600.
+    let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&path).map_err(
+        |source| {
+            let hint =
+                if source.kind() == std::io::ErrorKind::PermissionDenied { " (run as root or chown it)" } else { "" };
+            Error::io(format!("creating {} on hugetlbfs{hint}", path.display()), source)
+        },
+    )?;
     // The mapping keeps the pages; the name is only needed to create them.
-    // SAFETY: cpath is valid; unlinking our own fresh file.
-    unsafe { libc::unlink(cpath.as_ptr()) };
+    let _ = std::fs::remove_file(&path);
     file.set_len(len as u64)
         .map_err(|source| map_error(format!("sizing {} to {len} bytes", path.display()), source, size, pages))?;
-    // SAFETY: mapping a file we own; a fresh mapping, no existing memory is affected. The mapping stays valid after
-    // the file is closed.
-    let addr = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED | libc::MAP_POPULATE, file.as_raw_fd(), 0)
-    };
-    if addr == libc::MAP_FAILED {
+    // Shared, read-write, populated; the mapping stays valid after the file is closed.
+    MmapOptions::new().len(len).populate().map_raw(&file).map_err(|source| {
         let what = format!("mmap of {len} bytes of {size} pages from {}", path.display());
-        return Err(map_error(what, std::io::Error::last_os_error(), size, pages));
-    }
-    Ok(addr)
+        map_error(what, source, size, pages)
+    })
 }
 
 /// Physical address of the byte at `addr` in this process, from /proc/self/pagemap. Needs root (CAP_SYS_ADMIN);

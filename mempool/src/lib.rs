@@ -8,6 +8,10 @@
 //!
 //! Threads that want the per-lcore cache claim an lcore id with [`lcore::bind_current_thread`] (the EAL does this
 //! for its worker threads); other threads use the shared ring directly.
+//!
+//! The ring is our own, not `crossbeam-queue`'s `ArrayQueue`: that has no bulk enqueue/dequeue, and the per-lcore
+//! cache and `net_ring` move whole bursts (measured: a 32-item burst through [`ring::Ring`] cost 1.1-1.8 ns per item
+//! against 22-30 ns per item pushed and popped one by one through `ArrayQueue`, one thread, release build).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 

@@ -10,7 +10,9 @@
 //! | PCI identity | sysfs / VFIO config space | [`PciIdentity`] (8086:1528, BAR0 2 MiB) |
 //!
 //! The model is written from the fact sheet (`docs/ixgbe-x540.md`) with its own register map ([`x540::regs`]),
-//! independently of the `ixgbe` driver, so that a mistake shared by both cannot hide.
+//! independently of the `ixgbe` driver, so that a mistake shared by both cannot hide. The one register the
+//! model decodes field by field, MSCA (MDIO), is a `bitfield` struct; the rest are single-bit flags, named
+//! `const`s.
 //!
 //! # Instantiating a port
 //!

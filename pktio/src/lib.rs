@@ -12,6 +12,13 @@
 //! Also here: software ports ([`ports`]: null, ring, pcap, af_packet, tap) opened from DPDK-style devargs, the
 //! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), and PCI identity
 //! ([`pci`]).
+//!
+//! The VFIO kernel ABI (structs, flags) comes from `vfio-bindings` and device mappings from `memmap2`;
+//! `vfio-ioctls` is not used: its container refuses no-IOMMU mode (which `--iova-mode pa` supports) and it calls
+//! the kernel directly, with no syscall seam for the fake kernel the VFIO tests run against.
+//! `bitfield` names the PCI command and status bits ([`pci::config::regs::Command`]); hot-path descriptors and
+//! single-bit register flags elsewhere stay named `const`s, since they are built or tested whole in one
+//! load or store and a generated getter per bit would say no more.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 

@@ -12,8 +12,8 @@ fn region(flags: u32, cap_offset: u32, size: u64) -> Vec<u8> {
     to_bytes(&vfio_region_info { argsz: 0, flags, index: 3, cap_offset, size, offset: 3 << 40 })
 }
 
-fn cap(id: u16, next: u32) -> Vec<u8> {
-    to_bytes(&vfio_info_cap_header { id, version: 1, next })
+fn cap(id: u32, next: u32) -> Vec<u8> {
+    to_bytes(&vfio_info_cap_header { id: u16::try_from(id).unwrap(), version: 1, next })
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Split-virtqueue structures (virtio 1.2 §2.7) and the virtio-net header (§5.1.6), as the device sees them in
-//! memory: little-endian, with sizes checked at compile time.
+//! memory: little-endian, with sizes checked at compile time. Descriptor flags stay `const` bits (not
+//! `bitfield`): they are independent single bits OR'd into a descriptor written in one go on the hot path.
 
 /// One descriptor of the descriptor table.
 #[repr(C, align(16))]

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
+use crossbeam_queue::SegQueue;
 use pktio::bar::RegisterSpace;
 use pktio::pcap_file::{self, PcapError, PcapWriter};
 
@@ -210,7 +211,9 @@ pub(crate) struct Shared {
     faults: Arc<FaultLog>,
     dma: Arc<IovaMap>,
     sink: Mutex<Sink>,
-    captured: Mutex<VecDeque<Vec<u8>>>,
+    /// TX frames kept for [`X540Port::take_tx`]: unbounded, pushed one at a time by the model, so a SegQueue
+    /// (the packet buffer `inbound` stays a Mutex: its byte count must change together with its frames).
+    captured: SegQueue<Vec<u8>>,
     /// The PHY is powered and not in a forced-down state: what the link partner sees of us.
     phy_active: AtomicBool,
     counters: Mutex<ModelCounters>,
@@ -268,7 +271,7 @@ impl Shared {
         }
         let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
         match &mut *sink {
-            Sink::Capture => self.captured.lock().unwrap_or_else(|e| e.into_inner()).push_back(frame.data),
+            Sink::Capture => self.captured.push(frame.data),
             Sink::Peer(w) => {
                 if let Some(peer) = w.upgrade() {
                     drop(sink);
@@ -734,7 +737,7 @@ impl Core {
             MSCA => {
                 if value & MSCA_MDI_COMMAND != 0 {
                     let status = (self.link_up(shared, now), self.link.speed);
-                    let (data, event) = self.phy.command(value, self.reg(MSRWD) as u16, status);
+                    let (data, event) = self.phy.command(phy::Msca(value), self.reg(MSRWD) as u16, status);
                     if let Some(d) = data {
                         let w = (self.reg(MSRWD) & 0xFFFF) | u32::from(d) << 16;
                         self.set_reg(MSRWD, w);
@@ -975,7 +978,7 @@ impl X540 {
             dma: Arc::new(IovaMap::new(faults.clone())),
             faults,
             sink: Mutex::new(Sink::Capture),
-            captured: Mutex::new(VecDeque::new()),
+            captured: SegQueue::new(),
             phy_active: AtomicBool::new(!config.phy_powered_down),
             counters: Mutex::new(ModelCounters::default()),
             parked: AtomicBool::new(false),
@@ -1084,7 +1087,9 @@ impl X540Port {
 
     /// Frames transmitted while unwired (Ethernet bytes without FCS), oldest first; empties the capture.
     pub fn take_tx(&self) -> Vec<Vec<u8>> {
-        self.shared.captured.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect()
+        // What is there now: frames the model pushes meanwhile wait for the next call.
+        let q = &self.shared.captured;
+        (0..q.len()).map_while(|_| q.pop()).collect()
     }
 
     /// Frames waiting in the RX packet buffer (not yet written to a ring).

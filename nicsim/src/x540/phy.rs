@@ -37,6 +37,37 @@ pub const VEND1_LOW_POWER: u16 = 1 << 11;
 /// Vendor 1 status (MMD 0x1E reg 1): bit 3 link, bit 4 speed (0 = 10G, 1 = 1G).
 pub const VEND1_STATUS: u16 = 0x0001;
 
+bitfield::bitfield! {
+    /// MSCA, the MDIO command register, as the PHY decodes it (fact sheet §5.4).
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub struct Msca(pub u32);
+    impl Debug;
+    /// NP_ADDR: the Clause 45 register address (latched by an address cycle).
+    pub u16, np_addr, set_np_addr: 15, 0;
+    /// DEV_TYPE: the MMD.
+    pub u8, dev_type, set_dev_type: 20, 16;
+    /// PHY_ADDR: the MDIO address.
+    pub u8, phy_addr, set_phy_addr: 25, 21;
+    /// OP_CODE: 0 address cycle, 1 write, 2 read-increment, 3 read.
+    pub u8, op_code, set_op_code: 27, 26;
+    /// ST_CODE: 0 Clause 45, 1 Clause 22.
+    pub u8, st_code, set_st_code: 29, 28;
+    /// MDI_COMMAND: start; cleared by hardware when done.
+    pub mdi_command, set_mdi_command: 30;
+}
+
+/// MSCA.OP_CODE values.
+pub mod op {
+    /// Latch the register address.
+    pub const ADDRESS: u8 = 0;
+    /// Write MSRWD's low half to the latched register.
+    pub const WRITE: u8 = 1;
+    /// Read, then advance the latched address.
+    pub const READ_INCREMENT: u8 = 2;
+    /// Read the latched register.
+    pub const READ: u8 = 3;
+}
+
 /// What a PHY register write asks of the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PhyEvent {
@@ -101,29 +132,26 @@ impl Phy {
 
     /// One MSCA command (already known to carry MDI_COMMAND). Returns the read data (if a read) and an event.
     /// `status` supplies the live link state for status registers: (link up, speed).
-    pub fn command(&mut self, msca: u32, wdata: u16, status: (bool, Option<LinkSpeed>)) -> (Option<u16>, PhyEvent) {
-        let reg = msca as u16;
-        let dev = ((msca >> 16) & 0x1F) as u8;
-        let phy_addr = ((msca >> 21) & 0x1F) as u8;
-        let op = (msca >> 26) & 0x3;
-        let st = (msca >> 28) & 0x3;
-        if st != 0 || phy_addr != self.addr {
+    pub fn command(&mut self, msca: Msca, wdata: u16, status: (bool, Option<LinkSpeed>)) -> (Option<u16>, PhyEvent) {
+        let dev = msca.dev_type();
+        let op = msca.op_code();
+        if msca.st_code() != 0 || msca.phy_addr() != self.addr {
             // Clause 22 or nobody at that address: reads float high.
-            return (matches!(op, 2 | 3).then_some(0xFFFF), PhyEvent::None);
+            return (matches!(op, op::READ_INCREMENT | op::READ).then_some(0xFFFF), PhyEvent::None);
         }
         match op {
-            0 => {
-                self.latched.insert(dev, reg);
+            op::ADDRESS => {
+                self.latched.insert(dev, msca.np_addr());
                 (None, PhyEvent::None)
             }
-            1 => {
+            op::WRITE => {
                 let at = self.latched.get(&dev).copied().unwrap_or(0);
                 (None, self.write(dev, at, wdata))
             }
             _ => {
                 let at = self.latched.get(&dev).copied().unwrap_or(0);
                 let value = self.read(dev, at, status);
-                if op == 2 {
+                if op == op::READ_INCREMENT {
                     self.latched.insert(dev, at.wrapping_add(1));
                 }
                 (Some(value), PhyEvent::None)
@@ -180,5 +208,40 @@ impl Phy {
                 PhyEvent::None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msca(phy: u8, dev: u8, op: u8, addr: u16) -> Msca {
+        let mut m = Msca(0);
+        m.set_phy_addr(phy);
+        m.set_dev_type(dev);
+        m.set_op_code(op);
+        m.set_np_addr(addr);
+        m.set_mdi_command(true);
+        m
+    }
+
+    #[test]
+    fn msca_fields_sit_where_the_fact_sheet_puts_them() {
+        let m = msca(3, MMD_AN, op::READ, 0xC800);
+        assert_eq!(m.0, 0xC800 | 7 << 16 | 3 << 21 | 3 << 26 | 1 << 30);
+        let back = Msca(0x4000_0000 | 1 << 28 | 0x1F << 21 | 0x1E << 16 | 0x1234);
+        assert_eq!((back.st_code(), back.phy_addr(), back.dev_type(), back.np_addr()), (1, 0x1F, 0x1E, 0x1234));
+        assert!(back.mdi_command());
+    }
+
+    #[test]
+    fn clause45_address_then_read_increment_walks_the_phy_id() {
+        let mut phy = Phy::new(2, false);
+        let down = (false, None);
+        assert_eq!(phy.command(msca(2, MMD_PMA_PMD, op::ADDRESS, 2), 0, down), (None, PhyEvent::None));
+        let hi = phy.command(msca(2, MMD_PMA_PMD, op::READ_INCREMENT, 0), 0, down).0;
+        let lo = phy.command(msca(2, MMD_PMA_PMD, op::READ, 0), 0, down).0;
+        assert_eq!((hi, lo), (Some((PHY_ID >> 16) as u16), Some(PHY_ID as u16)));
+        assert_eq!(phy.command(msca(5, MMD_PMA_PMD, op::READ, 0), 0, down).0, Some(0xFFFF), "nobody at address 5");
     }
 }

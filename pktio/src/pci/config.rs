@@ -35,16 +35,29 @@ pub mod regs {
     /// Interrupt line.
     pub const INTERRUPT_LINE: u16 = 0x3c;
 
-    /// Command: I/O space decoding.
-    pub const COMMAND_IO: u16 = 1 << 0;
-    /// Command: memory space decoding.
-    pub const COMMAND_MEMORY: u16 = 1 << 1;
-    /// Command: bus master (the device may DMA).
-    pub const COMMAND_MASTER: u16 = 1 << 2;
-    /// Command: legacy INTx disabled.
-    pub const COMMAND_INTX_DISABLE: u16 = 1 << 10;
-    /// Status: a capability list exists.
-    pub const STATUS_CAP_LIST: u16 = 1 << 4;
+    bitfield::bitfield! {
+        /// The command register's bits that drivers use.
+        #[derive(Clone, Copy, PartialEq, Eq, Default)]
+        pub struct Command(pub u16);
+        impl Debug;
+        /// I/O space decoding.
+        pub io_space, set_io_space: 0;
+        /// Memory space decoding (BAR accesses reach the device).
+        pub memory_space, set_memory_space: 1;
+        /// Bus master: the device may DMA.
+        pub bus_master, set_bus_master: 2;
+        /// Legacy INTx disabled.
+        pub intx_disable, set_intx_disable: 10;
+    }
+
+    bitfield::bitfield! {
+        /// The status register's bits that drivers use.
+        #[derive(Clone, Copy, PartialEq, Eq, Default)]
+        pub struct Status(pub u16);
+        impl Debug;
+        /// A capability list exists (at [`CAPABILITY_LIST`]).
+        pub cap_list, set_cap_list: 4;
+    }
 
     /// Capability ID: power management.
     pub const CAP_ID_PM: u8 = 0x01;
@@ -112,17 +125,21 @@ pub trait ConfigSpace {
     }
 
     /// The command register.
-    fn command(&self) -> io::Result<u16> {
-        self.read16(regs::COMMAND)
+    fn command(&self) -> io::Result<regs::Command> {
+        self.read16(regs::COMMAND).map(regs::Command)
     }
 
-    /// Turns bus mastering (the device's permission to DMA) and memory decoding on or off. vfio-pci leaves bus
+    /// Turns bus mastering (the device's permission to DMA) on, with memory decoding, or off. vfio-pci leaves bus
     /// mastering off; a driver must switch it on before the device touches any ring. Returns the new value.
-    fn set_bus_master(&self, on: bool) -> io::Result<u16> {
+    fn set_bus_master(&self, on: bool) -> io::Result<regs::Command> {
         let old = self.command()?;
-        let new = if on { old | regs::COMMAND_MASTER | regs::COMMAND_MEMORY } else { old & !regs::COMMAND_MASTER };
+        let mut new = old;
+        new.set_bus_master(on);
+        if on {
+            new.set_memory_space(true);
+        }
         if new != old {
-            self.write16(regs::COMMAND, new)?;
+            self.write16(regs::COMMAND, new.0)?;
         }
         Ok(new)
     }
@@ -131,7 +148,7 @@ pub trait ConfigSpace {
     /// walk instead of looping.
     fn capabilities(&self) -> io::Result<Vec<Capability>> {
         let mut out = Vec::new();
-        if self.read16(regs::STATUS)? & regs::STATUS_CAP_LIST == 0 {
+        if !regs::Status(self.read16(regs::STATUS)?).cap_list() {
             return Ok(out);
         }
         let mut ptr = self.read8(regs::CAPABILITY_LIST)? & !3;
@@ -202,7 +219,9 @@ mod tests {
     fn capability_walk_and_bus_master() {
         let mut c = vec![0u8; 256];
         c[0..2].copy_from_slice(&0x1af4u16.to_le_bytes());
-        c[6] = regs::STATUS_CAP_LIST as u8;
+        let mut status = regs::Status(0);
+        status.set_cap_list(true);
+        c[6..8].copy_from_slice(&status.0.to_le_bytes());
         c[0x34] = 0x40;
         c[0x40] = regs::CAP_ID_VENDOR;
         c[0x41] = 0x50;
@@ -214,8 +233,10 @@ mod tests {
         let caps = cfg.capabilities().unwrap();
         assert_eq!(caps.iter().map(|c| (c.id, c.offset)).collect::<Vec<_>>(), [(9, 0x40), (0x11, 0x50), (9, 0x60)]);
         assert_eq!(cfg.find_capability(regs::CAP_ID_MSIX).unwrap().unwrap().offset, 0x50);
-        assert_eq!(cfg.set_bus_master(true).unwrap(), 0x6);
+        assert_eq!(cfg.set_bus_master(true).unwrap(), regs::Command(0x6), "bus master and memory decoding");
         assert_eq!(cfg.read16(regs::COMMAND).unwrap(), 0x6);
+        assert_eq!(cfg.set_bus_master(false).unwrap(), regs::Command(0x2), "memory decoding stays on");
+        assert_eq!(cfg.read16(regs::COMMAND).unwrap(), 0x2);
         assert_eq!(cfg.read16(0).unwrap(), 0x1af4);
         assert!(cfg.read32(254).is_err());
     }

@@ -1,19 +1,37 @@
-//! The VFIO user API (`include/uapi/linux/vfio.h`): ioctl numbers, flags and `#[repr(C)]` structs, each with its
-//! size checked at compile time, plus byte (de)serialisation of those plain-data structs for the ioctl seam.
+//! The VFIO user API (`include/uapi/linux/vfio.h`): the kernel's structs and constants come from the
+//! `vfio-bindings` crate (generated from the kernel header); this file adds what that crate lacks (the ioctl
+//! request numbers), the struct sizes checked at compile time, and byte (de)serialisation of those plain-data
+//! structs for the [`super::sys::VfioSys`] seam.
 //!
-//! All ioctls are `_IO(';', 100 + n)`: no size or direction is encoded; the structs carry `argsz`.
+//! All ioctls are `_IO(VFIO_TYPE, VFIO_BASE + n)`: no size or direction is encoded; the structs carry `argsz`.
+//! `vfio-bindings` gives no request numbers (its sibling `vfio-ioctls` computes them privately), so they are
+//! computed here from its `VFIO_TYPE` and `VFIO_BASE`.
 
 #![allow(missing_docs)] // names and meanings are the kernel's; see linux/vfio.h
 
 use std::mem::size_of;
 
-const VFIO_TYPE: u64 = b';' as u64;
-const VFIO_BASE: u64 = 100;
-const fn io(nr: u64) -> u64 {
-    (VFIO_TYPE << 8) | (VFIO_BASE + nr)
+pub use vfio_bindings::bindings::vfio::{
+    vfio_device_info, vfio_group_status, vfio_info_cap_header, vfio_iommu_type1_dma_map, vfio_iommu_type1_dma_unmap,
+    vfio_iommu_type1_info, vfio_iommu_type1_info_cap_iova_range, vfio_iommu_type1_info_dma_avail, vfio_iova_range,
+    vfio_irq_info, vfio_irq_set, vfio_region_info, vfio_region_info_cap_sparse_mmap, vfio_region_sparse_mmap_area,
+    VFIO_TYPE1v2_IOMMU, VFIO_API_VERSION, VFIO_BASE, VFIO_DEVICE_FLAGS_PCI, VFIO_DEVICE_FLAGS_RESET,
+    VFIO_DMA_MAP_FLAG_READ, VFIO_DMA_MAP_FLAG_WRITE, VFIO_GROUP_FLAGS_CONTAINER_SET, VFIO_GROUP_FLAGS_VIABLE,
+    VFIO_IOMMU_INFO_CAPS, VFIO_IOMMU_INFO_PGSIZES, VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE,
+    VFIO_IOMMU_TYPE1_INFO_DMA_AVAIL, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_ACTION_MASK, VFIO_IRQ_SET_ACTION_TRIGGER,
+    VFIO_IRQ_SET_ACTION_UNMASK, VFIO_IRQ_SET_DATA_BOOL, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE,
+    VFIO_NOIOMMU_IOMMU, VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_INTX_IRQ_INDEX,
+    VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_MSI_IRQ_INDEX, VFIO_PCI_ROM_REGION_INDEX, VFIO_REGION_INFO_CAP_MSIX_MAPPABLE,
+    VFIO_REGION_INFO_CAP_SPARSE_MMAP, VFIO_REGION_INFO_CAP_TYPE, VFIO_REGION_INFO_FLAG_CAPS,
+    VFIO_REGION_INFO_FLAG_MMAP, VFIO_REGION_INFO_FLAG_READ, VFIO_REGION_INFO_FLAG_WRITE, VFIO_TYPE, VFIO_TYPE1_IOMMU,
+};
+
+const fn io(nr: u32) -> u64 {
+    ((VFIO_TYPE as u64) << 8) | (VFIO_BASE + nr) as u64
 }
 
-pub const VFIO_API_VERSION: i32 = 0;
+/// `VFIO_API_VERSION` as `VFIO_GET_API_VERSION` returns it (the ioctl's `int` result).
+pub const API_VERSION: i32 = VFIO_API_VERSION as i32;
 
 pub const VFIO_GET_API_VERSION: u64 = io(0);
 pub const VFIO_CHECK_EXTENSION: u64 = io(1);
@@ -37,191 +55,7 @@ const _: () = assert!(VFIO_DEVICE_RESET == 0x3b6f);
 const _: () = assert!(VFIO_IOMMU_GET_INFO == 0x3b70);
 const _: () = assert!(VFIO_IOMMU_UNMAP_DMA == 0x3b72);
 
-// Extensions (VFIO_CHECK_EXTENSION / VFIO_SET_IOMMU).
-pub const VFIO_TYPE1_IOMMU: u32 = 1;
-pub const VFIO_TYPE1V2_IOMMU: u32 = 3;
-pub const VFIO_NOIOMMU_IOMMU: u32 = 8;
-
-// Group status flags.
-pub const VFIO_GROUP_FLAGS_VIABLE: u32 = 1 << 0;
-pub const VFIO_GROUP_FLAGS_CONTAINER_SET: u32 = 1 << 1;
-
-// Device info flags.
-pub const VFIO_DEVICE_FLAGS_RESET: u32 = 1 << 0;
-pub const VFIO_DEVICE_FLAGS_PCI: u32 = 1 << 1;
-
-// Region info flags and capabilities.
-pub const VFIO_REGION_INFO_FLAG_READ: u32 = 1 << 0;
-pub const VFIO_REGION_INFO_FLAG_WRITE: u32 = 1 << 1;
-pub const VFIO_REGION_INFO_FLAG_MMAP: u32 = 1 << 2;
-pub const VFIO_REGION_INFO_FLAG_CAPS: u32 = 1 << 3;
-pub const VFIO_REGION_INFO_CAP_SPARSE_MMAP: u16 = 1;
-pub const VFIO_REGION_INFO_CAP_TYPE: u16 = 2;
-pub const VFIO_REGION_INFO_CAP_MSIX_MAPPABLE: u16 = 3;
-
-// vfio-pci region and IRQ indices.
-pub const VFIO_PCI_BAR0_REGION_INDEX: u32 = 0;
-pub const VFIO_PCI_ROM_REGION_INDEX: u32 = 6;
-pub const VFIO_PCI_CONFIG_REGION_INDEX: u32 = 7;
-pub const VFIO_PCI_INTX_IRQ_INDEX: u32 = 0;
-pub const VFIO_PCI_MSI_IRQ_INDEX: u32 = 1;
-pub const VFIO_PCI_MSIX_IRQ_INDEX: u32 = 2;
-
-// IRQ info and set flags.
-pub const VFIO_IRQ_INFO_EVENTFD: u32 = 1 << 0;
-pub const VFIO_IRQ_SET_DATA_NONE: u32 = 1 << 0;
-pub const VFIO_IRQ_SET_DATA_BOOL: u32 = 1 << 1;
-pub const VFIO_IRQ_SET_DATA_EVENTFD: u32 = 1 << 2;
-pub const VFIO_IRQ_SET_ACTION_MASK: u32 = 1 << 3;
-pub const VFIO_IRQ_SET_ACTION_UNMASK: u32 = 1 << 4;
-pub const VFIO_IRQ_SET_ACTION_TRIGGER: u32 = 1 << 5;
-
-// IOMMU info flags and capabilities.
-pub const VFIO_IOMMU_INFO_PGSIZES: u32 = 1 << 0;
-pub const VFIO_IOMMU_INFO_CAPS: u32 = 1 << 1;
-pub const VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE: u16 = 1;
-pub const VFIO_IOMMU_TYPE1_INFO_DMA_AVAIL: u16 = 3;
-
-// DMA map flags.
-pub const VFIO_DMA_MAP_FLAG_READ: u32 = 1 << 0;
-pub const VFIO_DMA_MAP_FLAG_WRITE: u32 = 1 << 1;
-
-/// `struct vfio_group_status`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_group_status {
-    pub argsz: u32,
-    pub flags: u32,
-}
-
-/// `struct vfio_device_info` (with `cap_offset`, kernel 5.x+; older kernels fill the first 16 bytes).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_device_info {
-    pub argsz: u32,
-    pub flags: u32,
-    pub num_regions: u32,
-    pub num_irqs: u32,
-    pub cap_offset: u32,
-    pub pad: u32,
-}
-
-/// `struct vfio_region_info`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_region_info {
-    pub argsz: u32,
-    pub flags: u32,
-    pub index: u32,
-    pub cap_offset: u32,
-    pub size: u64,
-    pub offset: u64,
-}
-
-/// `struct vfio_info_cap_header`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_info_cap_header {
-    pub id: u16,
-    pub version: u16,
-    pub next: u32,
-}
-
-/// `struct vfio_region_info_cap_sparse_mmap` without its flexible array of areas.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_region_info_cap_sparse_mmap {
-    pub header: vfio_info_cap_header,
-    pub nr_areas: u32,
-    pub reserved: u32,
-}
-
-/// `struct vfio_region_sparse_mmap_area`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_region_sparse_mmap_area {
-    pub offset: u64,
-    pub size: u64,
-}
-
-/// `struct vfio_irq_info`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_irq_info {
-    pub argsz: u32,
-    pub flags: u32,
-    pub index: u32,
-    pub count: u32,
-}
-
-/// `struct vfio_irq_set` without its flexible `data`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_irq_set {
-    pub argsz: u32,
-    pub flags: u32,
-    pub index: u32,
-    pub start: u32,
-    pub count: u32,
-}
-
-/// `struct vfio_iommu_type1_info`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_iommu_type1_info {
-    pub argsz: u32,
-    pub flags: u32,
-    pub iova_pgsizes: u64,
-    pub cap_offset: u32,
-    pub pad: u32,
-}
-
-/// `struct vfio_iommu_type1_info_cap_iova_range` without its ranges.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_iommu_type1_info_cap_iova_range {
-    pub header: vfio_info_cap_header,
-    pub nr_iovas: u32,
-    pub reserved: u32,
-}
-
-/// `struct vfio_iova_range` (inclusive end).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_iova_range {
-    pub start: u64,
-    pub end: u64,
-}
-
-/// `struct vfio_iommu_type1_info_dma_avail`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_iommu_type1_info_dma_avail {
-    pub header: vfio_info_cap_header,
-    pub avail: u32,
-}
-
-/// `struct vfio_iommu_type1_dma_map`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_iommu_type1_dma_map {
-    pub argsz: u32,
-    pub flags: u32,
-    pub vaddr: u64,
-    pub iova: u64,
-    pub size: u64,
-}
-
-/// `struct vfio_iommu_type1_dma_unmap` without its flexible `data`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct vfio_iommu_type1_dma_unmap {
-    pub argsz: u32,
-    pub flags: u32,
-    pub iova: u64,
-    pub size: u64,
-}
-
+// The kernel ABI sizes (flexible array members add nothing); a binding that drifted would fail here.
 const _: () = assert!(size_of::<vfio_group_status>() == 8);
 const _: () = assert!(size_of::<vfio_device_info>() == 24);
 const _: () = assert!(size_of::<vfio_region_info>() == 32);
@@ -240,10 +74,12 @@ const _: () = assert!(size_of::<vfio_iommu_type1_dma_unmap>() == 24);
 /// Plain data that can be copied to and from bytes.
 ///
 /// # Safety
-/// Implementors are `#[repr(C)]`, have no padding bytes and accept every bit pattern (integers only).
-pub unsafe trait Pod: Copy + Default + 'static {}
+/// Implementors are `#[repr(C)]`, have no padding bytes and accept every bit pattern (integers only, plus
+/// zero-sized flexible-array markers).
+pub unsafe trait Pod: Default + 'static {}
 
-// SAFETY: each is repr(C), made of u16/u32/u64 fields with no padding (sizes asserted above equal the field sums).
+// SAFETY: each is bindgen's repr(C) struct of u16/u32/u64 fields with no padding (sizes asserted above equal the
+// field sums); the flexible-array tails of some are zero-sized `[T; 0]` markers that hold no bytes.
 unsafe impl Pod for vfio_group_status {}
 // SAFETY: as above.
 unsafe impl Pod for vfio_device_info {}
@@ -251,17 +87,17 @@ unsafe impl Pod for vfio_device_info {}
 unsafe impl Pod for vfio_region_info {}
 // SAFETY: as above.
 unsafe impl Pod for vfio_info_cap_header {}
-// SAFETY: as above.
+// SAFETY: as above (header 8 + two u32 = 16, the areas tail is zero-sized and 8-aligned at 16).
 unsafe impl Pod for vfio_region_info_cap_sparse_mmap {}
 // SAFETY: as above.
 unsafe impl Pod for vfio_region_sparse_mmap_area {}
 // SAFETY: as above.
 unsafe impl Pod for vfio_irq_info {}
-// SAFETY: as above.
+// SAFETY: as above (five u32 = 20, the u8 data tail is zero-sized).
 unsafe impl Pod for vfio_irq_set {}
 // SAFETY: as above.
 unsafe impl Pod for vfio_iommu_type1_info {}
-// SAFETY: as above.
+// SAFETY: as above (header 8 + two u32 = 16, the ranges tail is zero-sized and 8-aligned at 16).
 unsafe impl Pod for vfio_iommu_type1_info_cap_iova_range {}
 // SAFETY: as above.
 unsafe impl Pod for vfio_iova_range {}
@@ -269,7 +105,7 @@ unsafe impl Pod for vfio_iova_range {}
 unsafe impl Pod for vfio_iommu_type1_info_dma_avail {}
 // SAFETY: as above.
 unsafe impl Pod for vfio_iommu_type1_dma_map {}
-// SAFETY: as above.
+// SAFETY: as above (u32,u32,u64,u64 = 24, the u8 data tail is zero-sized).
 unsafe impl Pod for vfio_iommu_type1_dma_unmap {}
 // SAFETY: primitive integers.
 unsafe impl Pod for i32 {}

@@ -32,7 +32,7 @@ impl IommuMode {
     /// The `VFIO_SET_IOMMU` argument.
     pub fn extension(self) -> u32 {
         match self {
-            IommuMode::Type1v2 => VFIO_TYPE1V2_IOMMU,
+            IommuMode::Type1v2 => VFIO_TYPE1v2_IOMMU,
             IommuMode::Type1 => VFIO_TYPE1_IOMMU,
             IommuMode::NoIommu => VFIO_NOIOMMU_IOMMU,
         }
@@ -133,11 +133,11 @@ pub(crate) fn walk_caps(
     first: u32,
     min_offset: usize,
     what: &'static str,
-) -> Result<Vec<(u16, u16, usize)>> {
+) -> Result<Vec<(u32, u16, usize)>> {
     let mut out = Vec::new();
     let mut next = first as usize;
     while next != 0 {
-        if next < min_offset || out.iter().any(|c: &(u16, u16, usize)| c.2 == next) || out.len() >= 64 {
+        if next < min_offset || out.iter().any(|c: &(u32, u16, usize)| c.2 == next) || out.len() >= 64 {
             return Err(VfioError::Malformed {
                 what,
                 reason: format!("capability chain loops or points at {next:#x}"),
@@ -147,7 +147,7 @@ pub(crate) fn walk_caps(
             what,
             reason: format!("capability at {next:#x} past the {} bytes returned", bytes.len()),
         })?;
-        out.push((header.id, header.version, next));
+        out.push((u32::from(header.id), header.version, next));
         next = header.next as usize;
     }
     Ok(out)
@@ -275,13 +275,13 @@ impl Container {
         let fd = Fd { sys: sys.clone(), raw };
         let version =
             fd.ioctl(VFIO_GET_API_VERSION, IoctlArg::None).map_err(|e| VfioError::os("VFIO_GET_API_VERSION", e))?;
-        if version != VFIO_API_VERSION {
-            return Err(VfioError::ApiVersion { found: version, expected: VFIO_API_VERSION });
+        if version != API_VERSION {
+            return Err(VfioError::ApiVersion { found: version, expected: API_VERSION });
         }
         let check =
             |ext: u32| fd.ioctl(VFIO_CHECK_EXTENSION, IoctlArg::Value(ext as u64)).map(|v| v > 0).unwrap_or(false);
         let (has_type1v2, has_type1, has_noiommu) =
-            (check(VFIO_TYPE1V2_IOMMU), check(VFIO_TYPE1_IOMMU), check(VFIO_NOIOMMU_IOMMU));
+            (check(VFIO_TYPE1v2_IOMMU), check(VFIO_TYPE1_IOMMU), check(VFIO_NOIOMMU_IOMMU));
         Ok(Arc::new(Container {
             sys,
             fd,
@@ -487,7 +487,7 @@ impl Container {
     /// Unmaps `[iova, iova + size)` (`VFIO_IOMMU_UNMAP_DMA`): only for the last guard of a region (or a failed
     /// map), so the guards' count always matches what the IOMMU holds.
     fn unmap_dma(&self, iova: u64, size: u64) -> Result<()> {
-        let unmap = vfio_iommu_type1_dma_unmap { argsz: 24, flags: 0, iova, size };
+        let unmap = vfio_iommu_type1_dma_unmap { argsz: 24, flags: 0, iova, size, ..Default::default() };
         self.fd
             .ioctl(VFIO_IOMMU_UNMAP_DMA, IoctlArg::Buf(&mut to_bytes(&unmap)))
             .map_err(|e| VfioError::os(format!("VFIO_IOMMU_UNMAP_DMA of {iova:#x}+{size:#x}"), e))?;

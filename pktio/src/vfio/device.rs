@@ -3,13 +3,14 @@
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::ptr::NonNull;
 use std::sync::Arc;
+
+use volatile::VolatilePtr;
 
 use super::bindings::*;
 use super::container::{info_with_caps, walk_caps, Container, Group};
 use super::error::{Result, VfioError};
-use super::sys::{Fd, IoctlArg, VfioSys};
+use super::sys::{Fd, IoctlArg, Mapping, VfioSys};
 use crate::bar::{MmioBar, RegisterSpace};
 use crate::pci::{ConfigSpace, PciAddress};
 
@@ -295,22 +296,17 @@ impl VfioDevice {
         let sys = self.fd.sys.clone();
         let mut areas = Vec::new();
         for a in r.mmap_areas() {
-            match sys.mmap(self.fd.raw, a.size as usize, r.offset + a.offset) {
-                Ok(ptr) => areas.push(MappedArea { offset: a.offset as usize, len: a.size as usize, ptr }),
-                Err(e) => {
-                    for m in areas.drain(..) {
-                        // SAFETY: m was mapped just above and nothing else has seen it.
-                        unsafe { sys.munmap(m.ptr, m.len) };
-                    }
-                    return Err(VfioError::os(format!("{}: mmap of BAR {index} (+{:#x})", self.addr, a.offset), e));
-                }
-            }
+            // On failure, the areas mapped so far unmap as `areas` drops.
+            let map = sys
+                .mmap(self.fd.raw, a.size as usize, r.offset + a.offset)
+                .map_err(|e| VfioError::os(format!("{}: mmap of BAR {index} (+{:#x})", self.addr, a.offset), e))?;
+            areas.push(MappedArea { offset: a.offset as usize, map });
         }
         let whole = match areas.as_slice() {
-            [a] if a.offset == 0 && a.len == len && (a.ptr.as_ptr() as usize).is_multiple_of(4) => {
-                // SAFETY: the area is a live mapping of the whole BAR, 4-byte aligned, unmapped only by VfioBar's
-                // drop, after this MmioBar (a field of the same VfioBar) is gone.
-                Some(unsafe { MmioBar::new(a.ptr, len) })
+            [a] if a.offset == 0 && a.len() == len && (a.map.as_ptr().as_ptr() as usize).is_multiple_of(4) => {
+                // SAFETY: the area is a live mapping of the whole BAR, 4-byte aligned, unmapped only when VfioBar's
+                // `areas` drop, after this MmioBar (a field declared before it, so dropped first) is gone.
+                Some(unsafe { MmioBar::new(a.map.as_ptr(), len) })
             }
             _ => None,
         };
@@ -370,6 +366,7 @@ impl VfioDevice {
             index,
             start: 0,
             count,
+            ..Default::default()
         };
         let mut bytes = to_bytes(&head);
         for fd in &fds {
@@ -389,6 +386,7 @@ impl VfioDevice {
             index,
             start: 0,
             count: 0,
+            ..Default::default()
         };
         self.fd
             .ioctl(VFIO_DEVICE_SET_IRQS, IoctlArg::Buf(&mut to_bytes(&head)))
@@ -457,10 +455,16 @@ fn full_pwrite(sys: &dyn VfioSys, fd: RawFd, buf: &[u8], offset: u64) -> io::Res
     }
 }
 
+/// A mmapped part of a BAR, `map.len()` bytes from `offset` of the BAR.
 struct MappedArea {
     offset: usize,
-    len: usize,
-    ptr: NonNull<u8>,
+    map: Mapping,
+}
+
+impl MappedArea {
+    fn len(&self) -> usize {
+        self.map.len()
+    }
 }
 
 /// A BAR of a VFIO device as a [`RegisterSpace`]. Fully mmapped BARs go straight to memory (one predictable
@@ -469,13 +473,14 @@ struct MappedArea {
 ///
 /// Reads that fail return all ones, as a PCI read of a vanished device does.
 pub struct VfioBar {
+    // Fields drop in order: the MmioBar view, then the mappings it points into, then the fd they were made from.
+    whole: Option<MmioBar>,
+    areas: Vec<MappedArea>,
+    fd: Arc<Fd>,
     addr: PciAddress,
     index: u32,
     len: usize,
     region_offset: u64,
-    fd: Arc<Fd>,
-    whole: Option<MmioBar>,
-    areas: Vec<MappedArea>,
     readable: bool,
     writable: bool,
 }
@@ -492,7 +497,7 @@ impl fmt::Debug for VfioBar {
             .field("addr", &self.addr)
             .field("index", &self.index)
             .field("len", &self.len)
-            .field("mmapped", &self.areas.iter().map(|a| (a.offset, a.len)).collect::<Vec<_>>())
+            .field("mmapped", &self.areas.iter().map(|a| (a.offset, a.len())).collect::<Vec<_>>())
             .finish()
     }
 }
@@ -524,10 +529,14 @@ impl VfioBar {
         );
     }
 
-    fn area_ptr(&self, offset: usize, width: usize) -> Option<*mut u8> {
-        let a = self.areas.iter().find(|a| a.offset <= offset && offset + width <= a.offset + a.len)?;
-        // SAFETY: offset - a.offset + width <= a.len: inside the mapping.
-        Some(unsafe { a.ptr.as_ptr().add(offset - a.offset) })
+    /// The register of type `T` at `offset` (checked in bounds and aligned by the caller), when a mapping covers it.
+    fn area_reg<T: Copy>(&self, offset: usize) -> Option<VolatilePtr<'_, T>> {
+        let width = std::mem::size_of::<T>();
+        let a = self.areas.iter().find(|a| a.offset <= offset && offset + width <= a.offset + a.len())?;
+        // SAFETY: offset - a.offset + width <= a.len(): inside a mapping that lives as long as the borrow of self.
+        // Mappings and area offsets are page aligned and `check` made offset a multiple of the width, so the
+        // pointer is aligned for T. Device registers are only accessed with volatile loads and stores.
+        Some(unsafe { VolatilePtr::new(a.map.as_ptr().add(offset - a.offset).cast()) })
     }
 
     fn slow_read(&self, offset: usize, buf: &mut [u8]) {
@@ -546,9 +555,8 @@ impl VfioBar {
 
     #[cold]
     fn read32_slow(&self, offset: usize) -> u32 {
-        match self.area_ptr(offset, 4) {
-            // SAFETY: an in-bounds, 4-byte aligned register of a live device mapping.
-            Some(p) => u32::from_le(unsafe { p.cast::<u32>().read_volatile() }),
+        match self.area_reg::<u32>(offset) {
+            Some(r) => u32::from_le(r.read()),
             None => {
                 let mut b = [0u8; 4];
                 self.slow_read(offset, &mut b);
@@ -559,9 +567,8 @@ impl VfioBar {
 
     #[cold]
     fn write32_slow(&self, offset: usize, value: u32) {
-        match self.area_ptr(offset, 4) {
-            // SAFETY: an in-bounds, 4-byte aligned register of a live device mapping.
-            Some(p) => unsafe { p.cast::<u32>().write_volatile(value.to_le()) },
+        match self.area_reg::<u32>(offset) {
+            Some(r) => r.write(value.to_le()),
             None => self.slow_write(offset, &value.to_le_bytes()),
         }
     }
@@ -597,9 +604,8 @@ impl RegisterSpace for VfioBar {
     /// Reads the 8-bit register at `offset`.
     fn read8(&self, offset: usize) -> u8 {
         self.check(offset, 1);
-        match self.area_ptr(offset, 1) {
-            // SAFETY: an in-bounds byte of a live device mapping.
-            Some(p) => unsafe { p.read_volatile() },
+        match self.area_reg::<u8>(offset) {
+            Some(r) => r.read(),
             None => {
                 let mut b = [0u8; 1];
                 self.slow_read(offset, &mut b);
@@ -611,9 +617,8 @@ impl RegisterSpace for VfioBar {
     /// Writes the 8-bit register at `offset`.
     fn write8(&self, offset: usize, value: u8) {
         self.check(offset, 1);
-        match self.area_ptr(offset, 1) {
-            // SAFETY: an in-bounds byte of a live device mapping.
-            Some(p) => unsafe { p.write_volatile(value) },
+        match self.area_reg::<u8>(offset) {
+            Some(r) => r.write(value),
             None => self.slow_write(offset, &[value]),
         }
     }
@@ -621,9 +626,8 @@ impl RegisterSpace for VfioBar {
     /// Reads the little-endian 16-bit register at `offset` (2-byte aligned).
     fn read16(&self, offset: usize) -> u16 {
         self.check(offset, 2);
-        match self.area_ptr(offset, 2) {
-            // SAFETY: an in-bounds, 2-byte aligned register of a live device mapping (mappings are page aligned).
-            Some(p) => u16::from_le(unsafe { p.cast::<u16>().read_volatile() }),
+        match self.area_reg::<u16>(offset) {
+            Some(r) => u16::from_le(r.read()),
             None => {
                 let mut b = [0u8; 2];
                 self.slow_read(offset, &mut b);
@@ -635,21 +639,9 @@ impl RegisterSpace for VfioBar {
     /// Writes the little-endian 16-bit register at `offset` (2-byte aligned).
     fn write16(&self, offset: usize, value: u16) {
         self.check(offset, 2);
-        match self.area_ptr(offset, 2) {
-            // SAFETY: an in-bounds, 2-byte aligned register of a live device mapping.
-            Some(p) => unsafe { p.cast::<u16>().write_volatile(value.to_le()) },
+        match self.area_reg::<u16>(offset) {
+            Some(r) => r.write(value.to_le()),
             None => self.slow_write(offset, &value.to_le_bytes()),
-        }
-    }
-}
-
-impl Drop for VfioBar {
-    fn drop(&mut self) {
-        self.whole = None;
-        for a in self.areas.drain(..) {
-            // SAFETY: each area was mapped by map_bar through this sys and is used by nothing else now (the MmioBar
-            // view is gone, and accessors borrow self).
-            unsafe { self.fd.sys.munmap(a.ptr, a.len) };
         }
     }
 }

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::bindings::*;
-use super::sys::{IoctlArg, VfioSys};
+use super::sys::{IoctlArg, Mapping, VfioSys};
 
 /// One region of a fake device. The bytes are shared between pread/pwrite and mmap.
 #[derive(Debug, Clone)]
@@ -273,8 +273,8 @@ impl FakeVfio {
                 dev_dir: PathBuf::from("/dev/vfio"),
                 vfio_node: true,
                 container_open_errno: None,
-                api_version: VFIO_API_VERSION,
-                extensions: vec![VFIO_TYPE1_IOMMU, VFIO_TYPE1V2_IOMMU],
+                api_version: API_VERSION,
+                extensions: vec![VFIO_TYPE1_IOMMU, VFIO_TYPE1v2_IOMMU],
                 set_iommu_errno: None,
                 iova_pgsizes: 0x4020_1000,
                 iova_ranges: vec![(0, 0xfedf_ffff), (0xfef0_0000, 0xffff_ffff_ffff)],
@@ -322,7 +322,7 @@ fn answer(buf: &mut [u8], full: &[u8], fixed: usize, cap_offset_at: usize) {
 }
 
 fn region_answer(region: &FakeRegion, index: u32) -> Vec<u8> {
-    let mut caps: Vec<(u16, Vec<u8>)> = Vec::new();
+    let mut caps: Vec<(u32, Vec<u8>)> = Vec::new();
     if let Some(areas) = &region.sparse {
         let mut body = Vec::new();
         body.extend_from_slice(&(areas.len() as u32).to_ne_bytes());
@@ -354,12 +354,16 @@ fn region_answer(region: &FakeRegion, index: u32) -> Vec<u8> {
 }
 
 /// Appends capabilities as a chain (each header's `next` pointing at the following one).
-fn chain(out: &mut Vec<u8>, caps: Vec<(u16, Vec<u8>)>) {
+fn chain(out: &mut Vec<u8>, caps: Vec<(u32, Vec<u8>)>) {
     let n = caps.len();
     for (i, (id, body)) in caps.into_iter().enumerate() {
         let start = out.len();
         let next = if i + 1 < n { (start + 8 + body.len()) as u32 } else { 0 };
-        out.extend_from_slice(&to_bytes(&vfio_info_cap_header { id, version: 1, next }));
+        out.extend_from_slice(&to_bytes(&vfio_info_cap_header {
+            id: u16::try_from(id).expect("capability ids fit u16"),
+            version: 1,
+            next,
+        }));
         out.extend_from_slice(&body);
     }
 }
@@ -402,7 +406,7 @@ impl FakeState {
                 Ok(0)
             }
             (VFIO_IOMMU_GET_INFO, IoctlArg::Buf(buf)) => {
-                if !matches!(self.iommu_type, Some(VFIO_TYPE1_IOMMU) | Some(VFIO_TYPE1V2_IOMMU)) {
+                if !matches!(self.iommu_type, Some(t) if t == VFIO_TYPE1_IOMMU || t == VFIO_TYPE1v2_IOMMU) {
                     return Err(errno(libc::EINVAL));
                 }
                 let mut caps = Vec::new();
@@ -669,7 +673,7 @@ impl VfioSys for FakeVfio {
         Ok(n)
     }
 
-    fn mmap(&self, fd: RawFd, len: usize, offset: u64) -> io::Result<NonNull<u8>> {
+    fn mmap(&self, fd: RawFd, len: usize, offset: u64) -> io::Result<Mapping> {
         let (region, at) = self.state().region(fd, offset)?;
         if region.flags & VFIO_REGION_INFO_FLAG_MMAP == 0 || at % 4096 != 0 || at + len > region.size as usize {
             return Err(errno(libc::EINVAL));
@@ -679,13 +683,12 @@ impl VfioSys for FakeVfio {
                 return Err(errno(libc::EINVAL));
             }
         }
-        // The words live as long as the fake's device (the Arc is kept in the state), longer than any test's
-        // mapping; AtomicU32 has interior mutability, so writes through the pointer are allowed.
         let base = region.data.as_ptr() as *mut u8;
-        NonNull::new(base.wrapping_add(at)).ok_or_else(|| errno(libc::EINVAL))
+        let ptr = NonNull::new(base.wrapping_add(at)).ok_or_else(|| errno(libc::EINVAL))?;
+        // SAFETY: at + len is inside the words, which the mapping keeps alive through its clone of the Arc;
+        // AtomicU32 has interior mutability, so writes through the pointer are allowed.
+        Ok(unsafe { Mapping::shared(ptr, len, region.data.clone()) })
     }
-
-    unsafe fn munmap(&self, _ptr: NonNull<u8>, _len: usize) {}
 
     fn eventfd(&self) -> io::Result<std::os::fd::OwnedFd> {
         super::sys::RealSys.eventfd()

@@ -37,13 +37,8 @@ pub trait VfioSys: Send + Sync + fmt::Debug {
     fn pread(&self, fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize>;
     /// `pwrite(fd, buf, offset)`.
     fn pwrite(&self, fd: RawFd, buf: &[u8], offset: u64) -> io::Result<usize>;
-    /// `mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset)`.
-    fn mmap(&self, fd: RawFd, len: usize, offset: u64) -> io::Result<NonNull<u8>>;
-    /// `munmap(ptr, len)`.
-    ///
-    /// # Safety
-    /// `ptr..ptr+len` must be a mapping returned by [`VfioSys::mmap`] of this object that nothing uses any more.
-    unsafe fn munmap(&self, ptr: NonNull<u8>, len: usize);
+    /// `mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset)`, unmapped when the [`Mapping`] drops.
+    fn mmap(&self, fd: RawFd, len: usize, offset: u64) -> io::Result<Mapping>;
     /// `eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)`: an owned, real file descriptor (fakes create real ones too).
     fn eventfd(&self) -> io::Result<std::os::fd::OwnedFd>;
 }
@@ -117,27 +112,15 @@ impl VfioSys for RealSys {
         }
     }
 
-    fn mmap(&self, fd: RawFd, len: usize, offset: u64) -> io::Result<NonNull<u8>> {
-        // SAFETY: a fresh shared mapping chosen by the kernel; no existing memory is affected.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                offset as libc::off_t,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        NonNull::new(p.cast()).ok_or_else(|| io::Error::other("mmap returned NULL"))
-    }
-
-    unsafe fn munmap(&self, ptr: NonNull<u8>, len: usize) {
-        // SAFETY: the caller guarantees this is our mapping and unused.
-        unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
+    fn mmap(&self, fd: RawFd, len: usize, offset: u64) -> io::Result<Mapping> {
+        // MmapRaw: a shared read-write mapping handed out as a raw pointer (device registers are never turned into
+        // references), unmapped on drop.
+        let map = memmap2::MmapOptions::new().offset(offset).len(len).map_raw(fd)?;
+        Ok(Mapping {
+            ptr: NonNull::new(map.as_mut_ptr()).ok_or_else(|| io::Error::other("mmap returned NULL"))?,
+            len,
+            _owner: Box::new(map),
+        })
     }
 
     fn eventfd(&self) -> io::Result<std::os::fd::OwnedFd> {
@@ -147,6 +130,52 @@ impl VfioSys for RealSys {
         Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
     }
 }
+
+/// A mapped part of a device fd: `len` bytes at [`Mapping::as_ptr`], valid until the mapping drops.
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+    /// What keeps the memory alive: the kernel mapping (unmapped on drop) or a fake device's registers.
+    _owner: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl Mapping {
+    /// A mapping of memory that `owner` keeps alive (a fake kernel's device memory).
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must stay valid for volatile reads and writes from any thread for as long as `owner` lives,
+    /// and writes through it must be allowed (interior mutability, e.g. atomics).
+    pub unsafe fn shared(ptr: NonNull<u8>, len: usize, owner: impl std::any::Any + Send + Sync) -> Self {
+        Mapping { ptr, len, _owner: Box::new(owner) }
+    }
+
+    /// The first byte.
+    pub fn as_ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for an empty mapping.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl fmt::Debug for Mapping {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Mapping({:p}, {:#x})", self.ptr, self.len)
+    }
+}
+
+// SAFETY: a Mapping is a raw view of device (or fake device) memory that is only accessed with volatile loads and
+// stores by its users; it holds no thread-bound state, and its owner is Send + Sync.
+unsafe impl Send for Mapping {}
+// SAFETY: as above; &Mapping hands out only the pointer and length.
+unsafe impl Sync for Mapping {}
 
 /// A file descriptor owned through a [`VfioSys`], closed on drop.
 pub(crate) struct Fd {
@@ -169,5 +198,38 @@ impl Fd {
 impl Drop for Fd {
     fn drop(&mut self) {
         self.sys.close(self.raw);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Seek, SeekFrom, Write};
+    use std::os::fd::AsRawFd;
+
+    /// The kernel path maps the asked-for page of the file, shared: a write through the mapping reaches the file.
+    #[test]
+    fn real_mmap_maps_the_offset_shared_and_unmaps() {
+        let page = 4096usize;
+        let path = std::env::temp_dir().join(format!("pktio-mmap-{}", std::process::id()));
+        let mut file =
+            std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        file.write_all(&vec![0u8; 2 * page]).unwrap();
+        file.seek(SeekFrom::Start(page as u64)).unwrap();
+        file.write_all(&0x1234_5678u32.to_ne_bytes()).unwrap();
+
+        let map = RealSys.mmap(file.as_raw_fd(), page, page as u64).unwrap();
+        assert_eq!(map.len(), page);
+        let word = map.as_ptr().as_ptr().cast::<u32>();
+        // SAFETY: the mapping is live, page-sized and page-aligned.
+        assert_eq!(unsafe { word.read_volatile() }, 0x1234_5678, "the second page of the file");
+        // SAFETY: as above; the mapping is writable.
+        unsafe { word.add(1).write_volatile(0xdead_beef) };
+        drop(map);
+
+        let mut back = [0u8; 4];
+        assert_eq!(RealSys.pread(file.as_raw_fd(), &mut back, page as u64 + 4).unwrap(), 4);
+        assert_eq!(u32::from_ne_bytes(back), 0xdead_beef, "MAP_SHARED: the write reached the file");
     }
 }
