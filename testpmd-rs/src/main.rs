@@ -16,17 +16,12 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-mod app;
-mod cli;
-mod fwd;
-mod params;
-mod pkt;
-
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use app::App;
-use params::Parsed;
+use testpmd_rs::app::App;
+use testpmd_rs::cli;
+use testpmd_rs::params::{self, Parsed};
 
 fn main() {
     let mut args: Vec<String> = std::env::args().collect();
