@@ -65,6 +65,41 @@ fn rxonly_counts_and_frees_every_frame_and_sends_nothing() {
     assert!(read_frames(&output).is_empty(), "rxonly wrote frames to the TX capture");
 }
 
+/// (RX, TX, TX-dropped) of the per-stream block of RX queue `q` of port 0 in `text`.
+fn stream_counts(text: &str, q: u16) -> Option<(u64, u64, u64)> {
+    let header = format!("Forward Stats for RX Port= 0/Queue={q:2} ->");
+    let line = text[text.rfind(&header)?..].lines().nth(1)?;
+    let field =
+        |name: &str| -> Option<u64> { line[line.find(name)? + name.len()..].split_whitespace().next()?.parse().ok() };
+    Some((field("RX-packets:")?, field("TX-packets:")?, field("TX-dropped:")?))
+}
+
+#[test]
+fn rxonly_counts_per_stream_over_two_queues() {
+    // One capture per RX queue: each stream's own counter must show exactly its file.
+    let dir = TempDir::new("rxonly2");
+    let (in0, in1, out0, out1) =
+        (dir.path("in0.pcap"), dir.path("in1.pcap"), dir.path("out0.pcap"), dir.path("out1.pcap"));
+    let (f0, f1) = (assorted_frames(41), assorted_frames(23));
+    write_pcap(&in0, &f0);
+    write_pcap(&in1, &f1);
+    let v0 = format!("net_pcap0,rx_pcap={in0},rx_pcap={in1},tx_pcap={out0},tx_pcap={out1}");
+    let mut s = Session::spawn(command(&["--vdev", &v0], &["-i", "--forward-mode=rxonly", "--rxq=2", "--txq=2"]));
+    s.wait_for("testpmd> ", Duration::from_secs(20));
+    s.cmd("start");
+    let want = (f0.len() + f1.len()) as u64;
+    wait_fwd(&mut s, "both captures received", |b| b.rx_packets >= want);
+    let stop = s.cmd("stop");
+    assert_eq!(fwd_total_block(&stop).map(|b| (b.rx_packets, b.tx_packets)), Some((want, 0)), "{stop}");
+    assert_eq!(stream_counts(&stop, 0), Some((f0.len() as u64, 0, 0)), "stream of queue 0:\n{stop}");
+    assert_eq!(stream_counts(&stop, 1), Some((f1.len() as u64, 0, 0)), "stream of queue 1:\n{stop}");
+    s.send("quit");
+    let (status, out) = s.finish();
+    assert!(status.success(), "{out}");
+    assert_pool_full(&out);
+    assert!(read_frames(&out0).is_empty() && read_frames(&out1).is_empty(), "rxonly wrote frames");
+}
+
 /// testpmd's flowgen addresses and ports (its documented defaults).
 const SRC_MAC: [u8; 6] = [0, 1, 2, 3, 4, 0];
 const DST_MAC: [u8; 6] = [0, 1, 2, 3, 4, 1];
