@@ -388,7 +388,10 @@ impl VirtioNetModel {
             return None;
         }
         if idx.wrapping_sub(queue.last_avail) > queue.size {
-            Self::error(s, format!("queue {q}: avail idx {idx} is more than {} ahead of {}", queue.size, queue.last_avail));
+            Self::error(
+                s,
+                format!("queue {q}: avail idx {idx} is more than {} ahead of {}", queue.size, queue.last_avail),
+            );
             return None;
         }
         let slot = (queue.last_avail % queue.size) as u64;
@@ -609,7 +612,11 @@ impl VirtioNetModel {
                 }
                 let qu = &s.queues[q];
                 // §2.7: descriptor table 16-byte, available ring 2-byte, used ring 4-byte aligned.
-                if qu.desc % 16 != 0 || qu.driver % 2 != 0 || qu.device % 4 != 0 || qu.desc == 0 {
+                if !qu.desc.is_multiple_of(16)
+                    || !qu.driver.is_multiple_of(2)
+                    || !qu.device.is_multiple_of(4)
+                    || qu.desc == 0
+                {
                     return Self::error(s, format!("queue {q} enabled with misaligned or missing rings {qu:?}"));
                 }
                 s.queues[q].enabled = true;
@@ -643,13 +650,17 @@ impl VirtioNetModel {
 
     fn read(&self, offset: usize, width: usize) -> u32 {
         let mut s = self.st();
-        if offset % width != 0 {
+        if !offset.is_multiple_of(width) {
             Self::error(&mut s, format!("unaligned {width}-byte read at {offset:#x}"));
             return 0;
         }
         match offset {
-            o if (bar::COMMON..bar::COMMON + bar::COMMON_LEN).contains(&o) => self.common_read(&mut s, o - bar::COMMON, width),
-            o if (bar::DEVICE..bar::DEVICE + bar::DEVICE_LEN).contains(&o) => self.device_read(&mut s, o - bar::DEVICE, width),
+            o if (bar::COMMON..bar::COMMON + bar::COMMON_LEN).contains(&o) => {
+                self.common_read(&mut s, o - bar::COMMON, width)
+            }
+            o if (bar::DEVICE..bar::DEVICE + bar::DEVICE_LEN).contains(&o) => {
+                self.device_read(&mut s, o - bar::DEVICE, width)
+            }
             // ISR: read-to-clear, and nothing is ever pending (no interrupts).
             o if o == bar::ISR && width == 1 => 0,
             o => {
@@ -661,7 +672,7 @@ impl VirtioNetModel {
 
     fn write(&self, offset: usize, width: usize, v: u32) {
         let mut s = self.st();
-        if offset % width != 0 {
+        if !offset.is_multiple_of(width) {
             return Self::error(&mut s, format!("unaligned {width}-byte write at {offset:#x}"));
         }
         match offset {
