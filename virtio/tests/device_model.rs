@@ -168,6 +168,7 @@ fn tx_frames_reach_the_device_byte_for_byte_and_are_counted() {
     assert_eq!(model.notifies(1), 5, "one notification per burst");
     assert_eq!(txq.reclaim(), 40, "every chain came back on the used ring");
     assert_eq!(txq.in_flight(), 0);
+    assert_eq!(p.available(), 512 - 64, "every sent buffer is free again; only the 64 posted RX buffers are out");
     drop(txq);
     let st = dev.stats();
     assert_eq!(st.opackets, 40);

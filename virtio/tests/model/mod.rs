@@ -395,7 +395,10 @@ impl VirtioNetModel {
             return None;
         }
         let slot = (queue.last_avail % queue.size) as u64;
-        let head = self.read_u16(queue.driver + ring::AVAIL_RING + 2 * slot, "avail ring")?;
+        let Some(head) = self.read_u16(queue.driver + ring::AVAIL_RING + 2 * slot, "avail ring") else {
+            Self::dma_failed(s, format!("queue {q}: available ring entry {slot} not mapped"));
+            return None;
+        };
         s.queues[q].last_avail = queue.last_avail.wrapping_add(1);
         Some(head)
     }
