@@ -14,7 +14,7 @@ use virtio::{Transport, VirtioNet};
 type Port = VirtioNet<VirtioNetModel>;
 
 /// The driver over `model`: capabilities located, device reset and probed.
-fn open(model: &Arc<VirtioNetModel>) -> Result<Port, virtio::VirtioError> {
+fn open(model: &Arc<VirtioNetModel>) -> Result<Port, virtio::Error> {
     let caps = VirtioNetModel::capabilities();
     let mut asked = Vec::new();
     let t = Transport::new("model0", &caps, |n| {
