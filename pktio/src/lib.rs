@@ -5,8 +5,9 @@
 //! packets in bursts through a fixed-capacity [`PacketBatch`], with at most one dynamic call per burst.
 //!
 //! Also here: software ports ([`ports`]: null, ring, pcap, af_packet, tap) opened from DPDK-style devargs, the
-//! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), and PCI identity
-//! ([`pci`]).
+//! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), PCI identity
+//! ([`pci`]), and packet headers as zero-copy views with checksums ([`wire`]: Ethernet/VLAN, ARP, IPv4, IPv6, UDP,
+//! TCP, ICMP) for forwarding engines and stacks.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -21,6 +22,7 @@ pub mod pci;
 pub mod ports;
 pub mod stats;
 pub mod vfio;
+pub mod wire;
 
 pub use dev::{
     offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, MacParseError, PortConfig, RssConfig, RssHashFunctions,
