@@ -282,6 +282,14 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         self.buffer.as_mut()[field_at::DST_ADDR..field_at::DST_ADDR + 4].copy_from_slice(&a.octets());
     }
 
+    /// Swaps source and destination address (the header checksum stays valid: the sum does not change).
+    #[inline(always)]
+    pub fn swap_addrs(&mut self) {
+        let (s, d) = (self.src_addr(), self.dst_addr());
+        self.set_src_addr(d);
+        self.set_dst_addr(s);
+    }
+
     /// Computes and writes the header checksum.
     #[inline(always)]
     pub fn fill_checksum(&mut self) {

@@ -166,6 +166,14 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
         self.buffer.as_mut()[field_at::DST_ADDR..field_at::PAYLOAD].copy_from_slice(&a.octets());
     }
 
+    /// Swaps source and destination address.
+    #[inline(always)]
+    pub fn swap_addrs(&mut self) {
+        let (s, d) = (self.src_addr(), self.dst_addr());
+        self.set_src_addr(d);
+        self.set_dst_addr(s);
+    }
+
     /// The payload, writable.
     #[inline(always)]
     pub fn payload_mut(&mut self) -> &mut [u8] {
