@@ -102,7 +102,14 @@ fn check_and_fix_l4(l4: &mut [u8], protocol: IpProtocol, pseudo: Sum, over_ipv4:
 pub fn five_tuple_swap(d: &mut [u8]) {
     let Ok(mut eth) = EthernetFrame::new_checked(&mut *d) else { return };
     eth.swap_addrs();
-    let Ok((l2, ty)) = eth.untagged() else { return };
+    // Untagged IPv4 first: one compare for the common case, the VLAN walk after it.
+    let (l2, ty) = match eth.ethertype() {
+        EtherType::IPV4 => (ETH_LEN, EtherType::IPV4),
+        _ => match eth.untagged() {
+            Ok(l2_ty) => l2_ty,
+            Err(_) => return,
+        },
+    };
     let ip = &mut d[l2..];
     let (protocol, l4) = match ty {
         EtherType::IPV4 if ip.len() >= Ipv4Packet::<&[u8]>::MIN_HEADER_LEN => {
