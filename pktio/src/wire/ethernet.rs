@@ -239,12 +239,12 @@ impl<T: AsRef<[u8]>> VlanTag<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> VlanTag<T> {
-    /// Sets the tag control information from priority, drop eligibility and VLAN id (`vid` is cut to 12 bits,
-    /// `pcp` to 3).
+    /// Sets the tag control information from priority, drop eligibility and VLAN id (`pcp` is cut to 3 bits,
+    /// `vid` to 12).
     #[inline(always)]
     pub fn set_tci(&mut self, pcp: u8, dei: bool, vid: u16) {
-        let tci =
-            ((pcp as u16 & 0x7) << vlan_at::PCP_SHIFT) | if dei { vlan_at::DEI } else { 0 } | (vid & vlan_at::VID);
+        // Shifting a u16 left by 13 keeps exactly pcp's low 3 bits.
+        let tci = ((pcp as u16) << vlan_at::PCP_SHIFT) | if dei { vlan_at::DEI } else { 0 } | (vid & vlan_at::VID);
         field::set16(self.buffer.as_mut(), vlan_at::TCI, tci);
     }
 
@@ -343,6 +343,10 @@ mod tests {
         let mut t = [0u8; 4];
         VlanTag::new_unchecked(&mut t[..]).set_tci(5, false, 100);
         assert_eq!(&t[..2], &[0xa0, 0x64]);
+        VlanTag::new_unchecked(&mut t[..]).set_tci(0xff, true, 0xffff);
+        assert_eq!(&t[..2], &[0xff, 0xff], "out-of-range values are cut, not spilled");
+        VlanTag::new_unchecked(&mut t[..]).set_tci(8, false, 0x1001);
+        assert_eq!(&t[..2], &[0x00, 0x01]);
         // A tag cut short is truncation, not a wrong EtherType.
         assert!(matches!(
             EthernetFrame::new_checked(&b[..20]).unwrap().untagged(),

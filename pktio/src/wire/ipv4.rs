@@ -419,6 +419,11 @@ mod tests {
         assert_eq!(p.payload().len(), 95);
         let r = Ipv4Repr::parse(&p).unwrap();
         assert_eq!(r.payload_len, 95);
+        let mut b = b.clone();
+        let mut p = Ipv4Packet::new_checked(&mut b[..]).unwrap();
+        p.swap_addrs();
+        assert_eq!((p.src_addr(), p.dst_addr()), (r.dst_addr, r.src_addr));
+        assert!(p.verify_checksum(), "swapping addresses keeps the sum");
     }
 
     #[test]

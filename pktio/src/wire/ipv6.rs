@@ -259,6 +259,9 @@ mod tests {
         q.set_src_addr(p.src_addr());
         q.set_dst_addr(p.dst_addr());
         assert_eq!(b2, HEADER);
+        let mut q = Ipv6Packet::new_unchecked(&mut b2[..]);
+        q.swap_addrs();
+        assert_eq!((q.src_addr(), q.dst_addr()), (p.dst_addr(), p.src_addr()));
     }
 
     #[test]
