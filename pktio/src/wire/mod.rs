@@ -10,6 +10,40 @@
 //! Everything is `#[inline]` and allocation-free: a view compiles to the loads and stores of the fields touched,
 //! so forwarding loops can use it per packet. Errors are the small `Copy` enum [`Error`].
 //!
+//! An l3fwd-style step: parse, decrement the TTL (incremental checksum update), rewrite the MACs.
+//!
+//! ```
+//! use std::net::Ipv4Addr;
+//! use pktio::wire::{EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr};
+//! use pktio::MacAddr;
+//!
+//! // A UDP/IPv4 frame with 4 bytes of payload, built from Reprs.
+//! let mut buf = vec![0u8; 14 + 20 + 8 + 4];
+//! let (a, b) = (MacAddr([2, 0, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 2]));
+//! let eth = EthernetRepr { src_addr: a, dst_addr: b, ethertype: EtherType::IPV4 };
+//! eth.emit(&mut EthernetFrame::new_unchecked(&mut buf[..]));
+//! let (src_addr, dst_addr) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 1, 0, 1));
+//! let ip = Ipv4Repr { src_addr, dst_addr, protocol: IpProtocol::UDP, payload_len: 12, ttl: 64 };
+//! let mut ip_packet = Ipv4Packet::new_unchecked(&mut buf[14..]);
+//! ip.emit(&mut ip_packet);
+//! let pseudo = ip_packet.pseudo_header(12);
+//! let mut udp = UdpPacket::new_unchecked(ip_packet.payload_mut());
+//! UdpRepr { src_port: 5000, dst_port: 53 }.emit(&mut udp, 4);
+//! udp.payload_mut().copy_from_slice(b"ping");
+//! udp.fill_checksum(pseudo);
+//!
+//! // Forwarding it.
+//! let mut frame = EthernetFrame::new_checked(&mut buf[..]).unwrap();
+//! assert_eq!(frame.ethertype(), EtherType::IPV4);
+//! let mut packet = Ipv4Packet::new_checked(frame.payload_mut()).unwrap();
+//! assert_eq!(packet.dst_addr(), Ipv4Addr::new(10, 1, 0, 1)); // the route lookup key
+//! assert!(packet.decrement_ttl());
+//! assert!(packet.verify_checksum());
+//! frame.set_dst_addr(MacAddr([2, 0, 0, 0, 0, 3]));
+//! frame.set_src_addr(b);
+//! assert_eq!(Ipv4Packet::new_checked(&buf[14..]).unwrap().ttl(), 63);
+//! ```
+//!
 //! Not supported: IPv4 options and IPv6 extension headers are skipped, not parsed; TCP options are not parsed;
 //! reassembly, ICMP messages other than echo, and ARP for hardware or protocol types other than Ethernet/IPv4.
 
