@@ -358,15 +358,18 @@ mod tests {
         #[test]
         fn rejects_every_truncation(len in 0usize..14) {
             let b = [0u8; 14];
+            let r = EthernetFrame::new_checked(&b[..len]);
             prop_assert!(
-                matches!(EthernetFrame::new_checked(&b[..len]), Err(Error::Truncated { need: 14, have, .. }) if have == len),
+                matches!(r, Err(Error::Truncated { need: 14, have, .. }) if have == len),
                 "a truncated header was accepted"
             );
             prop_assert!(VlanTag::new_checked(&b[..len.min(3)]).is_err());
         }
 
         #[test]
-        fn repr_round_trips(src: [u8; 6], dst: [u8; 6], ty: u16, payload in proptest::collection::vec(any::<u8>(), 0..32)) {
+        fn repr_round_trips(
+            src: [u8; 6], dst: [u8; 6], ty: u16, payload in proptest::collection::vec(any::<u8>(), 0..32),
+        ) {
             let repr = EthernetRepr { src_addr: MacAddr(src), dst_addr: MacAddr(dst), ethertype: EtherType(ty) };
             let mut b = vec![0u8; EthernetFrame::<&[u8]>::buffer_len(payload.len())];
             let mut f = EthernetFrame::new_checked(&mut b[..]).unwrap();
