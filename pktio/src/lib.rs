@@ -10,8 +10,9 @@
 //! driver's error type, distinct from the argument errors.
 //!
 //! Also here: software ports ([`ports`]: null, ring, pcap, af_packet, tap) opened from DPDK-style devargs, the
-//! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), and PCI identity
-//! ([`pci`]).
+//! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), PCI identity
+//! ([`pci`]), and packet headers as zero-copy views with checksums ([`wire`]: Ethernet/VLAN, ARP, IPv4, IPv6, UDP,
+//! TCP, ICMP) for forwarding engines and stacks.
 //!
 //! The VFIO kernel ABI (structs, flags) comes from `vfio-bindings` and device mappings from `memmap2`;
 //! `vfio-ioctls` is not used: its container refuses no-IOMMU mode (which `--iova-mode pa` supports) and it calls
@@ -35,6 +36,7 @@ mod port_state;
 pub mod ports;
 pub mod stats;
 pub mod vfio;
+pub mod wire;
 
 pub use dev::{
     offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, MacParseError, PortConfig, RssConfig, RssHashFunctions,

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use mempool::{Mempool, PacketBatch};
 use pktio::pcap_file::PcapWriter;
 use pktio::stats::Counter;
+use pktio::wire::EthernetFrame;
 use pktio::{MacAddr, RxQueue, TxQueue};
 
 use crate::pkt;
@@ -160,11 +161,8 @@ pub struct Stream {
     tx_template: Box<[u8]>,
     /// txonly segment lengths.
     tx_segs: Box<[u16]>,
-    /// flowgen frame (destination address of flow 0).
-    flow_template: Box<[u8]>,
-    /// One's complement sum of the flowgen IPv4 header without checksum and destination address.
-    flow_ip_sum: u64,
-    flow_dst_base: u32,
+    /// flowgen frames.
+    flow_template: pkt::FlowgenTemplate,
     nb_flows: u32,
     next_flow: u32,
     pool: Mempool,
@@ -197,20 +195,7 @@ impl Stream {
             total,
         );
         // flowgen sends tx_pkt_length - 4 bytes (testpmd leaves room for the FCS).
-        let flow_len = total.saturating_sub(4).max(pkt::ETH_HLEN + pkt::IPV4_HLEN + pkt::UDP_HLEN);
-        let flow_template = pkt::udp_frame(
-            &pkt::UdpFlow {
-                dst_mac: pkt::FLOWGEN_DST_MAC,
-                src_mac: pkt::FLOWGEN_SRC_MAC,
-                src_ip: pkt::FLOWGEN_SRC_IP,
-                dst_ip: [0; 4],
-                src_port: 1000,
-                dst_port: 1001,
-            },
-            flow_len,
-        );
-        let ip = &flow_template[pkt::ETH_HLEN..pkt::ETH_HLEN + pkt::IPV4_HLEN];
-        let flow_ip_sum = pkt::sum_be(&ip[..10]) + pkt::sum_be(&ip[12..16]);
+        let flow_template = pkt::FlowgenTemplate::new(total.saturating_sub(4));
         let mut tx_segs: Box<[u16]> = gen.txpkts.clone().into_boxed_slice();
         if tx_segs.is_empty() || tx_template.len() != total {
             tx_segs = vec![tx_template.len() as u16].into_boxed_slice();
@@ -224,9 +209,7 @@ impl Stream {
             tx_mac,
             tx_template: tx_template.into_boxed_slice(),
             tx_segs,
-            flow_template: flow_template.into_boxed_slice(),
-            flow_ip_sum,
-            flow_dst_base: u32::from_be_bytes(pkt::FLOWGEN_DST_IP),
+            flow_template,
             nb_flows: gen.flowgen_flows.max(1),
             next_flow: 0,
             pool: gen.pool.clone(),
@@ -300,8 +283,8 @@ impl Engine for Mac {
         }
         let addrs = s.eth_addrs;
         for m in b.iter_mut() {
-            if let Some(h) = m.data_mut().get_mut(..12) {
-                h.copy_from_slice(&addrs);
+            if let Ok(mut eth) = EthernetFrame::new_checked(m.data_mut()) {
+                eth.set_addrs(&addrs);
             }
         }
         s.send(b);
@@ -317,9 +300,8 @@ impl Engine for MacSwap {
             return;
         }
         for m in b.iter_mut() {
-            let d = m.data_mut();
-            if d.len() >= 12 {
-                pkt::swap_mac(d);
+            if let Ok(mut eth) = EthernetFrame::new_checked(m.data_mut()) {
+                eth.swap_addrs();
             }
         }
         s.send(b);
@@ -393,19 +375,13 @@ impl Engine for FlowGen {
         if !b.alloc_from(&s.pool, n) {
             return;
         }
-        let t = &*s.flow_template;
+        let t = &s.flow_template;
         let mut flow = s.next_flow;
         for m in b.iter_mut() {
             if !m.set_len(t.len() as u16) {
                 continue;
             }
-            let d = m.data_mut();
-            d.copy_from_slice(t);
-            let dst = s.flow_dst_base.wrapping_add(flow);
-            let ip = &mut d[pkt::ETH_HLEN..pkt::ETH_HLEN + pkt::IPV4_HLEN];
-            ip[16..20].copy_from_slice(&dst.to_be_bytes());
-            let c = !pkt::fold(s.flow_ip_sum + (dst >> 16) as u64 + (dst & 0xffff) as u64);
-            ip[10..12].copy_from_slice(&c.to_be_bytes());
+            t.write(m.data_mut(), flow);
             flow += 1;
             if flow >= s.nb_flows {
                 flow = 0;
@@ -445,8 +421,8 @@ impl Engine for Csum {
                 bad_ip += r.bad_ip as u64;
                 bad_l4 += r.bad_l4 as u64;
             }
-            if let Some(h) = d.get_mut(..12) {
-                h.copy_from_slice(&addrs);
+            if let Ok(mut eth) = EthernetFrame::new_checked(d) {
+                eth.set_addrs(&addrs);
             }
         }
         if bad_ip != 0 {
