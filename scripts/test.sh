@@ -8,4 +8,5 @@ bash scripts/setup.sh
 export HUGEPAGE_TESTS_REQUIRED=${HUGEPAGE_TESTS_REQUIRED:-1}
 export RUST_BACKTRACE=1
 cargo build --workspace --all-targets
+bash scripts/check-citations.sh
 cargo test --workspace --no-fail-fast

@@ -1,4 +1,4 @@
-//! Intel advanced RX/TX descriptors (16 bytes, little-endian), fact sheet section 7. The layouts are shared by the
+//! Intel advanced RX/TX descriptors (16 bytes, little-endian), docs/hw/ixgbe.md §7. The layouts are shared by the
 //! 82599/X540 and the 82576 (igb); where the two differ (the RX error bits) the [`crate::rxtx::Family`] says so.
 //!
 //! Rings live in DMA memory the device writes, so the hot path reads single fields through raw pointers
@@ -19,7 +19,7 @@ pub struct RxDesc {
 }
 const _: () = assert!(size_of::<RxDesc>() == 16);
 
-/// The write-back view of an [`RxDesc`] (section 7.2).
+/// The write-back view of an [`RxDesc`] (docs/hw/ixgbe.md §7.2).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RxWriteback {
@@ -38,12 +38,12 @@ const _: () = assert!(size_of::<RxWriteback>() == 16);
 const _: () = assert!(offset_of!(RxWriteback, status_error) == 8);
 const _: () = assert!(offset_of!(RxWriteback, length) == 12);
 
-/// RX write-back bits (section 7.2).
+/// RX write-back bits (docs/hw/ixgbe.md §7.2).
 pub mod rx {
     use super::{bit, Field};
     /// Dword 0: RSS type.
     pub const RSS_TYPE: Field = Field::new(3, 0);
-    /// Dword 0: packet type bits (value already shifted by 4 as the fact sheet lists them: 0x10 IPv4...).
+    /// Dword 0: packet type bits (value already shifted by 4 as docs/hw/ixgbe.md lists them: 0x10 IPv4...).
     pub const PTYPE: Field = Field::new(16, 4);
     /// Packet type: IPv4.
     pub const PTYPE_IPV4: u32 = bit(4);
@@ -86,7 +86,7 @@ pub mod rx {
     pub const VLAN: Field = Field::new(31, 16);
 }
 
-/// TX bits (sections 7.3, 7.4).
+/// TX bits (docs/hw/ixgbe.md §7.3, §7.4).
 pub mod tx {
     use super::{bit, Field};
     /// cmd_type_len: buffer length.
@@ -194,7 +194,7 @@ impl RxDesc {
     }
 }
 
-/// An advanced TX data descriptor (section 7.3). The write-back puts DD in bit 0 of `olinfo_status`.
+/// An advanced TX data descriptor (docs/hw/ixgbe.md §7.3). The write-back puts DD in bit 0 of `olinfo_status`.
 #[repr(C, align(16))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TxDesc {
@@ -207,7 +207,7 @@ pub struct TxDesc {
 }
 const _: () = assert!(size_of::<TxDesc>() == 16);
 
-/// An advanced TX context descriptor (section 7.4); occupies a [`TxDesc`] slot.
+/// An advanced TX context descriptor (docs/hw/ixgbe.md §7.4); occupies a [`TxDesc`] slot.
 #[repr(C, align(16))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TxContextDesc {
@@ -359,7 +359,7 @@ mod tests {
 
     #[test]
     fn simple_packet_matches_the_fact_sheet() {
-        // Section 7.3: 0x2B30_0000 | len with RS, 0x2330_0000 | len without (both with EOP).
+        // docs/hw/ixgbe.md §7.3: 0x2B30_0000 | len with RS, 0x2330_0000 | len without (both with EOP).
         let d = TxDesc::data(TxData {
             addr: 0x1000,
             len: 60,

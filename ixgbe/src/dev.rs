@@ -1,4 +1,4 @@
-//! The X540/82599 control plane: bring-up in the fact sheet's order (section 3), link, filters, MTU, RSS,
+//! The X540/82599 control plane: bring-up in the order of docs/hw/ixgbe.md §3, link, filters, MTU, RSS,
 //! statistics, and the [`EthDev`] implementation that hands out the [`crate::rxtx`] rings as owned queues.
 
 use std::sync::{Arc, Mutex};
@@ -26,7 +26,7 @@ pub enum MacType {
     X82599,
 }
 
-/// The port's media (fact sheet sections 1 and 15): decides how the 82599's MAC link is set up (section 5.6).
+/// The port's media (docs/hw/ixgbe.md §1 and §15): decides how the 82599's MAC link is set up (§5.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Media {
     /// 10GBASE-T copper: the X540's internal PHY (or the 82599 T3 LOM's external PHY).
@@ -39,7 +39,7 @@ pub enum Media {
     Other,
 }
 
-/// The media of an Intel device ID (section 1's table).
+/// The media of an Intel device ID (the table of docs/hw/ixgbe.md §1).
 pub fn media_of(device: u16) -> Media {
     match device {
         0x1528 | 0x1560 | 0x151C => Media::Copper,
@@ -49,7 +49,7 @@ pub fn media_of(device: u16) -> Media {
     }
 }
 
-/// PCI IDs this driver takes (fact sheet section 1), with their MAC type.
+/// PCI IDs this driver takes (docs/hw/ixgbe.md §1), with their MAC type.
 pub const PCI_IDS: &[(u16, u16, MacType)] = &[
     (0x8086, 0x1528, MacType::X540),
     (0x8086, 0x1560, MacType::X540),
@@ -79,7 +79,7 @@ pub fn mac_type_of(vendor: u16, device: u16) -> Option<MacType> {
 /// model may use shorter settle times.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timing {
-    /// CTRL.RST / LNK_RST must clear within this (section 3.2 step 5).
+    /// CTRL.RST / LNK_RST must clear within this (docs/hw/ixgbe.md §3.2 step 5).
     pub reset_done: Duration,
     /// Wait after the reset bits clear (X540 100 ms, 82599 50 ms; step 6).
     pub reset_settle: Duration,
@@ -95,9 +95,9 @@ pub struct Timing {
     pub mdio: Duration,
     /// SWSM.SMBI / SW_FW_SYNC.REGSMP budget.
     pub semaphore: Duration,
-    /// 82599: SECRXSTAT.SECRX_RDY budget after SECRXCTRL.RX_DIS (4000 x 10 us, section 3.7 step 35).
+    /// 82599: SECRXSTAT.SECRX_RDY budget after SECRXCTRL.RX_DIS (4000 x 10 us, docs/hw/ixgbe.md §3.7 step 35).
     pub security_block: Duration,
-    /// 82599 SFP+: wait after turning the TX laser on (100 ms, section 5.6).
+    /// 82599 SFP+: wait after turning the TX laser on (100 ms, docs/hw/ixgbe.md §5.6).
     pub laser_on: Duration,
 }
 
@@ -165,17 +165,17 @@ impl Family for IxgbeFamily {
     const QUEUE_ENABLE: u32 = rxdctl::ENABLE;
     const TXDCTL_INIT: u32 = txdctl::PTHRESH.val(txdctl::DEFAULT_PTHRESH);
     const TXDCTL_DISABLE: u32 = txdctl::SWFLSH;
-    // Section 7.2: RXE bit 29, TCPE/L4E bit 30, IPE bit 31.
+    // docs/hw/ixgbe.md §7.2: RXE bit 29, TCPE/L4E bit 30, IPE bit 31.
     const RX_ERR_RXE: u32 = bit(29);
     const RX_ERR_L4E: u32 = bit(30);
     const RX_ERR_IPE: u32 = bit(31);
     const RX_CSUM_ERR_SHIFT: u32 = 30;
     fn rx_queue_extra<R: RegisterSpace>(regs: &Regs<R>, q: u16) {
-        // Section 3.5 step 26 / section 4: no relaxed-ordering write-back, ixy's bit 12.
+        // docs/hw/ixgbe.md §3.5 step 26 / §4: no relaxed-ordering write-back, ixy's bit 12.
         regs.clear_bits(dca_rxctrl(q), dca_rxctrl::BIT12 | dca_rxctrl::DATA_WRO_EN | dca_rxctrl::HEAD_WRO_EN);
     }
     fn tx_queue_extra<R: RegisterSpace>(regs: &Regs<R>, q: u16) {
-        // Section 6.3 step 6: reordered DD write-backs would break RS-based cleanup.
+        // docs/hw/ixgbe.md §6.3 step 6: reordered DD write-backs would break RS-based cleanup.
         regs.clear_bits(dca_txctrl(q), dca_txctrl::DESC_WRO_EN);
         regs.write(tdwbal(q), 0);
         regs.write(tdwbah(q), 0);
@@ -189,11 +189,11 @@ pub type IxgbeTxQueue<R> = TxRing<R, IxgbeFamily>;
 
 /// Most RX queues.
 pub const MAX_RX_QUEUES: u16 = 128;
-/// Most TX queues with MTQC = 0 (section 14).
+/// Most TX queues with MTQC = 0 (docs/hw/ixgbe.md §14).
 pub const MAX_TX_QUEUES: u16 = 64;
-/// Ring size limits (section 14).
+/// Ring size limits (docs/hw/ixgbe.md §14).
 pub const DESC_LIMITS: DescLimits = DescLimits { min: 64, max: 8192, align: 8 };
-/// Largest frame, CRC included (section 11).
+/// Largest frame, CRC included (docs/hw/ixgbe.md §11).
 pub const MAX_FRAME: u32 = 15872;
 /// L2 header + CRC added to the MTU to get the frame size (DPDK).
 pub const FRAME_OVERHEAD: u32 = 14 + 4;
@@ -248,7 +248,7 @@ fn default_key() -> [u8; RSS_KEY_LEN] {
 }
 
 impl<R: RegisterSpace> Ixgbe<R> {
-    /// Opens the device behind `regs`: resets and initialises it (fact sheet sections 3.1-3.4 and link), reads the
+    /// Opens the device behind `regs`: resets and initialises it (docs/hw/ixgbe.md §3.1-§3.4 and link), reads the
     /// permanent MAC. DMA memory for rings comes from `allocator` and is made reachable through `mapper`.
     pub fn new(regs: Arc<R>, mapper: Arc<dyn DmaMapper>, allocator: Allocator, options: Options) -> Result<Self> {
         let info = DevInfo {
@@ -274,7 +274,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
             flow_type_rss_offloads: RssHashFunctions::ALL,
             reta_size: RETA_ENTRIES as u16,
             hash_key_size: RSS_KEY_LEN as u8,
-            // Section 15: the 82599 links at 1G/10G (100M only on copper variants).
+            // docs/hw/ixgbe.md §15: the 82599 links at 1G/10G (100M only on copper variants).
             speed_capa: match (options.mac_type, options.media) {
                 (MacType::X82599, m) if m != Media::Copper => vec![1_000, 10_000],
                 _ => vec![100, 1_000, 10_000],
@@ -344,7 +344,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
         error::timeout(what, register, t.last, budget).at(&self.options.name)
     }
 
-    /// Link state from LINKS. DPDK reads LINKS twice and trusts the second value (section 5.1).
+    /// Link state from LINKS. DPDK reads LINKS twice and trusts the second value (docs/hw/ixgbe.md §5.1).
     fn read_link(&self) -> LinkStatus {
         let _ = self.regs.read(LINKS);
         let v = self.regs.read(LINKS);
@@ -477,7 +477,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
         }
     }
 
-    /// Takes SW/FW resource `mask` (section 5.5). False if it could not be had in time.
+    /// Takes SW/FW resource `mask` (docs/hw/ixgbe.md §5.5). False if it could not be had in time.
     fn swfw_acquire(&self, mask: u32) -> bool {
         let t = &self.options.timing;
         let fw = mask << sw_fw_sync::FW_SHIFT;
@@ -542,7 +542,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
     }
 
     /// Powers the X540 PHY up (or down) and, when up, advertises 100M/1G/10G and restarts auto-negotiation
-    /// (sections 5.2, 5.3). Under the PHY semaphore.
+    /// (docs/hw/ixgbe.md §5.2, §5.3). Under the PHY semaphore.
     fn setup_phy(&mut self, up: bool) -> std::result::Result<(), String> {
         let sem = self.phy_semaphore();
         if !self.swfw_acquire(sem) {
@@ -587,7 +587,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
         Ok(())
     }
 
-    /// The 82599's MAC link (sections 3.8 and 5.6). Up: an SFP+ port turns its TX laser on (ESDP.SDP3 clear) and
+    /// The 82599's MAC link (docs/hw/ixgbe.md §3.8 and §5.6). Up: an SFP+ port turns its TX laser on (ESDP.SDP3 clear) and
     /// waits, selects 10G serial (AUTOC.LMS) with the SFI PMA/PMD (AUTOC2); every port clears AUTOC2's link-disable
     /// bits and restarts auto-negotiation (AUTOC.AN_RESTART). Down: an SFP+ port turns its laser off, others set
     /// AUTOC2's link-disable bits.
@@ -617,7 +617,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
         self.regs.write(AUTOC, a | autoc::AN_RESTART);
     }
 
-    /// RXCTRL.RXEN (section 3.7 step 35). The 82599 needs its security block quiesced around it (errata): set
+    /// RXCTRL.RXEN (docs/hw/ixgbe.md §3.7 step 35). The 82599 needs its security block quiesced around it (errata): set
     /// SECRXCTRL.RX_DIS, poll SECRXSTAT.SECRX_RDY, set RXEN, clear RX_DIS. Like DPDK, a security block that never
     /// reports ready does not stop the start.
     fn enable_rx(&self) {
@@ -750,7 +750,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
                     port_id: self.state.port_id,
                     stats: self.state.rx_stats(q).expect("a configured queue").clone(),
                     port: &name,
-                    // Fact sheet §7.2, §15: the 82599 only.
+                    // docs/hw/ixgbe.md §7.2, §15: the 82599 only.
                     udp_csum_zero_err: self.options.mac_type == MacType::X82599,
                 },
                 rx_cfg,
@@ -988,7 +988,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
 
     fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {
         let Some(cur) = &mut self.state.config.rss else {
-            // Datasheet 7.1.2.8 (via DPDK): RSS is only turned on or off as part of a reset.
+            // Intel datasheet 7.1.2.8 via DPDK, docs/hw/ixgbe.md §9: RSS is only turned on or off as part of a reset.
             return Err(self.state.invalid(
                 "RSS was not enabled at configure time; it can only be turned on by configuring the port with RSS \
                  (and restarting it)",

@@ -2,7 +2,7 @@
 //!
 //! Register offsets are the 82576's (public e1000/igb register map: queues at 0xC000/0xE000 with a 0x40 stride,
 //! RCTL/TCTL instead of RXCTRL/DMATXCTL, MDIC for the PHY); descriptor formats are shared, except the RX extended
-//! error bits (TCPE 29, IPE 30, RXE 31). Facts from `shared/docs/vm-vfio.md` section 5 and pitfall 3: QEMU's igb
+//! error bits (TCPE 29, IPE 30, RXE 31). Facts from `docs/hw/vm-vfio.md` §5 and §9 item 3: QEMU's igb
 //! only does advanced descriptors, and its link stays down after reset until the driver restarts PHY
 //! auto-negotiation (MDIC write of PHY register 0 = 0x1340); RX is silently off while the link is down.
 //!
@@ -655,7 +655,7 @@ mod tests {
         let timing = IgbTiming { reset_settle: Duration::ZERO, ..Default::default() };
         let mut dev = Igb::new(fake.clone(), Arc::new(IdentityMapper), Allocator::no_huge(), "igb0", timing).unwrap();
         assert_eq!(dev.mac_addr().to_string(), "52:54:00:12:34:56");
-        // vm-vfio.md section 5: SLU and an MDIC write of PHY register 0 = 0x1340.
+        // docs/hw/vm-vfio.md §5: SLU and an MDIC write of PHY register 0 = 0x1340.
         assert_ne!(fake.peek(regs::CTRL) & regs::CTRL_SLU, 0);
         let mdic = fake.peek(regs::MDIC);
         assert_eq!(regs::MDIC_DATA.get(mdic), 0x1340);

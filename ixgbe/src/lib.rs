@@ -8,7 +8,7 @@
 //! ring keeps its [`pktio::dma::DmaMapping`] guards (its descriptor memory, the pool) and drops them only after its
 //! queue is disabled; the guards own the memory, so nothing the device may reach is freed while mapped.
 //!
-//! - [`regs`]: typed registers (offsets, per-queue formulas, bits and fields named as in the fact sheet).
+//! - [`regs`]: typed registers (offsets, per-queue formulas, bits and fields named as in docs/hw/ixgbe.md).
 //! - [`desc`]: advanced RX/TX descriptor formats.
 //! - [`rxtx`]: the hot path, generic over a [`rxtx::Family`] (register layout and the few bits that differ).
 //! - [`dev`]: bring-up, link, filters, MTU, RSS, statistics; [`Ixgbe`] implements [`pktio::EthDev`].

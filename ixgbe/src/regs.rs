@@ -1,5 +1,5 @@
 //! X540 / 82599 registers, declared as data: offsets (with the per-queue formulas), bits and fields, named as in
-//! the fact sheet (`shared/docs/ixgbe-x540.md`, sections cited per item; offsets from DPDK's `ixgbe_type.h`).
+//! the hardware notes (`docs/hw/ixgbe.md`, sections cited per item; offsets from DPDK's `ixgbe_type.h`).
 //!
 //! Driver logic never uses a naked mask: it names a [`Reg`], a bit constant or a [`Field`] from here.
 
@@ -131,9 +131,9 @@ impl<R: RegisterSpace> Regs<R> {
     }
 }
 
-// ---- 2. Non-queue registers (fact sheet section 2) ----
+// ---- 2. Non-queue registers (docs/hw/ixgbe.md §2) ----
 
-/// Device control (section 4, CTRL).
+/// Device control (docs/hw/ixgbe.md §4, CTRL).
 pub const CTRL: Reg = Reg(0x00000);
 /// CTRL bits.
 pub mod ctrl {
@@ -144,11 +144,11 @@ pub mod ctrl {
     pub const LNK_RST: u32 = bit(3);
     /// Device software reset (self-clearing).
     pub const RST: u32 = bit(26);
-    /// Both reset bits (what must read back 0 after a reset, section 3.2 step 5).
+    /// Both reset bits (what must read back 0 after a reset, docs/hw/ixgbe.md §3.2 step 5).
     pub const RST_MASK: u32 = RST | LNK_RST;
 }
 
-/// Device status (section 4, STATUS).
+/// Device status (docs/hw/ixgbe.md §4, STATUS).
 pub const STATUS: Reg = Reg(0x00008);
 /// STATUS bits.
 pub mod status {
@@ -159,7 +159,7 @@ pub mod status {
     pub const GIO: u32 = bit(19);
 }
 
-/// Extended device control (section 4, CTRL_EXT).
+/// Extended device control (docs/hw/ixgbe.md §4, CTRL_EXT).
 pub const CTRL_EXT: Reg = Reg(0x00018);
 /// CTRL_EXT bits.
 pub mod ctrl_ext {
@@ -172,27 +172,27 @@ pub mod ctrl_ext {
     pub const DRV_LOAD: u32 = bit(28);
 }
 
-/// Extended SDP pin control (section 2; section 5.6: the 82599's SFP+ TX laser).
+/// Extended SDP pin control (docs/hw/ixgbe.md §2; §5.6: the 82599's SFP+ TX laser).
 pub const ESDP: Reg = Reg(0x00020);
 /// ESDP bits.
 pub mod esdp {
     use super::bit;
-    /// SDP3: SFP+ TX laser disable on the 82599 (clear = laser on; section 5.6).
+    /// SDP3: SFP+ TX laser disable on the 82599 (clear = laser on; docs/hw/ixgbe.md §5.6).
     pub const SDP3: u32 = bit(3);
 }
 
-/// Interrupt cause, read-to-clear (section 2).
+/// Interrupt cause, read-to-clear (docs/hw/ixgbe.md §2).
 pub const EICR: Reg = Reg(0x00800);
-/// Interrupt mask clear (section 2, 3.1).
+/// Interrupt mask clear (docs/hw/ixgbe.md §2, §3.1).
 pub const EIMC: Reg = Reg(0x00888);
-/// Every interrupt cause (section 3.1: "simply EIMC = 0xFFFF_FFFF").
+/// Every interrupt cause (docs/hw/ixgbe.md §3.1: "simply EIMC = 0xFFFF_FFFF").
 pub const EIMC_ALL: u32 = u32::MAX;
 /// Extended interrupt mask clear for vectors 0..63 (`i` = 0, 1).
 pub const fn eimc_ex(i: usize) -> Reg {
     Reg(0x00AB0 + 4 * i)
 }
 
-/// RX DMA control (section 4, RDRXCTL).
+/// RX DMA control (docs/hw/ixgbe.md §4, RDRXCTL).
 pub const RDRXCTL: Reg = Reg(0x02F00);
 /// RDRXCTL bits.
 pub mod rdrxctl {
@@ -209,7 +209,7 @@ pub mod rdrxctl {
     pub const FCOE_WRFIX: u32 = bit(26);
 }
 
-/// Global receive control (section 4, RXCTRL).
+/// Global receive control (docs/hw/ixgbe.md §4, RXCTRL).
 pub const RXCTRL: Reg = Reg(0x03000);
 /// RXCTRL bits.
 pub mod rxctrl {
@@ -218,14 +218,14 @@ pub mod rxctrl {
     pub const RXEN: u32 = bit(0);
 }
 
-/// RX packet buffer size `i` (section 3.2 step 8).
+/// RX packet buffer size `i` (docs/hw/ixgbe.md §3.2 step 8).
 pub const fn rxpbsize(i: usize) -> Reg {
     Reg(0x03C00 + 4 * i)
 }
 /// X540: RX packet buffer 0 is 384 KiB (value 384 << 10).
 pub const X540_RXPBSIZE_384K: u32 = 384 << 10;
 
-/// TX flow control config (section 4, MFLCN / FCCFG).
+/// TX flow control config (docs/hw/ixgbe.md §4, MFLCN / FCCFG).
 pub const FCCFG: Reg = Reg(0x03D00);
 /// FCCFG bits.
 pub mod fccfg {
@@ -236,7 +236,7 @@ pub mod fccfg {
     pub const TFCE_PRIORITY: u32 = bit(4);
 }
 
-/// MAC core control (section 4, HLREG0).
+/// MAC core control (docs/hw/ixgbe.md §4, HLREG0).
 pub const HLREG0: Reg = Reg(0x04240);
 /// HLREG0 bits.
 pub mod hlreg0 {
@@ -253,7 +253,7 @@ pub mod hlreg0 {
     pub const LPBK: u32 = bit(15);
 }
 
-/// MDIO command (section 5.4).
+/// MDIO command (docs/hw/ixgbe.md §5.4).
 pub const MSCA: Reg = Reg(0x0425C);
 /// MSCA fields.
 pub mod msca {
@@ -277,7 +277,7 @@ pub mod msca {
     /// Start; hardware clears it when done.
     pub const MDI_COMMAND: u32 = bit(30);
 }
-/// MDIO data (section 5.4): write data in 15:0, read data in 31:16.
+/// MDIO data (docs/hw/ixgbe.md §5.4): write data in 15:0, read data in 31:16.
 pub const MSRWD: Reg = Reg(0x04260);
 /// MSRWD fields.
 pub mod msrwd {
@@ -288,7 +288,7 @@ pub mod msrwd {
     pub const READ_DATA: Field = Field::new(31, 16);
 }
 
-/// Max frame size (section 11; same register as MHADD).
+/// Max frame size (docs/hw/ixgbe.md §11; same register as MHADD).
 pub const MAXFRS: Reg = Reg(0x04268);
 /// MAXFRS fields.
 pub mod maxfrs {
@@ -297,7 +297,7 @@ pub mod maxfrs {
     pub const MFS: Field = Field::new(31, 16);
 }
 
-/// RX flow control (section 4, MFLCN).
+/// RX flow control (docs/hw/ixgbe.md §4, MFLCN).
 pub const MFLCN: Reg = Reg(0x04294);
 /// MFLCN bits.
 pub mod mflcn {
@@ -308,9 +308,9 @@ pub mod mflcn {
     pub const RPFCE: u32 = bit(2);
 }
 
-/// 82599 MAC auto-negotiation control (section 5.6, AUTOC).
+/// 82599 MAC auto-negotiation control (docs/hw/ixgbe.md §5.6, AUTOC).
 pub const AUTOC: Reg = Reg(0x042A0);
-/// AUTOC bits and fields (section 5.6).
+/// AUTOC bits and fields (docs/hw/ixgbe.md §5.6).
 pub mod autoc {
     use super::{bit, Field};
     /// Restart auto-negotiation.
@@ -321,9 +321,9 @@ pub mod autoc {
     pub const LMS_10G_SERIAL: u32 = 3;
 }
 
-/// 82599 auto-negotiation control 2 (section 5.6, AUTOC2).
+/// 82599 auto-negotiation control 2 (docs/hw/ixgbe.md §5.6, AUTOC2).
 pub const AUTOC2: Reg = Reg(0x042A8);
-/// AUTOC2 bits and fields (section 5.6).
+/// AUTOC2 bits and fields (docs/hw/ixgbe.md §5.6).
 pub mod autoc2 {
     use super::Field;
     /// 10G serial PMA/PMD (0 KR, 1 XFI, 2 SFI).
@@ -334,7 +334,7 @@ pub mod autoc2 {
     pub const LINK_DISABLE_MASK: u32 = 0x7000_0000;
 }
 
-/// Link status (section 5.1).
+/// Link status (docs/hw/ixgbe.md §5.1).
 pub const LINKS: Reg = Reg(0x042A4);
 /// LINKS fields.
 pub mod links {
@@ -351,7 +351,7 @@ pub mod links {
     pub const SPEED_10G: u32 = 0b11;
 }
 
-/// DCB TX descriptor plane control (section 4, RTTDCS).
+/// DCB TX descriptor plane control (docs/hw/ixgbe.md §4, RTTDCS).
 pub const RTTDCS: Reg = Reg(0x04900);
 /// RTTDCS bits.
 pub mod rttdcs {
@@ -360,7 +360,7 @@ pub mod rttdcs {
     pub const ARBDIS: u32 = bit(6);
 }
 
-/// Global TX DMA control (section 4, DMATXCTL).
+/// Global TX DMA control (docs/hw/ixgbe.md §4, DMATXCTL).
 pub const DMATXCTL: Reg = Reg(0x04A80);
 /// DMATXCTL bits.
 pub mod dmatxctl {
@@ -369,7 +369,7 @@ pub mod dmatxctl {
     pub const TE: u32 = bit(0);
 }
 
-/// RX checksum control (section 4, RXCSUM).
+/// RX checksum control (docs/hw/ixgbe.md §4, RXCSUM).
 pub const RXCSUM: Reg = Reg(0x05000);
 /// RXCSUM bits.
 pub mod rxcsum {
@@ -380,7 +380,7 @@ pub mod rxcsum {
     pub const PCSD: u32 = bit(13);
 }
 
-/// Filter control (section 4, FCTRL).
+/// Filter control (docs/hw/ixgbe.md §4, FCTRL).
 pub const FCTRL: Reg = Reg(0x05080);
 /// FCTRL bits.
 pub mod fctrl {
@@ -399,7 +399,7 @@ pub mod fctrl {
     pub const DPF: u32 = bit(13);
 }
 
-/// Multicast table control (section 10.2).
+/// Multicast table control (docs/hw/ixgbe.md §10.2).
 pub const MCSTCTRL: Reg = Reg(0x05090);
 /// Multicast hash table word `i` (0..128).
 pub const fn mta(i: usize) -> Reg {
@@ -408,7 +408,7 @@ pub const fn mta(i: usize) -> Reg {
 /// MTA words.
 pub const MTA_WORDS: usize = 128;
 
-/// Receive address low `i` (section 10.1).
+/// Receive address low `i` (docs/hw/ixgbe.md §10.1).
 pub const fn ral(i: usize) -> Reg {
     if i <= 15 {
         Reg(0x05400 + 8 * i)
@@ -416,7 +416,7 @@ pub const fn ral(i: usize) -> Reg {
         Reg(0x0A200 + 8 * i)
     }
 }
-/// Receive address high `i` (section 10.1).
+/// Receive address high `i` (docs/hw/ixgbe.md §10.1).
 pub const fn rah(i: usize) -> Reg {
     if i <= 15 {
         Reg(0x05404 + 8 * i)
@@ -434,7 +434,7 @@ pub mod rah {
 }
 /// Unicast address filter entries.
 pub const RAR_ENTRIES: usize = 128;
-/// Pool select for RAR `i`, pools 0..31 (section 10.1).
+/// Pool select for RAR `i`, pools 0..31 (docs/hw/ixgbe.md §10.1).
 pub const fn mpsar_lo(i: usize) -> Reg {
     Reg(0x0A600 + 8 * i)
 }
@@ -442,14 +442,14 @@ pub const fn mpsar_lo(i: usize) -> Reg {
 pub const fn mpsar_hi(i: usize) -> Reg {
     Reg(0x0A604 + 8 * i)
 }
-/// VLAN filter table word `i` (0..128, section 10.3).
+/// VLAN filter table word `i` (0..128, docs/hw/ixgbe.md §10.3).
 pub const fn vfta(i: usize) -> Reg {
     Reg(0x0A000 + 4 * i)
 }
 /// VFTA words.
 pub const VFTA_WORDS: usize = 128;
 
-/// Multiple RX queue control (section 9).
+/// Multiple RX queue control (docs/hw/ixgbe.md §9).
 pub const MRQC: Reg = Reg(0x05818);
 /// MRQC fields.
 pub mod mrqc {
@@ -477,7 +477,7 @@ pub mod mrqc {
     /// Hash IPv6-ext/UDP.
     pub const RSS_FIELD_IPV6_EX_UDP: u32 = bit(24);
 }
-/// RSS redirection table word `i` (0..32): four one-byte entries, lowest byte = lowest entry (section 9).
+/// RSS redirection table word `i` (0..32): four one-byte entries, lowest byte = lowest entry (docs/hw/ixgbe.md §9).
 pub const fn reta(i: usize) -> Reg {
     Reg(0x05C00 + 4 * i)
 }
@@ -485,26 +485,26 @@ pub const fn reta(i: usize) -> Reg {
 pub const RETA_ENTRIES: usize = 128;
 /// Only the low 4 bits of each entry count on 82599/X540: RSS spreads over at most 16 queues.
 pub const RETA_MAX_QUEUES: u16 = 16;
-/// RSS key word `i` (0..10): key byte 4i+j in bits 8j+7:8j (section 9).
+/// RSS key word `i` (0..10): key byte 4i+j in bits 8j+7:8j (docs/hw/ixgbe.md §9).
 pub const fn rssrk(i: usize) -> Reg {
     Reg(0x05C80 + 4 * i)
 }
 /// RSS key length in bytes.
 pub const RSS_KEY_LEN: usize = 40;
-/// Linux's default RSS key (section 9), as the ten RSSRK words.
+/// Linux's default RSS key (docs/hw/ixgbe.md §9), as the ten RSSRK words.
 pub const DEFAULT_RSS_KEY_WORDS: [u32; 10] = [
     0xE291D73D, 0x1805EC6C, 0x2A94B30D, 0xA54F2BEC, 0xEA49AF7C, 0xE214AD3D, 0xB855AABE, 0x6A3E67EA, 0x14364D17,
     0x3BED200D,
 ];
 
-/// Max outstanding TX data read size (section 3.6 step 29).
+/// Max outstanding TX data read size (docs/hw/ixgbe.md §3.6 step 29).
 pub const DTXMXSZRQ: Reg = Reg(0x08100);
 /// ixy's value for non-DCB.
 pub const DTXMXSZRQ_MAX: u32 = 0xFFF;
-/// Multiple TX queue control (section 4, MTQC): 0 = 64 queues, one packet buffer.
+/// Multiple TX queue control (docs/hw/ixgbe.md §4, MTQC): 0 = 64 queues, one packet buffer.
 pub const MTQC: Reg = Reg(0x08120);
 
-/// RX security block control (section 2, SECRXCTRL; section 3.7 step 35: the 82599 RX errata).
+/// RX security block control (docs/hw/ixgbe.md §2, SECRXCTRL; §3.7 step 35: the 82599 RX errata).
 pub const SECRXCTRL: Reg = Reg(0x08D00);
 /// SECRXCTRL bits.
 pub mod secrxctrl {
@@ -512,7 +512,7 @@ pub mod secrxctrl {
     /// Stop the RX security path (held while RXCTRL.RXEN is set on the 82599).
     pub const RX_DIS: u32 = bit(1);
 }
-/// RX security block status (section 2, SECRXSTAT).
+/// RX security block status (docs/hw/ixgbe.md §2, SECRXSTAT).
 pub const SECRXSTAT: Reg = Reg(0x08D04);
 /// SECRXSTAT bits.
 pub mod secrxstat {
@@ -521,7 +521,7 @@ pub mod secrxstat {
     pub const SECRX_RDY: u32 = bit(0);
 }
 
-/// EEPROM/flash control (section 4, EEC).
+/// EEPROM/flash control (docs/hw/ixgbe.md §4, EEC).
 pub const EEC: Reg = Reg(0x10010);
 /// EEC bits.
 pub mod eec {
@@ -530,7 +530,7 @@ pub mod eec {
     pub const ARD: u32 = bit(9);
 }
 
-/// Software semaphore (section 5.5).
+/// Software semaphore (docs/hw/ixgbe.md §5.5).
 pub const SWSM: Reg = Reg(0x10140);
 /// SWSM bits.
 pub mod swsm {
@@ -538,7 +538,7 @@ pub mod swsm {
     /// Inter-driver semaphore.
     pub const SMBI: u32 = bit(0);
 }
-/// SW/FW resource semaphore (section 5.5, SW_FW_SYNC = GSSR).
+/// SW/FW resource semaphore (docs/hw/ixgbe.md §5.5, SW_FW_SYNC = GSSR).
 pub const SW_FW_SYNC: Reg = Reg(0x10160);
 /// SW_FW_SYNC bits.
 pub mod sw_fw_sync {
@@ -566,7 +566,7 @@ const fn rxq(base_lo: usize, base_hi: usize, q: u16) -> Reg {
     }
 }
 
-/// RX descriptor base low (section 6.1).
+/// RX descriptor base low (docs/hw/ixgbe.md §6.1).
 pub const fn rdbal(q: u16) -> Reg {
     rxq(0x01000, 0x0D000, q)
 }
@@ -590,7 +590,7 @@ pub const fn rdt(q: u16) -> Reg {
 pub const fn rxdctl(q: u16) -> Reg {
     rxq(0x01028, 0x0D028, q)
 }
-/// Split receive control (three-way split, section 6.1).
+/// Split receive control (three-way split, docs/hw/ixgbe.md §6.1).
 pub const fn srrctl(q: u16) -> Reg {
     if q <= 15 {
         Reg(0x02100 + 4 * q as usize)
@@ -598,7 +598,7 @@ pub const fn srrctl(q: u16) -> Reg {
         rxq(0x01014, 0x0D014, q)
     }
 }
-/// RX DCA control (three-way split, section 6.1).
+/// RX DCA control (three-way split, docs/hw/ixgbe.md §6.1).
 pub const fn dca_rxctrl(q: u16) -> Reg {
     if q <= 15 {
         Reg(0x02200 + 4 * q as usize)
@@ -606,7 +606,7 @@ pub const fn dca_rxctrl(q: u16) -> Reg {
         rxq(0x0100C, 0x0D00C, q)
     }
 }
-/// DCA_RXCTRL bits to clear (section 4: bit 12 per ixy, 13 and 15 per DPDK gen2).
+/// DCA_RXCTRL bits to clear (docs/hw/ixgbe.md §4: bit 12 per ixy, 13 and 15 per DPDK gen2).
 pub mod dca_rxctrl {
     use super::bit;
     /// ixy: comes out of reset as 1, must be 0.
@@ -617,7 +617,7 @@ pub mod dca_rxctrl {
     pub const HEAD_WRO_EN: u32 = bit(15);
 }
 
-/// SRRCTL fields (section 6.2).
+/// SRRCTL fields (docs/hw/ixgbe.md §6.2).
 pub mod srrctl {
     use super::{bit, Field};
     /// Buffer size in KiB.
@@ -632,7 +632,7 @@ pub mod srrctl {
     pub const DROP_EN: u32 = bit(28);
 }
 
-/// RXDCTL bits (section 6.2).
+/// RXDCTL bits (docs/hw/ixgbe.md §6.2).
 pub mod rxdctl {
     use super::bit;
     /// Queue enable.
@@ -643,7 +643,7 @@ pub mod rxdctl {
     pub const VME: u32 = bit(30);
 }
 
-/// TX descriptor base low (section 6.1).
+/// TX descriptor base low (docs/hw/ixgbe.md §6.1).
 pub const fn tdbal(q: u16) -> Reg {
     Reg(0x06000 + 0x40 * q as usize)
 }
@@ -662,7 +662,7 @@ pub const fn dca_txctrl(q: u16) -> Reg {
 /// DCA_TXCTRL bits.
 pub mod dca_txctrl {
     use super::bit;
-    /// Descriptor write-back relaxed ordering: cleared, reordered DD write-backs break cleanup (section 6.3).
+    /// Descriptor write-back relaxed ordering: cleared, reordered DD write-backs break cleanup (docs/hw/ixgbe.md §6.3).
     pub const DESC_WRO_EN: u32 = bit(11);
 }
 /// TX head.
@@ -685,7 +685,7 @@ pub const fn tdwbal(q: u16) -> Reg {
 pub const fn tdwbah(q: u16) -> Reg {
     Reg(0x0603C + 0x40 * q as usize)
 }
-/// TXDCTL fields (section 6.3).
+/// TXDCTL fields (docs/hw/ixgbe.md §6.3).
 pub mod txdctl {
     use super::{bit, Field};
     /// Prefetch threshold.
@@ -769,7 +769,7 @@ pub mod stat_idx {
     pub const MPC: usize = 16;
 }
 
-/// The statistics the driver accumulates (section 13), in [`stat_idx`] order; names are DPDK's xstats names.
+/// The statistics the driver accumulates (docs/hw/ixgbe.md §13), in [`stat_idx`] order; names are DPDK's xstats names.
 /// Entry [`stat_idx::MPC`] is the sum of MPC(0..8) and has a placeholder register.
 pub const STATS: &[StatReg] = &[
     stat("rx_crc_errors", 0x04000),

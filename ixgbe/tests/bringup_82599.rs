@@ -1,4 +1,4 @@
-//! The driver's 82599 path against the model's 82599 variant (fact sheet §3.2 step 4, §3.7 step 35, §5.6, §15):
+//! The driver's 82599 path against the model's 82599 variant (docs/hw/ixgbe.md §3.2 step 4, §3.7 step 35, §5.6, §15):
 //! reset with CTRL.RST or LNK_RST as the link says, the SFP+ link through the laser and AUTOC, the RX
 //! security-block sequence (any misuse is a model fault, and every test asserts there is none), and frames both
 //! ways on a wired pair.

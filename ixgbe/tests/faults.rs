@@ -210,7 +210,7 @@ fn slow_reset_at_probe_is_a_clear_error() {
 #[test]
 fn a_queue_that_never_enables_is_a_timeout_naming_its_control_register() {
     // The model takes longer to report TXDCTL.ENABLE than the test timing's 100 ms budget: TX queues enable
-    // first (section 3.7), so TXDCTL is the one the driver gives up on.
+    // first (docs/hw/ixgbe.md §3.7), so TXDCTL is the one the driver gives up on.
     let (mut dev, port) = single(X540Config { queue_enable_delay: Duration::from_millis(400), ..Default::default() });
     let pool = pool(512, 2048);
     dev.configure(&small()).unwrap();

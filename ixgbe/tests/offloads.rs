@@ -156,7 +156,7 @@ fn tx_checksum_offload_inserts_ip_and_l4_checksums() {
     port.assert_no_faults();
 }
 
-/// The 82599's UDP zero-checksum errata (fact sheet §7.2, §15): the model flags TCPE/L4E on a UDP frame whose
+/// The 82599's UDP zero-checksum errata (docs/hw/ixgbe.md §7.2, §15): the model flags TCPE/L4E on a UDP frame whose
 /// checksum field is 0; the driver reports that frame's L4 checksum as unknown (neither good nor bad) on the 82599
 /// only, while a wrong non-zero UDP checksum stays bad. One frame at a time and then in mixed bursts (the fast
 /// path's flag memo and its groups of four must keep the two apart).

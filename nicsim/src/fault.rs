@@ -28,7 +28,7 @@ pub enum Fault {
         /// Read or write, and why it is wrong.
         what: String,
     },
-    /// The driver programmed the device in a way the fact sheet rules out.
+    /// The driver programmed the device in a way docs/hw/ixgbe.md rules out.
     Protocol {
         /// Description, naming the register or queue.
         what: String,

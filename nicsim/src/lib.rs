@@ -1,7 +1,7 @@
 //! Behavioural NIC models for testing drivers without hardware.
 //!
-//! The model of an Intel X540 port sits behind the same seams as the real device (see `DESIGN.md`, "Hardware
-//! access: three seams, one driver"):
+//! The model of an Intel X540 port sits behind the same seams as the real device (the three seams a
+//! driver is written against: registers, DMA memory, PCI identity):
 //!
 //! | seam | hardware | here |
 //! |---|---|---|
@@ -9,7 +9,7 @@
 //! | DMA | IOMMU mappings (`pktio::dma::DmaMapper`) | the model's [`IovaMap`]: DMA outside it is a [`Fault`] |
 //! | PCI identity | sysfs / VFIO config space | [`PciIdentity`] (8086:1528, BAR0 2 MiB) |
 //!
-//! The model is written from the fact sheet (`docs/ixgbe-x540.md`) with its own register map ([`x540::regs`]),
+//! The model is written from the hardware notes (`docs/hw/ixgbe.md`) with its own register map ([`x540::regs`]),
 //! independently of the `ixgbe` driver, so that a mistake shared by both cannot hide. The one register the
 //! model decodes field by field, MSCA (MDIO), is a `bitfield` struct; the rest are single-bit flags, named
 //! `const`s.
@@ -53,8 +53,8 @@
 //! SRRCTL buffer size, multi-descriptor frames, DROP_EN, write-back with DD/EOP/length/RSS type and hash/packet
 //! type/checksum status/VLAN, RXDCTL.VME strip, CRC strip per HLREG0.RXCRCSTRP, jumbo per HLREG0.JUMBOEN and
 //! MAXFRS); TX rings (advanced data and context descriptors, multi-descriptor frames, IXSM/TXSM checksum insertion,
-//! VLE, IFCS, TXPADEN, RS → DD write-back, TDWBAL head write-back); clear-on-read statistics (§13 of the fact
-//! sheet, L/H pairs latched on the L read); HLREG0.LPBK loopback.
+//! VLE, IFCS, TXPADEN, RS → DD write-back, TDWBAL head write-back); clear-on-read statistics (docs/hw/ixgbe.md §13,
+//! L/H pairs latched on the L read); HLREG0.LPBK loopback.
 //!
 //! # What it does not do
 //!

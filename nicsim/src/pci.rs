@@ -1,4 +1,4 @@
-//! PCI identity of the models, for probing by vendor:device (fact sheet §1).
+//! PCI identity of the models, for probing by vendor:device (docs/hw/ixgbe.md §1).
 
 /// Intel's PCI vendor ID.
 pub const VENDOR_INTEL: u16 = 0x8086;
@@ -6,11 +6,11 @@ pub const VENDOR_INTEL: u16 = 0x8086;
 pub const DEVICE_X540T: u16 = 0x1528;
 /// X540-AT2 BAR0 size: 2 MiB (CSR + flash window).
 pub const X540_BAR0_LEN: usize = 2 << 20;
-/// 82599ES (SFP+, X520) device ID (§1).
+/// 82599ES (SFP+, X520) device ID (docs/hw/ixgbe.md §1).
 pub const DEVICE_82599_SFP: u16 = 0x10FB;
-/// 82599ES BAR0 size: 512 KiB typical (§1: NVM dependent; 1 MiB and 16 MiB seen on OEM boards).
+/// 82599ES BAR0 size: 512 KiB typical (docs/hw/ixgbe.md §1: NVM dependent; 1 MiB and 16 MiB seen on OEM boards).
 pub const X82599_BAR0_LEN: usize = 512 << 10;
-/// 82599ES BAR2: a 32-byte I/O BAR (§1).
+/// 82599ES BAR2: a 32-byte I/O BAR (docs/hw/ixgbe.md §1).
 pub const X82599_BAR2_LEN: usize = 32;
 /// X540 BAR4 size (MSI-X table and PBA): 16 KiB.
 pub const X540_BAR4_LEN: usize = 16 << 10;
@@ -42,7 +42,7 @@ impl PciIdentity {
         }
     }
 
-    /// The 82599ES (SFP+) with a BAR0 of `bar0_len` bytes (§1).
+    /// The 82599ES (SFP+) with a BAR0 of `bar0_len` bytes (docs/hw/ixgbe.md §1).
     pub const fn x82599(bar0_len: usize) -> Self {
         PciIdentity {
             vendor: VENDOR_INTEL,

@@ -510,7 +510,7 @@ fn tx_checksum_offload() {
     let mut r = rig();
     for proto in [6u8, 17] {
         let mut f = eth(MAC, [2, 0, 0, 0, 0, 9], 0x0800, &ipv4_l4([10, 0, 0, 1], [10, 0, 0, 2], proto, 1, 2, 33));
-        // What software hands the NIC (§7.4 + DPDK's prepare): IP checksum zeroed, L4 checksum = pseudo-header sum.
+        // What software hands the NIC (docs/hw/ixgbe.md §7.4 + DPDK's prepare): IP checksum zeroed, L4 checksum = pseudo-header sum.
         f[24..26].fill(0);
         let l4_len = f.len() - 34;
         let seed = partial(&pseudo4(&f[14..34], l4_len));

@@ -1,6 +1,6 @@
 //! The 82599 variant of the model, driven through its registers: identity, CTRL.RST versus CTRL.LNK_RST, the MAC
-//! link through AUTOC/AUTOC2 and the SFP+ laser on ESDP.SDP3, and the RX security-block errata handshake (fact sheet
-//! §3.2 step 4, §3.7 step 35, §5.6, §15).
+//! link through AUTOC/AUTOC2 and the SFP+ laser on ESDP.SDP3, and the RX security-block errata handshake (see
+//! docs/hw/ixgbe.md §3.2 step 4, §3.7 step 35, §5.6, §15).
 
 mod common;
 
@@ -279,7 +279,7 @@ fn udp_zero_checksum_errata_flags_l4e_on_the_82599_only() {
     let x540 = X540Config { mac: MAC, ..Default::default() };
     let l4 = RXD_STAT_L4CS | RXD_STAT_UDPCS | RXD_STAT_UDPV | RXD_ERR_L4E | RXD_ERR_IPE;
 
-    // 82599: the errata (§7.2, §15) flags TCPE/L4E although the frame is fine; UDPV tells it apart.
+    // 82599: the errata (docs/hw/ixgbe.md §7.2, §15) flags TCPE/L4E although the frame is fine; UDPV tells it apart.
     let (st, xec) = rx_status(cfg(), &zero);
     assert_eq!(st & l4, RXD_STAT_L4CS | RXD_STAT_UDPCS | RXD_ERR_L4E);
     assert_eq!(xec, 1);

@@ -1,4 +1,4 @@
-//! Split-virtqueue structures (virtio 1.2 §2.7) and the virtio-net header (§5.1.6), as the device sees them in
+//! Split-virtqueue structures (docs/hw/virtio.md §2.7) and the virtio-net header (§5.1.6), as the device sees them in
 //! memory: little-endian, with sizes checked at compile time. Descriptor flags stay `const` bits (not
 //! `bitfield`): they are independent single bits OR'd into a descriptor written in one go on the hot path.
 
@@ -133,7 +133,7 @@ impl NetHdr {
     }
 }
 
-/// Control queue classes and commands (§5.1.6.5).
+/// Control queue classes and commands (docs/hw/virtio.md §5.1.6.5).
 pub mod ctrl {
     /// RX mode class.
     pub const CLASS_RX: u8 = 0;

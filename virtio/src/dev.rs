@@ -69,7 +69,7 @@ impl<B: RegisterSpace> Transport<B> {
     pub fn new(dev: &str, caps: &[VirtioCap], mut bar: impl FnMut(u8) -> VResult<Arc<B>>) -> VResult<Transport<B>> {
         let mut bars: Vec<(u8, Arc<B>)> = Vec::new();
         let mut window = |ty: u8, min_len: usize, what: &str| -> VResult<Option<(Window<B>, VirtioCap)>> {
-            // The first capability of a type that this driver can use wins (virtio 1.2 §4.1.4.1).
+            // The first capability of a type that this driver can use wins (docs/hw/virtio.md §4.1.4.1).
             let Some(c) = caps.iter().find(|c| c.cfg_type == ty && c.bar <= 5) else {
                 return Ok(None);
             };
@@ -238,7 +238,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
         Ok(())
     }
 
-    /// ACKNOWLEDGE, DRIVER, feature negotiation, FEATURES_OK (§3.1.1 steps 1-6). Leaves the device waiting for
+    /// ACKNOWLEDGE, DRIVER, feature negotiation, FEATURES_OK (docs/hw/virtio.md §3.1.1 steps 1-6). Leaves the device waiting for
     /// its queues.
     fn negotiate(&mut self) -> VResult<()> {
         let c = &self.t.common;

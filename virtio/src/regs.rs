@@ -1,5 +1,5 @@
 //! Registers of a virtio 1.x modern PCI device: the vendor capabilities that locate its structures, the common
-//! configuration, notifications, ISR and the virtio-net device configuration (virtio 1.2, §4.1.4, §5.1.4).
+//! configuration, notifications, ISR and the virtio-net device configuration (docs/hw/virtio.md §4.1.4, §5.1.4).
 //!
 //! All volatile access sits in [`RegisterSpace`] implementations (a VFIO BAR, `pktio::bar::MmioBar`, or memory in
 //! tests);
@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 pub use pktio::bar::RegisterSpace;
 
-/// Feature bits (virtio 1.2 §5.1.3 and §6).
+/// Feature bits (docs/hw/virtio.md §5.1.3 and §6).
 pub mod feature {
     /// Device handles packets with partial checksum (TX checksum offload).
     pub const NET_CSUM: u64 = 1 << 0;
@@ -74,7 +74,7 @@ pub mod feature {
     }
 }
 
-/// Device status bits (§2.1).
+/// Device status bits (docs/hw/virtio.md §2.1).
 pub mod status {
     /// The guest found the device.
     pub const ACKNOWLEDGE: u8 = 1;
@@ -90,7 +90,7 @@ pub mod status {
     pub const FAILED: u8 = 128;
 }
 
-/// Vendor capability `cfg_type` values (§4.1.4).
+/// Vendor capability `cfg_type` values (docs/hw/virtio.md §4.1.4).
 pub mod cfg_type {
     /// Common configuration.
     pub const COMMON: u8 = 1;
@@ -107,7 +107,7 @@ pub mod cfg_type {
 /// `queue_msix_vector` / `config_msix_vector` value for "no interrupt".
 pub const NO_VECTOR: u16 = 0xffff;
 
-/// Offsets in `struct virtio_pci_common_cfg` (§4.1.4.3), each accessed at its natural width.
+/// Offsets in `struct virtio_pci_common_cfg` (docs/hw/virtio.md §4.1.4.3), each accessed at its natural width.
 pub mod common {
     /// u32: which 32-bit half of the device features `DEVICE_FEATURE` shows.
     pub const DEVICE_FEATURE_SELECT: usize = 0x00;
@@ -145,7 +145,7 @@ pub mod common {
     pub const LEN: usize = 0x38;
 }
 
-/// Offsets in `struct virtio_net_config` (§5.1.4).
+/// Offsets in `struct virtio_net_config` (docs/hw/virtio.md §5.1.4).
 pub mod netcfg {
     /// `u8[6]`: MAC address (with `NET_MAC`).
     pub const MAC: usize = 0;
@@ -329,7 +329,7 @@ impl<B: RegisterSpace> CommonCfg<B> {
     }
 }
 
-/// One parsed `virtio_pci_cap` (§4.1.4).
+/// One parsed `virtio_pci_cap` (docs/hw/virtio.md §4.1.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VirtioCap {
     /// `cfg_type` ([`cfg_type`]).

@@ -1,4 +1,4 @@
-//! The driver side of a split virtqueue (virtio 1.2 §2.7): a descriptor table, the available ring the driver
+//! The driver side of a split virtqueue (docs/hw/virtio.md §2.7): a descriptor table, the available ring the driver
 //! fills and the used ring the device fills, all in DMA memory.
 //!
 //! Ring memory is shared with the device: it is only touched through volatile reads and writes of raw pointers,
@@ -39,7 +39,7 @@ impl Layout {
     }
 }
 
-/// `vring_need_event`: whether moving the index from `old` to `new` passed `event` (§2.7.10).
+/// `vring_need_event`: whether moving the index from `old` to `new` passed `event` (docs/hw/virtio.md §2.7.10).
 #[inline(always)]
 pub fn need_event(event: u16, new: u16, old: u16) -> bool {
     new.wrapping_sub(event).wrapping_sub(1) < new.wrapping_sub(old)

@@ -106,7 +106,7 @@ fn bring_up_negotiates_version_1_and_programs_the_queues() {
     assert_eq!(dev.features(), accepted);
     assert_eq!(dev.mac_addr().0, ModelConfig::default().mac);
     assert!(dev.link().up);
-    // §3.1.1: reset, ACKNOWLEDGE, DRIVER, FEATURES_OK, then DRIVER_OK, each adding to the last.
+    // docs/hw/virtio.md §3.1.1: reset, ACKNOWLEDGE, DRIVER, FEATURES_OK, then DRIVER_OK, each adding to the last.
     let (a, d, f, ok) = (dev_status::ACKNOWLEDGE, dev_status::DRIVER, dev_status::FEATURES_OK, dev_status::DRIVER_OK);
     let writes = model.status_writes();
     let start = writes.iter().rposition(|&w| w == 0).expect("a reset before start");
@@ -116,7 +116,7 @@ fn bring_up_negotiates_version_1_and_programs_the_queues() {
         let (size, enabled, desc, driver, device) = model.queue_setup(q);
         assert_eq!(size, 64, "queue {q} size");
         assert!(enabled, "queue {q} enabled");
-        // §2.7: descriptor table of 16-byte entries, then the rings; they must not overlap.
+        // docs/hw/virtio.md §2.7: descriptor table of 16-byte entries, then the rings; they must not overlap.
         assert!(
             driver >= desc + 16 * 64 && device >= driver + 6 + 2 * 64,
             "queue {q} layout {desc:#x} {driver:#x} {device:#x}"

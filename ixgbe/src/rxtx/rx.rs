@@ -88,14 +88,14 @@ pub struct RxSetup<'a, R> {
     pub stats: Arc<RxQueueStats>,
     /// Port name for errors.
     pub port: &'a str,
-    /// The device has the 82599's UDP zero-checksum errata (fact sheet §7.2, §15): an L4 error on a UDP frame whose
+    /// The device has the 82599's UDP zero-checksum errata (docs/hw/ixgbe.md §7.2, §15): an L4 error on a UDP frame whose
     /// checksum field is 0 (UDPV clear) is reported as unknown, not bad.
     pub udp_csum_zero_err: bool,
 }
 
 impl<R: RegisterSpace, F: Family> RxRing<R, F> {
     /// Allocates and maps the ring, fills it with buffers and programs the queue registers (queue still
-    /// disabled; [`RxRing::enable`] starts it). Fact sheet section 6.2 steps 1-8.
+    /// disabled; [`RxRing::enable`] starts it). docs/hw/ixgbe.md §6.2 steps 1-8.
     pub fn new(setup: RxSetup<'_, R>, config: RingConfig) -> Result<Self> {
         let size = config.size as usize;
         let bad = |reason: String| Error::InvalidConfig { port: setup.port.to_string(), reason };
@@ -177,7 +177,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         })
     }
 
-    /// Enables the queue and hands N-1 buffers to the device (section 6.2 steps 9-10). A queue that does not
+    /// Enables the queue and hands N-1 buffers to the device (docs/hw/ixgbe.md §6.2 steps 9-10). A queue that does not
     /// report enabled within the ring's `enable_timeout` is the poll's timeout (RXDCTL), for the caller to report.
     pub fn enable(&mut self) -> std::result::Result<(), PollTimeout> {
         let q = self.queue;

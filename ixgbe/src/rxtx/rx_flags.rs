@@ -66,7 +66,7 @@ pub(super) const fn rx_csum_bits<F: Family>() -> u32 {
 }
 
 /// An L4 checksum error on a UDP frame whose checksum field is 0 (UDPV clear): what the 82599's UDP zero-checksum
-/// errata reports (fact sheet §7.2, §15: TCPE/L4E on a UDP frame with checksum 0, "no checksum").
+/// errata reports (docs/hw/ixgbe.md §7.2, §15: TCPE/L4E on a UDP frame with checksum 0, "no checksum").
 #[inline(always)]
 pub(super) fn udp_zero_csum_error<F: Family>(pkt_info: u32, status_error: u32) -> bool {
     status_error & (F::RX_ERR_L4E | rx::STAT_UDPV) == F::RX_ERR_L4E && pkt_info & rx::PTYPE_UDP != 0

@@ -141,7 +141,7 @@ pub struct TxSetup<'a, R> {
 }
 
 impl<R: RegisterSpace, F: Family> TxRing<R, F> {
-    /// Allocates and maps the ring and programs the queue registers, queue disabled (section 6.3 steps 1-7).
+    /// Allocates and maps the ring and programs the queue registers, queue disabled (docs/hw/ixgbe.md §6.3 steps 1-7).
     pub fn new(setup: TxSetup<'_, R>, config: RingConfig) -> Result<Self> {
         let size = config.size as usize;
         let bad = |reason: String| Error::InvalidConfig { port: setup.port.to_string(), reason };
@@ -198,7 +198,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         })
     }
 
-    /// Enables the queue (section 3.7 step 33; after DMATXCTL.TE on ixgbe). A queue that does not report enabled
+    /// Enables the queue (docs/hw/ixgbe.md §3.7 step 33; after DMATXCTL.TE on ixgbe). A queue that does not report enabled
     /// in time is the poll's timeout (TXDCTL), for the caller to report.
     pub fn enable(&mut self) -> std::result::Result<(), PollTimeout> {
         let q = self.queue;

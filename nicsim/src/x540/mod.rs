@@ -29,10 +29,10 @@ use crate::tap::TapWire;
 use phy::{Phy, PhyEvent};
 use regs::*;
 
-/// Bytes of BAR0 that hold registers in the model (everything in the fact sheet is below 0x20000).
+/// Bytes of BAR0 that hold registers in the model (everything in docs/hw/ixgbe.md is below 0x20000).
 const REG_SPACE: usize = 0x20000;
 
-/// Link speeds of the X540's copper PHY (§5.1: LINKS.SPEED 01/10/11).
+/// Link speeds of the X540's copper PHY (docs/hw/ixgbe.md §5.1: LINKS.SPEED 01/10/11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LinkSpeed {
     /// 100 Mb/s.
@@ -62,7 +62,7 @@ impl LinkSpeed {
     }
 }
 
-/// Which member of the family a model port is (fact sheet §15 lists the differences).
+/// Which member of the family a model port is (docs/hw/ixgbe.md §15 lists the differences).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Chip {
     /// X540 (integrated 10GBASE-T PHY behind MDIO).
@@ -95,17 +95,17 @@ pub struct X540Config {
     /// Best speed of the link partner (or the cable); the negotiated speed is the best both sides advertise.
     pub partner_speed: LinkSpeed,
     /// Start with the PHY in low-power mode (as a previous DPDK `dev_stop` leaves it): the driver must power it up
-    /// through MDIO (§5.2) before the link comes up. On the 82599: start with the SFP+ TX laser off
+    /// through MDIO (docs/hw/ixgbe.md §5.2) before the link comes up. On the 82599: start with the SFP+ TX laser off
     /// (ESDP.SDP3 = 1) and the link not trained; the driver must turn the laser on and restart AUTOC.
     pub phy_powered_down: bool,
-    /// 82599: after SECRXCTRL.RX_DIS is set, time until SECRXSTAT.SECRX_RDY reads 1 (§3.7 step 35).
+    /// 82599: after SECRXCTRL.RX_DIS is set, time until SECRXSTAT.SECRX_RDY reads 1 (docs/hw/ixgbe.md §3.7 step 35).
     pub secrx_ready_delay: Duration,
     /// Panic (in whichever thread notices) at the first fault instead of only recording it.
     pub panic_on_fault: bool,
     /// Deliver frames injected with [`RxError`] with RXE set in the write-back even if FCTRL.SBP is clear (a
     /// real X540 drops them unless SBP is set). On by default so the driver's error path gets exercised.
     pub deliver_bad_frames: bool,
-    /// BAR0 size in bytes (2 MiB on the X540-AT2, §1).
+    /// BAR0 size in bytes (2 MiB on the X540-AT2, docs/hw/ixgbe.md §1).
     pub bar0_len: usize,
 }
 
@@ -131,7 +131,7 @@ impl Default for X540Config {
 }
 
 impl X540Config {
-    /// An 82599ES SFP+ port (device 0x10FB, BAR0 512 KiB, §1) with the other defaults.
+    /// An 82599ES SFP+ port (device 0x10FB, BAR0 512 KiB, docs/hw/ixgbe.md §1) with the other defaults.
     pub fn x82599() -> Self {
         X540Config {
             chip: Chip::X82599,
@@ -304,7 +304,7 @@ impl Shared {
     }
 
     fn tail_doorbell(offset: usize) -> Option<(bool, usize)> {
-        // RDT(i): 0x01018 + 0x40 i (i < 64), 0x0D018 + 0x40 (i - 64); TDT(i): 0x06018 + 0x40 i (§6.1).
+        // RDT(i): 0x01018 + 0x40 i (i < 64), 0x0D018 + 0x40 (i - 64); TDT(i): 0x06018 + 0x40 i (docs/hw/ixgbe.md §6.1).
         if offset & 0x3F != 0x18 {
             return None;
         }
@@ -338,7 +338,7 @@ impl Shared {
     }
 }
 
-/// Per-queue RX state (§6.2).
+/// Per-queue RX state (docs/hw/ixgbe.md §6.2).
 #[derive(Debug, Clone, Default)]
 struct RxQ {
     enabled: bool,
@@ -348,7 +348,7 @@ struct RxQ {
     n: u32,
 }
 
-/// A TX context slot (§7.4).
+/// A TX context slot (docs/hw/ixgbe.md §7.4).
 #[derive(Debug, Clone, Copy, Default)]
 struct TxCtx {
     vlan_macip_lens: u32,
@@ -357,7 +357,7 @@ struct TxCtx {
     mss_l4len_idx: u32,
 }
 
-/// Per-queue TX state (§6.3).
+/// Per-queue TX state (docs/hw/ixgbe.md §6.3).
 #[derive(Debug, Clone, Default)]
 struct TxQ {
     enabled: bool,
@@ -371,7 +371,7 @@ struct TxQ {
     hung: bool,
 }
 
-/// Link state of the port (§5).
+/// Link state of the port (docs/hw/ixgbe.md §5).
 #[derive(Debug, Clone)]
 struct Link {
     cable: bool,
@@ -436,7 +436,7 @@ fn stat_kind(offset: usize) -> Option<StatKind> {
         || (PRC64..=PRC64 + 20).contains(&offset)
         || (PTC64..=PTC64 + 20).contains(&offset)
         || (mpc(0)..=mpc(7)).contains(&offset)
-        // MNGPRC, MNGPDC, MNGPTC; PXONTXC/PXOFFTXC(0..7); PXONRXCNT/PXOFFRXCNT(0..7) (§13): never counted here.
+        // MNGPRC, MNGPDC, MNGPTC; PXONTXC/PXOFFTXC(0..7); PXONRXCNT/PXOFFRXCNT(0..7) (docs/hw/ixgbe.md §13): never counted here.
         || [0x040B4, 0x040B8, 0x0CF90].contains(&offset)
         || (0x03F00..0x03F40).contains(&offset)
         || (0x04140..0x04180).contains(&offset)
@@ -458,7 +458,7 @@ fn stat_kind(offset: usize) -> Option<StatKind> {
 }
 
 /// Canonical storage offset: the 0x1014+0x40i / 0x100C+0x40i forms of SRRCTL / DCA_RXCTRL for i <= 15 are treated as
-/// aliases of 0x2100+4i / 0x2200+4i (§6.1, marked uncertain there).
+/// aliases of 0x2100+4i / 0x2200+4i (docs/hw/ixgbe.md §6.1, marked uncertain there).
 fn canonical(offset: usize) -> usize {
     if (0x01000..0x01000 + 16 * 0x40).contains(&offset) {
         let q = (offset - 0x01000) / 0x40;
@@ -477,7 +477,7 @@ fn default_registers(config: &X540Config) -> Vec<u32> {
     let m = config.mac;
     set(ral(0), u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
     set(rah(0), u32::from(m[4]) | u32::from(m[5]) << 8 | RAH_AV);
-    // RX packet buffer 0 comes out of reset at 512 KiB; the X540 driver rewrites it to 384 KiB (§3.2 step 8).
+    // RX packet buffer 0 comes out of reset at 512 KiB; the X540 driver rewrites it to 384 KiB (docs/hw/ixgbe.md §3.2 step 8).
     set(rxpbsize(0), 512 << 10);
     set(txpbsize(0), 160 << 10);
     set(MAXFRS, 1518 << 16);
@@ -599,7 +599,7 @@ impl Core {
         *inbound = Inbound::default();
         drop(inbound);
         shared.counters().rx_disabled += lost as u64;
-        // The PHY keeps its negotiated state across CTRL.RST (§5.2); LSC starts from the current state.
+        // The PHY keeps its negotiated state across CTRL.RST (docs/hw/ixgbe.md §5.2); LSC starts from the current state.
         self.link.last_up = self.link_up(shared, now);
     }
 
@@ -758,7 +758,7 @@ impl Core {
                     if hl != rd {
                         shared.faults.record(Fault::Protocol {
                             what: format!(
-                                "RXCTRL.RXEN set with HLREG0.RXCRCSTRP={} but RDRXCTL.CRCSTRIP={} (both must agree, §3.5 step 21)",
+                                "RXCTRL.RXEN set with HLREG0.RXCRCSTRP={} but RDRXCTL.CRCSTRIP={} (both must agree, docs/hw/ixgbe.md §3.5 step 21)",
                                 hl as u8, rd as u8
                             ),
                         });
@@ -816,7 +816,7 @@ impl Core {
                 {
                     shared.faults.record(Fault::Protocol {
                         what: format!(
-                            "RXDCTL({q}).ENABLE with SRRCTL({q}) = {srrctl:#x}: the model needs DESCTYPE advanced one-buffer (§6.2) and BSIZEPACKET > 0"
+                            "RXDCTL({q}).ENABLE with SRRCTL({q}) = {srrctl:#x}: the model needs DESCTYPE advanced one-buffer (docs/hw/ixgbe.md §6.2) and BSIZEPACKET > 0"
                         ),
                     });
                 }
@@ -834,7 +834,9 @@ impl Core {
             }
             if self.reg(DMATXCTL) & DMATXCTL_TE == 0 {
                 shared.faults.record(Fault::Protocol {
-                    what: format!("TXDCTL({q}).ENABLE before DMATXCTL.TE (TE must be set first, §3.6 step 32)"),
+                    what: format!(
+                        "TXDCTL({q}).ENABLE before DMATXCTL.TE (TE must be set first, docs/hw/ixgbe.md §3.6 step 32)"
+                    ),
                 });
             }
             let head = self.txq[q].head.min(len / 16 - 1);
@@ -860,10 +862,10 @@ impl Core {
 
 fn check_ring(base: u64, len: u32) -> Result<(), String> {
     if len == 0 || !len.is_multiple_of(128) {
-        return Err(format!("ring length {len} bytes (must be a non-zero multiple of 128, §6.2)"));
+        return Err(format!("ring length {len} bytes (must be a non-zero multiple of 128, docs/hw/ixgbe.md §6.2)"));
     }
     if !base.is_multiple_of(16) {
-        return Err(format!("ring base {base:#x} not 16-byte aligned (§14)"));
+        return Err(format!("ring base {base:#x} not 16-byte aligned (docs/hw/ixgbe.md §14)"));
     }
     Ok(())
 }

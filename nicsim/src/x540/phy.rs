@@ -1,4 +1,4 @@
-//! The X540's internal copper PHY as seen through MDIO (MSCA/MSRWD, fact sheet §5.3-§5.4): enough registers for a
+//! The X540's internal copper PHY as seen through MDIO (MSCA/MSRWD, docs/hw/ixgbe.md §5.3-§5.4): enough registers for a
 //! driver to probe the PHY address, read its ID, power it up, program the advertisement and restart
 //! auto-negotiation. Link timing lives in the port model; this module only keeps register state.
 
@@ -6,14 +6,14 @@ use std::collections::HashMap;
 
 use super::LinkSpeed;
 
-/// MMD numbers (§5.3).
+/// MMD numbers (docs/hw/ixgbe.md §5.3).
 pub const MMD_PMA_PMD: u8 = 0x01;
 /// Auto-negotiation MMD.
 pub const MMD_AN: u8 = 0x07;
 /// Vendor-specific 1 MMD.
 pub const MMD_VEND1: u8 = 0x1E;
 
-/// PHY ID of the X540's PHY: reg 2 = high half, reg 3 = low half (§5.3).
+/// PHY ID of the X540's PHY: reg 2 = high half, reg 3 = low half (docs/hw/ixgbe.md §5.3).
 pub const PHY_ID: u32 = 0x0154_0200;
 
 /// AN control (MMD 7 reg 0): bit 9 restart AN, bit 12 AN enable.
@@ -38,7 +38,7 @@ pub const VEND1_LOW_POWER: u16 = 1 << 11;
 pub const VEND1_STATUS: u16 = 0x0001;
 
 bitfield::bitfield! {
-    /// MSCA, the MDIO command register, as the PHY decodes it (fact sheet §5.4).
+    /// MSCA, the MDIO command register, as the PHY decodes it (docs/hw/ixgbe.md §5.4).
     #[derive(Clone, Copy, PartialEq, Eq)]
     pub struct Msca(pub u32);
     impl Debug;

@@ -1,82 +1,82 @@
-//! The model's own register map of the X540, written from the fact sheet (`docs/ixgbe-x540.md`, cited by
-//! section as "§n"). Offsets are byte offsets into BAR0; every register is 32 bits wide.
+//! The model's own register map of the X540, written from the hardware notes (`docs/hw/ixgbe.md`, cited by
+//! section as "docs/hw/ixgbe.md §n"). Offsets are byte offsets into BAR0; every register is 32 bits wide.
 //!
 //! This map is deliberately independent of any driver's: a wrong offset here and the same wrong offset in a
 //! driver would otherwise agree with each other and hide.
 
 #![allow(dead_code)]
 
-// ---- §2 / §4 general control ---------------------------------------------------------------------------------
+// ---- docs/hw/ixgbe.md §2 / §4 general control ----------------------------------------------------------------
 
-/// CTRL, device control (§2, §4 "CTRL").
+/// CTRL, device control (docs/hw/ixgbe.md §2, §4 "CTRL").
 pub const CTRL: usize = 0x00000;
-/// CTRL.GIO_DIS bit 2: PCIe master disable (§4).
+/// CTRL.GIO_DIS bit 2: PCIe master disable (docs/hw/ixgbe.md §4).
 pub const CTRL_GIO_DIS: u32 = 1 << 2;
-/// CTRL.LNK_RST bit 3: link reset (§4).
+/// CTRL.LNK_RST bit 3: link reset (docs/hw/ixgbe.md §4).
 pub const CTRL_LNK_RST: u32 = 1 << 3;
-/// CTRL.RST bit 26: device software reset, self-clearing (§4).
+/// CTRL.RST bit 26: device software reset, self-clearing (docs/hw/ixgbe.md §4).
 pub const CTRL_RST: u32 = 1 << 26;
 
-/// STATUS (§2, §4 "STATUS").
+/// STATUS (docs/hw/ixgbe.md §2, §4 "STATUS").
 pub const STATUS: usize = 0x00008;
-/// STATUS.LAN_ID bits 3:2 (§4).
+/// STATUS.LAN_ID bits 3:2 (docs/hw/ixgbe.md §4).
 pub const STATUS_LAN_ID_SHIFT: u32 = 2;
-/// STATUS.GIO bit 19: PCIe master enable status (§4).
+/// STATUS.GIO bit 19: PCIe master enable status (docs/hw/ixgbe.md §4).
 pub const STATUS_GIO: u32 = 1 << 19;
 
-/// CTRL_EXT (§2).
+/// CTRL_EXT (docs/hw/ixgbe.md §2).
 pub const CTRL_EXT: usize = 0x00018;
 
-// ---- §12 interrupts ------------------------------------------------------------------------------------------
+// ---- docs/hw/ixgbe.md §12 interrupts -------------------------------------------------------------------------
 
-/// EICR, interrupt cause, read-to-clear (§2, §12).
+/// EICR, interrupt cause, read-to-clear (docs/hw/ixgbe.md §2, §12).
 pub const EICR: usize = 0x00800;
-/// EICS, interrupt cause set (§2).
+/// EICS, interrupt cause set (docs/hw/ixgbe.md §2).
 pub const EICS: usize = 0x00808;
-/// EIMS, mask set (§2).
+/// EIMS, mask set (docs/hw/ixgbe.md §2).
 pub const EIMS: usize = 0x00880;
-/// EIMC, mask clear (§2).
+/// EIMC, mask clear (docs/hw/ixgbe.md §2).
 pub const EIMC: usize = 0x00888;
-/// EICR bit 17 RX_MISS (§12).
+/// EICR bit 17 RX_MISS (docs/hw/ixgbe.md §12).
 pub const EICR_RX_MISS: u32 = 1 << 17;
-/// EICR bit 20 LSC, link status change (§12).
+/// EICR bit 20 LSC, link status change (docs/hw/ixgbe.md §12).
 pub const EICR_LSC: u32 = 1 << 20;
 
-// ---- §4 / §3.3 RX DMA ----------------------------------------------------------------------------------------
+// ---- docs/hw/ixgbe.md §4 / §3.3 RX DMA -----------------------------------------------------------------------
 
-/// RDRXCTL, RX DMA control (§2, §4 "RDRXCTL").
+/// RDRXCTL, RX DMA control (docs/hw/ixgbe.md §2, §4 "RDRXCTL").
 pub const RDRXCTL: usize = 0x02F00;
-/// RDRXCTL.CRCSTRIP bit 1 (§4).
+/// RDRXCTL.CRCSTRIP bit 1 (docs/hw/ixgbe.md §4).
 pub const RDRXCTL_CRCSTRIP: u32 = 1 << 1;
-/// RDRXCTL.DMAIDONE bit 3, read-only: DMA init done (§4, §3.3 step 10).
+/// RDRXCTL.DMAIDONE bit 3, read-only: DMA init done (docs/hw/ixgbe.md §4, §3.3 step 10).
 pub const RDRXCTL_DMAIDONE: u32 = 1 << 3;
 
-/// RQSMR(i), RX queue → statistics set map, 4 one-byte fields (§2, §13).
+/// RQSMR(i), RX queue → statistics set map, 4 one-byte fields (docs/hw/ixgbe.md §2, §13).
 pub const fn rqsmr(i: usize) -> usize {
     0x02300 + 4 * i
 }
-/// TQSM(i), TX queue → statistics set map (§2, §13).
+/// TQSM(i), TX queue → statistics set map (docs/hw/ixgbe.md §2, §13).
 pub const fn tqsm(i: usize) -> usize {
     0x08600 + 4 * i
 }
 
-/// RXCTRL, global RX enable (§2, §4 "RXCTRL").
+/// RXCTRL, global RX enable (docs/hw/ixgbe.md §2, §4 "RXCTRL").
 pub const RXCTRL: usize = 0x03000;
 /// RXCTRL.RXEN bit 0.
 pub const RXCTRL_RXEN: u32 = 1 << 0;
 
-/// RXPBSIZE(i), RX packet buffer size in bytes (§2).
+/// RXPBSIZE(i), RX packet buffer size in bytes (docs/hw/ixgbe.md §2).
 pub const fn rxpbsize(i: usize) -> usize {
     0x03C00 + 4 * i
 }
-/// TXPBSIZE(i) (§2).
+/// TXPBSIZE(i) (docs/hw/ixgbe.md §2).
 pub const fn txpbsize(i: usize) -> usize {
     0x0CC00 + 4 * i
 }
 
-// ---- §4 MAC core ---------------------------------------------------------------------------------------------
+// ---- docs/hw/ixgbe.md §4 MAC core ----------------------------------------------------------------------------
 
-/// HLREG0, MAC core control (§2, §4 "HLREG0").
+/// HLREG0, MAC core control (docs/hw/ixgbe.md §2, §4 "HLREG0").
 pub const HLREG0: usize = 0x04240;
 /// HLREG0.TXCRCEN bit 0.
 pub const HLREG0_TXCRCEN: u32 = 1 << 0;
@@ -89,35 +89,35 @@ pub const HLREG0_TXPADEN: u32 = 1 << 10;
 /// HLREG0.LPBK bit 15: MAC loopback.
 pub const HLREG0_LPBK: u32 = 1 << 15;
 
-/// MSCA, MDIO command (§5.4).
+/// MSCA, MDIO command (docs/hw/ixgbe.md §5.4).
 pub const MSCA: usize = 0x0425C;
-/// MSRWD, MDIO data: write 15:0, read 31:16 (§5.4).
+/// MSRWD, MDIO data: write 15:0, read 31:16 (docs/hw/ixgbe.md §5.4).
 pub const MSRWD: usize = 0x04260;
-/// MSCA.MDI_COMMAND bit 30: start, cleared by hardware when done (§5.4).
+/// MSCA.MDI_COMMAND bit 30: start, cleared by hardware when done (docs/hw/ixgbe.md §5.4).
 pub const MSCA_MDI_COMMAND: u32 = 1 << 30;
 
-/// MAXFRS (= MHADD): MFS bits 31:16, max frame incl. CRC (§2, §11).
+/// MAXFRS (= MHADD): MFS bits 31:16, max frame incl. CRC (docs/hw/ixgbe.md §2, §11).
 pub const MAXFRS: usize = 0x04268;
-/// LINKS, link status (§5.1).
+/// LINKS, link status (docs/hw/ixgbe.md §5.1).
 pub const LINKS: usize = 0x042A4;
-/// LINKS.LINK_UP bit 30 (§5.1).
+/// LINKS.LINK_UP bit 30 (docs/hw/ixgbe.md §5.1).
 pub const LINKS_UP: u32 = 1 << 30;
-/// LINKS.SPEED bits 29:28: 01 = 100M, 10 = 1G, 11 = 10G (§5.1).
+/// LINKS.SPEED bits 29:28: 01 = 100M, 10 = 1G, 11 = 10G (docs/hw/ixgbe.md §5.1).
 pub const LINKS_SPEED_SHIFT: u32 = 28;
 
-/// DMATXCTL, global TX DMA enable (§2, §4).
+/// DMATXCTL, global TX DMA enable (docs/hw/ixgbe.md §2, §4).
 pub const DMATXCTL: usize = 0x04A80;
 /// DMATXCTL.TE bit 0.
 pub const DMATXCTL_TE: u32 = 1 << 0;
 
-// ---- §4 / §9 / §10 filters and RSS ---------------------------------------------------------------------------
+// ---- docs/hw/ixgbe.md §4 / §9 / §10 filters and RSS ----------------------------------------------------------
 
-/// RXCSUM, RX checksum control (§4 "RXCSUM").
+/// RXCSUM, RX checksum control (docs/hw/ixgbe.md §4 "RXCSUM").
 pub const RXCSUM: usize = 0x05000;
 /// RXCSUM.PCSD bit 13: RSS hash instead of packet checksum in descriptor dword 1.
 pub const RXCSUM_PCSD: u32 = 1 << 13;
 
-/// FCTRL, filter control (§4 "FCTRL").
+/// FCTRL, filter control (docs/hw/ixgbe.md §4 "FCTRL").
 pub const FCTRL: usize = 0x05080;
 /// FCTRL.SBP bit 1: store bad packets.
 pub const FCTRL_SBP: u32 = 1 << 1;
@@ -130,20 +130,20 @@ pub const FCTRL_BAM: u32 = 1 << 10;
 /// FCTRL.DPF bit 13: discard PAUSE frames.
 pub const FCTRL_DPF: u32 = 1 << 13;
 
-/// VLNCTRL (§10.3): VET 15:0, VFE bit 30.
+/// VLNCTRL (docs/hw/ixgbe.md §10.3): VET 15:0, VFE bit 30.
 pub const VLNCTRL: usize = 0x05088;
 /// VLNCTRL.VFE bit 30: VLAN filter enable.
 pub const VLNCTRL_VFE: u32 = 1 << 30;
-/// MCSTCTRL (§10.2): MO bits 1:0, MFE bit 2.
+/// MCSTCTRL (docs/hw/ixgbe.md §10.2): MO bits 1:0, MFE bit 2.
 pub const MCSTCTRL: usize = 0x05090;
 /// MCSTCTRL.MFE bit 2.
 pub const MCSTCTRL_MFE: u32 = 1 << 2;
 
-/// MTA(i), i = 0..127 (§10.2).
+/// MTA(i), i = 0..127 (docs/hw/ixgbe.md §10.2).
 pub const fn mta(i: usize) -> usize {
     0x05200 + 4 * i
 }
-/// RAL(i), i = 0..127 (§2, §10.1).
+/// RAL(i), i = 0..127 (docs/hw/ixgbe.md §2, §10.1).
 pub const fn ral(i: usize) -> usize {
     if i <= 15 {
         0x05400 + 8 * i
@@ -151,18 +151,18 @@ pub const fn ral(i: usize) -> usize {
         0x0A200 + 8 * i
     }
 }
-/// RAH(i) (§2, §10.1): bits 15:0 MAC bytes 4-5, bit 31 AV.
+/// RAH(i) (docs/hw/ixgbe.md §2, §10.1): bits 15:0 MAC bytes 4-5, bit 31 AV.
 pub const fn rah(i: usize) -> usize {
     ral(i) + 4
 }
 /// RAH.AV bit 31.
 pub const RAH_AV: u32 = 1 << 31;
-/// VFTA(i), i = 0..127 (§10.3).
+/// VFTA(i), i = 0..127 (docs/hw/ixgbe.md §10.3).
 pub const fn vfta(i: usize) -> usize {
     0x0A000 + 4 * i
 }
 
-/// MRQC (§9): MRQE bits 3:0, hash-field enables bits 16..24.
+/// MRQC (docs/hw/ixgbe.md §9): MRQE bits 3:0, hash-field enables bits 16..24.
 pub const MRQC: usize = 0x05818;
 /// MRQC.MRQE value 0x1: RSS only.
 pub const MRQE_RSS: u32 = 0x1;
@@ -185,44 +185,44 @@ pub const MRQC_IPV6_UDP: u32 = 1 << 23;
 /// MRQC field enable: IPv6-ext/UDP (bit 24).
 pub const MRQC_IPV6_EX_UDP: u32 = 1 << 24;
 
-/// RETA(i), i = 0..31: 4 one-byte entries each, low byte = lowest entry, low 4 bits used (§9).
+/// RETA(i), i = 0..31: 4 one-byte entries each, low byte = lowest entry, low 4 bits used (docs/hw/ixgbe.md §9).
 pub const fn reta(i: usize) -> usize {
     0x05C00 + 4 * i
 }
-/// RSSRK(i), i = 0..9: key byte 4k+j in bits 8j+7:8j (§9).
+/// RSSRK(i), i = 0..9: key byte 4k+j in bits 8j+7:8j (docs/hw/ixgbe.md §9).
 pub const fn rssrk(i: usize) -> usize {
     0x05C80 + 4 * i
 }
 
-// ---- §2 NVM and semaphores -----------------------------------------------------------------------------------
+// ---- docs/hw/ixgbe.md §2 NVM and semaphores ------------------------------------------------------------------
 
-/// EEC, EEPROM/flash control (§2, §4 "EEC").
+/// EEC, EEPROM/flash control (docs/hw/ixgbe.md §2, §4 "EEC").
 pub const EEC: usize = 0x10010;
 /// EEC.PRES bit 8: EEPROM present.
 pub const EEC_PRES: u32 = 1 << 8;
 /// EEC.ARD bit 9: auto-read done.
 pub const EEC_ARD: u32 = 1 << 9;
-/// SWSM (§5.5): SMBI bit 0.
+/// SWSM (docs/hw/ixgbe.md §5.5): SMBI bit 0.
 pub const SWSM: usize = 0x10140;
 /// SWSM.SMBI bit 0: reading it as 0 grants it.
 pub const SWSM_SMBI: u32 = 1 << 0;
-/// SW_FW_SYNC = GSSR (§5.5): REGSMP bit 31.
+/// SW_FW_SYNC = GSSR (docs/hw/ixgbe.md §5.5): REGSMP bit 31.
 pub const SW_FW_SYNC: usize = 0x10160;
 /// SW_FW_SYNC.REGSMP bit 31: register semaphore, reading it as 0 grants it.
 pub const SW_FW_SYNC_REGSMP: u32 = 1 << 31;
 
-// ---- 82599 only: SDP pins, MAC link, security block (§2, §3.7 step 35, §5.6, §15) ---------------------------
+// ---- 82599 only: SDP pins, MAC link, security block (docs/hw/ixgbe.md §2, §3.7 step 35, §5.6, §15) ----------
 
-/// ESDP, extended SDP pin control (§2: "SDP pins (82599 SFP laser control)").
+/// ESDP, extended SDP pin control (docs/hw/ixgbe.md §2: "SDP pins (82599 SFP laser control)").
 pub const ESDP: usize = 0x00020;
-/// ESDP.SDP3 bit 3: SFP+ TX laser, clear = laser on (§5.6).
+/// ESDP.SDP3 bit 3: SFP+ TX laser, clear = laser on (docs/hw/ixgbe.md §5.6).
 pub const ESDP_SDP3: u32 = 1 << 3;
 
-/// AUTOC, auto-negotiation control of the 82599's MAC link (§2, §5.6).
+/// AUTOC, auto-negotiation control of the 82599's MAC link (docs/hw/ixgbe.md §2, §5.6).
 pub const AUTOC: usize = 0x042A0;
-/// AUTOC.AN_RESTART bit 12 (§5.6).
+/// AUTOC.AN_RESTART bit 12 (docs/hw/ixgbe.md §5.6).
 pub const AUTOC_AN_RESTART: u32 = 1 << 12;
-/// AUTOC.LMS bits 15:13, link mode select (§5.6).
+/// AUTOC.LMS bits 15:13, link mode select (docs/hw/ixgbe.md §5.6).
 pub const AUTOC_LMS_SHIFT: u32 = 13;
 /// AUTOC.LMS field mask (unshifted).
 pub const AUTOC_LMS_MASK: u32 = 0x7;
@@ -243,32 +243,32 @@ pub const LMS_KX4_KX_KR_1G_AN: u32 = 6;
 /// LMS 7: KX4/KX/KR/SGMII.
 pub const LMS_KX4_KX_KR_SGMII: u32 = 7;
 
-/// AUTOC2 (§2, §5.6).
+/// AUTOC2 (docs/hw/ixgbe.md §2, §5.6).
 pub const AUTOC2: usize = 0x042A8;
 /// AUTOC2 10G serial PMA/PMD bits 17:16 (0 KR, 1 XFI, 2 SFI).
 pub const AUTOC2_10G_SERIAL_PMA_PMD_SHIFT: u32 = 16;
 /// AUTOC2 10G serial PMA/PMD value 2: SFI.
 pub const AUTOC2_10G_SFI: u32 = 2;
-/// AUTOC2 LINK_DISABLE mask: clear to enable the link (§5.6).
+/// AUTOC2 LINK_DISABLE mask: clear to enable the link (docs/hw/ixgbe.md §5.6).
 pub const AUTOC2_LINK_DISABLE_MASK: u32 = 0x7000_0000;
 
-/// ANLP1: AN state in bits 19:16, non-zero once auto-negotiation has run (§5.6, DPDK's reset pipeline).
+/// ANLP1: AN state in bits 19:16, non-zero once auto-negotiation has run (docs/hw/ixgbe.md §5.6, DPDK's reset pipeline).
 pub const ANLP1: usize = 0x042B0;
 /// ANLP1 AN state shift.
 pub const ANLP1_AN_STATE_SHIFT: u32 = 16;
 
-/// SECRXCTRL, RX security block control (§2).
+/// SECRXCTRL, RX security block control (docs/hw/ixgbe.md §2).
 pub const SECRXCTRL: usize = 0x08D00;
-/// SECRXCTRL.RX_DIS bit 1: stop the RX security path (§3.7 step 35).
+/// SECRXCTRL.RX_DIS bit 1: stop the RX security path (docs/hw/ixgbe.md §3.7 step 35).
 pub const SECRXCTRL_RX_DIS: u32 = 1 << 1;
-/// SECRXSTAT, RX security block status (§2).
+/// SECRXSTAT, RX security block status (docs/hw/ixgbe.md §2).
 pub const SECRXSTAT: usize = 0x08D04;
-/// SECRXSTAT.SECRX_RDY bit 0: the RX security path is quiet (§3.7 step 35).
+/// SECRXSTAT.SECRX_RDY bit 0: the RX security path is quiet (docs/hw/ixgbe.md §3.7 step 35).
 pub const SECRXSTAT_SECRX_RDY: u32 = 1 << 0;
 
-// ---- §6 queue registers --------------------------------------------------------------------------------------
+// ---- docs/hw/ixgbe.md §6 queue registers ---------------------------------------------------------------------
 
-/// Number of RX and TX queues (§14).
+/// Number of RX and TX queues (docs/hw/ixgbe.md §14).
 pub const NUM_QUEUES: usize = 128;
 
 const fn rxq_base(i: usize) -> usize {
@@ -278,31 +278,31 @@ const fn rxq_base(i: usize) -> usize {
         0x0D000 + 0x40 * (i - 64)
     }
 }
-/// RDBAL(i) (§6.1).
+/// RDBAL(i) (docs/hw/ixgbe.md §6.1).
 pub const fn rdbal(i: usize) -> usize {
     rxq_base(i)
 }
-/// RDBAH(i) (§6.1).
+/// RDBAH(i) (docs/hw/ixgbe.md §6.1).
 pub const fn rdbah(i: usize) -> usize {
     rxq_base(i) + 0x04
 }
-/// RDLEN(i) (§6.1).
+/// RDLEN(i) (docs/hw/ixgbe.md §6.1).
 pub const fn rdlen(i: usize) -> usize {
     rxq_base(i) + 0x08
 }
-/// RDH(i) (§6.1).
+/// RDH(i) (docs/hw/ixgbe.md §6.1).
 pub const fn rdh(i: usize) -> usize {
     rxq_base(i) + 0x10
 }
-/// RDT(i) (§6.1).
+/// RDT(i) (docs/hw/ixgbe.md §6.1).
 pub const fn rdt(i: usize) -> usize {
     rxq_base(i) + 0x18
 }
-/// RXDCTL(i) (§6.1).
+/// RXDCTL(i) (docs/hw/ixgbe.md §6.1).
 pub const fn rxdctl(i: usize) -> usize {
     rxq_base(i) + 0x28
 }
-/// SRRCTL(i) (§6.1): 0x2100+4i for i <= 15 (the 0x1014+0x40i form is treated as an alias), 0x1014+0x40i below
+/// SRRCTL(i) (docs/hw/ixgbe.md §6.1): 0x2100+4i for i <= 15 (the 0x1014+0x40i form is treated as an alias), 0x1014+0x40i below
 /// 64, 0xD014+0x40(i-64) above.
 pub const fn srrctl(i: usize) -> usize {
     if i <= 15 {
@@ -311,7 +311,7 @@ pub const fn srrctl(i: usize) -> usize {
         rxq_base(i) + 0x14
     }
 }
-/// DCA_RXCTRL(i) (§6.1), same three-way split as SRRCTL.
+/// DCA_RXCTRL(i) (docs/hw/ixgbe.md §6.1), same three-way split as SRRCTL.
 pub const fn dca_rxctrl(i: usize) -> usize {
     if i <= 15 {
         0x02200 + 4 * i
@@ -319,7 +319,7 @@ pub const fn dca_rxctrl(i: usize) -> usize {
         rxq_base(i) + 0x0C
     }
 }
-/// TDBAL(i) (§6.1).
+/// TDBAL(i) (docs/hw/ixgbe.md §6.1).
 pub const fn tdbal(i: usize) -> usize {
     0x06000 + 0x40 * i
 }
@@ -343,34 +343,34 @@ pub const fn tdt(i: usize) -> usize {
 pub const fn txdctl(i: usize) -> usize {
     tdbal(i) + 0x28
 }
-/// TDWBAL(i): bit 0 head write-back enable, 31:2 address low (§6.4).
+/// TDWBAL(i): bit 0 head write-back enable, 31:2 address low (docs/hw/ixgbe.md §6.4).
 pub const fn tdwbal(i: usize) -> usize {
     tdbal(i) + 0x38
 }
-/// TDWBAH(i) (§6.4).
+/// TDWBAH(i) (docs/hw/ixgbe.md §6.4).
 pub const fn tdwbah(i: usize) -> usize {
     tdbal(i) + 0x3C
 }
 
-/// RXDCTL/TXDCTL.ENABLE bit 25 (§6.2, §6.3).
+/// RXDCTL/TXDCTL.ENABLE bit 25 (docs/hw/ixgbe.md §6.2, §6.3).
 pub const QCTL_ENABLE: u32 = 1 << 25;
 /// RXDCTL/TXDCTL.SWFLSH bit 26.
 pub const QCTL_SWFLSH: u32 = 1 << 26;
-/// RXDCTL.VME bit 30: strip VLAN per queue (§6.2).
+/// RXDCTL.VME bit 30: strip VLAN per queue (docs/hw/ixgbe.md §6.2).
 pub const RXDCTL_VME: u32 = 1 << 30;
 
-/// SRRCTL.BSIZEPACKET bits 6:0 (KiB) (§6.2).
+/// SRRCTL.BSIZEPACKET bits 6:0 (KiB) (docs/hw/ixgbe.md §6.2).
 pub const SRRCTL_BSIZEPKT_MASK: u32 = 0x7F;
-/// SRRCTL.DESCTYPE bits 27:25 (§6.2).
+/// SRRCTL.DESCTYPE bits 27:25 (docs/hw/ixgbe.md §6.2).
 pub const SRRCTL_DESCTYPE_SHIFT: u32 = 25;
 /// SRRCTL.DESCTYPE 001: advanced one buffer.
 pub const SRRCTL_DESCTYPE_ADV_ONEBUF: u32 = 1;
 /// SRRCTL.DROP_EN bit 28.
 pub const SRRCTL_DROP_EN: u32 = 1 << 28;
 
-// ---- §13 statistics (all clear-on-read) ----------------------------------------------------------------------
+// ---- docs/hw/ixgbe.md §13 statistics (all clear-on-read) -----------------------------------------------------
 
-/// CRCERRS (§13).
+/// CRCERRS (docs/hw/ixgbe.md §13).
 pub const CRCERRS: usize = 0x04000;
 /// ILLERRC.
 pub const ILLERRC: usize = 0x04004;
@@ -456,7 +456,7 @@ pub const TXDGPC: usize = 0x087A0;
 pub const TXDGBCL: usize = 0x087A4;
 /// TXDGBCH.
 pub const TXDGBCH: usize = 0x087A8;
-/// QPRC(n), n = 0..15 (§6.1).
+/// QPRC(n), n = 0..15 (docs/hw/ixgbe.md §6.1).
 pub const fn qprc(n: usize) -> usize {
     0x01030 + 0x40 * n
 }
@@ -485,9 +485,9 @@ pub const fn qbtc_h(n: usize) -> usize {
     0x08704 + 8 * n
 }
 
-// ---- §7 descriptors ------------------------------------------------------------------------------------------
+// ---- docs/hw/ixgbe.md §7 descriptors -------------------------------------------------------------------------
 
-/// RX write-back dword 2 status: DD bit 0 (§7.2).
+/// RX write-back dword 2 status: DD bit 0 (docs/hw/ixgbe.md §7.2).
 pub const RXD_STAT_DD: u32 = 1 << 0;
 /// EOP bit 1.
 pub const RXD_STAT_EOP: u32 = 1 << 1;
@@ -510,7 +510,7 @@ pub const RXD_ERR_L4E: u32 = 1 << 30;
 /// IPE bit 31.
 pub const RXD_ERR_IPE: u32 = 1 << 31;
 
-/// Packet-type bits in RX dword 0 (already shifted, §7.2).
+/// Packet-type bits in RX dword 0 (already shifted, docs/hw/ixgbe.md §7.2).
 pub const PTYPE_IPV4: u32 = 0x10;
 /// IPv4 with options.
 pub const PTYPE_IPV4_EX: u32 = 0x20;
@@ -525,7 +525,7 @@ pub const PTYPE_UDP: u32 = 0x200;
 /// SCTP.
 pub const PTYPE_SCTP: u32 = 0x400;
 
-/// RSS types in RX dword 0 bits 3:0 (§7.2).
+/// RSS types in RX dword 0 bits 3:0 (docs/hw/ixgbe.md §7.2).
 pub mod rss_type {
     /// No hash.
     pub const NONE: u32 = 0;
@@ -549,7 +549,7 @@ pub mod rss_type {
     pub const IPV6_EX_UDP: u32 = 9;
 }
 
-/// TX cmd_type_len.DTYP bits 23:20 (§7.3).
+/// TX cmd_type_len.DTYP bits 23:20 (docs/hw/ixgbe.md §7.3).
 pub const TXD_DTYP_SHIFT: u32 = 20;
 /// DTYP 0x3: advanced data.
 pub const TXD_DTYP_DATA: u32 = 0x3;
@@ -577,7 +577,7 @@ pub const TXD_POPTS_IXSM: u32 = 1 << 8;
 pub const TXD_POPTS_TXSM: u32 = 1 << 9;
 /// olinfo_status PAYLEN bits 31:14.
 pub const TXD_PAYLEN_SHIFT: u32 = 14;
-/// Context type_tucmd_mlhl: TUCMD.IPV4 bit 10 (§7.4).
+/// Context type_tucmd_mlhl: TUCMD.IPV4 bit 10 (docs/hw/ixgbe.md §7.4).
 pub const TXCTX_TUCMD_IPV4: u32 = 1 << 10;
 /// Context: L4T bits 12:11 (0 UDP, 1 TCP, 2 SCTP).
 pub const TXCTX_L4T_SHIFT: u32 = 11;

@@ -1,5 +1,5 @@
-//! Receive: the packet buffer → filters (§10) → RSS queue choice (§9) → descriptor fetch, data DMA and
-//! write-back (§7.1, §7.2, §8.1), with the statistics of §13.
+//! Receive: the packet buffer → filters (docs/hw/ixgbe.md §10) → RSS queue choice (§9) → descriptor fetch, data DMA and
+//! write-back (docs/hw/ixgbe.md §7.1, §7.2, §8.1), with the statistics of §13.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -34,7 +34,7 @@ pub(super) fn size_bucket(len_with_crc: usize) -> usize {
 }
 
 impl Core {
-    /// The statistics set a queue feeds (RQSMR/TQSM one-byte fields, §13).
+    /// The statistics set a queue feeds (RQSMR/TQSM one-byte fields, docs/hw/ixgbe.md §13).
     pub(super) fn stat_set(&self, map_reg: fn(usize) -> usize, q: usize) -> usize {
         ((self.reg(map_reg(q / 4)) >> (8 * (q % 4))) & 0xF) as usize
     }
@@ -70,7 +70,7 @@ impl Core {
         work
     }
 
-    /// L2 address filters (§10.1, §10.2). Returns (pass, passed an inexact filter).
+    /// L2 address filters (docs/hw/ixgbe.md §10.1, §10.2). Returns (pass, passed an inexact filter).
     fn address_filter(&self, dst: &[u8]) -> (bool, bool) {
         let fctrl = self.reg(FCTRL);
         if dst.iter().all(|&b| b == 0xFF) {
@@ -102,7 +102,7 @@ impl Core {
         (fctrl & FCTRL_MPE != 0, true)
     }
 
-    /// RSS hash and type (§9), if MRQC enables RSS and a field set matches.
+    /// RSS hash and type (docs/hw/ixgbe.md §9), if MRQC enables RSS and a field set matches.
     fn rss(&self, frame: &[u8], p: &Parsed) -> (u32, u32) {
         let mrqc = self.reg(MRQC);
         if mrqc & 0xF != MRQE_RSS {
@@ -168,10 +168,10 @@ impl Core {
         (0, rss_type::NONE)
     }
 
-    /// Packet type bits (§7.2) and checksum status/error bits. On the 82599 a UDP checksum field of 0 ("no
-    /// checksum") is flagged TCPE/L4E, the errata of §7.2 and §15 ("UDP zero-checksum errata: yes (TCPE on UDP
-    /// csum=0)"); the fact sheet says it *can* be flagged, and the model always does. The X540 has no such errata.
-    /// The errata's L4E counts in XEC like any other checksum error (an assumption: the fact sheet is silent).
+    /// Packet type bits (docs/hw/ixgbe.md §7.2) and checksum status/error bits. On the 82599 a UDP checksum field of 0 ("no
+    /// checksum") is flagged TCPE/L4E, the errata of docs/hw/ixgbe.md §7.2 and §15 ("UDP zero-checksum errata: yes (TCPE on UDP
+    /// csum=0)"); docs/hw/ixgbe.md says it *can* be flagged, and the model always does. The X540 has no such errata.
+    /// The errata's L4E counts in XEC like any other checksum error (an assumption: docs/hw/ixgbe.md is silent).
     fn ptype_and_checksums(&mut self, chip: Chip, frame: &[u8], p: &Parsed) -> (u32, u32) {
         let mut ptype = 0;
         let mut status = 0;

@@ -1,5 +1,5 @@
-//! Transmit: descriptor fetch from TDH to TDT (§7.3, §7.4, §8.1), data gathering across descriptors, checksum
-//! offload from context descriptors, DD write-back on RS, head write-back (§6.4), statistics (§13).
+//! Transmit: descriptor fetch from TDH to TDT (docs/hw/ixgbe.md §7.3, §7.4, §8.1), data gathering across descriptors, checksum
+//! offload from context descriptors, DD write-back on RS, head write-back (docs/hw/ixgbe.md §6.4), statistics (§13).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -54,7 +54,7 @@ impl Core {
             let olinfo = (hi >> 32) as u32;
             if cmd & TXD_CMD_DEXT == 0 {
                 shared.faults.record(Fault::Protocol {
-                    what: format!("legacy TX descriptor (DEXT clear) at {head} of queue {qi}: DEXT is required (§7.3)"),
+                    what: format!("legacy TX descriptor (DEXT clear) at {head} of queue {qi}: DEXT is required (docs/hw/ixgbe.md §7.3)"),
                 });
                 continue;
             }
@@ -65,7 +65,7 @@ impl Core {
                     if idx > 1 {
                         shared.faults.record(Fault::Protocol {
                             what: format!(
-                                "TX context descriptor IDX {idx} on queue {qi}: only slots 0 and 1 exist (§7.4)"
+                                "TX context descriptor IDX {idx} on queue {qi}: only slots 0 and 1 exist (docs/hw/ixgbe.md §7.4)"
                             ),
                         });
                         continue;
@@ -127,7 +127,7 @@ impl Core {
         } else if paylen != frame.len() {
             shared.faults.record(Fault::Protocol {
                 what: format!(
-                    "TX frame of {} bytes on queue {qi} with PAYLEN {paylen} (must be the total length, §7.3)",
+                    "TX frame of {} bytes on queue {qi} with PAYLEN {paylen} (must be the total length, docs/hw/ixgbe.md §7.3)",
                     frame.len()
                 ),
             });
@@ -182,7 +182,7 @@ impl Core {
     }
 }
 
-/// IPv4 header checksum (IXSM) and TCP/UDP checksum (TXSM) as the hardware inserts them (§7.3, §7.4): the
+/// IPv4 header checksum (IXSM) and TCP/UDP checksum (TXSM) as the hardware inserts them (docs/hw/ixgbe.md §7.3, §7.4): the
 /// hardware sums the bytes as they are — for L4 starting from whatever the checksum field holds (software seeds
 /// it with the pseudo-header sum, as DPDK's `rte_net_intel_cksum_prepare` and Linux do), for the IPv4 header with
 /// the field as given (software zeroes it) — and stores the complement.

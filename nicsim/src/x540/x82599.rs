@@ -1,15 +1,15 @@
-//! What the 82599ES (SFP+, X520) does differently from the X540, as the fact sheet lists it (§3.2 step 4, §3.7
-//! step 35, §5.6, §15), on top of the shared register map and ring model:
+//! What the 82599ES (SFP+, X520) does differently from the X540, as docs/hw/ixgbe.md lists it (§3.2 step 4, §3.7
+//! step 35, docs/hw/ixgbe.md §5.6, §15), on top of the shared register map and ring model:
 //!
 //! - Link: no MDIO PHY. The MAC link is trained by writing AUTOC with AN_RESTART (bit 12); the speed follows
 //!   AUTOC.LMS (bits 15:13) and the partner. The link needs the SFP+ TX laser on (ESDP.SDP3 clear) and AUTOC2's
 //!   LINK_DISABLE bits clear, at both ends of a wire. A laser or LINK_DISABLE change does not retrain by itself.
 //!   The model is stricter than the NVM-driven hardware: after a link reset (or a power-up with the laser off) the
 //!   link stays down until the driver restarts auto-negotiation.
-//! - Reset: CTRL.RST resets the MAC and keeps the link trained; CTRL.LNK_RST resets the MAC and the link. The fact
-//!   sheet has the driver use LNK_RST only while the link is down ("link reset while link is up may disturb
-//!   manageability"), so LNK_RST with the link up is recorded as a fault. The SDP pins (ESDP) keep their state
-//!   across both (an assumption: the fact sheet says nothing about it).
+//! - Reset: CTRL.RST resets the MAC and keeps the link trained; CTRL.LNK_RST resets the MAC and the link. docs/hw/ixgbe.md §3.2 step 4
+//!   has the driver use LNK_RST only while the link is down (resetting the link while it is up can upset
+//!   manageability traffic), so LNK_RST with the link up is recorded as a fault. The SDP pins (ESDP) keep their state
+//!   across both (an assumption: docs/hw/ixgbe.md says nothing about it).
 //! - RX security block: SECRXCTRL.RX_DIS (bit 1) stops the RX security path; SECRXSTAT.SECRX_RDY (bit 0) reads 1
 //!   once it is quiet ([`X540Config::secrx_ready_delay`] after RX_DIS was set). While RX_DIS is set, frames wait in
 //!   the packet buffer. Setting RXCTRL.RXEN while RX_DIS is clear, or before SECRX_RDY, is the misuse the errata
@@ -22,7 +22,7 @@ use super::{Core, LinkSpeed, Shared, X540Config};
 use crate::fault::Fault;
 
 /// 82599 power-up values (the NVM's, as the model assumes them): AUTOC.LMS = 10G serial, AUTOC2 serial PMA/PMD =
-/// SFI with the link enabled (an SFP+ part, §5.6); the laser off if the port starts "powered down".
+/// SFI with the link enabled (an SFP+ part, docs/hw/ixgbe.md §5.6); the laser off if the port starts "powered down".
 pub(super) fn default_registers(config: &X540Config, r: &mut [u32]) {
     r[AUTOC / 4] = LMS_10G_SERIAL << AUTOC_LMS_SHIFT;
     r[AUTOC2 / 4] = AUTOC2_10G_SFI << AUTOC2_10G_SERIAL_PMA_PMD_SHIFT;
@@ -40,7 +40,7 @@ pub(super) fn power_up_link(
     (speed, ready)
 }
 
-/// The speed AUTOC.LMS gives against a partner whose best speed is `partner` (§5.6 LMS list; `None`: no link).
+/// The speed AUTOC.LMS gives against a partner whose best speed is `partner` (docs/hw/ixgbe.md §5.6 LMS list; `None`: no link).
 fn lms_speed(autoc: u32, partner: LinkSpeed) -> Option<LinkSpeed> {
     use LinkSpeed::*;
     match (autoc >> AUTOC_LMS_SHIFT) & AUTOC_LMS_MASK {
@@ -97,7 +97,7 @@ impl Core {
                 if link_reset && self.link_up(shared, now) {
                     shared.faults.record(Fault::Protocol {
                         what: "CTRL.LNK_RST with the link up: the 82599 uses LNK_RST only while the link is down and \
-                               CTRL.RST while it is up (§3.2 step 4)"
+                               CTRL.RST while it is up (docs/hw/ixgbe.md §3.2 step 4)"
                             .into(),
                     });
                 }
@@ -154,7 +154,7 @@ impl Core {
                         shared.faults.record(Fault::Protocol {
                             what: format!(
                                 "RXCTRL.RXEN set {why}: the 82599 errata sequence is RX_DIS = 1, poll SECRX_RDY, set \
-                                 RXEN, clear RX_DIS (§3.7 step 35)"
+                                 RXEN, clear RX_DIS (docs/hw/ixgbe.md §3.7 step 35)"
                             ),
                         });
                     }

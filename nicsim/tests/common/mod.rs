@@ -1,4 +1,4 @@
-//! Test rig: drives a model port through its registers with descriptors encoded here from the fact sheet (not
+//! Test rig: drives a model port through its registers with descriptors encoded here from docs/hw/ixgbe.md (not
 //! from any driver), in DmaMemory mapped through the model's IOVA map.
 
 #![allow(dead_code)]
@@ -119,7 +119,7 @@ impl Rig {
         unsafe { (self.mem.as_ptr().add(offset) as *const u32).read_volatile() }
     }
 
-    /// Reset and the §3 bring-up waits, CRC strip, broadcast, TX enable.
+    /// Reset and the docs/hw/ixgbe.md §3 bring-up waits, CRC strip, broadcast, TX enable.
     pub fn bring_up(&self) {
         self.wr(EIMC, 0x7FFF_FFFF);
         self.set(CTRL, CTRL_RST);
@@ -146,14 +146,14 @@ impl Rig {
         TX_BUF_AT + i as usize * BUF
     }
 
-    /// RX descriptor read format: pkt_addr, hdr_addr = 0 (§7.1).
+    /// RX descriptor read format: pkt_addr, hdr_addr = 0 (docs/hw/ixgbe.md §7.1).
     pub fn post_rx(&self, q: usize, i: u32, buf_offset: usize) {
         let mut d = [0u8; 16];
         d[0..8].copy_from_slice(&self.iova(buf_offset).to_le_bytes());
         self.write_mem(Self::rx_ring(q) + i as usize * 16, &d);
     }
 
-    /// Queue set-up as §6.2 orders it, buffers of `bsize_kb` KiB (at most 4); RDT = N-1.
+    /// Queue set-up as docs/hw/ixgbe.md §6.2 orders it, buffers of `bsize_kb` KiB (at most 4); RDT = N-1.
     pub fn setup_rx(&mut self, q: usize, bsize_kb: u32, drop_en: bool) {
         let ring = Self::rx_ring(q);
         self.wr(rdbal(q), self.iova(ring) as u32);
@@ -174,7 +174,7 @@ impl Rig {
         self.rx_next[q] = 0;
     }
 
-    /// RXCTRL.RXEN; on the 82599 inside the security-block sequence of §3.7 step 35.
+    /// RXCTRL.RXEN; on the 82599 inside the security-block sequence of docs/hw/ixgbe.md §3.7 step 35.
     pub fn enable_rx(&self) {
         if self.port.config().chip == Chip::X82599 && self.rd(RXCTRL) & RXCTRL_RXEN == 0 {
             self.set(SECRXCTRL, SECRXCTRL_RX_DIS);
@@ -229,7 +229,7 @@ impl Rig {
         Some((d, data, n))
     }
 
-    /// Writes an advanced data descriptor (§7.3).
+    /// Writes an advanced data descriptor (docs/hw/ixgbe.md §7.3).
     pub fn tx_data_desc(&mut self, q: usize, buf_offset: usize, len: usize, cmd: u32, olinfo: u32) -> u32 {
         let i = self.tx_tail[q];
         let mut d = [0u8; 16];
@@ -242,7 +242,7 @@ impl Rig {
         i
     }
 
-    /// Writes an advanced context descriptor (§7.4).
+    /// Writes an advanced context descriptor (docs/hw/ixgbe.md §7.4).
     pub fn tx_ctx_desc(&mut self, q: usize, vlan_macip_lens: u32, tucmd: u32, idx: u32) {
         let i = self.tx_tail[q];
         let mut d = [0u8; 16];

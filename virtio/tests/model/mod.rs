@@ -6,8 +6,8 @@
 //! 12-byte `virtio_net_hdr_v1`) into [`VirtioNetModel::sent`], fills RX chains from injected frames, and returns
 //! every chain on the used ring.
 //!
-//! Every layout fact below is written from the virtio 1.2 specification (§2.7 split virtqueues, §4.1.4 PCI
-//! structures, §5.1 network device), not taken from the driver crate: a wrong offset in the driver must show up as
+//! Every layout fact below is written from the virtio 1.2 specification (docs/hw/virtio.md §2.7 split virtqueues, §4.1.4 PCI
+//! structures, docs/hw/virtio.md §5.1.4 and §5.1.6 network device), not taken from the driver crate: a wrong offset in the driver must show up as
 //! a disagreement with this model. Driver memory is reached only through a [`nicsim::IovaMap`], so the driver must
 //! map every ring and pool it hands over; any access outside the map is a fault the tests see.
 //!
@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use nicsim::{FaultLog, IovaMap};
 use virtio::regs::{RegisterSpace, VirtioCap};
 
-/// Feature bits (virtio 1.2 §5.1.3, §6).
+/// Feature bits (docs/hw/virtio.md §5.1.3, §6).
 pub mod bits {
     pub const NET_MTU: u64 = 1 << 3;
     pub const NET_MAC: u64 = 1 << 5;
@@ -35,7 +35,7 @@ pub mod bits {
     pub const ACCESS_PLATFORM: u64 = 1 << 33;
 }
 
-/// Device status bits (§2.1).
+/// Device status bits (docs/hw/virtio.md §2.1).
 pub mod dev_status {
     pub const ACKNOWLEDGE: u8 = 1;
     pub const DRIVER: u8 = 2;
@@ -60,7 +60,7 @@ pub mod bar {
     pub const NOTIFY_MULT: u32 = 4;
 }
 
-/// `struct virtio_pci_common_cfg` (§4.1.4.3): offset and width of each field.
+/// `struct virtio_pci_common_cfg` (docs/hw/virtio.md §4.1.4.3): offset and width of each field.
 mod common {
     pub const DEVICE_FEATURE_SELECT: usize = 0x00; // le32
     pub const DEVICE_FEATURE: usize = 0x04; // le32, read-only
@@ -80,7 +80,7 @@ mod common {
     pub const QUEUE_DEVICE: usize = 0x30; // le64
 }
 
-/// `struct virtio_net_config` (§5.1.4).
+/// `struct virtio_net_config` (docs/hw/virtio.md §5.1.4).
 mod netcfg {
     pub const MAC: usize = 0; // u8[6]
     pub const STATUS: usize = 6; // le16
@@ -89,7 +89,7 @@ mod netcfg {
     pub const LINK_UP: u16 = 1;
 }
 
-/// Split virtqueue layouts (§2.7.5, §2.7.6, §2.7.8).
+/// Split virtqueue layouts (docs/hw/virtio.md §2.7: descriptor table, available and used rings).
 mod ring {
     /// `struct virtq_desc { le64 addr; le32 len; le16 flags; le16 next; }`.
     pub const DESC_SIZE: u64 = 16;
@@ -105,7 +105,7 @@ mod ring {
     pub const USED_ELEM_SIZE: u64 = 8;
 }
 
-/// `struct virtio_net_hdr_v1` (§5.1.6): 12 bytes before every frame; `num_buffers` (le16) at offset 10.
+/// `struct virtio_net_hdr_v1` (docs/hw/virtio.md §5.1.6): 12 bytes before every frame; `num_buffers` (le16) at offset 10.
 pub const NET_HDR_LEN: usize = 12;
 const NET_HDR_NUM_BUFFERS: usize = 10;
 
@@ -214,7 +214,7 @@ impl VirtioNetModel {
         })
     }
 
-    /// The vendor capabilities a driver would find in configuration space (§4.1.4).
+    /// The vendor capabilities a driver would find in configuration space (docs/hw/virtio.md §4.1.4).
     pub fn capabilities() -> Vec<VirtioCap> {
         let cap = |cfg_type: u8, offset: usize, length: usize, mult: u32, at: u16| VirtioCap {
             cfg_type,
@@ -224,7 +224,7 @@ impl VirtioNetModel {
             notify_off_multiplier: mult,
             cap_offset: at,
         };
-        // cfg_type: 1 common, 2 notify, 3 ISR, 4 device (§4.1.4).
+        // cfg_type: 1 common, 2 notify, 3 ISR, 4 device (docs/hw/virtio.md §4.1.4).
         vec![
             cap(1, bar::COMMON, bar::COMMON_LEN, 0, 0x40),
             cap(3, bar::ISR, 4, 0, 0x50),
@@ -614,7 +614,7 @@ impl VirtioNetModel {
                     return Self::error(s, format!("queue {q} enable written with {v}"));
                 }
                 let qu = &s.queues[q];
-                // §2.7: descriptor table 16-byte, available ring 2-byte, used ring 4-byte aligned.
+                // docs/hw/virtio.md §2.7: descriptor table 16-byte, available ring 2-byte, used ring 4-byte aligned.
                 if !qu.desc.is_multiple_of(16)
                     || !qu.driver.is_multiple_of(2)
                     || !qu.device.is_multiple_of(4)
