@@ -389,3 +389,8 @@ impl<R> LcoreThread<R> {
         }
     }
 }
+
+/// The README's code blocks (the embedding example), compiled and run as doc-tests so that they follow the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

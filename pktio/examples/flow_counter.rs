@@ -9,13 +9,20 @@
 //!   net_ring3 (rx) <==link "fc_out"========================================================'
 //! ```
 //!
-//! Run: `cargo run --release -p pktio --example flow_counter -- [--packets N] [--seconds S] [--flows F]`
-//! (defaults: 20000000 packets, at most 10 seconds, 64 flows). It prints packets per second while it runs and the
-//! busiest flows, the port counters and the pool's accounting at the end, then exits by itself.
+//! Run: `cargo run --release -p pktio --example flow_counter -- [--packets N] [--seconds S] [--flows F]
+//! [--interval-ms MS]` (defaults: 20000000 packets, at most 10 seconds, 64 flows, a rate line every 1000 ms).
+//!
+//! The run ends as soon as every packet the traffic thread managed to send has arrived (or at the time limit). The
+//! rates are taken over the time the packets took, from the first to the last arrival, so the final rate is the
+//! time-weighted mean of the per-interval lines (the last, partial, interval is printed too).
+//!
+//! Per-flow state lives in [`FlowTable`]: a fixed-size open-addressing table allocated once, with a
+//! multiplicative hash of the 5-tuple. That is the pattern to copy for a hot path: no allocation, no rehashing
+//! and no SipHash per packet, as a default `std::collections::HashMap` would cost; when the table is full, new
+//! flows are counted as untracked instead of growing it.
 
-use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,10 +39,15 @@ struct Options {
     packets: u64,
     seconds: u64,
     flows: u32,
+    interval: Duration,
+    table_slots: usize,
 }
 
+const USAGE: &str = "usage: flow_counter [--packets N] [--seconds S] [--flows F] [--interval-ms MS] [--table-slots N]";
+
 fn parse_args() -> Result<Options, String> {
-    let mut o = Options { packets: 20_000_000, seconds: 10, flows: 64 };
+    let mut o =
+        Options { packets: 20_000_000, seconds: 10, flows: 64, interval: Duration::from_secs(1), table_slots: 1 << 16 };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| -> Result<u64, String> {
@@ -46,8 +58,10 @@ fn parse_args() -> Result<Options, String> {
             "--packets" | "-n" => o.packets = value("--packets")?,
             "--seconds" | "-t" => o.seconds = value("--seconds")?,
             "--flows" | "-f" => o.flows = value("--flows")?.clamp(1, 65_536) as u32,
+            "--interval-ms" => o.interval = Duration::from_millis(value("--interval-ms")?.max(1)),
+            "--table-slots" => o.table_slots = value("--table-slots")?.clamp(16, 1 << 24) as usize,
             "--help" | "-h" => {
-                println!("usage: flow_counter [--packets N] [--seconds S] [--flows F]");
+                println!("{USAGE}");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
@@ -60,13 +74,24 @@ fn parse_args() -> Result<Options, String> {
 }
 
 /// An IPv4 flow: addresses, protocol and ports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 struct FlowKey {
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
-    proto: u8,
+    src: u32,
+    dst: u32,
     sport: u16,
     dport: u16,
+    proto: u8,
+}
+
+impl FlowKey {
+    /// A 64-bit hash: the 5-tuple folded into one word and multiplied by a large odd constant (Fibonacci
+    /// hashing); the table takes the high bits, which the multiplication mixes best.
+    #[inline]
+    fn hash(&self) -> u64 {
+        let ports = (u64::from(self.sport) << 24) | (u64::from(self.dport) << 8) | u64::from(self.proto);
+        let addrs = (u64::from(self.src) << 32) | u64::from(self.dst);
+        (addrs ^ ports.rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
 }
 
 impl std::fmt::Display for FlowKey {
@@ -76,7 +101,95 @@ impl std::fmt::Display for FlowKey {
             PROTO_UDP => "udp",
             _ => "ip",
         };
-        write!(f, "{proto} {}:{} -> {}:{}", self.src, self.sport, self.dst, self.dport)
+        let (src, dst) = (Ipv4Addr::from(self.src), Ipv4Addr::from(self.dst));
+        write!(f, "{proto} {src}:{} -> {dst}:{}", self.sport, self.dport)
+    }
+}
+
+/// Counters of one flow.
+#[derive(Debug, Clone, Copy, Default)]
+struct FlowStats {
+    packets: u64,
+    bytes: u64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    used: bool,
+    key: FlowKey,
+    stats: FlowStats,
+}
+
+/// Per-flow counters with a fixed capacity: open addressing with linear probing over a power-of-two array
+/// allocated up front. Flows are never removed (a real dataplane would age them out with a timestamp per slot).
+struct FlowTable {
+    slots: Box<[Slot]>,
+    shift: u32,
+    len: usize,
+    /// Packets of flows that found no free slot within [`FlowTable::MAX_PROBE`] probes.
+    untracked: u64,
+}
+
+impl FlowTable {
+    /// Probes before giving up: keeps the worst case bounded when the table fills up.
+    const MAX_PROBE: usize = 32;
+
+    /// A table of at least `slots` slots (rounded up to a power of two). Keep it at most half full.
+    fn new(slots: usize) -> Self {
+        let n = slots.next_power_of_two().max(16);
+        FlowTable {
+            slots: vec![Slot::default(); n].into_boxed_slice(),
+            shift: 64 - n.trailing_zeros(),
+            len: 0,
+            untracked: 0,
+        }
+    }
+
+    /// The slot holding `key`, or the free slot where it goes; `None` when the probe sequence is all taken.
+    #[inline]
+    fn find(&self, key: &FlowKey) -> Option<usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = (key.hash() >> self.shift) as usize;
+        for _ in 0..Self::MAX_PROBE.min(self.slots.len()) {
+            let slot = &self.slots[i];
+            if !slot.used || slot.key == *key {
+                return Some(i);
+            }
+            i = (i + 1) & mask;
+        }
+        None
+    }
+
+    /// The counters of `key`, inserted at zero if new; `None` when the table is too full to take it.
+    #[inline]
+    fn entry(&mut self, key: &FlowKey) -> Option<&mut FlowStats> {
+        let slot = &mut self.slots[self.find(key)?];
+        if !slot.used {
+            *slot = Slot { used: true, key: *key, stats: FlowStats::default() };
+            self.len += 1;
+        }
+        Some(&mut slot.stats)
+    }
+
+    /// Counts one packet of `bytes` bytes for `key`.
+    #[inline]
+    fn count(&mut self, key: &FlowKey, bytes: u32) {
+        match self.entry(key) {
+            Some(s) => {
+                s.packets += 1;
+                s.bytes += u64::from(bytes);
+            }
+            None => self.untracked += 1,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The flows and their counters (not on the hot path).
+    fn iter(&self) -> impl Iterator<Item = (FlowKey, FlowStats)> + '_ {
+        self.slots.iter().filter(|s| s.used).map(|s| (s.key, s.stats))
     }
 }
 
@@ -104,13 +217,13 @@ fn classify(frame: &[u8], our_mac: MacAddr) -> Verdict {
     let ip = &frame[14..];
     let ihl = (ip[0] & 0x0f) as usize * 4;
     let proto = ip[9];
-    let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
-    let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+    let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
+    let dst = u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]);
     let (sport, dport) = match (proto, ip.get(ihl..ihl + 4)) {
         (PROTO_TCP | PROTO_UDP, Some(l4)) => (u16::from_be_bytes([l4[0], l4[1]]), u16::from_be_bytes([l4[2], l4[3]])),
         _ => (0, 0),
     };
-    Verdict::Flow(FlowKey { src, dst, proto, sport, dport })
+    Verdict::Flow(FlowKey { src, dst, sport, dport, proto })
 }
 
 /// Writes a 64-byte frame (60 without the CRC) of flow `flow` to `dst_mac`; one in 16 is ARP.
@@ -150,6 +263,28 @@ fn fail(msg: &str) -> ! {
     std::process::exit(1);
 }
 
+/// What the traffic thread tells the dataplane: how many packets the `net_ring` accepted so far, and whether it
+/// has finished (nothing more will be sent).
+#[derive(Default)]
+struct TrafficState {
+    sent: AtomicU64,
+    finished: AtomicBool,
+    /// Set by the dataplane at its time limit.
+    stop: AtomicBool,
+}
+
+/// Prints one rate line for the interval `[from, to)` in which `rx` packets were received and `fwd` forwarded. The
+/// time printed is the interval's end, counted from the first packet: the lines tile the time the packets took.
+fn rate_line(first_rx: Instant, from: Instant, to: Instant, rx: u64, fwd: u64, filtered: u64, flows: usize) {
+    let dt = to.duration_since(from).as_secs_f64().max(1e-9);
+    println!(
+        "  {:8.4} s  rx {:>8.3} Mpps  fwd {:>8.3} Mpps  filtered {filtered}  flows {flows}",
+        to.duration_since(first_rx).as_secs_f64(),
+        rx as f64 / dt / 1e6,
+        fwd as f64 / dt / 1e6,
+    );
+}
+
 fn main() {
     let opts = parse_args().unwrap_or_else(|e| fail(&e));
     let pool = Mempool::new("flow_counter", &PoolConfig::with_size(8191), &hugepage::Allocator::no_huge())
@@ -171,9 +306,9 @@ fn main() {
         out_port.info().device_name
     );
 
-    let done = Arc::new(AtomicBool::new(false));
+    let state = Arc::new(TrafficState::default());
     let traffic = {
-        let (pool, done) = (pool.clone(), done.clone());
+        let (pool, state) = (pool.clone(), state.clone());
         let mut tx = gen_tx_port.tx_queue(0).unwrap_or_else(|e| fail(&e.to_string()));
         let mut rx = sink_port.rx_queue(0).unwrap_or_else(|e| fail(&e.to_string()));
         let src_mac = gen_tx_port.mac_addr();
@@ -182,9 +317,9 @@ fn main() {
             let _lcore = lcore::bind_current_thread(1).ok();
             let mut out = PacketBatch::new();
             let mut sunk = PacketBatch::new();
-            let (mut generated, mut swallowed) = (0u64, 0u64);
+            let (mut generated, mut sent, mut swallowed) = (0u64, 0u64, 0u64);
             loop {
-                let stop = done.load(Ordering::Acquire);
+                let stop = state.stop.load(Ordering::Acquire);
                 if !stop && generated < packets {
                     let want = (out.remaining() as u64).min(packets - generated) as usize;
                     if want > 0 && out.alloc_from(&pool, want) {
@@ -196,7 +331,18 @@ fn main() {
                             generated += 1;
                         }
                     }
-                    tx.tx_burst(&mut out);
+                }
+                // Keep offering what the ring did not take, the last partial burst included: only what
+                // tx_burst accepted counts as sent.
+                if !stop && !out.is_empty() {
+                    let n = tx.tx_burst(&mut out);
+                    if n > 0 {
+                        sent += n as u64;
+                        state.sent.store(sent, Ordering::Release);
+                    }
+                }
+                if (stop || generated == packets) && out.is_empty() && !state.finished.load(Ordering::Relaxed) {
+                    state.finished.store(true, Ordering::Release);
                 }
                 let n = rx.rx_burst(&mut sunk);
                 swallowed += n as u64;
@@ -208,7 +354,10 @@ fn main() {
                     std::thread::yield_now();
                 }
             }
-            (generated, swallowed)
+            // Generated but never accepted by the ring (time limit): freed here, reported as not sent.
+            let unsent = out.len() as u64;
+            drop(out);
+            (generated, sent, unsent, swallowed)
         })
     };
 
@@ -216,26 +365,35 @@ fn main() {
     let _lcore = lcore::bind_current_thread(0).ok();
     let mut rx = in_port.rx_queue(0).unwrap_or_else(|e| fail(&e.to_string()));
     let mut tx = out_port.tx_queue(0).unwrap_or_else(|e| fail(&e.to_string()));
-    let mut flows: HashMap<FlowKey, (u64, u64)> = HashMap::new();
+    let mut flows = FlowTable::new(opts.table_slots);
     let mut batch = PacketBatch::new();
     let (mut received, mut forwarded, mut filtered, mut other, mut tx_full) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    let start = Instant::now();
-    let deadline = start + Duration::from_secs(opts.seconds);
-    let mut next_report = start + Duration::from_secs(1);
-    let (mut last_rx, mut last_fwd, mut last_t) = (0u64, 0u64, start);
+    let run_start = Instant::now();
+    let deadline = run_start + Duration::from_secs(opts.seconds);
+    // The clock of the rates starts with the first packet and stops with the last one.
+    let (mut first_rx, mut last_rx_at) = (None::<Instant>, run_start);
+    let mut next_report = run_start;
+    let (mut last_rx, mut last_fwd, mut last_t) = (0u64, 0u64, run_start);
     let mut polls = 0u32;
-    while received < opts.packets {
+    let mut timed_out = false;
+    loop {
         let n = rx.rx_burst(&mut batch);
-        received += n as u64;
+        if n > 0 {
+            received += n as u64;
+            let now = Instant::now();
+            last_rx_at = now;
+            if first_rx.is_none() {
+                first_rx = Some(now);
+                (last_t, next_report) = (now, now + opts.interval);
+            }
+        }
         batch.retain(|m| match classify(m.data(), our_mac) {
             Verdict::Drop => {
                 filtered += 1;
                 false
             }
             Verdict::Flow(key) => {
-                let e = flows.entry(key).or_default();
-                e.0 += 1;
-                e.1 += m.pkt_len() as u64;
+                flows.count(&key, m.pkt_len());
                 true
             }
             Verdict::Other => {
@@ -253,47 +411,58 @@ fn main() {
             }
         }
         if n == 0 {
+            // Done when the traffic thread has finished and everything it sent has arrived. `finished` is read
+            // before `sent`, so the count is final.
+            if state.finished.load(Ordering::Acquire) && received == state.sent.load(Ordering::Acquire) {
+                break;
+            }
             std::thread::yield_now();
         }
         polls = polls.wrapping_add(1);
         if polls & 255 == 0 || n == 0 {
             let now = Instant::now();
-            if now >= next_report {
-                let dt = now.duration_since(last_t).as_secs_f64();
-                println!(
-                    "  {:5.1} s  rx {:>8.3} Mpps  fwd {:>8.3} Mpps  filtered {filtered}  flows {}",
-                    now.duration_since(start).as_secs_f64(),
-                    (received - last_rx) as f64 / dt / 1e6,
-                    (forwarded - last_fwd) as f64 / dt / 1e6,
-                    flows.len()
-                );
+            if let Some(first) = first_rx.filter(|_| now >= next_report) {
+                rate_line(first, last_t, now, received - last_rx, forwarded - last_fwd, filtered, flows.len());
                 (last_rx, last_fwd, last_t) = (received, forwarded, now);
-                next_report = now + Duration::from_secs(1);
+                next_report = now + opts.interval;
             }
             if now >= deadline {
-                println!("  time limit reached");
+                timed_out = true;
                 break;
             }
         }
     }
-    let elapsed = start.elapsed().as_secs_f64();
-    done.store(true, Ordering::Release);
-    let (generated, swallowed) = traffic.join().expect("traffic thread");
+    let first_rx = first_rx.unwrap_or(run_start);
+    if received > last_rx {
+        // The last, partial interval, up to the last arrival.
+        rate_line(first_rx, last_t, last_rx_at, received - last_rx, forwarded - last_fwd, filtered, flows.len());
+    }
+    if timed_out {
+        println!("  time limit reached");
+    }
+    state.stop.store(true, Ordering::Release);
+    let (generated, sent, unsent, swallowed) = traffic.join().expect("traffic thread");
     drop((rx, tx));
 
-    let mut top: Vec<(FlowKey, (u64, u64))> = flows.into_iter().collect();
-    top.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
-    println!("\nbusiest flows ({} in all):", top.len());
-    for (key, (packets, bytes)) in top.iter().take(8) {
-        println!("  {key:<44} {packets:>10} packets {bytes:>12} bytes");
-    }
-    let in_flows: u64 = top.iter().map(|(_, (p, _))| p).sum();
+    let mut top: Vec<(FlowKey, FlowStats)> = flows.iter().collect();
+    top.sort_by(|a, b| b.1.packets.cmp(&a.1.packets).then(a.0.cmp(&b.0)));
     println!(
-        "\nreceived {received} in {elapsed:.2} s ({:.3} Mpps): {in_flows} IPv4, {other} other, {filtered} filtered; \
-         forwarded {forwarded}, {tx_full} dropped on a full ring",
-        received as f64 / elapsed / 1e6
+        "\nbusiest flows ({} in all; {} packets of flows the full table could not take):",
+        top.len(),
+        flows.untracked
     );
-    println!("traffic thread: generated {generated}, swallowed {swallowed}");
+    for (key, s) in top.iter().take(8) {
+        println!("  {key:<44} {:>10} packets {:>12} bytes", s.packets, s.bytes);
+    }
+    let in_flows: u64 = top.iter().map(|(_, s)| s.packets).sum::<u64>() + flows.untracked;
+    let took = last_rx_at.duration_since(first_rx).as_secs_f64().max(1e-9);
+    println!(
+        "\nreceived {received} in {took:.4} s ({:.3} Mpps), forwarded {forwarded} ({:.3} Mpps): {in_flows} IPv4, \
+         {other} other, {filtered} filtered; {tx_full} dropped on a full ring",
+        received as f64 / took / 1e6,
+        forwarded as f64 / took / 1e6,
+    );
+    println!("traffic thread: generated {generated}, sent {sent}, unsent {unsent}, swallowed {swallowed}");
     for dev in [&gen_tx_port, &in_port, &out_port, &sink_port] {
         let s = dev.stats();
         println!(
@@ -305,7 +474,10 @@ fn main() {
             s.obytes
         );
     }
-    let consistent = received == in_flows + other + filtered && forwarded + tx_full == in_flows + other;
+    let consistent = received == in_flows + other + filtered
+        && forwarded + tx_full == in_flows + other
+        && generated == sent + unsent
+        && (timed_out || received == sent);
     for dev in [&mut gen_tx_port, &mut in_port, &mut out_port, &mut sink_port] {
         dev.stop().unwrap_or_else(|e| fail(&e.to_string()));
     }
@@ -313,5 +485,36 @@ fn main() {
     println!("pool {}: {} of {} buffers free", pool.name(), pool.available(), pool.size());
     if !consistent || !pool.is_full() {
         fail("counts do not add up or buffers were lost");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(i: u32) -> FlowKey {
+        FlowKey { src: 0x0a00_0000 | i, dst: 0xc0a8_0001, sport: 1024 + i as u16, dport: 53, proto: PROTO_UDP }
+    }
+
+    #[test]
+    fn flow_table_counts_each_flow_apart_and_refuses_when_full() {
+        let mut t = FlowTable::new(64);
+        for round in 0..3u32 {
+            for i in 0..32 {
+                t.count(&key(i), 60 + round);
+            }
+        }
+        assert_eq!(t.len(), 32);
+        assert_eq!(t.untracked, 0);
+        for (k, s) in t.iter() {
+            assert_eq!(s.packets, 3, "{k}");
+            assert_eq!(s.bytes, 60 + 61 + 62, "{k}");
+        }
+        for i in 32..200 {
+            t.count(&key(i), 60);
+        }
+        assert_eq!(t.len(), 64, "every slot taken, none twice");
+        assert_eq!(t.untracked, 200 - 64);
+        assert_eq!(t.iter().map(|(_, s)| s.packets).sum::<u64>() + t.untracked, 96 + 168);
     }
 }

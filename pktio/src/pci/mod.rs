@@ -7,6 +7,8 @@
 //! - [`ConfigSpace`]: typed access to a function's configuration space (command register, bus mastering,
 //!   capability lists) over any byte-level backend: a VFIO config region, or memory in tests and models.
 //! - [`devbind`]: the logic of the `devbind` tool (status, bind to vfio-pci, unbind, back to the kernel driver).
+//! - [`doctor`]: the readiness check behind `pktio-doctor` (IOMMU, vfio-pci, hugepages, memlock, device binding,
+//!   IOMMU group viability), each failure with the command that fixes it.
 //!
 //! ```no_run
 //! use pktio::pci::{PciAddress, Sysfs};
@@ -21,6 +23,7 @@
 mod address;
 pub mod config;
 pub mod devbind;
+pub mod doctor;
 mod error;
 pub mod fake;
 mod sysfs;
