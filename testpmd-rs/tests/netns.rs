@@ -2,7 +2,8 @@
 //! another namespace on a net_af_packet port (a veth pair joins the two), or on a net_tap port in the same
 //! namespace. The namespaces are created and removed here; the host's own interfaces are never touched.
 //!
-//! Needs root, `ip` (iproute2) and `ping` (iputils-ping); without them the tests say why and pass.
+//! Needs root, `ip` (iproute2) and `ping` (iputils-ping); without them the tests say why and pass, or fail when
+//! NETNS_TESTS_REQUIRED=1 (scripts/test.sh sets it).
 
 mod common;
 
@@ -15,14 +16,20 @@ fn have(tool: &str) -> bool {
     Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
 }
 
-fn usable() -> bool {
+/// Whether the tests can run here (root, ip, ping, and /dev/net/tun when `tun`); otherwise skips with the reason
+/// (or fails, under NETNS_TESTS_REQUIRED=1).
+fn usable(tun: bool) -> bool {
     // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ok = root && have("ip") && have("ping");
-    if !ok {
-        eprintln!("skipped: needs root, ip and ping (apt-get install iproute2 iputils-ping)");
+    if unsafe { libc::geteuid() } != 0 {
+        return skip_netns("needs root to create network namespaces (run as root: sudo -E cargo test)");
     }
-    ok
+    if !have("ip") || !have("ping") {
+        return skip_netns("needs ip and ping (apt-get install iproute2 iputils-ping, or bash scripts/setup.sh)");
+    }
+    if tun && !std::path::Path::new("/dev/net/tun").exists() {
+        return skip_netns("needs /dev/net/tun (modprobe tun)");
+    }
+    true
 }
 
 fn ip(args: &[&str]) {
@@ -92,7 +99,7 @@ fn check_session(mut s: Session, ns: &str, addr: &str) {
 
 #[test]
 fn icmpecho_answers_ping_through_af_packet() {
-    if !usable() {
+    if !usable(false) {
         return;
     }
     let ns = Netns::new(&["tpmd-ping", "tpmd-pmd"]);
@@ -110,8 +117,7 @@ fn icmpecho_answers_ping_through_af_packet() {
 
 #[test]
 fn icmpecho_answers_ping_through_tap() {
-    if !usable() || !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("skipped: needs /dev/net/tun");
+    if !usable(true) {
         return;
     }
     let ns = Netns::new(&["tpmd-tap"]);
@@ -130,8 +136,7 @@ fn icmpecho_answers_ping_through_tap() {
 /// The simulated NIC wired to a TAP: the kernel's ping crosses the TAP, the model's filters and RX ring, the real
 /// ixgbe driver, testpmd-rs's icmpecho, and back out through the driver's TX ring and the model.
 fn sim_tap_answers_ping(vdev_driver: &str, ns_name: &str, iface: &str, subnet: &str) {
-    if !usable() || !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("skipped: needs /dev/net/tun");
+    if !usable(true) {
         return;
     }
     let ns = Netns::new(&[ns_name]);

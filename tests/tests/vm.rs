@@ -2,7 +2,8 @@
 //! guest tests through /dev/vfio there, and checks the verdicts read from the guest's console (and the host
 //! peer's checks on the TAPs). One boot serves every test below.
 //!
-//! Skipped, with the reason printed, only where QEMU cannot be installed (or the harness cannot run as root).
+//! Skipped, with the reason printed, only where QEMU cannot be installed (or the harness cannot run as root); with
+//! VM_TESTS_REQUIRED=1 (set by scripts/test.sh) such a skip fails every test instead, with the same reason.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -27,20 +28,37 @@ struct VmRun {
     output: String,
 }
 
+/// Whether a skip must fail the run: the project's test command (scripts/test.sh) sets VM_TESTS_REQUIRED=1, so a
+/// missing QEMU, a failed install or a missing privilege is reported, not passed over.
+fn required() -> bool {
+    std::env::var("VM_TESTS_REQUIRED").is_ok_and(|v| v == "1")
+}
+
 fn vm_run() -> &'static VmRun {
     static RUN: OnceLock<VmRun> = OnceLock::new();
     RUN.get_or_init(|| {
         let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
         let t0 = std::time::Instant::now();
-        let out = Command::new("python3")
+        let out = match Command::new("python3")
             .arg(repo.join("tests/vm/harness.py"))
             .arg("--tests")
             .arg(GUEST_TESTS.join(","))
             .current_dir(&repo)
             .output()
-            .expect("python3 is needed to run the VM harness (tests/vm/harness.py)");
+        {
+            Ok(out) => out,
+            Err(e) => {
+                let why = format!("python3 could not be run ({e}): apt-get install python3, or bash scripts/setup.sh");
+                return VmRun { skipped: Some(why), verdicts: HashMap::new(), output: String::new() };
+            }
+        };
         let output = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
         eprintln!("VM harness: exit {:?} after {:.1} s", out.status.code(), t0.elapsed().as_secs_f64());
+        // The timings and verdicts, also for a passing run (with --nocapture): how close a loaded host came.
+        let summary = ["[vm] prepared", "[vm] guest /init", "[vm] qemu ran", "VM TEST ", "vm summary"];
+        for line in output.lines().filter(|l| summary.iter().any(|p| l.starts_with(p))) {
+            eprintln!("  {line}");
+        }
         let skipped = (out.status.code() == Some(77)).then(|| {
             output.lines().find_map(|l| l.strip_prefix("VM TEST SKIPPED: ")).unwrap_or("no reason given").to_string()
         });
@@ -60,7 +78,10 @@ fn vm_run() -> &'static VmRun {
 fn check(test: &str) {
     let run = vm_run();
     if let Some(why) = &run.skipped {
-        eprintln!("SKIPPED VM test {test}: {why}");
+        if required() {
+            panic!("VM_TESTS_REQUIRED=1 but VM test {test} cannot run: {why}\n--- harness output ---\n{}", run.output);
+        }
+        eprintln!("SKIPPED VM test {test}: {why} (VM_TESTS_REQUIRED=1 makes this a failure)");
         return;
     }
     // The failed test's own console lines (the harness repeats them as "VM EXCERPT name | ..."), shown first:
@@ -116,4 +137,29 @@ fn vm_igb_exchange_with_host_peer() {
 #[test]
 fn vm_testpmd_rs_io_forward_between_igb_and_virtio() {
     check("testpmd-igb");
+}
+
+/// The switch itself: this test binary, run again for one VM test with a QEMU that is not there, must fail under
+/// VM_TESTS_REQUIRED=1 with the harness's reason, and skip (pass, saying why) without it. Needs no QEMU: the
+/// harness checks $VMTEST_QEMU before anything else (no lock, no install, no build).
+#[test]
+fn vm_required_switch_fails_the_run_when_qemu_is_missing() {
+    let run = |required: &str| {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "vm_vfio_probe", "--nocapture", "--test-threads=1"])
+            .env("VMTEST_QEMU", "/nonexistent/qemu-system-x86_64")
+            .env("VM_TESTS_REQUIRED", required)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    let reason = "VMTEST_QEMU=/nonexistent/qemu-system-x86_64 is not an executable file";
+    let (ok, text) = run("1");
+    assert!(!ok, "VM_TESTS_REQUIRED=1 without QEMU passed:\n{text}");
+    assert!(text.contains("VM_TESTS_REQUIRED=1 but VM test vfio-probe cannot run") && text.contains(reason), "{text}");
+    assert!(text.contains("1 failed"), "{text}");
+    let (ok, text) = run("0");
+    assert!(ok, "without VM_TESTS_REQUIRED a missing QEMU is a skip:\n{text}");
+    assert!(text.contains("SKIPPED VM test vfio-probe") && text.contains(reason), "{text}");
 }

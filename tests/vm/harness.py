@@ -183,12 +183,28 @@ def qemu_has_igb(qemu):
         return False
 
 
+def given_qemu():
+    """The QEMU named by $VMTEST_QEMU (None when unset): used as is, never installed; unusable is a skip with the
+    reason (a failure under VM_TESTS_REQUIRED=1)."""
+    q = os.environ.get("VMTEST_QEMU")
+    if not q:
+        return None
+    if not (os.path.isfile(q) and os.access(q, os.X_OK)):
+        raise Skip(f"VMTEST_QEMU={q} is not an executable file (unset it to let the harness install "
+                   "qemu-system-x86 from backports, or point it at a qemu-system-x86_64 >= 8 with igb)")
+    if not qemu_has_igb(q):
+        raise Skip(f"VMTEST_QEMU={q} has no igb device (QEMU >= 8 needed: apt-get install -t <codename>-backports "
+                   "qemu-system-x86)")
+    return q
+
+
 def ensure_qemu(apt):
     q = qemu_binary()
     if q and qemu_has_igb(q):
         return q
     if os.geteuid() != 0:
-        raise Skip("qemu-system-x86_64 (with igb, QEMU >= 8) is not installed and installing it needs root")
+        raise Skip("qemu-system-x86_64 (with igb, QEMU >= 8) is not installed and installing it needs root (run as "
+                   "root, or apt-get install -t <codename>-backports qemu-system-x86)")
     try:
         apt.prepare()
         apt.update()
@@ -196,7 +212,8 @@ def ensure_qemu(apt):
         run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "-t", f"{apt.codename}-backports",
              "qemu-system-x86"], env=env)
     except (subprocess.CalledProcessError, OSError) as e:
-        raise Skip(f"qemu-system-x86 could not be installed: {e}")
+        raise Skip(f"qemu-system-x86 could not be installed: {e} (try by hand: apt-get install -t "
+                   f"{apt.codename}-backports qemu-system-x86)")
     q = qemu_binary()
     if not q:
         raise Skip("qemu-system-x86_64 not found after installing qemu-system-x86")
@@ -574,11 +591,21 @@ def kvm_usable():
     return True, "hardware KVM"
 
 
-def qemu_cmd(qemu, accel, vmlinuz, initrd, nics, tests, hugepages, test_timeout):
+# TCG's guest clock: by default the host's wall clock, so on a loaded host the guest's deadlines (the tests' 10-30 s
+# waits, /init's per-test timeout) run out while QEMU is not even scheduled. With -icount the guest clock advances
+# with the instructions the guest executed (4 ns each at shift=2; in real time while the guest idles, sleep=on, so
+# waits for the host peer's frames still last what they say): the guest's deadlines then measure its own progress,
+# however busy the host. "off" (--icount off) goes back to the wall clock.
+ICOUNT = "shift=2,sleep=on"
+
+
+def qemu_cmd(qemu, accel, vmlinuz, initrd, nics, tests, hugepages, test_timeout, icount=ICOUNT):
     if accel == "kvm":
         cmd = [qemu, "-accel", "kvm", "-cpu", "host", "-machine", "q35,kernel-irqchip=split"]
     else:
         cmd = [qemu, "-accel", "tcg", "-cpu", "max", "-machine", "q35"]
+        if icount != "off":
+            cmd += ["-icount", icount]
     cmd += ["-smp", "1", "-m", "256M", "-nographic", "-no-reboot", "-nic", "none", "-vga", "none",
             "-device", "intel-iommu,intremap=on,caching-mode=on"]
     for n in nics:
@@ -621,15 +648,33 @@ def new_result():
     return {"guest": None, "host": [], "lines": [], "t0": time.time(), "secs": None}
 
 
+WALL_FACTOR = 10  # the wall-clock backstop of boot()'s CPU-time limits
+
+
+def cpu_seconds(pid):
+    """CPU time (user + system, all threads) process `pid` has used so far; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def boot(cmd, peer, timeout, results, logf, boot_timeout=None):
     """Runs QEMU, echoes and logs its console, serves the guest's markers. Returns 'done', 'timeout', 'noboot'
-    (no /init within boot_timeout), 'noinit' (QEMU ended before /init: a kernel panic, say) or 'exited'."""
+    (no /init within boot_timeout), 'noinit' (QEMU ended before /init: a kernel panic, say) or 'exited'.
+
+    `timeout` counts QEMU's own CPU time, not the wall clock: a host busy with other work slows QEMU down but does
+    not use up the guest's allowance (a fixed wall-clock limit killed healthy guests on a loaded host). A wall-clock
+    limit of WALL_FACTOR times that remains, against a QEMU that hangs without using CPU. `boot_timeout` (KVM's
+    "does it boot at all") stays wall-clock."""
     log("$ " + " ".join(cmd))
     t0 = time.time()
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=set_pdeathsig)
     console = ConsoleLog(logf)
-    state = {"current": None}
+    state = {"current": None, "cpu": 0.0, "timed_out": False}
 
     def qemu_stderr():
         for raw in iter(p.stderr.readline, b""):
@@ -645,7 +690,9 @@ def boot(cmd, peer, timeout, results, logf, boot_timeout=None):
     try:
         while True:
             now = time.time()
-            if now - t0 > timeout:
+            used = state["cpu"] = max(state["cpu"], cpu_seconds(p.pid))
+            if used > timeout or now - t0 > timeout * WALL_FACTOR:
+                state["timed_out"] = True
                 break
             if boot_timeout and not booted and now - t0 > boot_timeout:
                 status = "noboot"
@@ -692,10 +739,10 @@ def boot(cmd, peer, timeout, results, logf, boot_timeout=None):
             p.wait()
         err_thread.join(2)
     wall = time.time() - t0
-    log(f"qemu ran {wall:.1f} s, exit {p.returncode}")
+    log(f"qemu ran {wall:.1f} s ({state['cpu']:.1f} s of CPU), exit {p.returncode}")
     if done:
         return "done"
-    if status == "timeout" and time.time() - t0 <= timeout:
+    if status == "timeout" and not state["timed_out"]:
         return "exited" if booted else "noinit"
     return status
 
@@ -733,8 +780,11 @@ def main():
     ap.add_argument("--packages", default="vmtest,testpmd-rs", help="workspace packages built for the guest (musl)")
     ap.add_argument("--binaries", default="vmtest,testpmd-rs", help="binaries copied into the guest's /bin")
     ap.add_argument("--accel", default="auto", choices=["auto", "kvm", "tcg"])
-    ap.add_argument("--timeout", type=float, default=150, help="whole-boot timeout, seconds")
+    ap.add_argument("--timeout", type=float, default=150, help="whole-boot timeout, seconds of QEMU's CPU time")
     ap.add_argument("--test-timeout", type=int, default=60, help="per-test timeout inside the guest, seconds")
+    ap.add_argument("--icount", default=os.environ.get("VMTEST_ICOUNT", ICOUNT),
+                    help="TCG's -icount (default %(default)s, or $VMTEST_ICOUNT): the guest clock follows the guest's "
+                         "progress; 'off' for the host's wall clock")
     ap.add_argument("--hugepages", type=int, default=32)
     ap.add_argument("--cache", default=os.environ.get("VMTEST_CACHE", os.path.join(REPO, "target", "vm-cache")))
     ap.add_argument("--target-dir", default=None, help="cargo target dir for the guest build")
@@ -755,13 +805,15 @@ def main():
     try:
         if sys.platform != "linux" or os.uname().machine != "x86_64":
             raise Skip("the VM test needs an x86_64 Linux host")
+        # Before the lock: a given QEMU that cannot work is known at once, not after another harness's boot.
+        qemu = given_qemu()
         # One harness at a time per cache (apt, cargo, the initramfs file).
         lockf = open(os.path.join(a.cache, ".lock"), "w")
         fcntl.flock(lockf, fcntl.LOCK_EX)
         apt = Apt(os_codename())
-        qemu = ensure_qemu(apt)
+        qemu = qemu or ensure_qemu(apt)
         if os.geteuid() != 0:
-            raise Skip("the VM test needs root (network namespace, TAPs, VFIO in the guest)")
+            raise Skip("the VM test needs root (network namespace, TAPs, VFIO in the guest): run it as root")
         kdir = ensure_kernel(apt, a.cache)
         busybox = ensure_busybox(apt, a.cache)
         bindir = build_guest(target_dir, [p for p in a.packages.split(",") if p], a.offline, a.guest_target)
@@ -780,12 +832,12 @@ def main():
         peer = Peer(nics)
         results = {}
         with open(os.path.join(a.cache, "last-console.log"), "w") as logf:
-            cmd = qemu_cmd(qemu, accel, vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout)
+            cmd = qemu_cmd(qemu, accel, vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout, a.icount)
             status = boot(cmd, peer, a.timeout, results, logf, boot_timeout=30 if accel == "kvm" else None)
             if status == "noboot" and accel == "kvm":
                 log("guest did not reach /init within 30 s under KVM: retrying with TCG")
                 results.clear()
-                cmd = qemu_cmd(qemu, "tcg", vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout)
+                cmd = qemu_cmd(qemu, "tcg", vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout, a.icount)
                 status = boot(cmd, peer, a.timeout, results, logf)
             if status == "noinit":
                 # Nothing of the tests ran: a boot-time failure of the guest kernel, worth one more boot.

@@ -276,20 +276,42 @@ pub fn forward() -> R {
     check_pool_full(&pool)
 }
 
+/// The guest kernel's report of a blocked DMA: `DMAR: [DMA Read ...] Request device [00:04.0] fault addr 0x...`.
+/// Returns the faulting device (`bus:dev.fn`) and the page address.
+fn dmar_fault(msg: &str) -> Option<(&str, u64)> {
+    let dev = msg.split_once("Request device [")?.1.split_once(']')?.0;
+    let addr = msg.split_once("fault addr 0x")?.1.split(|c: char| !c.is_ascii_hexdigit()).next()?;
+    Some((dev, u64::from_str_radix(addr, 16).ok()?))
+}
+
 /// `virtio-unmapped`: a frame whose buffer the IOMMU does not map must not leave (the host checks), while a
-/// mapped one does; the driver then recovers with a stop/start (device reset).
+/// mapped one does. The device must have tried: it completes the descriptor (or flags DEVICE_NEEDS_RESET) and the
+/// vIOMMU raises a DMA read fault for this NIC at the stray buffer's address. The driver then recovers with a
+/// stop/start (device reset).
 pub fn unmapped() -> R {
     let env = Env::new()?;
     let pool = env.pool("mapped", 511)?;
     let stray = env.pool("unmapped", 63)?; // never mapped for the device
     let mut dev = env.open(1)?;
+    let bdf = env.nics[1].to_string();
     let (rx, mut tx) = start(&mut dev, &pool)?;
     let mac = dev.mac_addr();
     send(&mut tx, &pool, mac, "mapped", 1, 60)?;
     drain_tx(&mut tx, "the mapped frame")?;
     host("expect vnet1 1 mapped");
     let mut klog = sys::KernelLog::from_now().map_err(|e| format!("/dev/kmsg: {e}"))?;
-    send(&mut tx, &stray, mac, "unmapped", 1, 60)?;
+    let mut m = stray.alloc().ok_or("the unmapped pool is empty")?;
+    let n = frames::build(m.data_room_mut(), PEER_MAC, mac, "unmapped", 0, 60);
+    m.set_len(n as u16);
+    // Where the device reads (the header in the headroom, the data). The vIOMMU reports the start of the region
+    // whose translation failed: a 4 KiB, 2 MiB or 1 GiB page, by the page-table level that had no entry.
+    let reads = [m.buf_iova(), m.data_iova(), m.data_iova() + n as u64 - 1];
+    let in_stray = move |a: u64| reads.iter().any(|&r| [12, 21, 30].iter().any(|&b| a == r & !((1u64 << b) - 1)));
+    let mut batch = PacketBatch::new();
+    let _ = batch.push(m);
+    if tx.tx_burst(&mut batch) != 1 {
+        return Err("the TX ring did not take the unmapped frame".into());
+    }
     // Wait until the device is done with the descriptor: completed (QEMU's behaviour: the translation fails, the
     // frame is dropped, the descriptor is used) or the device flags DEVICE_NEEDS_RESET. Only then does the host's
     // "nothing arrived" mean something (QEMU writes a frame to the TAP before it marks the descriptor used).
@@ -299,12 +321,13 @@ pub fn unmapped() -> R {
         done += tx.reclaim();
         tx.in_flight() == 0 || needs_reset(&dev)
     });
-    // The vIOMMU reports the blocked read as a DMAR fault; the guest kernel logs it (wait a little for it: the
-    // fault interrupt may come after the completion).
+    // The proof that the device did attempt the DMA: the vIOMMU's fault for this NIC inside the stray buffer, which
+    // the guest kernel logs (the fault interrupt may come after the completion: wait for it).
+    let this_nic = bdf.strip_prefix("0000:").unwrap_or(&bdf).to_string();
     let mut dmar = Vec::new();
-    let fault_seen = wait_for(Duration::from_secs(5), || {
+    let fault = wait_for(DEVICE_TIMEOUT, || {
         dmar.extend(klog.new_messages().into_iter().filter(|m| m.contains("DMAR")));
-        dmar.iter().any(|m| m.contains("fault addr"))
+        dmar.iter().filter_map(|m| dmar_fault(m)).any(|(d, a)| d == this_nic && in_stray(a))
     });
     let status = dev.device_status();
     let state = format!(
@@ -312,6 +335,9 @@ pub fn unmapped() -> R {
         tx.in_flight(),
         if needs_reset(&dev) { " (DEVICE_NEEDS_RESET)" } else { "" }
     );
+    for m in &dmar {
+        println!("kernel: {m}");
+    }
     match settled {
         Some(t) => println!("after the unmapped TX ({t:?}): {state}"),
         None => {
@@ -321,15 +347,18 @@ pub fn unmapped() -> R {
             ))
         }
     }
-    for m in &dmar {
-        println!("kernel: {m}");
-    }
-    if fault_seen.is_none() {
-        println!("note: no DMAR fault report in the kernel log within 5 s (an earlier unhandled fault?)");
+    match fault {
+        Some(t) => println!("DMA read fault of {this_nic} at the unmapped buffer {reads:x?} reported after {t:?}"),
+        None => {
+            return Err(format!(
+                "no DMAR fault of {this_nic} at the unmapped buffer {reads:x?} within {DEVICE_TIMEOUT:?} (kernel \
+                 DMAR messages {dmar:?}): the device did not attempt the DMA, or the IOMMU did not block it"
+            ))
+        }
     }
     host("expect vnet1 0 unmapped");
     // Recovery: stop (device reset, buffers freed) and start again.
-    drop((rx, tx));
+    drop((rx, tx, batch));
     dev.stop().map_err(|e| format!("stop: {e}"))?;
     check_pool_full(&stray)?;
     let (rx, mut tx) = start(&mut dev, &pool)?;

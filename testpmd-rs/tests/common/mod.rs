@@ -255,3 +255,13 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Skips the calling test with what it needs (returns false), or fails it when NETNS_TESTS_REQUIRED=1: the project's
+/// test command sets it, and there a missing tool or privilege is a broken machine, not a pass.
+pub fn skip_netns(reason: &str) -> bool {
+    if std::env::var("NETNS_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
+        panic!("NETNS_TESTS_REQUIRED=1 but the test cannot run: {reason}");
+    }
+    eprintln!("SKIPPED: {reason}");
+    false
+}
