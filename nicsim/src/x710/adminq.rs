@@ -714,7 +714,11 @@ impl Core {
                     return fail(self, AqRc::Einval, format!("buffer of {} bytes, 32 expected (§6.6)", buf.len()));
                 }
                 if buf[0] != 0x01 || buf[5..12].iter().any(|&b| b != 0) || buf[4] == 0 {
-                    return fail(self, AqRc::Einval, format!("tc_valid_bits {:#x} / credits {:?}: the model has TC0 only", buf[0], &buf[4..12]));
+                    return fail(
+                        self,
+                        AqRc::Einval,
+                        format!("tc_valid_bits {:#x} / credits {:?}: the model has TC0 only", buf[0], &buf[4..12]),
+                    );
                 }
                 put16(buf, 16, qs_handle(c));
                 for tc in 1..8 {
@@ -736,7 +740,11 @@ impl Core {
             SET_PHY_CONFIG => {
                 let (phy_type, speed, abilities, ext) = (le32(&p, 0), p[4], p[5], p[13]);
                 if abilities & 0xC0 != 0 {
-                    return fail(self, AqRc::Einval, format!("abilities {abilities:#x}: bits 6 and 7 are reserved (§7.2)"));
+                    return fail(
+                        self,
+                        AqRc::Einval,
+                        format!("abilities {abilities:#x}: bits 6 and 7 are reserved (§7.2)"),
+                    );
                 }
                 let t = c.part.phy_type();
                 let type_ok = if t < 32 { phy_type & (1 << t) != 0 } else { ext & 0x04 != 0 };
@@ -841,7 +849,11 @@ impl Core {
         };
         let seid = le16(&p, 0);
         if seid != vsi_seid(c) {
-            return fail(self, AqRc::Enoent, format!("seid {seid:#x} is not the main VSI's ({:#x}, §6.5)", vsi_seid(c)));
+            return fail(
+                self,
+                AqRc::Enoent,
+                format!("seid {seid:#x} is not the main VSI's ({:#x}, §6.5)", vsi_seid(c)),
+            );
         }
         if buf.len() != VSI_PROPS_LEN {
             return fail(self, AqRc::Einval, format!("buffer of {} bytes, 128 expected (§6.6)", buf.len()));
@@ -875,13 +887,17 @@ impl Core {
         const QUEUE_OPT: u16 = 0x80;
         let valid = le16(b, 0);
         if valid & !(SWITCH | SECURITY | VLAN | QUEUE_MAP | QUEUE_OPT) != 0 {
-            return Err(format!("valid_sections {valid:#x}: the model applies switch, security, VLAN, queue map and queue options only"));
+            return Err(format!(
+                "valid_sections {valid:#x}: the model applies switch, security, VLAN, queue map and queue options only"
+            ));
         }
         if valid & VLAN != 0 {
             let f = b[12];
             let mode = f & 0x3;
             if mode == 0 || f & 0x4 != 0 || f & !0x1F != 0 {
-                return Err(format!("port_vlan_flags {f:#x}: MODE 0 is invalid, PVID insertion is not modelled (§6.6)"));
+                return Err(format!(
+                    "port_vlan_flags {f:#x}: MODE 0 is invalid, PVID insertion is not modelled (§6.6)"
+                ));
             }
             self.vsi.vlan_mode = mode;
             // EMOD (bits 4:3): 0 and 0x10 strip the tag into the descriptor; 0x08 (priority only) and 0x18 leave it.
@@ -953,7 +969,11 @@ impl Core {
             if d.opcode == opcode::ADD_MACVLAN {
                 let flags = le16(e, 8);
                 if flags & !0x1F != 0 || flags & 0x3 == 0 || (flags & 0x8 == 0 && le16(e, 10) != 0) {
-                    return fail(self, AqRc::Einval, format!("add element flags {flags:#x} / queue {} (§6.7)", le16(e, 10)));
+                    return fail(
+                        self,
+                        AqRc::Einval,
+                        format!("add element flags {flags:#x} / queue {} (§6.7)", le16(e, 10)),
+                    );
                 }
                 if flags & 0x8 != 0 {
                     return fail(self, AqRc::Einval, "TO_QUEUE filters are not modelled".into());
@@ -1106,7 +1126,12 @@ impl Core {
         {
             return;
         }
-        let mut ev = Desc { flags: armed.flags | flag::DD | flag::CMP, opcode: op, datalen: body.len() as u16, ..Desc::default() };
+        let mut ev = Desc {
+            flags: armed.flags | flag::DD | flag::CMP,
+            opcode: op,
+            datalen: body.len() as u16,
+            ..Desc::default()
+        };
         // The event's parameters take all 16 bytes (a link event is laid out like Get Link Status, §5.5); the
         // driver keeps its own record of the slot's buffer and re-arms it.
         ev.params = params;

@@ -33,8 +33,8 @@ use crate::dma::IovaMap;
 use crate::fault::{Fault, FaultLog};
 use crate::pci::{PciIdentity, VENDOR_INTEL};
 use crate::tap::TapWire;
-pub use adminq::{flag, opcode, AqRc};
 use adminq::AdminQ;
+pub use adminq::{flag, opcode, AqRc};
 use hmc::{RxCtx, SdTable, TxCtx};
 use regs::*;
 use stats::Stats;
@@ -882,11 +882,12 @@ impl Core {
 
     fn enable_tx(&mut self, shared: &Shared, q: usize) -> Result<(), String> {
         if !self.txq[q].qdis_cleared {
-            return Err("no CLEAR_QDIS for it in GLLAN_TXPRE_QDIS since reset or the last SET_QDIS (§9.4 step 1)".into());
+            return Err(
+                "no CLEAR_QDIS for it in GLLAN_TXPRE_QDIS since reset or the last SET_QDIS (§9.4 step 1)".into()
+            );
         }
         let ctl = self.reg(qtx_ctl(q));
-        if QTX_CTL_PFVF_Q.get(ctl) != QTX_CTL_PFVF_Q_PF || QTX_CTL_PF_INDX.get(ctl) != u32::from(shared.config.pf_id)
-        {
+        if QTX_CTL_PFVF_Q.get(ctl) != QTX_CTL_PFVF_Q_PF || QTX_CTL_PF_INDX.get(ctl) != u32::from(shared.config.pf_id) {
             return Err(format!(
                 "QTX_CTL({q}) = {ctl:#x}, want PFVF_Q = 2 (PF queue) and PF_INDX = {} (§9.2 step 3)",
                 shared.config.pf_id
@@ -1025,7 +1026,9 @@ impl X710 {
     /// A model PF: its BAR0 for the driver and the port handle for the test.
     #[allow(clippy::new_ret_no_self)] // a device and its handle, like `X540::new`
     pub fn new(config: X710Config) -> (X710Bar, X710Port) {
-        assert!(config.num_queues > 0 && usize::from(config.first_queue) + usize::from(config.num_queues) <= MAX_QUEUES);
+        assert!(
+            config.num_queues > 0 && usize::from(config.first_queue) + usize::from(config.num_queues) <= MAX_QUEUES
+        );
         assert!(matches!(config.rss_table_size, 128 | 512), "RSS table size is 128 or 512 (§15)");
         let faults = Arc::new(FaultLog::new(config.panic_on_fault));
         let n = usize::from(config.num_queues);

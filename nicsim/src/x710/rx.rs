@@ -215,7 +215,9 @@ impl Core {
         let mut queue = usize::from(self.vsi.queue_base);
         if hena & (1 << pctype) != 0 {
             if !GLQF_CTL_HTOEP.is_set(self.reg(GLQF_CTL)) {
-                shared.fault("GLQF_CTL.HTOEP = 0: the simple XOR hash is not modelled (DPDK forces Toeplitz, §12.2)".into());
+                shared.fault(
+                    "GLQF_CTL.HTOEP = 0: the simple XOR hash is not modelled (DPDK forces Toeplitz, §12.2)".into(),
+                );
             }
             let h = net::toeplitz(&self.rss_key(), &input);
             let size = if PFQF_CTL_0_HASHLUTSIZE.is_set(self.reg(PFQF_CTL_0)) { 512 } else { 128 };

@@ -162,9 +162,21 @@ impl Stats {
         let p = INDEX_STRIDE * port;
         let v = INDEX_STRIDE * vsi;
         let (octets, uni, multi, broad, hist) = if rx {
-            ((GLPRT_GORC, GLV_GORC), (GLPRT_UPRC, GLV_UPRC), (GLPRT_MPRC, GLV_MPRC), (GLPRT_BPRC, GLV_BPRC), GLPRT_PRC64)
+            (
+                (GLPRT_GORC, GLV_GORC),
+                (GLPRT_UPRC, GLV_UPRC),
+                (GLPRT_MPRC, GLV_MPRC),
+                (GLPRT_BPRC, GLV_BPRC),
+                GLPRT_PRC64,
+            )
         } else {
-            ((GLPRT_GOTC, GLV_GOTC), (GLPRT_UPTC, GLV_UPTC), (GLPRT_MPTC, GLV_MPTC), (GLPRT_BPTC, GLV_BPTC), GLPRT_PTC64)
+            (
+                (GLPRT_GOTC, GLV_GOTC),
+                (GLPRT_UPTC, GLV_UPTC),
+                (GLPRT_MPTC, GLV_MPTC),
+                (GLPRT_BPTC, GLV_BPTC),
+                GLPRT_PTC64,
+            )
         };
         let kind = if bcast {
             broad
