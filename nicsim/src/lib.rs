@@ -1,4 +1,4 @@
-//! Behavioural NIC models for testing drivers without hardware.
+//! Behavioural NIC models for testing drivers without hardware: the Intel X540 (and 82599) and the X710 family.
 //!
 //! The model of an Intel X540 port sits behind the same seams as the real device (the three seams a
 //! driver is written against: registers, DMA memory, PCI identity):
@@ -69,6 +69,22 @@
 //! register map: MAC link through AUTOC/AUTOC2 and the TX laser on ESDP.SDP3, CTRL.LNK_RST versus CTRL.RST, and the
 //! RX security-block errata handshake (SECRXCTRL.RX_DIS / SECRXSTAT.SECRX_RDY around RXCTRL.RXEN), with faults
 //! for its misuse. See [`x540`]'s `x82599` module docs for the exact rules.
+//!
+//! # The X710 / XL710 / XXV710 model
+//!
+//! [`X710::new`]`(`[`X710Config`]`)` makes one PF of a 700-series adapter ([`X710Part`]: X710 8086:1572, XL710
+//! 8086:1583 / 8086:1584, XXV710 8086:158B; BAR0 8 MiB) as an [`X710Bar`] (the driver's `RegisterSpace`) and an
+//! [`X710Port`]; [`X710::pair`] wires two PFs back to back. It is written from the project's notes,
+//! `docs/hw/i40e.md`, independently of any i40e driver (see [`x710`]). Its firmware answers the admin queue
+//! asynchronously (a command completes when the model runs: [`X710Port::step`], [`run_until_idle_x710`] or
+//! [`X710Port::start_thread`]), checks each descriptor's flags, lengths and every parameter byte against the
+//! notes' tables, and answers an unknown opcode with ESRCH. Queue contexts are read from host memory through the
+//! HMC segment descriptors when a queue is enabled, and any bit outside the context fields is a fault. Faults to
+//! inject: [`X710Port::inject_aq_error`], [`X710Port::stall_admin_queue`], [`X710Port::link_flap`],
+//! [`X710Port::set_cable`], [`X710Port::inject_error`], [`X710Port::tx_hang`], [`X710Port::set_stat`]; detected
+//! driver faults land in the same [`FaultLog`] as the X540's (including malicious-driver detection on TX).
+//! Not modelled: interrupts (causes are latched in PFINT_ICR0 only), VFs and SR-IOV, more than one VSI or TC,
+//! flow director, header split, TSO, SCTP CRC offload, hash (non-perfect) MAC filters, the X722.
 //!
 //! Conventions the model assumes that a driver must meet: frames on wires and in [`X540Port::inject`] carry no FCS;
 //! frames shorter than 60 bytes are runts (RUC) unless padded by the sender's TXPADEN; TCP/UDP checksum offload

@@ -759,7 +759,9 @@ fn malformed_commands_are_rejected_with_einval_and_a_fault() {
         le16(&s.buf, 18)
     };
     let vsi = seid(&mut r).to_le_bytes();
-    let cases: Vec<(&str, [u8; 32], Option<Vec<u8>>)> = vec![
+    // (what is wrong, the descriptor, its buffer)
+    type Case = (&'static str, [u8; 32], Option<Vec<u8>>);
+    let cases: Vec<Case> = vec![
         ("BUF on a direct command", desc(SI | BUF, 0x0001, 0, [0; 16]), Some(vec![0; 16])),
         ("a direct command with datalen", desc(SI, 0x0001, 16, [0; 16]), None),
         ("reserved parameter byte", desc(SI, 0x0001, 0, [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), None),

@@ -10,7 +10,7 @@
 use crate::fault::Fault;
 
 use super::regs::*;
-use super::{Core, MacFilter, Shared, X710Config, MAC_SEID_BASE, QS_HANDLE_BASE, VSI_SEID_BASE};
+use super::{Core, Shared, X710Config, QS_HANDLE_BASE, VSI_SEID_BASE};
 
 /// Opcodes (§6).
 pub mod opcode {
@@ -154,19 +154,19 @@ pub(crate) struct Desc {
     pub params: [u8; 16],
 }
 
-fn le16(b: &[u8], at: usize) -> u16 {
+pub(super) fn le16(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
 
-fn le32(b: &[u8], at: usize) -> u32 {
+pub(super) fn le32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
-fn put16(b: &mut [u8], at: usize, v: u16) {
+pub(super) fn put16(b: &mut [u8], at: usize, v: u16) {
     b[at..at + 2].copy_from_slice(&v.to_le_bytes());
 }
 
-fn put32(b: &mut [u8], at: usize, v: u32) {
+pub(super) fn put32(b: &mut [u8], at: usize, v: u32) {
     b[at..at + 4].copy_from_slice(&v.to_le_bytes());
 }
 
@@ -284,13 +284,13 @@ fn spec(op: u16, api: (u16, u16)) -> Option<Spec> {
 }
 
 /// The result of one command.
-struct Outcome {
-    rc: AqRc,
-    params: [u8; 16],
+pub(super) struct Outcome {
+    pub rc: AqRc,
+    pub params: [u8; 16],
     /// A new datalen for the completion (List Capabilities' needed size on ENOMEM).
-    datalen: Option<u16>,
+    pub datalen: Option<u16>,
     /// Write the buffer back to host memory.
-    write_buf: bool,
+    pub write_buf: bool,
 }
 
 /// The admin queue's state: ring registers, fault injection, and what the firmware remembers.
@@ -395,7 +395,7 @@ impl AdminQ {
     }
 }
 
-fn qs_handle(config: &X710Config) -> u16 {
+pub(super) fn qs_handle(config: &X710Config) -> u16 {
     QS_HANDLE_BASE + u16::from(config.pf_id)
 }
 
@@ -412,48 +412,8 @@ pub(crate) fn vsi_stat_index(config: &X710Config) -> usize {
     32 + usize::from(config.pf_id)
 }
 
-/// Capability IDs (§6.2).
-mod cap {
-    pub const SWITCH_MODE: u16 = 0x0001;
-    pub const VSI: u16 = 0x0017;
-    pub const RSS: u16 = 0x0040;
-    pub const RXQ: u16 = 0x0041;
-    pub const TXQ: u16 = 0x0042;
-    pub const MSIX: u16 = 0x0043;
-    pub const FLOW_DIRECTOR: u16 = 0x0045;
-}
-
-/// Capability element length (§6.2).
-const CAP_LEN: usize = 32;
-/// VSIs in the device (§15).
-const VSIS: u32 = 384;
-/// Perfect MAC filters the model's switch holds per PF.
-const PERFECT_FILTERS: u16 = 256;
-/// VSI properties buffer length (§6.6).
-const VSI_PROPS_LEN: usize = 128;
-/// TC bandwidth buffer length (§6.6).
-const TC_BW_LEN: usize = 32;
-/// MAC-VLAN element length (§6.7).
-const MACVLAN_LEN: usize = 16;
-/// Get PHY Abilities: the fixed part of the response before the qualified modules (§7.1).
-const PHY_ABILITIES_HEAD: usize = 24;
-/// MAC Address Read buffer (§6.4).
-const MAC_READ_LEN: usize = 24;
-/// Get Switch Config: header and one element (§6.5).
-const SWITCH_HEADER: usize = 16;
-const SWITCH_ELEMENT: usize = 16;
-
-/// RX control registers command 0x0206/0x0207 may reach (§6.11, §12.1).
-fn rx_ctl_register(addr: usize) -> bool {
-    matches!(addr, PFQF_CTL_0 | GLQF_CTL | PRTQF_CTL_0)
-        || addr == pfqf_hena(0)
-        || addr == pfqf_hena(1)
-        || (0x26_7600..0x26_7600 + 8 * 64).contains(&addr)
-        || (0x26_7A00..0x26_7A00 + 8 * 64).contains(&addr)
-}
-
 impl Core {
-    fn aq_fault(&self, shared: &Shared, op: u16, why: String) {
+    pub(super) fn aq_fault(&self, shared: &Shared, op: u16, why: String) {
         shared.faults.record(Fault::Protocol { what: format!("admin command {op:#06x}: {why}") });
     }
 
@@ -583,514 +543,6 @@ impl Core {
             return Outcome { rc: AqRc::BadAddr, params: d.params, datalen: None, write_buf: false };
         }
         outcome
-    }
-
-    /// One command's semantics, after the generic checks.
-    fn command(&mut self, shared: &Shared, d: &Desc, buf: &mut [u8]) -> Outcome {
-        let c = &shared.config;
-        let op = d.opcode;
-        let mut p = d.params;
-        let ok = |params: [u8; 16], write_buf: bool| Outcome { rc: AqRc::Ok, params, datalen: None, write_buf };
-        let fail = |core: &Core, rc: AqRc, why: String| {
-            core.aq_fault(shared, op, why);
-            Outcome { rc, params: d.params, datalen: None, write_buf: false }
-        };
-        let seid = le16(&p, 0);
-        match op {
-            GET_VERSION => {
-                put32(&mut p, 0, c.rom_ver);
-                put32(&mut p, 4, c.fw_build);
-                put16(&mut p, 8, c.fw_version.0);
-                put16(&mut p, 10, c.fw_version.1);
-                put16(&mut p, 12, c.api_version.0);
-                put16(&mut p, 14, c.api_version.1);
-                ok(p, false)
-            }
-            DRIVER_VERSION => {
-                // §6.1: the name is ASCII, at most 32 characters.
-                if buf.len() > 32 || !buf.iter().all(|b| b.is_ascii()) {
-                    return fail(self, AqRc::Einval, format!("driver name of {} bytes, not ASCII ≤ 32", buf.len()));
-                }
-                let name = String::from_utf8_lossy(buf).trim_end_matches('\0').to_string();
-                self.aq.driver_version = Some((p[0..4].try_into().expect("4"), name));
-                ok(p, false)
-            }
-            QUEUE_SHUTDOWN => {
-                let v = le32(&p, 0);
-                if v & !1 != 0 {
-                    return fail(self, AqRc::Einval, format!("param {v:#x}: only bit 0 (driver unloading) exists"));
-                }
-                self.link.lse = false;
-                ok(p, false)
-            }
-            SET_PF_CONTEXT => {
-                if p[0] != c.pf_id {
-                    return fail(self, AqRc::Einval, format!("pf_id {} is not this PF ({})", p[0], c.pf_id));
-                }
-                ok(p, false)
-            }
-            REQUEST_RESOURCE | RELEASE_RESOURCE => {
-                // resource_id 1 = NVM (§6.1); the model grants it at once.
-                if le16(&p, 0) != 1 {
-                    return fail(self, AqRc::Einval, format!("resource_id {} (only 1, the NVM, exists)", le16(&p, 0)));
-                }
-                ok(p, false)
-            }
-            LIST_FUNC_CAPS | LIST_DEV_CAPS => self.list_caps(shared, d, p, buf),
-            MAC_ADDRESS_READ => {
-                if buf.len() < MAC_READ_LEN {
-                    return fail(self, AqRc::Einval, format!("buffer of {} bytes, 24 needed (§6.4)", buf.len()));
-                }
-                buf[0..6].copy_from_slice(&c.mac);
-                buf[12..18].copy_from_slice(&c.mac);
-                // LAN and port addresses valid (§6.4).
-                put16(&mut p, 0, 0x10 | 0x40);
-                ok(p, true)
-            }
-            CLEAR_PXE_MODE => ok(p, false),
-            GET_SWITCH_CONFIG => {
-                if seid != 0 {
-                    return fail(self, AqRc::Einval, format!("start SEID {seid}: the switch has one element"));
-                }
-                if buf.len() < SWITCH_HEADER + SWITCH_ELEMENT {
-                    return fail(self, AqRc::Einval, format!("buffer of {} bytes, 32 needed (§6.5)", buf.len()));
-                }
-                put16(buf, 0, 1);
-                put16(buf, 2, 1);
-                let e = &mut buf[SWITCH_HEADER..SWITCH_HEADER + SWITCH_ELEMENT];
-                e[0] = 19; // VSI
-                e[1] = 1;
-                put16(e, 2, vsi_seid(c));
-                put16(e, 4, MAC_SEID_BASE + u16::from(c.port));
-                put16(e, 6, 0);
-                e[11] = 1; // regular
-                put16(&mut p, 0, 0);
-                ok(p, true)
-            }
-            SET_SWITCH_CONFIG => {
-                let valid = le16(&p, 2);
-                if valid & !0xF != 0 {
-                    return fail(self, AqRc::Einval, format!("valid_flags {valid:#x} (0x1..0x8 exist, §6.5)"));
-                }
-                ok(p, false)
-            }
-            RX_CTL_READ | RX_CTL_WRITE => {
-                let addr = le32(&p, 4) as usize;
-                if !rx_ctl_register(addr) {
-                    return fail(self, AqRc::Einval, format!("register {addr:#x} is not an RX control register"));
-                }
-                if op == RX_CTL_WRITE {
-                    self.set_reg(addr, le32(&p, 12));
-                } else {
-                    put32(&mut p, 12, self.reg(addr));
-                }
-                ok(p, false)
-            }
-            GET_VSI_PARAMS | UPDATE_VSI => self.vsi_command(shared, d, p, buf),
-            ADD_MACVLAN | REMOVE_MACVLAN => self.macvlan(shared, d, p, buf),
-            SET_VSI_PROMISC => {
-                let (flags, valid, seid, vlan) = (le16(&p, 0), le16(&p, 2), le16(&p, 4), le16(&p, 6));
-                const KNOWN: u16 = 0x1F | 0x8000;
-                if seid & 0x3FF != vsi_seid(c) & 0x3FF || seid & !0x3FF != 0 {
-                    return fail(self, AqRc::Einval, format!("seid {seid:#x} is not the VSI's ({:#x})", vsi_seid(c)));
-                }
-                if (flags | valid) & !KNOWN != 0 || flags & !valid != 0 {
-                    return fail(self, AqRc::Einval, format!("flags {flags:#x} / valid {valid:#x} (§6.8)"));
-                }
-                if valid & 0x8000 != 0 && c.api_version < (1, 5) {
-                    return fail(self, AqRc::Einval, "RX_ONLY before API 1.5 (§6.8)".into());
-                }
-                if vlan & 0x8000 != 0 {
-                    return fail(self, AqRc::Einval, "per-VLAN promiscuous mode is not modelled".into());
-                }
-                self.vsi.promisc = (self.vsi.promisc & !valid) | (flags & valid);
-                ok(p, false)
-            }
-            VSI_TC_BW => {
-                if seid != vsi_seid(c) {
-                    return fail(self, AqRc::Enoent, format!("seid {seid:#x} is not the VSI's ({:#x})", vsi_seid(c)));
-                }
-                if buf.len() != TC_BW_LEN {
-                    return fail(self, AqRc::Einval, format!("buffer of {} bytes, 32 expected (§6.6)", buf.len()));
-                }
-                if buf[0] != 0x01 || buf[5..12].iter().any(|&b| b != 0) || buf[4] == 0 {
-                    return fail(
-                        self,
-                        AqRc::Einval,
-                        format!("tc_valid_bits {:#x} / credits {:?}: the model has TC0 only", buf[0], &buf[4..12]),
-                    );
-                }
-                put16(buf, 16, qs_handle(c));
-                for tc in 1..8 {
-                    put16(buf, 16 + 2 * tc, 0xFFFF);
-                }
-                ok(p, true)
-            }
-            GET_PHY_ABILITIES => {
-                let what = le16(&p, 0);
-                if what & !3 != 0 {
-                    return fail(self, AqRc::Einval, format!("param0 {what:#x}: bits 0 and 1 exist (§7.1)"));
-                }
-                if buf.len() < PHY_ABILITIES_HEAD {
-                    return fail(self, AqRc::Einval, format!("buffer of {} bytes, 24 at least (§7.1)", buf.len()));
-                }
-                self.phy_abilities(c, what & 2 != 0, buf);
-                ok(p, true)
-            }
-            SET_PHY_CONFIG => {
-                let (phy_type, speed, abilities, ext) = (le32(&p, 0), p[4], p[5], p[13]);
-                if abilities & 0xC0 != 0 {
-                    return fail(
-                        self,
-                        AqRc::Einval,
-                        format!("abilities {abilities:#x}: bits 6 and 7 are reserved (§7.2)"),
-                    );
-                }
-                let t = c.part.phy_type();
-                let type_ok = if t < 32 { phy_type & (1 << t) != 0 } else { ext & 0x04 != 0 };
-                self.link.enabled = abilities & 0x08 != 0 && type_ok && speed & c.part.speed_bit() != 0;
-                ok(p, false)
-            }
-            SET_MAC_CONFIG => {
-                let max = le16(&p, 0);
-                if !(64..=9728).contains(&max) {
-                    return fail(self, AqRc::Einval, format!("max_frame_size {max} (at most 9728, §7.3/§15)"));
-                }
-                if p[2] & 0x03 != 0 {
-                    return fail(self, AqRc::Einval, format!("params {:#x}: bits 1:0 are reserved (§7.3)", p[2]));
-                }
-                if p[2] & 0x80 != 0 && c.api_version < (1, 8) {
-                    return fail(self, AqRc::Einval, "drop-blocking before API 1.8 (§7.3)".into());
-                }
-                self.link.max_frame = max;
-                self.link.crc_en = p[2] & 0x04 != 0;
-                ok(p, false)
-            }
-            SET_LINK_RESTART_AN => {
-                if p[0] & !0x06 != 0 {
-                    return fail(self, AqRc::Einval, format!("command {:#x}: 0x02 restart, 0x04 enable (§7.6)", p[0]));
-                }
-                if p[0] & 0x04 != 0 {
-                    self.link.enabled = true;
-                }
-                ok(p, false)
-            }
-            GET_LINK_STATUS => {
-                let flags = le16(&p, 0);
-                match flags {
-                    0 => {}
-                    2 => self.link.lse = false,
-                    3 => self.link.lse = true,
-                    _ => return fail(self, AqRc::Einval, format!("command_flags {flags:#x} (0, 2 or 3, §7.4)")),
-                }
-                let up = self.link_up(shared, std::time::Instant::now());
-                ok(self.link_status_params(shared, up), false)
-            }
-            SET_PHY_INT_MASK => {
-                self.link.event_mask = le16(&p, 8);
-                ok(p, false)
-            }
-            SET_LOOPBACK => {
-                let mode = le16(&p, 0);
-                // 0x4 (MAC local) is the X722's; the XL710 family uses 0x1 (§7.6).
-                if !matches!(mode, 0 | 1 | 2) {
-                    return fail(self, AqRc::Einval, format!("lb_mode {mode:#x} (0, 0x1 or 0x2 on this part, §7.6)"));
-                }
-                self.link.loopback = mode;
-                ok(p, false)
-            }
-            LLDP_STOP | LLDP_START => ok(p, false),
-            SET_RSS_KEY | GET_RSS_KEY | SET_RSS_LUT | GET_RSS_LUT => self.rss_command(shared, d, p, buf),
-            _ => Outcome { rc: AqRc::Esrch, params: p, datalen: None, write_buf: false },
-        }
-    }
-
-    fn list_caps(&mut self, shared: &Shared, d: &Desc, mut p: [u8; 16], buf: &mut [u8]) -> Outcome {
-        let c = &shared.config;
-        if p[0] & !1 != 0 || (p[0] & 1 != 0 && p[1] != c.pf_id) || (p[0] & 1 == 0 && p[1] != 0) {
-            self.aq_fault(shared, d.opcode, format!("command_flags {:#x} / pf_index {} (§6.2)", p[0], p[1]));
-            return Outcome { rc: AqRc::Einval, params: d.params, datalen: None, write_buf: false };
-        }
-        let q = u32::from(c.num_queues);
-        let first = u32::from(c.first_queue);
-        let mut caps: Vec<(u16, u32, u32, u32)> = vec![
-            (cap::SWITCH_MODE, 0, 0, 0),
-            (cap::VSI, VSIS, 0, 0),
-            (cap::RSS, c.rss_table_size.into(), 6, 0),
-            (cap::RXQ, q, 0, first),
-            (cap::TXQ, q, 0, first),
-            (cap::MSIX, c.msix_vectors.into(), 0, 0),
-        ];
-        if c.flow_director {
-            caps.push((cap::FLOW_DIRECTOR, 1, 0, 0));
-        }
-        let need = caps.len() * CAP_LEN;
-        if buf.len() < need {
-            // §6.2: ENOMEM with the size needed in datalen; count means nothing.
-            return Outcome { rc: AqRc::Enomem, params: d.params, datalen: Some(need as u16), write_buf: false };
-        }
-        for (i, (id, number, logical, phys)) in caps.iter().enumerate() {
-            let e = &mut buf[i * CAP_LEN..(i + 1) * CAP_LEN];
-            put16(e, 0, *id);
-            e[2] = 1;
-            put32(e, 4, *number);
-            put32(e, 8, *logical);
-            put32(e, 12, *phys);
-        }
-        put32(&mut p, 4, caps.len() as u32);
-        Outcome { rc: AqRc::Ok, params: p, datalen: None, write_buf: true }
-    }
-
-    fn vsi_command(&mut self, shared: &Shared, d: &Desc, mut p: [u8; 16], buf: &mut [u8]) -> Outcome {
-        let c = &shared.config;
-        let fail = |core: &Core, rc, why: String| {
-            core.aq_fault(shared, d.opcode, why);
-            Outcome { rc, params: d.params, datalen: None, write_buf: false }
-        };
-        let seid = le16(&p, 0);
-        if seid != vsi_seid(c) {
-            return fail(
-                self,
-                AqRc::Enoent,
-                format!("seid {seid:#x} is not the main VSI's ({:#x}, §6.5)", vsi_seid(c)),
-            );
-        }
-        if buf.len() != VSI_PROPS_LEN {
-            return fail(self, AqRc::Einval, format!("buffer of {} bytes, 128 expected (§6.6)", buf.len()));
-        }
-        if d.opcode == opcode::UPDATE_VSI {
-            if let Err(why) = self.update_vsi(c, buf) {
-                return fail(self, AqRc::Einval, why);
-            }
-        } else {
-            buf[..96].copy_from_slice(&self.vsi.props[..96]);
-            put16(buf, 96, qs_handle(c));
-            for tc in 1..8 {
-                put16(buf, 96 + 2 * tc, 0xFFFF);
-            }
-            put16(buf, 112, vsi_stat_index(c) as u16);
-            put16(buf, 114, 0);
-        }
-        put16(&mut p, 0, vsi_seid(c));
-        put16(&mut p, 2, vsi_number(c));
-        put16(&mut p, 4, 1);
-        put16(&mut p, 6, (VSIS - 1) as u16);
-        Outcome { rc: AqRc::Ok, params: p, datalen: None, write_buf: d.opcode == opcode::GET_VSI_PARAMS }
-    }
-
-    /// Update VSI (§6.6): the sections named in valid_sections take effect.
-    fn update_vsi(&mut self, c: &X710Config, b: &[u8]) -> Result<(), String> {
-        const SWITCH: u16 = 0x1;
-        const SECURITY: u16 = 0x2;
-        const VLAN: u16 = 0x4;
-        const QUEUE_MAP: u16 = 0x40;
-        const QUEUE_OPT: u16 = 0x80;
-        let valid = le16(b, 0);
-        if valid & !(SWITCH | SECURITY | VLAN | QUEUE_MAP | QUEUE_OPT) != 0 {
-            return Err(format!(
-                "valid_sections {valid:#x}: the model applies switch, security, VLAN, queue map and queue options only"
-            ));
-        }
-        if valid & VLAN != 0 {
-            let f = b[12];
-            let mode = f & 0x3;
-            if mode == 0 || f & 0x4 != 0 || f & !0x1F != 0 {
-                return Err(format!(
-                    "port_vlan_flags {f:#x}: MODE 0 is invalid, PVID insertion is not modelled (§6.6)"
-                ));
-            }
-            self.vsi.vlan_mode = mode;
-            // EMOD (bits 4:3): 0 and 0x10 strip the tag into the descriptor; 0x08 (priority only) and 0x18 leave it.
-            self.vsi.strip_vlan = matches!(f & 0x18, 0x00 | 0x10);
-        }
-        if valid & QUEUE_MAP != 0 {
-            let mapping = le16(b, 28);
-            if mapping != 0 {
-                return Err(format!("mapping_flags {mapping}: only contiguous (0) mapping is modelled"));
-            }
-            let base = le16(b, 30) & 0x7FF;
-            let tc0 = le16(b, 62);
-            if tc0 & 0x1FF != 0 || tc0 & !0xFFF != 0 {
-                return Err(format!("tc_mapping[0] {tc0:#x}: TC0's queue offset must be 0 (§6.6)"));
-            }
-            if (1..8).any(|tc| le16(b, 62 + 2 * tc) != 0) {
-                return Err("tc_mapping[1..7] not zero: the model has TC0 only".into());
-            }
-            let count = 1u16 << (tc0 >> 9);
-            if count > 64 || usize::from(base) + usize::from(count) > usize::from(c.num_queues) {
-                return Err(format!(
-                    "queue map: base {base}, {count} queues, past this PF's {} queues (or more than 64 per TC, §15)",
-                    c.num_queues
-                ));
-            }
-            self.vsi.queue_base = base;
-            self.vsi.queue_count = count;
-        }
-        if valid & QUEUE_OPT != 0 && b[78] & 0x40 != 0 {
-            return Err("queueing_opt_flags 0x40 (the VSI's own RSS LUT) is not modelled".into());
-        }
-        for (i, v) in b[..96].iter().enumerate() {
-            let section_of = |i: usize| match i {
-                2..=7 => SWITCH | SECURITY,
-                8..=15 => VLAN,
-                28..=77 => QUEUE_MAP,
-                78..=81 => QUEUE_OPT,
-                _ => 0,
-            };
-            if valid & section_of(i) != 0 {
-                self.vsi.props[i] = *v;
-            }
-        }
-        put16(&mut self.vsi.props, 0, 0);
-        Ok(())
-    }
-
-    fn macvlan(&mut self, shared: &Shared, d: &Desc, mut p: [u8; 16], buf: &mut [u8]) -> Outcome {
-        let c = &shared.config;
-        let fail = |core: &Core, rc, why: String| {
-            core.aq_fault(shared, d.opcode, why);
-            Outcome { rc, params: d.params, datalen: None, write_buf: false }
-        };
-        let (num, seid0, seid1, seid2) = (le16(&p, 0), le16(&p, 2), le16(&p, 4), le16(&p, 6));
-        if seid0 != vsi_seid(c) | 0x8000 || seid1 != 0 || seid2 != 0 {
-            return fail(
-                self,
-                AqRc::Einval,
-                format!("seid[] = {seid0:#x}, {seid1:#x}, {seid2:#x}: want the VSI's SEID | 0x8000, 0, 0 (§6.7)"),
-            );
-        }
-        if num == 0 || buf.len() != usize::from(num) * MACVLAN_LEN {
-            return fail(self, AqRc::Einval, format!("{num} addresses in a {}-byte buffer (16 each, §6.7)", buf.len()));
-        }
-        let mut rc = AqRc::Ok;
-        for e in buf.chunks_exact_mut(MACVLAN_LEN) {
-            let mac: [u8; 6] = e[0..6].try_into().expect("6");
-            let vlan = le16(e, 6);
-            if d.opcode == opcode::ADD_MACVLAN {
-                let flags = le16(e, 8);
-                if flags & !0x1F != 0 || flags & 0x3 == 0 || (flags & 0x8 == 0 && le16(e, 10) != 0) {
-                    return fail(
-                        self,
-                        AqRc::Einval,
-                        format!("add element flags {flags:#x} / queue {} (§6.7)", le16(e, 10)),
-                    );
-                }
-                if flags & 0x8 != 0 {
-                    return fail(self, AqRc::Einval, "TO_QUEUE filters are not modelled".into());
-                }
-                if flags & 0x1 == 0 {
-                    e[12] = 0xFF; // hash filters are not modelled: out of resources
-                    rc = AqRc::Enospc;
-                    continue;
-                }
-                let f = MacFilter { mac, vlan: (flags & 0x4 == 0).then_some(vlan & 0xFFF) };
-                if !self.vsi.filters.contains(&f) {
-                    if self.vsi.filters.len() >= usize::from(PERFECT_FILTERS) {
-                        e[12] = 0xFF;
-                        rc = AqRc::Enospc;
-                        continue;
-                    }
-                    self.vsi.filters.push(f);
-                }
-                e[12] = 1;
-            } else {
-                let flags = e[8];
-                if flags & !0x1B != 0 || flags & 0x3 == 0 {
-                    return fail(self, AqRc::Einval, format!("remove element flags {flags:#x} (§6.7)"));
-                }
-                let f = MacFilter { mac, vlan: (flags & 0x8 == 0).then_some(vlan & 0xFFF) };
-                let before = self.vsi.filters.len();
-                self.vsi.filters.retain(|x| *x != f);
-                if self.vsi.filters.len() == before {
-                    e[12] = 0xFF;
-                    rc = AqRc::Enoent;
-                } else {
-                    e[12] = 0;
-                }
-            }
-        }
-        let used = self.vsi.filters.len() as u16;
-        put16(&mut p, 0, used);
-        put16(&mut p, 2, PERFECT_FILTERS - used);
-        put16(&mut p, 4, 0);
-        put16(&mut p, 6, 0);
-        Outcome { rc, params: p, datalen: None, write_buf: true }
-    }
-
-    fn rss_command(&mut self, shared: &Shared, d: &Desc, p: [u8; 16], buf: &mut [u8]) -> Outcome {
-        let c = &shared.config;
-        let fail = |core: &Core, why: String| {
-            core.aq_fault(shared, d.opcode, why);
-            Outcome { rc: AqRc::Einval, params: d.params, datalen: None, write_buf: false }
-        };
-        let vsi_id = le16(&p, 0);
-        if vsi_id != vsi_number(c) | 0x8000 {
-            return fail(self, format!("vsi_id {vsi_id:#x}: want vsi_number {} | 0x8000 (§12.3)", vsi_number(c)));
-        }
-        match d.opcode {
-            SET_RSS_KEY | GET_RSS_KEY => {
-                if buf.len() != RSS_KEY_LEN {
-                    return fail(self, format!("key buffer of {} bytes, 52 expected (§12.3)", buf.len()));
-                }
-                for (i, chunk) in buf.chunks_exact_mut(4).enumerate() {
-                    if d.opcode == SET_RSS_KEY {
-                        let v = u32::from_le_bytes(chunk.try_into().expect("4"));
-                        self.set_reg(pfqf_hkey(i), v);
-                    } else {
-                        chunk.copy_from_slice(&self.reg(pfqf_hkey(i)).to_le_bytes());
-                    }
-                }
-            }
-            _ => {
-                let flags = le16(&p, 2);
-                if flags != 1 {
-                    return fail(self, format!("flags {flags:#x}: only the PF table (1) is modelled (§12.3)"));
-                }
-                if !matches!(buf.len(), 128 | 512) || buf.len() > usize::from(c.rss_table_size) {
-                    return fail(self, format!("table of {} entries (128 or 512, §12.3)", buf.len()));
-                }
-                for (i, chunk) in buf.chunks_exact_mut(4).enumerate() {
-                    if d.opcode == SET_RSS_LUT {
-                        let v = u32::from_le_bytes(chunk.try_into().expect("4"));
-                        self.set_reg(pfqf_hlut(i), v);
-                    } else {
-                        chunk.copy_from_slice(&self.reg(pfqf_hlut(i)).to_le_bytes());
-                    }
-                }
-            }
-        }
-        let write_buf = matches!(d.opcode, GET_RSS_KEY | GET_RSS_LUT);
-        Outcome { rc: AqRc::Ok, params: p, datalen: None, write_buf }
-    }
-
-    fn phy_abilities(&self, c: &X710Config, initial: bool, buf: &mut [u8]) {
-        let t = c.part.phy_type();
-        if t < 32 {
-            put32(buf, 0, 1 << t);
-        } else {
-            buf[13] = 0x04; // 25GBASE-SR in phy_type_ext (§7.1)
-        }
-        buf[4] = c.part.speed_bit();
-        let enabled = initial || self.link.enabled;
-        // link enabled 0x08, AN enabled 0x10, module qualified 0x20 (§7.1).
-        buf[5] = if enabled { 0x08 } else { 0 } | 0x10 | 0x20;
-        put32(buf, 16, 0x7710_0000 | u32::from(c.part.device_id()));
-    }
-
-    /// The 16 parameter bytes of a Get Link Status response or link event (§7.4).
-    pub(crate) fn link_status_params(&self, shared: &Shared, up: bool) -> [u8; 16] {
-        let c = &shared.config;
-        let mut r = [0u8; 16];
-        put16(&mut r, 0, self.link.lse.into());
-        r[2] = c.part.phy_type();
-        r[3] = if up { c.part.speed_bit() } else { 0 };
-        let media = if self.link.cable { 0x40 | 0x80 } else { 0 };
-        r[4] = if up { 0x01 | 0x20 } else { 0 } | media;
-        r[5] = if up { 0x01 } else { 0 } | if self.link.cable { 0x80 } else { 0 };
-        r[7] = self.link.loopback as u8 & 0x7;
-        put16(&mut r, 8, self.link.max_frame);
-        r[10] = if self.link.crc_en { 0x04 } else { 0 };
-        r
     }
 
     /// Posts an event on the ARQ (§5.5): into the descriptor at ARQH if the driver has given the firmware that

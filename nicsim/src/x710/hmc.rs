@@ -105,8 +105,9 @@ pub(crate) fn get_bits(obj: &[u8], lsb: usize, width: usize) -> u64 {
     ((v >> (lsb % 8)) & ((1u128 << width) - 1)) as u64
 }
 
-/// Stores `width` bits of `value` at bit `lsb` (the inverse of [`get_bits`]; tests build contexts with it).
-pub fn set_bits(obj: &mut [u8], lsb: usize, width: usize, value: u64) {
+/// Stores `width` bits of `value` at bit `lsb` (the inverse of [`get_bits`]; the unit tests pack with it).
+#[cfg(test)]
+pub(crate) fn set_bits(obj: &mut [u8], lsb: usize, width: usize, value: u64) {
     for i in 0..width {
         let bit = lsb + i;
         let on = (value >> i) & 1 != 0;
