@@ -650,6 +650,8 @@ fn identity_of_each_part() {
 
 #[test]
 fn reset_waits_for_firmware_and_self_clears() {
+    // The firmware's delay runs from the model's creation.
+    let t = Instant::now();
     let r = Rig::new(X710Config {
         fw_ready_delay: Duration::from_millis(300),
         reset_delay: Duration::from_millis(300),
@@ -658,7 +660,6 @@ fn reset_waits_for_firmware_and_self_clears() {
         port: 2,
         ..X710Config::default()
     });
-    let t = Instant::now();
     let early = r.rd(GLNVM_ULD) & 0x18;
     if t.elapsed() < Duration::from_millis(250) {
         assert_eq!(early, 0, "the configuration is not loaded yet");
@@ -1332,4 +1333,19 @@ fn dma_outside_the_map_is_a_fault() {
     assert_eq!(done.retval(), AqRc::BadAddr as u16);
     assert!(matches!(r.port.take_faults().as_slice(), [Fault::Dma { iova: 0x1000, write: true, .. }]));
     let _ = regs::BAR0_LEN;
+}
+
+#[test]
+fn a_tail_past_the_ring_is_refused() {
+    let r = ready(X710Config::default(), 1, 1);
+    r.wr(qtx_tail(0), RING);
+    r.wr(qrx_tail(0), RING + 5);
+    assert_eq!(r.rd(qtx_tail(0)), 0, "the TX tail kept its value");
+    assert_eq!(r.rd(qrx_tail(0)), RING - 1);
+    let faults = protocol_faults(&r.port);
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    assert!(faults[0].contains("QTX_TAIL(0)") && faults[1].contains("QRX_TAIL(0)"));
+    // A queue register beyond this PF's queues is a fault too.
+    r.wr(qtx_tail(64), 1);
+    assert!(protocol_faults(&r.port)[0].contains("beyond this PF"));
 }

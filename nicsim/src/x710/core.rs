@@ -127,7 +127,7 @@ impl Core {
         for q in self.rxq.iter_mut() {
             *q = RxQ { ena: Enable::new(), ctx: None, head: 0 };
         }
-        for t in shared.tx_tail.iter() {
+        for t in shared.tx_tail.iter().chain(shared.tx_qlen.iter()).chain(shared.rx_qlen.iter()) {
             t.store(0, Ordering::Relaxed);
         }
         self.sd = SdTable::default();
@@ -326,22 +326,8 @@ impl Core {
     fn write_queue(&mut self, shared: &Shared, q: usize, kind: QReg, offset: usize, value: u32, now: Instant) {
         let delay = shared.config.queue_enable_delay;
         match kind {
-            QReg::TxTail => {
-                let qlen = self.txq[q].ctx.map_or(u32::MAX, |c| c.qlen);
-                if value >= qlen {
-                    shared.fault(format!("QTX_TAIL({q}) = {value} past the ring of {qlen}"));
-                    return;
-                }
-                shared.tx_tail[q].store(value, Ordering::Release);
-            }
-            QReg::RxTail => {
-                let qlen = self.rxq[q].ctx.map_or(u32::MAX, |c| c.qlen);
-                if value >= qlen {
-                    shared.fault(format!("QRX_TAIL({q}) = {value} past the ring of {qlen}"));
-                    return;
-                }
-                shared.rx_tail[q].store(value, Ordering::Release);
-            }
+            QReg::TxTail => shared.ring_doorbell(true, q, value),
+            QReg::RxTail => shared.ring_doorbell(false, q, value),
             QReg::TxHead => {
                 if self.txq[q].ena.req || self.txq[q].ena.stat(now) {
                     shared.fault(format!("QTX_HEAD({q}) written while the queue is enabled (§9.1)"));
@@ -373,6 +359,7 @@ impl Core {
                     }
                     self.txq[q].ena = Enable { req, target: false, at: now + delay };
                     self.txq[q].ctx = None;
+                    shared.tx_qlen[q].store(0, Ordering::Release);
                     self.txq[q].pending = None;
                 }
             }
@@ -393,6 +380,7 @@ impl Core {
                 } else {
                     self.rxq[q].ena = Enable { req, target: false, at: now + delay };
                     self.rxq[q].ctx = None;
+                    shared.rx_qlen[q].store(0, Ordering::Release);
                     if self.rx_blocked.as_ref().is_some_and(|b| b.queue == Some(q)) {
                         self.rx_blocked = None;
                     }
@@ -464,6 +452,7 @@ impl Core {
             shared.fault(format!("TX queue {q} enabled with tail {tail} != head {head}: stale descriptors would go"));
         }
         self.txq[q].ctx = Some(ctx);
+        shared.tx_qlen[q].store(ctx.qlen, Ordering::Release);
         self.txq[q].head = head;
         self.txq[q].pending = None;
         self.txq[q].hung = self.hang_all || self.txq[q].hung;
@@ -484,6 +473,7 @@ impl Core {
             return Err(format!("QRX_TAIL({q}) = {tail} past the ring of {}", ctx.qlen));
         }
         self.rxq[q].ctx = Some(ctx);
+        shared.rx_qlen[q].store(ctx.qlen, Ordering::Release);
         self.rxq[q].head = head;
         Ok(())
     }

@@ -240,6 +240,9 @@ pub(crate) struct Shared {
     /// QTX_TAIL / QRX_TAIL doorbells, written without the model lock.
     tx_tail: Box<[AtomicU32]>,
     rx_tail: Box<[AtomicU32]>,
+    /// Ring lengths of the enabled queues (0: no context), so a tail write is checked without the lock.
+    tx_qlen: Box<[AtomicU32]>,
+    rx_qlen: Box<[AtomicU32]>,
     inbound: Mutex<Inbound>,
     faults: Arc<FaultLog>,
     dma: Arc<IovaMap>,
@@ -269,6 +272,23 @@ impl Shared {
 
     fn counters(&self) -> MutexGuard<'_, X710Counters> {
         self.counters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A QTX_TAIL / QRX_TAIL write (§9.1, §11): stored without the model lock; a tail past an enabled queue's
+    /// ring is refused and recorded.
+    fn ring_doorbell(&self, tx: bool, q: usize, value: u32) {
+        let (tail, qlen, name) = if tx {
+            (&self.tx_tail[q], &self.tx_qlen[q], "QTX_TAIL")
+        } else {
+            (&self.rx_tail[q], &self.rx_qlen[q], "QRX_TAIL")
+        };
+        let len = qlen.load(Ordering::Acquire);
+        if QTAIL.get(value) != value || (len != 0 && value >= len) {
+            self.fault(format!("{name}({q}) = {value} past the ring of {len}"));
+            return;
+        }
+        tail.store(value, Ordering::Release);
+        self.kick();
     }
 
     fn fault(&self, what: String) {

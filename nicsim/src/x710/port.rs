@@ -50,6 +50,10 @@ impl RegisterSpace for X710Bar {
             return 0xFFFF_FFFF;
         }
         let shared = &self.shared;
+        if let Some((tx, q)) = doorbell(offset, shared.tx_tail.len()) {
+            let tail = if tx { &shared.tx_tail[q] } else { &shared.rx_tail[q] };
+            return tail.load(Ordering::Acquire);
+        }
         shared.lock().read(shared, offset)
     }
 
@@ -58,6 +62,11 @@ impl RegisterSpace for X710Bar {
             return;
         }
         let shared = &self.shared;
+        // Tails are the doorbells of the hot path: no model lock (the model thread polls them).
+        if let Some((tx, q)) = doorbell(offset, shared.tx_tail.len()) {
+            shared.ring_doorbell(tx, q, value);
+            return;
+        }
         shared.lock().write(shared, offset, value);
         shared.kick();
     }
@@ -65,6 +74,14 @@ impl RegisterSpace for X710Bar {
     fn len(&self) -> usize {
         self.shared.config.bar0_len
     }
+}
+
+/// QTX_TAIL(q) or QRX_TAIL(q) of one of this PF's `n` queues: (TX, q).
+fn doorbell(offset: usize, n: usize) -> Option<(bool, usize)> {
+    [(qtx_tail(0), true), (qrx_tail(0), false)].into_iter().find_map(|(base, tx)| {
+        let rel = offset.checked_sub(base)?;
+        (rel < 4 * n && rel.is_multiple_of(4)).then_some((tx, rel / 4))
+    })
 }
 
 /// A handle on one model PF: wires, frame injection, fault injection, stepping and inspection.
@@ -97,6 +114,8 @@ impl X710 {
             core: Mutex::new(Core::new(&config)),
             tx_tail: (0..n).map(|_| AtomicU32::new(0)).collect(),
             rx_tail: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            tx_qlen: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            rx_qlen: (0..n).map(|_| AtomicU32::new(0)).collect(),
             inbound: Mutex::new(Inbound::default()),
             dma: Arc::new(IovaMap::new(faults.clone())),
             faults,

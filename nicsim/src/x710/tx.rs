@@ -248,6 +248,7 @@ impl Core {
         self.set_reg(PFINT_ICR0, icr);
         let t = &mut self.txq[q];
         t.ctx = None;
+        shared.tx_qlen[q].store(0, Ordering::Release);
         t.pending = None;
         t.ena.target = false;
         t.ena.at = Instant::now();
