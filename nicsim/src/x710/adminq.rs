@@ -9,6 +9,7 @@
 
 use crate::fault::Fault;
 
+use super::aqdecode::{spec, Buf, Command};
 use super::regs::*;
 use super::{Core, Shared, X710Config, QS_HANDLE_BASE, VSI_SEID_BASE};
 
@@ -81,8 +82,6 @@ pub mod opcode {
     /// Get RSS LUT.
     pub const GET_RSS_LUT: u16 = 0x0B05;
 }
-
-use opcode::*;
 
 /// Admin-queue return codes, `retval & 0xFF` (§5.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -222,64 +221,6 @@ impl Ring {
 
     fn enabled(&self) -> bool {
         AQLEN_ENABLE.is_set(self.len) && self.entries() > 0
-    }
-}
-
-/// How an opcode uses the indirect buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Buf {
-    /// Direct command: no BUF, datalen 0.
-    None,
-    /// The firmware writes the buffer: BUF without RD.
-    Get,
-    /// The firmware reads the buffer: BUF | RD.
-    Set,
-    /// A get that drivers send with RD as well (DPDK's get RSS key/LUT, §5.4): RD allowed, not required.
-    GetRdAllowed,
-}
-
-/// What the model knows about an opcode: its buffer use and the parameter bytes (offset, length) a request may
-/// set; the rest of the 16 bytes are reserved and must be zero (an indirect command's bytes 8..16 hold the
-/// buffer address).
-struct Spec {
-    buf: Buf,
-    params: &'static [(usize, usize)],
-}
-
-fn spec(op: u16, api: (u16, u16)) -> Option<Spec> {
-    let s = |buf, params| Some(Spec { buf, params });
-    match op {
-        GET_VERSION => s(Buf::None, &[]),
-        DRIVER_VERSION => s(Buf::Set, &[(0, 4)]),
-        QUEUE_SHUTDOWN => s(Buf::None, &[(0, 4)]),
-        SET_PF_CONTEXT => s(Buf::None, &[(0, 1)]),
-        REQUEST_RESOURCE | RELEASE_RESOURCE => s(Buf::None, &[(0, 12)]),
-        LIST_FUNC_CAPS | LIST_DEV_CAPS => s(Buf::Get, &[(0, 2), (4, 4)]),
-        MAC_ADDRESS_READ => s(Buf::Get, &[(0, 2)]),
-        CLEAR_PXE_MODE => s(Buf::None, &[(0, 1)]),
-        GET_SWITCH_CONFIG => s(Buf::Get, &[(0, 2)]),
-        SET_SWITCH_CONFIG => s(Buf::None, &[(0, 11)]),
-        // From API 1.5 on (§6.11); older firmware does not know them.
-        RX_CTL_READ if api >= (1, 5) => s(Buf::None, &[(4, 4)]),
-        RX_CTL_WRITE if api >= (1, 5) => s(Buf::None, &[(4, 4), (12, 4)]),
-        UPDATE_VSI => s(Buf::Set, &[(0, 2)]),
-        GET_VSI_PARAMS => s(Buf::Get, &[(0, 2)]),
-        ADD_MACVLAN | REMOVE_MACVLAN => s(Buf::Set, &[(0, 8)]),
-        SET_VSI_PROMISC => s(Buf::None, &[(0, 8)]),
-        VSI_TC_BW => s(Buf::Set, &[(0, 2)]),
-        GET_PHY_ABILITIES => s(Buf::Get, &[(0, 2)]),
-        SET_PHY_CONFIG => s(Buf::None, &[(0, 15)]),
-        SET_MAC_CONFIG => s(Buf::None, &[(0, 8)]),
-        SET_LINK_RESTART_AN => s(Buf::None, &[(0, 1)]),
-        GET_LINK_STATUS => s(Buf::None, &[(0, 2)]),
-        SET_PHY_INT_MASK => s(Buf::None, &[(8, 2)]),
-        SET_LOOPBACK => s(Buf::None, &[(0, 2)]),
-        LLDP_STOP | LLDP_START => s(Buf::None, &[(0, 1)]),
-        SET_RSS_KEY => s(Buf::Set, &[(0, 2)]),
-        SET_RSS_LUT => s(Buf::Set, &[(0, 4)]),
-        GET_RSS_KEY => s(Buf::GetRdAllowed, &[(0, 2)]),
-        GET_RSS_LUT => s(Buf::GetRdAllowed, &[(0, 4)]),
-        _ => None,
     }
 }
 
@@ -531,12 +472,16 @@ impl Core {
                 return einval(self, format!("reserved parameter byte {i} (descriptor byte {}) = {b:#x}", 16 + i));
             }
         }
+        let cmd = match Command::decode(op, &d.params) {
+            Ok(cmd) => cmd,
+            Err(why) => return einval(self, why),
+        };
         let mut buf = vec![0u8; if indirect { len } else { 0 }];
         let addr = d.buffer_addr();
         if indirect && rd && shared.dma.read(addr, &mut buf, &|| format!("admin command {op:#06x} buffer")).is_err() {
             return Outcome { rc: AqRc::BadAddr, params: d.params, datalen: None, write_buf: false };
         }
-        let outcome = self.command(shared, d, &mut buf);
+        let outcome = self.command(shared, d, cmd, &mut buf);
         if outcome.write_buf
             && shared.dma.write(addr, &buf, &|| format!("admin command {op:#06x} response buffer")).is_err()
         {

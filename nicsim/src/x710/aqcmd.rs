@@ -2,8 +2,8 @@
 //! of `adminq`: every field a command carries is decoded at the offset the notes give and checked for the values
 //! the notes allow; a value outside them is a recorded fault answered with EINVAL (or the code the notes name).
 
-use super::adminq::{le16, le32, put16, put32, qs_handle, vsi_number, vsi_seid, vsi_stat_index, AqRc, Desc, Outcome};
-use super::opcode::*;
+use super::adminq::{le16, put16, put32, qs_handle, vsi_number, vsi_seid, vsi_stat_index, AqRc, Desc, Outcome};
+use super::aqdecode::{Command, Lse, SEID_VALID};
 use super::regs::*;
 use super::{Core, MacFilter, Shared, X710Config, MAC_SEID_BASE};
 
@@ -48,8 +48,9 @@ fn rx_ctl_register(addr: usize) -> bool {
 }
 
 impl Core {
-    /// One command's semantics, after the generic checks.
-    pub(super) fn command(&mut self, shared: &Shared, d: &Desc, buf: &mut [u8]) -> Outcome {
+    /// One command's semantics, after the generic checks and the typed decode: what depends on the device's
+    /// state (the VSI's SEID, the API version, buffer contents) is checked here.
+    pub(super) fn command(&mut self, shared: &Shared, d: &Desc, cmd: Command, buf: &mut [u8]) -> Outcome {
         let c = &shared.config;
         let op = d.opcode;
         let mut p = d.params;
@@ -58,9 +59,8 @@ impl Core {
             core.aq_fault(shared, op, why);
             Outcome { rc, params: d.params, datalen: None, write_buf: false }
         };
-        let seid = le16(&p, 0);
-        match op {
-            GET_VERSION => {
+        match cmd {
+            Command::GetVersion => {
                 put32(&mut p, 0, c.rom_ver);
                 put32(&mut p, 4, c.fw_build);
                 put16(&mut p, 8, c.fw_version.0);
@@ -69,38 +69,34 @@ impl Core {
                 put16(&mut p, 14, c.api_version.1);
                 ok(p, false)
             }
-            DRIVER_VERSION => {
+            Command::DriverVersion { version } => {
                 // §6.1: the name is ASCII, at most 32 characters.
                 if buf.len() > 32 || !buf.iter().all(|b| b.is_ascii()) {
                     return fail(self, AqRc::Einval, format!("driver name of {} bytes, not ASCII ≤ 32", buf.len()));
                 }
                 let name = String::from_utf8_lossy(buf).trim_end_matches('\0').to_string();
-                self.aq.driver_version = Some((p[0..4].try_into().expect("4"), name));
+                self.aq.driver_version = Some((version, name));
                 ok(p, false)
             }
-            QUEUE_SHUTDOWN => {
-                let v = le32(&p, 0);
-                if v & !1 != 0 {
-                    return fail(self, AqRc::Einval, format!("param {v:#x}: only bit 0 (driver unloading) exists"));
-                }
+            Command::QueueShutdown { .. } => {
                 self.link.lse = false;
                 ok(p, false)
             }
-            SET_PF_CONTEXT => {
-                if p[0] != c.pf_id {
-                    return fail(self, AqRc::Einval, format!("pf_id {} is not this PF ({})", p[0], c.pf_id));
+            Command::SetPfContext { pf_id } => {
+                if pf_id != c.pf_id {
+                    return fail(self, AqRc::Einval, format!("pf_id {pf_id} is not this PF ({})", c.pf_id));
                 }
                 ok(p, false)
             }
-            REQUEST_RESOURCE | RELEASE_RESOURCE => {
-                // resource_id 1 = NVM (§6.1); the model grants it at once.
-                if le16(&p, 0) != 1 {
-                    return fail(self, AqRc::Einval, format!("resource_id {} (only 1, the NVM, exists)", le16(&p, 0)));
+            // The NVM is granted at once and released without fuss.
+            Command::Resource { .. } => ok(p, false),
+            Command::ListCaps { pf_index } => {
+                if pf_index.is_some_and(|i| i != c.pf_id) {
+                    return fail(self, AqRc::Einval, format!("pf_index {pf_index:?} is not this PF ({})", c.pf_id));
                 }
-                ok(p, false)
+                self.list_caps(shared, d, p, buf)
             }
-            LIST_FUNC_CAPS | LIST_DEV_CAPS => self.list_caps(shared, d, p, buf),
-            MAC_ADDRESS_READ => {
+            Command::MacAddressRead => {
                 if buf.len() < MAC_READ_LEN {
                     return fail(self, AqRc::Einval, format!("buffer of {} bytes, 24 needed (§6.4)", buf.len()));
                 }
@@ -110,10 +106,10 @@ impl Core {
                 put16(&mut p, 0, 0x10 | 0x40);
                 ok(p, true)
             }
-            CLEAR_PXE_MODE => ok(p, false),
-            GET_SWITCH_CONFIG => {
-                if seid != 0 {
-                    return fail(self, AqRc::Einval, format!("start SEID {seid}: the switch has one element"));
+            Command::ClearPxeMode { .. } => ok(p, false),
+            Command::GetSwitchConfig { start_seid } => {
+                if start_seid != 0 {
+                    return fail(self, AqRc::Einval, format!("start SEID {start_seid}: the switch has one element"));
                 }
                 if buf.len() < SWITCH_HEADER + SWITCH_ELEMENT {
                     return fail(self, AqRc::Einval, format!("buffer of {} bytes, 32 needed (§6.5)", buf.len()));
@@ -130,46 +126,34 @@ impl Core {
                 put16(&mut p, 0, 0);
                 ok(p, true)
             }
-            SET_SWITCH_CONFIG => {
-                let valid = le16(&p, 2);
-                if valid & !0xF != 0 {
-                    return fail(self, AqRc::Einval, format!("valid_flags {valid:#x} (0x1..0x8 exist, §6.5)"));
+            Command::SetSwitchConfig { .. } => ok(p, false),
+            Command::RxCtl { write, address, value } => {
+                if !rx_ctl_register(address) {
+                    return fail(self, AqRc::Einval, format!("register {address:#x} is not an RX control register"));
                 }
-                ok(p, false)
-            }
-            RX_CTL_READ | RX_CTL_WRITE => {
-                let addr = le32(&p, 4) as usize;
-                if !rx_ctl_register(addr) {
-                    return fail(self, AqRc::Einval, format!("register {addr:#x} is not an RX control register"));
-                }
-                if op == RX_CTL_WRITE {
-                    self.set_reg(addr, le32(&p, 12));
+                if write {
+                    self.set_reg(address, value);
                 } else {
-                    put32(&mut p, 12, self.reg(addr));
+                    put32(&mut p, 12, self.reg(address));
                 }
                 ok(p, false)
             }
-            GET_VSI_PARAMS | UPDATE_VSI => self.vsi_command(shared, d, p, buf),
-            ADD_MACVLAN | REMOVE_MACVLAN => self.macvlan(shared, d, p, buf),
-            SET_VSI_PROMISC => {
-                let (flags, valid, seid, vlan) = (le16(&p, 0), le16(&p, 2), le16(&p, 4), le16(&p, 6));
-                const KNOWN: u16 = 0x1F | 0x8000;
-                if seid & 0x3FF != vsi_seid(c) & 0x3FF || seid & !0x3FF != 0 {
+            Command::Vsi { update, seid } => self.vsi_command(shared, d, update, seid, buf),
+            Command::MacVlan { add, num_addresses, seid } => self.macvlan(shared, d, add, num_addresses, seid, buf),
+            Command::SetPromisc { flags, valid_flags, seid, vlan_tag } => {
+                if seid != vsi_seid(c) & 0x3FF {
                     return fail(self, AqRc::Einval, format!("seid {seid:#x} is not the VSI's ({:#x})", vsi_seid(c)));
                 }
-                if (flags | valid) & !KNOWN != 0 || flags & !valid != 0 {
-                    return fail(self, AqRc::Einval, format!("flags {flags:#x} / valid {valid:#x} (§6.8)"));
-                }
-                if valid & 0x8000 != 0 && c.api_version < (1, 5) {
+                if valid_flags & 0x8000 != 0 && c.api_version < (1, 5) {
                     return fail(self, AqRc::Einval, "RX_ONLY before API 1.5 (§6.8)".into());
                 }
-                if vlan & 0x8000 != 0 {
+                if vlan_tag & 0x8000 != 0 {
                     return fail(self, AqRc::Einval, "per-VLAN promiscuous mode is not modelled".into());
                 }
-                self.vsi.promisc = (self.vsi.promisc & !valid) | (flags & valid);
+                self.vsi.promisc = (self.vsi.promisc & !valid_flags) | (flags & valid_flags);
                 ok(p, false)
             }
-            VSI_TC_BW => {
+            Command::VsiTcBw { seid } => {
                 if seid != vsi_seid(c) {
                     return fail(self, AqRc::Enoent, format!("seid {seid:#x} is not the VSI's ({:#x})", vsi_seid(c)));
                 }
@@ -189,72 +173,48 @@ impl Core {
                 }
                 ok(p, true)
             }
-            GET_PHY_ABILITIES => {
-                let what = le16(&p, 0);
-                if what & !3 != 0 {
-                    return fail(self, AqRc::Einval, format!("param0 {what:#x}: bits 0 and 1 exist (§7.1)"));
-                }
+            Command::GetPhyAbilities { report_init, .. } => {
                 if buf.len() < PHY_ABILITIES_HEAD {
                     return fail(self, AqRc::Einval, format!("buffer of {} bytes, 24 at least (§7.1)", buf.len()));
                 }
-                self.phy_abilities(c, what & 2 != 0, buf);
+                self.phy_abilities(c, report_init, buf);
                 ok(p, true)
             }
-            SET_PHY_CONFIG => {
-                let (phy_type, speed, abilities, ext) = (le32(&p, 0), p[4], p[5], p[13]);
-                if abilities & 0xC0 != 0 {
-                    return fail(
-                        self,
-                        AqRc::Einval,
-                        format!("abilities {abilities:#x}: bits 6 and 7 are reserved (§7.2)"),
-                    );
-                }
+            Command::SetPhyConfig { phy_type, link_speed, abilities, phy_type_ext, .. } => {
+                // The link comes up only with ENABLE_LINK (0x08) and this part's PHY type and speed requested.
                 let t = c.part.phy_type();
-                let type_ok = if t < 32 { phy_type & (1 << t) != 0 } else { ext & 0x04 != 0 };
-                self.link.enabled = abilities & 0x08 != 0 && type_ok && speed & c.part.speed_bit() != 0;
+                let type_ok = if t < 32 { phy_type & (1 << t) != 0 } else { phy_type_ext & 0x04 != 0 };
+                self.link.enabled = abilities & 0x08 != 0 && type_ok && link_speed & c.part.speed_bit() != 0;
                 ok(p, false)
             }
-            SET_MAC_CONFIG => {
-                let max = le16(&p, 0);
-                if !(64..=9728).contains(&max) {
-                    return fail(self, AqRc::Einval, format!("max_frame_size {max} (at most 9728, §7.3/§15)"));
-                }
-                if p[2] & 0x03 != 0 {
-                    return fail(self, AqRc::Einval, format!("params {:#x}: bits 1:0 are reserved (§7.3)", p[2]));
-                }
-                if p[2] & 0x80 != 0 && c.api_version < (1, 8) {
+            Command::SetMacConfig { max_frame_size, crc_en, drop_blocking } => {
+                if drop_blocking && c.api_version < (1, 8) {
                     return fail(self, AqRc::Einval, "drop-blocking before API 1.8 (§7.3)".into());
                 }
-                self.link.max_frame = max;
-                self.link.crc_en = p[2] & 0x04 != 0;
+                self.link.max_frame = max_frame_size;
+                self.link.crc_en = crc_en;
                 ok(p, false)
             }
-            SET_LINK_RESTART_AN => {
-                if p[0] & !0x06 != 0 {
-                    return fail(self, AqRc::Einval, format!("command {:#x}: 0x02 restart, 0x04 enable (§7.6)", p[0]));
-                }
-                if p[0] & 0x04 != 0 {
+            Command::SetLinkRestartAn { enable_link, .. } => {
+                if enable_link {
                     self.link.enabled = true;
                 }
                 ok(p, false)
             }
-            GET_LINK_STATUS => {
-                let flags = le16(&p, 0);
-                match flags {
-                    0 => {}
-                    2 => self.link.lse = false,
-                    3 => self.link.lse = true,
-                    _ => return fail(self, AqRc::Einval, format!("command_flags {flags:#x} (0, 2 or 3, §7.4)")),
+            Command::GetLinkStatus { lse } => {
+                match lse {
+                    Lse::Nop => {}
+                    Lse::Disable => self.link.lse = false,
+                    Lse::Enable => self.link.lse = true,
                 }
                 let up = self.link_up(shared, std::time::Instant::now());
                 ok(self.link_status_params(shared, up), false)
             }
-            SET_PHY_INT_MASK => {
-                self.link.event_mask = le16(&p, 8);
+            Command::SetPhyIntMask { event_mask } => {
+                self.link.event_mask = event_mask;
                 ok(p, false)
             }
-            SET_LOOPBACK => {
-                let mode = le16(&p, 0);
+            Command::SetLoopback { mode } => {
                 // 0x4 (MAC local) is the X722's; the XL710 family uses 0x1 (§7.6).
                 if !matches!(mode, 0..=2) {
                     return fail(self, AqRc::Einval, format!("lb_mode {mode:#x} (0, 0x1 or 0x2 on this part, §7.6)"));
@@ -262,18 +222,14 @@ impl Core {
                 self.link.loopback = mode;
                 ok(p, false)
             }
-            LLDP_STOP | LLDP_START => ok(p, false),
-            SET_RSS_KEY | GET_RSS_KEY | SET_RSS_LUT | GET_RSS_LUT => self.rss_command(shared, d, p, buf),
-            _ => Outcome { rc: AqRc::Esrch, params: p, datalen: None, write_buf: false },
+            Command::Lldp { .. } => ok(p, false),
+            Command::RssKey { set, vsi_id } => self.rss_command(shared, d, set, vsi_id, None, buf),
+            Command::RssLut { set, vsi_id, pf_table } => self.rss_command(shared, d, set, vsi_id, Some(pf_table), buf),
         }
     }
 
     fn list_caps(&mut self, shared: &Shared, d: &Desc, mut p: [u8; 16], buf: &mut [u8]) -> Outcome {
         let c = &shared.config;
-        if p[0] & !1 != 0 || (p[0] & 1 != 0 && p[1] != c.pf_id) || (p[0] & 1 == 0 && p[1] != 0) {
-            self.aq_fault(shared, d.opcode, format!("command_flags {:#x} / pf_index {} (§6.2)", p[0], p[1]));
-            return Outcome { rc: AqRc::Einval, params: d.params, datalen: None, write_buf: false };
-        }
         let q = u32::from(c.num_queues);
         let first = u32::from(c.first_queue);
         let mut caps: Vec<(u16, u32, u32, u32)> = vec![
@@ -304,13 +260,13 @@ impl Core {
         Outcome { rc: AqRc::Ok, params: p, datalen: None, write_buf: true }
     }
 
-    fn vsi_command(&mut self, shared: &Shared, d: &Desc, mut p: [u8; 16], buf: &mut [u8]) -> Outcome {
+    fn vsi_command(&mut self, shared: &Shared, d: &Desc, update: bool, seid: u16, buf: &mut [u8]) -> Outcome {
+        let mut p = d.params;
         let c = &shared.config;
         let fail = |core: &Core, rc, why: String| {
             core.aq_fault(shared, d.opcode, why);
             Outcome { rc, params: d.params, datalen: None, write_buf: false }
         };
-        let seid = le16(&p, 0);
         if seid != vsi_seid(c) {
             return fail(
                 self,
@@ -321,7 +277,7 @@ impl Core {
         if buf.len() != VSI_PROPS_LEN {
             return fail(self, AqRc::Einval, format!("buffer of {} bytes, 128 expected (§6.6)", buf.len()));
         }
-        if d.opcode == UPDATE_VSI {
+        if update {
             if let Err(why) = self.update_vsi(c, buf) {
                 return fail(self, AqRc::Einval, why);
             }
@@ -338,7 +294,7 @@ impl Core {
         put16(&mut p, 2, vsi_number(c));
         put16(&mut p, 4, 1);
         put16(&mut p, 6, (VSIS - 1) as u16);
-        Outcome { rc: AqRc::Ok, params: p, datalen: None, write_buf: d.opcode == GET_VSI_PARAMS }
+        Outcome { rc: AqRc::Ok, params: p, datalen: None, write_buf: !update }
     }
 
     /// Update VSI (§6.6): the sections named in valid_sections take effect.
@@ -408,14 +364,15 @@ impl Core {
         Ok(())
     }
 
-    fn macvlan(&mut self, shared: &Shared, d: &Desc, mut p: [u8; 16], buf: &mut [u8]) -> Outcome {
+    fn macvlan(&mut self, shared: &Shared, d: &Desc, add: bool, num: u16, seid: [u16; 3], buf: &mut [u8]) -> Outcome {
+        let mut p = d.params;
         let c = &shared.config;
         let fail = |core: &Core, rc, why: String| {
             core.aq_fault(shared, d.opcode, why);
             Outcome { rc, params: d.params, datalen: None, write_buf: false }
         };
-        let (num, seid0, seid1, seid2) = (le16(&p, 0), le16(&p, 2), le16(&p, 4), le16(&p, 6));
-        if seid0 != vsi_seid(c) | 0x8000 || seid1 != 0 || seid2 != 0 {
+        let [seid0, seid1, seid2] = seid;
+        if seid0 != vsi_seid(c) | SEID_VALID || seid1 != 0 || seid2 != 0 {
             return fail(
                 self,
                 AqRc::Einval,
@@ -429,7 +386,7 @@ impl Core {
         for e in buf.chunks_exact_mut(MACVLAN_LEN) {
             let mac: [u8; 6] = e[0..6].try_into().expect("6");
             let vlan = le16(e, 6);
-            if d.opcode == ADD_MACVLAN {
+            if add {
                 let flags = le16(e, 8);
                 if flags & !0x1F != 0 || flags & 0x3 == 0 || (flags & 0x8 == 0 && le16(e, 10) != 0) {
                     return fail(
@@ -480,23 +437,32 @@ impl Core {
         Outcome { rc, params: p, datalen: None, write_buf: true }
     }
 
-    fn rss_command(&mut self, shared: &Shared, d: &Desc, p: [u8; 16], buf: &mut [u8]) -> Outcome {
+    /// Set / Get RSS Key (`table` None) or LUT (`table` Some(PF table?)), §12.3.
+    fn rss_command(
+        &mut self,
+        shared: &Shared,
+        d: &Desc,
+        set: bool,
+        vsi_id: u16,
+        table: Option<bool>,
+        buf: &mut [u8],
+    ) -> Outcome {
+        let p = d.params;
         let c = &shared.config;
         let fail = |core: &Core, why: String| {
             core.aq_fault(shared, d.opcode, why);
             Outcome { rc: AqRc::Einval, params: d.params, datalen: None, write_buf: false }
         };
-        let vsi_id = le16(&p, 0);
-        if vsi_id != vsi_number(c) | 0x8000 {
+        if vsi_id != vsi_number(c) | SEID_VALID {
             return fail(self, format!("vsi_id {vsi_id:#x}: want vsi_number {} | 0x8000 (§12.3)", vsi_number(c)));
         }
-        match d.opcode {
-            SET_RSS_KEY | GET_RSS_KEY => {
+        match table {
+            None => {
                 if buf.len() != RSS_KEY_LEN {
                     return fail(self, format!("key buffer of {} bytes, 52 expected (§12.3)", buf.len()));
                 }
                 for (i, chunk) in buf.chunks_exact_mut(4).enumerate() {
-                    if d.opcode == SET_RSS_KEY {
+                    if set {
                         let v = u32::from_le_bytes(chunk.try_into().expect("4"));
                         self.set_reg(pfqf_hkey(i), v);
                     } else {
@@ -504,16 +470,15 @@ impl Core {
                     }
                 }
             }
-            _ => {
-                let flags = le16(&p, 2);
-                if flags != 1 {
-                    return fail(self, format!("flags {flags:#x}: only the PF table (1) is modelled (§12.3)"));
+            Some(pf_table) => {
+                if !pf_table {
+                    return fail(self, "the VSI's own table (type 0) is not modelled, only the PF's (§12.3)".into());
                 }
                 if !matches!(buf.len(), 128 | 512) || buf.len() > usize::from(c.rss_table_size) {
                     return fail(self, format!("table of {} entries (128 or 512, §12.3)", buf.len()));
                 }
                 for (i, chunk) in buf.chunks_exact_mut(4).enumerate() {
-                    if d.opcode == SET_RSS_LUT {
+                    if set {
                         let v = u32::from_le_bytes(chunk.try_into().expect("4"));
                         self.set_reg(pfqf_hlut(i), v);
                     } else {
@@ -522,7 +487,7 @@ impl Core {
                 }
             }
         }
-        let write_buf = matches!(d.opcode, GET_RSS_KEY | GET_RSS_LUT);
+        let write_buf = !set;
         Outcome { rc: AqRc::Ok, params: p, datalen: None, write_buf }
     }
 

@@ -1,16 +1,18 @@
 //! The behavioural X710 / XL710 / XXV710 model: one PF (one port) per [`X710Port`], written from the project's
 //! notes, docs/hw/i40e.md, independently of any i40e driver.
 //!
-//! Layout: `regs` (the model's register map), `adminq` (both admin rings, every opcode a bring-up uses, checked
-//! field by field), `hmc` (segment descriptors and queue-context unpacking), `rx` / `tx` (rings, RSS, filters),
-//! `stats` (48/32-bit counters), this module (ports, register semantics, reset, link, queue enable handshakes,
-//! wires, the model thread).
+//! Layout: `regs` (the model's register map), `adminq` (both admin rings, the generic descriptor checks, ARQ
+//! events), `aqdecode` (typed per-opcode decode), `aqcmd` (what each command does), `hmc` (segment descriptors and
+//! queue-context unpacking), `core` (register semantics, PF reset, link, queue enable handshakes), `rx` / `tx`
+//! (rings, RSS, filters), `stats` (48/32-bit counters), `port` (the BAR and port handles), this module (config,
+//! shared state, wires, the model thread).
 //!
 //! The firmware works asynchronously, like the real one: an admin command written to the ATQ completes only when
 //! the model runs ([`X710Port::step`] or the thread of [`X710Port::start_thread`]); a driver must poll ATQH.
 
 mod adminq;
 mod aqcmd;
+mod aqdecode;
 mod core;
 pub mod hmc;
 mod port;
