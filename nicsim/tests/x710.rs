@@ -1349,3 +1349,45 @@ fn a_tail_past_the_ring_is_refused() {
     r.wr(qtx_tail(64), 1);
     assert!(protocol_faults(&r.port)[0].contains("beyond this PF"));
 }
+
+#[test]
+fn queue_enable_handshake_takes_its_time() {
+    let delay = Duration::from_millis(300);
+    let mut r = Rig::new(X710Config { queue_enable_delay: delay, ..Default::default() });
+    r.bring_up(1);
+    r.setup_rx(0, 9728, |_| {});
+    let t = Instant::now();
+    r.wr(qrx_ena(0), 1);
+    let during = r.rd(qrx_ena(0)) & 0x5;
+    if t.elapsed() < delay * 4 / 5 {
+        assert_eq!(during, 0x1, "REQ set, STAT not yet");
+    }
+    poll("RX STAT", || r.rd(qrx_ena(0)) & 0x5 == 0x5);
+    assert!(t.elapsed() >= delay);
+    // Disable: STAT stays 1 until the delay has passed.
+    let t = Instant::now();
+    r.wr(qrx_ena(0), 0);
+    let during = r.rd(qrx_ena(0)) & 0x5;
+    if t.elapsed() < delay * 4 / 5 {
+        assert_eq!(during, 0x4, "REQ clear, STAT still 1");
+    }
+    poll("RX off", || r.rd(qrx_ena(0)) & 0x5 == 0);
+    assert!(t.elapsed() >= delay);
+    r.port.assert_no_faults();
+}
+
+#[test]
+fn transmitted_frames_to_a_pcap_file() {
+    let mut r = ready(X710Config::default(), 1, 1);
+    let path = std::env::temp_dir().join(format!("nicsim-x710-{}.pcap", std::process::id()));
+    r.port.wire_to_pcap(&path).unwrap();
+    let f = udp([0x02, 0, 0, 0, 0, 0x99], 1, 2, 80);
+    r.send(&f, 0, 0);
+    r.step();
+    r.port.flush_pcap().unwrap();
+    let records = pktio::pcap_file::read_all(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].data, f);
+    r.port.assert_no_faults();
+}
