@@ -17,7 +17,7 @@ cd "$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
 note_for() {
     case "$1" in
         docs/hw/*) ;;
-        *i40e*) echo i40e.md ;;
+        *i40e* | *x710*) echo i40e.md ;;
         *hinic*) echo hinic3.md ;;
         *virtio*) echo virtio.md ;;
         ixgbe/* | nicsim/*) echo ixgbe.md ;;

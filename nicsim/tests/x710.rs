@@ -30,7 +30,7 @@ const RX_BUF_LEN: usize = 2048;
 const TX_BUF_LEN: usize = 16 << 10;
 const MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x71, 0x00, 0x00];
 
-// ---- register offsets typed from the notes (§4, §5.1, §8.2, §9.1, §12.1) ----------------------------------------
+// ---- register offsets typed from the notes (docs/hw/i40e.md §4, §5.1, §8.2, §9.1, §12.1) ------------------------
 
 const PFGEN_CTRL: usize = 0x09_2400;
 const GLNVM_ULD: usize = 0x0B_6008;
@@ -84,7 +84,7 @@ fn pfqf_hena(i: usize) -> usize {
     0x24_5900 + 128 * i
 }
 
-// Admin descriptor flags (§5.2).
+// Admin descriptor flags (docs/hw/i40e.md §5.2).
 const DD: u16 = 0x0001;
 const CMP: u16 = 0x0002;
 const ERR: u16 = 0x0004;
@@ -93,7 +93,7 @@ const RD: u16 = 0x0400;
 const BUF: u16 = 0x1000;
 const SI: u16 = 0x2000;
 
-/// The default RSS key of §12.2.
+/// The default RSS key of docs/hw/i40e.md §12.2.
 const KEY: [u8; 52] = [
     0x44, 0x39, 0x79, 0x6b, 0xb5, 0x4c, 0x50, 0x23, 0xb6, 0x75, 0xea, 0x5b, 0x12, 0x4f, 0x9f, 0x30, 0xb8, 0xa2, 0xc0,
     0x3d, 0xdf, 0xdc, 0x4d, 0x02, 0xa0, 0x8c, 0x9b, 0x33, 0x4a, 0xf6, 0x4a, 0x4c, 0x05, 0xc6, 0xfa, 0x34, 0x39, 0x58,
@@ -110,7 +110,7 @@ fn le64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
-/// Stores `width` bits of `value` at bit `lsb` of a little-endian bit string (§8.4).
+/// Stores `width` bits of `value` at bit `lsb` of a little-endian bit string (docs/hw/i40e.md §8.4).
 fn pack(obj: &mut [u8], lsb: usize, width: usize, value: u64) {
     for i in 0..width {
         if (value >> i) & 1 == 1 {
@@ -233,7 +233,7 @@ impl Rig {
         nicsim::run_until_idle_x710(&[&self.port]);
     }
 
-    /// §4.1: wait for the firmware, then a PF reset.
+    /// docs/hw/i40e.md §4.1: wait for the firmware, then a PF reset.
     fn reset(&self) {
         poll("GLNVM_ULD", || self.rd(GLNVM_ULD) & 0x18 == 0x18);
         assert_eq!(self.rd(GLGEN_RSTAT) & 0x3, 0);
@@ -251,7 +251,7 @@ impl Rig {
         self.write_mem(ARQ_RING + slot as usize * 32, &d);
     }
 
-    /// §5.3: both rings.
+    /// docs/hw/i40e.md §5.3: both rings.
     fn init_aq(&mut self) {
         self.write_mem(ATQ_RING, &[0; 32 * AQ_LEN as usize]);
         for s in 0..AQ_LEN {
@@ -292,7 +292,7 @@ impl Rig {
         slot
     }
 
-    /// Runs the model until ATQH reaches our tail (§5.4 step 5) and returns the completion.
+    /// Runs the model until ATQH reaches our tail (docs/hw/i40e.md §5.4 step 5) and returns the completion.
     fn complete(&self, slot: u32, buf_len: usize) -> Done {
         let start = Instant::now();
         while self.rd(PF_ATQH) != self.atq_next {
@@ -309,7 +309,7 @@ impl Rig {
         self.complete(slot, len)
     }
 
-    /// A direct command (§5.4): flags SI, the parameters at descriptor bytes 16..32.
+    /// A direct command (docs/hw/i40e.md §5.4): flags SI, the parameters at descriptor bytes 16..32.
     fn direct(&mut self, op: u16, params: [u8; 16]) -> Done {
         self.send_raw(desc(SI, op, 0, params), None)
     }
@@ -328,7 +328,7 @@ impl Rig {
         self.send_raw(desc(flags, op, buf.len() as u16, p), Some(buf))
     }
 
-    /// The next ARQ event, if the firmware posted one (§5.5); re-arms the slot.
+    /// The next ARQ event, if the firmware posted one (docs/hw/i40e.md §5.5); re-arms the slot.
     fn next_event(&mut self) -> Option<[u8; 32]> {
         if self.rd(PF_ARQH) & 0x3FF == self.arq_next {
             return None;
@@ -341,32 +341,32 @@ impl Rig {
         Some(d)
     }
 
-    /// §3 steps 1-16 and 21-25 against the model, checking every answer; leaves the VSI with `nq` queues.
+    /// docs/hw/i40e.md §3 steps 1-16 and 21-25 against the model, checking every answer; leaves the VSI with `nq` queues.
     fn bring_up(&mut self, nq: u16) {
         assert_eq!(self.rd(0x08_3048) >> 16 & 0xFF, 0, "GL_FWSTS.FWS1B: not in recovery mode");
         self.reset();
         self.init_aq();
-        // Get Version (§6.1).
+        // Get Version (docs/hw/i40e.md §6.1).
         let v = self.direct(0x0001, [0; 16]);
         v.ok();
         assert_eq!(v.p16(12), 1, "api_major");
-        // Driver Version (§6.1): bytes 0..3 the version, the name in the buffer.
+        // Driver Version (docs/hw/i40e.md §6.1): bytes 0..3 the version, the name in the buffer.
         let mut p = [0u8; 8];
         p[..4].copy_from_slice(&[1, 2, 3, 4]);
         self.indirect(0x0002, true, p, b"nicsim-test").ok();
         assert_eq!(self.port.driver_version(), Some(([1, 2, 3, 4], "nicsim-test".to_string())));
-        // Clear PXE (§3 step 7).
+        // Clear PXE (docs/hw/i40e.md §3 step 7).
         let mut p = [0u8; 16];
         p[0] = 2;
         self.direct(0x0110, p).ok();
         self.wr(0x12_A500, 1);
-        // PHY abilities with report_init (§7.1): 536-byte buffer, so LB.
+        // PHY abilities with report_init (docs/hw/i40e.md §7.1): 536-byte buffer, so LB.
         let mut p = [0u8; 8];
         p[0] = 2;
         let a = self.indirect(0x0600, false, p, &[0; 536]);
         a.ok();
         assert_ne!(a.buf[4], 0, "a link speed is reported");
-        // Capabilities (§6.2).
+        // Capabilities (docs/hw/i40e.md §6.2).
         let caps = self.indirect(0x000A, false, [0; 8], &[0; 4096]);
         caps.ok();
         let n = caps.p32(4) as usize;
@@ -380,18 +380,18 @@ impl Rig {
         assert_eq!(count, u32::from(self.port.config().num_queues));
         self.learnt.first_queue = first;
         self.setup_hmc(count as usize);
-        // MAC address (§6.4).
+        // MAC address (docs/hw/i40e.md §6.4).
         let m = self.indirect(0x0107, false, [0; 8], &[0; 24]);
         m.ok();
         assert_ne!(m.p16(0) & 0x10, 0, "LAN address valid");
         assert_eq!(m.buf[0..6], self.port.config().mac);
-        // Switch config (§6.5): one VSI element, uplink = a MAC.
+        // Switch config (docs/hw/i40e.md §6.5): one VSI element, uplink = a MAC.
         let s = self.indirect(0x0200, false, [0; 8], &[0; 512]);
         s.ok();
         assert_eq!(le16(&s.buf, 0), 1, "num_reported");
         assert_eq!(s.buf[16], 19, "element type VSI");
         self.learnt.vsi_seid = le16(&s.buf, 18);
-        // VSI parameters (§6.6).
+        // VSI parameters (docs/hw/i40e.md §6.6).
         let seid = self.learnt.vsi_seid.to_le_bytes();
         let g = self.indirect(0x0212, false, [seid[0], seid[1], 0, 0, 0, 0, 0, 0], &[0; 128]);
         g.ok();
@@ -399,14 +399,14 @@ impl Rig {
         self.learnt.qs_handle = le16(&g.buf, 96);
         self.learnt.stat_idx = le16(&g.buf, 112) as usize;
         assert_ne!(self.learnt.qs_handle, 0xFFFF);
-        // TC bandwidth (§6.6): TC0, credit 1; the handles come back at 16.
+        // TC bandwidth (docs/hw/i40e.md §6.6): TC0, credit 1; the handles come back at 16.
         let mut bw = [0u8; 32];
         bw[0] = 1;
         bw[4] = 1;
         let t = self.indirect(0x0407, true, [seid[0], seid[1], 0, 0, 0, 0, 0, 0], &bw);
         t.ok();
         self.learnt.qs_handle = le16(&t.buf, 16);
-        // Update VSI (§6.6): VLAN and queue map sections.
+        // Update VSI (docs/hw/i40e.md §6.6): VLAN and queue map sections.
         let mut props = g.buf.clone();
         props[0..2].copy_from_slice(&(0x4u16 | 0x40).to_le_bytes());
         props[12] = 0x03;
@@ -415,13 +415,13 @@ impl Rig {
         props[62..64].copy_from_slice(&((nq.trailing_zeros() as u16) << 9).to_le_bytes());
         self.indirect(0x0211, true, [seid[0], seid[1], 0, 0, 0, 0, 0, 0], &props).ok();
         assert_eq!(self.port.vsi_queues(), (0, nq));
-        // Broadcast on (§6.8).
+        // Broadcast on (docs/hw/i40e.md §6.8).
         let mut p = [0u8; 16];
         p[0] = 0x04;
         p[2] = 0x04;
         p[4..6].copy_from_slice(&seid);
         self.direct(0x0254, p).ok();
-        // Link status events on (§7.4), MAC config (§7.3).
+        // Link status events on (docs/hw/i40e.md §7.4), MAC config (§7.3).
         let mut p = [0u8; 16];
         p[0] = 3;
         let l = self.direct(0x0607, p);
@@ -434,7 +434,7 @@ impl Rig {
         self.port.assert_no_faults();
     }
 
-    /// §8.3, direct model with one SD: TX contexts at FPM 0, RX contexts at the next 512-byte boundary.
+    /// docs/hw/i40e.md §8.3, direct model with one SD: TX contexts at FPM 0, RX contexts at the next 512-byte boundary.
     fn setup_hmc(&self, n: usize) {
         assert!(n <= self.rd(GLHMC_LANQMAX) as usize & 0x7FF);
         let tx_size = n * 128;
@@ -445,7 +445,7 @@ impl Rig {
         self.wr(PFHMC_SDDATAHIGH, (a >> 32) as u32);
         self.wr(PFHMC_SDDATALOW, (a as u32 & 0xFFFF_F000) | 512 << 2 | 1 << 1 | 1);
         self.wr(PFHMC_SDCMD, 1 << 31);
-        // The HMC function is the PF (§8.2).
+        // The HMC function is the PF (docs/hw/i40e.md §8.2).
         let f = 4 * usize::from(self.port.config().pf_id);
         self.wr(0x0C_6200 + f, 0);
         self.wr(0x0C_6300 + f, n as u32);
@@ -458,7 +458,7 @@ impl Rig {
         HMC + (n * 128).div_ceil(512) * 512 + q * 32
     }
 
-    /// §8.5 and §9.2: TX context for queue `q` on the rig's TX ring, QTX_CTL.
+    /// docs/hw/i40e.md §8.5 and §9.2: TX context for queue `q` on the rig's TX ring, QTX_CTL.
     fn setup_tx(&self, q: usize, tweak: impl FnOnce(&mut [u8; 128])) {
         self.write_mem(TX_RING, &vec![0; RING as usize * 16]);
         let mut ctx = [0u8; 128];
@@ -472,7 +472,7 @@ impl Rig {
         self.wr(qtx_ctl(q), 2 | pf << 2);
     }
 
-    /// §9.4 TX enable.
+    /// docs/hw/i40e.md §9.4 TX enable.
     fn enable_tx(&self, q: usize) {
         let abs = self.learnt.first_queue as usize + q;
         let b = gllan_txpre_qdis(abs / 128);
@@ -487,7 +487,7 @@ impl Rig {
         poll("TX enabled", || self.rd(qtx_ena(q)) & 0x5 == 0x5);
     }
 
-    /// §8.6, §9.3: RX context (32-byte descriptors, 2 KiB buffers), descriptors posted, tail N − 1.
+    /// docs/hw/i40e.md §8.6, §9.3: RX context (32-byte descriptors, 2 KiB buffers), descriptors posted, tail N − 1.
     fn setup_rx(&mut self, q: usize, rxmax: u64, tweak: impl FnOnce(&mut [u8; 32])) {
         let ring = RX_RING + q * 0x2000;
         let mut ctx = [0u8; 32];
@@ -529,7 +529,7 @@ impl Rig {
         poll("RX enabled", || self.rd(qrx_ena(q)) & 0x5 == 0x5);
     }
 
-    /// Queues a one-descriptor packet (§10.3) with EOP | RS | ICRC (+ `cmd`), rings the tail.
+    /// Queues a one-descriptor packet (docs/hw/i40e.md §10.3) with EOP | RS | ICRC (+ `cmd`), rings the tail.
     fn send(&mut self, frame: &[u8], cmd: u64, offset: u64) -> u32 {
         let i = self.tx_next;
         let buf = TX_BUF + i as usize * TX_BUF_LEN;
@@ -548,7 +548,7 @@ impl Rig {
         le64(&self.read_mem(TX_RING + i as usize * 16, 16), 8) & 0xF == 0xF
     }
 
-    /// The next received frame on queue `q` (§10.2): (bytes, qword 0, last qword 1), re-posting the descriptors.
+    /// The next received frame on queue `q` (docs/hw/i40e.md §10.2): (bytes, qword 0, last qword 1), re-posting the descriptors.
     fn recv(&mut self, q: usize) -> Option<(Vec<u8>, u64, u64)> {
         let mut data = Vec::new();
         let mut i = self.rx_next[q];
@@ -666,7 +666,7 @@ fn reset_waits_for_firmware_and_self_clears() {
     }
     poll("GLNVM_ULD", || r.rd(GLNVM_ULD) & 0x18 == 0x18);
     assert!(t.elapsed() >= Duration::from_millis(300));
-    // Who am I (§3 step 4, §4.3).
+    // Who am I (docs/hw/i40e.md §3 step 4, §4.3).
     assert_eq!(r.rd(0x1C_0480) & 3, 2, "PFGEN_PORTNUM");
     assert_eq!(r.rd(PFLAN_QALLOC), 128 | (128 + 15) << 16 | 1 << 31);
     let t = Instant::now();
@@ -740,7 +740,7 @@ fn indirect_command_round_trip_and_short_buffer() {
     assert!(caps.contains(&(0x0040, 512, 6, 0)), "RSS: 512 entries of 6 bits");
     assert!(caps.iter().any(|c| c.0 == 0x0045), "flow director");
     assert!(d.buf[n * 32..].iter().all(|&b| b == 0), "nothing past the elements");
-    // Too small: ENOMEM with the size needed in datalen (§6.2).
+    // Too small: ENOMEM with the size needed in datalen (docs/hw/i40e.md §6.2).
     let s = r.indirect(0x000A, false, [0; 8], &[0; 64]);
     s.failed(AqRc::Enomem);
     assert_eq!(s.datalen() as usize, n * 32);
@@ -845,7 +845,7 @@ fn mac_filters_and_promiscuous_modes() {
     r.step();
     assert!(r.recv(0).is_none(), "an unknown unicast MAC is filtered");
     assert_eq!(r.port.counters().rx_filtered, 1);
-    // Add a MAC filter (§6.7): PERFECT | IGNORE_VLAN.
+    // Add a MAC filter (docs/hw/i40e.md §6.7): PERFECT | IGNORE_VLAN.
     let mut e = [0u8; 16];
     e[0..6].copy_from_slice(&other);
     e[8..10].copy_from_slice(&0x5u16.to_le_bytes());
@@ -864,7 +864,7 @@ fn mac_filters_and_promiscuous_modes() {
     let again = r.indirect(0x0251, true, [1, 0, s[0], s[1] | 0x80, 0, 0, 0, 0], &e);
     again.failed(AqRc::Enoent);
     assert_eq!(again.buf[12], 0xFF);
-    // Unicast promiscuous (with RX_ONLY in valid, §6.8).
+    // Unicast promiscuous (with RX_ONLY in valid, docs/hw/i40e.md §6.8).
     let mut p = [0u8; 16];
     p[0..2].copy_from_slice(&0x8001u16.to_le_bytes());
     p[2..4].copy_from_slice(&0x8001u16.to_le_bytes());
@@ -902,7 +902,7 @@ fn bring_up_and_traffic(config: X710Config) {
     r.step();
     let (_, _, qw1) = r.recv(0).expect("a broadcast");
     assert_eq!((qw1 >> 9) & 3, 2, "broadcast");
-    // Statistics (§13) counted per port and per VSI.
+    // Statistics (docs/hw/i40e.md §13) counted per port and per VSI.
     let port = r.port.config().port as usize;
     assert_eq!(r.rd(stat::GLPRT_UPRC + 8 * port), 1);
     assert_eq!(r.rd(stat::GLPRT_BPRC + 8 * port), 1);
@@ -994,7 +994,7 @@ fn an_rx_context_without_prefena_is_refused() {
 fn paged_hmc_segment() {
     let mut r = Rig::new(X710Config::default());
     r.bring_up(1);
-    // Re-program SD 0 as paged (§8.3 step 5): a PD page whose entry 0 points at a backing page holding the
+    // Re-program SD 0 as paged (docs/hw/i40e.md §8.3 step 5): a PD page whose entry 0 points at a backing page holding the
     // first 4 KiB of FPM (TX contexts 0..31).
     let pd = 0x4_8000;
     let page = 0x4_9000;
@@ -1193,7 +1193,7 @@ fn link_flap_posts_events_on_the_arq() {
     assert_eq!(up[16 + 4] & 1, 1, "link_info: up");
     assert_eq!(up[16 + 3], 0x08, "10G");
     assert!(r.next_event().is_none());
-    // Events masked (§7.6) or LSE off: nothing posted.
+    // Events masked (docs/hw/i40e.md §7.6) or LSE off: nothing posted.
     let mut p = [0u8; 16];
     p[8..10].copy_from_slice(&0x0002u16.to_le_bytes());
     r.direct(0x0613, p).ok();
@@ -1274,7 +1274,7 @@ fn tx_hang_and_recovery() {
 #[test]
 fn malicious_driver_detection_stops_the_queue() {
     let mut r = ready(X710Config::default(), 1, 1);
-    r.send(&[0u8; 0], 0, 0); // a zero-length buffer (§11)
+    r.send(&[0u8; 0], 0, 0); // a zero-length buffer (docs/hw/i40e.md §11)
     r.step();
     let faults = protocol_faults(&r.port);
     assert!(faults.iter().any(|f| f.contains("MDD") && f.contains("length 0")), "{faults:?}");
@@ -1285,7 +1285,7 @@ fn malicious_driver_detection_stops_the_queue() {
 #[test]
 fn link_down_drops_tx_into_tdold() {
     let mut r = ready(X710Config::default(), 1, 1);
-    // Set PHY Config without ENABLE_LINK takes the link down administratively (§7.2).
+    // Set PHY Config without ENABLE_LINK takes the link down administratively (docs/hw/i40e.md §7.2).
     let mut p = [0u8; 16];
     p[4] = 0x08;
     p[5] = 0x20;
@@ -1297,7 +1297,7 @@ fn link_down_drops_tx_into_tdold() {
     assert!(r.tx_done(i), "completed anyway");
     assert!(r.port.take_tx().is_empty());
     assert_eq!(r.rd(stat::GLPRT_TDOLD), 1);
-    // And up again with ENABLE_LINK | ENABLE_AN | ATOMIC_LINK, every PHY type (§7.2).
+    // And up again with ENABLE_LINK | ENABLE_AN | ATOMIC_LINK, every PHY type (docs/hw/i40e.md §7.2).
     let mut p = [0u8; 16];
     p[0..4].copy_from_slice(&0x7FFF_FFFFu32.to_le_bytes());
     p[4] = 0x08;

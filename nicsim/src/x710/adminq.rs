@@ -1,10 +1,10 @@
 //! The admin queue (docs/hw/i40e.md §5): the ATQ (driver → firmware) and ARQ (firmware → driver) rings, and the
-//! firmware's side of every command a bring-up sends (§3, §6, §7, §12.3), each decoded field by field.
+//! firmware's side of every command a bring-up sends (docs/hw/i40e.md §3, §6, §7, §12.3), each decoded field by field.
 //!
 //! Strictness: a descriptor whose flags contradict its opcode (BUF on a direct command, RD missing on a set
 //! command, LB not matching a buffer above 512 bytes, DD/CMP/ERR left set by the driver), a non-zero reserved
 //! parameter byte, a wrong length or an invalid field value is recorded as a fault and answered with EINVAL (and
-//! ERR). An opcode the model does not know is answered with ESRCH, the "unknown opcode" code of §5.2, never with
+//! ERR). An opcode the model does not know is answered with ESRCH, the "unknown opcode" code of docs/hw/i40e.md §5.2, never with
 //! success. Indirect buffers move only by DMA through the IOVA map.
 
 use crate::fault::Fault;
@@ -13,7 +13,7 @@ use super::aqdecode::{spec, Buf, Command};
 use super::regs::*;
 use super::{Core, Shared, X710Config, QS_HANDLE_BASE, VSI_SEID_BASE};
 
-/// Opcodes (§6).
+/// Opcodes (docs/hw/i40e.md §6).
 pub mod opcode {
     /// Get Version.
     pub const GET_VERSION: u16 = 0x0001;
@@ -83,10 +83,10 @@ pub mod opcode {
     pub const GET_RSS_LUT: u16 = 0x0B05;
 }
 
-/// Admin-queue return codes, `retval & 0xFF` (§5.2).
+/// Admin-queue return codes, `retval & 0xFF` (docs/hw/i40e.md §5.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
-#[allow(missing_docs)] // the names are the codes of §5.2
+#[allow(missing_docs)] // the names are the codes of docs/hw/i40e.md §5.2
 pub enum AqRc {
     Ok = 0,
     Eperm = 1,
@@ -114,7 +114,7 @@ pub enum AqRc {
     Efbig = 22,
 }
 
-/// Descriptor flags (§5.2).
+/// Descriptor flags (docs/hw/i40e.md §5.2).
 pub mod flag {
     /// The firmware processed the descriptor.
     pub const DD: u16 = 0x0001;
@@ -132,16 +132,16 @@ pub mod flag {
     pub const SI: u16 = 0x2000;
 }
 
-/// Descriptor length (§5.2).
+/// Descriptor length (docs/hw/i40e.md §5.2).
 pub(crate) const DESC_LEN: usize = 32;
-/// Largest indirect buffer the model accepts (§15: 4 KiB buffers).
+/// Largest indirect buffer the model accepts (docs/hw/i40e.md §15: 4 KiB buffers).
 const MAX_BUF: usize = 4096;
-/// A buffer above this needs LB (§5.4).
+/// A buffer above this needs LB (docs/hw/i40e.md §5.4).
 const LB_THRESHOLD: usize = 512;
-/// Set PHY Interrupt Mask bit that suppresses link up/down events (§7.6).
+/// Set PHY Interrupt Mask bit that suppresses link up/down events (docs/hw/i40e.md §7.6).
 pub(crate) const PHY_EVENT_LINK_UPDOWN: u16 = 0x0002;
 
-/// A 32-byte admin descriptor (§5.2).
+/// A 32-byte admin descriptor (docs/hw/i40e.md §5.2).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Desc {
     pub flags: u16,
@@ -194,13 +194,13 @@ impl Desc {
         b
     }
 
-    /// The indirect buffer's address: high half at parameter byte 8, low half at 12 (§5.2).
+    /// The indirect buffer's address: high half at parameter byte 8, low half at 12 (docs/hw/i40e.md §5.2).
     pub fn buffer_addr(&self) -> u64 {
         u64::from(le32(&self.params, 8)) << 32 | u64::from(le32(&self.params, 12))
     }
 }
 
-/// One ring's registers (§5.1).
+/// One ring's registers (docs/hw/i40e.md §5.1).
 #[derive(Debug, Clone, Copy, Default)]
 struct Ring {
     bal: u32,
@@ -268,7 +268,10 @@ impl AdminQ {
         let fault = |what: String| shared.faults.record(Fault::Protocol { what });
         let ptr = |name: &str, ring: &Ring| {
             if AQ_PTR.get(value) != value || (ring.enabled() && value >= ring.entries()) {
-                fault(format!("{name} = {value} outside the ring of {} entries (§5.1)", ring.entries()));
+                fault(format!(
+                    "{name} = {value} outside the ring of {} entries (docs/hw/i40e.md §5.1)",
+                    ring.entries()
+                ));
                 return None;
             }
             Some(value)
@@ -281,7 +284,7 @@ impl AdminQ {
             PF_ATQLEN | PF_ARQLEN => {
                 let reserved = !(AQLEN_LEN.mask() | AQLEN_ENABLE.mask());
                 if value & reserved != 0 {
-                    fault(format!("{offset:#x} = {value:#x}: only LEN (9:0) and ENABLE (31) are the driver's (§5.1)"));
+                    fault(format!("{offset:#x} = {value:#x}: only LEN (9:0) and ENABLE (31) are the driver's (docs/hw/i40e.md §5.1)"));
                 }
                 if AQLEN_ENABLE.is_set(value) && AQLEN_LEN.get(value) == 0 {
                     fault(format!("{offset:#x}: ENABLE with a length of 0"));
@@ -316,7 +319,7 @@ impl AdminQ {
         }
     }
 
-    /// What a PF reset makes the firmware forget (the rings themselves are EMPR registers and stay, §4.2).
+    /// What a PF reset makes the firmware forget (the rings themselves are EMPR registers and stay, docs/hw/i40e.md §4.2).
     pub fn reset_firmware_state(&mut self) {
         self.inject = None;
     }
@@ -358,7 +361,7 @@ impl Core {
         shared.faults.record(Fault::Protocol { what: format!("admin command {op:#06x}: {why}") });
     }
 
-    /// Processes the ATQ from head to tail (§5.4). Returns the number of commands completed.
+    /// Processes the ATQ from head to tail (docs/hw/i40e.md §5.4). Returns the number of commands completed.
     pub(crate) fn process_atq(&mut self, shared: &Shared) -> usize {
         let ring = self.aq.atq;
         if self.aq.stalled || !ring.enabled() || ring.head == ring.tail {
@@ -374,7 +377,7 @@ impl Core {
             let at = ring.base() + u64::from(head) * DESC_LEN as u64;
             let mut raw = [0u8; DESC_LEN];
             if shared.dma.read(at, &mut raw, &|| format!("ATQ descriptor {head}")).is_err() {
-                // A ring the firmware cannot reach: it stops and reports a critical error (§5.4 step 7).
+                // A ring the firmware cannot reach: it stops and reports a critical error (docs/hw/i40e.md §5.4 step 7).
                 self.aq.critical = true;
                 break;
             }
@@ -441,7 +444,10 @@ impl Core {
         match spec.buf {
             Buf::None => {
                 if has_buf || rd || lb {
-                    return einval(self, format!("direct command with flags {:#06x} (BUF/RD/LB, §5.4)", d.flags));
+                    return einval(
+                        self,
+                        format!("direct command with flags {:#06x} (BUF/RD/LB, docs/hw/i40e.md §5.4)", d.flags),
+                    );
                 }
                 if len != 0 {
                     return einval(self, format!("direct command with datalen {len}"));
@@ -449,19 +455,28 @@ impl Core {
             }
             Buf::Get | Buf::Set | Buf::GetRdAllowed => {
                 if !has_buf {
-                    return einval(self, format!("indirect command without BUF (flags {:#06x}, §5.4)", d.flags));
+                    return einval(
+                        self,
+                        format!("indirect command without BUF (flags {:#06x}, docs/hw/i40e.md §5.4)", d.flags),
+                    );
                 }
                 if spec.buf == Buf::Set && !rd {
-                    return einval(self, "buffer for the firmware to read without RD (§5.4)".into());
+                    return einval(self, "buffer for the firmware to read without RD (docs/hw/i40e.md §5.4)".into());
                 }
                 if spec.buf == Buf::Get && rd {
-                    return einval(self, "RD on a command whose buffer the firmware writes (§5.4)".into());
+                    return einval(
+                        self,
+                        "RD on a command whose buffer the firmware writes (docs/hw/i40e.md §5.4)".into(),
+                    );
                 }
                 if len == 0 || len > MAX_BUF {
                     return einval(self, format!("datalen {len} (1..=4096)"));
                 }
                 if lb != (len > LB_THRESHOLD) {
-                    return einval(self, format!("LB {} with a {len}-byte buffer (LB iff > 512, §5.4)", lb as u8));
+                    return einval(
+                        self,
+                        format!("LB {} with a {len}-byte buffer (LB iff > 512, docs/hw/i40e.md §5.4)", lb as u8),
+                    );
                 }
             }
         }
@@ -490,7 +505,7 @@ impl Core {
         outcome
     }
 
-    /// Posts an event on the ARQ (§5.5): into the descriptor at ARQH if the driver has given the firmware that
+    /// Posts an event on the ARQ (docs/hw/i40e.md §5.5): into the descriptor at ARQH if the driver has given the firmware that
     /// slot (ARQH != ARQT), else the event is lost and ARQLEN.ARQOVFL set.
     pub(crate) fn post_event(&mut self, shared: &Shared, op: u16, params: [u8; 16], body: &[u8]) {
         let ring = self.aq.arq;
@@ -511,7 +526,7 @@ impl Core {
         if armed.flags & flag::BUF == 0 || usize::from(armed.datalen) < body.len() {
             shared.faults.record(Fault::Protocol {
                 what: format!(
-                    "ARQ descriptor {} not armed: flags {:#06x}, datalen {} (want BUF and a buffer, §5.3 step 2)",
+                    "ARQ descriptor {} not armed: flags {:#06x}, datalen {} (want BUF and a buffer, docs/hw/i40e.md §5.3 step 2)",
                     ring.head, armed.flags, armed.datalen
                 ),
             });
@@ -529,7 +544,7 @@ impl Core {
             datalen: body.len() as u16,
             ..Desc::default()
         };
-        // The event's parameters take all 16 bytes (a link event is laid out like Get Link Status, §5.5); the
+        // The event's parameters take all 16 bytes (a link event is laid out like Get Link Status, docs/hw/i40e.md §5.5); the
         // driver keeps its own record of the slot's buffer and re-arms it.
         ev.params = params;
         if shared.dma.write(at, &ev.bytes(), &|| format!("ARQ descriptor {} write-back", ring.head)).is_err() {

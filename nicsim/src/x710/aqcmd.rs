@@ -7,7 +7,7 @@ use super::aqdecode::{Command, Lse, SEID_VALID};
 use super::regs::*;
 use super::{Core, MacFilter, Shared, X710Config, MAC_SEID_BASE};
 
-/// Capability IDs (§6.2).
+/// Capability IDs (docs/hw/i40e.md §6.2).
 mod cap {
     pub const SWITCH_MODE: u16 = 0x0001;
     pub const VSI: u16 = 0x0017;
@@ -18,27 +18,27 @@ mod cap {
     pub const FLOW_DIRECTOR: u16 = 0x0045;
 }
 
-/// Capability element length (§6.2).
+/// Capability element length (docs/hw/i40e.md §6.2).
 const CAP_LEN: usize = 32;
-/// VSIs in the device (§15).
+/// VSIs in the device (docs/hw/i40e.md §15).
 const VSIS: u32 = 384;
 /// Perfect MAC filters the model's switch holds per PF.
 const PERFECT_FILTERS: u16 = 256;
-/// VSI properties buffer length (§6.6).
+/// VSI properties buffer length (docs/hw/i40e.md §6.6).
 const VSI_PROPS_LEN: usize = 128;
-/// TC bandwidth buffer length (§6.6).
+/// TC bandwidth buffer length (docs/hw/i40e.md §6.6).
 const TC_BW_LEN: usize = 32;
-/// MAC-VLAN element length (§6.7).
+/// MAC-VLAN element length (docs/hw/i40e.md §6.7).
 const MACVLAN_LEN: usize = 16;
-/// Get PHY Abilities: the fixed part of the response before the qualified modules (§7.1).
+/// Get PHY Abilities: the fixed part of the response before the qualified modules (docs/hw/i40e.md §7.1).
 const PHY_ABILITIES_HEAD: usize = 24;
-/// MAC Address Read buffer (§6.4).
+/// MAC Address Read buffer (docs/hw/i40e.md §6.4).
 const MAC_READ_LEN: usize = 24;
-/// Get Switch Config: header and one element (§6.5).
+/// Get Switch Config: header and one element (docs/hw/i40e.md §6.5).
 const SWITCH_HEADER: usize = 16;
 const SWITCH_ELEMENT: usize = 16;
 
-/// RX control registers command 0x0206/0x0207 may reach (§6.11, §12.1).
+/// RX control registers command 0x0206/0x0207 may reach (docs/hw/i40e.md §6.11, §12.1).
 fn rx_ctl_register(addr: usize) -> bool {
     matches!(addr, PFQF_CTL_0 | GLQF_CTL | PRTQF_CTL_0)
         || addr == pfqf_hena(0)
@@ -70,7 +70,7 @@ impl Core {
                 ok(p, false)
             }
             Command::DriverVersion { version } => {
-                // §6.1: the name is ASCII, at most 32 characters.
+                // docs/hw/i40e.md §6.1: the name is ASCII, at most 32 characters.
                 if buf.len() > 32 || !buf.iter().all(|b| b.is_ascii()) {
                     return fail(self, AqRc::Einval, format!("driver name of {} bytes, not ASCII ≤ 32", buf.len()));
                 }
@@ -98,11 +98,15 @@ impl Core {
             }
             Command::MacAddressRead => {
                 if buf.len() < MAC_READ_LEN {
-                    return fail(self, AqRc::Einval, format!("buffer of {} bytes, 24 needed (§6.4)", buf.len()));
+                    return fail(
+                        self,
+                        AqRc::Einval,
+                        format!("buffer of {} bytes, 24 needed (docs/hw/i40e.md §6.4)", buf.len()),
+                    );
                 }
                 buf[0..6].copy_from_slice(&c.mac);
                 buf[12..18].copy_from_slice(&c.mac);
-                // LAN and port addresses valid (§6.4).
+                // LAN and port addresses valid (docs/hw/i40e.md §6.4).
                 put16(&mut p, 0, 0x10 | 0x40);
                 ok(p, true)
             }
@@ -112,7 +116,11 @@ impl Core {
                     return fail(self, AqRc::Einval, format!("start SEID {start_seid}: the switch has one element"));
                 }
                 if buf.len() < SWITCH_HEADER + SWITCH_ELEMENT {
-                    return fail(self, AqRc::Einval, format!("buffer of {} bytes, 32 needed (§6.5)", buf.len()));
+                    return fail(
+                        self,
+                        AqRc::Einval,
+                        format!("buffer of {} bytes, 32 needed (docs/hw/i40e.md §6.5)", buf.len()),
+                    );
                 }
                 put16(buf, 0, 1);
                 put16(buf, 2, 1);
@@ -145,7 +153,7 @@ impl Core {
                     return fail(self, AqRc::Einval, format!("seid {seid:#x} is not the VSI's ({:#x})", vsi_seid(c)));
                 }
                 if valid_flags & 0x8000 != 0 && c.api_version < (1, 5) {
-                    return fail(self, AqRc::Einval, "RX_ONLY before API 1.5 (§6.8)".into());
+                    return fail(self, AqRc::Einval, "RX_ONLY before API 1.5 (docs/hw/i40e.md §6.8)".into());
                 }
                 if vlan_tag & 0x8000 != 0 {
                     return fail(self, AqRc::Einval, "per-VLAN promiscuous mode is not modelled".into());
@@ -158,7 +166,11 @@ impl Core {
                     return fail(self, AqRc::Enoent, format!("seid {seid:#x} is not the VSI's ({:#x})", vsi_seid(c)));
                 }
                 if buf.len() != TC_BW_LEN {
-                    return fail(self, AqRc::Einval, format!("buffer of {} bytes, 32 expected (§6.6)", buf.len()));
+                    return fail(
+                        self,
+                        AqRc::Einval,
+                        format!("buffer of {} bytes, 32 expected (docs/hw/i40e.md §6.6)", buf.len()),
+                    );
                 }
                 if buf[0] != 0x01 || buf[5..12].iter().any(|&b| b != 0) || buf[4] == 0 {
                     return fail(
@@ -175,7 +187,11 @@ impl Core {
             }
             Command::GetPhyAbilities { report_init, .. } => {
                 if buf.len() < PHY_ABILITIES_HEAD {
-                    return fail(self, AqRc::Einval, format!("buffer of {} bytes, 24 at least (§7.1)", buf.len()));
+                    return fail(
+                        self,
+                        AqRc::Einval,
+                        format!("buffer of {} bytes, 24 at least (docs/hw/i40e.md §7.1)", buf.len()),
+                    );
                 }
                 self.phy_abilities(c, report_init, buf);
                 ok(p, true)
@@ -189,7 +205,7 @@ impl Core {
             }
             Command::SetMacConfig { max_frame_size, crc_en, drop_blocking } => {
                 if drop_blocking && c.api_version < (1, 8) {
-                    return fail(self, AqRc::Einval, "drop-blocking before API 1.8 (§7.3)".into());
+                    return fail(self, AqRc::Einval, "drop-blocking before API 1.8 (docs/hw/i40e.md §7.3)".into());
                 }
                 self.link.max_frame = max_frame_size;
                 self.link.crc_en = crc_en;
@@ -215,9 +231,13 @@ impl Core {
                 ok(p, false)
             }
             Command::SetLoopback { mode } => {
-                // 0x4 (MAC local) is the X722's; the XL710 family uses 0x1 (§7.6).
+                // 0x4 (MAC local) is the X722's; the XL710 family uses 0x1 (docs/hw/i40e.md §7.6).
                 if !matches!(mode, 0..=2) {
-                    return fail(self, AqRc::Einval, format!("lb_mode {mode:#x} (0, 0x1 or 0x2 on this part, §7.6)"));
+                    return fail(
+                        self,
+                        AqRc::Einval,
+                        format!("lb_mode {mode:#x} (0, 0x1 or 0x2 on this part, docs/hw/i40e.md §7.6)"),
+                    );
                 }
                 self.link.loopback = mode;
                 ok(p, false)
@@ -245,7 +265,7 @@ impl Core {
         }
         let need = caps.len() * CAP_LEN;
         if buf.len() < need {
-            // §6.2: ENOMEM with the size needed in datalen; count means nothing.
+            // docs/hw/i40e.md §6.2: ENOMEM with the size needed in datalen; count means nothing.
             return Outcome { rc: AqRc::Enomem, params: d.params, datalen: Some(need as u16), write_buf: false };
         }
         for (i, (id, number, logical, phys)) in caps.iter().enumerate() {
@@ -271,11 +291,15 @@ impl Core {
             return fail(
                 self,
                 AqRc::Enoent,
-                format!("seid {seid:#x} is not the main VSI's ({:#x}, §6.5)", vsi_seid(c)),
+                format!("seid {seid:#x} is not the main VSI's ({:#x}, docs/hw/i40e.md §6.5)", vsi_seid(c)),
             );
         }
         if buf.len() != VSI_PROPS_LEN {
-            return fail(self, AqRc::Einval, format!("buffer of {} bytes, 128 expected (§6.6)", buf.len()));
+            return fail(
+                self,
+                AqRc::Einval,
+                format!("buffer of {} bytes, 128 expected (docs/hw/i40e.md §6.6)", buf.len()),
+            );
         }
         if update {
             if let Err(why) = self.update_vsi(c, buf) {
@@ -297,7 +321,7 @@ impl Core {
         Outcome { rc: AqRc::Ok, params: p, datalen: None, write_buf: !update }
     }
 
-    /// Update VSI (§6.6): the sections named in valid_sections take effect.
+    /// Update VSI (docs/hw/i40e.md §6.6): the sections named in valid_sections take effect.
     fn update_vsi(&mut self, c: &X710Config, b: &[u8]) -> Result<(), String> {
         const SWITCH: u16 = 0x1;
         const SECURITY: u16 = 0x2;
@@ -315,7 +339,7 @@ impl Core {
             let mode = f & 0x3;
             if mode == 0 || f & 0x4 != 0 || f & !0x1F != 0 {
                 return Err(format!(
-                    "port_vlan_flags {f:#x}: MODE 0 is invalid, PVID insertion is not modelled (§6.6)"
+                    "port_vlan_flags {f:#x}: MODE 0 is invalid, PVID insertion is not modelled (docs/hw/i40e.md §6.6)"
                 ));
             }
             self.vsi.vlan_mode = mode;
@@ -330,7 +354,7 @@ impl Core {
             let base = le16(b, 30) & 0x7FF;
             let tc0 = le16(b, 62);
             if tc0 & 0x1FF != 0 || tc0 & !0xFFF != 0 {
-                return Err(format!("tc_mapping[0] {tc0:#x}: TC0's queue offset must be 0 (§6.6)"));
+                return Err(format!("tc_mapping[0] {tc0:#x}: TC0's queue offset must be 0 (docs/hw/i40e.md §6.6)"));
             }
             if (1..8).any(|tc| le16(b, 62 + 2 * tc) != 0) {
                 return Err("tc_mapping[1..7] not zero: the model has TC0 only".into());
@@ -338,7 +362,7 @@ impl Core {
             let count = 1u16 << (tc0 >> 9);
             if count > 64 || usize::from(base) + usize::from(count) > usize::from(c.num_queues) {
                 return Err(format!(
-                    "queue map: base {base}, {count} queues, past this PF's {} queues (or more than 64 per TC, §15)",
+                    "queue map: base {base}, {count} queues, past this PF's {} queues (or more than 64 per TC, docs/hw/i40e.md §15)",
                     c.num_queues
                 ));
             }
@@ -376,11 +400,15 @@ impl Core {
             return fail(
                 self,
                 AqRc::Einval,
-                format!("seid[] = {seid0:#x}, {seid1:#x}, {seid2:#x}: want the VSI's SEID | 0x8000, 0, 0 (§6.7)"),
+                format!("seid[] = {seid0:#x}, {seid1:#x}, {seid2:#x}: want the VSI's SEID | 0x8000, 0, 0 (docs/hw/i40e.md §6.7)"),
             );
         }
         if num == 0 || buf.len() != usize::from(num) * MACVLAN_LEN {
-            return fail(self, AqRc::Einval, format!("{num} addresses in a {}-byte buffer (16 each, §6.7)", buf.len()));
+            return fail(
+                self,
+                AqRc::Einval,
+                format!("{num} addresses in a {}-byte buffer (16 each, docs/hw/i40e.md §6.7)", buf.len()),
+            );
         }
         let mut rc = AqRc::Ok;
         for e in buf.chunks_exact_mut(MACVLAN_LEN) {
@@ -392,7 +420,7 @@ impl Core {
                     return fail(
                         self,
                         AqRc::Einval,
-                        format!("add element flags {flags:#x} / queue {} (§6.7)", le16(e, 10)),
+                        format!("add element flags {flags:#x} / queue {} (docs/hw/i40e.md §6.7)", le16(e, 10)),
                     );
                 }
                 if flags & 0x8 != 0 {
@@ -416,7 +444,7 @@ impl Core {
             } else {
                 let flags = e[8];
                 if flags & !0x1B != 0 || flags & 0x3 == 0 {
-                    return fail(self, AqRc::Einval, format!("remove element flags {flags:#x} (§6.7)"));
+                    return fail(self, AqRc::Einval, format!("remove element flags {flags:#x} (docs/hw/i40e.md §6.7)"));
                 }
                 let f = MacFilter { mac, vlan: (flags & 0x8 == 0).then_some(vlan & 0xFFF) };
                 let before = self.vsi.filters.len();
@@ -437,7 +465,7 @@ impl Core {
         Outcome { rc, params: p, datalen: None, write_buf: true }
     }
 
-    /// Set / Get RSS Key (`table` None) or LUT (`table` Some(PF table?)), §12.3.
+    /// Set / Get RSS Key (`table` None) or LUT (`table` Some(PF table?)), docs/hw/i40e.md §12.3.
     fn rss_command(
         &mut self,
         shared: &Shared,
@@ -454,12 +482,18 @@ impl Core {
             Outcome { rc: AqRc::Einval, params: d.params, datalen: None, write_buf: false }
         };
         if vsi_id != vsi_number(c) | SEID_VALID {
-            return fail(self, format!("vsi_id {vsi_id:#x}: want vsi_number {} | 0x8000 (§12.3)", vsi_number(c)));
+            return fail(
+                self,
+                format!("vsi_id {vsi_id:#x}: want vsi_number {} | 0x8000 (docs/hw/i40e.md §12.3)", vsi_number(c)),
+            );
         }
         match table {
             None => {
                 if buf.len() != RSS_KEY_LEN {
-                    return fail(self, format!("key buffer of {} bytes, 52 expected (§12.3)", buf.len()));
+                    return fail(
+                        self,
+                        format!("key buffer of {} bytes, 52 expected (docs/hw/i40e.md §12.3)", buf.len()),
+                    );
                 }
                 for (i, chunk) in buf.chunks_exact_mut(4).enumerate() {
                     if set {
@@ -472,10 +506,13 @@ impl Core {
             }
             Some(pf_table) => {
                 if !pf_table {
-                    return fail(self, "the VSI's own table (type 0) is not modelled, only the PF's (§12.3)".into());
+                    return fail(
+                        self,
+                        "the VSI's own table (type 0) is not modelled, only the PF's (docs/hw/i40e.md §12.3)".into(),
+                    );
                 }
                 if !matches!(buf.len(), 128 | 512) || buf.len() > usize::from(c.rss_table_size) {
-                    return fail(self, format!("table of {} entries (128 or 512, §12.3)", buf.len()));
+                    return fail(self, format!("table of {} entries (128 or 512, docs/hw/i40e.md §12.3)", buf.len()));
                 }
                 for (i, chunk) in buf.chunks_exact_mut(4).enumerate() {
                     if set {
@@ -496,16 +533,16 @@ impl Core {
         if t < 32 {
             put32(buf, 0, 1 << t);
         } else {
-            buf[13] = 0x04; // 25GBASE-SR in phy_type_ext (§7.1)
+            buf[13] = 0x04; // 25GBASE-SR in phy_type_ext (docs/hw/i40e.md §7.1)
         }
         buf[4] = c.part.speed_bit();
         let enabled = initial || self.link.enabled;
-        // link enabled 0x08, AN enabled 0x10, module qualified 0x20 (§7.1).
+        // link enabled 0x08, AN enabled 0x10, module qualified 0x20 (docs/hw/i40e.md §7.1).
         buf[5] = if enabled { 0x08 } else { 0 } | 0x10 | 0x20;
         put32(buf, 16, 0x7710_0000 | u32::from(c.part.device_id()));
     }
 
-    /// The 16 parameter bytes of a Get Link Status response or link event (§7.4).
+    /// The 16 parameter bytes of a Get Link Status response or link event (docs/hw/i40e.md §7.4).
     pub(crate) fn link_status_params(&self, shared: &Shared, up: bool) -> [u8; 16] {
         let c = &shared.config;
         let mut r = [0u8; 16];

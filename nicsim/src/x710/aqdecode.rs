@@ -5,7 +5,7 @@
 use super::adminq::{le16, le32};
 use super::opcode::*;
 
-/// How an opcode uses the indirect buffer (§5.4).
+/// How an opcode uses the indirect buffer (docs/hw/i40e.md §5.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Buf {
     /// Direct command: no BUF, datalen 0.
@@ -14,7 +14,7 @@ pub(super) enum Buf {
     Get,
     /// The firmware reads the buffer: BUF | RD.
     Set,
-    /// A get that drivers send with RD as well (DPDK's get RSS key/LUT, §5.4): RD allowed, not required.
+    /// A get that drivers send with RD as well (DPDK's get RSS key/LUT, docs/hw/i40e.md §5.4): RD allowed, not required.
     GetRdAllowed,
 }
 
@@ -39,7 +39,7 @@ pub(super) fn spec(op: u16, api: (u16, u16)) -> Option<Spec> {
         CLEAR_PXE_MODE => s(Buf::None, &[(0, 1)]),
         GET_SWITCH_CONFIG => s(Buf::Get, &[(0, 2)]),
         SET_SWITCH_CONFIG => s(Buf::None, &[(0, 11)]),
-        // From API 1.5 on (§6.11); older firmware does not know them.
+        // From API 1.5 on (docs/hw/i40e.md §6.11); older firmware does not know them.
         RX_CTL_READ if api >= (1, 5) => s(Buf::None, &[(4, 4)]),
         RX_CTL_WRITE if api >= (1, 5) => s(Buf::None, &[(4, 4), (12, 4)]),
         UPDATE_VSI => s(Buf::Set, &[(0, 2)]),
@@ -63,7 +63,7 @@ pub(super) fn spec(op: u16, api: (u16, u16)) -> Option<Spec> {
     }
 }
 
-/// Get Link Status command_flags (§7.4).
+/// Get Link Status command_flags (docs/hw/i40e.md §7.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Lse {
     Nop,
@@ -75,7 +75,7 @@ pub(super) enum Lse {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Command {
     GetVersion,
-    /// §6.1: major, minor, build, sub-build.
+    /// docs/hw/i40e.md §6.1: major, minor, build, sub-build.
     DriverVersion {
         version: [u8; 4],
     },
@@ -85,13 +85,13 @@ pub(super) enum Command {
     SetPfContext {
         pf_id: u8,
     },
-    /// §6.1: resource_id (1 = NVM), access_type, timeout, resource_number.
+    /// docs/hw/i40e.md §6.1: resource_id (1 = NVM), access_type, timeout, resource_number.
     Resource {
         release: bool,
         resource_id: u16,
         access_type: u16,
     },
-    /// §6.2: PF_INDEX_EN and pf_index.
+    /// docs/hw/i40e.md §6.2: PF_INDEX_EN and pf_index.
     ListCaps {
         pf_index: Option<u8>,
     },
@@ -99,49 +99,49 @@ pub(super) enum Command {
     ClearPxeMode {
         rx_cnt: u8,
     },
-    /// §6.5: the SEID to start from.
+    /// docs/hw/i40e.md §6.5: the SEID to start from.
     GetSwitchConfig {
         start_seid: u16,
     },
-    /// §6.5: flags, valid_flags (0x1 PROMISC, 0x2 L2_FILTER, 0x4 HW_ATR_EVICT, 0x8 OUTER_VLAN), the tags, mode.
+    /// docs/hw/i40e.md §6.5: flags, valid_flags (0x1 PROMISC, 0x2 L2_FILTER, 0x4 HW_ATR_EVICT, 0x8 OUTER_VLAN), the tags, mode.
     SetSwitchConfig {
         flags: u16,
         valid_flags: u16,
     },
-    /// §6.11: register address at 4, value at 12.
+    /// docs/hw/i40e.md §6.11: register address at 4, value at 12.
     RxCtl {
         write: bool,
         address: usize,
         value: u32,
     },
-    /// §6.6: the VSI's SEID.
+    /// docs/hw/i40e.md §6.6: the VSI's SEID.
     Vsi {
         update: bool,
         seid: u16,
     },
-    /// §6.7: num_addresses and seid[0..3].
+    /// docs/hw/i40e.md §6.7: num_addresses and seid[0..3].
     MacVlan {
         add: bool,
         num_addresses: u16,
         seid: [u16; 3],
     },
-    /// §6.8.
+    /// docs/hw/i40e.md §6.8.
     SetPromisc {
         flags: u16,
         valid_flags: u16,
         seid: u16,
         vlan_tag: u16,
     },
-    /// §6.6: the VSI's SEID.
+    /// docs/hw/i40e.md §6.6: the VSI's SEID.
     VsiTcBw {
         seid: u16,
     },
-    /// §7.1: param0 bit 0 qualified modules, bit 1 initial values.
+    /// docs/hw/i40e.md §7.1: param0 bit 0 qualified modules, bit 1 initial values.
     GetPhyAbilities {
         qualified_modules: bool,
         report_init: bool,
     },
-    /// §7.2.
+    /// docs/hw/i40e.md §7.2.
     SetPhyConfig {
         phy_type: u32,
         link_speed: u8,
@@ -149,13 +149,13 @@ pub(super) enum Command {
         phy_type_ext: u8,
         fec_config: u8,
     },
-    /// §7.3.
+    /// docs/hw/i40e.md §7.3.
     SetMacConfig {
         max_frame_size: u16,
         crc_en: bool,
         drop_blocking: bool,
     },
-    /// §7.6: 0x02 restart AN, 0x04 link enable.
+    /// docs/hw/i40e.md §7.6: 0x02 restart AN, 0x04 link enable.
     SetLinkRestartAn {
         restart: bool,
         enable_link: bool,
@@ -163,23 +163,23 @@ pub(super) enum Command {
     GetLinkStatus {
         lse: Lse,
     },
-    /// §7.6: a set bit suppresses the event.
+    /// docs/hw/i40e.md §7.6: a set bit suppresses the event.
     SetPhyIntMask {
         event_mask: u16,
     },
-    /// §7.6: lb_mode.
+    /// docs/hw/i40e.md §7.6: lb_mode.
     SetLoopback {
         mode: u16,
     },
     Lldp {
         start: bool,
     },
-    /// §12.3: vsi_id = vsi_number | 0x8000.
+    /// docs/hw/i40e.md §12.3: vsi_id = vsi_number | 0x8000.
     RssKey {
         set: bool,
         vsi_id: u16,
     },
-    /// §12.3: vsi_id, and flags bit 0 the table type (1 the PF's).
+    /// docs/hw/i40e.md §12.3: vsi_id, and flags bit 0 the table type (1 the PF's).
     RssLut {
         set: bool,
         vsi_id: u16,
@@ -187,7 +187,7 @@ pub(super) enum Command {
     },
 }
 
-/// Valid bit of the SEIDs in MAC-VLAN commands and of vsi_id in the RSS commands (§6.7, §12.3).
+/// Valid bit of the SEIDs in MAC-VLAN commands and of vsi_id in the RSS commands (docs/hw/i40e.md §6.7, §12.3).
 pub(super) const SEID_VALID: u16 = 0x8000;
 
 impl Command {
@@ -200,7 +200,7 @@ impl Command {
             QUEUE_SHUTDOWN => {
                 let v = le32(p, 0);
                 if v & !1 != 0 {
-                    return bad(format!("param {v:#x}: only bit 0 (driver unloading) exists (§6.1)"));
+                    return bad(format!("param {v:#x}: only bit 0 (driver unloading) exists (docs/hw/i40e.md §6.1)"));
                 }
                 Command::QueueShutdown { driver_unloading: v & 1 == 1 }
             }
@@ -208,20 +208,23 @@ impl Command {
             REQUEST_RESOURCE | RELEASE_RESOURCE => {
                 let resource_id = le16(p, 0);
                 if resource_id != 1 {
-                    return bad(format!("resource_id {resource_id} (1, the NVM, §6.1)"));
+                    return bad(format!("resource_id {resource_id} (1, the NVM, docs/hw/i40e.md §6.1)"));
                 }
                 Command::Resource { release: op == RELEASE_RESOURCE, resource_id, access_type: le16(p, 2) }
             }
             LIST_FUNC_CAPS | LIST_DEV_CAPS => {
                 let (flags, index) = (p[0], p[1]);
                 if flags & !1 != 0 || (flags & 1 == 0 && index != 0) {
-                    return bad(format!("command_flags {flags:#x} / pf_index {index} (§6.2)"));
+                    return bad(format!("command_flags {flags:#x} / pf_index {index} (docs/hw/i40e.md §6.2)"));
                 }
                 Command::ListCaps { pf_index: (flags & 1 == 1).then_some(index) }
             }
             MAC_ADDRESS_READ => {
                 if le16(p, 0) != 0 {
-                    return bad(format!("command_flags {:#x}: the response fills them (§6.4)", le16(p, 0)));
+                    return bad(format!(
+                        "command_flags {:#x}: the response fills them (docs/hw/i40e.md §6.4)",
+                        le16(p, 0)
+                    ));
                 }
                 Command::MacAddressRead
             }
@@ -230,7 +233,7 @@ impl Command {
             SET_SWITCH_CONFIG => {
                 let valid_flags = le16(p, 2);
                 if valid_flags & !0xF != 0 {
-                    return bad(format!("valid_flags {valid_flags:#x} (0x1 to 0x8, §6.5)"));
+                    return bad(format!("valid_flags {valid_flags:#x} (0x1 to 0x8, docs/hw/i40e.md §6.5)"));
                 }
                 Command::SetSwitchConfig { flags: le16(p, 0), valid_flags }
             }
@@ -247,13 +250,15 @@ impl Command {
                 const KNOWN: u16 = 0x1F | 0x8000;
                 let (flags, valid_flags, seid, vlan_tag) = (le16(p, 0), le16(p, 2), le16(p, 4), le16(p, 6));
                 if (flags | valid_flags) & !KNOWN != 0 || flags & !valid_flags != 0 {
-                    return bad(format!("promiscuous_flags {flags:#x} / valid_flags {valid_flags:#x} (§6.8)"));
+                    return bad(format!(
+                        "promiscuous_flags {flags:#x} / valid_flags {valid_flags:#x} (docs/hw/i40e.md §6.8)"
+                    ));
                 }
                 if seid & !0x3FF != 0 {
-                    return bad(format!("seid {seid:#x}: bits 9:0 only (§6.8)"));
+                    return bad(format!("seid {seid:#x}: bits 9:0 only (docs/hw/i40e.md §6.8)"));
                 }
                 if vlan_tag & 0x7000 != 0 {
-                    return bad(format!("vlan_tag {vlan_tag:#x}: bits 11:0 and valid bit 15 (§6.8)"));
+                    return bad(format!("vlan_tag {vlan_tag:#x}: bits 11:0 and valid bit 15 (docs/hw/i40e.md §6.8)"));
                 }
                 Command::SetPromisc { flags, valid_flags, seid, vlan_tag }
             }
@@ -261,17 +266,17 @@ impl Command {
             GET_PHY_ABILITIES => {
                 let v = le16(p, 0);
                 if v & !3 != 0 {
-                    return bad(format!("param0 {v:#x}: bits 0 and 1 exist (§7.1)"));
+                    return bad(format!("param0 {v:#x}: bits 0 and 1 exist (docs/hw/i40e.md §7.1)"));
                 }
                 Command::GetPhyAbilities { qualified_modules: v & 1 != 0, report_init: v & 2 != 0 }
             }
             SET_PHY_CONFIG => {
                 let abilities = p[5];
                 if abilities & 0xC0 != 0 {
-                    return bad(format!("abilities {abilities:#x}: bits 7:6 are reserved (§7.2)"));
+                    return bad(format!("abilities {abilities:#x}: bits 7:6 are reserved (docs/hw/i40e.md §7.2)"));
                 }
                 if p[14] & !0x1F != 0 {
-                    return bad(format!("fec_config {:#x}: bits 4:0 exist (§7.2)", p[14]));
+                    return bad(format!("fec_config {:#x}: bits 4:0 exist (docs/hw/i40e.md §7.2)", p[14]));
                 }
                 Command::SetPhyConfig {
                     phy_type: le32(p, 0),
@@ -284,16 +289,16 @@ impl Command {
             SET_MAC_CONFIG => {
                 let max_frame_size = le16(p, 0);
                 if !(64..=9728).contains(&max_frame_size) {
-                    return bad(format!("max_frame_size {max_frame_size} (at most 9728, §7.3, §15)"));
+                    return bad(format!("max_frame_size {max_frame_size} (at most 9728, docs/hw/i40e.md §7.3, §15)"));
                 }
                 if p[2] & 0x03 != 0 {
-                    return bad(format!("params {:#x}: bits 1:0 are reserved (§7.3)", p[2]));
+                    return bad(format!("params {:#x}: bits 1:0 are reserved (docs/hw/i40e.md §7.3)", p[2]));
                 }
                 Command::SetMacConfig { max_frame_size, crc_en: p[2] & 0x04 != 0, drop_blocking: p[2] & 0x80 != 0 }
             }
             SET_LINK_RESTART_AN => {
                 if p[0] & !0x06 != 0 {
-                    return bad(format!("command {:#x}: 0x02 restart, 0x04 link enable (§7.6)", p[0]));
+                    return bad(format!("command {:#x}: 0x02 restart, 0x04 link enable (docs/hw/i40e.md §7.6)", p[0]));
                 }
                 Command::SetLinkRestartAn { restart: p[0] & 0x02 != 0, enable_link: p[0] & 0x04 != 0 }
             }
@@ -302,7 +307,9 @@ impl Command {
                     0 => Lse::Nop,
                     2 => Lse::Disable,
                     3 => Lse::Enable,
-                    f => return bad(format!("command_flags {f:#x} (0 NOP, 2 disable, 3 enable, §7.4)")),
+                    f => {
+                        return bad(format!("command_flags {f:#x} (0 NOP, 2 disable, 3 enable, docs/hw/i40e.md §7.4)"))
+                    }
                 },
             },
             SET_PHY_INT_MASK => Command::SetPhyIntMask { event_mask: le16(p, 8) },
@@ -312,7 +319,7 @@ impl Command {
             SET_RSS_LUT | GET_RSS_LUT => {
                 let flags = le16(p, 2);
                 if flags & !1 != 0 {
-                    return bad(format!("flags {flags:#x}: bit 0 (table type) only (§12.3)"));
+                    return bad(format!("flags {flags:#x}: bit 0 (table type) only (docs/hw/i40e.md §12.3)"));
                 }
                 Command::RssLut { set: op == SET_RSS_LUT, vsi_id: le16(p, 0), pf_table: flags & 1 == 1 }
             }

@@ -116,7 +116,7 @@ impl Core {
         now < self.reset_until
     }
 
-    /// PF reset (§4.1, §4.2): what the PFR domain holds goes; the firmware also resets the PF's VSI and filters.
+    /// PF reset (docs/hw/i40e.md §4.1, §4.2): what the PFR domain holds goes; the firmware also resets the PF's VSI and filters.
     /// CORER registers (QTX_CTL, QRX_TAIL, GLHMC_LAN*, RSS, statistics) and the EMPR admin-queue registers stay.
     pub(super) fn pf_reset(&mut self, shared: &Shared) {
         let now = Instant::now();
@@ -158,7 +158,7 @@ impl Core {
         own && shared.peer().is_none_or(|p| p.link_active.load(Ordering::Relaxed))
     }
 
-    /// Re-evaluates the link and posts a link status event on the ARQ when it changed (§5.5).
+    /// Re-evaluates the link and posts a link status event on the ARQ when it changed (docs/hw/i40e.md §5.5).
     pub(super) fn update_link(&mut self, shared: &Shared, now: Instant) {
         shared.link_active.store(self.link.cable && self.link.enabled, Ordering::Relaxed);
         let up = self.link_up(shared, now);
@@ -168,7 +168,7 @@ impl Core {
         self.link.last_up = up;
         let icr = self.reg(PFINT_ICR0) | PFINT_ICR0_LINK_STAT_CHANGE.mask();
         self.set_reg(PFINT_ICR0, icr);
-        // Mask bit 0x0002 suppresses link up/down events (§7.6).
+        // Mask bit 0x0002 suppresses link up/down events (docs/hw/i40e.md §7.6).
         if self.link.lse && self.link.event_mask & adminq::PHY_EVENT_LINK_UPDOWN == 0 {
             let params = self.link_status_params(shared, up);
             self.post_event(shared, opcode::GET_LINK_STATUS, params, &[]);
@@ -245,7 +245,9 @@ impl Core {
             }
             GLGEN_RTRIG => {
                 if value != 0 {
-                    shared.fault(format!("GLGEN_RTRIG = {value:#x}: global resets are not modelled (§4.1)"))
+                    shared.fault(format!(
+                        "GLGEN_RTRIG = {value:#x}: global resets are not modelled (docs/hw/i40e.md §4.1)"
+                    ))
                 }
             }
             GLNVM_ULD | GLGEN_RSTAT | GL_FWSTS | PRTMAC_LINKSTA | PFGEN_PORTNUM | PF_FUNC_RID | PFLAN_QALLOC
@@ -263,7 +265,7 @@ impl Core {
                 if let Some((q, kind)) = queue_reg(offset) {
                     if q >= self.txq.len() {
                         shared.fault(format!(
-                            "queue register {offset:#x} of PF queue {q}, beyond this PF's {} queues (§9.1)",
+                            "queue register {offset:#x} of PF queue {q}, beyond this PF's {} queues (docs/hw/i40e.md §9.1)",
                             self.txq.len()
                         ));
                         return;
@@ -276,7 +278,7 @@ impl Core {
         }
     }
 
-    /// PFHMC_SDCMD with PMSDWR: latch SDDATALOW/HIGH into SD `PMSDIDX` (§8.2, §8.3 step 4).
+    /// PFHMC_SDCMD with PMSDWR: latch SDDATALOW/HIGH into SD `PMSDIDX` (docs/hw/i40e.md §8.2, §8.3 step 4).
     pub(super) fn write_sdcmd(&mut self, shared: &Shared, value: u32) {
         self.set_reg(PFHMC_SDCMD, value);
         if !PFHMC_SDCMD_PMSDWR.is_set(value) {
@@ -291,13 +293,16 @@ impl Core {
         }
         let sd = hmc::Sd::decode(self.reg(PFHMC_SDDATALOW), self.reg(PFHMC_SDDATAHIGH));
         if sd.valid && (sd.bp_count == 0 || sd.bp_count > 512) {
-            shared.fault(format!("PFHMC_SDDATALOW: BPCOUNT {} for SD {idx} (1..=512, §8.3)", sd.bp_count));
+            shared.fault(format!(
+                "PFHMC_SDDATALOW: BPCOUNT {} for SD {idx} (1..=512, docs/hw/i40e.md §8.3)",
+                sd.bp_count
+            ));
             return;
         }
         self.sd.sds[idx] = sd;
     }
 
-    /// GLLAN_TXPRE_QDIS(b): announce a TX queue disable (SET_QDIS) or its end (CLEAR_QDIS), §9.4 step 1.
+    /// GLLAN_TXPRE_QDIS(b): announce a TX queue disable (SET_QDIS) or its end (CLEAR_QDIS), docs/hw/i40e.md §9.4 step 1.
     pub(super) fn write_txpre_qdis(&mut self, shared: &Shared, block: usize, value: u32) {
         let set = TXPRE_QDIS_SET_QDIS.is_set(value);
         let clear = TXPRE_QDIS_CLEAR_QDIS.is_set(value);
@@ -315,7 +320,7 @@ impl Core {
         let Some(q) = abs.checked_sub(first).filter(|&q| q < self.txq.len()) else {
             shared.fault(format!(
                 "GLLAN_TXPRE_QDIS({block}) names absolute queue {abs}, not one of this PF's (first {first}, {} queues; \
-                 block = absolute / 128, QINDX = absolute mod 128, §9.1)",
+                 block = absolute / 128, QINDX = absolute mod 128, docs/hw/i40e.md §9.1)",
                 self.txq.len()
             ));
             return;
@@ -330,7 +335,7 @@ impl Core {
             QReg::RxTail => shared.ring_doorbell(false, q, value),
             QReg::TxHead => {
                 if self.txq[q].ena.req || self.txq[q].ena.stat(now) {
-                    shared.fault(format!("QTX_HEAD({q}) written while the queue is enabled (§9.1)"));
+                    shared.fault(format!("QTX_HEAD({q}) written while the queue is enabled (docs/hw/i40e.md §9.1)"));
                     return;
                 }
                 self.set_reg(offset, value);
@@ -340,7 +345,9 @@ impl Core {
                 let req = QENA_REQ.is_set(value);
                 let busy = self.txq[q].ena.stat(now) != self.txq[q].ena.target;
                 if busy {
-                    shared.fault(format!("QTX_ENA({q}) written while a change is under way (wait REQ == STAT, §9.4)"));
+                    shared.fault(format!(
+                        "QTX_ENA({q}) written while a change is under way (wait REQ == STAT, docs/hw/i40e.md §9.4)"
+                    ));
                 }
                 if req == self.txq[q].ena.req {
                     return;
@@ -354,7 +361,7 @@ impl Core {
                 } else {
                     if self.txq[q].qdis_cleared {
                         shared.fault(format!(
-                            "QTX_ENA({q}) cleared without SET_QDIS announced in GLLAN_TXPRE_QDIS first (§9.4)"
+                            "QTX_ENA({q}) cleared without SET_QDIS announced in GLLAN_TXPRE_QDIS first (docs/hw/i40e.md §9.4)"
                         ));
                     }
                     self.txq[q].ena = Enable { req, target: false, at: now + delay };
@@ -366,7 +373,9 @@ impl Core {
             QReg::RxEna => {
                 let req = QENA_REQ.is_set(value);
                 if self.rxq[q].ena.stat(now) != self.rxq[q].ena.target {
-                    shared.fault(format!("QRX_ENA({q}) written while a change is under way (wait REQ == STAT, §9.4)"));
+                    shared.fault(format!(
+                        "QRX_ENA({q}) written while a change is under way (wait REQ == STAT, docs/hw/i40e.md §9.4)"
+                    ));
                 }
                 if req == self.rxq[q].ena.req {
                     return;
@@ -389,7 +398,7 @@ impl Core {
         }
     }
 
-    /// Reads and checks PF queue `q`'s context through the HMC (§8.3 step 7).
+    /// Reads and checks PF queue `q`'s context through the HMC (docs/hw/i40e.md §8.3 step 7).
     pub(super) fn read_context(&mut self, shared: &Shared, q: usize, tx: bool) -> Result<Vec<u8>, String> {
         let f = usize::from(shared.config.pf_id);
         let (base, cnt, len, obj) = if tx {
@@ -399,7 +408,9 @@ impl Core {
         };
         let count = GLHMC_CNT.get(self.reg(cnt)) as usize;
         if q >= count {
-            return Err(format!("GLHMC_LAN{obj}CNT({f}) = {count} has no context for queue {q} (§8.3 step 6)"));
+            return Err(format!(
+                "GLHMC_LAN{obj}CNT({f}) = {count} has no context for queue {q} (docs/hw/i40e.md §8.3 step 6)"
+            ));
         }
         let fpm = u64::from(GLHMC_BASE.get(self.reg(base))) * hmc::FPM_BASE_UNIT + (q * len) as u64;
         let iova = match self.sd.translate(&shared.dma, fpm, len) {
@@ -429,13 +440,13 @@ impl Core {
     pub(super) fn enable_tx(&mut self, shared: &Shared, q: usize) -> Result<(), String> {
         if !self.txq[q].qdis_cleared {
             return Err(
-                "no CLEAR_QDIS for it in GLLAN_TXPRE_QDIS since reset or the last SET_QDIS (§9.4 step 1)".into()
+                "no CLEAR_QDIS for it in GLLAN_TXPRE_QDIS since reset or the last SET_QDIS (docs/hw/i40e.md §9.4 step 1)".into()
             );
         }
         let ctl = self.reg(qtx_ctl(q));
         if QTX_CTL_PFVF_Q.get(ctl) != QTX_CTL_PFVF_Q_PF || QTX_CTL_PF_INDX.get(ctl) != u32::from(shared.config.pf_id) {
             return Err(format!(
-                "QTX_CTL({q}) = {ctl:#x}, want PFVF_Q = 2 (PF queue) and PF_INDX = {} (§9.2 step 3)",
+                "QTX_CTL({q}) = {ctl:#x}, want PFVF_Q = 2 (PF queue) and PF_INDX = {} (docs/hw/i40e.md §9.2 step 3)",
                 shared.config.pf_id
             ));
         }
@@ -479,7 +490,7 @@ impl Core {
     }
 }
 
-/// Which per-queue register an offset is (§9.1).
+/// Which per-queue register an offset is (docs/hw/i40e.md §9.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum QReg {
     TxEna,

@@ -1,25 +1,25 @@
 //! The Host Memory Cache (docs/hw/i40e.md §8): segment descriptors programmed through PFHMC_SD*, the function's
 //! FPM layout (GLHMC_LAN{TX,RX}{BASE,CNT}), and the queue contexts read from host memory and unpacked bit by bit.
 //!
-//! The model reads a context only when its queue is enabled (as the device does, §8.1), so a context written after
-//! the enable is not seen. Every bit of a context outside the fields of §8.5 / §8.6 must be zero: a packer with a
+//! The model reads a context only when its queue is enabled (as the device does, docs/hw/i40e.md §8.1), so a context written after
+//! the enable is not seen. Every bit of a context outside the fields of docs/hw/i40e.md §8.5 / §8.6 must be zero: a packer with a
 //! wrong offset lands there and is reported instead of being silently ignored.
 
 use crate::dma::IovaMap;
 
 use super::regs::*;
 
-/// FPM bytes one segment descriptor covers (§8.1).
+/// FPM bytes one segment descriptor covers (docs/hw/i40e.md §8.1).
 pub(crate) const SD_SPAN: u64 = 2 << 20;
-/// Backing page size (§8.1).
+/// Backing page size (docs/hw/i40e.md §8.1).
 const PAGE: u64 = 4096;
-/// PD entries per paged SD (§8.1).
+/// PD entries per paged SD (docs/hw/i40e.md §8.1).
 const PDS_PER_SD: u64 = 512;
-/// FPM base unit of GLHMC_LAN*BASE (§8.2).
+/// FPM base unit of GLHMC_LAN*BASE (docs/hw/i40e.md §8.2).
 pub(crate) const FPM_BASE_UNIT: u64 = 512;
-/// TX context object size (§8.1).
+/// TX context object size (docs/hw/i40e.md §8.1).
 pub(crate) const TX_CTX_LEN: usize = 128;
-/// RX context object size (§8.1).
+/// RX context object size (docs/hw/i40e.md §8.1).
 pub(crate) const RX_CTX_LEN: usize = 32;
 /// SD entries the model keeps (PMSDIDX is 12 bits).
 pub(crate) const MAX_SDS: usize = 4096;
@@ -35,7 +35,7 @@ pub(crate) struct Sd {
 }
 
 impl Sd {
-    /// Decodes PFHMC_SDDATALOW / SDDATAHIGH (§8.2).
+    /// Decodes PFHMC_SDDATALOW / SDDATAHIGH (docs/hw/i40e.md §8.2).
     pub fn decode(low: u32, high: u32) -> Sd {
         Sd {
             valid: PFHMC_SDDATALOW_PMSDVALID.is_set(low),
@@ -65,14 +65,14 @@ impl SdTable {
         let idx = (fpm / SD_SPAN) as usize;
         let sd = self.sds.get(idx).copied().unwrap_or_default();
         if !sd.valid {
-            return Err(format!("FPM address {fpm:#x} lies in SD {idx}, which is not valid (§8.3)"));
+            return Err(format!("FPM address {fpm:#x} lies in SD {idx}, which is not valid (docs/hw/i40e.md §8.3)"));
         }
         let off = fpm % SD_SPAN;
         if sd.direct {
             let extent = u64::from(sd.bp_count) * PAGE;
             if off + len as u64 > extent {
                 return Err(format!(
-                    "FPM address {fpm:#x} + {len} is past direct SD {idx}'s {} backing pages (§8.3)",
+                    "FPM address {fpm:#x} + {len} is past direct SD {idx}'s {} backing pages (docs/hw/i40e.md §8.3)",
                     sd.bp_count
                 ));
             }
@@ -88,13 +88,13 @@ impl SdTable {
             .map_err(|_| format!("PD entry {pd} of SD {idx} at IOVA {at:#x} is outside the IOVA map"))?;
         let entry = u64::from_le_bytes(raw);
         if entry & 1 == 0 {
-            return Err(format!("PD entry {pd} of SD {idx} is not valid (bit 0 clear, §8.3 step 5)"));
+            return Err(format!("PD entry {pd} of SD {idx} is not valid (bit 0 clear, docs/hw/i40e.md §8.3 step 5)"));
         }
         Ok((entry & !(PAGE - 1)) + off % PAGE)
     }
 }
 
-/// Extracts `width` (≤ 64) bits at bit `lsb` of a little-endian bit string (§8.4).
+/// Extracts `width` (≤ 64) bits at bit `lsb` of a little-endian bit string (docs/hw/i40e.md §8.4).
 pub(crate) fn get_bits(obj: &[u8], lsb: usize, width: usize) -> u64 {
     let mut v: u128 = 0;
     let first = lsb / 8;
@@ -119,10 +119,10 @@ pub(crate) fn set_bits(obj: &mut [u8], lsb: usize, width: usize, value: u64) {
     }
 }
 
-/// A context field: (name, lsb, width) from §8.5 / §8.6.
+/// A context field: (name, lsb, width) from docs/hw/i40e.md §8.5 / §8.6.
 pub type CtxField = (&'static str, usize, usize);
 
-/// TX queue context fields (§8.5).
+/// TX queue context fields (docs/hw/i40e.md §8.5).
 pub const TX_CTX_FIELDS: &[CtxField] = &[
     ("head", 0, 13),
     ("new_context", 30, 1),
@@ -144,7 +144,7 @@ pub const TX_CTX_FIELDS: &[CtxField] = &[
     ("rdylist_act", 990, 1),
 ];
 
-/// RX queue context fields (§8.6).
+/// RX queue context fields (docs/hw/i40e.md §8.6).
 pub const RX_CTX_FIELDS: &[CtxField] = &[
     ("head", 0, 13),
     ("cpuid", 13, 8),
@@ -193,17 +193,17 @@ pub(crate) fn unpack(obj: &[u8], fields: &[CtxField], what: &str) -> Result<Unpa
     Ok(Unpacked { values: fields.iter().map(|&(n, lsb, w)| (n, get_bits(obj, lsb, w))).collect() })
 }
 
-/// Smallest and largest ring lengths in descriptors, and their granularity (§15).
+/// Smallest and largest ring lengths in descriptors, and their granularity (docs/hw/i40e.md §15).
 pub(crate) const RING_MIN: u64 = 64;
 /// Largest ring (13-bit QLEN, a multiple of 32).
 pub(crate) const RING_MAX: u64 = 8160;
 /// Ring length granularity.
 pub(crate) const RING_MULTIPLE: u64 = 32;
 
-/// Checks a context's ring length (§15: 64 to 8160, a multiple of 32).
+/// Checks a context's ring length (docs/hw/i40e.md §15: 64 to 8160, a multiple of 32).
 pub(crate) fn check_qlen(qlen: u64, what: &str) -> Result<(), String> {
     if !(RING_MIN..=RING_MAX).contains(&qlen) || !qlen.is_multiple_of(RING_MULTIPLE) {
-        return Err(format!("{what}: qlen {qlen} (must be a multiple of 32 from 64 to 8160, §15)"));
+        return Err(format!("{what}: qlen {qlen} (must be a multiple of 32 from 64 to 8160, docs/hw/i40e.md §15)"));
     }
     Ok(())
 }
@@ -228,19 +228,21 @@ pub(crate) struct RxCtx {
     pub rxmax: usize,
 }
 
-/// Largest frame the device accepts (§15).
+/// Largest frame the device accepts (docs/hw/i40e.md §15).
 pub(crate) const MAX_FRAME: u64 = 9728;
 
-/// Validates an unpacked TX context (§8.5). `handles` are the queue-set handles the firmware handed out.
+/// Validates an unpacked TX context (docs/hw/i40e.md §8.5). `handles` are the queue-set handles the firmware handed out.
 pub(crate) fn tx_ctx(u: &Unpacked, what: &str, handles: &[u32]) -> Result<TxCtx, String> {
     check_qlen(u.get("qlen"), what)?;
     for f in ["fc_ena", "timesync_ena", "fd_ena", "alt_vlan_ena", "rdylist_act"] {
         if u.get(f) != 0 {
-            return Err(format!("{what}: {f} = 1 (the model supports plain LAN queues only; §8.5 wants 0)"));
+            return Err(format!(
+                "{what}: {f} = 1 (the model supports plain LAN queues only; docs/hw/i40e.md §8.5 wants 0)"
+            ));
         }
     }
     if u.get("new_context") != 1 {
-        return Err(format!("{what}: new_context = 0 (§8.5: set it to 1)"));
+        return Err(format!("{what}: new_context = 0 (docs/hw/i40e.md §8.5: set it to 1)"));
     }
     if u.get("base") == 0 {
         return Err(format!("{what}: base = 0 (ring IOVA / 128)"));
@@ -248,7 +250,7 @@ pub(crate) fn tx_ctx(u: &Unpacked, what: &str, handles: &[u32]) -> Result<TxCtx,
     let rdylist = u.get("rdylist") as u32;
     if !handles.contains(&rdylist) {
         return Err(format!(
-            "{what}: rdylist {rdylist:#x} is not a queue-set handle the firmware gave out ({handles:#x?}; §6.6, §8.5)"
+            "{what}: rdylist {rdylist:#x} is not a queue-set handle the firmware gave out ({handles:#x?}; docs/hw/i40e.md §6.6, §8.5)"
         ));
     }
     let head_wb = (u.get("head_wb_ena") == 1).then(|| u.get("head_wb_addr"));
@@ -258,7 +260,7 @@ pub(crate) fn tx_ctx(u: &Unpacked, what: &str, handles: &[u32]) -> Result<TxCtx,
     Ok(TxCtx { base: u.get("base") << 7, qlen: u.get("qlen") as u32, head_wb })
 }
 
-/// Validates an unpacked RX context (§8.6).
+/// Validates an unpacked RX context (docs/hw/i40e.md §8.6).
 pub(crate) fn rx_ctx(u: &Unpacked, what: &str) -> Result<RxCtx, String> {
     check_qlen(u.get("qlen"), what)?;
     if u.get("base") == 0 {
@@ -266,7 +268,7 @@ pub(crate) fn rx_ctx(u: &Unpacked, what: &str) -> Result<RxCtx, String> {
     }
     let dbuff = u.get("dbuff");
     if dbuff == 0 {
-        return Err(format!("{what}: dbuff = 0 (data buffer size / 128, §8.6)"));
+        return Err(format!("{what}: dbuff = 0 (data buffer size / 128, docs/hw/i40e.md §8.6)"));
     }
     if u.get("dtype") != 0 || u.get("hsplit_0") != 0 || u.get("hsplit_1") != 0 || u.get("hbuff") != 0 {
         return Err(format!("{what}: header split requested (dtype/hsplit/hbuff); the model supports none"));
@@ -276,10 +278,10 @@ pub(crate) fn rx_ctx(u: &Unpacked, what: &str) -> Result<RxCtx, String> {
     }
     let rxmax = u.get("rxmax");
     if rxmax == 0 || rxmax > MAX_FRAME {
-        return Err(format!("{what}: rxmax {rxmax} (1..=9728 bytes, §8.6/§15)"));
+        return Err(format!("{what}: rxmax {rxmax} (1..=9728 bytes, docs/hw/i40e.md §8.6/§15)"));
     }
     if u.get("prefena") != 1 {
-        return Err(format!("{what}: prefena = 0 (§8.6: the manual demands 1)"));
+        return Err(format!("{what}: prefena = 0 (docs/hw/i40e.md §8.6: the manual demands 1)"));
     }
     Ok(RxCtx {
         base: u.get("base") << 7,

@@ -58,7 +58,7 @@ pub enum X710Part {
 }
 
 impl X710Part {
-    /// PCI device ID (§1).
+    /// PCI device ID (docs/hw/i40e.md §1).
     pub fn device_id(self) -> u16 {
         match self {
             X710Part::X710Sfp => 0x1572,
@@ -77,7 +77,7 @@ impl X710Part {
         }
     }
 
-    /// The link speed bit of §7.5.
+    /// The link speed bit of docs/hw/i40e.md §7.5.
     pub(crate) fn speed_bit(self) -> u8 {
         match self {
             X710Part::X710Sfp => 0x08,
@@ -86,7 +86,7 @@ impl X710Part {
         }
     }
 
-    /// The PHY type value of §7.1 reported by Get Link Status: 10GBASE-SR, 40GBASE-SR4, 25GBASE-SR.
+    /// The PHY type value of docs/hw/i40e.md §7.1 reported by Get Link Status: 10GBASE-SR, 40GBASE-SR4, 25GBASE-SR.
     pub(crate) fn phy_type(self) -> u8 {
         match self {
             X710Part::X710Sfp => 0x14,
@@ -95,7 +95,7 @@ impl X710Part {
         }
     }
 
-    /// PRTMAC_LINKSTA speed code (§7.4): 10G 2, 40G and 25G 3.
+    /// PRTMAC_LINKSTA speed code (docs/hw/i40e.md §7.4): 10G 2, 40G and 25G 3.
     pub(crate) fn linksta_speed(self) -> u32 {
         match self {
             X710Part::X710Sfp => 2,
@@ -143,7 +143,7 @@ pub struct X710Config {
     pub link_enabled: bool,
     /// Panic at the first fault instead of only recording it.
     pub panic_on_fault: bool,
-    /// BAR0 size (§1: 8 MiB on an XL710-Q2).
+    /// BAR0 size (docs/hw/i40e.md §1: 8 MiB on an XL710-Q2).
     pub bar0_len: usize,
 }
 
@@ -183,9 +183,9 @@ impl X710Config {
 /// A receive error to inject with a frame ([`X710Port::inject_error`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum X710RxError {
-    /// Bad FCS: counted in GLPRT_CRCERRS; written back with error RXE (§10.2).
+    /// Bad FCS: counted in GLPRT_CRCERRS; written back with error RXE (docs/hw/i40e.md §10.2).
     Crc,
-    /// Written back with error OVERSIZE, as a frame beyond the queue's rxmax is (§10.2).
+    /// Written back with error OVERSIZE, as a frame beyond the queue's rxmax is (docs/hw/i40e.md §10.2).
     Oversize,
 }
 
@@ -276,7 +276,7 @@ impl Shared {
         self.counters.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A QTX_TAIL / QRX_TAIL write (§9.1, §11): stored without the model lock; a tail past an enabled queue's
+    /// A QTX_TAIL / QRX_TAIL write (docs/hw/i40e.md §9.1, §11): stored without the model lock; a tail past an enabled queue's
     /// ring is refused and recorded.
     fn ring_doorbell(&self, tx: bool, q: usize, value: u32) {
         let (tail, qlen, name) = if tx {
@@ -384,7 +384,7 @@ impl Shared {
     }
 }
 
-/// Per-queue enable state: the request bit and when the status follows it (§9.4).
+/// Per-queue enable state: the request bit and when the status follows it (docs/hw/i40e.md §9.4).
 #[derive(Debug, Clone, Copy)]
 struct Enable {
     req: bool,
@@ -402,7 +402,7 @@ struct TxQ {
     /// A frame being gathered: bytes, data descriptors so far, the first descriptor's command bits and offsets.
     pending: Option<tx::Pending>,
     hung: bool,
-    /// GLLAN_TXPRE_QDIS: CLEAR_QDIS announced since the last SET_QDIS (§9.4 step 1).
+    /// GLLAN_TXPRE_QDIS: CLEAR_QDIS announced since the last SET_QDIS (docs/hw/i40e.md §9.4 step 1).
     qdis_cleared: bool,
 }
 
@@ -414,7 +414,7 @@ struct RxQ {
     head: u32,
 }
 
-/// A MAC (and VLAN) filter of the VSI (§6.7).
+/// A MAC (and VLAN) filter of the VSI (docs/hw/i40e.md §6.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MacFilter {
     pub mac: [u8; 6],
@@ -422,7 +422,7 @@ pub(crate) struct MacFilter {
     pub vlan: Option<u16>,
 }
 
-/// The PF's main VSI as the firmware keeps it (§6.5, §6.6).
+/// The PF's main VSI as the firmware keeps it (docs/hw/i40e.md §6.5, §6.6).
 #[derive(Debug, Clone)]
 pub(crate) struct Vsi {
     /// The 128-byte properties (software part, bytes 0..95, as last updated).
@@ -438,20 +438,20 @@ pub(crate) struct Vsi {
     pub vlan_mode: u8,
 }
 
-/// Link state (§7).
+/// Link state (docs/hw/i40e.md §7).
 #[derive(Debug, Clone)]
 struct Link {
     enabled: bool,
     cable: bool,
     down_until: Option<Instant>,
     last_up: bool,
-    /// Link status events on the ARQ (Get Link Status with LSE enable, §5.5).
+    /// Link status events on the ARQ (Get Link Status with LSE enable, docs/hw/i40e.md §5.5).
     lse: bool,
-    /// Set PHY Interrupt Mask (§7.6).
+    /// Set PHY Interrupt Mask (docs/hw/i40e.md §7.6).
     event_mask: u16,
     max_frame: u16,
     crc_en: bool,
-    /// Loopback mode (Set Loopback, §7.6).
+    /// Loopback mode (Set Loopback, docs/hw/i40e.md §7.6).
     loopback: u16,
 }
 
@@ -473,10 +473,10 @@ pub(crate) struct Core {
     reset_delay: Duration,
 }
 
-/// SEIDs and numbers the model's firmware hands out (§6.5, §6.6).
+/// SEIDs and numbers the model's firmware hands out (docs/hw/i40e.md §6.5, §6.6).
 pub(crate) const MAC_SEID_BASE: u16 = 2;
 pub(crate) const VSI_SEID_BASE: u16 = 512;
-/// Queue-set handle base (a 10-bit rdylist value, §8.5).
+/// Queue-set handle base (a 10-bit rdylist value, docs/hw/i40e.md §8.5).
 pub(crate) const QS_HANDLE_BASE: u16 = 0x40;
 
 /// The model thread of one port; stops (and joins) on drop, re-raising a panic of the thread unless the current

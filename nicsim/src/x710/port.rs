@@ -107,7 +107,7 @@ impl X710 {
         assert!(
             config.num_queues > 0 && usize::from(config.first_queue) + usize::from(config.num_queues) <= MAX_QUEUES
         );
-        assert!(matches!(config.rss_table_size, 128 | 512), "RSS table size is 128 or 512 (§15)");
+        assert!(matches!(config.rss_table_size, 128 | 512), "RSS table size is 128 or 512 (docs/hw/i40e.md §15)");
         let faults = Arc::new(FaultLog::new(config.panic_on_fault));
         let n = usize::from(config.num_queues);
         let shared = Arc::new(Shared {
@@ -156,7 +156,7 @@ impl X710Port {
         self.shared.dma.clone()
     }
 
-    /// What the PF presents on the PCI bus (§1): 8086:device, BAR0 and BAR3.
+    /// What the PF presents on the PCI bus (docs/hw/i40e.md §1): 8086:device, BAR0 and BAR3.
     pub fn pci_identity(&self) -> PciIdentity {
         let c = &self.shared.config;
         PciIdentity {
@@ -317,7 +317,7 @@ impl X710Port {
     }
 
     /// Fault injection: while stalled, the firmware takes no admin command (ATQH stands still): a command that
-    /// never completes. With `critical`, ATQLEN.ATQCRIT reads 1 meanwhile (§5.4 step 7).
+    /// never completes. With `critical`, ATQLEN.ATQCRIT reads 1 meanwhile (docs/hw/i40e.md §5.4 step 7).
     pub fn stall_admin_queue(&self, stalled: bool, critical: bool) {
         self.shared.lock().aq.stall(stalled, critical);
         self.shared.kick();
@@ -377,7 +377,7 @@ impl X710Port {
         self.shared.lock().vsi.filters.iter().map(|f| (f.mac, f.vlan)).collect()
     }
 
-    /// The VSI's promiscuous flags (§6.8 bits).
+    /// The VSI's promiscuous flags (docs/hw/i40e.md §6.8 bits).
     pub fn promiscuous_flags(&self) -> u16 {
         self.shared.lock().vsi.promisc
     }

@@ -48,57 +48,57 @@ impl Field {
     }
 }
 
-// ---- §1 identity and BAR --------------------------------------------------------------------------------------
+// ---- docs/hw/i40e.md §1 identity and BAR ----------------------------------------------------------------------
 
 /// BAR0 size of an XL710-Q2 (docs/hw/i40e.md §1; assumed for all parts).
 pub const BAR0_LEN: usize = 8 << 20;
-/// BAR3 (MSI-X) size (§1).
+/// BAR3 (MSI-X) size (docs/hw/i40e.md §1).
 pub const BAR3_LEN: usize = 32 << 10;
 
-// ---- §3 / §4 firmware status, reset, identity -------------------------------------------------------------------
+// ---- docs/hw/i40e.md §3 / §4 firmware status, reset, identity ---------------------------------------------------
 
-/// Firmware status (§3 step 1); FWS1B non-zero means recovery mode.
+/// Firmware status (docs/hw/i40e.md §3 step 1); FWS1B non-zero means recovery mode.
 pub const GL_FWSTS: usize = 0x08_3048;
 /// GL_FWSTS.FWS1B.
 pub const GL_FWSTS_FWS1B: Field = Field::new(16, 8);
-/// PF software reset (§4.1).
+/// PF software reset (docs/hw/i40e.md §4.1).
 pub const PFGEN_CTRL: usize = 0x09_2400;
 /// PFGEN_CTRL.PFSWR: PF reset, self-clearing.
 pub const PFGEN_CTRL_PFSWR: Field = Field::bit(0);
-/// Global reset status (§4.1).
+/// Global reset status (docs/hw/i40e.md §4.1).
 pub const GLGEN_RSTAT: usize = 0x0B_8188;
 /// GLGEN_RSTAT.DEVSTATE (0: no global reset under way).
 pub const GLGEN_RSTAT_DEVSTATE: Field = Field::new(0, 2);
-/// Global reset control (§4.1).
+/// Global reset control (docs/hw/i40e.md §4.1).
 pub const GLGEN_RSTCTL: usize = 0x0B_8180;
 /// GLGEN_RSTCTL.GRSTDEL.
 pub const GLGEN_RSTCTL_GRSTDEL: Field = Field::new(0, 6);
-/// Global reset triggers (§4.1; not modelled: a write is a fault).
+/// Global reset triggers (docs/hw/i40e.md §4.1; not modelled: a write is a fault).
 pub const GLGEN_RTRIG: usize = 0x0B_8190;
-/// NVM configuration load status (§4.1).
+/// NVM configuration load status (docs/hw/i40e.md §4.1).
 pub const GLNVM_ULD: usize = 0x0B_6008;
 /// GLNVM_ULD.CONF_CORE_DONE.
 pub const GLNVM_ULD_CONF_CORE_DONE: Field = Field::bit(3);
 /// GLNVM_ULD.CONF_GLOBAL_DONE.
 pub const GLNVM_ULD_CONF_GLOBAL_DONE: Field = Field::bit(4);
-/// The port this PF drives, bits 1:0 (§3 step 4). The offset is not in docs/hw/i40e.md: it is [reg.h]'s, recalled
+/// The port this PF drives, bits 1:0 (docs/hw/i40e.md §3 step 4). The offset is not in docs/hw/i40e.md: it is [reg.h]'s, recalled
 /// and unverified.
 pub const PFGEN_PORTNUM: usize = 0x1C_0480;
 /// PFGEN_PORTNUM.PORT_NUM.
 pub const PFGEN_PORTNUM_PORT_NUM: Field = Field::new(0, 2);
-/// The PF's requester ID: pf_id in bits 2:0 without ARI (§3 step 4). Offset recalled from [reg.h], unverified.
+/// The PF's requester ID: pf_id in bits 2:0 without ARI (docs/hw/i40e.md §3 step 4). Offset recalled from [reg.h], unverified.
 pub const PF_FUNC_RID: usize = 0x09_C000;
 /// PF_FUNC_RID function number without ARI.
 pub const PF_FUNC_RID_FUNCTION: Field = Field::new(0, 3);
-/// PCI capabilities: ARI_EN bit 4 (§3 step 4).
+/// PCI capabilities: ARI_EN bit 4 (docs/hw/i40e.md §3 step 4).
 pub const GLPCI_CAPSUP: usize = 0x0B_E4A8;
 /// GLPCI_CAPSUP.ARI_EN.
 pub const GLPCI_CAPSUP_ARI_EN: Field = Field::bit(4);
-/// MSI-X vector counts (§4.3).
+/// MSI-X vector counts (docs/hw/i40e.md §4.3).
 pub const GLPCI_CNF2: usize = 0x0B_E494;
 /// GLPCI_CNF2.MSI_X_PF_N.
 pub const GLPCI_CNF2_MSI_X_PF_N: Field = Field::new(2, 11);
-/// The PF's queue range (§4.3).
+/// The PF's queue range (docs/hw/i40e.md §4.3).
 pub const PFLAN_QALLOC: usize = 0x1C_0400;
 /// PFLAN_QALLOC.FIRSTQ.
 pub const PFLAN_QALLOC_FIRSTQ: Field = Field::new(0, 11);
@@ -106,10 +106,10 @@ pub const PFLAN_QALLOC_FIRSTQ: Field = Field::new(0, 11);
 pub const PFLAN_QALLOC_LASTQ: Field = Field::new(16, 11);
 /// PFLAN_QALLOC.VALID.
 pub const PFLAN_QALLOC_VALID: Field = Field::bit(31);
-/// Written with 1 after Clear PXE Mode (§3 step 7).
+/// Written with 1 after Clear PXE Mode (docs/hw/i40e.md §3 step 7).
 pub const GLLAN_RCTL_0: usize = 0x12_A500;
 
-// ---- §5.1 admin queue -------------------------------------------------------------------------------------------
+// ---- docs/hw/i40e.md §5.1 admin queue ---------------------------------------------------------------------------
 
 /// ATQ base, low half.
 pub const PF_ATQBAL: usize = 0x08_0000;
@@ -144,7 +144,7 @@ pub const AQLEN_ENABLE: Field = Field::bit(31);
 /// Head / tail index.
 pub const AQ_PTR: Field = Field::new(0, 10);
 
-// ---- §7.4 link registers ----------------------------------------------------------------------------------------
+// ---- docs/hw/i40e.md §7.4 link registers ------------------------------------------------------------------------
 
 /// MAC link status of the port.
 pub const PRTMAC_LINKSTA: usize = 0x1E_2420;
@@ -157,7 +157,7 @@ pub const PRTMAC_MACC: usize = 0x1E_24E0;
 /// PRTMAC_MACC 25G flag.
 pub const PRTMAC_MACC_25G: Field = Field::bit(17);
 
-// ---- §8.2 HMC ---------------------------------------------------------------------------------------------------
+// ---- docs/hw/i40e.md §8.2 HMC -----------------------------------------------------------------------------------
 
 /// log2 of the TX context size.
 pub const GLHMC_LANTXOBJSZ: usize = 0x0C_2004;
@@ -230,7 +230,7 @@ pub const PFHMC_ERRORINFO_HMC_ERROR_TYPE: Field = Field::new(8, 4);
 /// HMC error data (the FPM address that failed, bits 29:0).
 pub const PFHMC_ERRORDATA: usize = 0x0C_0500;
 
-// ---- §9.1 queues ------------------------------------------------------------------------------------------------
+// ---- docs/hw/i40e.md §9.1 queues --------------------------------------------------------------------------------
 
 /// Queue registers cover queues 0..1535.
 pub const MAX_QUEUES: usize = 1536;
@@ -298,14 +298,14 @@ pub const TXPRE_QDIS_QDIS_STAT: Field = Field::bit(16);
 pub const TXPRE_QDIS_SET_QDIS: Field = Field::bit(30);
 /// GLLAN_TXPRE_QDIS.CLEAR_QDIS.
 pub const TXPRE_QDIS_CLEAR_QDIS: Field = Field::bit(31);
-/// Malicious driver detection, TX (§11): VALID bit 31.
+/// Malicious driver detection, TX (docs/hw/i40e.md §11): VALID bit 31.
 pub const GL_MDET_TX: usize = 0x0E_6480;
 /// Malicious driver detection, RX.
 pub const GL_MDET_RX: usize = 0x12_A510;
 /// GL_MDET_*.VALID.
 pub const GL_MDET_VALID: Field = Field::bit(31);
 
-// ---- §12.1 RSS --------------------------------------------------------------------------------------------------
+// ---- docs/hw/i40e.md §12.1 RSS ----------------------------------------------------------------------------------
 
 /// Hash key register `i` (0..12).
 pub const fn pfqf_hkey(i: usize) -> usize {
@@ -336,7 +336,7 @@ pub const HLUT_ENTRY: Field = Field::new(0, 6);
 /// RSS key length in bytes.
 pub const RSS_KEY_LEN: usize = 52;
 
-/// PCTYPE numbers (§12.1).
+/// PCTYPE numbers (docs/hw/i40e.md §12.1).
 pub mod pctype {
     /// IPv4 UDP.
     pub const IPV4_UDP: u32 = 31;
@@ -362,7 +362,7 @@ pub mod pctype {
     pub const L2_PAYLOAD: u32 = 63;
 }
 
-// ---- §13 statistics ---------------------------------------------------------------------------------------------
+// ---- docs/hw/i40e.md §13 statistics -----------------------------------------------------------------------------
 
 /// Per-port 48-bit and 32-bit counters: L offset of port `p` = base + 8 p.
 pub mod stat {
@@ -426,7 +426,7 @@ pub mod stat {
     pub const GLV_TEPC: usize = 0x34_4000;
 }
 
-// ---- §14 interrupts (stored, never signalled) ------------------------------------------------------------------
+// ---- docs/hw/i40e.md §14 interrupts (stored, never signalled) --------------------------------------------------
 
 /// Interrupt causes of vector 0, cleared by reading.
 pub const PFINT_ICR0: usize = 0x03_8780;

@@ -1,7 +1,7 @@
-//! Receive: the MAC's checks, the VSI's filters (§6.7, §6.8), RSS (§12), and RX rings with write-back (§10.1,
-//! §10.2, §11).
+//! Receive: the MAC's checks, the VSI's filters (docs/hw/i40e.md §6.7, §6.8), RSS (§12), and RX rings with write-back (§10.1,
+//! docs/hw/i40e.md §10.2, §11).
 //!
-//! RSS hashes the default input sets of §12.2 (GLQF_HASH_INSET is not read: the model assumes the defaults DPDK
+//! RSS hashes the default input sets of docs/hw/i40e.md §12.2 (GLQF_HASH_INSET is not read: the model assumes the defaults DPDK
 //! writes), with the Toeplitz function only (GLQF_CTL.HTOEP = 1), and picks table entry `hash mod table size`.
 
 use crate::net::{self, L3};
@@ -15,7 +15,7 @@ use super::{adminq, Core, Shared, WireFrame, X710RxError};
 const RX_BUDGET: usize = 256;
 /// Shortest frame without FCS.
 const MIN_FRAME: usize = 60;
-/// RX buffers chained per frame (§15).
+/// RX buffers chained per frame (docs/hw/i40e.md §15).
 const MAX_CHAIN: usize = 5;
 
 /// A frame that passed the filters, on its way to a queue.
@@ -31,7 +31,7 @@ pub(crate) struct Classified {
     pub l2tag1: Option<u16>,
 }
 
-/// Write-back qword 1 fields (§10.2).
+/// Write-back qword 1 fields (docs/hw/i40e.md §10.2).
 mod wb {
     use super::Field;
     pub const DD: Field = Field::bit(0);
@@ -52,7 +52,7 @@ mod wb {
     pub const LENGTH_PBUF: Field = Field::new(6, 14);
 }
 
-/// The packet classifier type and Toeplitz input of a frame (§12.1, §12.2).
+/// The packet classifier type and Toeplitz input of a frame (docs/hw/i40e.md §12.1, §12.2).
 pub(crate) fn rss_input(frame: &[u8]) -> (u32, Vec<u8>) {
     let p = net::parse(frame, net::ETH_P_VLAN);
     let ports = |off: usize, n: usize| frame.get(off..off + n).map(<[u8]>::to_vec).unwrap_or_default();
@@ -103,7 +103,7 @@ pub(crate) fn rss_input(frame: &[u8]) -> (u32, Vec<u8>) {
     }
 }
 
-/// The 8-bit packet type of §10.2.
+/// The 8-bit packet type of docs/hw/i40e.md §10.2.
 fn ptype(frame: &[u8]) -> u8 {
     let p = net::parse(frame, net::ETH_P_VLAN);
     match p.l3 {
@@ -146,7 +146,7 @@ impl Core {
         shared.counters().rx_disabled += 1;
     }
 
-    /// The RSS key (PFQF_HKEY, §12.1) as bytes.
+    /// The RSS key (PFQF_HKEY, docs/hw/i40e.md §12.1) as bytes.
     pub(crate) fn rss_key(&self) -> [u8; RSS_KEY_LEN] {
         let mut key = [0u8; RSS_KEY_LEN];
         for (i, chunk) in key.chunks_exact_mut(4).enumerate() {
@@ -155,7 +155,7 @@ impl Core {
         key
     }
 
-    /// RSS table entry `e` (§12.1).
+    /// RSS table entry `e` (docs/hw/i40e.md §12.1).
     fn lut_entry(&self, e: usize) -> u32 {
         let reg = self.reg(pfqf_hlut(e / 4));
         HLUT_ENTRY.get(reg >> (8 * (e % 4)))
@@ -191,7 +191,7 @@ impl Core {
         let broadcast = dst == [0xFF; 6];
         let multicast = dst[0] & 1 == 1 && !broadcast;
         let filter_hit = vsi.filters.iter().any(|f| f.mac == dst && f.vlan.is_none_or(|v| v == vid));
-        // Promiscuous flags (§6.8): 0x1 unicast, 0x2 multicast, 0x4 broadcast.
+        // Promiscuous flags (docs/hw/i40e.md §6.8): 0x1 unicast, 0x2 multicast, 0x4 broadcast.
         let pass = vlan_ok
             && if broadcast {
                 vsi.promisc & 0x4 != 0
@@ -205,7 +205,7 @@ impl Core {
             return None;
         }
         if vsi.queue_count == 0 {
-            // Update VSI never gave the VSI queues (§6.6): nowhere to put the frame.
+            // Update VSI never gave the VSI queues (docs/hw/i40e.md §6.6): nowhere to put the frame.
             self.count_rx_drop(shared);
             return None;
         }
@@ -216,7 +216,7 @@ impl Core {
         if hena & (1 << pctype) != 0 {
             if !GLQF_CTL_HTOEP.is_set(self.reg(GLQF_CTL)) {
                 shared.fault(
-                    "GLQF_CTL.HTOEP = 0: the simple XOR hash is not modelled (DPDK forces Toeplitz, §12.2)".into(),
+                    "GLQF_CTL.HTOEP = 0: the simple XOR hash is not modelled (DPDK forces Toeplitz, docs/hw/i40e.md §12.2)".into(),
                 );
             }
             let h = net::toeplitz(&self.rss_key(), &input);
@@ -224,7 +224,7 @@ impl Core {
             let entry = self.lut_entry(h as usize % size);
             if entry >= u32::from(self.vsi.queue_count) {
                 shared.fault(format!(
-                    "RSS table entry {} = {entry}, beyond the VSI's {} queues (entries are VSI-relative, §12.1)",
+                    "RSS table entry {} = {entry}, beyond the VSI's {} queues (entries are VSI-relative, docs/hw/i40e.md §12.1)",
                     h as usize % size,
                     self.vsi.queue_count
                 ));
@@ -347,7 +347,7 @@ impl Core {
             .map_err(|_| format!("RX descriptor {idx} of queue {q} outside the IOVA map"))?;
         if hdr_addr & 1 != 0 {
             return Err(format!(
-                "RX descriptor {idx} of queue {q}: hdr_addr bit 0 (where DD goes) is set: a descriptor not re-armed (§10.1)"
+                "RX descriptor {idx} of queue {q}: hdr_addr bit 0 (where DD goes) is set: a descriptor not re-armed (docs/hw/i40e.md §10.1)"
             ));
         }
         shared

@@ -57,11 +57,11 @@ const VSI: &[(usize, Width)] = &[
     (GLV_TEPC, Width::W32),
 ];
 
-/// Size histogram buckets (upper bounds, bytes with CRC): PRC/PTC 64, 127, 255, 511, 1023, 1522, 9522 (§13).
+/// Size histogram buckets (upper bounds, bytes with CRC): PRC/PTC 64, 127, 255, 511, 1023, 1522, 9522 (docs/hw/i40e.md §13).
 const HISTOGRAM: [usize; 7] = [64, 127, 255, 511, 1023, 1522, 9522];
 /// Histogram registers are 0x20 apart.
 const HISTOGRAM_STRIDE: usize = 0x20;
-/// Ports and VSIs addressed (§13: ports 0..3, VSIs 0..383).
+/// Ports and VSIs addressed (docs/hw/i40e.md §13: ports 0..3, VSIs 0..383).
 const PORTS: usize = 4;
 const VSIS: usize = 384;
 /// L/H pairs of one index are 8 bytes apart.
@@ -155,7 +155,7 @@ impl Stats {
     }
 
     /// Counts one frame of `len` bytes (without CRC) received or sent on `port`, through VSI counter index `vsi`
-    /// (bytes counted with the 4 CRC bytes, as §13 implies: DPDK subtracts them).
+    /// (bytes counted with the 4 CRC bytes, as docs/hw/i40e.md §13 implies: DPDK subtracts them).
     pub fn count_frame(&mut self, rx: bool, port: usize, vsi: usize, len: usize, dst: &[u8]) {
         let wire = (len + 4) as u64;
         let (bcast, mcast) = (dst.iter().all(|&b| b == 0xFF), dst.first().is_some_and(|b| b & 1 == 1));

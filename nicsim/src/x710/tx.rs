@@ -1,5 +1,5 @@
-//! Transmit: data and context descriptors (§10.3, §10.4), RS → DTYPE 0xF write-back or head write-back (§10.5),
-//! checksum and VLAN insertion, and the malicious-driver checks of §11 (a violation disables the queue, sets
+//! Transmit: data and context descriptors (docs/hw/i40e.md §10.3, §10.4), RS → DTYPE 0xF write-back or head write-back (§10.5),
+//! checksum and VLAN insertion, and the malicious-driver checks of docs/hw/i40e.md §11 (a violation disables the queue, sets
 //! GL_MDET_TX and is recorded as a fault).
 
 use std::sync::atomic::Ordering;
@@ -12,15 +12,15 @@ use super::{adminq, Core, Shared, WireFrame};
 
 /// Descriptors handled per queue per step.
 const TX_BUDGET: u32 = 256;
-/// Descriptor length (§10.3).
+/// Descriptor length (docs/hw/i40e.md §10.3).
 const DESC_LEN: u64 = 16;
-/// Smallest packet and most data descriptors per non-TSO packet (§11, §15).
+/// Smallest packet and most data descriptors per non-TSO packet (docs/hw/i40e.md §11, §15).
 const MIN_PACKET: usize = 17;
 const MAX_DATA_DESCS: u32 = 8;
 /// Frames shorter than this go out padded (without FCS).
 const MIN_FRAME: usize = 60;
 
-/// TX data descriptor qword 1 fields (§10.3).
+/// TX data descriptor qword 1 fields (docs/hw/i40e.md §10.3).
 mod txd {
     /// Fields of the 64-bit qword, as (lsb, width).
     pub const DTYPE: (u32, u32) = (0, 4);
@@ -48,7 +48,7 @@ mod txd {
     /// OFFSET sub-fields: MACLEN (2-byte units), IPLEN (4-byte units).
     pub const MACLEN: (u32, u32) = (0, 7);
     pub const IPLEN: (u32, u32) = (7, 7);
-    /// Context descriptor CMD bit TSO (§10.4).
+    /// Context descriptor CMD bit TSO (docs/hw/i40e.md §10.4).
     pub const CTX_CMD_TSO: u64 = 0x01;
 }
 
@@ -100,8 +100,11 @@ impl Core {
                 }
                 txd::DTYPE_CONTEXT => {
                     if self.txq[q].pending.is_some() {
-                        return self.mdd(shared, q, format!("context descriptor {idx} inside a packet (§10.4)"))
-                            + done as usize;
+                        return self.mdd(
+                            shared,
+                            q,
+                            format!("context descriptor {idx} inside a packet (docs/hw/i40e.md §10.4)"),
+                        ) + done as usize;
                     }
                     if get(qw1, txd::CMD) & txd::CTX_CMD_TSO != 0 {
                         return self.mdd(shared, q, format!("TSO context descriptor {idx}: TSO is not modelled"))
@@ -125,7 +128,7 @@ impl Core {
             done += 1;
             if get(qw1, txd::CMD) & txd::CMD_RS != 0 {
                 let r = match ctx.head_wb {
-                    // Head write-back (§10.5): the index of the next descriptor the device will read.
+                    // Head write-back (docs/hw/i40e.md §10.5): the index of the next descriptor the device will read.
                     Some(addr) => shared.dma.write_u32(addr, next, &|| format!("TX head write-back, queue {q}")),
                     None => {
                         let v = ((qw1 as u32) & !0xF) | txd::DTYPE_DONE as u32;
@@ -148,7 +151,7 @@ impl Core {
             return Err(format!("descriptor {idx}: CMD {cmd:#x}"));
         }
         if size == 0 {
-            return Err(format!("descriptor {idx}: a buffer of length 0 (§11)"));
+            return Err(format!("descriptor {idx}: a buffer of length 0 (docs/hw/i40e.md §11)"));
         }
         let mut buf = vec![0u8; size];
         shared
@@ -166,14 +169,14 @@ impl Core {
         p.descs += 1;
         p.l2tag1 = get(qw1, txd::L2TAG1) as u16;
         if p.descs > MAX_DATA_DESCS {
-            return Err(format!("a packet spans more than {MAX_DATA_DESCS} data descriptors (§11)"));
+            return Err(format!("a packet spans more than {MAX_DATA_DESCS} data descriptors (docs/hw/i40e.md §11)"));
         }
         if cmd & txd::CMD_EOP == 0 {
             return Ok(());
         }
         let p = self.txq[q].pending.take().expect("pending packet");
         if p.data.len() < MIN_PACKET {
-            return Err(format!("a packet of {} bytes (at least 17, §11)", p.data.len()));
+            return Err(format!("a packet of {} bytes (at least 17, docs/hw/i40e.md §11)", p.data.len()));
         }
         self.send(shared, q, p)
     }
@@ -181,7 +184,9 @@ impl Core {
     fn send(&mut self, shared: &Shared, q: usize, p: Pending) -> Result<(), String> {
         let mut frame = p.data;
         if p.cmd & txd::CMD_ICRC == 0 {
-            shared.fault(format!("TX queue {q}: a packet without ICRC (the CRC must always be inserted, §10.3)"));
+            shared.fault(format!(
+                "TX queue {q}: a packet without ICRC (the CRC must always be inserted, docs/hw/i40e.md §10.3)"
+            ));
         }
         let mac_len = get(p.offset, txd::MACLEN) as usize * 2;
         let ip_len = get(p.offset, txd::IPLEN) as usize * 4;
@@ -238,7 +243,7 @@ impl Core {
         Ok(())
     }
 
-    /// Malicious driver detection (§11): the queue stops (QENA_STAT drops while QENA_REQ stays), GL_MDET_TX
+    /// Malicious driver detection (docs/hw/i40e.md §11): the queue stops (QENA_STAT drops while QENA_REQ stays), GL_MDET_TX
     /// latches, and the violation is recorded. Returns 1 (work done).
     fn mdd(&mut self, shared: &Shared, q: usize, why: String) -> usize {
         shared.fault(format!("MDD on TX queue {q}: {why}; the queue is disabled"));
