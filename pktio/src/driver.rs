@@ -5,14 +5,17 @@
 //!
 //! A PCI driver's probe receives a [`PciProbe`]:
 //!
-//! ```ignore
+//! ```no_run
+//! use pktio::dma::DmaMapper;
+//!
 //! fn probe(ctx: &pktio::driver::PciProbe) -> pktio::Result<Box<dyn pktio::EthDev>> {
 //!     let dev = ctx.open_vfio()?;            // container + group + device fd, actionable errors
-//!     let bar = dev.map_bar(0)?;             // registers
+//!     let _bar = dev.map_bar(0)?;            // registers
 //!     let rings = std::sync::Arc::new(ctx.allocator().allocate(64 << 10)?);
 //!     let mapper = dev.container().clone();  // a pktio::dma::DmaMapper for rings and mempools
-//!     let ring_map = mapper.map(&rings)?;    // a guard owning `rings`: keep it until the queue is disabled
-//!     /* ... */
+//!     let _ring_map = mapper.map(&rings)?;   // a guard owning `rings`: keep it until the queue is disabled
+//!     // ... reset, bring-up, then return the port:
+//!     Err(pktio::Error::NotSupported { port: ctx.address().to_string(), driver: "net_mine", what: "this sketch" })
 //! }
 //! pub static PCI_DRIVERS: &[pktio::driver::PciDriver] =
 //!     &[pktio::driver::PciDriver { name: "net_mine", ids: &[pktio::pci::PciId::new(0x8086, 0x1528)], probe }];

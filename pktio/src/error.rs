@@ -95,6 +95,9 @@ pub enum Error {
     /// Memory or mempool trouble.
     #[error(transparent)]
     Mempool(#[from] mempool::Error),
+    /// DMA memory (rings, tables) could not be had: hugepages, mapping, locking.
+    #[error(transparent)]
+    Memory(#[from] hugepage::Error),
     /// VFIO could not open or drive a device.
     #[error(transparent)]
     Vfio(#[from] crate::vfio::VfioError),
