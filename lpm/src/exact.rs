@@ -1,0 +1,247 @@
+//! Exact match on 5-tuples: a fixed-capacity open-addressing hash table with linear probing and bulk lookup.
+
+use crate::error::{Error, Result};
+use crate::hash::HashKind;
+
+/// A key the exact-match table can hash: `Copy`, comparable, and readable as a few 64-bit words.
+pub trait FlowKey: Copy + Eq + Default {
+    /// The words hashed (e.g. `[u64; 2]`).
+    type Words: AsRef<[u64]>;
+    /// The key as words; equal keys give equal words.
+    fn words(&self) -> Self::Words;
+}
+
+/// An IPv4 5-tuple (addresses and ports in host order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Ipv4Tuple {
+    /// Source address.
+    pub src_ip: u32,
+    /// Destination address.
+    pub dst_ip: u32,
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// IP protocol number.
+    pub proto: u8,
+}
+
+impl FlowKey for Ipv4Tuple {
+    type Words = [u64; 2];
+    #[inline(always)]
+    fn words(&self) -> [u64; 2] {
+        let addrs = u64::from(self.src_ip) << 32 | u64::from(self.dst_ip);
+        let ports = u64::from(self.src_port) << 24 | u64::from(self.dst_port) << 8 | u64::from(self.proto);
+        [addrs, ports]
+    }
+}
+
+/// An IPv6 5-tuple (addresses and ports in host order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Ipv6Tuple {
+    /// Source address.
+    pub src_ip: u128,
+    /// Destination address.
+    pub dst_ip: u128,
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// IP protocol number.
+    pub proto: u8,
+}
+
+impl FlowKey for Ipv6Tuple {
+    type Words = [u64; 5];
+    #[inline(always)]
+    fn words(&self) -> [u64; 5] {
+        let ports = u64::from(self.src_port) << 24 | u64::from(self.dst_port) << 8 | u64::from(self.proto);
+        [(self.src_ip >> 64) as u64, self.src_ip as u64, (self.dst_ip >> 64) as u64, self.dst_ip as u64, ports]
+    }
+}
+
+/// Marks a used slot's signature (so a zero signature means an empty slot); the bits below it are the hash.
+const USED: u32 = 1 << 31;
+
+/// A fixed-capacity exact-match table from `K` to `u32` (a next hop, a port, a flow id).
+///
+/// Slots are twice the capacity rounded up to a power of two, so probes stay short; each slot's 32-bit
+/// signature (the hash with [`USED`] set) lives in its own array, so a probe compares keys only on a signature
+/// hit. Deletion shifts later entries back (no tombstones), so lookups never slow down with churn.
+///
+/// ```
+/// use lpm::{ExactMatch, Ipv4Tuple};
+/// let mut em = ExactMatch::with_capacity(1024)?;
+/// let flow = Ipv4Tuple { src_ip: 0x0a00_0001, dst_ip: 0x0a00_0002, src_port: 1234, dst_port: 80, proto: 6 };
+/// em.add(flow, 7)?;
+/// assert_eq!(em.lookup(&flow), Some(7));
+/// let mut out = [0; 2];
+/// assert_eq!(em.lookup_bulk(&[flow, Ipv4Tuple::default()], &mut out, u32::MAX), 1);
+/// assert_eq!(out, [7, u32::MAX]);
+/// # Ok::<(), lpm::Error>(())
+/// ```
+pub struct ExactMatch<K: FlowKey> {
+    sigs: Box<[u32]>,
+    keys: Box<[K]>,
+    values: Box<[u32]>,
+    mask: usize,
+    len: usize,
+    capacity: usize,
+    hash: HashKind,
+}
+
+impl<K: FlowKey> ExactMatch<K> {
+    /// A table for up to `capacity` keys (at most 2^30).
+    pub fn with_capacity(capacity: usize) -> Result<Self> {
+        if capacity == 0 || capacity > 1 << 30 {
+            return Err(Error::InvalidConfig("exact-match capacity must be 1 to 2^30 keys"));
+        }
+        let slots = (capacity * 2).next_power_of_two().max(8);
+        Ok(ExactMatch {
+            sigs: vec![0; slots].into_boxed_slice(),
+            keys: vec![K::default(); slots].into_boxed_slice(),
+            values: vec![0; slots].into_boxed_slice(),
+            mask: slots - 1,
+            len: 0,
+            capacity,
+            hash: HashKind::detect(),
+        })
+    }
+
+    /// Keys in the table.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No keys.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Most keys the table holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    #[inline(always)]
+    fn sig(&self, key: &K) -> u32 {
+        self.hash.hash(key.words().as_ref()) | USED
+    }
+
+    /// The slot holding `key` (its signature `sig`), if any.
+    #[inline(always)]
+    fn find(&self, key: &K, sig: u32) -> Option<usize> {
+        let mut i = sig as usize & self.mask;
+        loop {
+            let s = self.sigs[i];
+            if s == sig && self.keys[i] == *key {
+                return Some(i);
+            }
+            if s == 0 {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Maps `key` to `value`, returning the value it replaced.
+    pub fn add(&mut self, key: K, value: u32) -> Result<Option<u32>> {
+        let sig = self.sig(&key);
+        if let Some(i) = self.find(&key, sig) {
+            return Ok(Some(std::mem::replace(&mut self.values[i], value)));
+        }
+        if self.len == self.capacity {
+            return Err(Error::TableFull { capacity: self.capacity });
+        }
+        let mut i = sig as usize & self.mask;
+        while self.sigs[i] != 0 {
+            i = (i + 1) & self.mask;
+        }
+        self.sigs[i] = sig;
+        self.keys[i] = key;
+        self.values[i] = value;
+        self.len += 1;
+        Ok(None)
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn delete(&mut self, key: &K) -> Result<u32> {
+        let mut hole = self.find(key, self.sig(key)).ok_or(Error::KeyNotFound)?;
+        let value = self.values[hole];
+        // Backward-shift: pull later entries of the probe run into the hole unless that would move one before
+        // its home slot, so every key stays reachable from its home without tombstones.
+        let mut i = hole;
+        loop {
+            i = (i + 1) & self.mask;
+            let s = self.sigs[i];
+            if s == 0 {
+                break;
+            }
+            let home = s as usize & self.mask;
+            // Distance from home to i vs from home to the hole, both along the probe direction.
+            if (i.wrapping_sub(home) & self.mask) >= (i.wrapping_sub(hole) & self.mask) {
+                self.sigs[hole] = s;
+                self.keys[hole] = self.keys[i];
+                self.values[hole] = self.values[i];
+                hole = i;
+            }
+        }
+        self.sigs[hole] = 0;
+        self.len -= 1;
+        Ok(value)
+    }
+
+    /// The value of `key`.
+    #[inline]
+    pub fn lookup(&self, key: &K) -> Option<u32> {
+        self.find(key, self.sig(key)).map(|i| self.values[i])
+    }
+
+    /// Looks up 8 keys: all hashes first, then the probes, so the 8 first-slot cache misses overlap.
+    #[inline]
+    pub fn lookup_x8(&self, keys: &[K; 8], miss: u32) -> [u32; 8] {
+        let mut out = [miss; 8];
+        self.lookup8_into(keys, &mut out);
+        out
+    }
+
+    /// Writes the values of the 8 keys found into `out` (others untouched); returns how many were found.
+    #[inline(always)]
+    fn lookup8_into(&self, keys: &[K; 8], out: &mut [u32; 8]) -> usize {
+        let mut sigs = [0u32; 8];
+        for (s, k) in sigs.iter_mut().zip(keys) {
+            *s = self.sig(k);
+        }
+        let mut hits = 0;
+        for i in 0..8 {
+            if let Some(slot) = self.find(&keys[i], sigs[i]) {
+                out[i] = self.values[slot];
+                hits += 1;
+            }
+        }
+        hits
+    }
+
+    /// Looks up a burst: `values[i]` gets the value of `keys[i]`, or `miss`; returns the number of hits.
+    ///
+    /// # Panics
+    /// If the slices differ in length.
+    #[inline]
+    pub fn lookup_bulk(&self, keys: &[K], values: &mut [u32], miss: u32) -> usize {
+        assert_eq!(keys.len(), values.len(), "lookup_bulk: one value slot per key");
+        values.fill(miss);
+        let mut hits = 0;
+        let mut key_chunks = keys.chunks_exact(8);
+        let mut val_chunks = values.chunks_exact_mut(8);
+        for (k8, v8) in (&mut key_chunks).zip(&mut val_chunks) {
+            hits += self.lookup8_into(k8.try_into().expect("chunks of 8"), v8.try_into().expect("chunks of 8"));
+        }
+        for (k, v) in key_chunks.remainder().iter().zip(val_chunks.into_remainder()) {
+            if let Some(found) = self.lookup(k) {
+                *v = found;
+                hits += 1;
+            }
+        }
+        hits
+    }
+}

@@ -1,0 +1,177 @@
+//! IPv4 longest-prefix match, DIR-24-8.
+
+use crate::entry::Entry;
+use crate::error::Result;
+use crate::trie::{Trie, GROUP_LEN};
+
+/// Sizes of an [`Lpm4`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lpm4Config {
+    /// Most rules (prefixes) the table holds.
+    pub max_rules: u32,
+    /// tbl8 groups: one per /24 that holds at least one longer prefix (1 KiB each, reserved up front, touched on
+    /// use). At most 2^22.
+    pub tbl8_groups: u32,
+}
+
+impl Default for Lpm4Config {
+    /// 2M rules and 64K tbl8 groups (64 MiB reserved): room for a full Internet table.
+    fn default() -> Self {
+        Lpm4Config { max_rules: 2 << 20, tbl8_groups: 1 << 16 }
+    }
+}
+
+/// An IPv4 route table: DIR-24-8 (tbl24 indexed by the top 24 address bits; prefixes longer than /24 in 256-entry
+/// tbl8 groups), so a lookup is one memory access for most addresses and two for the rest.
+///
+/// Addresses and prefixes are host-order `u32` (`u32::from(Ipv4Addr)`, or `u32::from_be_bytes` of the header
+/// field). Host bits of a prefix are ignored. Next hops are 0..=[`Lpm4::MAX_NEXT_HOP`].
+///
+/// ```
+/// use lpm::{Lpm4, Lpm4Config};
+/// let mut lpm = Lpm4::new(Lpm4Config { max_rules: 16, tbl8_groups: 4 })?;
+/// lpm.add(0x0a00_0000, 8, 1)?; // 10.0.0.0/8 -> 1
+/// lpm.add(0x0a01_0200, 25, 2)?; // 10.1.2.0/25 -> 2
+/// assert_eq!(lpm.lookup(0x0a01_0203), Some(2));
+/// assert_eq!(lpm.lookup(0x0a01_0283), Some(1));
+/// lpm.delete(0x0a00_0000, 8)?;
+/// assert_eq!(lpm.lookup(0x0a01_0283), None);
+/// assert_eq!(lpm.lookup_x4(&[0x0a01_0203, 0, 0x0a01_0202, 1], u32::MAX), [2, u32::MAX, 2, u32::MAX]);
+/// # Ok::<(), lpm::Error>(())
+/// ```
+pub struct Lpm4 {
+    trie: Trie,
+}
+
+/// IPv4 address as a left-aligned trie key.
+#[inline]
+fn key(ip: u32) -> u128 {
+    u128::from(ip) << 96
+}
+
+impl Lpm4 {
+    /// The largest next hop an entry stores (2^22 - 1).
+    pub const MAX_NEXT_HOP: u32 = Entry::MAX_NEXT_HOP;
+
+    /// An empty table. Reserves tbl24 (64 MiB) and the tbl8 groups; pages are touched only as routes fill them.
+    pub fn new(config: Lpm4Config) -> Result<Lpm4> {
+        Ok(Lpm4 { trie: Trie::new(32, config.max_rules, config.tbl8_groups)? })
+    }
+
+    /// Adds `prefix/depth -> next_hop`, or changes the next hop of that route if present.
+    ///
+    /// Errors: depth over 32, next hop over [`Lpm4::MAX_NEXT_HOP`], the rule table full, or (for depth over 24)
+    /// no free tbl8 group; on error the table is unchanged.
+    pub fn add(&mut self, prefix: u32, depth: u8, next_hop: u32) -> Result<()> {
+        self.trie.add(key(prefix), depth, next_hop)
+    }
+
+    /// Deletes `prefix/depth` and returns its next hop; its addresses fall back to the next-longest covering
+    /// route. A tbl8 group left without longer-than-/24 routes is freed.
+    pub fn delete(&mut self, prefix: u32, depth: u8) -> Result<u32> {
+        self.trie.delete(key(prefix), depth)
+    }
+
+    /// The next hop of exactly `prefix/depth`, if that route is in the table.
+    pub fn route(&self, prefix: u32, depth: u8) -> Option<u32> {
+        self.trie.rule(key(prefix), depth)
+    }
+
+    /// All routes as (prefix, depth, next hop), in no particular order within a depth, shortest depth first.
+    pub fn routes(&self) -> impl Iterator<Item = (u32, u8, u32)> + '_ {
+        self.trie.rules().map(|(k, d, nh)| ((k >> 96) as u32, d, nh))
+    }
+
+    /// Routes in the table.
+    pub fn len(&self) -> usize {
+        self.trie.rule_count() as usize
+    }
+
+    /// No routes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// tbl8 groups in use.
+    pub fn tbl8_groups_used(&self) -> u32 {
+        self.trie.groups_used()
+    }
+
+    /// tbl24 and tbl8 bytes (what a lookup's working set can reach).
+    pub fn table_bytes(&self) -> usize {
+        (self.trie.root.len() + self.trie.groups.len()) * size_of::<u32>()
+    }
+
+    #[inline(always)]
+    fn tbl24(&self, ip: u32) -> Entry {
+        // The index is < 2^24 = root.len(), so the bounds check folds away.
+        Entry::from_raw(self.trie.root[(ip >> 8) as usize])
+    }
+
+    #[inline(always)]
+    fn tbl8(&self, group_entry: Entry, ip: u32) -> Entry {
+        Entry::from_raw(self.trie.groups[group_entry.next_hop() as usize * GROUP_LEN + (ip & 0xff) as usize])
+    }
+
+    /// The next hop for `ip`: the longest matching prefix's.
+    #[inline]
+    pub fn lookup(&self, ip: u32) -> Option<u32> {
+        let mut e = self.tbl24(ip);
+        if e.is_ext() {
+            e = self.tbl8(e, ip);
+        }
+        e.is_valid().then_some(e.next_hop())
+    }
+
+    /// Looks up `N` addresses at once, `miss` for those without a route. All first-level loads issue before any
+    /// second-level one, so the cache misses of the `N` lookups overlap instead of queueing.
+    #[inline]
+    pub fn lookup_n<const N: usize>(&self, ips: &[u32; N], miss: u32) -> [u32; N] {
+        let mut e = [Entry::INVALID; N];
+        for i in 0..N {
+            e[i] = self.tbl24(ips[i]);
+        }
+        for i in 0..N {
+            if e[i].is_ext() {
+                e[i] = self.tbl8(e[i], ips[i]);
+            }
+        }
+        let mut hops = [miss; N];
+        for i in 0..N {
+            if e[i].is_valid() {
+                hops[i] = e[i].next_hop();
+            }
+        }
+        hops
+    }
+
+    /// [`Lpm4::lookup_n`] for 4 addresses.
+    #[inline]
+    pub fn lookup_x4(&self, ips: &[u32; 4], miss: u32) -> [u32; 4] {
+        self.lookup_n(ips, miss)
+    }
+
+    /// [`Lpm4::lookup_n`] for 8 addresses.
+    #[inline]
+    pub fn lookup_x8(&self, ips: &[u32; 8], miss: u32) -> [u32; 8] {
+        self.lookup_n(ips, miss)
+    }
+
+    /// Looks up a burst: `hops[i]` gets the next hop of `ips[i]`, or `miss`. Runs 8 at a time.
+    ///
+    /// # Panics
+    /// If the slices differ in length.
+    #[inline]
+    pub fn lookup_bulk(&self, ips: &[u32], hops: &mut [u32], miss: u32) {
+        assert_eq!(ips.len(), hops.len(), "lookup_bulk: one next-hop slot per address");
+        let mut ip_chunks = ips.chunks_exact(8);
+        let mut hop_chunks = hops.chunks_exact_mut(8);
+        for (ip8, hop8) in (&mut ip_chunks).zip(&mut hop_chunks) {
+            let ip8: &[u32; 8] = ip8.try_into().expect("chunks of 8");
+            hop8.copy_from_slice(&self.lookup_x8(ip8, miss));
+        }
+        for (&ip, hop) in ip_chunks.remainder().iter().zip(hop_chunks.into_remainder()) {
+            *hop = self.lookup(ip).unwrap_or(miss);
+        }
+    }
+}
