@@ -66,7 +66,7 @@ const USED: u32 = 1 << 31;
 /// A fixed-capacity exact-match table from `K` to `u32` (a next hop, a port, a flow id).
 ///
 /// Slots are twice the capacity rounded up to a power of two, so probes stay short; each slot's 32-bit
-/// signature (the hash with [`USED`] set) lives in its own array, so a probe compares keys only on a signature
+/// signature (the hash with its top bit set to mark the slot used) lives in its own array, so a probe compares keys only on a signature
 /// hit. Deletion shifts later entries back (no tombstones), so lookups never slow down with churn.
 ///
 /// ```

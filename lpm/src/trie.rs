@@ -173,7 +173,7 @@ impl Trie {
         let end = level_end(level);
         if u32::from(depth) <= end {
             let first = index(key, level);
-            self.set_range(table, level, first, 1 << (end - u32::from(depth)), new);
+            self.set_range(table, first, 1 << (end - u32::from(depth)), new);
         } else {
             let i = index(key, level);
             let e = self.get(table, i);
@@ -192,11 +192,11 @@ impl Trie {
     }
 
     /// Writes `new` over every entry in the range owned by a rule no longer than `new`'s (recursing into groups).
-    fn set_range(&mut self, table: Table, level: u32, first: usize, count: usize, new: Entry) {
+    fn set_range(&mut self, table: Table, first: usize, count: usize, new: Entry) {
         for i in first..first + count {
             let e = self.get(table, i);
             if e.is_ext() {
-                self.set_range(Table::Group(e.next_hop()), level + 1, 0, GROUP_LEN, new);
+                self.set_range(Table::Group(e.next_hop()), 0, GROUP_LEN, new);
             } else if !e.is_valid() || e.depth() <= new.depth() {
                 self.put(table, i, new);
             }

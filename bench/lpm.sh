@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The lpm crate's IPv4 route lookup against DPDK 22.11's rte_lpm (Debian's dpdk-test, lpm_perf_autotest), one core
+# each (lcore 1), side by side: cycles per lookup for single, bulk (32) and x4/x8 lookups of uniformly random
+# addresses in a table of about 1M prefixes (ours: lpm-bench's Internet-like length mix; DPDK: its test's own
+# generated table of about 1.07M). Ratio = DPDK cycles / ours (> 1.0 means the lpm crate is faster). Also shows
+# the memory-access floor (random 4-byte loads over a tbl24-sized array) and lpm-bench's IPv6 and exact-match
+# figures.
+#
+# Usage (as root, on a Debian machine): bash bench/lpm.sh
+#
+# Environment knobs (shared with run.sh):
+#   BENCH_ROUNDS=3           runs per side, alternating; the table shows the median
+#   BENCH_SECONDS=5          lpm-bench's measurement window per test (DPDK's test has its own fixed 4M lookups)
+#   BENCH_LPM_ROUTES=1000000 routes in lpm-bench's IPv4 table
+#   BENCH_HUGEPAGES=1024     2 MiB pages reserved for DPDK; BENCH_MEM=nohuge runs it on ordinary pages
+#                            (lpm-bench always asks for transparent hugepages)
+#   BENCH_LOG_DIR            where raw outputs go (default: target/bench-logs)
+set -eu
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+ROUTES=${BENCH_LPM_ROUTES:-1000000}
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+
+[ "$(id -u)" = 0 ] || die "run as root (hugepages, apt-get)"
+command -v dpdk-test >/dev/null || bench_apt_install dpdk
+DPDK_VERSION=$(dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo unknown)
+bench_setup_memory
+
+say "building lpm-bench (release)"
+cargo build --release -p lpm --bin lpm-bench --quiet
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
+
+# dpdk-test reads its command from stdin and prints the autotest's report.
+run_dpdk() {
+  echo lpm_perf_autotest | dpdk-test -l 1 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" --log-level=lib.eal:error >"$1" 2>&1 || true
+}
+run_ours() {
+  taskset -c 1 "$BIN/lpm-bench" --routes "$ROUTES" --secs "$SECS" >"$1" 2>&1 || true
+}
+# DPDK value: "$2: N cycles" from log $1.
+dpdk_cycles() { sed -n "s/^$2: \([0-9.]*\) cycles.*/\1/p" "$1" | head -1; }
+# Ours: key $3 of the RESULT line of test $2 in log $1.
+ours() { grep "RESULT test=$2 " "$1" | field "$3"; }
+
+declare -A D O
+for r in $(seq 1 "$ROUNDS"); do
+  say "round $r/$ROUNDS: dpdk-test lpm_perf_autotest"
+  run_dpdk "$LOG/lpm-dpdk-$r.log"
+  D[single]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'Average LPM Lookup')"
+  D[bulk]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'BULK LPM Lookup')"
+  D[x4]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'LPM LookupX4')"
+  D[add]+=" $(sed -n 's/^Average LPM Add: \([0-9.e+]*\) cycles.*/\1/p' "$LOG/lpm-dpdk-$r.log")"
+  say "round $r/$ROUNDS: lpm-bench"
+  run_ours "$LOG/lpm-ours-$r.log"
+  O[single]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_single cycles_per_lookup)"
+  O[bulk]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_bulk32 cycles_per_lookup)"
+  O[x8]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_x8 cycles_per_lookup)"
+  O[floor]+=" $(ours "$LOG/lpm-ours-$r.log" floor_tbl24_loads cycles_per_lookup)"
+  O[x8_mlps]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_x8 mlookups_per_s)"
+  O[floor_mlps]+=" $(ours "$LOG/lpm-ours-$r.log" floor_tbl24_loads mlookups_per_s)"
+  O[v6]+=" $(ours "$LOG/lpm-ours-$r.log" lpm6_x8 mlookups_per_s)"
+  O[em]+=" $(ours "$LOG/lpm-ours-$r.log" exact_v4_bulk32 mlookups_per_s)"
+  O[tsc]+=" $(awk -v c="$(ours "$LOG/lpm-ours-$r.log" lpm4_x8 cycles_per_lookup)" -v m="$(ours "$LOG/lpm-ours-$r.log" lpm4_x8 mlookups_per_s)" 'BEGIN { if (c != "" && m != "") print c * m / 1e3; }')"
+done
+
+med() { echo "$1" | median; }
+TSC_GHZ=$(med "${O[tsc]}")
+# Lookups/s from cycles/lookup at the TSC rate both sides count in.
+rate() { awk -v c="$1" -v g="$TSC_GHZ" 'BEGIN { if (c == "nan" || c == "" || c + 0 == 0 || g == "nan") print "n/a"; else printf "%.1f\n", g * 1e3 / c }'; }
+
+echo
+echo "LPM IPv4 lookups, one core, uniformly random addresses (dpdk $DPDK_VERSION, memory: $MEM, $ROUNDS rounds, median; TSC $(fmt "$TSC_GHZ" 2) GHz)"
+grep "RESULT test=lpm4_build" "$LOG/lpm-ours-$ROUNDS.log" | sed 's/^RESULT test=lpm4_build /lpm-bench table: /'
+sed -n 's/^No. routes = /dpdk-test table: routes=/p; s/^Unique added entries = /dpdk-test unique added: /p' "$LOG/lpm-dpdk-$ROUNDS.log"
+printf '%-22s %14s %14s %8s %14s\n' "lookup" "lpm cyc/lkp" "rte_lpm cyc" "ratio" "lpm Mlookup/s"
+for k in single bulk; do
+  o=$(med "${O[$k]}") d=$(med "${D[$k]}")
+  printf '%-22s %14s %14s %8s %14s\n' "$k" "$(fmt "$o")" "$(fmt "$d")" "$(ratio "$d" "$o")" "$(rate "$o")"
+done
+o=$(med "${O[x8]}") d=$(med "${D[x4]}")
+printf '%-22s %14s %14s %8s %14s\n' "x8 (rte_lpm: x4)" "$(fmt "$o")" "$(fmt "$d")" "$(ratio "$d" "$o")" "$(rate "$o")"
+f=$(med "${O[floor]}")
+printf '%-22s %14s %14s %8s %14s\n' "floor (tbl24 loads)" "$(fmt "$f")" "" "" "$(rate "$f")"
+echo "x8 reaches $(ratio "$(med "${O[x8_mlps]}")" "$(med "${O[floor_mlps]}")") of the floor's loads/s"
+echo "rte_lpm add: $(fmt "$(med "${D[add]}")" 0) cycles/route"
+echo "lpm6 x8 (200k routes, routed addresses): $(fmt "$(med "${O[v6]}")") Mlookup/s; exact match v4 bulk32 (1M flows): $(fmt "$(med "${O[em]}")") Mlookup/s"
