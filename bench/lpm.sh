@@ -10,8 +10,12 @@
 #
 # Environment knobs (shared with run.sh):
 #   BENCH_ROUNDS=3           runs per side, alternating; the table shows the median
-#   BENCH_SECONDS=5          lpm-bench's measurement window per test (DPDK's test has its own fixed 4M lookups)
+#   BENCH_LPM_SECONDS=2      lpm-bench's measurement window per test (DPDK's test has its own fixed 4M lookups)
 #   BENCH_LPM_ROUTES=1000000 routes in lpm-bench's IPv4 table
+#   BENCH_LPM_DPDK_TIMEOUT=1800  seconds to wait for dpdk-test's lookup figures (its table build is slow)
+#   BENCH_LPM_RT=1           run both sides' lookups at SCHED_FIFO priority 50 on CPU 1 (0: normal priority). On a
+#                            shared machine the lookup loops are otherwise preempted and both figures measure the
+#                            scheduler (6-10x slower on a 2-core box at load 11)
 #   BENCH_HUGEPAGES=1024     2 MiB pages reserved for DPDK; BENCH_MEM=nohuge runs it on ordinary pages
 #                            (lpm-bench always asks for transparent hugepages)
 #   BENCH_LOG_DIR            where raw outputs go (default: target/bench-logs)
@@ -20,6 +24,9 @@ set -eu
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 ROUTES=${BENCH_LPM_ROUTES:-1000000}
+DPDK_TIMEOUT=${BENCH_LPM_DPDK_TIMEOUT:-1800}
+RT=${BENCH_LPM_RT:-1}
+LPM_SECS=${BENCH_LPM_SECONDS:-2}
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
 
@@ -32,12 +39,31 @@ say "building lpm-bench (release)"
 cargo build --release -p lpm --bin lpm-bench --quiet
 BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
 
-# dpdk-test reads its command from stdin and prints the autotest's report.
+# dpdk-test reads its command from stdin and prints the autotest's report (line-buffered through stdbuf so the
+# log fills as it goes). rte_lpm's add and delete scan the rules of the prefix's length linearly, so building (and
+# deleting) the 1M-route table takes minutes at normal priority; the lookups come between the two, so the run is
+# raised to RT priority once the build is reported ("Unique added entries", a few ms before the first lookup) and
+# stopped as soon as the last lookup line is in the log.
 run_dpdk() {
-  echo lpm_perf_autotest | dpdk-test -l 1 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" --log-level=lib.eal:error >"$1" 2>&1 || true
+  local log=$1
+  : >"$log"
+  echo lpm_perf_autotest |
+    stdbuf -oL dpdk-test -l 1 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" --log-level=lib.eal:error >"$log" 2>&1 &
+  local pid=$! # dpdk-test itself: stdbuf execs it
+  if [ "$RT" = 1 ]; then
+    # tail -f wakes on each write (inotify), so the priority change lands before the lookups start.
+    timeout "$DPDK_TIMEOUT" tail -n +1 -f --pid=$pid "$log" | grep -q -m1 '^Unique added entries' || true
+    chrt -a -f -p 50 $pid 2>/dev/null || say "could not raise dpdk-test to SCHED_FIFO"
+  fi
+  timeout "$DPDK_TIMEOUT" tail -n +1 -f --pid=$pid "$log" | grep -q -m1 '^LPM LookupX4' ||
+    say "dpdk-test gave no LookupX4 line; see $log"
+  kill $pid 2>/dev/null || true
+  wait $pid 2>/dev/null || true
 }
 run_ours() {
-  taskset -c 1 "$BIN/lpm-bench" --routes "$ROUTES" --secs "$SECS" >"$1" 2>&1 || true
+  local rt=()
+  [ "$RT" = 1 ] && rt=(chrt -f 50)
+  "${rt[@]}" taskset -c 1 "$BIN/lpm-bench" --routes "$ROUTES" --secs "$LPM_SECS" >"$1" 2>&1 || true
 }
 # DPDK value: "$2: N cycles" from log $1.
 dpdk_cycles() { sed -n "s/^$2: \([0-9.]*\) cycles.*/\1/p" "$1" | head -1; }

@@ -60,14 +60,23 @@ impl FlowKey for Ipv6Tuple {
     }
 }
 
+/// One table slot; `sig == 0` means empty.
+#[derive(Clone, Copy, Default)]
+struct Slot<K> {
+    sig: u32,
+    value: u32,
+    key: K,
+}
+
 /// Marks a used slot's signature (so a zero signature means an empty slot); the bits below it are the hash.
 const USED: u32 = 1 << 31;
 
 /// A fixed-capacity exact-match table from `K` to `u32` (a next hop, a port, a flow id).
 ///
-/// Slots are twice the capacity rounded up to a power of two, so probes stay short; each slot's 32-bit
-/// signature (the hash with its top bit set to mark the slot used) lives in its own array, so a probe compares keys only on a signature
-/// hit. Deletion shifts later entries back (no tombstones), so lookups never slow down with churn.
+/// Slots are twice the capacity rounded up to a power of two, so probes stay short. A slot holds a 32-bit
+/// signature (the hash with its top bit set to mark the slot used), the value and the key side by side, so a
+/// lookup is usually one cache miss, and keys are compared only on a signature hit. Deletion shifts later entries
+/// back (no tombstones), so lookups never slow down with churn.
 ///
 /// ```
 /// use lpm::{ExactMatch, Ipv4Tuple};
@@ -81,9 +90,7 @@ const USED: u32 = 1 << 31;
 /// # Ok::<(), lpm::Error>(())
 /// ```
 pub struct ExactMatch<K: FlowKey> {
-    sigs: Box<[u32]>,
-    keys: Box<[K]>,
-    values: Box<[u32]>,
+    slots: Box<[Slot<K>]>,
     mask: usize,
     len: usize,
     capacity: usize,
@@ -98,9 +105,7 @@ impl<K: FlowKey> ExactMatch<K> {
         }
         let slots = (capacity * 2).next_power_of_two().max(8);
         Ok(ExactMatch {
-            sigs: vec![0; slots].into_boxed_slice(),
-            keys: vec![K::default(); slots].into_boxed_slice(),
-            values: vec![0; slots].into_boxed_slice(),
+            slots: vec![Slot::default(); slots].into_boxed_slice(),
             mask: slots - 1,
             len: 0,
             capacity,
@@ -133,8 +138,8 @@ impl<K: FlowKey> ExactMatch<K> {
     fn find(&self, key: &K, sig: u32) -> Option<usize> {
         let mut i = sig as usize & self.mask;
         loop {
-            let s = self.sigs[i];
-            if s == sig && self.keys[i] == *key {
+            let s = self.slots[i].sig;
+            if s == sig && self.slots[i].key == *key {
                 return Some(i);
             }
             if s == 0 {
@@ -148,18 +153,16 @@ impl<K: FlowKey> ExactMatch<K> {
     pub fn add(&mut self, key: K, value: u32) -> Result<Option<u32>> {
         let sig = self.sig(&key);
         if let Some(i) = self.find(&key, sig) {
-            return Ok(Some(std::mem::replace(&mut self.values[i], value)));
+            return Ok(Some(std::mem::replace(&mut self.slots[i].value, value)));
         }
         if self.len == self.capacity {
             return Err(Error::TableFull { capacity: self.capacity });
         }
         let mut i = sig as usize & self.mask;
-        while self.sigs[i] != 0 {
+        while self.slots[i].sig != 0 {
             i = (i + 1) & self.mask;
         }
-        self.sigs[i] = sig;
-        self.keys[i] = key;
-        self.values[i] = value;
+        self.slots[i] = Slot { sig, value, key };
         self.len += 1;
         Ok(None)
     }
@@ -167,26 +170,24 @@ impl<K: FlowKey> ExactMatch<K> {
     /// Removes `key`, returning its value.
     pub fn delete(&mut self, key: &K) -> Result<u32> {
         let mut hole = self.find(key, self.sig(key)).ok_or(Error::KeyNotFound)?;
-        let value = self.values[hole];
+        let value = self.slots[hole].value;
         // Backward-shift: pull later entries of the probe run into the hole unless that would move one before
         // its home slot, so every key stays reachable from its home without tombstones.
         let mut i = hole;
         loop {
             i = (i + 1) & self.mask;
-            let s = self.sigs[i];
+            let s = self.slots[i].sig;
             if s == 0 {
                 break;
             }
             let home = s as usize & self.mask;
             // Distance from home to i vs from home to the hole, both along the probe direction.
             if (i.wrapping_sub(home) & self.mask) >= (i.wrapping_sub(hole) & self.mask) {
-                self.sigs[hole] = s;
-                self.keys[hole] = self.keys[i];
-                self.values[hole] = self.values[i];
+                self.slots[hole] = self.slots[i];
                 hole = i;
             }
         }
-        self.sigs[hole] = 0;
+        self.slots[hole].sig = 0;
         self.len -= 1;
         Ok(value)
     }
@@ -194,7 +195,7 @@ impl<K: FlowKey> ExactMatch<K> {
     /// The value of `key`.
     #[inline]
     pub fn lookup(&self, key: &K) -> Option<u32> {
-        self.find(key, self.sig(key)).map(|i| self.values[i])
+        self.find(key, self.sig(key)).map(|i| self.slots[i].value)
     }
 
     /// Looks up 8 keys: all hashes first, then the probes, so the 8 first-slot cache misses overlap.
@@ -215,7 +216,7 @@ impl<K: FlowKey> ExactMatch<K> {
         let mut hits = 0;
         for i in 0..8 {
             if let Some(slot) = self.find(&keys[i], sigs[i]) {
-                out[i] = self.values[slot];
+                out[i] = self.slots[slot].value;
                 hits += 1;
             }
         }

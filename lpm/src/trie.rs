@@ -14,6 +14,8 @@ use std::collections::HashMap;
 
 /// Bits resolved by the root table.
 pub(crate) const ROOT_BITS: u32 = 24;
+/// Entries in the root table.
+pub(crate) const ROOT_LEN: usize = 1 << ROOT_BITS;
 /// Bits resolved by each group.
 pub(crate) const GROUP_BITS: u32 = 8;
 /// Entries in a group.
@@ -27,8 +29,9 @@ enum Table {
 }
 
 pub(crate) struct Trie {
-    /// tbl24: one entry per 24-bit first-level index.
-    pub(crate) root: Box<[u32]>,
+    /// tbl24: one entry per 24-bit first-level index. A fixed-size array, so indexing it with a 24-bit value
+    /// needs no bounds check.
+    pub(crate) root: Box<[u32; ROOT_LEN]>,
     /// tbl8 groups, `GROUP_LEN` entries each, group `g` at `g * GROUP_LEN`.
     pub(crate) groups: Box<[u32]>,
     free_groups: Vec<u32>,
@@ -78,7 +81,7 @@ impl Trie {
             return Err(Error::InvalidConfig("tbl8 groups must be at most 2^22 (the group-index field)"));
         }
         Ok(Trie {
-            root: zeroed_table(1 << ROOT_BITS),
+            root: zeroed_table(ROOT_LEN).try_into().expect("zeroed_table returns ROOT_LEN entries"),
             groups: zeroed_table(groups as usize * GROUP_LEN),
             free_groups: (0..groups).rev().collect(),
             group_count: groups,
