@@ -9,7 +9,8 @@
 # Usage (as root, on a Debian machine): bash bench/lpm.sh
 #
 # Environment knobs (shared with run.sh):
-#   BENCH_ROUNDS=3           runs per side, alternating; the table shows the median
+#   BENCH_ROUNDS=3           lpm-bench runs; the table shows the median
+#   BENCH_LPM_DPDK_ROUNDS=1  dpdk-test runs (each builds rte_lpm's table for minutes before its 12M lookups)
 #   BENCH_LPM_SECONDS=2      lpm-bench's measurement window per test (DPDK's test has its own fixed 4M lookups)
 #   BENCH_LPM_ROUTES=1000000 routes in lpm-bench's IPv4 table
 #   BENCH_LPM_DPDK_TIMEOUT=1800  seconds to wait for dpdk-test's lookup figures (its table build is slow)
@@ -27,11 +28,13 @@ ROUTES=${BENCH_LPM_ROUTES:-1000000}
 DPDK_TIMEOUT=${BENCH_LPM_DPDK_TIMEOUT:-1800}
 RT=${BENCH_LPM_RT:-1}
 LPM_SECS=${BENCH_LPM_SECONDS:-2}
+DPDK_ROUNDS=${BENCH_LPM_DPDK_ROUNDS:-1}
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "run as root (hugepages, apt-get)"
-command -v dpdk-test >/dev/null || bench_apt_install dpdk
+command -v dpdk-test >/dev/null || bench_apt_install dpdk dpdk-dev
+command -v stdbuf >/dev/null || bench_apt_install coreutils
 DPDK_VERSION=$(dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo unknown)
 bench_setup_memory
 
@@ -71,14 +74,18 @@ dpdk_cycles() { sed -n "s/^$2: \([0-9.]*\) cycles.*/\1/p" "$1" | head -1; }
 ours() { grep "RESULT test=$2 " "$1" | field "$3"; }
 
 declare -A D O
-for r in $(seq 1 "$ROUNDS"); do
-  say "round $r/$ROUNDS: dpdk-test lpm_perf_autotest"
-  run_dpdk "$LOG/lpm-dpdk-$r.log"
-  D[single]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'Average LPM Lookup')"
-  D[bulk]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'BULK LPM Lookup')"
-  D[x4]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'LPM LookupX4')"
-  D[add]+=" $(sed -n 's/^Average LPM Add: \([0-9.e+]*\) cycles.*/\1/p' "$LOG/lpm-dpdk-$r.log")"
-  say "round $r/$ROUNDS: lpm-bench"
+for r in $(seq 1 $((ROUNDS > DPDK_ROUNDS ? ROUNDS : DPDK_ROUNDS))); do
+  if [ "$r" -le "$DPDK_ROUNDS" ]; then
+    say "round $r: dpdk-test lpm_perf_autotest (building its table takes minutes)"
+    run_dpdk "$LOG/lpm-dpdk-$r.log"
+    D[single]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'Average LPM Lookup')"
+    D[bulk]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'BULK LPM Lookup')"
+    D[x4]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'LPM LookupX4')"
+    D[add]+=" $(sed -n 's/^Average LPM Add: \([0-9.e+]*\) cycles.*/\1/p' "$LOG/lpm-dpdk-$r.log")"
+    D[fails]+=" $(sed -n 's/^BULK LPM Lookup: .*fails = \([0-9.]*\)%.*/\1/p' "$LOG/lpm-dpdk-$r.log")"
+  fi
+  [ "$r" -le "$ROUNDS" ] || continue
+  say "round $r: lpm-bench"
   run_ours "$LOG/lpm-ours-$r.log"
   O[single]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_single cycles_per_lookup)"
   O[bulk]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_bulk32 cycles_per_lookup)"
@@ -97,9 +104,10 @@ TSC_GHZ=$(med "${O[tsc]}")
 rate() { awk -v c="$1" -v g="$TSC_GHZ" 'BEGIN { if (c == "nan" || c == "" || c + 0 == 0 || g == "nan") print "n/a"; else printf "%.1f\n", g * 1e3 / c }'; }
 
 echo
-echo "LPM IPv4 lookups, one core, uniformly random addresses (dpdk $DPDK_VERSION, memory: $MEM, $ROUNDS rounds, median; TSC $(fmt "$TSC_GHZ" 2) GHz)"
+echo "LPM IPv4 lookups, one core, uniformly random addresses (dpdk $DPDK_VERSION, memory: $MEM, medians of $ROUNDS lpm-bench / $DPDK_ROUNDS dpdk-test runs, RT=$RT, TSC $(fmt "$TSC_GHZ" 2) GHz)"
 grep "RESULT test=lpm4_build" "$LOG/lpm-ours-$ROUNDS.log" | sed 's/^RESULT test=lpm4_build /lpm-bench table: /'
-sed -n 's/^No. routes = /dpdk-test table: routes=/p; s/^Unique added entries = /dpdk-test unique added: /p' "$LOG/lpm-dpdk-$ROUNDS.log"
+grep "RESULT test=lpm4_single" "$LOG/lpm-ours-$ROUNDS.log" | sed 's/.*\(addrs=.*\)/lpm-bench lookups: \1/'
+echo "dpdk-test table: $(sed -n 's/^No. routes = //p' "$LOG/lpm-dpdk-$DPDK_ROUNDS.log") routes, $(sed -n 's/^Unique added entries = //p' "$LOG/lpm-dpdk-$DPDK_ROUNDS.log") added (2048 tbl8 groups), lookups miss $(med "${D[fails]}")%"
 printf '%-22s %14s %14s %8s %14s\n' "lookup" "lpm cyc/lkp" "rte_lpm cyc" "ratio" "lpm Mlookup/s"
 for k in single bulk; do
   o=$(med "${O[$k]}") d=$(med "${D[$k]}")
