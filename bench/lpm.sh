@@ -20,6 +20,7 @@
 #                            scheduler (6-10x slower on a 2-core box at load 11)
 #   BENCH_HUGEPAGES=1024     2 MiB pages reserved for DPDK; BENCH_MEM=nohuge runs it on ordinary pages
 #                            (lpm-bench always asks for transparent hugepages)
+#   BENCH_LPM_REPORT_ONLY=1  print the tables from the logs of the last run without running anything
 #   BENCH_LOG_DIR            where raw outputs go (default: target/bench-logs)
 set -eu
 
@@ -30,6 +31,7 @@ DPDK_TIMEOUT=${BENCH_LPM_DPDK_TIMEOUT:-1800}
 RT=${BENCH_LPM_RT:-1}
 LPM_SECS=${BENCH_LPM_SECONDS:-2}
 DPDK_ROUNDS=${BENCH_LPM_DPDK_ROUNDS:-1}
+REPORT_ONLY=${BENCH_LPM_REPORT_ONLY:-0}
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
 
@@ -63,6 +65,8 @@ run_dpdk() {
     say "dpdk-test gave no LookupX4 line; see $log"
   kill $pid 2>/dev/null || true
   wait $pid 2>/dev/null || true
+  # Killed, it leaves its hugepage files behind (and the pages taken): remove this run's.
+  awk '$3 == "hugetlbfs" { print $2 }' /proc/mounts | while read -r dir; do rm -f "$dir/${PREFIX}"map_*; done
 }
 run_ours() {
   local rt=()
@@ -78,7 +82,7 @@ declare -A D O
 for r in $(seq 1 $((ROUNDS > DPDK_ROUNDS ? ROUNDS : DPDK_ROUNDS))); do
   if [ "$r" -le "$DPDK_ROUNDS" ]; then
     say "round $r: dpdk-test lpm_perf_autotest (building its table takes minutes)"
-    run_dpdk "$LOG/lpm-dpdk-$r.log"
+    [ "$REPORT_ONLY" = 1 ] || run_dpdk "$LOG/lpm-dpdk-$r.log"
     D[single]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'Average LPM Lookup')"
     D[bulk]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'BULK LPM Lookup')"
     D[x4]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'LPM LookupX4')"
@@ -87,13 +91,14 @@ for r in $(seq 1 $((ROUNDS > DPDK_ROUNDS ? ROUNDS : DPDK_ROUNDS))); do
   fi
   [ "$r" -le "$ROUNDS" ] || continue
   say "round $r: lpm-bench"
-  run_ours "$LOG/lpm-ours-$r.log"
+  [ "$REPORT_ONLY" = 1 ] || run_ours "$LOG/lpm-ours-$r.log"
   O[single]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_single_dpdkloop cycles_per_lookup)"
   O[bulk]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_bulk32_dpdkloop cycles_per_lookup)"
   O[x4]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_x4_dpdkloop cycles_per_lookup)"
   O[fails]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_single_dpdkloop fails | tr -d %)"
   O[single_mlps]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_single mlookups_per_s)"
   O[bulk_mlps]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_bulk32 mlookups_per_s)"
+  O[bulk256_mlps]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_bulk256 mlookups_per_s)"
   O[floor]+=" $(ours "$LOG/lpm-ours-$r.log" floor_tbl24_loads cycles_per_lookup)"
   O[x8_mlps]+=" $(ours "$LOG/lpm-ours-$r.log" lpm4_x8 mlookups_per_s)"
   O[floor_mlps]+=" $(ours "$LOG/lpm-ours-$r.log" floor_tbl24_loads mlookups_per_s)"
@@ -108,7 +113,7 @@ TSC_GHZ=$(med "${O[tsc]}")
 echo
 echo "LPM IPv4 lookups, one core, uniformly random addresses (dpdk $DPDK_VERSION, memory: $MEM, medians of $ROUNDS lpm-bench / $DPDK_ROUNDS dpdk-test runs, RT=$RT, TSC $(fmt "$TSC_GHZ" 2) GHz)"
 grep "RESULT test=lpm4_build" "$LOG/lpm-ours-$ROUNDS.log" | sed 's/^RESULT test=lpm4_build /lpm-bench table: /'
-grep "RESULT test=lpm4_single" "$LOG/lpm-ours-$ROUNDS.log" | sed 's/.*\(addrs=.*\)/lpm-bench lookups: \1/'
+grep "RESULT test=lpm4_single " "$LOG/lpm-ours-$ROUNDS.log" | sed 's/.*\(addrs=.*\)/lpm-bench lookups: \1/'
 echo "dpdk-test table: $(sed -n 's/^No. routes = //p' "$LOG/lpm-dpdk-$DPDK_ROUNDS.log") routes, $(sed -n 's/^Unique added entries = //p' "$LOG/lpm-dpdk-$DPDK_ROUNDS.log") added (2048 tbl8 groups), lookups miss $(med "${D[fails]}")%"
 echo "like for like: lpm_perf_autotest's loop (4096 fresh random addresses per timed batch, a miss counted per lookup)"
 printf '%-20s %12s %12s %8s\n' "lookup" "lpm cyc" "rte_lpm cyc" "ratio"
@@ -121,9 +126,10 @@ echo
 echo "lpm throughput (16M random addresses streamed per pass) vs the floor (one random load each from a tbl24-sized array)"
 printf '%-20s %12s %12s\n' "loop" "Mlookup/s" "of floor"
 f=$(med "${O[floor_mlps]}")
-for k in single x8 bulk; do
-  case $k in single) v=$(med "${O[single_mlps]}") ;; x8) v=$(med "${O[x8_mlps]}") ;; bulk) v=$(med "${O[bulk_mlps]}") ;; esac
-  printf '%-20s %12s %12s\n' "$k$([ $k = bulk ] && echo ' (32)')" "$(fmt "$v" 1)" "$(ratio "$v" "$f")"
+for k in single x8 bulk32 bulk256; do
+  case $k in single) v=$(med "${O[single_mlps]}") ;; x8) v=$(med "${O[x8_mlps]}") ;; bulk32) v=$(med "${O[bulk_mlps]}") ;;
+    bulk256) v=$(med "${O[bulk256_mlps]}") ;; esac
+  printf '%-20s %12s %12s\n' "$k" "$(fmt "$v" 1)" "$(ratio "$v" "$f")"
 done
 printf '%-20s %12s\n' "floor" "$(fmt "$f" 1)"
 echo "rte_lpm add: $(fmt "$(med "${D[add]}")" 0) cycles/route"

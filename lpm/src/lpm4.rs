@@ -160,7 +160,7 @@ impl Lpm4 {
     /// Asks the CPU to start loading the tbl24 line of `ip`. A prefetch retires without waiting for the data, so a
     /// burst's misses all overlap instead of being limited by how many waiting loads the core can track.
     #[inline(always)]
-    fn prefetch(&self, ip: u32) {
+    pub fn prefetch(&self, ip: u32) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};

@@ -272,6 +272,17 @@ fn main() -> Result<(), lpm::Error> {
         s
     });
     report("lpm4_bulk32", &info, bulk);
+
+    let mut out = vec![0u32; 256];
+    let bulk256 = measure(args.secs, BATCH, || {
+        let mut s = 0u64;
+        for chunk in addrs.chunks_exact(256) {
+            lpm.lookup_bulk(chunk, &mut out, 0);
+            s += u64::from(out[255]);
+        }
+        s
+    });
+    report("lpm4_bulk256", &info, bulk256);
     // The loop lpm_perf_autotest times, for a like-for-like ratio: fresh random addresses per 4096-address batch
     // (untimed), the timestamp counter around each batch, a miss counted per lookup.
     let single_d = dpdk_loop(args.secs, &mut rng, |batch| batch.iter().filter(|&&ip| lpm.lookup(ip).is_none()).count());
