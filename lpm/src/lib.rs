@@ -9,8 +9,9 @@
 //!   hash through SSE4.2 when present.
 //!
 //! Every table has single-lookup and bulk APIs (`lookup_x4`, `lookup_x8`, `lookup_bulk`): a burst issues all its
-//! first-level loads before any second-level one, so cache misses overlap. Lookups take `&self`, allocate
-//! nothing and take no lock.
+//! first-level loads before any second-level one, so cache misses overlap; `Lpm4::lookup_bulk` also prefetches
+//! the tbl24 lines of the next 32 addresses, and [`Lpm4::prefetch`] lets a forwarding loop do the same for packets
+//! further along its burst. Lookups take `&self`, allocate nothing and take no lock.
 //!
 //! An entry is one `u32` (next hop, valid, extended, prefix length; see `entry.rs`), so next hops are 0 to 2^22 - 1
 //! and tbl24 is 64 MiB. Tables are plain heap memory (a `Vec`, not the `hugepage` crate's DMA memory), advised
