@@ -1,10 +1,12 @@
-//! PCI probing: find the device named with `-a` in sysfs, the driver the application registered for its
-//! vendor:device ID, and give that driver what it needs to open the device through VFIO
-//! ([`PciProbe`], see [`pktio::driver`]).
+//! PCI probing: find the devices to use (those named with `-a`, or with no `-a` every device bound to vfio-pci that
+//! a registered driver supports, minus `-b`, as DPDK scans), the driver the application registered for each ID, and
+//! give that driver what it needs to open the device through VFIO, with the device arguments given after the
+//! address ([`PciProbe`], see [`pktio::driver`]).
 
 use std::path::Path;
 
 use hugepage::{Allocator, IovaMode};
+use pktio::devargs::Devargs;
 use pktio::driver::Registry;
 use pktio::pci::{PciAddress, PciDevice, Sysfs};
 use pktio::vfio::{Vfio, VfioConfig};
@@ -36,26 +38,53 @@ fn unsupported(dev: &PciDevice, registry: &Registry) -> Error {
     Error::Pci(format!("no driver for PCI device {} ({}); supported: {supported}", dev.address, dev.id))
 }
 
+/// The kernel driver a device must be bound to for this EAL to use it (in IOMMU and no-IOMMU mode alike).
+pub const USERSPACE_DRIVER: &str = "vfio-pci";
+
+/// What DPDK probes when no `-a` is given: every PCI device bound to vfio-pci whose ID a driver of `registry`
+/// supports, except those in `block`, in address order. Devices bound to a kernel driver are left alone (DPDK
+/// skips them too: it cannot map a device the kernel owns).
+pub fn scan(sysfs: &Sysfs, registry: &Registry, block: &[PciAddress]) -> Result<Vec<PciAddress>> {
+    let mut found: Vec<PciAddress> = sysfs
+        .devices()
+        .map_err(|e| Error::Pci(format!("cannot list PCI devices to probe (give them with -a): {e}")))?
+        .into_iter()
+        .filter(|d| d.driver.as_deref() == Some(USERSPACE_DRIVER))
+        .filter(|d| registry.pci_driver_for(d.id).is_some())
+        .map(|d| d.address)
+        .filter(|a| !block.contains(a))
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
 /// Opens the device at `addr` with the driver `registry` has for its ID, reading sysfs from `sysfs` and opening it
-/// through `vfio`.
+/// through `vfio`; the driver gets `devargs` (from `-a ADDRESS,key=value`; [`Devargs::empty`] for none).
 pub fn probe_with(
     sysfs: &Sysfs,
     vfio: &Vfio,
     allocator: &Allocator,
     registry: &Registry,
     addr: PciAddress,
+    devargs: &Devargs,
 ) -> Result<Box<dyn EthDev>> {
     let device = sysfs.device(addr).map_err(|e| Error::Pci(e.to_string()))?;
     let Some(driver) = registry.pci_driver_for(device.id) else {
         return Err(unsupported(&device, registry));
     };
-    let ctx = PciProbe::new(device, allocator, vfio);
+    let ctx = PciProbe::new(device, allocator, vfio).with_devargs(devargs.clone().for_driver(driver.name));
     Ok((driver.probe)(&ctx)?)
 }
 
 /// Opens the device at `addr` with the driver `registry` has for its ID, through `vfio`, from the real `/sys`.
-pub fn probe(addr: PciAddress, allocator: &Allocator, vfio: &Vfio, registry: &Registry) -> Result<Box<dyn EthDev>> {
-    probe_with(&Sysfs::system(), vfio, allocator, registry, addr)
+pub fn probe(
+    addr: PciAddress,
+    devargs: &Devargs,
+    allocator: &Allocator,
+    vfio: &Vfio,
+    registry: &Registry,
+) -> Result<Box<dyn EthDev>> {
+    probe_with(&Sysfs::system(), vfio, allocator, registry, addr, devargs)
 }
 
 /// The VFIO entry point for an IOVA mode (the EAL makes one per process).
@@ -99,7 +128,9 @@ mod tests {
         );
         let allocator = Allocator::no_huge();
         let registry = Registry::new().with_pci(FAKE_DRIVERS);
-        let probe = |addr: &str| probe_with(&sysfs, &vfio, &allocator, &registry, addr.parse().unwrap()).err().unwrap();
+        let none = Devargs::empty("test");
+        let probe =
+            |addr: &str| probe_with(&sysfs, &vfio, &allocator, &registry, addr.parse().unwrap(), &none).err().unwrap();
         let err = probe("00:02.0");
         let msg = err.to_string();
         assert!(msg.contains("no driver for PCI device 0000:00:02.0 (8086:10c9)"), "{msg}");
@@ -112,9 +143,64 @@ mod tests {
         let err = probe("00:09.0");
         assert!(err.to_string().contains("does not exist"), "{err}");
         // With no driver registered, the message says how an application gets one.
-        let err = probe_with(&sysfs, &vfio, &allocator, &Registry::new(), "00:03.0".parse().unwrap()).err().unwrap();
+        let err =
+            probe_with(&sysfs, &vfio, &allocator, &Registry::new(), "00:03.0".parse().unwrap(), &none).err().unwrap();
         let msg = err.to_string();
         assert!(msg.contains("no driver for PCI device 0000:00:03.0 (1af4:1041)"), "{msg}");
         assert!(msg.contains("eal::init_with"), "{msg}");
+    }
+
+    /// Records the devargs its probe was given, then fails (the fake device cannot be opened).
+    fn devargs_probe(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
+        ctx.devargs().check_keys(&["rxq_hint"])?;
+        Err(ctx.devargs().error(format!(
+            "reached the driver as {:?} with {:?}",
+            ctx.devargs().driver,
+            ctx.devargs().args
+        )))
+    }
+
+    static DEVARGS_DRIVERS: &[PciDriver] =
+        &[PciDriver { name: "net_fake", ids: &[PciId::new(0x1af4, 0x1041)], probe: devargs_probe }];
+
+    #[test]
+    fn devargs_after_the_address_reach_the_driver() {
+        let fake = FakeSysfs::new("eal-devargs");
+        fake.add_device(&FakeDevice::net("0000:00:03.0", 0x1af4, 0x1041).driver("vfio-pci").iommu_group(3));
+        let sysfs = fake.sysfs();
+        let vfio = Vfio::with_parts(
+            std::sync::Arc::new(pktio::vfio::fake::FakeVfio::new()),
+            sysfs.clone(),
+            VfioConfig::default(),
+        );
+        let registry = Registry::new().with_pci(DEVARGS_DRIVERS);
+        let allocator = Allocator::no_huge();
+        let open = |text: &str| {
+            let (addr, args) = Devargs::parse_pci(text).unwrap();
+            probe_with(&sysfs, &vfio, &allocator, &registry, addr, &args).err().unwrap().to_string()
+        };
+        let msg = open("0000:00:03.0,rxq_hint=4");
+        assert!(msg.contains(r#"reached the driver as "net_fake" with [("rxq_hint", "4")]"#), "{msg}");
+        let msg = open("00:03.0,bogus=1");
+        assert!(msg.contains(r#"unknown argument "bogus"; net_fake takes: rxq_hint"#), "{msg}");
+    }
+
+    #[test]
+    fn scanning_finds_vfio_bound_supported_devices_minus_the_block_list() {
+        let fake = FakeSysfs::new("eal-scan");
+        fake.add_device(&FakeDevice::net("0000:00:05.0", 0x1af4, 0x1041).driver("vfio-pci").iommu_group(5));
+        fake.add_device(&FakeDevice::net("0000:00:03.0", 0x1af4, 0x1041).driver("vfio-pci").iommu_group(3));
+        // Supported but owned by the kernel: left alone.
+        fake.add_device(&FakeDevice::net("0000:00:04.0", 0x1af4, 0x1041).driver("virtio-pci").iommu_group(4));
+        // Bound to vfio-pci but no registered driver claims it.
+        fake.add_device(&FakeDevice::net("0000:00:06.0", 0x8086, 0x10c9).driver("vfio-pci").iommu_group(6));
+        // Blocked with -b.
+        fake.add_device(&FakeDevice::net("0000:00:07.0", 0x1af4, 0x1041).driver("vfio-pci").iommu_group(7));
+        let registry = Registry::new().with_pci(FAKE_DRIVERS);
+        let block: Vec<PciAddress> = vec!["00:07.0".parse().unwrap()];
+        let found = scan(&fake.sysfs(), &registry, &block).unwrap();
+        let found: Vec<String> = found.iter().map(|a| a.to_string()).collect();
+        assert_eq!(found, ["0000:00:03.0", "0000:00:05.0"]);
+        assert!(scan(&fake.sysfs(), &Registry::new(), &[]).unwrap().is_empty(), "no driver, nothing to probe");
     }
 }
