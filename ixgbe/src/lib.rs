@@ -47,6 +47,7 @@ mod error;
 pub mod igb;
 pub mod regs;
 pub mod rxtx;
+pub mod stats;
 pub mod testing;
 
 pub use dev::{

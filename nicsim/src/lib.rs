@@ -88,5 +88,6 @@ pub use dma::IovaMap;
 pub use fault::{Fault, FaultLog};
 pub use pci::PciIdentity;
 pub use x540::{
-    run_until_idle, Chip, LinkSpeed, ModelCounters, ModelThread, RxError, SimBar, X540Config, X540Port, X540,
+    run_until_idle, Chip, LinkSpeed, ModelCounters, ModelThread, ResetRecord, RxError, SimBar, X540Config, X540Port,
+    X540,
 };
