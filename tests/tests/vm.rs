@@ -19,6 +19,7 @@ const GUEST_TESTS: &[&str] = &[
     "testpmd-fwd",
     "igb-exchange",
     "testpmd-igb",
+    "testpmd-noargs",
 ];
 
 struct VmRun {
@@ -116,4 +117,9 @@ fn vm_igb_exchange_with_host_peer() {
 #[test]
 fn vm_testpmd_rs_io_forward_between_igb_and_virtio() {
     check("testpmd-igb");
+}
+
+#[test]
+fn vm_testpmd_rs_without_eal_arguments_probes_the_vfio_devices() {
+    check("testpmd-noargs");
 }
