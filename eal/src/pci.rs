@@ -45,14 +45,18 @@ pub const USERSPACE_DRIVER: &str = "vfio-pci";
 /// supports, except those in `block`, in address order. Devices bound to a kernel driver are left alone (DPDK
 /// skips them too: it cannot map a device the kernel owns).
 pub fn scan(sysfs: &Sysfs, registry: &Registry, block: &[PciAddress]) -> Result<Vec<PciAddress>> {
-    let mut found: Vec<PciAddress> = sysfs
-        .devices()
-        .map_err(|e| Error::Pci(format!("cannot list PCI devices to probe (give them with -a): {e}")))?
-        .into_iter()
+    let dir = sysfs.root().join("bus/pci/devices");
+    // No PCI bus (a container without /sys/bus/pci): nothing to probe, as DPDK finds nothing there either.
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(Vec::new()) };
+    let mut found: Vec<PciAddress> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<PciAddress>().ok())
+        .filter(|a| !block.contains(a))
+        // A device whose sysfs entry cannot be read is one this EAL could not use: skip it, not the whole scan.
+        .filter_map(|a| sysfs.device(a).ok())
         .filter(|d| d.driver.as_deref() == Some(USERSPACE_DRIVER))
         .filter(|d| registry.pci_driver_for(d.id).is_some())
         .map(|d| d.address)
-        .filter(|a| !block.contains(a))
         .collect();
     found.sort();
     Ok(found)
@@ -202,5 +206,8 @@ mod tests {
         let found: Vec<String> = found.iter().map(|a| a.to_string()).collect();
         assert_eq!(found, ["0000:00:03.0", "0000:00:05.0"]);
         assert!(scan(&fake.sysfs(), &Registry::new(), &[]).unwrap().is_empty(), "no driver, nothing to probe");
+        // A sysfs without a PCI bus: nothing to probe, not an error.
+        let empty = pktio::pci::Sysfs::new(std::env::temp_dir().join("eal-scan-no-such-root"), "/proc");
+        assert!(scan(&empty, &registry, &[]).unwrap().is_empty());
     }
 }
