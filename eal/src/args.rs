@@ -341,13 +341,18 @@ pub fn parse(args: &[String], available_cpus: &[u32]) -> Result<(EalConfig, Vec<
                     Some(value.parse::<u32>().map_err(|_| bad(format!("--main-lcore {value:?}: expected a number")))?)
             }
             "-a" | "--allow" | "-w" | "--pci-whitelist" => {
-                let (address, devargs) = Devargs::parse_pci(&value).map_err(|e| bad(format!("{name} {e}")))?;
+                // The address first, for its own message; then the key=value arguments after it.
+                let address = parse_pci(&name, &value, value.split(',').next().unwrap_or(""))?;
+                let (_, devargs) = Devargs::parse_pci(&value).map_err(|e| match e {
+                    pktio::Error::Devargs { reason, .. } => bad(format!("{name} {value:?}: {reason}")),
+                    e => bad(format!("{name} {value:?}: {e}")),
+                })?;
                 if cfg.allow.iter().any(|d| d.address == address) {
                     return Err(bad(format!("{name} {value:?}: device {address} is already allowed")));
                 }
                 cfg.allow.push(AllowedDevice { address, devargs })
             }
-            "-b" | "--block" | "--pci-blacklist" => cfg.block.push(parse_pci(&name, &value)?),
+            "-b" | "--block" | "--pci-blacklist" => cfg.block.push(parse_pci(&name, &value, &value)?),
             "--no-pci" => cfg.no_pci = true,
             "--vdev" => {
                 pktio::devargs::Devargs::parse(&value)?;
@@ -582,8 +587,9 @@ pub fn parse_lcores(text: &str) -> Result<Vec<(u32, Vec<u32>)>> {
     Ok(map)
 }
 
-fn parse_pci(option: &str, value: &str) -> Result<PciAddress> {
-    value.trim().parse().map_err(|e| bad(format!("{option} {value:?}: {e}")))
+/// The PCI address `text`, part of `option`'s `value`.
+fn parse_pci(option: &str, value: &str, text: &str) -> Result<PciAddress> {
+    text.trim().parse().map_err(|e| bad(format!("{option} {value:?}: {e}")))
 }
 
 #[cfg(test)]
@@ -650,7 +656,8 @@ mod tests {
             ("-c 0x0", "no lcore"),
             ("-c zz", "hex mask"),
             ("-l 0-1 --main-lcore 5", "not in the lcore list"),
-            ("-a 01:00", "PCI address"),
+            ("-a 01:00", "-a \"01:00\": \"01:00\" is not a PCI address"),
+            ("-a 0000:zz:00.0,x=1", "-a \"0000:zz:00.0,x=1\": \"0000:zz:00.0\" is not a PCI address"),
             ("--vdev ,x=1", "device name"),
             ("--iova-mode xx", "va or pa"),
             ("--no-huge --iova-mode pa", "needs hugepages"),
@@ -682,7 +689,7 @@ mod tests {
             ("--vfio-intr msx", "legacy, msi or msix"),
             ("--force-max-simd-bitwidth 100", "64, 128, 256, 512"),
             ("--force-max-simd-bitwidth 32", "64, 128, 256, 512"),
-            ("-a 0000:01:00.0,novalue", "not key=value"),
+            ("-a 0000:01:00.0,novalue", "-a \"0000:01:00.0,novalue\": \"novalue\" is not key=value"),
             ("-a 0000:01:00.0 -a 01:00.0", "already allowed"),
             ("-a 0000:01:00.0 -b 01:00.0", "both allowed (-a) and blocked (-b)"),
             ("-n x", "expected a number"),

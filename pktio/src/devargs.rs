@@ -22,7 +22,7 @@ pub struct Devargs {
 impl Devargs {
     /// Parses `name[,key=value]...`.
     pub fn parse(text: &str) -> Result<Devargs> {
-        let bad = |reason: String| Error::Devargs { devargs: text.to_string(), reason };
+        let bad = |reason: String| Error::Devargs { option: "--vdev", devargs: text.to_string(), reason };
         let mut parts = text.split(',');
         let name = parts.next().unwrap_or("").trim();
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
@@ -37,7 +37,7 @@ impl Devargs {
     /// address in its full form; the driver name is empty until the EAL knows which driver claims the device
     /// ([`Devargs::for_driver`]).
     pub fn parse_pci(text: &str) -> Result<(PciAddress, Devargs)> {
-        let bad = |reason: String| Error::Devargs { devargs: text.to_string(), reason };
+        let bad = |reason: String| Error::Devargs { option: "-a", devargs: text.to_string(), reason };
         let mut parts = text.split(',');
         let addr_text = parts.next().unwrap_or("").trim();
         let addr: PciAddress = addr_text.parse().map_err(|e| bad(format!("{e}")))?;
@@ -104,7 +104,9 @@ impl Devargs {
 
     /// An error about these devargs.
     pub fn error(&self, reason: impl Into<String>) -> Error {
-        Error::Devargs { devargs: self.raw.clone(), reason: reason.into() }
+        // PCI devices get their arguments from -a, virtual ones from --vdev.
+        let option = if self.name.parse::<PciAddress>().is_ok() { "-a" } else { "--vdev" };
+        Error::Devargs { option, devargs: self.raw.clone(), reason: reason.into() }
     }
 }
 
@@ -163,7 +165,7 @@ mod tests {
         assert_eq!(d.args, [("foo".to_string(), "bar".to_string()), ("x".to_string(), "1".to_string())]);
         let err = d.clone().for_driver("net_ixgbe").check_keys(&[]).unwrap_err().to_string();
         assert!(err.contains("unknown argument \"foo\"; net_ixgbe takes no device arguments"), "{err}");
-        assert!(err.contains("01:00.0,foo=bar"), "{err}");
+        assert!(err.starts_with("-a \"01:00.0,foo=bar,x=1\": "), "{err}");
         assert!(d.check_keys(&["foo", "x"]).is_ok());
         let (_, plain) = Devargs::parse_pci("0000:02:00.1").unwrap();
         assert!(plain.args.is_empty() && plain.check_keys(&[]).is_ok());

@@ -75,6 +75,7 @@ mod tests {
             )),
             "{err}"
         );
+        assert!(err.starts_with("-a \"0000:00:04.0,fiber_sdp3_no_tx_disable=1\": "), "{err}");
         assert_eq!(fake_vfio.state().open_fds(), 0, "nothing was opened");
         assert!(fake_vfio.state().ioctls.is_empty(), "no VFIO call was made");
     }
