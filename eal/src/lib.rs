@@ -124,27 +124,12 @@ where
 
     let mut ports = Vec::new();
     if !config.no_pci {
-        let devices: Vec<AllowedDevice> = if config.allow.is_empty() {
-            // Nothing to scan for without a PCI driver (and no need to read sysfs).
-            let found = if registry.pci_drivers().is_empty() {
-                Vec::new()
-            } else {
-                pci::scan(&pktio::pci::Sysfs::system(), registry, &config.block)?
-            };
-            found
-                .into_iter()
-                .map(|address| AllowedDevice { address, devargs: pktio::devargs::Devargs::empty(&address.to_string()) })
-                .collect()
-        } else {
-            config.allow.clone()
-        };
-        if !devices.is_empty() {
-            let vfio = pci::vfio_for(allocator.config().iova_mode);
-            for d in &devices {
-                let dev = pci::probe(d.address, &d.devargs, &allocator, &vfio, registry)?;
-                ports.push(Some(Port { name: d.address.to_string(), dev }));
-            }
+        let vfio = pci::vfio_for(allocator.config().iova_mode);
+        let opened = pci::open_ports(&pktio::pci::Sysfs::system(), &vfio, &allocator, registry, &config)?;
+        for (addr, e) in &opened.skipped {
+            eprintln!("EAL: {addr}: skipped (found without -a, cannot be used): {e}");
         }
+        ports.extend(opened.ports.into_iter().map(|(addr, dev)| Some(Port { name: addr.to_string(), dev })));
     }
     for devargs in &config.vdevs {
         // Registered vdevs first (they may yield several ports), then pktio's software ports.

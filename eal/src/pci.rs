@@ -80,6 +80,47 @@ pub fn probe_with(
     Ok((driver.probe)(&ctx)?)
 }
 
+/// The PCI ports [`open_ports`] opened, and the scanned devices it had to leave out.
+pub struct OpenedPorts {
+    /// Opened devices, in probe order.
+    pub ports: Vec<(PciAddress, Box<dyn EthDev>)>,
+    /// Devices found by scanning (no `-a`) that could not be opened, with why.
+    pub skipped: Vec<(PciAddress, Error)>,
+}
+
+/// Opens the PCI devices `config` asks for: those given with `-a` (each must open), or with no `-a` those
+/// [`scan`] finds, where one that cannot be opened (held by a VM or another process) is left out, as DPDK does.
+pub fn open_ports(
+    sysfs: &Sysfs,
+    vfio: &Vfio,
+    allocator: &Allocator,
+    registry: &Registry,
+    config: &crate::EalConfig,
+) -> Result<OpenedPorts> {
+    let mut out = OpenedPorts { ports: Vec::new(), skipped: Vec::new() };
+    if config.no_pci {
+        return Ok(out);
+    }
+    if !config.allow.is_empty() {
+        for d in &config.allow {
+            out.ports.push((d.address, probe_with(sysfs, vfio, allocator, registry, d.address, &d.devargs)?));
+        }
+        return Ok(out);
+    }
+    // Nothing to scan for without a PCI driver (and no need to read sysfs).
+    if registry.pci_drivers().is_empty() {
+        return Ok(out);
+    }
+    for addr in scan(sysfs, registry, &config.block)? {
+        let devargs = Devargs::empty(&addr.to_string());
+        match probe_with(sysfs, vfio, allocator, registry, addr, &devargs) {
+            Ok(dev) => out.ports.push((addr, dev)),
+            Err(e) => out.skipped.push((addr, e)),
+        }
+    }
+    Ok(out)
+}
+
 /// Opens the device at `addr` with the driver `registry` has for its ID, through `vfio`, from the real `/sys`.
 pub fn probe(
     addr: PciAddress,
@@ -209,5 +250,53 @@ mod tests {
         // A sysfs without a PCI bus: nothing to probe, not an error.
         let empty = pktio::pci::Sysfs::new(std::env::temp_dir().join("eal-scan-no-such-root"), "/proc");
         assert!(scan(&empty, &registry, &[]).unwrap().is_empty());
+    }
+
+    /// Opens a null port for devices on bus 0 slot 3, fails for the others (a device held elsewhere).
+    fn picky_probe(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
+        if ctx.address().to_string().starts_with("0000:00:03.") {
+            pktio::ports::open_vdev(&format!("net_null{}", ctx.address().function))
+        } else {
+            ctx.open_vfio()?;
+            unreachable!("the fake VFIO has no group for it")
+        }
+    }
+
+    static PICKY: &[PciDriver] =
+        &[PciDriver { name: "net_picky", ids: &[PciId::new(0x1af4, 0x1041)], probe: picky_probe }];
+
+    #[test]
+    fn scanned_devices_that_cannot_open_are_skipped_but_allowed_ones_must_open() {
+        let fake = FakeSysfs::new("eal-open-ports");
+        fake.add_device(&FakeDevice::net("0000:00:03.0", 0x1af4, 0x1041).driver("vfio-pci").iommu_group(3));
+        fake.add_device(&FakeDevice::net("0000:00:04.0", 0x1af4, 0x1041).driver("vfio-pci").iommu_group(4));
+        fake.add_device(&FakeDevice::net("0000:00:03.1", 0x1af4, 0x1041).driver("vfio-pci").iommu_group(5));
+        let sysfs = fake.sysfs();
+        let vfio = Vfio::with_parts(
+            std::sync::Arc::new(pktio::vfio::fake::FakeVfio::new()),
+            sysfs.clone(),
+            VfioConfig::default(),
+        );
+        let allocator = Allocator::no_huge();
+        let registry = Registry::new().with_pci(PICKY);
+        let config = |line: &str| {
+            let args: Vec<String> = line.split_whitespace().map(String::from).collect();
+            crate::args::parse(&args, &[0]).unwrap().0
+        };
+        // No -a: both 00:03.x open, in address order; 00:04.0 is skipped with its reason.
+        let opened = open_ports(&sysfs, &vfio, &allocator, &registry, &config("-l 0")).unwrap();
+        let names: Vec<String> = opened.ports.iter().map(|(a, _)| a.to_string()).collect();
+        assert_eq!(names, ["0000:00:03.0", "0000:00:03.1"]);
+        assert_eq!(opened.skipped.len(), 1);
+        assert_eq!(opened.skipped[0].0.to_string(), "0000:00:04.0");
+        // -b leaves a device out of the scan.
+        let opened = open_ports(&sysfs, &vfio, &allocator, &registry, &config("-l 0 -b 00:03.1")).unwrap();
+        assert_eq!(opened.ports.len(), 1);
+        // Asked for with -a, the same device is an error.
+        assert!(open_ports(&sysfs, &vfio, &allocator, &registry, &config("-l 0 -a 00:04.0")).is_err());
+        let opened = open_ports(&sysfs, &vfio, &allocator, &registry, &config("-l 0 -a 00:03.1")).unwrap();
+        assert_eq!(opened.ports.len(), 1);
+        // --no-pci: nothing.
+        assert!(open_ports(&sysfs, &vfio, &allocator, &registry, &config("-l 0 --no-pci")).unwrap().ports.is_empty());
     }
 }
