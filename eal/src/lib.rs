@@ -26,6 +26,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod args;
+mod cores;
 pub mod cpu;
 mod error;
 pub mod pci;
