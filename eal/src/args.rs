@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 
 use hugepage::{IovaMode, PageSize};
+use pktio::devargs::Devargs;
 use pktio::pci::PciAddress;
 
+pub use crate::cores::{parse_corelist, parse_coremask, parse_lcores};
 use crate::{Error, Result};
 
 /// Log levels, as DPDK numbers them (1 emergency .. 8 debug).
@@ -46,15 +48,41 @@ impl LogLevel {
     }
 }
 
+/// A per-component `--log-level` setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRule {
+    /// The component names it applies to: a shell-style pattern (`pmd.net.*`, from `PATTERN:LEVEL`) or a regular
+    /// expression (`^pmd\.net`, from DPDK's `REGEX,LEVEL` form), as [`LogRule::regex`] says.
+    pub pattern: String,
+    /// True for the `REGEX,LEVEL` form.
+    pub regex: bool,
+    /// The level.
+    pub level: LogLevel,
+}
+
+/// A PCI device named with `-a`, with the device arguments given after its address (`-a 0000:01:00.0,key=value`),
+/// which go to its driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedDevice {
+    /// The address.
+    pub address: PciAddress,
+    /// The arguments (none when only the address was given).
+    pub devargs: Devargs,
+}
+
 /// Everything the EAL arguments say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EalConfig {
-    /// Lcore ids (= CPU numbers), sorted, from `-l`/`-c`; default: every CPU available.
+    /// Lcore ids, sorted, from `-l`/`-c`/`--lcores`; default: every CPU available. With `-l`/`-c` an lcore id is
+    /// the CPU number it runs on; `--lcores` may map them otherwise ([`EalConfig::cpus_of`]).
     pub lcores: Vec<u32>,
+    /// `--lcores` mappings `lcore@cpus` (and groups `(0-3)@(0,1)`): the CPUs each lcore may run on. Lcores not
+    /// listed here run on the CPU of their own number.
+    pub lcore_cpus: Vec<(u32, Vec<u32>)>,
     /// The main lcore (`--main-lcore`); default: the first of `lcores`.
     pub main_lcore: u32,
-    /// PCI allow list (`-a`), in order.
-    pub allow: Vec<PciAddress>,
+    /// PCI allow list (`-a`), in order. Empty: every supported device bound to vfio-pci is probed (minus `block`).
+    pub allow: Vec<AllowedDevice>,
     /// PCI block list (`-b`).
     pub block: Vec<PciAddress>,
     /// `--no-pci`.
@@ -75,16 +103,34 @@ pub struct EalConfig {
     pub file_prefix: String,
     /// Global `--log-level`.
     pub log_level: LogLevel,
-    /// Per-component `--log-level=PATTERN:LEVEL` settings.
-    pub log_levels: Vec<(String, LogLevel)>,
+    /// Per-component `--log-level=PATTERN:LEVEL` and `--log-level=REGEX,LEVEL` settings, in order.
+    pub log_levels: Vec<LogRule>,
     /// `--huge-pagesize` (ours) or the default hugepage size.
     pub page_size: Option<PageSize>,
+    /// `-v`: print the version at start-up.
+    pub print_version: bool,
+    /// `--force-max-simd-bitwidth`, if given (recorded; this build's vector width is fixed when it is compiled).
+    pub max_simd_bitwidth: Option<u16>,
+    /// One line for each option given that means nothing here (accepted so that DPDK scripts run), to be printed
+    /// once at start-up.
+    pub notes: Vec<String>,
+}
+
+impl EalConfig {
+    /// The CPUs `lcore` may run on: its `--lcores` mapping, else the CPU of its own number.
+    pub fn cpus_of(&self, lcore: u32) -> Vec<u32> {
+        match self.lcore_cpus.iter().find(|(l, _)| *l == lcore) {
+            Some((_, cpus)) => cpus.clone(),
+            None => vec![lcore],
+        }
+    }
 }
 
 impl Default for EalConfig {
     fn default() -> Self {
         EalConfig {
             lcores: Vec::new(),
+            lcore_cpus: Vec::new(),
             main_lcore: 0,
             allow: Vec::new(),
             block: Vec::new(),
@@ -99,6 +145,9 @@ impl Default for EalConfig {
             log_level: LogLevel::Info,
             log_levels: Vec::new(),
             page_size: None,
+            print_version: false,
+            max_simd_bitwidth: None,
+            notes: Vec::new(),
         }
     }
 }
@@ -111,8 +160,10 @@ pub fn usage(program: &str, registry: &pktio::driver::Registry) -> String {
 EAL options:
   -l CORELIST            lcores to run on, e.g. 0-3 or 0,2,4-5 (lcore id = CPU number)
   -c COREMASK            lcores as a hexadecimal mask, e.g. 0x3
+  --lcores MAP           lcores and the CPUs they run on: 0-3, 1@2, (0-3)@(0,1), 0,(1,2)@3
   --main-lcore ID        lcore that runs the main thread (default: the first)
-  -a, --allow PCI        use only these PCI devices (repeatable), e.g. -a 0000:01:00.0
+  -a, --allow PCI[,k=v]  use only these PCI devices (repeatable), e.g. -a 0000:01:00.0; key=value arguments go to
+                         the driver. Without -a: every supported device bound to vfio-pci
   -b, --block PCI        never use this PCI device (repeatable)
   --no-pci               use no PCI device
   --vdev DEVARGS         add a virtual device, e.g. --vdev net_null0,size=64 (repeatable)
@@ -124,10 +175,15 @@ EAL options:
   --socket-mem MB[,MB]   memory budget per NUMA node in MiB
   --iova-mode va|pa      device addressing: va (IOMMU, default) or pa (physical, no IOMMU; needs root)
   --file-prefix NAME     prefix of hugepage files (run several processes side by side)
-  --log-level LEVEL      global log level 1-8 or a name; or PATTERN:LEVEL for one component
-  -n N                   memory channels (accepted for compatibility; unused)
-  --in-memory            accepted for compatibility (no files are ever kept)
-  -h, --help             this text",
+  --log-level LEVEL      global log level 1-8 or a name; PATTERN:LEVEL (glob) or REGEX,LEVEL for components
+  -v                     print the version at start-up
+  -h, --help             this text
+
+Accepted for DPDK scripts, meaning nothing here (each says so once on stderr): -n N, -d LIB (drivers are built in),
+  --in-memory, --no-shconf, --proc-type primary|auto, --single-file-segments, --legacy-mem, --base-virtaddr ADDR,
+  --vfio-intr legacy|msi|msix, --telemetry, --no-telemetry, --force-max-simd-bitwidth N, --no-hpet,
+  --huge-unlink[=MODE], --match-allocations, --syslog[=FACILITY], --vmware-tsc-map, --create-uio-dev.
+  Virtual device names also take DPDK's eth_ aliases (eth_null0 = net_null0).",
         drivers = crate::vdev::known_names(registry).join(", ")
     )
 }
@@ -136,45 +192,40 @@ fn bad(msg: impl Into<String>) -> Error {
     Error::BadArgument(msg.into())
 }
 
-/// Parses a core list such as `0-3,5,7-8` (sorted, without duplicates).
-pub fn parse_corelist(text: &str) -> Result<Vec<u32>> {
-    let err = || bad(format!("-l {text:?}: expected a core list such as 0-3 or 0,2,4-5"));
-    let mut out = Vec::new();
-    for part in text.split(',') {
-        let part = part.trim();
-        if part.is_empty() {
-            return Err(err());
-        }
-        let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => (a.trim().parse::<u32>().map_err(|_| err())?, b.trim().parse::<u32>().map_err(|_| err())?),
-            None => {
-                let v = part.parse::<u32>().map_err(|_| err())?;
-                (v, v)
-            }
-        };
-        if lo > hi {
-            return Err(bad(format!("-l {text:?}: range {lo}-{hi} runs backwards")));
-        }
-        if hi as usize >= mempool::lcore::MAX_LCORES {
-            return Err(bad(format!("-l {text:?}: lcore {hi} is over the maximum {}", mempool::lcore::MAX_LCORES - 1)));
-        }
-        out.extend(lo..=hi);
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
+/// Options that take a value (`--opt value`, `--opt=value`, `-oVALUE`).
+const TAKES_VALUE: &[&str] = &[
+    "-l",
+    "-c",
+    "--lcores",
+    "--main-lcore",
+    "--master-lcore",
+    "-a",
+    "--allow",
+    "-w",
+    "--pci-whitelist",
+    "-b",
+    "--block",
+    "--pci-blacklist",
+    "--vdev",
+    "--huge-dir",
+    "--huge-pagesize",
+    "-m",
+    "--socket-mem",
+    "--socket-limit",
+    "--iova-mode",
+    "--file-prefix",
+    "--log-level",
+    "-n",
+    "-r",
+    "-d",
+    "--proc-type",
+    "--base-virtaddr",
+    "--vfio-intr",
+    "--force-max-simd-bitwidth",
+];
 
-/// Parses a hexadecimal core mask such as `0x3` or `f`.
-pub fn parse_coremask(text: &str) -> Result<Vec<u32>> {
-    let digits = text.trim().trim_start_matches("0x").trim_start_matches("0X");
-    let mask =
-        u128::from_str_radix(digits, 16).map_err(|_| bad(format!("-c {text:?}: expected a hex mask such as 0x3")))?;
-    if mask == 0 {
-        return Err(bad(format!("-c {text:?}: the mask selects no lcore")));
-    }
-    Ok((0..128u32).filter(|i| mask & (1u128 << i) != 0).collect())
-}
+/// Flags that may carry a value of their own (`--huge-unlink=always`) but never take the next word.
+const OPTIONAL_VALUE: &[&str] = &["--huge-unlink", "--syslog"];
 
 /// Splits `args` (without the program name) at the first `--`, parses the EAL part and returns it with the
 /// application's arguments. `available_cpus` is used for the default lcore list.
@@ -186,7 +237,7 @@ pub fn parse(args: &[String], available_cpus: &[u32]) -> Result<(EalConfig, Vec<
     };
     let mut cfg = EalConfig::default();
     let mut main_lcore = None;
-    let mut lcores_given = false;
+    let mut lcores_from: Option<String> = None;
     let mut i = 0;
     while i < eal.len() {
         let arg = eal[i].as_str();
@@ -203,29 +254,7 @@ pub fn parse(args: &[String], available_cpus: &[u32]) -> Result<(EalConfig, Vec<
         } else {
             (arg.to_string(), None)
         };
-        let takes_value = matches!(
-            name.as_str(),
-            "-l" | "-c"
-                | "--main-lcore"
-                | "--master-lcore"
-                | "-a"
-                | "--allow"
-                | "-w"
-                | "--pci-whitelist"
-                | "-b"
-                | "--block"
-                | "--vdev"
-                | "--huge-dir"
-                | "--huge-pagesize"
-                | "-m"
-                | "--socket-mem"
-                | "--iova-mode"
-                | "--file-prefix"
-                | "--log-level"
-                | "-n"
-                | "--proc-type"
-        );
-        let value = if takes_value {
+        let value = if TAKES_VALUE.contains(&name.as_str()) {
             match inline {
                 Some(v) => v,
                 None => {
@@ -233,29 +262,58 @@ pub fn parse(args: &[String], available_cpus: &[u32]) -> Result<(EalConfig, Vec<
                     eal.get(i).cloned().ok_or_else(|| bad(format!("option {name} needs a value")))?
                 }
             }
+        } else if OPTIONAL_VALUE.contains(&name.as_str()) {
+            inline.unwrap_or_default()
         } else {
-            if inline.is_some() && name.starts_with("--") {
+            if inline.is_some() && name.starts_with("--") && is_known_flag(&name) {
                 return Err(bad(format!("option {name} takes no value")));
             }
             String::new()
+        };
+        let mut choose_lcores = |option: &str| -> Result<()> {
+            if let Some(previous) = lcores_from.replace(option.to_string()) {
+                if previous != option {
+                    return Err(bad(format!("{previous} and {option} both choose the lcores: give only one")));
+                }
+            }
+            Ok(())
         };
         match name.as_str() {
             // The caller, who knows the registry, rewrites this with the registry's vdevs.
             "-h" | "--help" => return Err(Error::Help(usage("app", &Default::default()))),
             "-l" => {
+                choose_lcores("-l")?;
                 cfg.lcores = parse_corelist(&value)?;
-                lcores_given = true;
+                cfg.lcore_cpus.clear();
             }
             "-c" => {
+                choose_lcores("-c")?;
                 cfg.lcores = parse_coremask(&value)?;
-                lcores_given = true;
+                cfg.lcore_cpus.clear();
+            }
+            "--lcores" => {
+                choose_lcores("--lcores")?;
+                let map = parse_lcores(&value)?;
+                cfg.lcores = map.iter().map(|(l, _)| *l).collect();
+                cfg.lcore_cpus = map;
             }
             "--main-lcore" | "--master-lcore" => {
                 main_lcore =
                     Some(value.parse::<u32>().map_err(|_| bad(format!("--main-lcore {value:?}: expected a number")))?)
             }
-            "-a" | "--allow" | "-w" | "--pci-whitelist" => cfg.allow.push(parse_pci(&name, &value)?),
-            "-b" | "--block" => cfg.block.push(parse_pci(&name, &value)?),
+            "-a" | "--allow" | "-w" | "--pci-whitelist" => {
+                // The address first, for its own message; then the key=value arguments after it.
+                let address = parse_pci(&name, &value, value.split(',').next().unwrap_or(""))?;
+                let (_, devargs) = Devargs::parse_pci(&value).map_err(|e| match e {
+                    pktio::Error::Devargs { reason, .. } => bad(format!("{name} {value:?}: {reason}")),
+                    e => bad(format!("{name} {value:?}: {e}")),
+                })?;
+                if cfg.allow.iter().any(|d| d.address == address) {
+                    return Err(bad(format!("{name} {value:?}: device {address} is already allowed")));
+                }
+                cfg.allow.push(AllowedDevice { address, devargs })
+            }
+            "-b" | "--block" | "--pci-blacklist" => cfg.block.push(parse_pci(&name, &value, &value)?),
             "--no-pci" => cfg.no_pci = true,
             "--vdev" => {
                 pktio::devargs::Devargs::parse(&value)?;
@@ -275,10 +333,12 @@ pub fn parse(args: &[String], available_cpus: &[u32]) -> Result<(EalConfig, Vec<
                 cfg.memory_mb = Some(mb.ok_or_else(|| bad(format!("-m {value:?}: expected a size in MiB")))?)
             }
             "--socket-mem" => {
-                let sizes: Option<Vec<usize>> = value.split(',').map(|v| v.trim().parse().ok()).collect();
-                cfg.socket_mem = sizes
-                    .ok_or_else(|| bad(format!("--socket-mem {value:?}: expected MiB per node, e.g. 1024,1024")))?;
+                cfg.socket_mem = parse_mib_list(&name, &value)?;
                 cfg.memory_mb = Some(cfg.socket_mem.iter().sum());
+            }
+            "--socket-limit" => {
+                parse_mib_list(&name, &value)?;
+                note(&mut cfg, &name, "memory is taken as needed within -m/--socket-mem, never grown past them");
             }
             "--iova-mode" => {
                 cfg.iova_mode = Some(
@@ -291,27 +351,50 @@ pub fn parse(args: &[String], available_cpus: &[u32]) -> Result<(EalConfig, Vec<
                 }
                 cfg.file_prefix = value
             }
-            "--log-level" => match value.rsplit_once(':').or_else(|| value.rsplit_once('=')) {
-                Some((pattern, level)) => {
-                    let level = LogLevel::parse(level)
-                        .ok_or_else(|| bad(format!("--log-level {value:?}: bad level {level:?}")))?;
-                    cfg.log_levels.push((pattern.to_string(), level));
-                }
-                None => {
-                    cfg.log_level = LogLevel::parse(&value).ok_or_else(|| {
-                        bad(format!("--log-level {value:?}: expected 1-8 or a level name such as debug"))
-                    })?
-                }
-            },
-            "-n" => {
-                value.parse::<u32>().map_err(|_| bad(format!("-n {value:?}: expected a number")))?;
+            "--log-level" => parse_log_level(&mut cfg, &value)?,
+            "-v" => cfg.print_version = true,
+            "-n" | "-r" => {
+                value.parse::<u32>().map_err(|_| bad(format!("{name} {value:?}: expected a number")))?;
+                note(&mut cfg, &name, "memory channels and ranks only tune DPDK's allocator; nothing uses them here");
             }
+            "-d" => note(&mut cfg, &name, "drivers are built in (the application's registry); no library is loaded"),
             "--proc-type" => {
                 if value != "primary" && value != "auto" {
                     return Err(bad(format!("--proc-type {value}: only primary processes are supported")));
                 }
             }
-            "--in-memory" | "--no-shconf" | "--no-telemetry" => {}
+            "--in-memory" | "--no-shconf" => {
+                note(&mut cfg, &name, "no shared configuration or hugepage file is kept after exit anyway")
+            }
+            "--single-file-segments" | "--legacy-mem" | "--match-allocations" | "--huge-unlink" => {
+                note(&mut cfg, &name, "memory is laid out by the hugepage crate; this DPDK memory mode does not apply")
+            }
+            "--base-virtaddr" => {
+                let digits = value.trim_start_matches("0x").trim_start_matches("0X");
+                u64::from_str_radix(digits, 16).map_err(|_| {
+                    bad(format!("--base-virtaddr {value:?}: expected a hex address such as 0x7f0000000000"))
+                })?;
+                note(&mut cfg, &name, "no multi-process mapping, so the address space needs no fixed base");
+            }
+            "--vfio-intr" => {
+                if !matches!(value.as_str(), "legacy" | "msi" | "msix") {
+                    return Err(bad(format!("--vfio-intr {value:?}: expected legacy, msi or msix")));
+                }
+                note(&mut cfg, &name, "ports are polled; no interrupt is set up");
+            }
+            "--telemetry" | "--no-telemetry" => {
+                note(&mut cfg, "--telemetry", "there is no telemetry socket; statistics come from the application")
+            }
+            "--force-max-simd-bitwidth" => {
+                let bits = value.parse::<u16>().ok().filter(|b| *b == 0 || (b.is_power_of_two() && *b >= 64));
+                cfg.max_simd_bitwidth = Some(bits.ok_or_else(|| {
+                    bad(format!("--force-max-simd-bitwidth {value:?}: expected 64, 128, 256, 512 (or 0: no limit)"))
+                })?);
+                note(&mut cfg, &name, "the vector width is fixed when this build is compiled");
+            }
+            "--no-hpet" | "--vmware-tsc-map" => note(&mut cfg, &name, "timing uses the kernel's monotonic clock"),
+            "--syslog" => note(&mut cfg, &name, "messages go to stderr"),
+            "--create-uio-dev" => note(&mut cfg, &name, "devices are used through vfio-pci only"),
             other if other.starts_with('-') => return Err(bad(format!("unknown EAL option {other:?}"))),
             other => {
                 return Err(bad(format!(
@@ -327,7 +410,10 @@ pub fn parse(args: &[String], available_cpus: &[u32]) -> Result<(EalConfig, Vec<
     if cfg.no_pci && !cfg.allow.is_empty() {
         return Err(bad("--no-pci and -a contradict each other"));
     }
-    if !lcores_given {
+    if let Some(d) = cfg.allow.iter().find(|d| cfg.block.contains(&d.address)) {
+        return Err(bad(format!("{} is both allowed (-a) and blocked (-b)", d.address)));
+    }
+    if lcores_from.is_none() {
         cfg.lcores = available_cpus.to_vec();
     }
     if cfg.lcores.is_empty() {
@@ -343,10 +429,67 @@ pub fn parse(args: &[String], available_cpus: &[u32]) -> Result<(EalConfig, Vec<
     Ok((cfg, app))
 }
 
-fn parse_pci(option: &str, value: &str) -> Result<PciAddress> {
-    // DPDK allows device arguments after the address (0000:01:00.0,foo=bar): keep the address part.
-    let addr = value.split(',').next().unwrap_or("");
-    addr.parse().map_err(|e| bad(format!("{option} {value:?}: {e}")))
+/// True for the flags [`parse`] knows (so `--no-huge=1` says "takes no value", an unknown `--opt=1` "unknown").
+fn is_known_flag(name: &str) -> bool {
+    matches!(
+        name,
+        "--help"
+            | "--no-pci"
+            | "--no-huge"
+            | "--in-memory"
+            | "--no-shconf"
+            | "--single-file-segments"
+            | "--legacy-mem"
+            | "--match-allocations"
+            | "--telemetry"
+            | "--no-telemetry"
+            | "--no-hpet"
+            | "--vmware-tsc-map"
+            | "--create-uio-dev"
+    )
+}
+
+/// Records, once per option, that `option` was accepted and why it changes nothing.
+fn note(cfg: &mut EalConfig, option: &str, why: &str) {
+    let line = format!("{option} accepted and ignored: {why}");
+    if !cfg.notes.iter().any(|n| n.starts_with(&format!("{option} "))) {
+        cfg.notes.push(line);
+    }
+}
+
+fn parse_mib_list(option: &str, value: &str) -> Result<Vec<usize>> {
+    let sizes: Option<Vec<usize>> = value.split(',').map(|v| v.trim().parse().ok()).collect();
+    sizes.ok_or_else(|| bad(format!("{option} {value:?}: expected MiB per node, e.g. 1024,1024")))
+}
+
+/// `--log-level`: `LEVEL` (global), `PATTERN:LEVEL` (shell-style pattern), `REGEX,LEVEL` (DPDK's regex form);
+/// `PATTERN=LEVEL` is taken as the pattern form too (older DPDK spelling).
+fn parse_log_level(cfg: &mut EalConfig, value: &str) -> Result<()> {
+    let level_of = |level: &str| {
+        LogLevel::parse(level).ok_or_else(|| {
+            bad(format!("--log-level {value:?}: bad level {level:?} (1-8 or emerg, alert, crit, err, warning, notice, info, debug)"))
+        })
+    };
+    let (pattern, regex, level) = if let Some((re, level)) = value.rsplit_once(',') {
+        (re, true, level)
+    } else if let Some((pattern, level)) = value.rsplit_once(':').or_else(|| value.rsplit_once('=')) {
+        (pattern, false, level)
+    } else {
+        cfg.log_level = LogLevel::parse(value)
+            .ok_or_else(|| bad(format!("--log-level {value:?}: expected 1-8 or a level name such as debug")))?;
+        return Ok(());
+    };
+    if pattern.trim().is_empty() {
+        return Err(bad(format!("--log-level {value:?}: the component pattern before the level is empty")));
+    }
+    let level = level_of(level)?;
+    cfg.log_levels.push(LogRule { pattern: pattern.to_string(), regex, level });
+    Ok(())
+}
+
+/// The PCI address `text`, part of `option`'s `value`.
+fn parse_pci(option: &str, value: &str, text: &str) -> Result<PciAddress> {
+    text.trim().parse().map_err(|e| bad(format!("{option} {value:?}: {e}")))
 }
 
 #[cfg(test)]
@@ -376,7 +519,8 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.lcores, [0, 1]);
         assert_eq!(cfg.main_lcore, 1);
-        assert_eq!(cfg.allow[0].to_string(), "0000:01:00.0");
+        assert_eq!(cfg.allow[0].address.to_string(), "0000:01:00.0");
+        assert!(cfg.allow[0].devargs.args.is_empty());
         assert_eq!(cfg.vdevs, ["net_null0", "net_ring0"]);
         assert!(cfg.no_huge);
         assert_eq!(cfg.memory_mb, Some(256));
@@ -388,7 +532,10 @@ mod tests {
         assert_eq!(cfg.lcores, [0, 2]);
         assert_eq!(cfg.iova_mode, Some(IovaMode::Pa));
         assert_eq!(cfg.memory_mb, Some(1024));
-        assert_eq!(cfg.log_levels, [("pmd.net.null".to_string(), LogLevel::Debug)]);
+        assert_eq!(
+            cfg.log_levels,
+            [LogRule { pattern: "pmd.net.null".to_string(), regex: false, level: LogLevel::Debug }]
+        );
         assert!(app.is_empty());
 
         let (cfg, _) = parse(&args("-c 0x5 --log-level 8"), &[0]).unwrap();
@@ -409,7 +556,8 @@ mod tests {
             ("-c 0x0", "no lcore"),
             ("-c zz", "hex mask"),
             ("-l 0-1 --main-lcore 5", "not in the lcore list"),
-            ("-a 01:00", "PCI address"),
+            ("-a 01:00", "-a \"01:00\": \"01:00\" is not a PCI address"),
+            ("-a 0000:zz:00.0,x=1", "-a \"0000:zz:00.0,x=1\": \"0000:zz:00.0\" is not a PCI address"),
             ("--vdev ,x=1", "device name"),
             ("--iova-mode xx", "va or pa"),
             ("--no-huge --iova-mode pa", "needs hugepages"),
@@ -421,12 +569,126 @@ mod tests {
             ("stray", "put application options after --"),
             ("--no-pci -a 0000:01:00.0", "contradict"),
             ("--no-huge=1", "takes no value"),
+            ("--frobnicate=1", "unknown EAL option \"--frobnicate\""),
             ("--huge-pagesize 4K", "2M or 1G"),
+            ("--lcores", "needs a value"),
+            ("--lcores (0-3@1", "parenthes"),
+            ("--lcores 0-3)@1", "parenthes"),
+            ("--lcores ((0))", "nest"),
+            ("--lcores 0,,1", "empty element"),
+            ("--lcores 1,1@2", "given twice"),
+            ("--lcores x@1", "not a number"),
+            ("--lcores 1@(a)", "not a number"),
+            ("-l 0 --lcores 1", "both choose the lcores"),
+            ("-c 1 -l 0", "both choose the lcores"),
+            ("--log-level pmd,loud", "bad level"),
+            ("--log-level ,debug", "pattern before the level is empty"),
+            ("--log-level :8", "pattern before the level is empty"),
+            ("-d", "needs a value"),
+            ("--base-virtaddr nowhere", "hex address"),
+            ("--vfio-intr msx", "legacy, msi or msix"),
+            ("--force-max-simd-bitwidth 100", "64, 128, 256, 512"),
+            ("--force-max-simd-bitwidth 32", "64, 128, 256, 512"),
+            ("-a 0000:01:00.0,novalue", "-a \"0000:01:00.0,novalue\": \"novalue\" is not key=value"),
+            ("-a 0000:01:00.0 -a 01:00.0", "already allowed"),
+            ("-a 0000:01:00.0 -b 01:00.0", "both allowed (-a) and blocked (-b)"),
+            ("-n x", "expected a number"),
         ] {
             let err = parse(&args(line), &[0, 1]).unwrap_err().to_string();
             assert!(err.contains(needle), "{line}: {err}");
         }
         assert!(matches!(parse(&args("-h"), &[0]), Err(Error::Help(_))));
+    }
+
+    #[test]
+    fn lcores_maps_lcores_to_cpus_with_dpdk_groups() {
+        let (cfg, _) = parse(&args("--lcores (0-3)@(0,1) --main-lcore 2"), &[0, 1]).unwrap();
+        assert_eq!(cfg.lcores, [0, 1, 2, 3]);
+        assert_eq!(cfg.main_lcore, 2);
+        for l in 0..4 {
+            assert_eq!(cfg.cpus_of(l), [0, 1], "lcore {l}");
+        }
+        let (cfg, _) = parse(&args("--lcores=0,(1,2)@3,4-5,6@1,7@(4-5)"), &[0]).unwrap();
+        assert_eq!(cfg.lcores, [0, 1, 2, 4, 5, 6, 7]);
+        assert_eq!(cfg.cpus_of(0), [0]);
+        assert_eq!(cfg.cpus_of(1), [3]);
+        assert_eq!(cfg.cpus_of(2), [3]);
+        assert_eq!(cfg.cpus_of(5), [5]);
+        assert_eq!(cfg.cpus_of(6), [1]);
+        assert_eq!(cfg.cpus_of(7), [4, 5]);
+        // -l keeps lcore = CPU.
+        let (cfg, _) = parse(&args("-l 2-3"), &[0]).unwrap();
+        assert!(cfg.lcore_cpus.is_empty());
+        assert_eq!(cfg.cpus_of(3), [3]);
+        // The same option twice: the last wins, as with -l before.
+        let (cfg, _) = parse(&args("--lcores 1 --lcores 2@0"), &[0]).unwrap();
+        assert_eq!(cfg.lcores, [2]);
+        assert_eq!(cfg.cpus_of(2), [0]);
+    }
+
+    #[test]
+    fn log_levels_in_every_dpdk_form() {
+        let (cfg, _) = parse(
+            &args("--log-level=pmd.net.*:debug --log-level ^lib\\.eal$,5 --log-level 3 --log-level=user1=info"),
+            &[0],
+        )
+        .unwrap();
+        assert_eq!(cfg.log_level, LogLevel::Critical);
+        assert_eq!(
+            cfg.log_levels,
+            [
+                LogRule { pattern: "pmd.net.*".into(), regex: false, level: LogLevel::Debug },
+                LogRule { pattern: "^lib\\.eal$".into(), regex: true, level: LogLevel::Warning },
+                LogRule { pattern: "user1".into(), regex: false, level: LogLevel::Info },
+            ]
+        );
+    }
+
+    #[test]
+    fn devargs_after_an_allowed_address_are_kept() {
+        let (cfg, _) = parse(&args("-a 0000:01:00.0,fiber_sdp3_no_tx_disable=1 -w 02:00.1 -b 03:00.0"), &[0]).unwrap();
+        assert_eq!(cfg.allow.len(), 2);
+        assert_eq!(cfg.allow[0].devargs.get("fiber_sdp3_no_tx_disable"), Some("1"));
+        assert_eq!(cfg.allow[0].devargs.name, "0000:01:00.0");
+        assert_eq!(cfg.allow[1].address.to_string(), "0000:02:00.1");
+        assert_eq!(cfg.block[0].to_string(), "0000:03:00.0");
+    }
+
+    /// Every option that means nothing here is accepted, validated where it has a value, and noted once.
+    #[test]
+    fn meaningless_options_are_accepted_and_noted_once() {
+        let line = "-v -n 4 -r 2 -d librte_net_ixgbe.so -d /usr/lib/dpdk --in-memory --no-shconf --proc-type auto                     --single-file-segments --legacy-mem --base-virtaddr 0x7f0000000000 --vfio-intr=msix --telemetry                     --no-telemetry --force-max-simd-bitwidth 512 --no-hpet --huge-unlink=always --match-allocations                     --syslog --vmware-tsc-map --create-uio-dev --socket-limit 2048";
+        let (cfg, app) = parse(&args(&format!("{line} -- -i")), &[0, 1]).unwrap();
+        assert_eq!(app, ["-i"]);
+        assert!(cfg.print_version);
+        assert_eq!(cfg.max_simd_bitwidth, Some(512));
+        for option in [
+            "-n",
+            "-r",
+            "-d",
+            "--in-memory",
+            "--no-shconf",
+            "--single-file-segments",
+            "--legacy-mem",
+            "--base-virtaddr",
+            "--vfio-intr",
+            "--telemetry",
+            "--force-max-simd-bitwidth",
+            "--no-hpet",
+            "--huge-unlink",
+            "--match-allocations",
+            "--syslog",
+            "--vmware-tsc-map",
+            "--create-uio-dev",
+            "--socket-limit",
+        ] {
+            let n = cfg.notes.iter().filter(|n| n.starts_with(&format!("{option} accepted and ignored: "))).count();
+            assert_eq!(n, 1, "{option}: {:?}", cfg.notes);
+        }
+        assert!(cfg.notes.iter().any(|n| n.contains("drivers are built in")), "{:?}", cfg.notes);
+        // Nothing meaningful: no notes.
+        let (cfg, _) = parse(&args("-l 0 --no-huge"), &[0]).unwrap();
+        assert!(cfg.notes.is_empty() && !cfg.print_version);
     }
 
     proptest::proptest! {

@@ -33,18 +33,28 @@ pub fn format_list(cpus: &[u32]) -> String {
 
 /// Pins the calling thread to `cpu`.
 pub fn pin_current_thread(cpu: u32) -> Result<()> {
-    if cpu as usize >= libc::CPU_SETSIZE as usize {
-        return Err(Error::Lcore { lcore: cpu, reason: "CPU number too large".into() });
+    pin_current_thread_to(cpu, &[cpu])
+}
+
+/// Pins the calling thread, which runs `lcore`, to the CPUs `cpus` (one, or an `--lcores` group).
+pub fn pin_current_thread_to(lcore: u32, cpus: &[u32]) -> Result<()> {
+    if cpus.is_empty() {
+        return Err(Error::Lcore { lcore, reason: "no CPU to run on".into() });
     }
-    // SAFETY: zeroed cpu_set_t is empty; CPU_SET writes inside it (index checked above).
+    // SAFETY: zeroed cpu_set_t is empty.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    for &cpu in cpus {
+        if cpu as usize >= libc::CPU_SETSIZE as usize {
+            return Err(Error::Lcore { lcore, reason: format!("CPU number {cpu} too large") });
+        }
+        // SAFETY: CPU_SET writes inside the set (index checked above).
+        unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    }
     // SAFETY: pid 0 = this thread; the set is valid for its size.
     if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
         return Err(Error::Lcore {
-            lcore: cpu,
-            reason: format!("cannot pin to CPU {cpu}: {}", std::io::Error::last_os_error()),
+            lcore,
+            reason: format!("cannot pin to CPU(s) {}: {}", format_list(cpus), std::io::Error::last_os_error()),
         });
     }
     Ok(())

@@ -15,12 +15,18 @@
 //! build, or one the application assembles, e.g. for the ixgbe driver alone
 //! `Registry::new().with_pci(ixgbe::PCI_DRIVERS)` (see the `pmds` crate for that recipe).
 //!
-//! Not supported: hot-plug (devices are probed once, at init), PCI scanning without `-a` (only allowed devices are
-//! probed), multi-process (primary/secondary), interrupts.
+//! PCI devices: those given with `-a` (with their `key=value` device arguments, which reach the driver), or with no
+//! `-a` every device bound to vfio-pci whose ID a registered driver supports, minus `-b`, as DPDK scans. DPDK
+//! options that mean nothing here (`-n`, `-d`, `--legacy-mem`, `--telemetry`, ...) are accepted and each says so
+//! once on stderr.
+//!
+//! Not supported: hot-plug (devices are probed once, at init), devices bound to uio drivers, multi-process
+//! (primary/secondary), interrupts, loading drivers at run time (`-d`).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod args;
+mod cores;
 pub mod cpu;
 mod error;
 pub mod pci;
@@ -35,7 +41,7 @@ use mempool::lcore::{self, LcoreGuard};
 use mempool::{Mempool, PoolConfig};
 use pktio::EthDev;
 
-pub use args::{EalConfig, LogLevel};
+pub use args::{AllowedDevice, EalConfig, LogLevel, LogRule};
 pub use error::{Error, Result};
 pub use pktio::driver::Registry;
 pub use signal::{clear_stop, request_stop, stop_requested};
@@ -93,9 +99,15 @@ where
         e => e,
     })?;
     for &lcore in &config.lcores {
-        if !available.contains(&lcore) {
+        if config.cpus_of(lcore).iter().any(|c| !available.contains(c)) {
             return Err(Error::CpuUnavailable { lcore, available: cpu::format_list(&available) });
         }
+    }
+    if config.print_version {
+        eprintln!("EAL: pktio-rs EAL {} (DPDK 22.11 command line)", env!("CARGO_PKG_VERSION"));
+    }
+    for note in &config.notes {
+        eprintln!("EAL: {note}");
     }
 
     let dma = DmaConfig {
@@ -112,15 +124,13 @@ where
     };
 
     let mut ports = Vec::new();
-    if !config.no_pci && !config.allow.is_empty() {
+    if !config.no_pci {
         let vfio = pci::vfio_for(allocator.config().iova_mode);
-        for addr in &config.allow {
-            if config.block.contains(addr) {
-                continue;
-            }
-            let dev = pci::probe(*addr, &allocator, &vfio, registry)?;
-            ports.push(Some(Port { name: addr.to_string(), dev }));
+        let opened = pci::open_ports(&pktio::pci::Sysfs::system(), &vfio, &allocator, registry, &config)?;
+        for (addr, e) in &opened.skipped {
+            eprintln!("EAL: {addr}: skipped (found without -a, cannot be used): {e}");
         }
+        ports.extend(opened.ports.into_iter().map(|(addr, dev)| Some(Port { name: addr.to_string(), dev })));
     }
     for devargs in &config.vdevs {
         // Registered vdevs first (they may yield several ports), then pktio's software ports.
@@ -152,7 +162,7 @@ where
 
     let main = lcore::bind_current_thread(config.main_lcore)
         .map_err(|e| Error::Lcore { lcore: config.main_lcore, reason: e.to_string() })?;
-    cpu::pin_current_thread(config.main_lcore)?;
+    cpu::pin_current_thread_to(config.main_lcore, &config.cpus_of(config.main_lcore))?;
     signal::install_handlers();
     Ok((Eal { config, allocator, ports, memory_used: 0, _main_lcore: main }, app_args))
 }
@@ -259,7 +269,7 @@ impl Eal {
             let reason = format!("not a worker lcore (workers: {})", cpu::format_list(&self.worker_lcores()));
             return Err(LaunchError { error: Error::Lcore { lcore, reason }, work });
         }
-        launch_on(lcore, work)
+        launch_pinned(lcore, self.config.cpus_of(lcore), work, |work| work())
     }
 
     /// [`Eal::launch`] for work that takes `state` (queues, streams) by value: a failed launch hands `state` back in
@@ -274,7 +284,7 @@ impl Eal {
             let reason = format!("not a worker lcore (workers: {})", cpu::format_list(&self.worker_lcores()));
             return Err(LaunchError { error: Error::Lcore { lcore, reason }, work: state });
         }
-        launch_on_with(lcore, state, work)
+        launch_pinned(lcore, self.config.cpus_of(lcore), state, work)
     }
 }
 
@@ -322,11 +332,21 @@ where
     W: FnOnce(S) -> R + Send + 'static,
     R: Send + 'static,
 {
+    launch_pinned(lcore, vec![lcore], state, work)
+}
+
+/// [`launch_on_with`] on a thread pinned to `cpus` (an `--lcores` mapping) rather than CPU `lcore`.
+fn launch_pinned<S, W, R>(lcore: u32, cpus: Vec<u32>, state: S, work: W) -> Result<LcoreThread<R>, LaunchError<S>>
+where
+    S: Send + 'static,
+    W: FnOnce(S) -> R + Send + 'static,
+    R: Send + 'static,
+{
     let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
     let (state_tx, state_rx) = mpsc::channel::<S>();
     let spawned = std::thread::Builder::new().name(format!("lcore-{lcore}")).spawn(move || {
         let bound = lcore::bind_current_thread(lcore).map_err(|e| Error::Lcore { lcore, reason: e.to_string() });
-        let guard = match bound.and_then(|g| cpu::pin_current_thread(lcore).map(|_| g)) {
+        let guard = match bound.and_then(|g| cpu::pin_current_thread_to(lcore, &cpus).map(|_| g)) {
             Ok(g) => g,
             Err(e) => {
                 let _ = ready_tx.send(Err(e));

@@ -191,6 +191,15 @@ pub type IxgbeTxQueue<R> = TxRing<R, IxgbeFamily>;
 pub const MAX_RX_QUEUES: u16 = 128;
 /// Most TX queues with MTQC = 0 (docs/hw/ixgbe.md §14).
 pub const MAX_TX_QUEUES: u16 = 64;
+/// TX queues the hardware has (all flushed before a reset, docs/hw/ixgbe.md §3.1 step 2).
+pub const HW_TX_QUEUES: u16 = 128;
+/// Wait after flushing the queues, before PCIe mastering is turned off (docs/hw/ixgbe.md §3.1 step 2).
+const QUEUE_FLUSH_WAIT: Duration = Duration::from_millis(2);
+/// Wait for the last PCIe completions before clearing pending TX (docs/hw/ixgbe.md §3.1 step 3a).
+const TX_PENDING_WAIT: Duration = Duration::from_millis(3);
+/// SW/FW semaphore: tries, and the sleep between two (docs/hw/ixgbe.md §5.5 step 5).
+const SWFW_TRIES: u32 = 200;
+const SWFW_RETRY: Duration = Duration::from_millis(5);
 /// Ring size limits (docs/hw/ixgbe.md §14).
 pub const DESC_LIMITS: DescLimits = DescLimits { min: 64, max: 8192, align: 8 };
 /// Largest frame, CRC included (docs/hw/ixgbe.md §11).
@@ -369,16 +378,44 @@ impl<R: RegisterSpace> Ixgbe<R> {
         let _ = self.regs.read(EICR);
     }
 
+    /// Step 3: turns PCIe mastering off and waits for outstanding requests to end. False if they did not within
+    /// `budget` (the reset must then be done twice).
+    fn disable_pcie_master(&self, budget: Duration) -> bool {
+        self.regs.write(CTRL, ctrl::GIO_DIS);
+        // The bit must read back set before STATUS.GIO means anything.
+        let _ = self.regs.poll(CTRL, ctrl::GIO_DIS, ctrl::GIO_DIS, budget);
+        self.regs.poll(STATUS, status::GIO, 0, budget).is_ok()
+    }
+
+    /// Step 3a, before a double reset: with MAC loopback on (so nothing reaches the wire if the link comes up), give
+    /// the last completions time, then have the PCIe transaction layer drop what it still holds (GCR_EXT
+    /// BUFFERS_CLEAR), and put both registers back. The reference also polls the PCIe device status word for its
+    /// transaction-pending bit; that is in config space, which this driver does not keep mapped, so it waits
+    /// instead.
+    fn clear_tx_pending(&self) {
+        let hl = self.regs.read(HLREG0);
+        self.regs.write(HLREG0, hl | hlreg0::LPBK);
+        let _ = self.regs.read(STATUS);
+        std::thread::sleep(TX_PENDING_WAIT);
+        let gcr = self.regs.read(GCR_EXT);
+        self.regs.write(GCR_EXT, gcr | gcr_ext::BUFFERS_CLEAR);
+        let _ = self.regs.read(STATUS);
+        std::thread::sleep(Duration::from_micros(20));
+        self.regs.write(GCR_EXT, gcr);
+        self.regs.write(HLREG0, hl);
+    }
+
     /// Reset and initialisation up to (not including) the start of traffic.
     fn reset_and_init(&mut self) -> Result<()> {
         let t = self.options.timing.clone();
         // Counters clear on reset: keep what they hold.
         self.accumulate();
 
-        // 3.1 quiesce.
+        // 3.1 quiesce (docs/hw/ixgbe.md §3.1).
         self.mask_interrupts();
         self.regs.clear_bits(RXCTRL, rxctrl::RXEN);
-        for q in 0..MAX_TX_QUEUES {
+        // Every TX queue the hardware has, not only the ones this driver hands out.
+        for q in 0..HW_TX_QUEUES {
             self.regs.write(txdctl(q), txdctl::SWFLSH);
         }
         for q in 0..MAX_RX_QUEUES {
@@ -387,8 +424,13 @@ impl<R: RegisterSpace> Ixgbe<R> {
                 self.regs.write(rxdctl(q), (v & !rxdctl::ENABLE) | rxdctl::SWFLSH);
             }
         }
-        self.regs.write(CTRL, ctrl::GIO_DIS);
-        let double_reset = self.regs.poll(STATUS, status::GIO, 0, t.gio_disable).is_err();
+        // Step 2: let the flushes finish before PCIe mastering is turned off.
+        let _ = self.regs.read(STATUS);
+        std::thread::sleep(QUEUE_FLUSH_WAIT);
+        let double_reset = !self.disable_pcie_master(t.gio_disable);
+        if double_reset {
+            self.clear_tx_pending();
+        }
 
         // 3.2 global reset (twice if PCIe mastering did not stop).
         for _ in 0..(1 + double_reset as usize) {
@@ -477,19 +519,13 @@ impl<R: RegisterSpace> Ixgbe<R> {
         }
     }
 
-    /// Takes SW/FW resource `mask` (docs/hw/ixgbe.md §5.5). False if it could not be had in time.
+    /// Takes SW/FW resource `mask` (docs/hw/ixgbe.md §5.5): up to 200 tries 5 ms apart, as the reference. Firmware
+    /// that still holds it after that is taken to be hung and the resource is taken anyway (the reference does the
+    /// same); another software owner is not overridden. False if it could not be had.
     fn swfw_acquire(&self, mask: u32) -> bool {
-        let t = &self.options.timing;
         let fw = mask << sw_fw_sync::FW_SHIFT;
-        for _ in 0..10 {
-            if self.regs.poll(SWSM, swsm::SMBI, 0, t.semaphore).is_err() {
-                return false;
-            }
-            if self.regs.poll(SW_FW_SYNC, sw_fw_sync::REGSMP, 0, t.semaphore).is_err() {
-                self.regs.clear_bits(SWSM, swsm::SMBI);
-                return false;
-            }
-            let v = self.regs.read(SW_FW_SYNC);
+        for _ in 0..SWFW_TRIES {
+            let Some(v) = self.swfw_helpers() else { return false };
             let free = v & (mask | fw) == 0;
             if free {
                 self.regs.write(SW_FW_SYNC, (v | mask) & !sw_fw_sync::REGSMP);
@@ -500,9 +536,32 @@ impl<R: RegisterSpace> Ixgbe<R> {
             if free {
                 return true;
             }
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(SWFW_RETRY);
         }
-        false
+        let Some(v) = self.swfw_helpers() else { return false };
+        let forced = v & mask == 0 && v & fw != 0;
+        if forced {
+            self.regs.write(SW_FW_SYNC, (v | mask) & !sw_fw_sync::REGSMP);
+        } else {
+            self.regs.clear_bits(SW_FW_SYNC, sw_fw_sync::REGSMP);
+        }
+        self.regs.clear_bits(SWSM, swsm::SMBI);
+        if forced {
+            std::thread::sleep(SWFW_RETRY);
+        }
+        forced
+    }
+
+    /// Takes the two helper semaphores (SWSM.SMBI, then SW_FW_SYNC.REGSMP) and returns SW_FW_SYNC as it reads with
+    /// them held; `None` (and nothing held) if either stays busy past the budget.
+    fn swfw_helpers(&self) -> Option<u32> {
+        let t = &self.options.timing;
+        self.regs.poll(SWSM, swsm::SMBI, 0, t.semaphore).ok()?;
+        if self.regs.poll(SW_FW_SYNC, sw_fw_sync::REGSMP, 0, t.semaphore).is_err() {
+            self.regs.clear_bits(SWSM, swsm::SMBI);
+            return None;
+        }
+        Some(self.regs.read(SW_FW_SYNC))
     }
 
     fn swfw_release(&self, mask: u32) {
@@ -595,7 +654,11 @@ impl<R: RegisterSpace> Ixgbe<R> {
         let sfp = self.options.media == Media::Sfp;
         if !up {
             if sfp {
-                self.regs.set_bits(ESDP, esdp::SDP3);
+                // Management firmware sharing the port vetoes it: turning the laser off would cut its traffic
+                // (docs/hw/ixgbe.md §5.6).
+                if self.regs.read(MMNGC) & mmngc::MNG_VETO == 0 {
+                    self.regs.set_bits(ESDP, esdp::SDP3);
+                }
             } else {
                 self.regs.set_bits(AUTOC2, autoc2::LINK_DISABLE_MASK);
             }
@@ -803,6 +866,8 @@ impl<R: RegisterSpace> Ixgbe<R> {
         for (i, s) in STATS.iter().enumerate() {
             let v = if i == stat_idx::MPC {
                 (0..MPC_COUNT).map(|p| self.regs.read(mpc(p)) as u64).sum()
+            } else if i == stat_idx::QPRC {
+                (0..QUEUE_STAT_SETS).map(|n| self.regs.read(qprc(n)) as u64).sum()
             } else {
                 let lo = self.regs.read(s.lo) as u64;
                 match s.hi {
@@ -825,26 +890,19 @@ impl<R: RegisterSpace> Ixgbe<R> {
         // Packets and bytes come from the queues (exact, what the application saw); errors and drops from the
         // MAC's counters, as DPDK reports them.
         s.imissed += hw[stat_idx::MPC];
-        // ierrors is the MAC's count (as DPDK reports it); frames it passed with an error write-back (RXE, e.g.
-        // with FCTRL.SBP) and the driver dropped are already in it, and also show as rx_qN_errors.
-        s.ierrors = [
-            stat_idx::CRCERRS,
-            stat_idx::ILLERRC,
-            stat_idx::ERRBC,
-            stat_idx::MSPDC,
-            stat_idx::RLEC,
-            stat_idx::RUC,
-            stat_idx::RFC,
-            stat_idx::ROC,
-            stat_idx::RJC,
-        ]
-        .iter()
-        .map(|&i| hw[i])
-        .sum::<u64>();
-        if self.options.mac_type == MacType::X540 {
-            s.ierrors += hw[stat_idx::XEC];
-        }
+        // ierrors is the MAC's count, summed as DPDK sums it (crate::stats); frames it passed with an error
+        // write-back (RXE, e.g. with FCTRL.SBP) and the driver dropped are already in it, and also show as
+        // rx_qN_errors.
+        s.ierrors = crate::stats::ierrors(&hw, self.options.mac_type);
         s
+    }
+
+    /// The hardware counters as DPDK reports them (crate::stats), since `base`.
+    fn dpdk_values(&self, base: &[u64]) -> Vec<u64> {
+        // The driver always strips the CRC (hw_start sets HLREG0.RXCRCSTRP).
+        let now = crate::stats::dpdk_view(&self.hw_values(), true);
+        let then = if base.is_empty() { vec![0; now.len()] } else { crate::stats::dpdk_view(base, true) };
+        now.iter().zip(then).map(|(n, t)| n.wrapping_sub(t)).collect()
     }
 }
 
@@ -979,9 +1037,9 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
 
     fn xstats(&self) -> Vec<XStat> {
         let mut out = self.stats().generic_xstats();
-        let hw = self.hw_values();
-        for (i, s) in STATS.iter().enumerate() {
-            out.push(XStat::new(s.name, hw[i].wrapping_sub(self.xbase.get(i).copied().unwrap_or(0))));
+        let hw = self.dpdk_values(&self.xbase);
+        for (s, v) in STATS.iter().zip(hw) {
+            out.push(XStat::new(s.name, v));
         }
         out
     }

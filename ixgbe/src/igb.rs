@@ -105,6 +105,9 @@ pub mod regs {
     pub const RXCSUM_TUOFLD: u32 = bit(9);
     /// Long packet maximum length.
     pub const RLPML: Reg = Reg(0x5004);
+    /// What RLPML allows beyond the MTU: Ethernet header (14), CRC (4) and one VLAN tag (4), as the reference igb
+    /// driver sets it; without the tag's 4 bytes a tagged full-size frame would be dropped as too long.
+    pub const RLPML_OVERHEAD: u32 = 14 + 4 + 4;
     /// Receive address low 0.
     pub const RAL0: Reg = Reg(0x5400);
     /// Receive address high 0.
@@ -118,6 +121,10 @@ pub mod regs {
     /// PHY register 0 (control).
     pub const PHY_REG_CTRL: u32 = 0;
 
+    /// Queue register `n` of the block at `base`. The 82576 answers for queues 0-3 at two addresses: the
+    /// e1000-compatible ones (RX 0x2800, TX 0x3800, 0x100 apart), which the reference base code uses for n < 4, and
+    /// the 0xC000/0xE000 block (0x40 apart) that holds all 16 queues. Using the block alone gives one formula for
+    /// every queue, and it is the range QEMU's igb model decodes.
     const fn q(base: usize, n: u16) -> Reg {
         Reg(base + 0x40 * n as usize)
     }
@@ -417,7 +424,7 @@ impl<R: RegisterSpace> Igb<R> {
 
     fn apply_rctl(&self) {
         let en = self.regs.read(regs::RCTL) & regs::RCTL_EN;
-        self.regs.write(regs::RLPML, self.state.config.mtu as u32 + 18);
+        self.regs.write(regs::RLPML, self.state.config.mtu as u32 + regs::RLPML_OVERHEAD);
         self.regs.write(regs::RCTL, self.rctl() | en);
     }
 
@@ -719,5 +726,29 @@ mod tests {
         let dev = Igb::new(fake, Arc::new(IdentityMapper), Allocator::no_huge(), "igb0", timing).unwrap();
         assert_eq!(dev.mac_addr().to_string(), "52:54:00:00:00:20");
         assert!(!dev.link().up);
+    }
+
+    /// RLPML leaves room for one VLAN tag: MTU + 22, at start and after an MTU change.
+    #[test]
+    fn rlpml_allows_a_vlan_tagged_full_size_frame() {
+        let fake = Arc::new(
+            FakeRegs::new([0x52, 0x54, 0x00, 0x12, 0x34, 0x57])
+                .with_read_bits(regs::EECD, regs::EECD_AUTO_RD)
+                .with_read_bits(regs::MDIC, regs::MDIC_READY)
+                .with_read_bits(regs::STATUS, regs::STATUS_LU | regs::STATUS_SPEED.val(2)),
+        );
+        let timing = IgbTiming { reset_settle: Duration::ZERO, ..Default::default() };
+        let mut dev = Igb::new(fake.clone(), Arc::new(IdentityMapper), Allocator::no_huge(), "igb0", timing).unwrap();
+        let pool = Mempool::new("igb-rlpml", &PoolConfig::with_size(512), &Allocator::no_huge()).unwrap();
+        dev.configure(&PortConfig { rx_desc: 64, tx_desc: 64, ..Default::default() }).unwrap();
+        dev.start(&pool).unwrap();
+        // 1500-byte payload + 14 header + 4 tag + 4 CRC = 1522.
+        assert_eq!(fake.peek(regs::RLPML), 1522);
+        dev.stop().unwrap();
+        dev.set_mtu(9000).unwrap();
+        dev.start(&pool).unwrap();
+        assert_eq!(fake.peek(regs::RLPML), 9022);
+        assert_ne!(fake.peek(regs::RCTL) & regs::RCTL_LPE, 0);
+        dev.stop().unwrap();
     }
 }

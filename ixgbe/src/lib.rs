@@ -47,6 +47,7 @@ mod error;
 pub mod igb;
 pub mod regs;
 pub mod rxtx;
+pub mod stats;
 pub mod testing;
 
 pub use dev::{
@@ -76,13 +77,20 @@ static IXGBE_IDS: [PciId; PCI_IDS.len()] = {
     ids
 };
 
+/// Device arguments (`-a ADDRESS,key=value`) these drivers take: none. DPDK's ixgbe and igb keys tune features this
+/// driver does not have (SR-IOV, fiber SDP3 handling), so any key is refused before the device is touched rather
+/// than silently ignored.
+const DEVARGS: &[&str] = &[];
+
 /// X540/82599 through the application's VFIO container and DMA memory.
 fn probe_ixgbe(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
+    ctx.devargs().clone().for_driver("net_ixgbe").check_keys(DEVARGS)?;
     Ok(Box::new(open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
 }
 
 /// 82576 (QEMU's igb) through VFIO, on the shared ring code.
 fn probe_igb(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
+    ctx.devargs().clone().for_driver("net_igb").check_keys(DEVARGS)?;
     Ok(Box::new(igb::open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
 }
 
@@ -99,5 +107,34 @@ mod tests {
         }
         assert_eq!(r.pci_driver_for(PciId::new(0x8086, 0x10c9)).map(|d| d.name), Some("net_igb"));
         assert!(r.pci_driver_for(PciId::new(0x8086, 0x10c8)).is_none());
+    }
+
+    /// `-a ADDRESS,key=value` reaches the probe, which refuses a key it does not know before opening anything.
+    #[test]
+    fn the_probe_rejects_unknown_devargs_before_touching_the_device() {
+        use pktio::pci::fake::{FakeDevice, FakeSysfs};
+        use pktio::vfio::{Vfio, VfioConfig};
+        let fake = FakeSysfs::new("ixgbe-devargs");
+        fake.add_device(&FakeDevice::net("0000:00:04.0", 0x8086, 0x1528).driver("vfio-pci").iommu_group(4));
+        let sysfs = fake.sysfs();
+        let device = sysfs.device("00:04.0".parse().unwrap()).unwrap();
+        let fake_vfio = std::sync::Arc::new(pktio::vfio::fake::FakeVfio::new());
+        let vfio = Vfio::with_parts(fake_vfio.clone(), sysfs, VfioConfig::default());
+        let allocator = hugepage::Allocator::no_huge();
+        let driver =
+            pktio::driver::Registry::new().with_pci(PCI_DRIVERS).pci_driver_for(PciId::new(0x8086, 0x1528)).unwrap();
+        let (_, devargs) = pktio::devargs::Devargs::parse_pci("0000:00:04.0,fiber_sdp3_no_tx_disable=1").unwrap();
+        let ctx = PciProbe::new(device, &allocator, &vfio).with_devargs(devargs.for_driver(driver.name));
+        let err = (driver.probe)(&ctx).err().unwrap().to_string();
+        assert!(
+            err.contains(&format!(
+                "unknown argument \"fiber_sdp3_no_tx_disable\"; {} takes no device arguments",
+                driver.name
+            )),
+            "{err}"
+        );
+        assert!(err.starts_with("-a \"0000:00:04.0,fiber_sdp3_no_tx_disable=1\": "), "{err}");
+        assert_eq!(fake_vfio.state().open_fds(), 0, "nothing was opened");
+        assert!(fake_vfio.state().ioctls.is_empty(), "no VFIO call was made");
     }
 }

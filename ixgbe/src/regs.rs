@@ -181,6 +181,24 @@ pub mod esdp {
     pub const SDP3: u32 = bit(3);
 }
 
+/// PCIe control extended (docs/hw/ixgbe.md §3.1 step 3a).
+pub const GCR_EXT: Reg = Reg(0x11050);
+/// GCR_EXT bits.
+pub mod gcr_ext {
+    use super::bit;
+    /// Starts clearing the buffers of the PCIe transaction layer (pending TX completions) before a second reset.
+    pub const BUFFERS_CLEAR: u32 = bit(30);
+}
+
+/// Manageability control (docs/hw/ixgbe.md §5.6).
+pub const MMNGC: Reg = Reg(0x042D0);
+/// MMNGC bits.
+pub mod mmngc {
+    use super::bit;
+    /// Management firmware vetoes resets and laser changes that would cut its own traffic.
+    pub const MNG_VETO: u32 = bit(0);
+}
+
 /// Interrupt cause, read-to-clear (docs/hw/ixgbe.md §2).
 pub const EICR: Reg = Reg(0x00800);
 /// Interrupt mask clear (docs/hw/ixgbe.md §2, §3.1).
@@ -730,6 +748,13 @@ pub const fn mpc(i: usize) -> Reg {
 }
 /// Packet buffers with a missed-packet counter.
 pub const MPC_COUNT: usize = 8;
+/// Packets received into per-queue counter set `n` (0..16; docs/hw/ixgbe.md §6.1). Every queue feeds set 0 until
+/// RQSMR maps it elsewhere.
+pub const fn qprc(n: usize) -> Reg {
+    Reg(0x01030 + 0x40 * n)
+}
+/// Per-queue counter sets.
+pub const QUEUE_STAT_SETS: usize = 16;
 
 /// Index of each statistic in [`STATS`] (kept in step with the table).
 pub mod stat_idx {
@@ -767,10 +792,29 @@ pub mod stat_idx {
     pub const GOTC: usize = 15;
     /// MPC (sum over packet buffers; not a register of its own).
     pub const MPC: usize = 16;
+    /// MPTC.
+    pub const MPTC: usize = 19;
+    /// TPR.
+    pub const TPR: usize = 21;
+    /// TOR.
+    pub const TOR: usize = 23;
+    /// PTC64.
+    pub const PTC64: usize = 30;
+    /// LXONTXC.
+    pub const LXONTXC: usize = 36;
+    /// LXOFFTXC.
+    pub const LXOFFTXC: usize = 37;
+    /// FCCRC.
+    pub const FCCRC: usize = 43;
+    /// FCLAST.
+    pub const FCLAST: usize = 44;
+    /// QPRC summed over the 16 counter sets (not a register of its own).
+    pub const QPRC: usize = 45;
 }
 
 /// The statistics the driver accumulates (docs/hw/ixgbe.md §13), in [`stat_idx`] order; names are DPDK's xstats names.
-/// Entry [`stat_idx::MPC`] is the sum of MPC(0..8) and has a placeholder register.
+/// Entry [`stat_idx::MPC`] is the sum of MPC(0..8) and entry [`stat_idx::QPRC`] the sum of QPRC(0..16); their
+/// registers are the first of each set.
 pub const STATS: &[StatReg] = &[
     stat("rx_crc_errors", 0x04000),
     stat("rx_illegal_byte_errors", 0x04004),
@@ -815,6 +859,9 @@ pub const STATS: &[StatReg] = &[
     stat("rx_management_packets", 0x040B4),
     stat("rx_management_dropped", 0x040B8),
     stat("tx_management_packets", 0x0CF90),
+    stat("rx_fcoe_crc_errors", 0x05118),
+    stat("rx_fcoe_mbuf_allocation_errors", 0x02424),
+    stat("rx_queue_packets_hw", 0x01030),
 ];
 
 // ---- 5.3 PHY registers (clause 45, through MSCA/MSRWD) ----
@@ -891,5 +938,15 @@ mod tests {
         assert_eq!(STATS[stat_idx::GPRC].lo, Reg(0x04074));
         assert_eq!(STATS[stat_idx::GOTC].lo, Reg(0x04090));
         assert_eq!(STATS[stat_idx::MPC].lo, mpc(0));
+        assert_eq!(STATS[stat_idx::MPTC].lo, Reg(0x040F0));
+        assert_eq!(STATS[stat_idx::TPR].lo, Reg(0x040D0));
+        assert_eq!(STATS[stat_idx::TOR].lo, Reg(0x040C0));
+        assert_eq!(STATS[stat_idx::PTC64].lo, Reg(0x040D8));
+        assert_eq!(STATS[stat_idx::LXONTXC].lo, Reg(0x03F60));
+        assert_eq!(STATS[stat_idx::LXOFFTXC].lo, Reg(0x03F68));
+        assert_eq!(STATS[stat_idx::FCCRC].lo, Reg(0x05118));
+        assert_eq!(STATS[stat_idx::FCLAST].lo, Reg(0x02424));
+        assert_eq!(STATS[stat_idx::QPRC].lo, Reg(0x01030));
+        assert_eq!(STATS.len(), stat_idx::QPRC + 1);
     }
 }

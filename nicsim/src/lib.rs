@@ -105,7 +105,8 @@ pub use dma::IovaMap;
 pub use fault::{Fault, FaultLog};
 pub use pci::PciIdentity;
 pub use x540::{
-    run_until_idle, Chip, LinkSpeed, ModelCounters, ModelThread, RxError, SimBar, X540Config, X540Port, X540,
+    run_until_idle, Chip, LinkSpeed, ModelCounters, ModelThread, ResetRecord, RxError, SimBar, X540Config, X540Port,
+    X540,
 };
 pub use x710::{
     run_until_idle_x710, AqRc, X710Bar, X710Config, X710Counters, X710Part, X710Port, X710RxError, X710Thread, X710,

@@ -28,23 +28,38 @@ use crate::pci::{PciAddress, PciDevice, PciId};
 use crate::vfio::{Vfio, VfioDevice};
 use crate::{EthDev, Result};
 
-/// What a PCI driver's probe function gets: the device as sysfs shows it, the application's DMA memory, and VFIO.
+/// What a PCI driver's probe function gets: the device as sysfs shows it, the application's DMA memory, VFIO, and
+/// the device arguments given after the address (`-a 0000:01:00.0,key=value`). A driver checks those arguments
+/// before it touches the device and rejects keys it does not know ([`Devargs::check_keys`]).
 pub struct PciProbe<'a> {
     device: PciDevice,
     allocator: &'a Allocator,
     vfio: &'a Vfio,
+    devargs: Devargs,
 }
 
 impl std::fmt::Debug for PciProbe<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PciProbe").field("device", &self.device).finish()
+        f.debug_struct("PciProbe").field("device", &self.device).field("devargs", &self.devargs.raw).finish()
     }
 }
 
 impl<'a> PciProbe<'a> {
-    /// A probe context (the EAL makes these; tests and embedders may too).
+    /// A probe context without device arguments (the EAL makes these; tests and embedders may too).
     pub fn new(device: PciDevice, allocator: &'a Allocator, vfio: &'a Vfio) -> Self {
-        PciProbe { device, allocator, vfio }
+        let devargs = Devargs::empty(&device.address.to_string());
+        PciProbe { device, allocator, vfio, devargs }
+    }
+
+    /// The same context with the device arguments `devargs` (from `-a ADDRESS,key=value`).
+    pub fn with_devargs(mut self, devargs: Devargs) -> Self {
+        self.devargs = devargs;
+        self
+    }
+
+    /// The device arguments (none unless given after the address with `-a`).
+    pub fn devargs(&self) -> &Devargs {
+        &self.devargs
     }
 
     /// The device's address.

@@ -76,9 +76,11 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
-    /// Bad `--vdev` arguments.
-    #[error("--vdev {devargs:?}: {reason}")]
+    /// Bad device arguments (`--vdev NAME,...` or `-a ADDRESS,...`).
+    #[error("{option} {devargs:?}: {reason}")]
     Devargs {
+        /// The option that gave them: `--vdev` or `-a`.
+        option: &'static str,
         /// The devargs string.
         devargs: String,
         /// What is wrong.

@@ -20,6 +20,7 @@ const GUEST_TESTS: &[&str] = &[
     "testpmd-fwd",
     "igb-exchange",
     "testpmd-igb",
+    "testpmd-noargs",
 ];
 
 struct VmRun {
@@ -162,4 +163,9 @@ fn vm_required_switch_fails_the_run_when_qemu_is_missing() {
     let (ok, text) = run("0");
     assert!(ok, "without VM_TESTS_REQUIRED a missing QEMU is a skip:\n{text}");
     assert!(text.contains("SKIPPED VM test vfio-probe") && text.contains(reason), "{text}");
+}
+
+#[test]
+fn vm_testpmd_rs_without_eal_arguments_probes_the_vfio_devices() {
+    check("testpmd-noargs");
 }

@@ -65,7 +65,7 @@ NICS = {
     "igb0": ("igb,romfile=", 5, "52:54:00:00:00:20"),
 }
 EXCERPT_LINES = 80  # console lines of a failed test repeated in the summary
-DEFAULT_TESTS = "vfio-probe,virtio-exchange,virtio-fwd,virtio-mq,virtio-unmapped,testpmd-fwd,igb-exchange,testpmd-igb"
+DEFAULT_TESTS = "vfio-probe,virtio-exchange,virtio-fwd,virtio-mq,virtio-unmapped,testpmd-fwd,igb-exchange,testpmd-igb,testpmd-noargs"
 
 
 class Skip(Exception):

@@ -33,7 +33,50 @@ pub static PCI_DRIVERS: &[PciDriver] = &[PciDriver {
     probe: probe_virtio,
 }];
 
-/// virtio-net through the application's VFIO container and DMA memory.
+/// virtio-net through the application's VFIO container and DMA memory. Device arguments: none (DPDK's `vdpa`,
+/// `speed` and `vectorized` select features this driver does not have), so any key is refused before the device is
+/// touched.
 fn probe_virtio(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
+    ctx.devargs().clone().for_driver(DRIVER_NAME).check_keys(&[])?;
     Ok(Box::new(open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `-a ADDRESS,key=value` reaches the probe, which refuses a key it does not know before opening anything.
+    #[test]
+    fn the_probe_rejects_unknown_devargs_before_touching_the_device() {
+        use pktio::pci::fake::{FakeDevice, FakeSysfs};
+        use pktio::vfio::{Vfio, VfioConfig};
+        let fake = FakeSysfs::new("virtio-devargs");
+        fake.add_device(
+            &FakeDevice::net("0000:00:04.0", dev::VENDOR_ID, dev::DEVICE_ID_NET_MODERN)
+                .driver("vfio-pci")
+                .iommu_group(4),
+        );
+        let sysfs = fake.sysfs();
+        let device = sysfs.device("00:04.0".parse().unwrap()).unwrap();
+        let fake_vfio = std::sync::Arc::new(pktio::vfio::fake::FakeVfio::new());
+        let vfio = Vfio::with_parts(fake_vfio.clone(), sysfs, VfioConfig::default());
+        let allocator = hugepage::Allocator::no_huge();
+        let driver = pktio::driver::Registry::new()
+            .with_pci(PCI_DRIVERS)
+            .pci_driver_for(PciId::new(dev::VENDOR_ID, dev::DEVICE_ID_NET_MODERN))
+            .unwrap();
+        let (_, devargs) = pktio::devargs::Devargs::parse_pci("0000:00:04.0,fiber_sdp3_no_tx_disable=1").unwrap();
+        let ctx = PciProbe::new(device, &allocator, &vfio).with_devargs(devargs.for_driver(driver.name));
+        let err = (driver.probe)(&ctx).err().unwrap().to_string();
+        assert!(
+            err.contains(&format!(
+                "unknown argument \"fiber_sdp3_no_tx_disable\"; {} takes no device arguments",
+                driver.name
+            )),
+            "{err}"
+        );
+        assert!(err.starts_with("-a \"0000:00:04.0,fiber_sdp3_no_tx_disable=1\": "), "{err}");
+        assert_eq!(fake_vfio.state().open_fds(), 0, "nothing was opened");
+        assert!(fake_vfio.state().ioctls.is_empty(), "no VFIO call was made");
+    }
 }

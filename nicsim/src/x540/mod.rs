@@ -6,8 +6,11 @@
 mod phy;
 pub mod regs;
 mod rx;
+mod shutdown;
 mod tx;
 mod x82599;
+
+pub use shutdown::ResetRecord;
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -107,6 +110,15 @@ pub struct X540Config {
     pub deliver_bad_frames: bool,
     /// BAR0 size in bytes (2 MiB on the X540-AT2, docs/hw/ixgbe.md §1).
     pub bar0_len: usize,
+    /// PCIe master requests never drain: STATUS.GIO stays 1 after CTRL.GIO_DIS, so the driver must clear pending
+    /// TX and reset twice (docs/hw/ixgbe.md §3.1 step 3).
+    pub gio_stuck: bool,
+    /// The firmware holds this port's PHY semaphore (SW_FW_SYNC) for this long after the port is created
+    /// (`Duration::MAX`: for ever), as busy management firmware does (docs/hw/ixgbe.md §5.5).
+    pub fw_phy_semaphore_hold: Duration,
+    /// 82599: management firmware is active and sets MMNGC.MNG_VETO; turning the SFP+ laser off is then a fault
+    /// (docs/hw/ixgbe.md §5.6).
+    pub mng_veto: bool,
 }
 
 impl Default for X540Config {
@@ -126,6 +138,9 @@ impl Default for X540Config {
             panic_on_fault: false,
             deliver_bad_frames: true,
             bar0_len: 2 << 20,
+            gio_stuck: false,
+            fw_phy_semaphore_hold: Duration::ZERO,
+            mng_veto: false,
         }
     }
 }
@@ -187,6 +202,9 @@ pub struct ModelCounters {
     pub tx_sent: u64,
     /// Frames taken from TX rings while the link was down (completed but not sent).
     pub tx_dropped_link_down: u64,
+    /// Times software set its PHY semaphore bit while the firmware still held the PHY (a take-over after the
+    /// reference's wait, docs/hw/ixgbe.md §5.5).
+    pub swfw_taken_from_firmware: u64,
 }
 
 /// RX side of the wire: the packet buffer.
@@ -217,6 +235,8 @@ pub(crate) struct Shared {
     /// The PHY is powered and not in a forced-down state: what the link partner sees of us.
     phy_active: AtomicBool,
     counters: Mutex<ModelCounters>,
+    /// Every reset the driver requested, with what preceded it.
+    resets: Mutex<Vec<ResetRecord>>,
     /// Model thread parking.
     parked: AtomicBool,
     thread: Mutex<Option<Thread>>,
@@ -406,6 +426,10 @@ pub(crate) struct Core {
     secrx_dis_at: Option<Instant>,
     /// 82599: the CTRL reset bits (RST, LNK_RST) of the reset in progress, as CTRL reads them until it completes.
     reset_bits: u32,
+    /// The shutdown steps seen since the last reset.
+    watch: shutdown::Watch,
+    /// The firmware holds this port's PHY semaphore until then.
+    fw_hold_until: Option<Instant>,
 }
 
 /// How each statistics register reads.
@@ -521,6 +545,9 @@ impl Core {
             reset_delay: config.reset_delay,
             secrx_dis_at: None,
             reset_bits: 0,
+            watch: shutdown::Watch::default(),
+            fw_hold_until: (!config.fw_phy_semaphore_hold.is_zero())
+                .then(|| now.checked_add(config.fw_phy_semaphore_hold).unwrap_or(now + Duration::from_secs(1 << 30))),
         }
     }
 
@@ -607,9 +634,12 @@ impl Core {
         let now = Instant::now();
         let offset = canonical(offset);
         if let Some(kind) = stat_kind(offset) {
-            if offset == mpc(0) {
-                let extra = shared.missed_at_arrival.swap(0, Ordering::Relaxed);
+            // Frames dropped at arrival for a full packet buffer: MPC, and GPRC too (the X540/82599 erratum
+            // DPDK works around, docs/hw/ixgbe.md §13). Taken in at any counter read so both see them together.
+            let extra = shared.missed_at_arrival.swap(0, Ordering::Relaxed);
+            if extra > 0 {
                 self.count(mpc(0), extra);
+                self.count(GPRC, extra);
             }
             let slot = offset / 4;
             return match kind {
@@ -631,9 +661,13 @@ impl Core {
         }
         match offset {
             CTRL => self.reg(CTRL) | if resetting { CTRL_RST } else { 0 },
-            STATUS => {
-                let gio = if self.reg(CTRL) & CTRL_GIO_DIS == 0 { STATUS_GIO } else { 0 };
-                (u32::from(shared.config.lan_id & 3) << STATUS_LAN_ID_SHIFT) | gio
+            STATUS => (u32::from(shared.config.lan_id & 3) << STATUS_LAN_ID_SHIFT) | self.status_gio(shared),
+            shutdown::MMNGC => {
+                if shared.config.mng_veto {
+                    shutdown::MMNGC_MNG_VETO
+                } else {
+                    0
+                }
             }
             EEC => {
                 let ard = !resetting && now >= done + shared.config.eeprom_delay;
@@ -662,11 +696,7 @@ impl Core {
                 self.set_reg(SWSM, v | SWSM_SMBI);
                 v
             }
-            SW_FW_SYNC => {
-                let v = self.reg(SW_FW_SYNC);
-                self.set_reg(SW_FW_SYNC, v | SW_FW_SYNC_REGSMP);
-                v
-            }
+            SW_FW_SYNC => self.read_sw_fw_sync(shared, now),
             _ => {
                 if let Some((rx, q)) = queue_reg(offset) {
                     return self.read_queue(rx, q, offset, now);
@@ -709,12 +739,17 @@ impl Core {
         match offset {
             CTRL => {
                 if value & (CTRL_RST | CTRL_LNK_RST) != 0 {
+                    self.record_reset(shared);
                     self.reset(shared);
                     self.set_reg(CTRL, value & !(CTRL_RST | CTRL_LNK_RST) & !CTRL_GIO_DIS);
                 } else {
+                    self.saw_ctrl(value, now);
                     self.set_reg(CTRL, value);
                 }
             }
+            SW_FW_SYNC => self.write_sw_fw_sync(shared, value, now),
+            shutdown::GCR_EXT => self.saw_gcr_ext(value),
+            shutdown::MMNGC => {}
             STATUS | LINKS => {}
             EEC => self.set_reg(EEC, value & !EEC_ARD),
             RDRXCTL => self.set_reg(RDRXCTL, value & !RDRXCTL_DMAIDONE),
@@ -798,6 +833,9 @@ impl Core {
         }
         let was = self.reg(offset) & QCTL_ENABLE != 0;
         let on = value & QCTL_ENABLE != 0;
+        if value & QCTL_SWFLSH != 0 {
+            self.saw_queue_flush(rx, q, now);
+        }
         self.set_reg(offset, value & !QCTL_SWFLSH);
         if was == on {
             return;
@@ -983,6 +1021,7 @@ impl X540 {
             captured: SegQueue::new(),
             phy_active: AtomicBool::new(!config.phy_powered_down),
             counters: Mutex::new(ModelCounters::default()),
+            resets: Mutex::new(Vec::new()),
             parked: AtomicBool::new(false),
             thread: Mutex::new(None),
             config,
@@ -1162,6 +1201,17 @@ impl X540Port {
     /// Model-side counters (never cleared).
     pub fn counters(&self) -> ModelCounters {
         *self.shared.counters()
+    }
+
+    /// Every reset the driver has requested so far, oldest first, with the shutdown steps that preceded it.
+    pub fn resets(&self) -> Vec<ResetRecord> {
+        self.shared.resets.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The MAC sends a PAUSE frame (XOFF, or XON to resume), as flow control would: counted in LXOFFTXC/LXONTXC,
+    /// GPTC, MPTC, PTC64, TPT and, as 64 bytes, GOTC. The frame itself goes nowhere (a partner's MAC consumes it).
+    pub fn send_pause(&self, xoff: bool) {
+        self.shared.lock().send_pause(xoff);
     }
 
     /// True if LINKS would report link up now.

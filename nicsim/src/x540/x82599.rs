@@ -102,6 +102,7 @@ impl Core {
                     });
                 }
                 let esdp = self.reg(ESDP);
+                self.record_reset(shared);
                 self.reset(shared);
                 self.reset_bits = value & (CTRL_RST | CTRL_LNK_RST);
                 self.set_reg(ESDP, esdp);
@@ -113,6 +114,14 @@ impl Core {
                 self.set_reg(CTRL, value & !(CTRL_RST | CTRL_LNK_RST | CTRL_GIO_DIS));
             }
             ESDP | AUTOC2 => {
+                if offset == ESDP && shared.config.mng_veto && value & ESDP_SDP3 != 0 && self.reg(ESDP) & ESDP_SDP3 == 0
+                {
+                    shared.faults.record(Fault::Protocol {
+                        what: "ESDP.SDP3 set (SFP+ laser off) while MMNGC.MNG_VETO is set: management firmware loses \
+                               its link (docs/hw/ixgbe.md §5.6)"
+                            .into(),
+                    });
+                }
                 self.set_reg(offset, value);
                 self.update_time(shared);
             }

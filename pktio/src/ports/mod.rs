@@ -14,9 +14,19 @@ use crate::{Error, Result};
 /// Driver names of the virtual devices this crate can open.
 pub const VDEV_DRIVERS: &[&str] = &["net_null", "net_ring", "net_pcap", "net_af_packet", "net_tap"];
 
+/// DPDK's older driver names, still accepted as aliases (`eth_null0` opens a `net_null` port named `eth_null0`).
+pub const VDEV_ALIASES: &[(&str, &str)] =
+    &[("eth_null", "net_null"), ("eth_ring", "net_ring"), ("eth_pcap", "net_pcap"), ("eth_af_packet", "net_af_packet")];
+
+/// The driver a vdev driver name (or its DPDK alias) stands for.
+pub fn canonical_driver(driver: &str) -> &str {
+    VDEV_ALIASES.iter().find(|(alias, _)| *alias == driver).map_or(driver, |(_, name)| name)
+}
+
 /// Opens a virtual device from its devargs string.
 pub fn open_vdev(devargs: &str) -> Result<Box<dyn EthDev>> {
-    let args = Devargs::parse(devargs)?;
+    let mut args = Devargs::parse(devargs)?;
+    args.driver = canonical_driver(&args.driver).to_string();
     Ok(match args.driver.as_str() {
         "net_null" => Box::new(null::NullPort::from_devargs(&args)?),
         "net_ring" => Box::new(ring::RingPort::from_devargs(&args)?),
@@ -25,4 +35,21 @@ pub fn open_vdev(devargs: &str) -> Result<Box<dyn EthDev>> {
         "net_tap" => Box::new(tap::TapPort::from_devargs(&args)?),
         _ => return Err(Error::UnknownDriver { name: args.name, known: VDEV_DRIVERS.join(", ") }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dpdk_eth_aliases_open_the_same_drivers_under_the_given_name() {
+        let port = open_vdev("eth_null0,size=128").unwrap();
+        assert_eq!(port.info().driver_name, "net_null");
+        assert_eq!(port.info().device_name, "eth_null0");
+        assert_eq!(open_vdev("eth_ring3").unwrap().info().driver_name, "net_ring");
+        assert_eq!(canonical_driver("eth_af_packet"), "net_af_packet");
+        assert_eq!(canonical_driver("net_tap"), "net_tap");
+        let err = open_vdev("eth_bogus0").err().unwrap().to_string();
+        assert!(err.contains("eth_bogus0"), "{err}");
+    }
 }

@@ -14,6 +14,10 @@
 //! and drop what they are given (DPDK's behaviour); with `tx_pcap` alone, RX queues receive nothing.
 //! Live interfaces (`iface=`, `rx_iface=`, `tx_iface=`) need libpcap and are not supported: use `net_af_packet`.
 //!
+//! MAC address: 02:70:63:61:70:NN (locally administered, then "pcap" in ASCII), NN counting the pcap ports this
+//! process has opened from 0, as DPDK's pcap PMD numbers them, so that what a `mac` forwarding run writes matches
+//! DPDK's capture byte for byte.
+//!
 //! Counters: ipackets/ibytes per record delivered; a corrupt or truncated record ends the file and counts one
 //! ierror; a pool running dry counts rx_nombuf and the record is delivered on a later burst. opackets/obytes per
 //! record written; a failed write (disk full) counts oerrors and frees the packet.
@@ -21,6 +25,7 @@
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use mempool::{Mempool, PacketBatch};
@@ -35,6 +40,19 @@ use crate::{Error, Result};
 
 /// Most RX (or TX) files, hence queues, of one pcap port.
 pub const MAX_QUEUES: u16 = 16;
+
+/// The first five bytes of every pcap port's MAC address: locally administered (0x02), then "pcap".
+pub const MAC_PREFIX: [u8; 5] = [0x02, 0x70, 0x63, 0x61, 0x70];
+
+/// How many pcap ports this process has opened (the last MAC byte; wraps after 256 as DPDK's one-byte index does).
+static OPENED: AtomicU8 = AtomicU8::new(0);
+
+/// The next pcap port's MAC address.
+fn next_mac() -> MacAddr {
+    let n = OPENED.fetch_add(1, Ordering::Relaxed);
+    let p = MAC_PREFIX;
+    MacAddr([p[0], p[1], p[2], p[3], p[4], n])
+}
 
 type FileReader = PcapReader<BufReader<File>>;
 type FileWriter = PcapWriter<BufWriter<File>>;
@@ -93,11 +111,11 @@ impl PcapPort {
         info.max_rx_queues = queues_rx;
         info.max_tx_queues = queues_tx;
         info.rx_offload_capa = crate::offload::RX_SCATTER;
-        let seed = name.bytes().fold(0x70636170u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
         // Every file is a queue: the default configuration uses them all.
         let config = PortConfig { rx_queues: queues_rx, tx_queues: queues_tx, ..PortConfig::default() };
         info.check(&config)?;
-        let mut state = PortState::new(info, MacAddr::local_from(seed), config);
+        // Numbered only once nothing can fail any more, so a rejected port takes no number.
+        let mut state = PortState::new(info, next_mac(), config);
         state.promiscuous = true;
         Ok(PcapPort {
             state,
@@ -361,5 +379,27 @@ impl Drop for PcapTxQueue {
         if let Some(w) = &self.sink {
             let _ = lock(w).flush();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only this test opens pcap ports in the library's test binary, so the numbering starts at 0 here.
+    #[test]
+    fn ports_take_dpdks_mac_addresses_in_opening_order() {
+        let dir = std::env::temp_dir().join(format!("pktio-pcap-mac-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = |i: u32| dir.join(format!("out{i}.pcap"));
+        // A port that is refused takes no number.
+        assert!(PcapPort::new("net_pcap9", &[dir.join("missing.pcap")], &[], false).is_err());
+        let a = PcapPort::new("net_pcap0", &[], &[out(0)], false).unwrap();
+        let b = PcapPort::new("net_pcap1", &[], &[out(1)], false).unwrap();
+        assert_eq!(a.mac_addr().to_string(), "02:70:63:61:70:00");
+        assert_eq!(b.mac_addr().to_string(), "02:70:63:61:70:01");
+        let c = PcapPort::from_devargs(&Devargs::parse(&format!("eth_pcap7,tx_pcap={}", out(2).display())).unwrap());
+        assert_eq!(c.unwrap().mac_addr().0, [0x02, 0x70, 0x63, 0x61, 0x70, 0x02]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
