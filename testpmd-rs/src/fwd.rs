@@ -16,6 +16,8 @@ use pktio::stats::Counter;
 use pktio::wire::EthernetFrame;
 use pktio::{MacAddr, RxQueue, TxQueue};
 
+use crate::noisy::NoisyState;
+use crate::params::NoisyParams;
 use crate::pkt;
 
 /// A forwarding mode (`--forward-mode`, `set fwd`).
@@ -40,11 +42,13 @@ pub enum FwdMode {
     IcmpEcho,
     /// Swap L2, L3 and L4 source and destination.
     FiveTupleSwap,
+    /// Forward as io through a software FIFO, touching memory per packet (`--noisy-*`).
+    Noisy,
 }
 
 impl FwdMode {
     /// Every mode, in the order `help` lists them.
-    pub const ALL: [FwdMode; 9] = [
+    pub const ALL: [FwdMode; 10] = [
         FwdMode::Io,
         FwdMode::Mac,
         FwdMode::MacSwap,
@@ -54,6 +58,7 @@ impl FwdMode {
         FwdMode::Csum,
         FwdMode::IcmpEcho,
         FwdMode::FiveTupleSwap,
+        FwdMode::Noisy,
     ];
 
     /// testpmd's name.
@@ -68,6 +73,7 @@ impl FwdMode {
             FwdMode::Csum => "csum",
             FwdMode::IcmpEcho => "icmpecho",
             FwdMode::FiveTupleSwap => "5tswap",
+            FwdMode::Noisy => "noisy",
         }
     }
 
@@ -141,6 +147,8 @@ pub struct GenConfig {
     pub flowgen_flows: u32,
     /// Where every packet offered to a TX queue is also written.
     pub record: Option<Recorder>,
+    /// The noisy mode's settings, when that is the mode.
+    pub noisy: Option<NoisyParams>,
 }
 
 /// One stream: the queues it owns and what its engine needs.
@@ -167,6 +175,7 @@ pub struct Stream {
     next_flow: u32,
     pool: Mempool,
     record: Option<Recorder>,
+    noisy: Option<Box<NoisyState>>,
 }
 
 impl Stream {
@@ -214,6 +223,10 @@ impl Stream {
             next_flow: 0,
             pool: gen.pool.clone(),
             record: gen.record.clone(),
+            noisy: gen.noisy.map(|p| {
+                let seed = ((spec.rx_port as u64) << 32) | ((spec.rx_queue as u64) << 16) | spec.tx_port as u64;
+                Box::new(NoisyState::new(&p, seed))
+            }),
         }
     }
 
@@ -466,6 +479,54 @@ impl Engine for FiveTupleSwap {
     }
 }
 
+/// noisy.
+pub struct Noisy;
+impl Engine for Noisy {
+    #[inline(always)]
+    fn burst(s: &mut Stream, b: &mut PacketBatch) {
+        let n = s.receive(b);
+        let Some(mut st) = s.noisy.take() else {
+            if n > 0 {
+                s.send(b);
+            }
+            return;
+        };
+        st.touch_memory(n);
+        if !st.buffering() {
+            if n > 0 {
+                s.send(b);
+            }
+        } else {
+            st.enqueue(b);
+            if !b.is_empty() {
+                // The FIFO is full: what did not fit is dropped, as a full TX ring would.
+                s.counters.fwd_dropped.add(b.len() as u64);
+                b.clear();
+            }
+            let now = std::time::Instant::now();
+            while st.due(b, now) {
+                s.send(b);
+            }
+            if !b.is_empty() {
+                s.send(b);
+            }
+        }
+        s.noisy = Some(st);
+    }
+}
+
+/// Sends what the noisy FIFOs still hold when forwarding stops.
+fn flush_noisy(streams: &mut [Stream], b: &mut PacketBatch) {
+    for s in streams {
+        let Some(mut st) = s.noisy.take() else { continue };
+        while st.held() > 0 {
+            st.drain_into(b);
+            s.send(b);
+        }
+        s.noisy = Some(st);
+    }
+}
+
 #[inline(never)]
 fn run<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool) {
     if let [s] = streams {
@@ -507,6 +568,10 @@ pub fn lcore_main(
         FwdMode::Csum => run::<Csum>(st, b, &stop),
         FwdMode::IcmpEcho => run::<IcmpEcho>(st, b, &stop),
         FwdMode::FiveTupleSwap => run::<FiveTupleSwap>(st, b, &stop),
+        FwdMode::Noisy => {
+            run::<Noisy>(st, b, &stop);
+            flush_noisy(st, b);
+        }
     }
     streams
 }

@@ -7,5 +7,8 @@
 pub mod app;
 pub mod cli;
 pub mod fwd;
+pub mod noisy;
 pub mod params;
 pub mod pkt;
+pub mod port_cmds;
+pub mod show;

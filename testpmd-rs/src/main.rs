@@ -39,6 +39,9 @@ fn main() {
             std::process::exit(1);
         }
     };
+    for n in &params.notes {
+        println!("Note: {n}");
+    }
     let mut app = match App::new(eal, &params) {
         Ok(a) => a,
         Err(e) => {
@@ -48,6 +51,9 @@ fn main() {
     };
     let tx_first = u32::from(params.tx_first);
     if params.interactive {
+        if let Some(file) = &params.cmdline_file {
+            cli::run_file(&mut app, file);
+        }
         if params.auto_start {
             println!("Start automatic packet forwarding");
             if let Err(e) = app.start(tx_first) {
