@@ -776,6 +776,31 @@ impl App {
         Ok(())
     }
 
+    /// `set coremask MASK`.
+    pub fn set_coremask(&mut self, mask: u64) -> CmdResult {
+        if self.is_forwarding() {
+            return Err("Please stop forwarding first (stop)".into());
+        }
+        let w = self.eal.worker_lcores();
+        if !w.is_empty() && !w.iter().any(|&id| id < 64 && mask & (1u64 << id) != 0) {
+            return Err(format!("coremask {mask:#x} selects none of the forwarding lcores {w:?}"));
+        }
+        self.set.coremask = Some(mask);
+        Ok(())
+    }
+
+    /// `set portmask MASK`.
+    pub fn set_portmask(&mut self, mask: u64) -> CmdResult {
+        if self.is_forwarding() {
+            return Err("Please stop forwarding first (stop)".into());
+        }
+        if (0..self.ports.len().min(64)).all(|i| mask & (1u64 << i) == 0) {
+            return Err(format!("portmask {mask:#x} selects none of the {} ports", self.ports.len()));
+        }
+        self.set.portmask = mask;
+        Ok(())
+    }
+
     /// `set nbport N`.
     pub fn set_nb_ports(&mut self, n: u16) -> CmdResult {
         let max = self.ports.len();
@@ -822,8 +847,23 @@ impl App {
                     self.set.txq = n
                 }
             }
-            "rxd" => self.set.rxd = n,
-            "txd" => self.set.txd = n,
+            "rxd" | "txd" => {
+                for p in &self.ports {
+                    let info = p.dev.info();
+                    let lim = if what == "rxd" { info.rx_desc_lim } else { info.tx_desc_lim };
+                    if n < lim.min || n > lim.max || (lim.align > 1 && n % lim.align != 0) {
+                        return Err(format!(
+                            "Invalid {what} {n} for port {}: {}..{} in steps of {}",
+                            p.id, lim.min, lim.max, lim.align
+                        ));
+                    }
+                }
+                if what == "rxd" {
+                    self.set.rxd = n
+                } else {
+                    self.set.txd = n
+                }
+            }
             _ => return Err(format!("port config all: unknown setting {what:?} (rxq, txq, rxd, txd)")),
         }
         for p in &mut self.ports {

@@ -177,6 +177,16 @@ impl App {
             println!("\n  Throughput (since last show)");
             println!("  Rx-pps: {rx_pps:>12}          Rx-bps: {rx_bps:>12}");
             println!("  Tx-pps: {tx_pps:>12}          Tx-bps: {tx_bps:>12}");
+            if !self.set.display_xstats.is_empty() {
+                let xs = port.dev.xstats();
+                println!("\n  Xstats");
+                for name in &self.set.display_xstats {
+                    match xs.iter().find(|x| &x.name == name) {
+                        Some(x) => println!("  {name}: {}", x.value),
+                        None => println!("  {name}: (no such extended statistic on this port)"),
+                    }
+                }
+            }
             println!("  {border}############################{border}");
         }
     }
@@ -204,6 +214,7 @@ impl App {
             print!("\nDevice name: {}", port.name);
             print!("\nDriver name: {}", info.driver_name);
             print!("\nFirmware-version: not available");
+            print!("\nDevargs: ");
             print!("\nConnect to socket: {}", port.socket());
             print!("\nmemory allocation on the socket: {}", port.socket());
             println!("\nLink status: {}", if link.up { "up" } else { "down" });
@@ -222,10 +233,18 @@ impl App {
             println!("Allmulticast mode: {}", if port.dev.allmulticast() { "enabled" } else { "disabled" });
             println!("Maximum number of MAC addresses: 1");
             println!("Maximum number of MAC addresses of hash filtering: 0");
-            if info.reta_size > 0 {
+            let strip = c.rx_offloads & pktio::offload::RX_VLAN_STRIP != 0;
+            println!("VLAN offload: ");
+            println!("  strip {}, filter off, extend off, qinq strip off", if strip { "on" } else { "off" });
+            if info.hash_key_size > 0 {
                 println!("Hash key size in bytes: {}", info.hash_key_size);
+            }
+            if info.reta_size > 0 {
                 println!("Redirection table size: {}", info.reta_size);
-                println!("Supported RSS offload flow types: {:#x}", info.flow_type_rss_offloads.0);
+            }
+            if info.flow_type_rss_offloads.0 != 0 {
+                println!("Supported RSS offload flow types:");
+                println!("  {}", crate::port_cmds::rss_names(info.flow_type_rss_offloads).replace(' ', "  "));
             } else {
                 println!("No RSS offload flow type is supported.");
             }
@@ -240,13 +259,45 @@ impl App {
             println!("Max possible number of TXDs per queue: {}", info.tx_desc_lim.max);
             println!("Min possible number of TXDs per queue: {}", info.tx_desc_lim.min);
             println!("TXDs number alignment: {}", info.tx_desc_lim.align);
+            println!("Rx offload capabilities: {:#x}", info.rx_offload_capa);
+            println!("Tx offload capabilities: {:#x}", info.tx_offload_capa);
+            println!("Device capabilities: 0x0( )");
             println!("Port started: {}", if port.dev.is_started() { "yes" } else { "no" });
         }
     }
 
-    /// `show mempool`: buffers free in each pool.
+    /// `show mempool`: buffers free in each pool. The free count is read once and the rest derived from it, so the
+    /// line is consistent while forwarding moves buffers.
     pub fn show_mempool(&self) {
         let p = &self.pool;
-        println!("mbuf pool {}: {}/{} available ({} in use)", p.name(), p.available(), p.size(), p.in_use());
+        let (size, available) = (p.size() as usize, p.available());
+        let in_use = size.saturating_sub(available);
+        println!("mbuf pool {}: {available}/{size} available ({in_use} in use)", p.name());
+    }
+
+    /// `show config txpkts`.
+    pub fn show_config_txpkts(&self) {
+        let segs = &self.set.txpkts;
+        println!("Number of segments: {}", segs.len());
+        println!("Segment sizes: {}", segs.iter().map(u16::to_string).collect::<Vec<_>>().join(","));
+        println!("Split packet: {}", self.set.txsplit);
+    }
+
+    /// `show config rxpkts` (buffer split is not supported: what --rxpkts gave).
+    pub fn show_config_rxpkts(&self) {
+        let segs = &self.set.rxpkts;
+        println!("Number of segments: {}", segs.len());
+        if !segs.is_empty() {
+            println!("Segment sizes: {}", segs.iter().map(u16::to_string).collect::<Vec<_>>().join(","));
+        }
+    }
+
+    /// `show config rxoffs`.
+    pub fn show_config_rxoffs(&self) {
+        let offs = &self.set.rxoffs;
+        println!("Number of segments: {}", offs.len());
+        if !offs.is_empty() {
+            println!("Segment offsets: {}", offs.iter().map(u16::to_string).collect::<Vec<_>>().join(","));
+        }
     }
 }
