@@ -60,6 +60,13 @@ impl Session {
         stdin.flush().unwrap();
     }
 
+    /// Sends raw bytes (for input that is not UTF-8).
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write to testpmd-rs");
+        stdin.flush().unwrap();
+    }
+
     /// Everything printed so far.
     pub fn output(&self) -> String {
         self.out.lock().unwrap().clone()
