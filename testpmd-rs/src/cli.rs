@@ -30,7 +30,11 @@ pub enum Flow {
 /// values.
 const COMMANDS: &[(&str, &str, &str)] = &[
     ("control", "start", "start packet forwarding"),
-    ("control", "start tx_first <n>", "send n bursts (default 1; 0: none) of txonly packets on every stream, then forward"),
+    (
+        "control",
+        "start tx_first <n>",
+        "send n bursts (default 1; 0: none) of txonly packets on every stream, then forward",
+    ),
     ("control", "stop", "stop forwarding and print the forward statistics"),
     ("control", "quit", "stop everything and exit"),
     ("display", "show port stats all|<port>", "NIC statistics with throughput since the last show"),
@@ -125,7 +129,7 @@ fn print_help(section: Option<&str>) -> CmdResult {
 }
 
 /// At most this many bytes of a user's line are quoted back in an error.
-const QUOTE_MAX: usize = 200;
+pub const QUOTE_MAX: usize = 200;
 
 /// `text` quoted for an error message, cut after [`QUOTE_MAX`] bytes.
 pub fn quote(text: &str) -> String {
@@ -185,7 +189,10 @@ fn dispatch(app: &mut App, w: &[&str]) -> CmdResult {
         ["show", "port", port, "rss", "reta", size, masks] => app.show_reta(one_port(app, port)?, size, masks),
         ["show", "port", port, "module_eeprom" | "eeprom"] => {
             let id = one_port(app, port)?;
-            Err(format!("operation not supported by device: port {id} ({}) has no readable EEPROM", app.ports[id as usize].dev.info().driver_name))
+            Err(format!(
+                "operation not supported by device: port {id} ({}) has no readable EEPROM",
+                app.ports[id as usize].dev.info().driver_name
+            ))
         }
         ["show", "device", "info", "all"] => {
             app.show_device_info();
@@ -299,7 +306,9 @@ fn dispatch(app: &mut App, w: &[&str]) -> CmdResult {
         ["set", "record", what] => app.set_record(what),
         ["set", "txsplit", how @ ("off" | "on" | "rand")] => {
             if *how != "off" {
-                println!("Note: generated packets are built with the txpkts segments as given; split {how} is not applied");
+                println!(
+                    "Note: generated packets are built with the txpkts segments as given; split {how} is not applied"
+                );
             }
             app.set.txsplit = how.to_string();
             Ok(())
@@ -389,7 +398,9 @@ fn dispatch(app: &mut App, w: &[&str]) -> CmdResult {
         ["port", "config", _, ..] => {
             Err("Bad arguments: port config all rxq|txq|rxd|txd N, or port config mtu N M".into())
         }
-        [first, ..] if ["show", "clear", "set", "port", "start", "mac_addr", "vlan", "rx_vlan"].contains(first) => bad(),
+        [first, ..] if ["show", "clear", "set", "port", "start", "mac_addr", "vlan", "rx_vlan"].contains(first) => {
+            bad()
+        }
         _ => Err(format!("Command not found: {} (type help)", quote(&w.join(" ")))),
     }
 }

@@ -11,4 +11,5 @@ pub mod noisy;
 pub mod params;
 pub mod pkt;
 pub mod port_cmds;
+pub mod settings;
 pub mod show;

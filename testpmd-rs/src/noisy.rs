@@ -129,7 +129,13 @@ mod tests {
 
     #[test]
     fn lookups_stay_inside_the_memory() {
-        let p = NoisyParams { lkup_memory_mb: 1, lkup_num_writes: 3, lkup_num_reads: 3, lkup_num_reads_writes: 3, ..Default::default() };
+        let p = NoisyParams {
+            lkup_memory_mb: 1,
+            lkup_num_writes: 3,
+            lkup_num_reads: 3,
+            lkup_num_reads_writes: 3,
+            ..Default::default()
+        };
         let mut s = NoisyState::new(&p, 7);
         s.touch_memory(1000);
         let touched = s.mem.iter().filter(|&&w| w != 0).count();

@@ -501,10 +501,9 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
             "--noisy-lkup-num-reads-writes" => p.noisy.lkup_num_reads_writes = num(name, &v, 0, 1 << 20)?,
             "--mp-alloc" => match v.as_str() {
                 "native" => {}
-                "anon" | "xmem" | "xmemhuge" | "xbuf" => note(
-                    &mut p,
-                    format!("--mp-alloc={v}: the pool always comes from the EAL's memory (as native)"),
-                ),
+                "anon" | "xmem" | "xmemhuge" | "xbuf" => {
+                    note(&mut p, format!("--mp-alloc={v}: the pool always comes from the EAL's memory (as native)"))
+                }
                 _ => return Err(format!("--mp-alloc={v:?}: expected native, anon, xmem, xmemhuge or xbuf")),
             },
             "--numa" | "--no-numa" | "--socket-num" | "--port-numa-config" | "--ring-numa-config" => {

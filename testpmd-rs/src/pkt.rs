@@ -282,6 +282,11 @@ impl FlowgenTemplate {
         self.frame.len()
     }
 
+    /// True for a zero-length template (never: frames have headers at least).
+    pub fn is_empty(&self) -> bool {
+        self.frame.is_empty()
+    }
+
     /// Writes the frame of flow `flow` into `d` (exactly [`Self::len`] bytes).
     #[inline(always)]
     pub fn write(&self, d: &mut [u8], flow: u32) {

@@ -199,7 +199,10 @@ fn every_item5_command_runs_on_simulated_x540_ports() {
     assert!(reta.contains("hash index=3, queue=1") && reta.contains("hash index=2, queue=0"), "{reta}");
     assert!(s.cmd("port config 0 rss reta (3,9)").contains("Invalid RETA queue=9"));
     let info = s.cmd("show port info 0");
-    assert!(info.contains("Devargs:") && info.contains("VLAN offload:") && info.contains("Redirection table size: 128"), "{info}");
+    assert!(
+        info.contains("Devargs:") && info.contains("VLAN offload:") && info.contains("Redirection table size: 128"),
+        "{info}"
+    );
     quit(s);
     run_script(
         X540,
