@@ -59,7 +59,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("config", "set burst <n>", "packets per burst (1..512)"),
     ("config", "set txpkts <len>[,<len>...]", "segment lengths of generated packets"),
     ("config", "set txsplit off|on|rand", "split policy of generated packets (only off is applied)"),
-    ("config", "set verbose <n>", "verbosity level (packet dumps are not printed)"),
+    ("config", "set verbose <n>", "verbosity: 1 dumps received bursts, 2 sent ones, 3 both"),
     ("config", "set flush_rx on|off", "empty the RX queues when forwarding starts"),
     ("config", "set record-burst-stats on|off", "accepted; bursts are not recorded"),
     ("config", "set record-core-cycles on|off", "accepted; cycles are not recorded"),
@@ -333,6 +333,7 @@ fn dispatch(app: &mut App, w: &[&str]) -> CmdResult {
             let n: u32 = parse_num("verbose", n)?;
             println!("Change verbose level from {} to {n}", app.set.verbose);
             app.set.verbose = n;
+            crate::dump::VERBOSE.store(n, std::sync::atomic::Ordering::Relaxed);
             Ok(())
         }
         ["set", "stat_qmap", dir @ ("tx" | "rx"), port, queue, map] => {

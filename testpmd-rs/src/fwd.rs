@@ -241,6 +241,9 @@ impl Stream {
         if let Some(r) = &self.record {
             record(r, b);
         }
+        if crate::dump::tx_on() && !b.is_empty() {
+            crate::dump::burst(b, self.pool.name(), self.spec.tx_port, self.spec.tx_queue, false);
+        }
         let sent = self.tx.tx_burst(b);
         self.counters.tx_packets.add(sent as u64);
         if !b.is_empty() {
@@ -253,6 +256,9 @@ impl Stream {
     fn receive(&mut self, b: &mut PacketBatch) -> usize {
         let n = self.rx.rx_burst(b);
         self.counters.rx_packets.add(n as u64);
+        if n > 0 && crate::dump::rx_on() {
+            crate::dump::burst(b, self.pool.name(), self.spec.rx_port, self.spec.rx_queue, true);
+        }
         n
     }
 }
@@ -402,6 +408,9 @@ impl Engine for FlowGen {
         }
         if let Some(r) = &s.record {
             record(r, b);
+        }
+        if crate::dump::tx_on() && !b.is_empty() {
+            crate::dump::burst(b, s.pool.name(), s.spec.tx_port, s.spec.tx_queue, false);
         }
         let sent = s.tx.tx_burst(b);
         s.counters.tx_packets.add(sent as u64);

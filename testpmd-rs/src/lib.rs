@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod dump;
 pub mod fwd;
 pub mod noisy;
 pub mod params;

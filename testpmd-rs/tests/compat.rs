@@ -227,3 +227,41 @@ fn a_byte_that_is_not_utf8_does_not_end_the_session() {
     assert!(s.cmd("show port summary all").contains("net_null1"));
     quit(s);
 }
+
+#[test]
+fn set_verbose_dumps_bursts_as_dpdk_testpmd_does() {
+    let dir = TempDir::new("verbose");
+    let input = dir.path("in.pcap");
+    let mut w = pktio::pcap_file::PcapWriter::create(&input).unwrap();
+    let mut udp = vec![0u8; 64];
+    udp[0..6].copy_from_slice(&[2, 0xaa, 0, 0, 0, 1]);
+    udp[6..12].copy_from_slice(&[2, 0xbb, 0, 0, 0, 1]);
+    udp[12..14].copy_from_slice(&[8, 0]);
+    udp[14] = 0x45;
+    udp[16..18].copy_from_slice(&50u16.to_be_bytes());
+    udp[22] = 64;
+    udp[23] = 17;
+    let mut arp = vec![0u8; 60];
+    arp[0..6].fill(0xff);
+    arp[12..14].copy_from_slice(&[8, 6]);
+    w.write_packet(1, &udp).unwrap();
+    w.write_packet(2, &arp).unwrap();
+    w.flush().unwrap();
+    drop(w);
+    let v0 = format!("net_pcap0,rx_pcap={input},tx_pcap={}", dir.path("out.pcap"));
+    let mut s = boot(&["--vdev", &v0], &["-i", "--no-flush-rx"]);
+    assert!(s.cmd("set verbose 3").contains("Change verbose level from 0 to 3"));
+    s.cmd("start");
+    let out = s.wait_for("port 0/queue 0: sent 2 packets", Duration::from_secs(20));
+    let rx = "port 0/queue 0: received 2 packets\n  src=02:BB:00:00:00:01 - dst=02:AA:00:00:00:01 - pool=mb_pool_0 - \
+              type=0x0800 - length=64 - nb_segs=1 - sw ptype: L2_ETHER L3_IPV4 L4_UDP  - l2_len=14 - l3_len=20 - \
+              l4_len=8 - Receive queue=0x0\n  ol_flags: RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN \
+              RTE_MBUF_F_RX_IP_CKSUM_UNKNOWN RTE_MBUF_F_RX_OUTER_L4_CKSUM_UNKNOWN \n  src=00:00:00:00:00:00 - \
+              dst=FF:FF:FF:FF:FF:FF - pool=mb_pool_0 - type=0x0806 - length=60 - nb_segs=1 - sw ptype: L2_ETHER  - \
+              l2_len=14 - Receive queue=0x0\n";
+    assert!(out.contains(rx), "{out}");
+    assert!(out.contains("l4_len=8 - Send queue=0x0\n  ol_flags: RTE_MBUF_F_TX_L4_NO_CKSUM \n"), "{out}");
+    s.cmd("stop");
+    assert!(s.cmd("set verbose 0").contains("from 3 to 0"));
+    quit(s);
+}
