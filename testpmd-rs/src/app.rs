@@ -100,6 +100,8 @@ pub struct Settings {
     pub display_xstats: Vec<String>,
     /// noisy mode settings.
     pub noisy: crate::params::NoisyParams,
+    /// `--txonly-multi-flow`.
+    pub txonly_multi_flow: bool,
     /// `--rxpkts` (shown only).
     pub rxpkts: Vec<u16>,
     /// `--rxoffs` (shown only).
@@ -251,6 +253,7 @@ impl App {
             record_burst_stats: p.record_burst_stats,
             display_xstats: p.display_xstats.clone(),
             noisy: p.noisy,
+            txonly_multi_flow: p.txonly_multi_flow,
             rxpkts: p.rxpkts.clone(),
             rxoffs: p.rxoffs.clone(),
             txsplit: "off".into(),
@@ -551,6 +554,7 @@ impl App {
             flowgen_flows: self.set.flowgen_flows,
             record: recorder,
             noisy: (self.set.mode == FwdMode::Noisy).then_some(self.set.noisy),
+            multi_flow: self.set.txonly_multi_flow,
         };
         let mut groups: Vec<(u32, Vec<Stream>)> = Vec::new();
         let mut failure = None;
@@ -562,7 +566,9 @@ impl App {
                 match (rx, tx) {
                     (Some(rx), Some(tx)) => {
                         let tx_mac = self.ports[spec.tx_port as usize].dev.mac_addr();
-                        v.push(Stream::new(*spec, rx, tx, tx_mac, self.peers[spec.tx_port as usize], &gen));
+                        let mut st = Stream::new(*spec, rx, tx, tx_mac, self.peers[spec.tx_port as usize], &gen);
+                        st.set_lcore(lcore);
+                        v.push(st);
                     }
                     (rx, tx) => {
                         self.give_back_queues(spec, rx, tx);

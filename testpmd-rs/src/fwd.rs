@@ -149,6 +149,8 @@ pub struct GenConfig {
     pub record: Option<Recorder>,
     /// The noisy mode's settings, when that is the mode.
     pub noisy: Option<NoisyParams>,
+    /// `--txonly-multi-flow`: vary the IPv4 source per generated packet.
+    pub multi_flow: bool,
 }
 
 /// One stream: the queues it owns and what its engine needs.
@@ -176,6 +178,8 @@ pub struct Stream {
     pool: Mempool,
     record: Option<Recorder>,
     noisy: Option<Box<NoisyState>>,
+    /// `--txonly-multi-flow`: the lcore this stream runs on (set at launch) and the per-packet counter.
+    multi_flow: Option<(u32, u8)>,
 }
 
 impl Stream {
@@ -227,6 +231,14 @@ impl Stream {
                 let seed = ((spec.rx_port as u64) << 32) | ((spec.rx_queue as u64) << 16) | spec.tx_port as u64;
                 Box::new(NoisyState::new(&p, seed))
             }),
+            multi_flow: gen.multi_flow.then_some((0, 0)),
+        }
+    }
+
+    /// Records the lcore that runs this stream (`--txonly-multi-flow` adds its id to the source address).
+    pub fn set_lcore(&mut self, lcore: u32) {
+        if let Some((l, _)) = &mut self.multi_flow {
+            *l = lcore;
         }
     }
 
@@ -358,7 +370,23 @@ impl Engine for TxOnly {
             let (t, segs, pool) = (&*s.tx_template, &*s.tx_segs, &s.pool);
             b.retain(|m| build_chain(m, t, segs, pool));
         }
+        if let Some((lcore, var)) = &mut s.multi_flow {
+            vary_sources(b, *lcore, var);
+        }
         s.send(b);
+    }
+}
+
+/// `--txonly-multi-flow`: a different IPv4 source per packet (headers are in the first segment when it holds 34
+/// bytes or more; shorter first segments keep the template's source).
+#[cold]
+fn vary_sources(b: &mut PacketBatch, lcore: u32, var: &mut u8) {
+    for m in b.iter_mut() {
+        let d = m.data_mut();
+        if d.len() >= 34 {
+            pkt::set_ipv4_src(d, pkt::multi_flow_src(*var, lcore));
+        }
+        *var = var.wrapping_add(1);
     }
 }
 

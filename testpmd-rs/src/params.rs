@@ -99,6 +99,8 @@ pub struct Params {
     pub record_burst_stats: bool,
     /// `--display-xstats`: extended statistics shown with the port statistics.
     pub display_xstats: Vec<String>,
+    /// `--txonly-multi-flow`.
+    pub txonly_multi_flow: bool,
     /// `--cmdline-file`: commands run before the prompt.
     pub cmdline_file: Option<String>,
     /// `--noisy-*`: the noisy forwarding mode's settings.
@@ -170,6 +172,7 @@ impl Default for Params {
             record_burst_stats: false,
             display_xstats: Vec::new(),
             cmdline_file: None,
+            txonly_multi_flow: false,
             noisy: NoisyParams::default(),
             notes: Vec::new(),
         }
@@ -215,6 +218,7 @@ testpmd options:
   --tx-offloads=0xMASK       TX offloads (DPDK's bits)
   --rx-mq-mode=0xMASK        0x1: RSS (the only mode); 0: no RSS
   --display-xstats=N1,N2     extended statistics shown with show port stats
+  --txonly-multi-flow        txonly varies the IPv4 source per packet
   --cmdline-file=FILE        run the commands of FILE before the prompt
   --noisy-tx-sw-buffer-size=N, --noisy-tx-sw-buffer-flushtime=MS,
   --noisy-lkup-memory=MB, --noisy-lkup-num-writes=N, --noisy-lkup-num-reads=N,
@@ -222,7 +226,7 @@ testpmd options:
                              the noisy mode: a TX FIFO per stream and memory touched per packet
   Accepted for dpdk-testpmd scripts, with a note of why they change nothing here: --numa, --no-numa,
   --socket-num, --rxpt, --rxht, --rxwt, --rxfreet, --txpt, --txfreet, --txrst, --rxoffs, --rxpkts,
-  --txonly-multi-flow, --no-lsc-interrupt, --no-rmv-interrupt, --record-core-cycles, --record-burst-stats,
+  --no-lsc-interrupt, --no-rmv-interrupt, --record-core-cycles, --record-burst-stats,
   --flow-isolate-all, --mp-alloc, --mlockall, --no-mlockall
   -h, --help                 this text",
         modes = FwdMode::names()
@@ -516,9 +520,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
                 num::<u32>(name, &v, 0, 65535)?;
                 note(&mut p, format!("{name}: the drivers pick their own descriptor thresholds"));
             }
-            "--txonly-multi-flow" => {
-                note(&mut p, "--txonly-multi-flow: txonly sends one flow (198.18.0.1 -> 198.18.0.2)".to_string())
-            }
+            "--txonly-multi-flow" => p.txonly_multi_flow = true,
             "--no-lsc-interrupt" | "--no-rmv-interrupt" => {
                 note(&mut p, format!("{name}: link state is polled; there are no interrupts to turn off"))
             }
@@ -639,7 +641,8 @@ mod tests {
                 lkup_num_reads_writes: 4
             }
         );
-        for opt in ["--numa", "--rxpt", "--txonly-multi-flow", "--mp-alloc=anon", "--flow-isolate-all", "--mlockall"] {
+        assert!(p.txonly_multi_flow);
+        for opt in ["--numa", "--rxpt", "--mp-alloc=anon", "--flow-isolate-all", "--mlockall"] {
             assert!(p.notes.iter().any(|n| n.starts_with(opt)), "no note for {opt}: {:?}", p.notes);
         }
         let q = run("--enable-rx-cksum --enable-scatter --enable-hw-vlan-strip --rx-mq-mode=0").unwrap();

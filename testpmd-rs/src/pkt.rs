@@ -214,6 +214,20 @@ pub struct UdpFlow {
 pub const TXONLY_SRC_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 /// testpmd's txonly destination address 198.18.0.2.
 pub const TXONLY_DST_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+/// `--txonly-multi-flow`: the IPv4 source of generated packet number `var` (a per-stream byte counter) sent from
+/// lcore `lcore`, as dpdk-testpmd derives it: the destination with `var` in its third byte, plus the lcore id.
+pub fn multi_flow_src(var: u8, lcore: u32) -> Ipv4Addr {
+    Ipv4Addr::from((u32::from(TXONLY_DST_IP) | (var as u32) << 8).wrapping_add(lcore))
+}
+
+/// Writes `src` as the IPv4 source of the UDP/IPv4 frame `d` (as txonly builds it) and its header checksum.
+pub fn set_ipv4_src(d: &mut [u8], src: Ipv4Addr) {
+    if let Ok(mut ip) = Ipv4Packet::new_checked(&mut d[ETH_LEN..]) {
+        ip.set_src_addr(src);
+        ip.fill_checksum();
+    }
+}
+
 /// testpmd's txonly UDP ports (discard, 9 -> 9).
 pub const TXONLY_UDP_PORT: u16 = 9;
 /// flowgen's Ethernet source 00:01:02:03:04:00.
@@ -328,6 +342,16 @@ mod tests {
         assert_eq!(&f[..24], &want[..24]);
         assert_eq!(&f[26..42], &want[26..42]);
         assert_eq!(&f[42..], &[0u8; 22]);
+        assert_eq!(checksum::data(&f[14..34]), 0xffff, "IPv4 header checksum valid");
+    }
+
+    #[test]
+    fn multi_flow_sources_vary_per_packet_and_keep_the_header_valid() {
+        assert_eq!(multi_flow_src(0, 1), Ipv4Addr::new(198, 18, 0, 3));
+        assert_eq!(multi_flow_src(7, 1), Ipv4Addr::new(198, 18, 7, 3));
+        let mut f = frame();
+        set_ipv4_src(&mut f, multi_flow_src(9, 2));
+        assert_eq!(f[26..30], [198, 18, 9, 4]);
         assert_eq!(checksum::data(&f[14..34]), 0xffff, "IPv4 header checksum valid");
     }
 

@@ -62,7 +62,7 @@ fn every_dpdk_option_is_accepted_on_null_ports() {
         "--rx-offloads=0x0",
         "--tx-offloads=0x0",
         "--flow-isolate-all",
-        "--mp-alloc=native",
+        "--mp-alloc=xmem",
         "--mlockall",
         "--no-mlockall",
         "--rx-mq-mode=0x1",
@@ -79,7 +79,7 @@ fn every_dpdk_option_is_accepted_on_null_ports() {
     ];
     let mut s = boot(NULLS, &args);
     let boot_out = s.output();
-    for why in ["Note: --numa", "Note: --rxpt", "Note: --txonly-multi-flow", "Note: --flow-isolate-all"] {
+    for why in ["Note: --numa", "Note: --rxpt", "Note: --mp-alloc", "Note: --flow-isolate-all"] {
         assert!(boot_out.contains(why), "{why} missing:\n{boot_out}");
     }
     // --disable-link-check: no link report at start.
@@ -264,4 +264,26 @@ fn set_verbose_dumps_bursts_as_dpdk_testpmd_does() {
     s.cmd("stop");
     assert!(s.cmd("set verbose 0").contains("from 3 to 0"));
     quit(s);
+}
+
+#[test]
+fn txonly_multi_flow_varies_the_source_address_per_packet() {
+    let dir = TempDir::new("multiflow");
+    let out = dir.path("out.pcap");
+    let v0 = format!("net_pcap0,tx_pcap={out}");
+    let mut s = boot(&["--vdev", &v0], &["-i", "--forward-mode=txonly", "--txonly-multi-flow", "--burst=16"]);
+    s.cmd("start");
+    wait_fwd(&mut s, "txonly sending", |b| b.tx_packets >= 300);
+    s.cmd("stop");
+    quit(s);
+    let frames = pktio::pcap_file::read_all(&out).unwrap();
+    assert!(frames.len() >= 300);
+    for (i, f) in frames.iter().enumerate() {
+        let d = &f.data;
+        // Lcore 1 forwards (-l 0-1): 198.18.0.2 with the packet counter in the third byte, plus 1.
+        assert_eq!(d[26..30], [198, 18, (i % 256) as u8, 3], "frame {i}");
+        assert_eq!(d[30..34], [198, 18, 0, 2], "frame {i}");
+        let sum: u32 = d[14..34].chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]]) as u32).sum();
+        assert_eq!((sum & 0xffff) + (sum >> 16), 0xffff, "frame {i}: IPv4 header checksum");
+    }
 }
