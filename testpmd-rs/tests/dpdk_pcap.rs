@@ -147,6 +147,8 @@ fn compare(mode: &str) {
     let prefix = format!("testpmd-rs-cmp-{}-{mode}", std::process::id());
     d.args(["-oL", "-eL", dpdk, "-l", "0,1", "--no-huge", "-m", "512", "--no-pci", "--file-prefix", &prefix]);
     let theirs = run(d, &dir, "dpdk", mode, want);
+    // DPDK leaves its runtime directory (sockets, config) behind; it is ours to remove.
+    let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
     let mut r = Command::new(BIN);
     r.args(["-l", "0-1", "--no-huge"]);
     let ours = run(r, &dir, "rs", mode, want);
