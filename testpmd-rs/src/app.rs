@@ -108,8 +108,10 @@ pub struct Settings {
     pub rxoffs: Vec<u16>,
     /// `set txsplit` (shown only: generated packets are never split at random).
     pub txsplit: String,
-    /// `set fwd MODE retry` (TX retries are not done; shown in the mode line).
+    /// `set fwd MODE retry`: forwarding modes offer what a TX queue did not take again.
     pub retry: bool,
+    /// `set burst tx delay D retry N`: (N, D in microseconds), DPDK's defaults (64, 1).
+    pub retry_num_delay: (u32, u32),
 }
 
 enum Worker {
@@ -258,6 +260,7 @@ impl App {
             rxoffs: p.rxoffs.clone(),
             txsplit: "off".into(),
             retry: false,
+            retry_num_delay: (64, 1),
         };
         let ports = ports
             .into_iter()
@@ -555,6 +558,10 @@ impl App {
             record: recorder,
             noisy: (self.set.mode == FwdMode::Noisy).then_some(self.set.noisy),
             multi_flow: self.set.txonly_multi_flow,
+            retry: (self.set.retry && !self.set.mode.generates()).then(|| {
+                let (n, us) = self.set.retry_num_delay;
+                (n, std::time::Duration::from_micros(us as u64))
+            }),
         };
         let mut groups: Vec<(u32, Vec<Stream>)> = Vec::new();
         let mut failure = None;

@@ -51,12 +51,13 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("display", "clear fwd stats all", "restart the forward statistics"),
     ("display", "show config fwd|rxtx|cores|txpkts|rxpkts|rxoffs", "forwarding configuration"),
     ("display", "show mempool", "free buffers in the packet pool"),
-    ("config", "set fwd <mode> [retry]", "forwarding mode"),
+    ("config", "set fwd <mode> [retry]", "forwarding mode (retry: offer a partly sent burst again)"),
     ("config", "set nbcore <n>", "number of forwarding cores"),
     ("config", "set nbport <n>", "number of forwarding ports"),
     ("config", "set coremask <mask>", "forwarding lcores as a mask"),
     ("config", "set portmask <mask>", "forwarding ports as a mask"),
     ("config", "set burst <n>", "packets per burst (1..512)"),
+    ("config", "set burst tx delay <us> retry <n>", "TX retries of the retry modes (default 1 us, 64)"),
     ("config", "set txpkts <len>[,<len>...]", "segment lengths of generated packets"),
     ("config", "set txsplit off|on|rand", "split policy of generated packets (only off is applied)"),
     ("config", "set verbose <n>", "verbosity: 1 dumps received bursts, 2 sent ones, 3 both"),
@@ -262,6 +263,14 @@ fn dispatch(app: &mut App, w: &[&str]) -> CmdResult {
                 return Err("Please stop forwarding first (stop)".into());
             }
             app.set_nb_ports(parse_num("nbport", n)?)
+        }
+        ["set", "burst", "tx", "delay", d, "retry", n] => {
+            let (d, n): (u32, u32) = (parse_num("delay", d)?, parse_num("retry", n)?);
+            if app.is_forwarding() {
+                return Err("Please stop forwarding first (stop)".into());
+            }
+            app.set.retry_num_delay = (n, d);
+            Ok(())
         }
         ["set", "burst", n] => {
             let n: u16 = parse_num("burst", n)?;

@@ -151,6 +151,9 @@ pub struct GenConfig {
     pub noisy: Option<NoisyParams>,
     /// `--txonly-multi-flow`: vary the IPv4 source per generated packet.
     pub multi_flow: bool,
+    /// `set fwd MODE retry`: when a TX queue takes only part of a burst, try again this many times, this long
+    /// apart, before dropping the rest (`set burst tx delay D retry N`; DPDK's defaults 1 us and 64).
+    pub retry: Option<(u32, std::time::Duration)>,
 }
 
 /// One stream: the queues it owns and what its engine needs.
@@ -180,6 +183,7 @@ pub struct Stream {
     noisy: Option<Box<NoisyState>>,
     /// `--txonly-multi-flow`: the lcore this stream runs on (set at launch) and the per-packet counter.
     multi_flow: Option<(u32, u8)>,
+    retry: Option<(u32, std::time::Duration)>,
 }
 
 impl Stream {
@@ -232,6 +236,7 @@ impl Stream {
                 Box::new(NoisyState::new(&p, seed))
             }),
             multi_flow: gen.multi_flow.then_some((0, 0)),
+            retry: gen.retry,
         }
     }
 
@@ -256,7 +261,12 @@ impl Stream {
         if crate::dump::tx_on() && !b.is_empty() {
             crate::dump::burst(b, self.pool.name(), self.spec.tx_port, self.spec.tx_queue, false);
         }
-        let sent = self.tx.tx_burst(b);
+        let mut sent = self.tx.tx_burst(b);
+        if !b.is_empty() {
+            if let Some((n, delay)) = self.retry {
+                sent += retry_tx(&mut *self.tx, b, n, delay);
+            }
+        }
         self.counters.tx_packets.add(sent as u64);
         if !b.is_empty() {
             self.counters.fwd_dropped.add(b.len() as u64);
@@ -273,6 +283,25 @@ impl Stream {
         }
         n
     }
+}
+
+/// `set fwd MODE retry`: offers the rest of `b` again up to `n` times, `delay` apart (a busy wait, as DPDK's
+/// rte_delay_us). Returns how many more were taken.
+#[cold]
+#[inline(never)]
+fn retry_tx(tx: &mut dyn TxQueue, b: &mut PacketBatch, n: u32, delay: std::time::Duration) -> usize {
+    let mut sent = 0;
+    for _ in 0..n {
+        let until = std::time::Instant::now() + delay;
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+        sent += tx.tx_burst(b);
+        if b.is_empty() {
+            break;
+        }
+    }
+    sent
 }
 
 /// Writes the packets of `b` into the capture (errors end up as a short capture, reported at stop).
@@ -611,4 +640,48 @@ pub fn lcore_main(
         }
     }
     streams
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A TX queue that takes at most `per_call` packets a call (freeing them), like a ring that drains slowly.
+    struct Slow {
+        per_call: usize,
+        calls: usize,
+    }
+
+    impl TxQueue for Slow {
+        fn tx_burst(&mut self, b: &mut PacketBatch) -> usize {
+            self.calls += 1;
+            let n = self.per_call.min(b.len());
+            b.drain_front(n, drop);
+            n
+        }
+    }
+
+    fn pool() -> Mempool {
+        let cfg = mempool::PoolConfig { size: 255, cache_size: 0, ..Default::default() };
+        Mempool::new("fwd-retry-test", &cfg, &hugepage::Allocator::no_huge()).unwrap()
+    }
+
+    #[test]
+    fn retry_offers_the_rest_again_until_taken_or_out_of_tries() {
+        let pool = pool();
+        let mut b = PacketBatch::with_capacity(32);
+        assert!(b.alloc_from(&pool, 32));
+        let mut tx = Slow { per_call: 5, calls: 0 };
+        let first = tx.tx_burst(&mut b);
+        let more = retry_tx(&mut tx, &mut b, 64, std::time::Duration::from_micros(1));
+        assert_eq!(first + more, 32, "every packet taken");
+        assert_eq!(tx.calls, 7, "5 per call: 6 retries after the first");
+        assert!(b.alloc_from(&pool, 32));
+        let mut tx = Slow { per_call: 5, calls: 0 };
+        let first = tx.tx_burst(&mut b);
+        let more = retry_tx(&mut tx, &mut b, 2, std::time::Duration::from_micros(1));
+        assert_eq!((first + more, b.len()), (15, 17), "two retries, the rest left to drop");
+        b.clear();
+        assert_eq!(pool.available(), 255);
+    }
 }

@@ -11,8 +11,10 @@ impl App {
     pub fn show_config_fwd(&self) {
         let plan = self.plan();
         println!(
-            "{} packet forwarding - ports={} - cores={} - streams={} - NUMA support enabled, MP allocation mode: native",
+            "{} packet forwarding{} - ports={} - cores={} - streams={} - NUMA support enabled, MP allocation mode: \
+             native",
             self.set.mode,
+            if self.set.retry { " with retry" } else { "" },
             plan.ports.len(),
             plan.lcores.len(),
             plan.streams.len()
@@ -35,7 +37,12 @@ impl App {
     /// `show config rxtx`.
     pub fn show_config_rxtx(&self) {
         let plan = self.plan();
-        println!("  {} packet forwarding packets/burst={}", self.set.mode, self.set.burst);
+        let retry = if self.set.retry { " with retry" } else { "" };
+        println!("  {} packet forwarding{retry} packets/burst={}", self.set.mode, self.set.burst);
+        if self.set.retry {
+            let (n, us) = self.set.retry_num_delay;
+            println!("  TX retry num: {n}, delay between TX retries: {us}us");
+        }
         if self.set.mode.generates() {
             let len: u32 = self.set.txpkts.iter().map(|&l| l as u32).sum();
             println!("  packet len={len} - nb packet segments={}", self.set.txpkts.len());
