@@ -94,7 +94,7 @@ pub struct Settings {
     pub verbose: u32,
     /// `set record-core-cycles` (accepted; nothing is recorded).
     pub record_core_cycles: bool,
-    /// `set record-burst-stats` (accepted; nothing is recorded).
+    /// `--record-burst-stats`, `set record-burst-stats`: burst sizes counted and shown in the forward statistics.
     pub record_burst_stats: bool,
     /// `--display-xstats`.
     pub display_xstats: Vec<String>,
@@ -558,6 +558,7 @@ impl App {
             record: recorder,
             noisy: (self.set.mode == FwdMode::Noisy).then_some(self.set.noisy),
             multi_flow: self.set.txonly_multi_flow,
+            burst_stats: self.set.record_burst_stats,
             retry: (self.set.retry && !self.set.mode.generates()).then(|| {
                 let (n, us) = self.set.retry_num_delay;
                 (n, std::time::Duration::from_micros(us as u64))

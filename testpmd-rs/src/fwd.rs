@@ -131,6 +131,63 @@ pub struct StreamCounters {
     pub bad_ip_csum: Counter,
     /// csum mode: TCP/UDP checksums found wrong.
     pub bad_l4_csum: Counter,
+    /// `--record-burst-stats`: RX bursts by size (index: packets in the burst, 0 included); empty when off.
+    pub rx_bursts: Box<[Counter]>,
+    /// `--record-burst-stats`: TX bursts by packets sent; empty when off.
+    pub tx_bursts: Box<[Counter]>,
+}
+
+impl StreamCounters {
+    /// Counters, with burst-size histograms when `burst_stats`.
+    pub fn new(burst_stats: bool) -> StreamCounters {
+        let spread = || -> Box<[Counter]> {
+            let n = if burst_stats { mempool::MAX_BURST + 1 } else { 0 };
+            (0..n).map(|_| Counter::default()).collect()
+        };
+        StreamCounters { rx_bursts: spread(), tx_bursts: spread(), ..Default::default() }
+    }
+}
+
+/// The burst-size line dpdk-testpmd prints with `--record-burst-stats`: the total, then the share of empty
+/// bursts and of the two most frequent sizes, the rest as "other". None when there were no bursts.
+pub fn burst_stats_line(rx_tx: &str, spread: &[Counter]) -> Option<String> {
+    if spread.is_empty() {
+        return None;
+    }
+    let zero = spread[0].get();
+    let mut total = zero;
+    // (count, size) of the two most frequent non-empty sizes.
+    let (mut first, mut second) = ((0u64, 0usize), (0u64, 0usize));
+    for (size, c) in spread.iter().enumerate().skip(1) {
+        let n = c.get();
+        if n == 0 {
+            continue;
+        }
+        total += n;
+        if n > first.0 {
+            second = first;
+            first = (n, size);
+        } else if n > second.0 {
+            second = (n, size);
+        }
+    }
+    if total == 0 {
+        return None;
+    }
+    let mut line = format!("  {rx_tx}-bursts : {total} [");
+    let (mut seen, mut pct_sum) = (0u64, 0i64);
+    for (count, size) in [(zero, 0usize), first, second] {
+        seen += count;
+        if seen == total {
+            let _ = std::fmt::Write::write_fmt(&mut line, format_args!("{}% of {size} pkts]", 100 - pct_sum));
+            return Some(line);
+        }
+        let pct = (count as f64 / total as f64 * 100.0) as i64;
+        let _ = std::fmt::Write::write_fmt(&mut line, format_args!("{pct}% of {size} pkts + "));
+        pct_sum += pct;
+    }
+    let _ = std::fmt::Write::write_fmt(&mut line, format_args!("{}% of other]", 100 - pct_sum));
+    Some(line)
 }
 
 /// A capture shared by the streams (`set record FILE`).
@@ -151,6 +208,8 @@ pub struct GenConfig {
     pub noisy: Option<NoisyParams>,
     /// `--txonly-multi-flow`: vary the IPv4 source per generated packet.
     pub multi_flow: bool,
+    /// `--record-burst-stats`: count bursts by size.
+    pub burst_stats: bool,
     /// `set fwd MODE retry`: when a TX queue takes only part of a burst, try again this many times, this long
     /// apart, before dropping the rest (`set burst tx delay D retry N`; DPDK's defaults 1 us and 64).
     pub retry: Option<(u32, std::time::Duration)>,
@@ -221,7 +280,7 @@ impl Stream {
             spec,
             rx,
             tx,
-            counters: Arc::new(StreamCounters::default()),
+            counters: Arc::new(StreamCounters::new(gen.burst_stats)),
             eth_addrs,
             tx_mac,
             tx_template: tx_template.into_boxed_slice(),
@@ -268,6 +327,9 @@ impl Stream {
             }
         }
         self.counters.tx_packets.add(sent as u64);
+        if let Some(c) = self.counters.tx_bursts.get(sent) {
+            c.add(1);
+        }
         if !b.is_empty() {
             self.counters.fwd_dropped.add(b.len() as u64);
             b.clear();
@@ -278,6 +340,10 @@ impl Stream {
     fn receive(&mut self, b: &mut PacketBatch) -> usize {
         let n = self.rx.rx_burst(b);
         self.counters.rx_packets.add(n as u64);
+        // Empty bursts count too, as in DPDK (an empty slice when --record-burst-stats is off).
+        if let Some(c) = self.counters.rx_bursts.get(n) {
+            c.add(1);
+        }
         if n > 0 && crate::dump::rx_on() {
             crate::dump::burst(b, self.pool.name(), self.spec.rx_port, self.spec.rx_queue, true);
         }
@@ -471,6 +537,9 @@ impl Engine for FlowGen {
         }
         let sent = s.tx.tx_burst(b);
         s.counters.tx_packets.add(sent as u64);
+        if let Some(c) = s.counters.tx_bursts.get(sent) {
+            c.add(1);
+        }
         if !b.is_empty() {
             // Flows not sent are tried again next time, as testpmd does.
             let dropped = b.len() as u32;
@@ -664,6 +733,31 @@ mod tests {
     fn pool() -> Mempool {
         let cfg = mempool::PoolConfig { size: 255, cache_size: 0, ..Default::default() };
         Mempool::new("fwd-retry-test", &cfg, &hugepage::Allocator::no_huge()).unwrap()
+    }
+
+    #[test]
+    fn burst_stats_lines_as_dpdk_prints_them() {
+        let spread = |pairs: &[(usize, u64)]| -> Box<[Counter]> {
+            let c: Box<[Counter]> = (0..=mempool::MAX_BURST).map(|_| Counter::default()).collect();
+            for &(size, n) in pairs {
+                c[size].add(n);
+            }
+            c
+        };
+        assert_eq!(burst_stats_line("RX", &spread(&[])), None);
+        assert_eq!(
+            burst_stats_line("RX", &spread(&[(32, 10)])).unwrap(),
+            "  RX-bursts : 10 [0% of 0 pkts + 100% of 32 pkts]"
+        );
+        assert_eq!(
+            burst_stats_line("RX", &spread(&[(0, 3), (32, 6), (5, 1)])).unwrap(),
+            "  RX-bursts : 10 [30% of 0 pkts + 60% of 32 pkts + 10% of 5 pkts]"
+        );
+        assert_eq!(
+            burst_stats_line("TX", &spread(&[(0, 1), (32, 5), (7, 2), (3, 2)])).unwrap(),
+            "  TX-bursts : 10 [10% of 0 pkts + 50% of 32 pkts + 20% of 3 pkts + 20% of other]"
+        );
+        assert_eq!(burst_stats_line("TX", &[]), None);
     }
 
     #[test]

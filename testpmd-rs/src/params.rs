@@ -218,6 +218,7 @@ testpmd options:
   --tx-offloads=0xMASK       TX offloads (DPDK's bits)
   --rx-mq-mode=0xMASK        0x1: RSS (the only mode); 0: no RSS
   --display-xstats=N1,N2     extended statistics shown with show port stats
+  --record-burst-stats       show the burst sizes with the forward statistics
   --txonly-multi-flow        txonly varies the IPv4 source per packet
   --cmdline-file=FILE        run the commands of FILE before the prompt
   --noisy-tx-sw-buffer-size=N, --noisy-tx-sw-buffer-flushtime=MS,
@@ -226,7 +227,7 @@ testpmd options:
                              the noisy mode: a TX FIFO per stream and memory touched per packet
   Accepted for dpdk-testpmd scripts, with a note of why they change nothing here: --numa, --no-numa,
   --socket-num, --rxpt, --rxht, --rxwt, --rxfreet, --txpt, --txfreet, --txrst, --rxoffs, --rxpkts,
-  --no-lsc-interrupt, --no-rmv-interrupt, --record-core-cycles, --record-burst-stats,
+  --no-lsc-interrupt, --no-rmv-interrupt, --record-core-cycles,
   --flow-isolate-all, --mp-alloc, --mlockall, --no-mlockall
   -h, --help                 this text",
         modes = FwdMode::names()
@@ -544,8 +545,8 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
     if !p.rxpkts.is_empty() || !p.rxoffs.is_empty() {
         note(&mut p, "--rxpkts/--rxoffs: RX buffer split is not supported; the values are only shown".to_string());
     }
-    if p.record_core_cycles || p.record_burst_stats {
-        note(&mut p, "--record-core-cycles/--record-burst-stats: not recorded by the forwarding loop".to_string());
+    if p.record_core_cycles {
+        note(&mut p, "--record-core-cycles: cycles are not recorded by the forwarding loop".to_string());
     }
     if p.stats_period > 0 && p.interactive {
         // As in dpdk-testpmd: the period only drives the non-interactive display.

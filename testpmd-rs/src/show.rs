@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use crate::app::{sub, App};
-use crate::fwd::FwdMode;
+use crate::fwd::{self, FwdMode};
 
 impl App {
     /// `show config fwd` (also printed by `start`).
@@ -110,6 +110,12 @@ impl App {
                     } else {
                         println!();
                     }
+                    if let Some(l) = fwd::burst_stats_line("RX", &c.rx_bursts) {
+                        println!("{l}");
+                    }
+                    if let Some(l) = fwd::burst_stats_line("TX", &c.tx_bursts) {
+                        println!("{l}");
+                    }
                 }
             }
             tx_dropped[s.tx_port as usize] += c.fwd_dropped.get();
@@ -145,6 +151,17 @@ impl App {
                 println!("  RX-nombufs: {nombuf:<14}");
             }
             println!("  TX-packets: {opk:<14} TX-dropped: {txd:<14}TX-total: {}", opk + txd);
+            if self.streams.len() <= fwd_ports.len() {
+                // One stream per port: its burst sizes go with the port, as dpdk-testpmd shows them.
+                let rx = self.streams.iter().rev().find(|(s, _)| s.rx_port == p);
+                let tx = self.streams.iter().rev().find(|(s, _)| s.tx_port == p);
+                if let Some(l) = rx.and_then(|(_, c)| fwd::burst_stats_line("RX", &c.rx_bursts)) {
+                    println!("{l}");
+                }
+                if let Some(l) = tx.and_then(|(_, c)| fwd::burst_stats_line("TX", &c.tx_bursts)) {
+                    println!("{l}");
+                }
+            }
             println!("  {border}--------------------------------{border}");
         }
         let acc = "+++++++++++++++";

@@ -97,6 +97,9 @@ fn every_dpdk_option_is_accepted_on_null_ports() {
     let total = fwd_total_block(&stop).unwrap();
     // Everything received was sent or dropped: the FIFO is emptied at stop.
     assert_eq!(total.rx_packets, total.tx_packets + total.tx_dropped, "{stop}");
+    // --record-burst-stats: each port's bursts; null ports always fill a burst (16, from the --cmdline-file).
+    assert!(stop.contains("  RX-bursts : ") && stop.contains("% of 16 pkts"), "{stop}");
+    assert!(stop.contains("  TX-bursts : "), "{stop}");
     let st = s.cmd("show port stats 0");
     assert!(st.contains("rx_good_packets: ") && st.contains("tx_good_packets: "), "{st}");
     quit(s);
