@@ -11,8 +11,8 @@ use rustyline::validate::Validator;
 use rustyline::{Context, Editor, Helper};
 
 use crate::app::{App, CmdResult};
+use crate::command::{self, quote, Command, ConfigView, PortView};
 use crate::fwd::FwdMode;
-use crate::params::{parse_txpkts, parse_u64, MAX_BURST};
 
 /// The prompt.
 pub const PROMPT: &str = "testpmd> ";
@@ -129,192 +129,119 @@ fn print_help(section: Option<&str>) -> CmdResult {
     Ok(())
 }
 
-/// At most this many bytes of a user's line are quoted back in an error.
-pub const QUOTE_MAX: usize = 200;
-
-/// `text` quoted for an error message, cut after [`QUOTE_MAX`] bytes.
-pub fn quote(text: &str) -> String {
-    if text.len() <= QUOTE_MAX {
-        return format!("{text:?}");
-    }
-    let mut end = QUOTE_MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{:?}... ({} bytes)", &text[..end], text.len())
-}
-
-fn parse_num<T: std::str::FromStr>(what: &str, v: &str) -> Result<T, String> {
-    v.parse().map_err(|_| format!("Bad arguments: {what} {} is not a valid number", quote(v)))
-}
-
-fn on_off(v: &str) -> Result<bool, String> {
-    match v {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        _ => Err(format!("Bad arguments: expected on or off, not {}", quote(v))),
-    }
-}
-
 /// Runs one command line.
 pub fn execute(app: &mut App, line: &str) -> (Flow, CmdResult) {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    if words.is_empty() || words[0].starts_with('#') {
-        return (Flow::Continue, Ok(()));
+    match command::parse(line) {
+        Ok(Command::Quit) => (Flow::Quit, Ok(())),
+        Ok(cmd) => (Flow::Continue, run(app, cmd)),
+        Err(e) => (Flow::Continue, Err(e)),
     }
-    if words == ["quit"] {
-        return (Flow::Quit, Ok(()));
-    }
-    (Flow::Continue, dispatch(app, &words))
 }
 
-fn dispatch(app: &mut App, w: &[&str]) -> CmdResult {
-    let bad = || Err::<(), String>(format!("Bad arguments: {} (type help)", quote(&w.join(" "))));
-    match w {
-        ["help"] => print_help(None),
-        ["help", section] => print_help(Some(section)),
-        ["start"] => app.start(0),
-        ["start", "tx_first"] => app.start(1),
-        ["start", "tx_first", n] => {
-            // 0 bursts is a plain start, as in dpdk-testpmd.
-            app.start(parse_num("tx_first", n)?)
-        }
-        ["stop"] => app.stop(),
-        ["show", "port", "summary", which] => {
-            app.ports_arg(which)?;
-            app.show_port_summary();
+fn not_forwarding(app: &App) -> CmdResult {
+    if app.is_forwarding() {
+        return Err("Please stop forwarding first (stop)".into());
+    }
+    Ok(())
+}
+
+/// Runs a parsed command.
+pub fn run(app: &mut App, cmd: Command<'_>) -> CmdResult {
+    use Command as C;
+    match cmd {
+        C::Nothing | C::Quit => Ok(()),
+        C::Help(section) => print_help(section),
+        C::Start { tx_first } => app.start(tx_first),
+        C::Stop => app.stop(),
+        C::ShowPort { view, ports } => {
+            let ids = app.ports_arg(ports)?;
+            match view {
+                PortView::Stats => app.show_port_stats(&ids),
+                PortView::Xstats => app.show_port_xstats(&ids),
+                PortView::Info => app.show_port_info(&ids),
+                PortView::Summary => app.show_port_summary(),
+            }
             Ok(())
         }
-        ["show", "port", port, "rss-hash"] => app.show_rss_hash(one_port(app, port)?, false),
-        ["show", "port", port, "rss-hash", "key"] => app.show_rss_hash(one_port(app, port)?, true),
-        ["show", "port", port, "rss", "reta", size, masks] => app.show_reta(one_port(app, port)?, size, masks),
-        ["show", "port", port, "module_eeprom" | "eeprom"] => {
+        C::ShowRssHash { port, key } => app.show_rss_hash(one_port(app, port)?, key),
+        C::ShowReta { port, size, masks } => app.show_reta(one_port(app, port)?, size, masks),
+        C::ShowEeprom { port } => {
             let id = one_port(app, port)?;
             Err(format!(
                 "operation not supported by device: port {id} ({}) has no readable EEPROM",
                 app.ports[id as usize].dev.info().driver_name
             ))
         }
-        ["show", "device", "info", "all"] => {
+        C::ShowDeviceInfo => {
             app.show_device_info();
             Ok(())
         }
-        ["show", "port", what, which] => {
-            let ids = app.ports_arg(which)?;
-            match *what {
-                "stats" => app.show_port_stats(&ids),
-                "xstats" => app.show_port_xstats(&ids),
-                "info" => app.show_port_info(&ids),
-                _ => return bad(),
+        C::ClearPort { view, ports } => {
+            let ids = app.ports_arg(ports)?;
+            if view == PortView::Xstats {
+                app.clear_port_xstats(&ids)
+            } else {
+                app.clear_port_stats(&ids)
             }
             Ok(())
         }
-        ["clear", "port", what, which] => {
-            let ids = app.ports_arg(which)?;
-            match *what {
-                "stats" => app.clear_port_stats(&ids),
-                "xstats" => app.clear_port_xstats(&ids),
-                _ => return bad(),
-            }
-            Ok(())
-        }
-        ["show", "fwd", "stats", "all"] => {
+        C::ShowFwdStats => {
             app.show_fwd_stats();
             Ok(())
         }
-        ["clear", "fwd", "stats", "all"] => {
+        C::ClearFwdStats => {
             app.clear_fwd_stats();
             Ok(())
         }
-        ["show", "config", what] => {
-            match *what {
-                "fwd" => app.show_config_fwd(),
-                "rxtx" => app.show_config_rxtx(),
-                "cores" => app.show_config_cores(),
-                "txpkts" => app.show_config_txpkts(),
-                "rxpkts" => app.show_config_rxpkts(),
-                "rxoffs" => app.show_config_rxoffs(),
-                _ => return bad(),
+        C::ShowConfig(view) => {
+            match view {
+                ConfigView::Fwd => app.show_config_fwd(),
+                ConfigView::Rxtx => app.show_config_rxtx(),
+                ConfigView::Cores => app.show_config_cores(),
+                ConfigView::Txpkts => app.show_config_txpkts(),
+                ConfigView::Rxpkts => app.show_config_rxpkts(),
+                ConfigView::Rxoffs => app.show_config_rxoffs(),
             }
             Ok(())
         }
-        ["show", "mempool"] => {
+        C::ShowMempool => {
             app.show_mempool();
             Ok(())
         }
-        ["set", "fwd", mode] | ["set", "fwd", mode, "retry"] => {
-            let m: FwdMode = mode.parse().map_err(|e| format!("Bad arguments: {e}"))?;
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
-            app.set.mode = m;
-            app.set.retry = w.len() == 4;
-            println!("Set {m} packet forwarding mode{}", if app.set.retry { " with retry" } else { "" });
+        C::SetFwd { mode, retry } => {
+            not_forwarding(app)?;
+            app.set.mode = mode;
+            app.set.retry = retry;
+            println!("Set {mode} packet forwarding mode{}", if retry { " with retry" } else { "" });
             Ok(())
         }
-        ["set", "nbcore", n] => {
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
-            app.set_nb_cores(parse_num("nbcore", n)?)
+        C::SetNbCore(n) => {
+            not_forwarding(app)?;
+            app.set_nb_cores(n)
         }
-        ["set", "nbport", n] => {
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
-            app.set_nb_ports(parse_num("nbport", n)?)
+        C::SetNbPort(n) => {
+            not_forwarding(app)?;
+            app.set_nb_ports(n)
         }
-        ["set", "burst", "tx", "delay", d, "retry", n] => {
-            let (d, n): (u32, u32) = (parse_num("delay", d)?, parse_num("retry", n)?);
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
-            app.set.retry_num_delay = (n, d);
-            Ok(())
-        }
-        ["set", "burst", n] => {
-            let n: u16 = parse_num("burst", n)?;
-            if n == 0 || n > MAX_BURST {
-                return Err(format!("burst must be >= 1 && <= {MAX_BURST}"));
-            }
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
+        C::SetCoremask(m) => app.set_coremask(m),
+        C::SetPortmask(m) => app.set_portmask(m),
+        C::SetBurst(n) => {
+            not_forwarding(app)?;
             app.set.burst = n;
             println!("Number of packets per burst set to {n}");
             Ok(())
         }
-        ["set", "txpkts", list] => {
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
-            app.set_txpkts(parse_txpkts(list).map_err(|e| format!("Bad arguments: {e}"))?)
-        }
-        ["set", "promisc", which, v] | ["set", "allmulti", which, v] => {
-            let ids = app.ports_arg(which)?;
-            let on = on_off(v)?;
-            for id in ids {
-                let dev = &mut app.ports[id as usize].dev;
-                let r = if w[1] == "promisc" { dev.set_promiscuous(on) } else { dev.set_allmulticast(on) };
-                r.map_err(|e| format!("Error during setting {} mode of port {id}: {e}", w[1]))?;
-            }
+        C::SetTxRetry { delay_us, n } => {
+            not_forwarding(app)?;
+            app.set.retry_num_delay = (n, delay_us);
             Ok(())
         }
-        ["set", "eth-peer", port, mac] => {
-            let id = *app.ports_arg(port)?.first().ok_or("Bad arguments")?;
-            if *port == "all" {
-                return Err("Bad arguments: set eth-peer takes one port".into());
-            }
-            let mac = mac.parse().map_err(|e| format!("Error: Invalid ethernet address: {e}"))?;
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
-            app.peers[id as usize] = mac;
-            Ok(())
+        C::SetTxpkts(segs) => {
+            not_forwarding(app)?;
+            app.set_txpkts(segs)
         }
-        ["set", "record", what] => app.set_record(what),
-        ["set", "txsplit", how @ ("off" | "on" | "rand")] => {
-            if *how != "off" {
+        C::SetTxsplit(how) => {
+            if how != "off" {
                 println!(
                     "Note: generated packets are built with the txpkts segments as given; split {how} is not applied"
                 );
@@ -322,96 +249,88 @@ fn dispatch(app: &mut App, w: &[&str]) -> CmdResult {
             app.set.txsplit = how.to_string();
             Ok(())
         }
-        ["set", "coremask", mask] => {
-            let m = parse_u64(mask).ok_or_else(|| format!("Bad arguments: coremask {}", quote(mask)))?;
-            app.set_coremask(m)
-        }
-        ["set", "portmask", mask] => {
-            let m = parse_u64(mask).ok_or_else(|| format!("Bad arguments: portmask {}", quote(mask)))?;
-            app.set_portmask(m)
-        }
-        ["set", updown @ ("link-up" | "link-down"), "port", port] => {
-            let id = one_port(app, port)?;
-            app.set_link(id, *updown == "link-up")
-        }
-        ["set", "flush_rx", v] => {
-            app.set.flush_rx = on_off(v)?;
+        C::SetPromisc { allmulti, ports, on } => {
+            let what = if allmulti { "allmulti" } else { "promisc" };
+            for id in app.ports_arg(ports)? {
+                let dev = &mut app.ports[id as usize].dev;
+                let r = if allmulti { dev.set_allmulticast(on) } else { dev.set_promiscuous(on) };
+                r.map_err(|e| format!("Error during setting {what} mode of port {id}: {e}"))?;
+            }
             Ok(())
         }
-        ["set", "verbose", n] => {
-            let n: u32 = parse_num("verbose", n)?;
+        C::SetLink { port, up } => {
+            let id = one_port(app, port)?;
+            app.set_link(id, up)
+        }
+        C::SetFlushRx(on) => {
+            app.set.flush_rx = on;
+            Ok(())
+        }
+        C::SetVerbose(n) => {
             println!("Change verbose level from {} to {n}", app.set.verbose);
             app.set.verbose = n;
             crate::dump::VERBOSE.store(n, std::sync::atomic::Ordering::Relaxed);
             Ok(())
         }
-        ["set", "stat_qmap", dir @ ("tx" | "rx"), port, queue, map] => {
+        C::SetStatQmap { dir, port } => {
             let id = one_port(app, port)?;
-            let _: u16 = parse_num("queue", queue)?;
-            let _: u8 = parse_num("map", map)?;
             Err(format!("failed to set {dir} queue stats mapping: port {id} has no queue statistics registers to map"))
         }
-        ["set", "record-burst-stats", v] => {
-            app.set.record_burst_stats = on_off(v)?;
+        C::SetRecordBurstStats(on) => {
+            app.set.record_burst_stats = on;
             Ok(())
         }
-        ["set", "record-core-cycles", v] => {
-            app.set.record_core_cycles = on_off(v)?;
+        C::SetRecordCoreCycles(on) => {
+            app.set.record_core_cycles = on;
             Ok(())
         }
-        ["port", "close", which] => {
-            let ids = app.ports_arg(which)?;
-            app.close_ports(&ids)
-        }
-        ["port", "reset", which] => {
-            let ids = app.ports_arg(which)?;
-            app.reset_ports(&ids)
-        }
-        ["mac_addr", op, port, mac] => {
+        C::SetEthPeer { port, mac } => {
             let id = one_port(app, port)?;
-            app.mac_addr(op, id, mac)
+            not_forwarding(app)?;
+            app.peers[id as usize] = mac;
+            Ok(())
         }
-        ["vlan", "set", "strip", v, port] => {
-            let on = on_off(v)?;
-            let id = one_port(app, port)?;
-            app.vlan_strip(id, on)
-        }
-        ["rx_vlan", op @ ("add" | "rm"), vlan, port] => {
-            let id = one_port(app, port)?;
-            app.rx_vlan(op, vlan, id)
-        }
-        ["port", "start", which] => {
-            let ids = app.ports_arg(which)?;
+        C::SetRecord(what) => app.set_record(what),
+        C::PortStart(ports) => {
+            let ids = app.ports_arg(ports)?;
             app.start_ports(&ids)
         }
-        ["port", "stop", which] => {
-            let ids = app.ports_arg(which)?;
+        C::PortStop(ports) => {
+            let ids = app.ports_arg(ports)?;
             app.stop_ports(&ids)
         }
-        ["port", "config", "all", "rss", what] => app.port_config_rss(what),
-        ["port", "config", "all", what, n] => {
-            let n: u16 = parse_num(what, n)?;
-            app.port_config_all(what, n)
+        C::PortClose(ports) => {
+            let ids = app.ports_arg(ports)?;
+            app.close_ports(&ids)
         }
-        ["port", "config", "mtu", port, mtu] => {
-            let ids = app.ports_arg(port)?;
-            let mtu: u16 = parse_num("mtu", mtu)?;
-            for id in ids {
+        C::PortReset(ports) => {
+            let ids = app.ports_arg(ports)?;
+            app.reset_ports(&ids)
+        }
+        C::PortConfigAll { what, n } => app.port_config_all(what, n),
+        C::PortConfigRss(what) => app.port_config_rss(what),
+        C::PortConfigReta { port, pairs } => {
+            let id = one_port(app, port)?;
+            app.port_config_reta(id, &pairs)
+        }
+        C::PortConfigMtu { ports, mtu } => {
+            for id in app.ports_arg(ports)? {
                 app.set_mtu(id, mtu)?;
             }
             Ok(())
         }
-        ["port", "config", port, "rss", "reta", pairs @ ..] if !pairs.is_empty() => {
+        C::MacAddr { op, port, mac } => {
             let id = one_port(app, port)?;
-            app.port_config_reta(id, &pairs.concat())
+            app.mac_addr(op, id, mac)
         }
-        ["port", "config", _, ..] => {
-            Err("Bad arguments: port config all rxq|txq|rxd|txd N, or port config mtu N M".into())
+        C::VlanStrip { on, port } => {
+            let id = one_port(app, port)?;
+            app.vlan_strip(id, on)
         }
-        [first, ..] if ["show", "clear", "set", "port", "start", "mac_addr", "vlan", "rx_vlan"].contains(first) => {
-            bad()
+        C::RxVlan { op, vlan, port } => {
+            let id = one_port(app, port)?;
+            app.rx_vlan(op, vlan, id)
         }
-        _ => Err(format!("Command not found: {} (type help)", quote(&w.join(" ")))),
     }
 }
 
