@@ -42,6 +42,9 @@ fn main() {
     for n in &params.notes {
         println!("Note: {n}");
     }
+    if params.mlockall {
+        lock_memory();
+    }
     let mut app = match App::new(eal, &params) {
         Ok(a) => a,
         Err(e) => {
@@ -100,4 +103,14 @@ fn main() {
         }
     }
     app.quit();
+}
+
+/// `--mlockall`: keeps every page of the process in memory, as dpdk-testpmd does with it; a failure (no
+/// CAP_IPC_LOCK, a low RLIMIT_MEMLOCK) is reported and the run goes on, as there.
+fn lock_memory() {
+    // SAFETY: mlockall takes flags only and touches no memory of ours.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if rc != 0 {
+        println!("testpmd-rs: mlockall() failed with error \"{}\"", std::io::Error::last_os_error());
+    }
 }

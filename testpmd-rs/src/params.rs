@@ -101,6 +101,8 @@ pub struct Params {
     pub display_xstats: Vec<String>,
     /// `--txonly-multi-flow`.
     pub txonly_multi_flow: bool,
+    /// `--mlockall` (true) / `--no-mlockall` (false, the default).
+    pub mlockall: bool,
     /// `--cmdline-file`: commands run before the prompt.
     pub cmdline_file: Option<String>,
     /// `--noisy-*`: the noisy forwarding mode's settings.
@@ -173,6 +175,7 @@ impl Default for Params {
             display_xstats: Vec::new(),
             cmdline_file: None,
             txonly_multi_flow: false,
+            mlockall: false,
             noisy: NoisyParams::default(),
             notes: Vec::new(),
         }
@@ -220,6 +223,7 @@ testpmd options:
   --display-xstats=N1,N2     extended statistics shown with show port stats
   --record-burst-stats       show the burst sizes with the forward statistics
   --txonly-multi-flow        txonly varies the IPv4 source per packet
+  --mlockall, --no-mlockall  lock all the process's memory (mlockall) or not (default)
   --cmdline-file=FILE        run the commands of FILE before the prompt
   --noisy-tx-sw-buffer-size=N, --noisy-tx-sw-buffer-flushtime=MS,
   --noisy-lkup-memory=MB, --noisy-lkup-num-writes=N, --noisy-lkup-num-reads=N,
@@ -228,7 +232,7 @@ testpmd options:
   Accepted for dpdk-testpmd scripts, with a note of why they change nothing here: --numa, --no-numa,
   --socket-num, --rxpt, --rxht, --rxwt, --rxfreet, --txpt, --txfreet, --txrst, --rxoffs, --rxpkts,
   --no-lsc-interrupt, --no-rmv-interrupt, --record-core-cycles,
-  --flow-isolate-all, --mp-alloc, --mlockall, --no-mlockall
+  --flow-isolate-all, --mp-alloc
   -h, --help                 this text",
         modes = FwdMode::names()
     )
@@ -526,9 +530,8 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
                 note(&mut p, format!("{name}: link state is polled; there are no interrupts to turn off"))
             }
             "--flow-isolate-all" => note(&mut p, "--flow-isolate-all: there are no flow rules here".to_string()),
-            "--mlockall" | "--no-mlockall" => {
-                note(&mut p, format!("{name}: packet memory is pinned by the EAL; the rest is left as it is"))
-            }
+            "--mlockall" => p.mlockall = true,
+            "--no-mlockall" => p.mlockall = false,
             "--rx-mq-mode" => {
                 let m = parse_u64(&v).ok_or_else(|| format!("--rx-mq-mode={v:?}: expected a hex mask"))?;
                 if m & !1 != 0 {
@@ -643,7 +646,8 @@ mod tests {
             }
         );
         assert!(p.txonly_multi_flow);
-        for opt in ["--numa", "--rxpt", "--mp-alloc=anon", "--flow-isolate-all", "--mlockall"] {
+        assert!(!p.mlockall, "--no-mlockall came last");
+        for opt in ["--numa", "--rxpt", "--mp-alloc=anon", "--flow-isolate-all"] {
             assert!(p.notes.iter().any(|n| n.starts_with(opt)), "no note for {opt}: {:?}", p.notes);
         }
         let q = run("--enable-rx-cksum --enable-scatter --enable-hw-vlan-strip --rx-mq-mode=0").unwrap();

@@ -293,3 +293,22 @@ fn txonly_multi_flow_varies_the_source_address_per_packet() {
         assert_eq!((sum & 0xffff) + (sum >> 16), 0xffff, "frame {i}: IPv4 header checksum");
     }
 }
+
+#[test]
+fn mlockall_locks_the_process_memory() {
+    let s = boot(NULLS, &["-i", "--mlockall"]);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.pid())).unwrap();
+    let locked_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmLck:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmLck in:\n{status}"));
+    let out = s.output();
+    if out.contains("mlockall() failed") {
+        // Without CAP_IPC_LOCK and a low RLIMIT_MEMLOCK it fails, said once, and the run goes on.
+        assert_eq!(locked_kb, 0);
+    } else {
+        assert!(locked_kb > 1024, "VmLck {locked_kb} kB after --mlockall");
+    }
+    quit(s);
+}
