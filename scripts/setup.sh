@@ -10,6 +10,8 @@ command -v tmux >/dev/null || need_apt+=(tmux)
 command -v ping >/dev/null || need_apt+=(iputils-ping)
 command -v python3 >/dev/null || need_apt+=(python3)
 command -v cc >/dev/null || need_apt+=(gcc)
+command -v dpdk-testpmd >/dev/null || need_apt+=(dpdk)
+command -v stdbuf >/dev/null || need_apt+=(coreutils)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need_apt[*]}"

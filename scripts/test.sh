@@ -10,6 +10,8 @@ bash scripts/setup.sh
 export HUGEPAGE_TESTS_REQUIRED=${HUGEPAGE_TESTS_REQUIRED:-1}
 export VM_TESTS_REQUIRED=${VM_TESTS_REQUIRED:-1}
 export NETNS_TESTS_REQUIRED=${NETNS_TESTS_REQUIRED:-1}
+# testpmd-rs's side-by-side pcap comparison with dpdk-testpmd (setup.sh installs Debian's dpdk package).
+export DPDK_TESTS_REQUIRED=${DPDK_TESTS_REQUIRED:-1}
 export RUST_BACKTRACE=1
 cargo build --workspace --all-targets
 bash scripts/check-citations.sh

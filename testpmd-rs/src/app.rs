@@ -8,15 +8,13 @@ use std::time::Instant;
 
 use eal::{Eal, LcoreThread};
 use mempool::Mempool;
-use pktio::{EthDev, MacAddr, PortConfig, PortStats, RssConfig, RssHashFunctions, RxQueue, TxQueue};
+use pktio::{EthDev, MacAddr, PortConfig, PortStats, RssConfig, RxQueue, TxQueue};
 
 use crate::fwd::{self, FwdMode, GenConfig, Stream, StreamCounters, StreamSpec};
 use crate::params::{Params, RssMode, Topology};
 
 /// Name of the packet pool (testpmd's name for socket 0).
 pub const POOL_NAME: &str = "mb_pool_0";
-/// Per-lcore mempool cache (testpmd's default).
-pub const POOL_CACHE: u32 = 250;
 
 /// A command's failure: printed, and the prompt goes on.
 pub type CmdResult = Result<(), String>;
@@ -32,15 +30,21 @@ pub struct PortState {
     rxq: Vec<Option<Box<dyn RxQueue>>>,
     txq: Vec<Option<Box<dyn TxQueue>>>,
     /// Counters when forwarding started (the forward statistics are counted from here).
-    fwd_base: PortStats,
+    pub(crate) fwd_base: PortStats,
     /// Counters and time of the last `show port stats` (for the throughput lines).
-    show_prev: Option<(Instant, PortStats)>,
+    pub(crate) show_prev: Option<(Instant, PortStats)>,
     /// The configuration changed since the port was configured.
-    need_reconfig: bool,
+    pub(crate) need_reconfig: bool,
+    /// RX offloads asked for this port alone (`vlan set strip`).
+    pub(crate) port_rx_offloads: u64,
+    /// The redirection table as last configured (round robin over the RX queues until `port config N rss reta`).
+    pub(crate) reta: Vec<u16>,
+    /// `port close`: the port takes no part any more.
+    pub(crate) closed: bool,
 }
 
 impl PortState {
-    fn socket(&self) -> u32 {
+    pub(crate) fn socket(&self) -> u32 {
         self.dev.info().numa_node.unwrap_or(0)
     }
 }
@@ -76,6 +80,38 @@ pub struct Settings {
     pub mtu: Option<u16>,
     /// flowgen flows.
     pub flowgen_flows: u32,
+    /// Forwarding lcores as a mask (`--coremask`, `set coremask`); None: every worker lcore.
+    pub coremask: Option<u64>,
+    /// Empty the RX queues before forwarding starts (`set flush_rx`, `--no-flush-rx`).
+    pub flush_rx: bool,
+    /// RX offloads requested at configure time.
+    pub rx_offloads: u64,
+    /// TX offloads requested at configure time.
+    pub tx_offloads: u64,
+    /// Report link statuses at port start (`--disable-link-check` turns it off).
+    pub link_check: bool,
+    /// `set verbose N`.
+    pub verbose: u32,
+    /// `set record-core-cycles` (accepted; nothing is recorded).
+    pub record_core_cycles: bool,
+    /// `--record-burst-stats`, `set record-burst-stats`: burst sizes counted and shown in the forward statistics.
+    pub record_burst_stats: bool,
+    /// `--display-xstats`.
+    pub display_xstats: Vec<String>,
+    /// noisy mode settings.
+    pub noisy: crate::params::NoisyParams,
+    /// `--txonly-multi-flow`.
+    pub txonly_multi_flow: bool,
+    /// `--rxpkts` (shown only).
+    pub rxpkts: Vec<u16>,
+    /// `--rxoffs` (shown only).
+    pub rxoffs: Vec<u16>,
+    /// `set txsplit` (shown only: generated packets are never split at random).
+    pub txsplit: String,
+    /// `set fwd MODE retry`: forwarding modes offer what a TX queue did not take again.
+    pub retry: bool,
+    /// `set burst tx delay D retry N`: (N, D in microseconds), DPDK's defaults (64, 1).
+    pub retry_num_delay: (u32, u32),
 }
 
 enum Worker {
@@ -101,7 +137,7 @@ pub struct FwdPlan {
 
 /// The application.
 pub struct App {
-    eal: Eal,
+    pub(crate) eal: Eal,
     /// The packet pool.
     pub pool: Mempool,
     /// Ports, by id.
@@ -112,12 +148,12 @@ pub struct App {
     pub set: Settings,
     running: Option<Running>,
     /// Streams of the current or last run, with their counters.
-    streams: Vec<(StreamSpec, Arc<StreamCounters>)>,
+    pub(crate) streams: Vec<(StreamSpec, Arc<StreamCounters>)>,
     /// Mode of the current or last run.
-    run_mode: FwdMode,
+    pub(crate) run_mode: FwdMode,
     warned_single_lcore: bool,
     /// `set record FILE`: the file, and the capture of the current run.
-    record: Option<(String, Option<fwd::Recorder>)>,
+    pub(crate) record: Option<(String, Option<fwd::Recorder>)>,
 }
 
 fn port_list(arg: &str, nb: usize) -> Result<Vec<u16>, String> {
@@ -131,7 +167,7 @@ fn port_list(arg: &str, nb: usize) -> Result<Vec<u16>, String> {
     Ok(vec![id])
 }
 
-fn sub(a: u64, b: u64) -> u64 {
+pub(crate) fn sub(a: u64, b: u64) -> u64 {
     a.saturating_sub(b)
 }
 
@@ -158,7 +194,16 @@ impl App {
         if (0..nb.min(64)).all(|i| portmask & (1 << i) == 0) {
             return Err(format!("--portmask={portmask:#x} selects none of the {nb} ports"));
         }
-        let workers = eal.worker_lcores().len();
+        let mut workers = eal.worker_lcores().len();
+        if let Some(mask) = p.coremask {
+            let w = eal.worker_lcores();
+            workers = w.iter().filter(|&&id| id < 64 && mask & (1u64 << id) != 0).count();
+            if workers == 0 {
+                return Err(format!(
+                    "--coremask={mask:#x} selects none of the forwarding lcores {w:?} (the EAL lcores minus the main one)"
+                ));
+            }
+        }
         if workers > 0 && p.nb_cores as usize > workers {
             return Err(format!(
                 "--nb-cores={}: only {workers} forwarding lcores (the EAL lcores minus the main one); give more with -l",
@@ -176,10 +221,10 @@ impl App {
         let n_mbufs = p.total_num_mbufs.unwrap_or_else(|| {
             let per_port =
                 p.rxq as u32 * p.rxd as u32 + p.txq as u32 * p.txd as u32 + 2 * crate::params::MAX_BURST as u32;
-            (per_port * nb as u32 + lcores * POOL_CACHE * 2 + 4096).max(8191)
+            (per_port * nb as u32 + lcores * p.mbcache * 2 + 4096).max(8191)
         });
         let pool = eal
-            .pktmbuf_pool(POOL_NAME, n_mbufs, POOL_CACHE, data_room as u16)
+            .pktmbuf_pool(POOL_NAME, n_mbufs, p.mbcache, data_room as u16)
             .map_err(|e| format!("Creating mbuf pool '{POOL_NAME}' of {n_mbufs} mbufs failed: {e}"))?;
         let mut peers: Vec<MacAddr> = (0..nb).map(|i| MacAddr([2, 0, 0, 0, 0, i as u8])).collect();
         for &(port, mac) in &p.eth_peers {
@@ -200,6 +245,22 @@ impl App {
             rss: p.rss,
             mtu: p.max_pkt_len.map(|l| l.saturating_sub(18) as u16),
             flowgen_flows: p.flowgen_flows,
+            coremask: p.coremask,
+            flush_rx: p.flush_rx,
+            rx_offloads: p.rx_offloads,
+            tx_offloads: p.tx_offloads,
+            link_check: p.link_check,
+            verbose: 0,
+            record_core_cycles: p.record_core_cycles,
+            record_burst_stats: p.record_burst_stats,
+            display_xstats: p.display_xstats.clone(),
+            noisy: p.noisy,
+            txonly_multi_flow: p.txonly_multi_flow,
+            rxpkts: p.rxpkts.clone(),
+            rxoffs: p.rxoffs.clone(),
+            txsplit: "off".into(),
+            retry: false,
+            retry_num_delay: (64, 1),
         };
         let ports = ports
             .into_iter()
@@ -213,6 +274,9 @@ impl App {
                 fwd_base: PortStats::default(),
                 show_prev: None,
                 need_reconfig: true,
+                port_rx_offloads: 0,
+                reta: Vec::new(),
+                closed: false,
             })
             .collect();
         let mut app = App {
@@ -242,10 +306,8 @@ impl App {
     }
 
     fn port_config(&self) -> PortConfig {
-        let rss = (self.set.rxq > 1 && self.set.rss != RssMode::Disabled).then(|| RssConfig {
-            key: None,
-            functions: if self.set.rss == RssMode::Udp { RssHashFunctions::UDP } else { RssHashFunctions::IP },
-        });
+        let rss = (self.set.rxq > 1 && self.set.rss != RssMode::Disabled)
+            .then(|| RssConfig { key: None, functions: crate::port_cmds::rss_functions(self.set.rss) });
         PortConfig {
             rx_queues: self.set.rxq,
             tx_queues: self.set.txq,
@@ -253,7 +315,8 @@ impl App {
             tx_desc: self.set.txd,
             mtu: self.set.mtu.unwrap_or(1500),
             rss,
-            ..PortConfig::default()
+            rx_offloads: self.set.rx_offloads,
+            tx_offloads: self.set.tx_offloads,
         }
     }
 
@@ -269,8 +332,17 @@ impl App {
             }
             let socket = port.socket();
             println!("Configuring Port {id} (socket {socket})");
-            if port.need_reconfig || port.dev.config() != &cfg {
-                let mut c = cfg.clone();
+            if port.closed {
+                errors.push(format!("Port {id} is closed: it cannot be started again"));
+                continue;
+            }
+            let mut want = cfg.clone();
+            want.rx_offloads |= port.port_rx_offloads;
+            if !port.need_reconfig && self.set.mtu.is_none() {
+                want.mtu = port.dev.mtu();
+            }
+            if port.need_reconfig || port.dev.config() != &want {
+                let mut c = want.clone();
                 // Keep an MTU set with `port config mtu` unless --max-pkt-len fixed one.
                 if self.set.mtu.is_none() && !port.need_reconfig {
                     c.mtu = port.dev.mtu();
@@ -280,6 +352,8 @@ impl App {
                     continue;
                 }
                 port.need_reconfig = false;
+                let (n, size) = (c.rx_queues.max(1), port.dev.info().reta_size);
+                port.reta = (0..size).map(|i| i % n).collect();
             }
             if let Err(e) = port.dev.start(&pool) {
                 errors.push(format!("Fail to start port {id}: {e}"));
@@ -301,7 +375,7 @@ impl App {
             }
             println!("Port {id}: {}", port.dev.mac_addr());
         }
-        if ids.len() > 1 || errors.is_empty() {
+        if self.set.link_check && (ids.len() > 1 || errors.is_empty()) {
             println!("Checking link statuses...");
             println!("Done");
         }
@@ -339,16 +413,21 @@ impl App {
 
     /// The forwarding ports (mask, count).
     pub fn fwd_ports(&self) -> Vec<u16> {
-        let mut v: Vec<u16> =
-            (0..self.ports.len() as u16).filter(|&i| i >= 64 || self.set.portmask & (1u64 << i) != 0).collect();
+        let mut v: Vec<u16> = (0..self.ports.len() as u16)
+            .filter(|&i| i >= 64 || self.set.portmask & (1u64 << i) != 0)
+            .filter(|&i| !self.ports[i as usize].closed)
+            .collect();
         if let Some(n) = self.set.nb_ports {
             v.truncate(n as usize);
         }
         v
     }
 
-    fn fwd_lcore_ids(&self) -> Vec<u32> {
-        let w = self.eal.worker_lcores();
+    pub(crate) fn fwd_lcore_ids(&self) -> Vec<u32> {
+        let mut w = self.eal.worker_lcores();
+        if let Some(mask) = self.set.coremask {
+            w.retain(|&id| id < 64 && mask & (1u64 << id) != 0);
+        }
         if w.is_empty() {
             vec![self.eal.main_lcore()]
         } else {
@@ -420,66 +499,6 @@ impl App {
         FwdPlan { streams, lcores, ports }
     }
 
-    /// `show config fwd` (also printed by `start`).
-    pub fn show_config_fwd(&self) {
-        let plan = self.plan();
-        println!(
-            "{} packet forwarding - ports={} - cores={} - streams={} - NUMA support enabled, MP allocation mode: native",
-            self.set.mode,
-            plan.ports.len(),
-            plan.lcores.len(),
-            plan.streams.len()
-        );
-        for &(lcore, first, n) in &plan.lcores {
-            print!("Logical Core {lcore} (socket 0) forwards packets on {n} streams:");
-            for s in &plan.streams[first..first + n] {
-                let rs = self.ports[s.rx_port as usize].socket();
-                let ts = self.ports[s.tx_port as usize].socket();
-                print!(
-                    "\n  RX P={}/Q={} (socket {rs}) -> TX P={}/Q={} (socket {ts}) peer={}",
-                    s.rx_port, s.rx_queue, s.tx_port, s.tx_queue, self.peers[s.tx_port as usize]
-                );
-            }
-            println!();
-        }
-        println!();
-    }
-
-    /// `show config rxtx`.
-    pub fn show_config_rxtx(&self) {
-        let plan = self.plan();
-        println!("  {} packet forwarding packets/burst={}", self.set.mode, self.set.burst);
-        if self.set.mode.generates() {
-            let len: u32 = self.set.txpkts.iter().map(|&l| l as u32).sum();
-            println!("  packet len={len} - nb packet segments={}", self.set.txpkts.len());
-        }
-        println!("  nb forwarding cores={} - nb forwarding ports={}", plan.lcores.len(), plan.ports.len());
-        for port in &self.ports {
-            let c = port.dev.config();
-            println!("  port {}: RX queue number: {} Tx queue number: {}", port.id, c.rx_queues, c.tx_queues);
-            println!("    Rx offloads={:#x} Tx offloads={:#x}", c.rx_offloads, c.tx_offloads);
-            println!("    RX queue: 0");
-            println!("      RX desc={} - RX free threshold=0", c.rx_desc);
-            println!("      RX threshold registers: pthresh=0 hthresh=0  wthresh=0");
-            println!("      RX Offloads={:#x}", c.rx_offloads);
-            println!("    TX queue: 0");
-            println!("      TX desc={} - TX free threshold=0", c.tx_desc);
-            println!("      TX threshold registers: pthresh=0 hthresh=0  wthresh=0");
-            println!("      TX offloads={:#x} - TX RS bit threshold=0", c.tx_offloads);
-        }
-    }
-
-    /// `show config cores`.
-    pub fn show_config_cores(&self) {
-        let ids = self.fwd_lcore_ids();
-        let n = (self.set.nb_cores as usize).min(ids.len()).max(1);
-        print!("List of forwarding lcores:");
-        for id in &ids[..n] {
-            print!(" {id:2}");
-        }
-        println!();
-    }
-
     /// `start` / `start tx_first N`.
     pub fn start(&mut self, tx_first: u32) -> CmdResult {
         if self.is_forwarding() {
@@ -515,6 +534,9 @@ impl App {
         }
         self.show_config_rxtx();
 
+        if self.set.flush_rx {
+            self.flush_rx_queues(&plan.ports);
+        }
         for &p in &plan.ports {
             let port = &mut self.ports[p as usize];
             port.fwd_base = port.dev.stats();
@@ -534,6 +556,13 @@ impl App {
             txpkts: self.set.txpkts.clone(),
             flowgen_flows: self.set.flowgen_flows,
             record: recorder,
+            noisy: (self.set.mode == FwdMode::Noisy).then_some(self.set.noisy),
+            multi_flow: self.set.txonly_multi_flow,
+            burst_stats: self.set.record_burst_stats,
+            retry: (self.set.retry && !self.set.mode.generates()).then(|| {
+                let (n, us) = self.set.retry_num_delay;
+                (n, std::time::Duration::from_micros(us as u64))
+            }),
         };
         let mut groups: Vec<(u32, Vec<Stream>)> = Vec::new();
         let mut failure = None;
@@ -545,7 +574,9 @@ impl App {
                 match (rx, tx) {
                     (Some(rx), Some(tx)) => {
                         let tx_mac = self.ports[spec.tx_port as usize].dev.mac_addr();
-                        v.push(Stream::new(*spec, rx, tx, tx_mac, self.peers[spec.tx_port as usize], &gen));
+                        let mut st = Stream::new(*spec, rx, tx, tx_mac, self.peers[spec.tx_port as usize], &gen);
+                        st.set_lcore(lcore);
+                        v.push(st);
                     }
                     (rx, tx) => {
                         self.give_back_queues(spec, rx, tx);
@@ -605,6 +636,28 @@ impl App {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Empties the RX queues of `ports` before forwarding, as dpdk-testpmd does unless `--no-flush-rx`: what
+    /// waited in a ring since the last run is not forwarded. Bounded by twice the ring size per queue, so that a
+    /// port that always has packets (null, pcap replay) does not hold the start up.
+    fn flush_rx_queues(&mut self, ports: &[u16]) {
+        let mut b = mempool::PacketBatch::with_capacity(crate::params::MAX_BURST as usize);
+        for &p in ports {
+            let port = &mut self.ports[p as usize];
+            let limit = 2 * port.dev.config().rx_desc as usize;
+            for q in port.rxq.iter_mut().flatten() {
+                let mut flushed = 0;
+                while flushed < limit {
+                    let n = q.rx_burst(&mut b);
+                    b.clear();
+                    if n == 0 {
+                        break;
+                    }
+                    flushed += n;
+                }
+            }
+        }
     }
 
     fn give_back_queues(&mut self, spec: &StreamSpec, rx: Option<Box<dyn RxQueue>>, tx: Option<Box<dyn TxQueue>>) {
@@ -668,106 +721,6 @@ impl App {
         }
     }
 
-    /// `set record FILE` / `set record off`.
-    pub fn set_record(&mut self, what: &str) -> CmdResult {
-        if self.is_forwarding() {
-            return Err("Please stop forwarding first (stop)".into());
-        }
-        if what == "off" {
-            self.record = None;
-            println!("Recording off");
-        } else {
-            std::fs::File::create(what).map_err(|e| format!("set record: cannot create {what}: {e}"))?;
-            self.record = Some((what.to_string(), None));
-            println!("Packets sent will be recorded into {what} (pcap) from the next start");
-        }
-        Ok(())
-    }
-
-    /// `show fwd stats all`: the forward statistics since forwarding started.
-    pub fn show_fwd_stats(&self) {
-        let nports = self.ports.len();
-        let mut tx_dropped = vec![0u64; nports];
-        let mut bad_ip = vec![0u64; nports];
-        let mut bad_l4 = vec![0u64; nports];
-        let fwd_ports: Vec<u16> = {
-            let mut v: Vec<u16> = self.streams.iter().flat_map(|(s, _)| [s.rx_port, s.tx_port]).collect();
-            v.sort_unstable();
-            v.dedup();
-            if v.is_empty() {
-                self.fwd_ports()
-            } else {
-                v
-            }
-        };
-        let csum = self.run_mode == FwdMode::Csum;
-        for (s, c) in &self.streams {
-            if self.streams.len() > fwd_ports.len() {
-                let (rx, tx, dr) = (c.rx_packets.get(), c.tx_packets.get(), c.fwd_dropped.get());
-                if rx != 0 || tx != 0 || dr != 0 {
-                    println!(
-                        "\n  ------- Forward Stats for RX Port={:2}/Queue={:2} -> TX Port={:2}/Queue={:2} -------",
-                        s.rx_port, s.rx_queue, s.tx_port, s.tx_queue
-                    );
-                    print!("  RX-packets: {rx:<14} TX-packets: {tx:<14} TX-dropped: {dr:<14}");
-                    if csum {
-                        println!(
-                            "  RX- bad IP checksum: {:<14}  Rx- bad L4 checksum: {:<14} Rx- bad outer L4 checksum: {:<14}",
-                            c.bad_ip_csum.get(),
-                            c.bad_l4_csum.get(),
-                            0
-                        );
-                        println!(" RX- bad outer IP checksum: {:<14}", 0);
-                    } else {
-                        println!();
-                    }
-                }
-            }
-            tx_dropped[s.tx_port as usize] += c.fwd_dropped.get();
-            bad_ip[s.rx_port as usize] += c.bad_ip_csum.get();
-            bad_l4[s.rx_port as usize] += c.bad_l4_csum.get();
-        }
-        let (mut total_rx, mut total_tx, mut total_rx_drop, mut total_tx_drop, mut total_nombuf) = (0, 0, 0, 0, 0);
-        for &p in &fwd_ports {
-            let port = &self.ports[p as usize];
-            let now = port.dev.stats();
-            let b = &port.fwd_base;
-            let (ipk, opk) = (sub(now.ipackets, b.ipackets), sub(now.opackets, b.opackets));
-            let (imiss, ierr) = (sub(now.imissed, b.imissed), sub(now.ierrors, b.ierrors));
-            let (oerr, nombuf) = (sub(now.oerrors, b.oerrors), sub(now.rx_nombuf, b.rx_nombuf));
-            let txd = tx_dropped[p as usize] + oerr;
-            total_rx += ipk;
-            total_tx += opk;
-            total_rx_drop += imiss;
-            total_tx_drop += txd;
-            total_nombuf += nombuf;
-            let border = "----------------------";
-            println!("\n  {border} Forward statistics for port {p:<2} {border}");
-            println!("  RX-packets: {ipk:<14} RX-dropped: {imiss:<14}RX-total: {}", ipk + imiss);
-            if csum {
-                println!(
-                    "  Bad-ipcsum: {:<14} Bad-l4csum: {:<14}Bad-outer-l4csum: {:<14}",
-                    bad_ip[p as usize], bad_l4[p as usize], 0
-                );
-                println!("  Bad-outer-ipcsum: {:<14}", 0);
-            }
-            if ierr + nombuf > 0 {
-                println!("  RX-error: {ierr}");
-                println!("  RX-nombufs: {nombuf:<14}");
-            }
-            println!("  TX-packets: {opk:<14} TX-dropped: {txd:<14}TX-total: {}", opk + txd);
-            println!("  {border}--------------------------------{border}");
-        }
-        let acc = "+++++++++++++++";
-        println!("\n  {acc} Accumulated forward statistics for all ports{acc}");
-        println!("  RX-packets: {total_rx:<14} RX-dropped: {total_rx_drop:<14}RX-total: {}", total_rx + total_rx_drop);
-        println!("  TX-packets: {total_tx:<14} TX-dropped: {total_tx_drop:<14}TX-total: {}", total_tx + total_tx_drop);
-        if total_nombuf > 0 {
-            println!("  RX-nombufs: {total_nombuf:<14}");
-        }
-        println!("  {acc}++++++++++++++++++++++++++++++++++++++++++++++{acc}");
-    }
-
     /// `clear fwd stats all`.
     pub fn clear_fwd_stats(&mut self) {
         for port in &mut self.ports {
@@ -777,37 +730,6 @@ impl App {
         // forgetting finished runs only.
         if !self.is_forwarding() {
             self.streams.clear();
-        }
-    }
-
-    /// `show port stats N`.
-    pub fn show_port_stats(&mut self, ids: &[u16]) {
-        for &id in ids {
-            let port = &mut self.ports[id as usize];
-            let s = port.dev.stats();
-            let border = "########################";
-            println!("\n  {border} NIC statistics for port {id:<2} {border}");
-            println!("  RX-packets: {:<10} RX-missed: {:<10} RX-bytes:  {}", s.ipackets, s.imissed, s.ibytes);
-            println!("  RX-errors: {}", s.ierrors);
-            println!("  RX-nombuf:  {:<10}", s.rx_nombuf);
-            println!("  TX-packets: {:<10} TX-errors: {:<10} TX-bytes:  {}", s.opackets, s.oerrors, s.obytes);
-            let now = Instant::now();
-            let (mut rx_pps, mut rx_bps, mut tx_pps, mut tx_bps) = (0u64, 0u64, 0u64, 0u64);
-            if let Some((t, prev)) = &port.show_prev {
-                let ns = now.duration_since(*t).as_nanos() as f64;
-                if ns > 0.0 {
-                    let rate = |a: u64, b: u64| (sub(a, b) as f64 / ns * 1e9) as u64;
-                    rx_pps = rate(s.ipackets, prev.ipackets);
-                    tx_pps = rate(s.opackets, prev.opackets);
-                    rx_bps = rate(s.ibytes, prev.ibytes) * 8;
-                    tx_bps = rate(s.obytes, prev.obytes) * 8;
-                }
-            }
-            port.show_prev = Some((now, s));
-            println!("\n  Throughput (since last show)");
-            println!("  Rx-pps: {rx_pps:>12}          Rx-bps: {rx_bps:>12}");
-            println!("  Tx-pps: {tx_pps:>12}          Tx-bps: {tx_bps:>12}");
-            println!("  {border}############################{border}");
         }
     }
 
@@ -822,16 +744,6 @@ impl App {
         }
     }
 
-    /// `show port xstats N`.
-    pub fn show_port_xstats(&self, ids: &[u16]) {
-        for &id in ids {
-            println!("###### NIC extended statistics for port {id:<2}");
-            for x in self.ports[id as usize].dev.xstats() {
-                println!("{}: {}", x.name, x.value);
-            }
-        }
-    }
-
     /// `clear port xstats N`.
     pub fn clear_port_xstats(&mut self, ids: &[u16]) {
         for &id in ids {
@@ -842,141 +754,9 @@ impl App {
         }
     }
 
-    /// `show port info N`.
-    pub fn show_port_info(&self, ids: &[u16]) {
-        for &id in ids {
-            let port = &self.ports[id as usize];
-            let info = port.dev.info();
-            let link = port.dev.link();
-            let c = port.dev.config();
-            let border = "*********************";
-            println!("\n{border} Infos for port {id:<2} {border}");
-            print!("MAC address: {}", port.dev.mac_addr());
-            print!("\nDevice name: {}", port.name);
-            print!("\nDriver name: {}", info.driver_name);
-            print!("\nFirmware-version: not available");
-            print!("\nConnect to socket: {}", port.socket());
-            print!("\nmemory allocation on the socket: {}", port.socket());
-            println!("\nLink status: {}", if link.up { "up" } else { "down" });
-            let speed = match link.speed_mbps {
-                0 => "None".to_string(),
-                s if s % 1000 == 0 => format!("{} Gbps", s / 1000),
-                s => format!("{s} Mbps"),
-            };
-            println!("Link speed: {speed}");
-            println!("Link duplex: {}", if link.full_duplex { "full-duplex" } else { "half-duplex" });
-            println!("Autoneg status: {}", if link.autoneg { "On" } else { "Off" });
-            println!("MTU: {}", port.dev.mtu());
-            println!("Minimum MTU: {}", info.min_mtu);
-            println!("Maximum MTU: {}", info.max_mtu);
-            println!("Promiscuous mode: {}", if port.dev.promiscuous() { "enabled" } else { "disabled" });
-            println!("Allmulticast mode: {}", if port.dev.allmulticast() { "enabled" } else { "disabled" });
-            println!("Maximum number of MAC addresses: 1");
-            println!("Maximum number of MAC addresses of hash filtering: 0");
-            if info.reta_size > 0 {
-                println!("Hash key size in bytes: {}", info.hash_key_size);
-                println!("Redirection table size: {}", info.reta_size);
-                println!("Supported RSS offload flow types: {:#x}", info.flow_type_rss_offloads.0);
-            } else {
-                println!("No RSS offload flow type is supported.");
-            }
-            println!("Maximum configurable length of RX packet: {}", info.max_rx_pktlen);
-            println!("Current number of RX queues: {}", c.rx_queues);
-            println!("Max possible RX queues: {}", info.max_rx_queues);
-            println!("Max possible number of RXDs per queue: {}", info.rx_desc_lim.max);
-            println!("Min possible number of RXDs per queue: {}", info.rx_desc_lim.min);
-            println!("RXDs number alignment: {}", info.rx_desc_lim.align);
-            println!("Current number of TX queues: {}", c.tx_queues);
-            println!("Max possible TX queues: {}", info.max_tx_queues);
-            println!("Max possible number of TXDs per queue: {}", info.tx_desc_lim.max);
-            println!("Min possible number of TXDs per queue: {}", info.tx_desc_lim.min);
-            println!("TXDs number alignment: {}", info.tx_desc_lim.align);
-            println!("Port started: {}", if port.dev.is_started() { "yes" } else { "no" });
-        }
-    }
-
-    /// `show mempool`: buffers free in each pool.
-    pub fn show_mempool(&self) {
-        let p = &self.pool;
-        println!("mbuf pool {}: {}/{} available ({} in use)", p.name(), p.available(), p.size(), p.in_use());
-    }
-
     /// Parses `all` or a port id.
     pub fn ports_arg(&self, arg: &str) -> Result<Vec<u16>, String> {
         port_list(arg, self.ports.len())
-    }
-
-    /// `set nbcore N`.
-    pub fn set_nb_cores(&mut self, n: u16) -> CmdResult {
-        let max = self.fwd_lcore_ids().len();
-        if n == 0 || n as usize > max {
-            return Err(format!("nb fwd cores {n} must be between 1 and {max} (the forwarding lcores)"));
-        }
-        self.set.nb_cores = n;
-        println!("Number of forwarding cores set to {n}");
-        Ok(())
-    }
-
-    /// `set nbport N`.
-    pub fn set_nb_ports(&mut self, n: u16) -> CmdResult {
-        let max = self.ports.len();
-        if n == 0 || n as usize > max {
-            return Err(format!("nb fwd ports {n} must be between 1 and {max}"));
-        }
-        self.set.nb_ports = Some(n);
-        println!("Number of forwarding ports set to {n}");
-        Ok(())
-    }
-
-    /// `set txpkts ...`.
-    pub fn set_txpkts(&mut self, segs: Vec<u16>) -> CmdResult {
-        let room = self.pool.data_room();
-        if segs.iter().any(|&l| l > room) {
-            return Err(format!("a segment is longer than the mbuf data room ({room} bytes)"));
-        }
-        self.set.txpkts = segs;
-        Ok(())
-    }
-
-    /// `port config all rxq|txq|rxd|txd N`.
-    pub fn port_config_all(&mut self, what: &str, n: u16) -> CmdResult {
-        if self.ports.iter().any(|p| p.dev.is_started()) {
-            return Err("Please stop all ports first (port stop all)".into());
-        }
-        if n == 0 {
-            return Err(format!("{what} must be at least 1"));
-        }
-        match what {
-            "rxq" | "txq" => {
-                let max = self
-                    .ports
-                    .iter()
-                    .map(|p| if what == "rxq" { p.dev.info().max_rx_queues } else { p.dev.info().max_tx_queues })
-                    .min()
-                    .unwrap_or(1);
-                if n > max {
-                    return Err(format!("{what} {n} is more than the ports allow ({max})"));
-                }
-                if what == "rxq" {
-                    self.set.rxq = n
-                } else {
-                    self.set.txq = n
-                }
-            }
-            "rxd" => self.set.rxd = n,
-            "txd" => self.set.txd = n,
-            _ => return Err(format!("port config all: unknown setting {what:?} (rxq, txq, rxd, txd)")),
-        }
-        for p in &mut self.ports {
-            p.need_reconfig = true;
-        }
-        Ok(())
-    }
-
-    /// `port config mtu N M`.
-    pub fn set_mtu(&mut self, id: u16, mtu: u16) -> CmdResult {
-        let port = &mut self.ports[id as usize];
-        port.dev.set_mtu(mtu).map_err(|e| format!("Set MTU failed: {e}"))
     }
 
     /// `quit`: stops forwarding and the ports, closes them and reports the pool.

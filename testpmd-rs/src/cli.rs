@@ -11,8 +11,8 @@ use rustyline::validate::Validator;
 use rustyline::{Context, Editor, Helper};
 
 use crate::app::{App, CmdResult};
+use crate::command::{self, quote, Command, ConfigView, PortView};
 use crate::fwd::FwdMode;
-use crate::params::{parse_txpkts, MAX_BURST};
 
 /// The prompt.
 pub const PROMPT: &str = "testpmd> ";
@@ -26,215 +26,320 @@ pub enum Flow {
     Quit,
 }
 
-/// Command templates: what `help` lists and what tab completion offers. `<...>` are values.
-const COMMANDS: &[(&str, &str)] = &[
-    ("start", "start packet forwarding"),
-    ("start tx_first <n>", "send n bursts (default 1) of txonly packets on every stream, then forward"),
-    ("stop", "stop forwarding and print the forward statistics"),
-    ("show port stats all|<port>", "NIC statistics with throughput since the last show"),
-    ("show port xstats all|<port>", "extended statistics"),
-    ("show port info all|<port>", "port information"),
-    ("clear port stats all|<port>", "zero the NIC statistics"),
-    ("clear port xstats all|<port>", "zero the extended statistics"),
-    ("show fwd stats all", "forward statistics since forwarding started"),
-    ("clear fwd stats all", "restart the forward statistics"),
-    ("show config fwd", "streams and their lcores"),
-    ("show config rxtx", "queue configuration"),
-    ("show config cores", "forwarding lcores"),
-    ("show mempool", "free buffers in the packet pool"),
-    ("set fwd <mode>", "forwarding mode"),
-    ("set nbcore <n>", "number of forwarding cores"),
-    ("set nbport <n>", "number of forwarding ports"),
-    ("set burst <n>", "packets per burst (1..512)"),
-    ("set txpkts <len>[,<len>...]", "segment lengths of generated packets"),
-    ("set promisc all|<port> on|off", "promiscuous mode"),
-    ("set allmulti all|<port> on|off", "all-multicast mode"),
-    ("set eth-peer <port> <mac>", "peer MAC address of a port (mac, csum, txonly)"),
-    ("set record <file>|off", "write every packet sent into a pcap file (from the next start)"),
-    ("port start all|<port>", "start ports"),
-    ("port stop all|<port>", "stop ports"),
-    ("port config all rxq|txq|rxd|txd <n>", "queues or descriptors per port (ports stopped)"),
-    ("port config mtu <port> <mtu>", "MTU of a port"),
-    ("help", "this list"),
-    ("quit", "stop everything and exit"),
+/// Command templates: what `help` lists (by dpdk-testpmd's sections) and what tab completion offers. `<...>` are
+/// values.
+const COMMANDS: &[(&str, &str, &str)] = &[
+    ("control", "start", "start packet forwarding"),
+    (
+        "control",
+        "start tx_first <n>",
+        "send n bursts (default 1; 0: none) of txonly packets on every stream, then forward",
+    ),
+    ("control", "stop", "stop forwarding and print the forward statistics"),
+    ("control", "quit", "stop everything and exit"),
+    ("display", "show port stats all|<port>", "NIC statistics with throughput since the last show"),
+    ("display", "show port xstats all|<port>", "extended statistics"),
+    ("display", "show port info all|<port>", "port information"),
+    ("display", "show port summary all|<port>", "one line per port"),
+    ("display", "show port <port> rss-hash [key]", "RSS hash functions (and key)"),
+    ("display", "show port <port> rss reta <size> <mask>[,<mask>...]", "redirection table entries"),
+    ("display", "show port <port> module_eeprom", "module EEPROM (no port here has one readable)"),
+    ("display", "show device info all", "devices probed"),
+    ("display", "clear port stats all|<port>", "zero the NIC statistics"),
+    ("display", "clear port xstats all|<port>", "zero the extended statistics"),
+    ("display", "show fwd stats all", "forward statistics since forwarding started"),
+    ("display", "clear fwd stats all", "restart the forward statistics"),
+    ("display", "show config fwd|rxtx|cores|txpkts|rxpkts|rxoffs", "forwarding configuration"),
+    ("display", "show mempool", "free buffers in the packet pool"),
+    ("config", "set fwd <mode> [retry]", "forwarding mode (retry: offer a partly sent burst again)"),
+    ("config", "set nbcore <n>", "number of forwarding cores"),
+    ("config", "set nbport <n>", "number of forwarding ports"),
+    ("config", "set coremask <mask>", "forwarding lcores as a mask"),
+    ("config", "set portmask <mask>", "forwarding ports as a mask"),
+    ("config", "set burst <n>", "packets per burst (1..512)"),
+    ("config", "set burst tx delay <us> retry <n>", "TX retries of the retry modes (default 1 us, 64)"),
+    ("config", "set txpkts <len>[,<len>...]", "segment lengths of generated packets"),
+    ("config", "set txsplit off|on|rand", "split policy of generated packets (only off is applied)"),
+    ("config", "set verbose <n>", "verbosity: 1 dumps received bursts, 2 sent ones, 3 both"),
+    ("config", "set flush_rx on|off", "empty the RX queues when forwarding starts"),
+    ("config", "set record-burst-stats on|off", "burst sizes in the forward statistics (from the next start)"),
+    ("config", "set record-core-cycles on|off", "accepted; cycles are not recorded"),
+    ("config", "set eth-peer <port> <mac>", "peer MAC address of a port (mac, csum, txonly)"),
+    ("config", "set record <file>|off", "write every packet sent into a pcap file (from the next start)"),
+    ("config", "vlan set strip on|off <port>", "VLAN stripping (where the port can)"),
+    ("config", "rx_vlan add|rm <vlan>|all <port>", "VLAN filter (no port here has one)"),
+    ("ports", "port start all|<port>", "start ports"),
+    ("ports", "port stop all|<port>", "stop ports"),
+    ("ports", "port close all|<port>", "close stopped ports"),
+    ("ports", "port reset all|<port>", "configure stopped ports afresh at their next start"),
+    ("ports", "port config all rxq|txq|rxd|txd <n>", "queues or descriptors per port (ports stopped)"),
+    ("ports", "port config all rss ip|udp|tcp|none", "RSS hash functions"),
+    ("ports", "port config <port> rss reta (<index>,<queue>)[,...]", "redirection table entries"),
+    ("ports", "port config mtu <port> <mtu>", "MTU of a port"),
+    ("ports", "set promisc all|<port> on|off", "promiscuous mode"),
+    ("ports", "set allmulti all|<port> on|off", "all-multicast mode"),
+    ("ports", "set link-up|link-down port <port>", "administrative link state"),
+    ("ports", "set stat_qmap tx|rx <port> <queue> <map>", "queue statistics mapping (not supported)"),
+    ("ports", "mac_addr add|remove|set <port> <mac>", "MAC addresses of a port"),
+    ("help", "help [control|display|config|ports|registers|filters|traffic_management|devices|drivers|all]", "help"),
 ];
 
-fn print_help() {
-    println!("Commands (modes: {}):", FwdMode::names());
-    for (cmd, what) in COMMANDS {
-        println!("  {cmd:<40} {what}");
-    }
-}
+/// dpdk-testpmd's help sections and what each holds here.
+const SECTIONS: &[(&str, &str)] = &[
+    ("control", "Start and stop forwarding."),
+    ("display", "Displaying port, stats and config information."),
+    ("config", "Configuration information."),
+    ("ports", "Configuring ports."),
+    ("registers", "Reading and setting port registers (none here)."),
+    ("filters", "Filters configuration help (none here)."),
+    ("traffic_management", "Traffic Management commands (none here)."),
+    ("devices", "Device related commands."),
+    ("drivers", "Driver specific commands (none here)."),
+    ("all", "All of the above sections."),
+];
 
-fn parse_num<T: std::str::FromStr>(what: &str, v: &str) -> Result<T, String> {
-    v.parse().map_err(|_| format!("Bad arguments: {what} {v:?} is not a valid number"))
-}
-
-fn on_off(v: &str) -> Result<bool, String> {
-    match v {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        _ => Err(format!("Bad arguments: expected on or off, not {v:?}")),
+fn print_help(section: Option<&str>) -> CmdResult {
+    let Some(section) = section else {
+        println!("\nHelp is available for the following sections:\n");
+        for (name, what) in SECTIONS {
+            println!("    help {name:<28}: {what}");
+        }
+        println!("\nForwarding modes: {}", FwdMode::names());
+        return Ok(());
+    };
+    if !SECTIONS.iter().any(|(n, _)| *n == section) {
+        return Err(format!("Bad arguments: help {}: sections are {}", quote(section), {
+            SECTIONS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        }));
     }
+    let wanted = |s: &str| section == "all" || s == section || (section == "devices" && s == "display");
+    let mut any = false;
+    for (s, cmd, what) in COMMANDS {
+        if wanted(s) && (section != "devices" || cmd.contains("device")) {
+            if !any {
+                println!("\n{section}:\n");
+            }
+            any = true;
+            println!("{cmd}\n    {what}\n");
+        }
+    }
+    if !any {
+        println!("\n{section}: testpmd-rs has none of these commands.");
+    }
+    Ok(())
 }
 
 /// Runs one command line.
 pub fn execute(app: &mut App, line: &str) -> (Flow, CmdResult) {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    if words.is_empty() || words[0].starts_with('#') {
-        return (Flow::Continue, Ok(()));
+    match command::parse(line) {
+        Ok(Command::Quit) => (Flow::Quit, Ok(())),
+        Ok(cmd) => (Flow::Continue, run(app, cmd)),
+        Err(e) => (Flow::Continue, Err(e)),
     }
-    if words == ["quit"] {
-        return (Flow::Quit, Ok(()));
-    }
-    (Flow::Continue, dispatch(app, &words))
 }
 
-fn dispatch(app: &mut App, w: &[&str]) -> CmdResult {
-    let bad = || Err::<(), String>(format!("Bad arguments: {:?} (type help)", w.join(" ")));
-    match w {
-        ["help", ..] => {
-            print_help();
-            Ok(())
-        }
-        ["start"] => app.start(0),
-        ["start", "tx_first"] => app.start(1),
-        ["start", "tx_first", n] => {
-            let n: u32 = parse_num("tx_first", n)?;
-            if n == 0 {
-                return Err("Bad arguments: tx_first needs at least 1 burst".into());
-            }
-            app.start(n)
-        }
-        ["stop"] => app.stop(),
-        ["show", "port", what, which] => {
-            let ids = app.ports_arg(which)?;
-            match *what {
-                "stats" => app.show_port_stats(&ids),
-                "xstats" => app.show_port_xstats(&ids),
-                "info" => app.show_port_info(&ids),
-                _ => return bad(),
+fn not_forwarding(app: &App) -> CmdResult {
+    if app.is_forwarding() {
+        return Err("Please stop forwarding first (stop)".into());
+    }
+    Ok(())
+}
+
+/// Runs a parsed command.
+pub fn run(app: &mut App, cmd: Command<'_>) -> CmdResult {
+    use Command as C;
+    match cmd {
+        C::Nothing | C::Quit => Ok(()),
+        C::Help(section) => print_help(section),
+        C::Start { tx_first } => app.start(tx_first),
+        C::Stop => app.stop(),
+        C::ShowPort { view, ports } => {
+            let ids = app.ports_arg(ports)?;
+            match view {
+                PortView::Stats => app.show_port_stats(&ids),
+                PortView::Xstats => app.show_port_xstats(&ids),
+                PortView::Info => app.show_port_info(&ids),
+                PortView::Summary => app.show_port_summary(),
             }
             Ok(())
         }
-        ["clear", "port", what, which] => {
-            let ids = app.ports_arg(which)?;
-            match *what {
-                "stats" => app.clear_port_stats(&ids),
-                "xstats" => app.clear_port_xstats(&ids),
-                _ => return bad(),
+        C::ShowRssHash { port, key } => app.show_rss_hash(one_port(app, port)?, key),
+        C::ShowReta { port, size, masks } => app.show_reta(one_port(app, port)?, size, masks),
+        C::ShowEeprom { port } => {
+            let id = one_port(app, port)?;
+            Err(format!(
+                "operation not supported by device: port {id} ({}) has no readable EEPROM",
+                app.ports[id as usize].dev.info().driver_name
+            ))
+        }
+        C::ShowDeviceInfo => {
+            app.show_device_info();
+            Ok(())
+        }
+        C::ClearPort { view, ports } => {
+            let ids = app.ports_arg(ports)?;
+            if view == PortView::Xstats {
+                app.clear_port_xstats(&ids)
+            } else {
+                app.clear_port_stats(&ids)
             }
             Ok(())
         }
-        ["show", "fwd", "stats", "all"] => {
+        C::ShowFwdStats => {
             app.show_fwd_stats();
             Ok(())
         }
-        ["clear", "fwd", "stats", "all"] => {
+        C::ClearFwdStats => {
             app.clear_fwd_stats();
             Ok(())
         }
-        ["show", "config", what] => {
-            match *what {
-                "fwd" => app.show_config_fwd(),
-                "rxtx" => app.show_config_rxtx(),
-                "cores" => app.show_config_cores(),
-                _ => return bad(),
+        C::ShowConfig(view) => {
+            match view {
+                ConfigView::Fwd => app.show_config_fwd(),
+                ConfigView::Rxtx => app.show_config_rxtx(),
+                ConfigView::Cores => app.show_config_cores(),
+                ConfigView::Txpkts => app.show_config_txpkts(),
+                ConfigView::Rxpkts => app.show_config_rxpkts(),
+                ConfigView::Rxoffs => app.show_config_rxoffs(),
             }
             Ok(())
         }
-        ["show", "mempool"] => {
+        C::ShowMempool => {
             app.show_mempool();
             Ok(())
         }
-        ["set", "fwd", mode] | ["set", "fwd", mode, "retry"] => {
-            let m: FwdMode = mode.parse().map_err(|e| format!("Bad arguments: {e}"))?;
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
-            app.set.mode = m;
-            println!("Set {m} packet forwarding mode");
+        C::SetFwd { mode, retry } => {
+            not_forwarding(app)?;
+            app.set.mode = mode;
+            app.set.retry = retry;
+            println!("Set {mode} packet forwarding mode{}", if retry { " with retry" } else { "" });
             Ok(())
         }
-        ["set", "nbcore", n] => {
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
-            app.set_nb_cores(parse_num("nbcore", n)?)
+        C::SetNbCore(n) => {
+            not_forwarding(app)?;
+            app.set_nb_cores(n)
         }
-        ["set", "nbport", n] => {
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
-            app.set_nb_ports(parse_num("nbport", n)?)
+        C::SetNbPort(n) => {
+            not_forwarding(app)?;
+            app.set_nb_ports(n)
         }
-        ["set", "burst", n] => {
-            let n: u16 = parse_num("burst", n)?;
-            if n == 0 || n > MAX_BURST {
-                return Err(format!("burst must be >= 1 && <= {MAX_BURST}"));
-            }
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
+        C::SetCoremask(m) => app.set_coremask(m),
+        C::SetPortmask(m) => app.set_portmask(m),
+        C::SetBurst(n) => {
+            not_forwarding(app)?;
             app.set.burst = n;
             println!("Number of packets per burst set to {n}");
             Ok(())
         }
-        ["set", "txpkts", list] => {
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
-            app.set_txpkts(parse_txpkts(list).map_err(|e| format!("Bad arguments: {e}"))?)
+        C::SetTxRetry { delay_us, n } => {
+            not_forwarding(app)?;
+            app.set.retry_num_delay = (n, delay_us);
+            Ok(())
         }
-        ["set", "promisc", which, v] | ["set", "allmulti", which, v] => {
-            let ids = app.ports_arg(which)?;
-            let on = on_off(v)?;
-            for id in ids {
+        C::SetTxpkts(segs) => {
+            not_forwarding(app)?;
+            app.set_txpkts(segs)
+        }
+        C::SetTxsplit(how) => {
+            if how != "off" {
+                println!(
+                    "Note: generated packets are built with the txpkts segments as given; split {how} is not applied"
+                );
+            }
+            app.set.txsplit = how.to_string();
+            Ok(())
+        }
+        C::SetPromisc { allmulti, ports, on } => {
+            let what = if allmulti { "allmulti" } else { "promisc" };
+            for id in app.ports_arg(ports)? {
                 let dev = &mut app.ports[id as usize].dev;
-                let r = if w[1] == "promisc" { dev.set_promiscuous(on) } else { dev.set_allmulticast(on) };
-                r.map_err(|e| format!("Error during setting {} mode of port {id}: {e}", w[1]))?;
+                let r = if allmulti { dev.set_allmulticast(on) } else { dev.set_promiscuous(on) };
+                r.map_err(|e| format!("Error during setting {what} mode of port {id}: {e}"))?;
             }
             Ok(())
         }
-        ["set", "eth-peer", port, mac] => {
-            let id = *app.ports_arg(port)?.first().ok_or("Bad arguments")?;
-            if *port == "all" {
-                return Err("Bad arguments: set eth-peer takes one port".into());
-            }
-            let mac = mac.parse().map_err(|e| format!("Error: Invalid ethernet address: {e}"))?;
-            if app.is_forwarding() {
-                return Err("Please stop forwarding first (stop)".into());
-            }
+        C::SetLink { port, up } => {
+            let id = one_port(app, port)?;
+            app.set_link(id, up)
+        }
+        C::SetFlushRx(on) => {
+            app.set.flush_rx = on;
+            Ok(())
+        }
+        C::SetVerbose(n) => {
+            println!("Change verbose level from {} to {n}", app.set.verbose);
+            app.set.verbose = n;
+            crate::dump::VERBOSE.store(n, std::sync::atomic::Ordering::Relaxed);
+            Ok(())
+        }
+        C::SetStatQmap { dir, port } => {
+            let id = one_port(app, port)?;
+            Err(format!("failed to set {dir} queue stats mapping: port {id} has no queue statistics registers to map"))
+        }
+        C::SetRecordBurstStats(on) => {
+            app.set.record_burst_stats = on;
+            Ok(())
+        }
+        C::SetRecordCoreCycles(on) => {
+            app.set.record_core_cycles = on;
+            Ok(())
+        }
+        C::SetEthPeer { port, mac } => {
+            let id = one_port(app, port)?;
+            not_forwarding(app)?;
             app.peers[id as usize] = mac;
             Ok(())
         }
-        ["set", "record", what] => app.set_record(what),
-        ["port", "start", which] => {
-            let ids = app.ports_arg(which)?;
+        C::SetRecord(what) => app.set_record(what),
+        C::PortStart(ports) => {
+            let ids = app.ports_arg(ports)?;
             app.start_ports(&ids)
         }
-        ["port", "stop", which] => {
-            let ids = app.ports_arg(which)?;
+        C::PortStop(ports) => {
+            let ids = app.ports_arg(ports)?;
             app.stop_ports(&ids)
         }
-        ["port", "config", "all", what, n] => {
-            let n: u16 = parse_num(what, n)?;
-            app.port_config_all(what, n)
+        C::PortClose(ports) => {
+            let ids = app.ports_arg(ports)?;
+            app.close_ports(&ids)
         }
-        ["port", "config", "mtu", port, mtu] => {
-            let ids = app.ports_arg(port)?;
-            let mtu: u16 = parse_num("mtu", mtu)?;
-            for id in ids {
+        C::PortReset(ports) => {
+            let ids = app.ports_arg(ports)?;
+            app.reset_ports(&ids)
+        }
+        C::PortConfigAll { what, n } => app.port_config_all(what, n),
+        C::PortConfigRss(what) => app.port_config_rss(what),
+        C::PortConfigReta { port, pairs } => {
+            let id = one_port(app, port)?;
+            app.port_config_reta(id, &pairs)
+        }
+        C::PortConfigMtu { ports, mtu } => {
+            for id in app.ports_arg(ports)? {
                 app.set_mtu(id, mtu)?;
             }
             Ok(())
         }
-        ["port", "config", _, ..] => {
-            Err("Bad arguments: port config all rxq|txq|rxd|txd N, or port config mtu N M".into())
+        C::MacAddr { op, port, mac } => {
+            let id = one_port(app, port)?;
+            app.mac_addr(op, id, mac)
         }
-        [first, ..] if ["show", "clear", "set", "port", "start"].contains(first) => bad(),
-        _ => Err(format!("Command not found: {:?} (type help)", w.join(" "))),
+        C::VlanStrip { on, port } => {
+            let id = one_port(app, port)?;
+            app.vlan_strip(id, on)
+        }
+        C::RxVlan { op, vlan, port } => {
+            let id = one_port(app, port)?;
+            app.rx_vlan(op, vlan, id)
+        }
     }
+}
+
+/// A single port id (not `all`).
+fn one_port(app: &App, arg: &str) -> Result<u16, String> {
+    if arg == "all" {
+        return Err("Bad arguments: this command takes one port, not all".into());
+    }
+    Ok(app.ports_arg(arg)?[0])
 }
 
 /// Tab completion over [`COMMANDS`].
@@ -245,12 +350,17 @@ fn completions(line: &str) -> (usize, Vec<String>) {
     let done: Vec<&str> = line[..start].split_whitespace().collect();
     let partial = &line[start..];
     let mut out: Vec<String> = Vec::new();
-    for (tmpl, _) in COMMANDS {
+    for (_, tmpl, _) in COMMANDS {
         let words: Vec<&str> = tmpl.split_whitespace().collect();
         if words.len() <= done.len() {
             continue;
         }
-        let matches = done.iter().zip(&words).all(|(d, t)| t.starts_with('<') || t.split('|').any(|alt| alt == *d));
+        let matches = done.iter().zip(&words).all(|(d, t)| {
+            let number = d.parse::<u64>().is_ok();
+            (t.starts_with('<') && (number || !t.contains("port>")))
+                || t.starts_with('(')
+                || t.trim_matches(['[', ']']).split('|').any(|alt| alt == *d || (alt == "<port>" && number))
+        });
         if !matches {
             continue;
         }
@@ -258,7 +368,7 @@ fn completions(line: &str) -> (usize, Vec<String>) {
         let alts: Vec<String> = if next == "<mode>" {
             FwdMode::ALL.iter().map(|m| m.name().to_string()).collect()
         } else {
-            next.split('|').filter(|a| !a.starts_with('<')).map(String::from).collect()
+            next.trim_matches(['[', ']']).split('|').filter(|a| !a.starts_with(['<', '('])).map(String::from).collect()
         };
         for a in alts {
             if a.starts_with(partial) && !out.contains(&a) {
@@ -288,6 +398,24 @@ fn report(r: CmdResult) {
     }
 }
 
+/// `--cmdline-file FILE`: runs each line of FILE as a command before the prompt, echoing it (dpdk-testpmd's
+/// `Read CLI commands from` step). A `quit` in the file is not obeyed: the prompt follows.
+pub fn run_file(app: &mut App, path: &str) {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            println!("Failed to read CLI commands from {path}: {e}");
+            return;
+        }
+    };
+    for line in String::from_utf8_lossy(&bytes).lines() {
+        println!("{PROMPT}{line}");
+        let (_, r) = execute(app, line);
+        report(r);
+    }
+    println!("Read CLI commands from {path}");
+}
+
 /// Runs the prompt until `quit` or end of input, then quits the application.
 pub fn run_prompt(mut app: App) {
     let stdin = std::io::stdin();
@@ -307,7 +435,13 @@ pub fn run_prompt(mut app: App) {
                                 break;
                             }
                         }
-                        Err(rustyline::error::ReadlineError::Interrupted) => continue,
+                        Err(rustyline::error::ReadlineError::Interrupted)
+                        | Err(rustyline::error::ReadlineError::WindowResized) => continue,
+                        // A byte that is not UTF-8 spoils that line only; dpdk-testpmd carries on too.
+                        Err(rustyline::error::ReadlineError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+                            println!("Bad input: the line was not UTF-8 text; ignored");
+                            continue;
+                        }
                         Err(_) => {
                             println!();
                             break;
@@ -324,17 +458,25 @@ pub fn run_prompt(mut app: App) {
     let (tx, rx) = std::sync::mpsc::channel::<Option<String>>();
     std::thread::spawn(move || {
         let mut input = stdin.lock();
+        let mut raw = Vec::new();
         loop {
-            let mut line = String::new();
-            match input.read_line(&mut line) {
-                Ok(0) | Err(_) => {
+            raw.clear();
+            // Bytes, not a String: a byte that is not UTF-8 must not end the session (read_line would fail on it
+            // and every later command would be lost). It becomes U+FFFD and the line fails as a command.
+            match input.read_until(b'\n', &mut raw) {
+                Ok(0) => {
                     let _ = tx.send(None);
                     return;
                 }
                 Ok(_) => {
-                    if tx.send(Some(line)).is_err() {
+                    if tx.send(Some(String::from_utf8_lossy(&raw).into_owned())).is_err() {
                         return;
                     }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    let _ = tx.send(None);
+                    return;
                 }
             }
         }
@@ -376,7 +518,9 @@ mod tests {
     fn completion_follows_the_templates() {
         assert_eq!(completions("sh").1, ["show"]);
         assert_eq!(completions("show po").1, ["port"]);
-        assert_eq!(completions("show port ").1, ["stats", "xstats", "info"]);
+        assert_eq!(completions("show port ").1, ["stats", "xstats", "info", "summary"]);
+        assert_eq!(completions("help ").1.len(), 10);
+        assert_eq!(completions("set fwd noisy ").1, ["retry"]);
         assert_eq!(completions("set fwd mac").1, ["mac", "macswap"]);
         assert_eq!(completions("show port stats ").1, ["all"]);
         assert_eq!(completions("start ").1, ["tx_first"]);

@@ -16,6 +16,8 @@ use pktio::stats::Counter;
 use pktio::wire::EthernetFrame;
 use pktio::{MacAddr, RxQueue, TxQueue};
 
+use crate::noisy::NoisyState;
+use crate::params::NoisyParams;
 use crate::pkt;
 
 /// A forwarding mode (`--forward-mode`, `set fwd`).
@@ -40,11 +42,13 @@ pub enum FwdMode {
     IcmpEcho,
     /// Swap L2, L3 and L4 source and destination.
     FiveTupleSwap,
+    /// Forward as io through a software FIFO, touching memory per packet (`--noisy-*`).
+    Noisy,
 }
 
 impl FwdMode {
     /// Every mode, in the order `help` lists them.
-    pub const ALL: [FwdMode; 9] = [
+    pub const ALL: [FwdMode; 10] = [
         FwdMode::Io,
         FwdMode::Mac,
         FwdMode::MacSwap,
@@ -54,6 +58,7 @@ impl FwdMode {
         FwdMode::Csum,
         FwdMode::IcmpEcho,
         FwdMode::FiveTupleSwap,
+        FwdMode::Noisy,
     ];
 
     /// testpmd's name.
@@ -68,6 +73,7 @@ impl FwdMode {
             FwdMode::Csum => "csum",
             FwdMode::IcmpEcho => "icmpecho",
             FwdMode::FiveTupleSwap => "5tswap",
+            FwdMode::Noisy => "noisy",
         }
     }
 
@@ -125,6 +131,63 @@ pub struct StreamCounters {
     pub bad_ip_csum: Counter,
     /// csum mode: TCP/UDP checksums found wrong.
     pub bad_l4_csum: Counter,
+    /// `--record-burst-stats`: RX bursts by size (index: packets in the burst, 0 included); empty when off.
+    pub rx_bursts: Box<[Counter]>,
+    /// `--record-burst-stats`: TX bursts by packets sent; empty when off.
+    pub tx_bursts: Box<[Counter]>,
+}
+
+impl StreamCounters {
+    /// Counters, with burst-size histograms when `burst_stats`.
+    pub fn new(burst_stats: bool) -> StreamCounters {
+        let spread = || -> Box<[Counter]> {
+            let n = if burst_stats { mempool::MAX_BURST + 1 } else { 0 };
+            (0..n).map(|_| Counter::default()).collect()
+        };
+        StreamCounters { rx_bursts: spread(), tx_bursts: spread(), ..Default::default() }
+    }
+}
+
+/// The burst-size line dpdk-testpmd prints with `--record-burst-stats`: the total, then the share of empty
+/// bursts and of the two most frequent sizes, the rest as "other". None when there were no bursts.
+pub fn burst_stats_line(rx_tx: &str, spread: &[Counter]) -> Option<String> {
+    if spread.is_empty() {
+        return None;
+    }
+    let zero = spread[0].get();
+    let mut total = zero;
+    // (count, size) of the two most frequent non-empty sizes.
+    let (mut first, mut second) = ((0u64, 0usize), (0u64, 0usize));
+    for (size, c) in spread.iter().enumerate().skip(1) {
+        let n = c.get();
+        if n == 0 {
+            continue;
+        }
+        total += n;
+        if n > first.0 {
+            second = first;
+            first = (n, size);
+        } else if n > second.0 {
+            second = (n, size);
+        }
+    }
+    if total == 0 {
+        return None;
+    }
+    let mut line = format!("  {rx_tx}-bursts : {total} [");
+    let (mut seen, mut pct_sum) = (0u64, 0i64);
+    for (count, size) in [(zero, 0usize), first, second] {
+        seen += count;
+        if seen == total {
+            let _ = std::fmt::Write::write_fmt(&mut line, format_args!("{}% of {size} pkts]", 100 - pct_sum));
+            return Some(line);
+        }
+        let pct = (count as f64 / total as f64 * 100.0) as i64;
+        let _ = std::fmt::Write::write_fmt(&mut line, format_args!("{pct}% of {size} pkts + "));
+        pct_sum += pct;
+    }
+    let _ = std::fmt::Write::write_fmt(&mut line, format_args!("{}% of other]", 100 - pct_sum));
+    Some(line)
 }
 
 /// A capture shared by the streams (`set record FILE`).
@@ -141,6 +204,15 @@ pub struct GenConfig {
     pub flowgen_flows: u32,
     /// Where every packet offered to a TX queue is also written.
     pub record: Option<Recorder>,
+    /// The noisy mode's settings, when that is the mode.
+    pub noisy: Option<NoisyParams>,
+    /// `--txonly-multi-flow`: vary the IPv4 source per generated packet.
+    pub multi_flow: bool,
+    /// `--record-burst-stats`: count bursts by size.
+    pub burst_stats: bool,
+    /// `set fwd MODE retry`: when a TX queue takes only part of a burst, try again this many times, this long
+    /// apart, before dropping the rest (`set burst tx delay D retry N`; DPDK's defaults 1 us and 64).
+    pub retry: Option<(u32, std::time::Duration)>,
 }
 
 /// One stream: the queues it owns and what its engine needs.
@@ -167,6 +239,10 @@ pub struct Stream {
     next_flow: u32,
     pool: Mempool,
     record: Option<Recorder>,
+    noisy: Option<Box<NoisyState>>,
+    /// `--txonly-multi-flow`: the lcore this stream runs on (set at launch) and the per-packet counter.
+    multi_flow: Option<(u32, u8)>,
+    retry: Option<(u32, std::time::Duration)>,
 }
 
 impl Stream {
@@ -204,7 +280,7 @@ impl Stream {
             spec,
             rx,
             tx,
-            counters: Arc::new(StreamCounters::default()),
+            counters: Arc::new(StreamCounters::new(gen.burst_stats)),
             eth_addrs,
             tx_mac,
             tx_template: tx_template.into_boxed_slice(),
@@ -214,6 +290,19 @@ impl Stream {
             next_flow: 0,
             pool: gen.pool.clone(),
             record: gen.record.clone(),
+            noisy: gen.noisy.map(|p| {
+                let seed = ((spec.rx_port as u64) << 32) | ((spec.rx_queue as u64) << 16) | spec.tx_port as u64;
+                Box::new(NoisyState::new(&p, seed))
+            }),
+            multi_flow: gen.multi_flow.then_some((0, 0)),
+            retry: gen.retry,
+        }
+    }
+
+    /// Records the lcore that runs this stream (`--txonly-multi-flow` adds its id to the source address).
+    pub fn set_lcore(&mut self, lcore: u32) {
+        if let Some((l, _)) = &mut self.multi_flow {
+            *l = lcore;
         }
     }
 
@@ -228,8 +317,19 @@ impl Stream {
         if let Some(r) = &self.record {
             record(r, b);
         }
-        let sent = self.tx.tx_burst(b);
+        if crate::dump::tx_on() && !b.is_empty() {
+            crate::dump::burst(b, self.pool.name(), self.spec.tx_port, self.spec.tx_queue, false);
+        }
+        let mut sent = self.tx.tx_burst(b);
+        if !b.is_empty() {
+            if let Some((n, delay)) = self.retry {
+                sent += retry_tx(&mut *self.tx, b, n, delay);
+            }
+        }
         self.counters.tx_packets.add(sent as u64);
+        if let Some(c) = self.counters.tx_bursts.get(sent) {
+            c.add(1);
+        }
         if !b.is_empty() {
             self.counters.fwd_dropped.add(b.len() as u64);
             b.clear();
@@ -240,8 +340,34 @@ impl Stream {
     fn receive(&mut self, b: &mut PacketBatch) -> usize {
         let n = self.rx.rx_burst(b);
         self.counters.rx_packets.add(n as u64);
+        // Empty bursts count too, as in DPDK (an empty slice when --record-burst-stats is off).
+        if let Some(c) = self.counters.rx_bursts.get(n) {
+            c.add(1);
+        }
+        if n > 0 && crate::dump::rx_on() {
+            crate::dump::burst(b, self.pool.name(), self.spec.rx_port, self.spec.rx_queue, true);
+        }
         n
     }
+}
+
+/// `set fwd MODE retry`: offers the rest of `b` again up to `n` times, `delay` apart (a busy wait, as DPDK's
+/// rte_delay_us). Returns how many more were taken.
+#[cold]
+#[inline(never)]
+fn retry_tx(tx: &mut dyn TxQueue, b: &mut PacketBatch, n: u32, delay: std::time::Duration) -> usize {
+    let mut sent = 0;
+    for _ in 0..n {
+        let until = std::time::Instant::now() + delay;
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+        sent += tx.tx_burst(b);
+        if b.is_empty() {
+            break;
+        }
+    }
+    sent
 }
 
 /// Writes the packets of `b` into the capture (errors end up as a short capture, reported at stop).
@@ -339,7 +465,23 @@ impl Engine for TxOnly {
             let (t, segs, pool) = (&*s.tx_template, &*s.tx_segs, &s.pool);
             b.retain(|m| build_chain(m, t, segs, pool));
         }
+        if let Some((lcore, var)) = &mut s.multi_flow {
+            vary_sources(b, *lcore, var);
+        }
         s.send(b);
+    }
+}
+
+/// `--txonly-multi-flow`: a different IPv4 source per packet (headers are in the first segment when it holds 34
+/// bytes or more; shorter first segments keep the template's source).
+#[cold]
+fn vary_sources(b: &mut PacketBatch, lcore: u32, var: &mut u8) {
+    for m in b.iter_mut() {
+        let d = m.data_mut();
+        if d.len() >= 34 {
+            pkt::set_ipv4_src(d, pkt::multi_flow_src(*var, lcore));
+        }
+        *var = var.wrapping_add(1);
     }
 }
 
@@ -390,8 +532,14 @@ impl Engine for FlowGen {
         if let Some(r) = &s.record {
             record(r, b);
         }
+        if crate::dump::tx_on() && !b.is_empty() {
+            crate::dump::burst(b, s.pool.name(), s.spec.tx_port, s.spec.tx_queue, false);
+        }
         let sent = s.tx.tx_burst(b);
         s.counters.tx_packets.add(sent as u64);
+        if let Some(c) = s.counters.tx_bursts.get(sent) {
+            c.add(1);
+        }
         if !b.is_empty() {
             // Flows not sent are tried again next time, as testpmd does.
             let dropped = b.len() as u32;
@@ -466,6 +614,54 @@ impl Engine for FiveTupleSwap {
     }
 }
 
+/// noisy.
+pub struct Noisy;
+impl Engine for Noisy {
+    #[inline(always)]
+    fn burst(s: &mut Stream, b: &mut PacketBatch) {
+        let n = s.receive(b);
+        let Some(mut st) = s.noisy.take() else {
+            if n > 0 {
+                s.send(b);
+            }
+            return;
+        };
+        st.touch_memory(n);
+        if !st.buffering() {
+            if n > 0 {
+                s.send(b);
+            }
+        } else {
+            st.enqueue(b);
+            if !b.is_empty() {
+                // The FIFO is full: what did not fit is dropped, as a full TX ring would.
+                s.counters.fwd_dropped.add(b.len() as u64);
+                b.clear();
+            }
+            let now = std::time::Instant::now();
+            while st.due(b, now) {
+                s.send(b);
+            }
+            if !b.is_empty() {
+                s.send(b);
+            }
+        }
+        s.noisy = Some(st);
+    }
+}
+
+/// Sends what the noisy FIFOs still hold when forwarding stops.
+fn flush_noisy(streams: &mut [Stream], b: &mut PacketBatch) {
+    for s in streams {
+        let Some(mut st) = s.noisy.take() else { continue };
+        while st.held() > 0 {
+            st.drain_into(b);
+            s.send(b);
+        }
+        s.noisy = Some(st);
+    }
+}
+
 #[inline(never)]
 fn run<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool) {
     if let [s] = streams {
@@ -507,6 +703,79 @@ pub fn lcore_main(
         FwdMode::Csum => run::<Csum>(st, b, &stop),
         FwdMode::IcmpEcho => run::<IcmpEcho>(st, b, &stop),
         FwdMode::FiveTupleSwap => run::<FiveTupleSwap>(st, b, &stop),
+        FwdMode::Noisy => {
+            run::<Noisy>(st, b, &stop);
+            flush_noisy(st, b);
+        }
     }
     streams
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A TX queue that takes at most `per_call` packets a call (freeing them), like a ring that drains slowly.
+    struct Slow {
+        per_call: usize,
+        calls: usize,
+    }
+
+    impl TxQueue for Slow {
+        fn tx_burst(&mut self, b: &mut PacketBatch) -> usize {
+            self.calls += 1;
+            let n = self.per_call.min(b.len());
+            b.drain_front(n, drop);
+            n
+        }
+    }
+
+    fn pool() -> Mempool {
+        let cfg = mempool::PoolConfig { size: 255, cache_size: 0, ..Default::default() };
+        Mempool::new("fwd-retry-test", &cfg, &hugepage::Allocator::no_huge()).unwrap()
+    }
+
+    #[test]
+    fn burst_stats_lines_as_dpdk_prints_them() {
+        let spread = |pairs: &[(usize, u64)]| -> Box<[Counter]> {
+            let c: Box<[Counter]> = (0..=mempool::MAX_BURST).map(|_| Counter::default()).collect();
+            for &(size, n) in pairs {
+                c[size].add(n);
+            }
+            c
+        };
+        assert_eq!(burst_stats_line("RX", &spread(&[])), None);
+        assert_eq!(
+            burst_stats_line("RX", &spread(&[(32, 10)])).unwrap(),
+            "  RX-bursts : 10 [0% of 0 pkts + 100% of 32 pkts]"
+        );
+        assert_eq!(
+            burst_stats_line("RX", &spread(&[(0, 3), (32, 6), (5, 1)])).unwrap(),
+            "  RX-bursts : 10 [30% of 0 pkts + 60% of 32 pkts + 10% of 5 pkts]"
+        );
+        assert_eq!(
+            burst_stats_line("TX", &spread(&[(0, 1), (32, 5), (7, 2), (3, 2)])).unwrap(),
+            "  TX-bursts : 10 [10% of 0 pkts + 50% of 32 pkts + 20% of 3 pkts + 20% of other]"
+        );
+        assert_eq!(burst_stats_line("TX", &[]), None);
+    }
+
+    #[test]
+    fn retry_offers_the_rest_again_until_taken_or_out_of_tries() {
+        let pool = pool();
+        let mut b = PacketBatch::with_capacity(32);
+        assert!(b.alloc_from(&pool, 32));
+        let mut tx = Slow { per_call: 5, calls: 0 };
+        let first = tx.tx_burst(&mut b);
+        let more = retry_tx(&mut tx, &mut b, 64, std::time::Duration::from_micros(1));
+        assert_eq!(first + more, 32, "every packet taken");
+        assert_eq!(tx.calls, 7, "5 per call: 6 retries after the first");
+        assert!(b.alloc_from(&pool, 32));
+        let mut tx = Slow { per_call: 5, calls: 0 };
+        let first = tx.tx_burst(&mut b);
+        let more = retry_tx(&mut tx, &mut b, 2, std::time::Duration::from_micros(1));
+        assert_eq!((first + more, b.len()), (15, 17), "two retries, the rest left to drop");
+        b.clear();
+        assert_eq!(pool.available(), 255);
+    }
 }

@@ -39,6 +39,12 @@ fn main() {
             std::process::exit(1);
         }
     };
+    for n in &params.notes {
+        println!("Note: {n}");
+    }
+    if params.mlockall {
+        lock_memory();
+    }
     let mut app = match App::new(eal, &params) {
         Ok(a) => a,
         Err(e) => {
@@ -48,6 +54,9 @@ fn main() {
     };
     let tx_first = u32::from(params.tx_first);
     if params.interactive {
+        if let Some(file) = &params.cmdline_file {
+            cli::run_file(&mut app, file);
+        }
         if params.auto_start {
             println!("Start automatic packet forwarding");
             if let Err(e) = app.start(tx_first) {
@@ -94,4 +103,14 @@ fn main() {
         }
     }
     app.quit();
+}
+
+/// `--mlockall`: keeps every page of the process in memory, as dpdk-testpmd does with it; a failure (no
+/// CAP_IPC_LOCK, a low RLIMIT_MEMLOCK) is reported and the run goes on, as there.
+fn lock_memory() {
+    // SAFETY: mlockall takes flags only and touches no memory of ours.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if rc != 0 {
+        println!("testpmd-rs: mlockall() failed with error \"{}\"", std::io::Error::last_os_error());
+    }
 }

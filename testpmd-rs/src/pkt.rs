@@ -25,8 +25,8 @@ pub struct CsumResult {
 }
 
 /// Checks the IPv4 header checksum and the TCP/UDP checksum (IPv4 or IPv6) of the frame `d` in software, reports
-/// which were wrong, and writes correct ones (UDP over IPv4 with a zero checksum gets one computed, as testpmd's
-/// csum engine does without TX offloads). Frames it does not understand are left alone.
+/// which were wrong, and writes correct ones (a zero UDP checksum stays zero, as in testpmd's csum engine without
+/// TX offloads). Frames it does not understand are left alone.
 #[inline(always)]
 pub fn check_and_fix_checksums(d: &mut [u8]) -> CsumResult {
     let Ok(eth) = EthernetFrame::new_checked(&*d) else { return CsumResult::default() };
@@ -80,10 +80,14 @@ fn check_and_fix_l4(l4: &mut [u8], protocol: IpProtocol, pseudo: Sum, over_ipv4:
     match protocol {
         IpProtocol::UDP if l4.len() >= UdpPacket::<&[u8]>::HEADER_LEN => {
             let mut udp = UdpPacket::new_unchecked(l4);
+            // A zero UDP checksum means "none" over IPv4 (and is invalid over IPv6): dpdk-testpmd's csum engine
+            // leaves it zero either way, so the frame leaves as it came.
+            if udp.checksum() == 0 {
+                return !over_ipv4;
+            }
             let (old, good) = (udp.checksum(), udp.compute_checksum(pseudo));
             udp.set_checksum(good);
-            // A zero UDP checksum over IPv4 means "none": filled in, not counted as bad.
-            old != good && !(over_ipv4 && old == 0)
+            old != good
         }
         IpProtocol::TCP if l4.len() >= TcpPacket::<&[u8]>::MIN_HEADER_LEN => {
             let mut tcp = TcpPacket::new_unchecked(l4);
@@ -210,6 +214,20 @@ pub struct UdpFlow {
 pub const TXONLY_SRC_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 /// testpmd's txonly destination address 198.18.0.2.
 pub const TXONLY_DST_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+/// `--txonly-multi-flow`: the IPv4 source of generated packet number `var` (a per-stream byte counter) sent from
+/// lcore `lcore`, as dpdk-testpmd derives it: the destination with `var` in its third byte, plus the lcore id.
+pub fn multi_flow_src(var: u8, lcore: u32) -> Ipv4Addr {
+    Ipv4Addr::from((u32::from(TXONLY_DST_IP) | (var as u32) << 8).wrapping_add(lcore))
+}
+
+/// Writes `src` as the IPv4 source of the UDP/IPv4 frame `d` (as txonly builds it) and its header checksum.
+pub fn set_ipv4_src(d: &mut [u8], src: Ipv4Addr) {
+    if let Ok(mut ip) = Ipv4Packet::new_checked(&mut d[ETH_LEN..]) {
+        ip.set_src_addr(src);
+        ip.fill_checksum();
+    }
+}
+
 /// testpmd's txonly UDP ports (discard, 9 -> 9).
 pub const TXONLY_UDP_PORT: u16 = 9;
 /// flowgen's Ethernet source 00:01:02:03:04:00.
@@ -278,6 +296,11 @@ impl FlowgenTemplate {
         self.frame.len()
     }
 
+    /// True for a zero-length template (never: frames have headers at least).
+    pub fn is_empty(&self) -> bool {
+        self.frame.is_empty()
+    }
+
     /// Writes the frame of flow `flow` into `d` (exactly [`Self::len`] bytes).
     #[inline(always)]
     pub fn write(&self, d: &mut [u8], flow: u32) {
@@ -323,11 +346,26 @@ mod tests {
     }
 
     #[test]
+    fn multi_flow_sources_vary_per_packet_and_keep_the_header_valid() {
+        assert_eq!(multi_flow_src(0, 1), Ipv4Addr::new(198, 18, 0, 3));
+        assert_eq!(multi_flow_src(7, 1), Ipv4Addr::new(198, 18, 7, 3));
+        let mut f = frame();
+        set_ipv4_src(&mut f, multi_flow_src(9, 2));
+        assert_eq!(f[26..30], [198, 18, 9, 4]);
+        assert_eq!(checksum::data(&f[14..34]), 0xffff, "IPv4 header checksum valid");
+    }
+
+    #[test]
     fn csum_fixes_and_counts() {
         let mut f = frame();
+        let none = f.clone();
+        assert_eq!(&none[40..42], &[0, 0], "txonly frames carry no UDP checksum");
         assert_eq!(check_and_fix_checksums(&mut f), CsumResult { bad_ip: false, bad_l4: false });
+        assert_eq!(f, none, "a zero UDP checksum over IPv4 (none) stays zero, as in dpdk-testpmd");
+        f[40..42].copy_from_slice(&[0x12, 0x34]);
+        assert_eq!(check_and_fix_checksums(&mut f), CsumResult { bad_ip: false, bad_l4: true });
         let fixed = f.clone();
-        assert_ne!(&fixed[40..42], &[0, 0], "a UDP checksum was computed");
+        assert_ne!(&fixed[40..42], &[0x12, 0x34], "a wrong UDP checksum is rewritten");
         assert_eq!(check_and_fix_checksums(&mut f.clone()), CsumResult::default());
         f[24] ^= 0x55;
         f[41] ^= 0x01;

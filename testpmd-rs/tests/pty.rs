@@ -136,3 +136,20 @@ fn interactive_session_at_a_terminal() {
     assert!(status.success());
     assert_pool_full(&o);
 }
+
+#[test]
+fn a_byte_that_is_not_utf8_at_the_terminal_does_not_end_the_session() {
+    let mut t = Pty::spawn(&["--vdev", "net_null0"], &["-i"]);
+    t.wait_for_from(0, "testpmd> ");
+    let from = t.output().len();
+    t.master.write_all(b"\xff\xfe\r").unwrap();
+    t.master.flush().unwrap();
+    // rustyline reports the line as not UTF-8: said, and the prompt comes back.
+    let o = t.wait_for_from(from, "Bad input");
+    t.wait_for_from(o[from..].find("Bad input").unwrap() + from, "testpmd> ");
+    let from = t.type_keys("show port summary all\r");
+    t.wait_for_from(from, "net_null0");
+    let from = t.type_keys("quit\r");
+    let o = t.wait_for_from(from, "Bye...");
+    assert_pool_full(&o);
+}

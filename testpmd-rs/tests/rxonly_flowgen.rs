@@ -43,7 +43,7 @@ fn rxonly_counts_and_frees_every_frame_and_sends_nothing() {
     let frames = assorted_frames(77);
     write_pcap(&input, &frames);
     let v0 = format!("net_pcap0,rx_pcap={input},tx_pcap={output}");
-    let mut s = Session::spawn(command(&["--vdev", &v0], &["-i", "--forward-mode=rxonly"]));
+    let mut s = Session::spawn(command(&["--vdev", &v0], &["-i", "--no-flush-rx", "--forward-mode=rxonly"]));
     s.wait_for("testpmd> ", Duration::from_secs(20));
     let started = s.cmd("start");
     assert!(started.contains("rxonly"), "start should name the mode:\n{started}");
@@ -84,7 +84,10 @@ fn rxonly_counts_per_stream_over_two_queues() {
     write_pcap(&in0, &f0);
     write_pcap(&in1, &f1);
     let v0 = format!("net_pcap0,rx_pcap={in0},rx_pcap={in1},tx_pcap={out0},tx_pcap={out1}");
-    let mut s = Session::spawn(command(&["--vdev", &v0], &["-i", "--forward-mode=rxonly", "--rxq=2", "--txq=2"]));
+    let mut s = Session::spawn(command(
+        &["--vdev", &v0],
+        &["-i", "--no-flush-rx", "--forward-mode=rxonly", "--rxq=2", "--txq=2"],
+    ));
     s.wait_for("testpmd> ", Duration::from_secs(20));
     s.cmd("start");
     let want = (f0.len() + f1.len()) as u64;

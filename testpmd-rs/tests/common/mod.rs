@@ -60,6 +60,13 @@ impl Session {
         stdin.flush().unwrap();
     }
 
+    /// Sends raw bytes (for input that is not UTF-8).
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write to testpmd-rs");
+        stdin.flush().unwrap();
+    }
+
     /// Everything printed so far.
     pub fn output(&self) -> String {
         self.out.lock().unwrap().clone()
@@ -89,10 +96,26 @@ impl Session {
     pub fn cmd(&mut self, line: &str) -> String {
         let from = self.output().len();
         self.send(line);
-        // The prompt was printed before we wrote; the echo of the line follows it.
+        // The prompt was printed before we wrote; the echo of the line follows it (dpdk-testpmd ends it with
+        // "\r\n").
         let echo = format!("{line}\n");
-        let o = self.wait_for_from(from, &echo, Duration::from_secs(20));
-        let start = o[from..].find(&echo).unwrap() + from + echo.len();
+        let echo_cr = format!("{line}\r\n");
+        let end = Instant::now() + Duration::from_secs(20);
+        let (o, start) = loop {
+            let o = self.output();
+            let tail = o.get(from..).unwrap_or("");
+            if let Some(at) = tail.find(&echo) {
+                break (o.clone(), from + at + echo.len());
+            }
+            if let Some(at) = tail.find(&echo_cr) {
+                break (o.clone(), from + at + echo_cr.len());
+            }
+            if Instant::now() > end {
+                panic!("timed out waiting for the echo of {line:?}; output so far:\n{o}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let _ = o;
         let o = self.wait_for_from(start, "testpmd> ", Duration::from_secs(20));
         let end = o[start..].find("testpmd> ").unwrap() + start;
         o[start..end].to_string()
