@@ -1,0 +1,31 @@
+//! The l2fwd binary: EAL arguments, then l2fwd's (see the library's documentation).
+
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+use l2fwd::app::App;
+use l2fwd::params::{self, Parsed};
+
+fn main() {
+    let mut args: Vec<String> = std::env::args().collect();
+    let program = if args.is_empty() { "l2fwd".to_string() } else { args.remove(0) };
+    let (eal, app_args) = eal::init_with_or_exit(&program, &pmds::registry(), args);
+    let params = match params::parse(&app_args) {
+        Ok(Parsed::Run(p)) => p,
+        Ok(Parsed::Help) => {
+            println!("{}", params::usage(&program));
+            std::process::exit(0);
+        }
+        Err(e) => {
+            eprintln!(
+                "{}\nEAL: Error - exiting with code: 1\n  Cause: Invalid L2FWD arguments: {e}",
+                params::usage(&program)
+            );
+            std::process::exit(1);
+        }
+    };
+    let result = App::new(eal, params).and_then(App::run);
+    if let Err(e) = result {
+        eprintln!("EAL: Error - exiting with code: 1\n  Cause: {e}");
+        std::process::exit(1);
+    }
+}
