@@ -67,13 +67,16 @@ pub fn pair_ports(portmask: u64, nb_ports: u16, portmap: &[(u16, u16)]) -> Resul
     Ok(dst)
 }
 
+/// Per lcore, the (port, RX queue) pairs it polls.
+pub type LcorePlan = Vec<(u32, Vec<(u16, u16)>)>;
+
 /// Which lcore polls which (port, RX queue): in port then queue order, `per_lcore` per lcore, lcores ascending
 /// (the main one included), as DPDK's l2fwd hands out ports.
-pub fn assign_lcores(lcores: &[u32], rx: &[(u16, u16)], per_lcore: u32) -> Result<Vec<(u32, Vec<(u16, u16)>)>> {
+pub fn assign_lcores(lcores: &[u32], rx: &[(u16, u16)], per_lcore: u32) -> Result<LcorePlan> {
     let mut out: Vec<(u32, Vec<(u16, u16)>)> = Vec::new();
     let mut next = lcores.iter();
     for &q in rx {
-        let need_new = out.last().map_or(true, |(_, v)| v.len() as u32 == per_lcore);
+        let need_new = out.last().is_none_or(|(_, v)| v.len() as u32 == per_lcore);
         if need_new {
             let Some(&l) = next.next() else {
                 return Err(Error::Setup(format!(
@@ -101,7 +104,7 @@ pub struct App {
     _pool: Mempool,
     ports: Vec<PortInfo>,
     enabled: Vec<u16>,
-    plan: Vec<(u32, Vec<(u16, u16)>)>,
+    plan: LcorePlan,
     dst: Vec<Option<u16>>,
     params: Params,
 }
@@ -145,7 +148,7 @@ impl App {
         let rxq = self.params.rxq;
         let dev = &mut self.ports[id as usize].port.dev;
         let info = dev.info();
-        let rss = (rxq > 1 && info.flow_type_rss_offloads.0 != 0).then(|| RssConfig {
+        let rss = (rxq > 1 && info.flow_type_rss_offloads.0 != 0).then_some(RssConfig {
             key: None,
             functions: RssHashFunctions(RssHashFunctions::ALL.0 & info.flow_type_rss_offloads.0),
         });
@@ -226,7 +229,7 @@ impl App {
             rounds = rounds.wrapping_add(1);
             if idle {
                 std::thread::sleep(Duration::from_millis(1));
-            } else if rounds % 64 != 0 {
+            } else if rounds & 63 != 0 {
                 return;
             }
             if eal::stop_requested() {

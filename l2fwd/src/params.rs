@@ -188,6 +188,14 @@ mod tests {
     }
 
     #[test]
+    fn seed_command_line_through_the_eal_parses() {
+        let all = args(&["-c0xf", "-n4", "--", "-p0x1"]);
+        let (eal, app) = eal::args::parse(&all, &[0, 1, 2, 3]).unwrap();
+        assert_eq!(eal.lcores, vec![0, 1, 2, 3]);
+        assert_eq!(run(&app.iter().map(String::as_str).collect::<Vec<_>>()).portmask, 1);
+    }
+
+    #[test]
     fn every_option_in_both_spellings() {
         let p = run(&["-p", "f", "-q", "2", "-T0", "--no-mac-updating", "--portmap=(0,3),(1,2)", "--rxq", "4"]);
         assert_eq!(p.portmask, 0xf);
