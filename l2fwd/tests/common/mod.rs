@@ -72,7 +72,7 @@ impl App {
     }
 
     /// Sends SIGINT and waits for the exit; returns the status and the whole output.
-    pub fn interrupt(mut self) -> (ExitStatus, String) {
+    pub fn interrupt(self) -> (ExitStatus, String) {
         // SAFETY: kill(2) on the pid of a child we spawned and have not reaped; no memory is involved.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
         self.wait()
