@@ -1,0 +1,72 @@
+//! l3fwd: DPDK's l3fwd sample on this project's ports. Each RX queue named in `--config` is polled by its lcore;
+//! every IPv4/IPv6 packet is validated (RFC 1812), looked up (LPM, exact match or FIB), its TTL decremented with an
+//! incremental checksum update and its MAC addresses rewritten (destination `--eth-dest` of the output port,
+//! default 02:00:00:00:00:PORT; source the output port's MAC), and sent by this lcore's TX queue of the output
+//! port. Users run DPDK's command lines unchanged but for the binary's name:
+//!
+//! ```text
+//! l3fwd -l 0,1 -n4 -- -p1 -P --config="(0,0,0)(0,1,1)"
+//! l3fwd -l 0,1,2,3 -n4 -- -p0xf -P --config="(0,0,0),(0,1,1),(1,0,2),(1,1,3)" --lookup=em
+//! ```
+//!
+//! As DPDK 22.11's l3fwd does: a packet without a route, and a frame that is neither IPv4 nor IPv6, goes back out of
+//! the port it came in by (with the MAC rewrite); the built-in tables (198.18.P.0/24 and 2001:200:0:P::/64 to
+//! port P; the matching UDP 9->9 flows for EM) are used unless both `--rule_ipv4` and `--rule_ipv6` are given;
+//! routes to ports outside the mask are skipped; EM holds the IPv4 flows, or the IPv6 ones with `--ipv6`; IPv6
+//! hop limits are not decremented; the IPv4 checksum is adjusted as DPDK adjusts it (+0x0100 with end-around carry,
+//! so outputs compare byte for byte). Unlike DPDK's vector path, malformed packets (bad checksum, version, header
+//! length or total length, TTL/hop limit <= 1, truncated) are counted per reason and dropped, never forwarded.
+//!
+//! Not supported: ACL lookup, event mode, `--hash-entry-num` flow generation (the option is accepted and sizes the
+//! EM table only), per-port RX/TX path names (pktio has no burst-mode query: the start-up line says so), FIB's own
+//! table layout (FIB mode uses the LPM tables: DPDK's rte_fib is a different DIR-24-8 variant with the same results).
+
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod app;
+pub mod config;
+pub mod fwd;
+pub mod lookup;
+pub mod params;
+pub mod routes;
+
+/// What can go wrong before forwarding starts. Each is reported with exit status 1.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An application argument (after `--`) is unknown or malformed.
+    #[error("{0}\nRun with -- -h for l3fwd's options.")]
+    Usage(String),
+    /// `--config` is malformed or does not fit the ports and lcores.
+    #[error("invalid config: {0}")]
+    Config(String),
+    /// A route file cannot be read or has a bad line (line 0: the file as a whole).
+    #[error("{path}:{line}: {reason}")]
+    RouteFile {
+        /// The file.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A route table could not be built.
+    #[error("route table: {0}")]
+    Table(#[from] lpm::Error),
+    /// The EAL could not run the application (lcores, memory).
+    #[error(transparent)]
+    Eal(#[from] eal::Error),
+    /// A port could not be set up.
+    #[error("port {port}: {source}")]
+    Port {
+        /// Port id.
+        port: u16,
+        /// The driver's error.
+        source: pktio::Error,
+    },
+    /// The ports, mask and options do not fit together.
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// The crate's result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

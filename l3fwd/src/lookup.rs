@@ -1,0 +1,173 @@
+//! Route lookup for the forwarding loop, on the `lpm` crate's tables: [`LpmRouter`] (LPM and FIB modes) and
+//! [`EmRouter`] (exact match on the 5-tuple). Keys are read from the packet as DPDK's l3fwd reads them.
+
+use lpm::{ExactMatch, Ipv4Tuple, Ipv6Tuple, Lpm4, Lpm4Config, Lpm6, Lpm6Config};
+
+use crate::routes::{EmRoute, LpmRoute};
+use crate::Result;
+
+/// Finds the output port of a validated IPv4 or IPv6 header (the slice starts at the IP header); `None`: no route.
+pub trait Router: Send + Sync + 'static {
+    /// IPv4 (header at least 20 bytes, checked).
+    fn route4(&self, ip: &[u8]) -> Option<u16>;
+    /// IPv6 (header at least 40 bytes, checked).
+    fn route6(&self, ip: &[u8]) -> Option<u16>;
+}
+
+/// Longest prefix match on the destination address.
+pub struct LpmRouter {
+    v4: Lpm4,
+    v6: Lpm6,
+}
+
+impl LpmRouter {
+    /// Tables holding `v4` and `v6`.
+    pub fn new(v4: &[LpmRoute<u32>], v6: &[LpmRoute<u128>]) -> Result<LpmRouter> {
+        let mut t4 = Lpm4::new(Lpm4Config { max_rules: (v4.len() as u32).max(1024), tbl8_groups: 256 })?;
+        for r in v4 {
+            t4.add(r.prefix, r.depth, r.port as u32)?;
+        }
+        let mut t6 = Lpm6::new(Lpm6Config { max_rules: (v6.len() as u32).max(1024), groups: 1 << 16 })?;
+        for r in v6 {
+            t6.add(r.prefix, r.depth, r.port as u32)?;
+        }
+        Ok(LpmRouter { v4: t4, v6: t6 })
+    }
+}
+
+/// Big-endian field readers over a checked header.
+#[inline(always)]
+fn be32(d: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]])
+}
+
+#[inline(always)]
+fn be128(d: &[u8], at: usize) -> u128 {
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[at..at + 16]);
+    u128::from_be_bytes(b)
+}
+
+/// IPv4 header offsets read for lookups.
+mod v4_at {
+    pub const PROTOCOL: usize = 9;
+    pub const SRC_ADDR: usize = 12;
+    pub const DST_ADDR: usize = 16;
+    /// L4 ports as DPDK's exact match reads them: right after a 20-byte header, whatever the IHL.
+    pub const PORTS: usize = 20;
+}
+
+/// IPv6 header offsets read for lookups.
+mod v6_at {
+    pub const NEXT_HEADER: usize = 6;
+    pub const SRC_ADDR: usize = 8;
+    pub const DST_ADDR: usize = 24;
+    /// L4 ports right after the fixed header (extension headers are not walked, as in DPDK's l3fwd).
+    pub const PORTS: usize = 40;
+}
+
+impl Router for LpmRouter {
+    #[inline(always)]
+    fn route4(&self, ip: &[u8]) -> Option<u16> {
+        self.v4.lookup(be32(ip, v4_at::DST_ADDR)).map(|h| h as u16)
+    }
+
+    #[inline(always)]
+    fn route6(&self, ip: &[u8]) -> Option<u16> {
+        self.v6.lookup(be128(ip, v6_at::DST_ADDR)).map(|h| h as u16)
+    }
+}
+
+/// Exact match on (source, destination, source port, destination port, protocol).
+pub struct EmRouter {
+    v4: ExactMatch<Ipv4Tuple>,
+    v6: ExactMatch<Ipv6Tuple>,
+}
+
+/// The L4 ports at `at`, or zeros when the packet ends before them.
+#[inline(always)]
+fn ports(d: &[u8], at: usize) -> (u16, u16) {
+    match d.get(at..at + 4) {
+        Some(p) => (u16::from_be_bytes([p[0], p[1]]), u16::from_be_bytes([p[2], p[3]])),
+        None => (0, 0),
+    }
+}
+
+impl EmRouter {
+    /// Tables holding `v4` and `v6`, each with room for `capacity` flows.
+    pub fn new(v4: &[EmRoute<u32>], v6: &[EmRoute<u128>], capacity: usize) -> Result<EmRouter> {
+        let mut t4 = ExactMatch::with_capacity(capacity.max(v4.len()))?;
+        for r in v4 {
+            let key =
+                Ipv4Tuple { src_ip: r.src, dst_ip: r.dst, src_port: r.src_port, dst_port: r.dst_port, proto: r.proto };
+            t4.add(key, r.port as u32)?;
+        }
+        let mut t6 = ExactMatch::with_capacity(capacity.max(v6.len()))?;
+        for r in v6 {
+            let key =
+                Ipv6Tuple { src_ip: r.src, dst_ip: r.dst, src_port: r.src_port, dst_port: r.dst_port, proto: r.proto };
+            t6.add(key, r.port as u32)?;
+        }
+        Ok(EmRouter { v4: t4, v6: t6 })
+    }
+}
+
+impl Router for EmRouter {
+    #[inline(always)]
+    fn route4(&self, ip: &[u8]) -> Option<u16> {
+        let (src_port, dst_port) = ports(ip, v4_at::PORTS);
+        let key = Ipv4Tuple {
+            src_ip: be32(ip, v4_at::SRC_ADDR),
+            dst_ip: be32(ip, v4_at::DST_ADDR),
+            src_port,
+            dst_port,
+            proto: ip[v4_at::PROTOCOL],
+        };
+        self.v4.lookup(&key).map(|h| h as u16)
+    }
+
+    #[inline(always)]
+    fn route6(&self, ip: &[u8]) -> Option<u16> {
+        let (src_port, dst_port) = ports(ip, v6_at::PORTS);
+        let key = Ipv6Tuple {
+            src_ip: be128(ip, v6_at::SRC_ADDR),
+            dst_ip: be128(ip, v6_at::DST_ADDR),
+            src_port,
+            dst_port,
+            proto: ip[v6_at::NEXT_HEADER],
+        };
+        self.v6.lookup(&key).map(|h| h as u16)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::routes;
+
+    #[test]
+    fn built_in_lpm_routes() {
+        let r = LpmRouter::new(&routes::default_lpm4(), &routes::default_lpm6()).unwrap();
+        let mut ip = [0u8; 20];
+        ip[16..20].copy_from_slice(&[198, 18, 3, 77]);
+        assert_eq!(r.route4(&ip), Some(3));
+        ip[16..20].copy_from_slice(&[198, 19, 3, 77]);
+        assert_eq!(r.route4(&ip), None);
+        let mut ip6 = [0u8; 40];
+        ip6[24..40].copy_from_slice(&"2001:200:0:5::9".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        assert_eq!(r.route6(&ip6), Some(5));
+    }
+
+    #[test]
+    fn built_in_em_flows() {
+        let r = EmRouter::new(&routes::default_em4(), &routes::default_em6(), 1024).unwrap();
+        let mut ip = [0u8; 28];
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(&[198, 18, 2, 1]);
+        ip[16..20].copy_from_slice(&[198, 18, 2, 0]);
+        ip[20..24].copy_from_slice(&[0, 9, 0, 9]);
+        assert_eq!(r.route4(&ip), Some(2));
+        ip[21] = 10;
+        assert_eq!(r.route4(&ip), None);
+    }
+}
