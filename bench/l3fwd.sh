@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# l3fwd (this project's) against DPDK 22.11's l3fwd built from Debian's example sources, side by side: one lcore,
+# one net_pcap port replaying (infinite_rx=1) 64-byte IPv4/UDP frames of many flows, frames sent back out and
+# dropped by the port (no tx_pcap), --parse-ptype; one table row per lookup mode (lpm, fib, em).
+# Also runs for l2fwd (bench/l2fwd.sh sets L2L3_APPS=l2fwd): both l2fwds on the same port, -T 1.
+#
+# Usage (as root, on a Debian machine): bash bench/l3fwd.sh        (bash bench/l2fwd.sh for l2fwd only)
+#
+# Method: packets per second over SECS seconds after WARMUP seconds. Ours print cumulative counters every second
+# (-T 1; l3fwd's -T is an extension); DPDK's l3fwd prints none, so its port counters are read through DPDK's
+# telemetry socket (/var/run/dpdk/PREFIX/dpdk_telemetry.v2) at the same two moments; DPDK's l2fwd prints its
+# screen with -T 1 like ours. The reference l3fwd requests RX checksum offload, which pcap ports lack: that one
+# line is changed to request none (sed below); nothing else is patched. Builds go to $LOG/dpdk-ref, never into the
+# repository. Instructions per packet are not measured here: the VMs this runs on expose no PMU (perf stat shows
+# instructions as <not supported>).
+#
+# Environment knobs (shared with run.sh): BENCH_SECONDS=5, BENCH_WARMUP=2, BENCH_ROUNDS=3, BENCH_MEM=huge|nohuge,
+# BENCH_LOG_DIR; L2L3_FLOWS=4096 (flows in the capture), L2L3_MODES="lpm fib em", L2L3_APPS="l3fwd l2fwd",
+# L2L3_LCORE=1 (the one lcore both sides run on).
+set -eu
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+WARMUP=${BENCH_WARMUP:-2}
+FLOWS=${L2L3_FLOWS:-4096}
+MODES=${L2L3_MODES:-lpm fib em}
+APPS=${L2L3_APPS:-l3fwd l2fwd}
+LCORE=${L2L3_LCORE:-1}
+
+[ "$(id -u)" = 0 ] || die "run as root (hugepages, apt-get)"
+need=()
+[ -d /usr/share/dpdk/examples/l3fwd ] || need+=(dpdk-doc)
+pkg-config --exists libdpdk 2>/dev/null || need+=(dpdk-dev)
+command -v make >/dev/null || need+=(make)
+command -v cc >/dev/null || need+=(gcc)
+command -v python3 >/dev/null || need+=(python3)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+bench_apt_install "${need[@]}"
+DPDK_VERSION=$(pkg-config --modversion libdpdk)
+bench_setup_memory
+
+# --- the reference binaries, out of tree --------------------------------------------------------------------------
+REF=$LOG/dpdk-ref
+rm -rf "$REF"
+mkdir -p "$REF"
+cp -r /usr/share/dpdk/examples/l3fwd /usr/share/dpdk/examples/l2fwd "$REF/"
+# The one-line change: no RX checksum offload request (software ports cannot honour it).
+sed -i 's/\.offloads = RTE_ETH_RX_OFFLOAD_CHECKSUM,/.offloads = 0,/' "$REF/l3fwd/main.c"
+grep -q '\.offloads = 0,' "$REF/l3fwd/main.c" || die "could not remove the checksum offload request from l3fwd"
+for app in l3fwd l2fwd; do
+  say "building DPDK's $app $DPDK_VERSION"
+  (cd "$REF/$app" && CFLAGS="-I/usr/share/dpdk/examples/common" make -j"$(nproc)" >"$REF/$app.build.log" 2>&1) ||
+    die "building DPDK's $app failed; see $REF/$app.build.log"
+done
+
+say "building l3fwd and l2fwd (release)"
+cargo build --release -p l3fwd -p l2fwd --quiet
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
+
+# --- input: 64-byte frames (60 + FCS) to 198.18.0.0/24 (the built-in route to port 0), FLOWS sources/ports ------
+PCAP=$LOG/l2l3-flows.pcap
+python3 - "$PCAP" "$FLOWS" <<'PY'
+import struct, sys
+path, n = sys.argv[1], int(sys.argv[2])
+def csum(h):
+    s = sum(struct.unpack('!10H', h))
+    while s > 0xffff:
+        s = (s & 0xffff) + (s >> 16)
+    return (~s) & 0xffff
+with open(path, 'wb') as f:
+    f.write(struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+    for i in range(n):
+        eth = bytes([2, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 1]) + b'\x08\x00'
+        src = bytes([10, (i >> 16) & 255, (i >> 8) & 255, i & 255])
+        dst = bytes([198, 18, 0, i % 251])
+        ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 46, i & 0xffff, 0, 64, 17, 0, src, dst)
+        ip = ip[:10] + struct.pack('!H', csum(ip)) + ip[12:]
+        frame = eth + ip + struct.pack('!HHHH', 1024 + i % 50000, 9, 26, 0) + bytes(18)
+        f.write(struct.pack('<IIII', 0, 0, len(frame), len(frame)) + frame)
+PY
+
+EAL=(-l "$LCORE" -n 4 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" --vdev "net_pcap0,rx_pcap=$PCAP,infinite_rx=1")
+
+# Counters of a DPDK process through its telemetry socket: "ipackets opackets" of port 0.
+telemetry() {
+  python3 - "/var/run/dpdk/$PREFIX/dpdk_telemetry.v2" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.recv(16384)
+s.send(b'/ethdev/stats,0')
+d = json.loads(s.recv(65536).decode())['/ethdev/stats']
+print(d['ipackets'], d['opackets'])
+PY
+}
+
+# Runs "$@" in the background for WARMUP + SECS (+1) seconds, then SIGINT. $1: log, $2: how to read the received
+# count (screen LABEL or "telemetry"). Prints Mpps over the SECS window, or nan.
+measure() {
+  local log=$1 how=$2
+  shift 2
+  "$@" >"$log" 2>&1 &
+  local pid=$! a b
+  sleep "$WARMUP"
+  if [ "$how" = telemetry ]; then
+    a=$(telemetry 2>/dev/null | awk '{print $1}') || a=
+    sleep "$SECS"
+    b=$(telemetry 2>/dev/null | awk '{print $1}') || b=
+  else
+    a=$(grep -a "$how" "$log" | tail -1 | awk '{print $NF}')
+    sleep "$SECS"
+    b=$(grep -a "$how" "$log" | tail -1 | awk '{print $NF}')
+  fi
+  kill -INT $pid 2>/dev/null || true
+  wait $pid 2>/dev/null || true
+  awk -v a="$a" -v b="$b" -v s="$SECS" 'BEGIN { if (a == "" || b == "" || b <= a) print "nan"; else printf "%.3f\n", (b - a) / s / 1e6 }'
+}
+
+# l3fwd's cumulative "Total RX-packets: N TX-packets: M" line: print N last for measure().
+ours_l3_total="Total   RX-packets:"
+rows=()
+row() { rows+=("$(printf '%-6s | %-4s | %8s | %8s | %6s | %6s | %s' "$@")"); }
+anchor() { case $1 in lpm) echo 77.6 ;; fib) echo 70.1 ;; em) echo 41.2 ;; *) echo "" ;; esac; }
+
+for app in $APPS; do
+  cases=$MODES
+  [ "$app" = l2fwd ] && cases=mac
+  for m in $cases; do
+    ours=()
+    dpdk=()
+    for r in $(seq 1 "$ROUNDS"); do
+      for who in $( ((r % 2)) && echo "rs dpdk" || echo "dpdk rs"); do
+        log=$LOG/${app}_${m}_${who}_$r.txt
+        if [ "$app" = l3fwd ]; then
+          APPARGS=(-p 1 --config="(0,0,$LCORE)" --parse-ptype --lookup="$m")
+          if [ "$who" = rs ]; then
+            # Our -T line ends with TX-packets: take RX from it via a sed in measure's grep: print field 3.
+            v=$(measure "$log" "$ours_l3_total" "$BIN/l3fwd" "${EAL[@]}" -- "${APPARGS[@]}" -T 1)
+            # measure() read the last field (TX); TX == RX here (nothing dropped), so it is the same count.
+            ours+=("$v")
+          else
+            dpdk+=("$(measure "$log" telemetry "$REF/l3fwd/build/l3fwd" "${EAL[@]}" -- "${APPARGS[@]}")")
+          fi
+        else
+          APPARGS=(-p 1 -T 1)
+          if [ "$who" = rs ]; then
+            ours+=("$(measure "$log" "Total packets received:" "$BIN/l2fwd" "${EAL[@]}" -- "${APPARGS[@]}")")
+          else
+            dpdk+=("$(measure "$log" "Total packets received:" "$REF/l2fwd/build/l2fwd" "${EAL[@]}" -- "${APPARGS[@]}")")
+          fi
+        fi
+      done
+      say "  $app $m round $r: ours ${ours[-1]} Mpps, DPDK ${dpdk[-1]} Mpps"
+    done
+    o=$(echo "${ours[*]}" | median)
+    d=$(echo "${dpdk[*]}" | median)
+    row "$app" "$m" "$(fmt "$o" 2)" "$(fmt "$d" 2)" "$(ratio "$o" "$d")" "$([ "$app" = l3fwd ] && anchor "$m")" \
+      "${ours[*]} / ${dpdk[*]}"
+  done
+done
+
+echo
+echo "l2fwd/l3fwd vs DPDK $DPDK_VERSION's samples ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')," \
+  "$(nproc) CPUs, memory: $([ "$MEM" = nohuge ] && echo 4K pages || echo 2M hugepages)); net_pcap infinite_rx," \
+  "64-byte IPv4/UDP, $FLOWS flows, lcore $LCORE, median of $ROUNDS x ${SECS} s"
+printf '%-6s | %-4s | %8s | %8s | %6s | %6s | %s\n' app mode "ours" "DPDK" ratio anchor "rounds (Mpps): ours / DPDK"
+echo "-------+------+----------+----------+--------+--------+----------------------------"
+printf '%s\n' "${rows[@]}"
+echo "Mpps: packets received per second over the window; ratio = ours / DPDK; anchor: the issue's DPDK l3fwd figure" \
+  "(quiet machine, not this run)."
