@@ -2,7 +2,8 @@
 # l3fwd (this project's) against DPDK 22.11's l3fwd built from Debian's example sources, side by side: one lcore,
 # one net_pcap port replaying (infinite_rx=1) 64-byte IPv4/UDP frames of many flows, frames sent back out and
 # dropped by the port (no tx_pcap), --parse-ptype; one table row per lookup mode (lpm, fib, em).
-# Also runs for l2fwd (bench/l2fwd.sh sets L2L3_APPS=l2fwd): both l2fwds on the same port, -T 1.
+# Also runs for l2fwd (bench/l2fwd.sh sets L2L3_APPS=l2fwd): both l2fwds on the same pcap port, and on a
+# net_null port (size=64), -T 1.
 #
 # Usage (as root, on a Debian machine): bash bench/l3fwd.sh        (bash bench/l2fwd.sh for l2fwd only)
 #
@@ -82,6 +83,8 @@ with open(path, 'wb') as f:
 PY
 
 EAL=(-l "$LCORE" -n 4 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" --vdev "net_pcap0,rx_pcap=$PCAP,infinite_rx=1")
+# l2fwd also on a null port (size 64): no capture replay, so the row shows the application's own cost.
+EAL_NULL=(-l "$LCORE" -n 4 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" --vdev "net_null0,size=64")
 
 # Counters of a DPDK process through its telemetry socket: "ipackets opackets" of port 0.
 telemetry() {
@@ -126,7 +129,7 @@ anchor() { case $1 in lpm) echo 77.6 ;; fib) echo 70.1 ;; em) echo 41.2 ;; *) ec
 
 for app in $APPS; do
   cases=$MODES
-  [ "$app" = l2fwd ] && cases=mac
+  [ "$app" = l2fwd ] && cases="pcap null"
   for m in $cases; do
     ours=()
     dpdk=()
@@ -145,10 +148,12 @@ for app in $APPS; do
           fi
         else
           APPARGS=(-p 1 -T 1)
+          E=("${EAL[@]}")
+          [ "$m" = null ] && E=("${EAL_NULL[@]}")
           if [ "$who" = rs ]; then
-            ours+=("$(measure "$log" "Total packets received:" "$BIN/l2fwd" "${EAL[@]}" -- "${APPARGS[@]}")")
+            ours+=("$(measure "$log" "Total packets received:" "$BIN/l2fwd" "${E[@]}" -- "${APPARGS[@]}")")
           else
-            dpdk+=("$(measure "$log" "Total packets received:" "$REF/l2fwd/build/l2fwd" "${EAL[@]}" -- "${APPARGS[@]}")")
+            dpdk+=("$(measure "$log" "Total packets received:" "$REF/l2fwd/build/l2fwd" "${E[@]}" -- "${APPARGS[@]}")")
           fi
         fi
       done
