@@ -14,8 +14,9 @@
 //! queues (spread by RSS where the port has it), each polled as one more "port" in the lcore assignment; RX queue q
 //! of a port sends through TX queue q of its partner, so no queue is shared between lcores.
 //!
-//! Not supported: DPDK's TX buffering with its 100 µs drain timer (each received burst is sent at once, which
-//! changes batching but not what goes out of which port), `--no-mac-updating` combined with per-queue statistics.
+//! Differences: each received burst is sent at once instead of through DPDK's TX buffer with its 100 µs drain
+//! timer (batching differs, what goes out of which port does not); the statistics screen is printed once more on
+//! exit. Not supported: per-queue statistics on the screen (queues of a port are summed).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 

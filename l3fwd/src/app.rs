@@ -19,8 +19,9 @@ use crate::{Error, Result};
 
 /// Per-lcore mempool cache (DPDK's l3fwd MEMPOOL_CACHE_SIZE).
 pub const MEMPOOL_CACHE_SIZE: u32 = 256;
-/// EM table size when `--hash-entry-num` is not given (DPDK's L3FWD_HASH_ENTRIES).
-pub const HASH_ENTRIES: u32 = 1024 * 1024 * 4;
+/// EM table size when `--hash-entry-num` is not given (DPDK sizes its hash for 4M entries; a table for the
+/// routes' flows stays in cache, and EM's capacity grows to the number of routes when they are more).
+pub const HASH_ENTRIES: u32 = 1024;
 
 /// The route tables of the chosen lookup mode.
 pub enum Tables {
@@ -89,8 +90,9 @@ pub fn build_tables(p: &Params, port_names: &[String]) -> Result<Tables> {
                 v6.clear();
             }
             println!("Hash: Adding 0x{:x} keys", v4.len() + v6.len());
-            let cap = p.hash_entry_num.unwrap_or(HASH_ENTRIES) as usize;
-            Ok(Tables::Em(Arc::new(EmRouter::new(&v4, &v6, cap.min(1 << 20))?)))
+            // Sized for the flows (a small table stays in cache), or as --hash-entry-num asks.
+            let cap = p.hash_entry_num.map_or(HASH_ENTRIES as usize, |n| n as usize);
+            Ok(Tables::Em(Arc::new(EmRouter::new(&v4, &v6, cap)?)))
         }
     }
 }

@@ -169,5 +169,15 @@ mod tests {
         assert_eq!(r.route4(&ip), Some(2));
         ip[21] = 10;
         assert_eq!(r.route4(&ip), None);
+        let mut ip6 = [0u8; 44];
+        ip6[6] = 17;
+        ip6[8..24].copy_from_slice(&"2001:200:0:7::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        ip6[24..40].copy_from_slice(&"2001:200:0:7::".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        ip6[40..44].copy_from_slice(&[0, 9, 0, 9]);
+        assert_eq!(r.route6(&ip6), Some(7));
+        ip6[6] = 6;
+        assert_eq!(r.route6(&ip6), None, "protocol is part of the key");
+        // A packet ending before its ports reads them as zeros: no match, no panic.
+        assert_eq!(r.route6(&ip6[..40]), None);
     }
 }
