@@ -175,3 +175,38 @@ fn forwards_through_simulated_x540_ports() {
     assert_frames_eq(&read_frames(&o3), &rewrite(&frames, 3, mac3));
     assert!(read_frames(&o2).is_empty());
 }
+
+#[test]
+fn rss_spreads_a_simulated_port_over_its_rx_queues() {
+    // --rxq 2 on every port: frames of many flows replayed on pcap port 2 leave by sim port 0, cross the wire, and
+    // sim port 1's RSS spreads them over its two RX queues (-q 4: lcore 0 polls the sim ports' queues, lcore 1 the
+    // pcap ports'); queue q leaves by pcap port 3's TX queue q. Every frame must come out exactly once, rewritten,
+    // and both queues must have carried some.
+    let dir = TempDir::new("l2rss");
+    let frames = udp_frames(9, 64, |i| [10, 100, (i >> 4) as u8, i as u8]);
+    let mut vdevs = vec!["--vdev".to_string(), "net_sim_x540,ports=2".to_string()];
+    for p in 2..4 {
+        let (a, b) = (dir.path(&format!("in{p}a.pcap")), dir.path(&format!("in{p}b.pcap")));
+        write_pcap(&a, if p == 2 { &frames } else { &[] });
+        write_pcap(&b, &[]);
+        let (oa, ob) = (dir.path(&format!("out{p}a.pcap")), dir.path(&format!("out{p}b.pcap")));
+        vdevs.push("--vdev".into());
+        vdevs.push(format!("net_pcap{p},rx_pcap={a},rx_pcap={b},tx_pcap={oa},tx_pcap={ob}"));
+    }
+    let mut args = eal(&vdevs);
+    args.extend(
+        ["--", "-p", "0xf", "-q", "4", "-T", "1", "--rxq", "2", "--portmap=(2,0),(1,3)"].iter().map(|s| s.to_string()),
+    );
+    let mut p = App::spawn(BIN, &args);
+    p.wait_until("every frame through both hops", |o| last_number(o, "Total packets sent:") == Some(128));
+    let (status, out) = p.interrupt();
+    assert!(status.success(), "{out}");
+    let mac3 = mac_after(&out, "Port 3, MAC address: ");
+    let (qa, qb) = (read_frames(&dir.path("out3a.pcap")), read_frames(&dir.path("out3b.pcap")));
+    assert!(!qa.is_empty() && !qb.is_empty(), "RSS used one queue only: {} / {}", qa.len(), qb.len());
+    let mut got: Vec<Vec<u8>> = qa.into_iter().chain(qb).collect();
+    let mut want = rewrite(&frames, 3, mac3);
+    got.sort();
+    want.sort();
+    assert_frames_eq(&got, &want);
+}
