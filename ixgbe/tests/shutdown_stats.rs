@@ -1,5 +1,5 @@
 //! The shutdown before a reset as the reference drivers do it (docs/hw/ixgbe.md §3.1, §3.2, §5.5, §5.6) and the
-//! statistics as DPDK reports them (§13), each checked against what the model saw or counted.
+//! statistics as DPDK reports them (docs/hw/ixgbe.md §13), each checked against what the model saw or counted.
 mod common;
 
 use std::time::{Duration, Instant};

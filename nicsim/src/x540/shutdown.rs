@@ -1,5 +1,5 @@
 //! What the model sees of a driver's shutdown before a reset (docs/hw/ixgbe.md §3.1, §3.2), the firmware side of
-//! the SW/FW semaphore (§5.5), and PAUSE frames the MAC sends (§13).
+//! the SW/FW semaphore (docs/hw/ixgbe.md §5.5), and PAUSE frames the MAC sends (§13).
 //!
 //! Each CTRL.RST / LNK_RST leaves a [`ResetRecord`]: how many TX queues were flushed (TXDCTL.SWFLSH) since the
 //! previous reset, how long after the last queue flush PCIe mastering was turned off (CTRL.GIO_DIS), and whether
