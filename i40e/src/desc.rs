@@ -218,7 +218,10 @@ impl TxDesc {
     pub const fn tso_context(tso_len: u32, mss: u16) -> TxDesc {
         TxDesc {
             qw0: 0,
-            qw1: tx::DTYPE_CONTEXT | tx::CTX_CMD_TSO | tx::CTX_TSO_LEN.val(tso_len as u64) | tx::CTX_MSS.val(mss as u64),
+            qw1: tx::DTYPE_CONTEXT
+                | tx::CTX_CMD_TSO
+                | tx::CTX_TSO_LEN.val(tso_len as u64)
+                | tx::CTX_MSS.val(mss as u64),
         }
     }
 }

@@ -25,9 +25,16 @@ impl std::fmt::Debug for DmaArea {
 
 impl DmaArea {
     /// `bytes` of zeroed memory, IOVA-contiguous and 4 KiB-aligned, mapped through `mapper`.
-    pub fn new(allocator: &Allocator, mapper: &Arc<dyn DmaMapper>, bytes: usize, port: &str, what: &str) -> Result<Self> {
+    pub fn new(
+        allocator: &Allocator,
+        mapper: &Arc<dyn DmaMapper>,
+        bytes: usize,
+        port: &str,
+        what: &str,
+    ) -> Result<Self> {
         let bad = |reason: String| Error::InvalidConfig { port: port.to_string(), reason };
-        let mem = allocator.allocate(bytes).map_err(|e| bad(format!("cannot allocate {bytes} bytes for {what}: {e}")))?;
+        let mem =
+            allocator.allocate(bytes).map_err(|e| bad(format!("cannot allocate {bytes} bytes for {what}: {e}")))?;
         let iova = mem.iova_at(0);
         if iova.is_none() || mem.contiguous_from(0) < bytes {
             return Err(bad(format!("{what} ({bytes} bytes) is not IOVA-contiguous; use larger hugepages")));
@@ -51,7 +58,11 @@ impl DmaArea {
     }
 
     fn check(&self, offset: usize, len: usize) {
-        assert!(offset.checked_add(len).is_some_and(|e| e <= self.len), "DMA access {offset}+{len} outside {}", self.len);
+        assert!(
+            offset.checked_add(len).is_some_and(|e| e <= self.len),
+            "DMA access {offset}+{len} outside {}",
+            self.len
+        );
     }
 
     /// Copies `bytes` into the area at `offset` (volatile: the device may read it at any time).

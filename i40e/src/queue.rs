@@ -20,15 +20,19 @@ pub struct QueueTiming {
 
 impl QueueTiming {
     /// The hardware's.
-    pub const HARDWARE: QueueTiming =
-        QueueTiming { switch: Duration::from_secs(1), step: Duration::from_millis(1), pre_cfg: Duration::from_micros(10) };
+    pub const HARDWARE: QueueTiming = QueueTiming {
+        switch: Duration::from_secs(1),
+        step: Duration::from_millis(1),
+        pre_cfg: Duration::from_micros(10),
+    };
 }
 
 /// Announces a TX queue's enable (`enable`) or disable through GLLAN_TXPRE_QDIS (§9.4 step 1); `abs_queue` is
 /// the absolute queue number.
 pub fn tx_pre_cfg<R: RegisterSpace>(regs: &Regs<R>, abs_queue: u32, enable: bool, t: &QueueTiming) {
     let reg = regs::gllan_txpre_qdis(abs_queue / gllan_txpre_qdis::QUEUES_PER_BLOCK);
-    let v = regs.read(reg) & !(gllan_txpre_qdis::QINDX.mask() | gllan_txpre_qdis::SET_QDIS | gllan_txpre_qdis::CLEAR_QDIS);
+    let v =
+        regs.read(reg) & !(gllan_txpre_qdis::QINDX.mask() | gllan_txpre_qdis::SET_QDIS | gllan_txpre_qdis::CLEAR_QDIS);
     let cmd = if enable { gllan_txpre_qdis::CLEAR_QDIS } else { gllan_txpre_qdis::SET_QDIS };
     regs.write(reg, v | gllan_txpre_qdis::QINDX.val(abs_queue % gllan_txpre_qdis::QUEUES_PER_BLOCK) | cmd);
     std::thread::sleep(t.pre_cfg);
@@ -52,6 +56,8 @@ fn switch<R: RegisterSpace>(
     if (v & qena::QENA_STAT != 0) == on {
         return Ok(());
     }
+    // QENA_STAT is read-only: not written back.
+    let v = v & !qena::QENA_STAT;
     if on {
         before_on();
         regs.write(ena, v | qena::QENA_REQ);

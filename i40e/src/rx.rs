@@ -126,8 +126,10 @@ impl<R: RegisterSpace> RxRing<R> {
         let q = setup.queue;
         let regs = setup.regs.clone();
         // A queue left enabled by an earlier user is off before its context changes.
-        switch_rx(&regs, q, false, &config.timing)
-            .map_err(|t| crate::error::timeout(format!("RX queue {q} disable"), "QRX_ENA", t.last, config.timing.switch).at(setup.port))?;
+        switch_rx(&regs, q, false, &config.timing).map_err(|t| {
+            crate::error::timeout(format!("RX queue {q} disable"), "QRX_ENA", t.last, config.timing.switch)
+                .at(setup.port)
+        })?;
 
         let mut shadow: Box<[NonNull<MbufHeader>]> = vec![NonNull::dangling(); size].into_boxed_slice();
         if !setup.pool.alloc_raw_bulk(&mut shadow) {
@@ -334,7 +336,14 @@ impl<R: RegisterSpace> RxRing<R> {
         // SAFETY: i + left <= size, every slot there between `next` and the tail (owns its buffer);
         // left <= spare.len().
         let (n, b) = unsafe {
-            rx_fast_run(self.ring.as_ptr().add(i), self.shadow.as_ptr().add(i), left, spare.as_mut_ptr(), self.max_len, &mut self.memo)
+            rx_fast_run(
+                self.ring.as_ptr().add(i),
+                self.shadow.as_ptr().add(i),
+                left,
+                spare.as_mut_ptr(),
+                self.max_len,
+                &mut self.memo,
+            )
         };
         if n < left {
             return self.rx_into_general(spare, i + n, left - n, n, b);
@@ -349,7 +358,14 @@ impl<R: RegisterSpace> RxRing<R> {
     /// The rest of [`RxRing::rx_into`] from slot `i` with `left` descriptors to look at, after `done` packets of
     /// `bytes`: the ring's end, chains, errors.
     #[inline(never)]
-    fn rx_into_general(&mut self, spare: &mut [NonNull<MbufHeader>], i: usize, left: usize, done: usize, bytes: u64) -> usize {
+    fn rx_into_general(
+        &mut self,
+        spare: &mut [NonNull<MbufHeader>],
+        i: usize,
+        left: usize,
+        done: usize,
+        bytes: u64,
+    ) -> usize {
         let size = self.size;
         let ring = self.ring.as_ptr();
         let (mut i, mut left) = (if i == size { 0 } else { i }, left);
@@ -361,7 +377,14 @@ impl<R: RegisterSpace> RxRing<R> {
                 if self.pending.is_none() {
                     // SAFETY: i..end inside the ring, slots owning their buffers; got + (end - i) <= spare.len().
                     let (n, b) = unsafe {
-                        rx_fast_run(ring.add(i), self.shadow.as_ptr().add(i), end - i, spare.as_mut_ptr().add(got), self.max_len, &mut self.memo)
+                        rx_fast_run(
+                            ring.add(i),
+                            self.shadow.as_ptr().add(i),
+                            end - i,
+                            spare.as_mut_ptr().add(got),
+                            self.max_len,
+                            &mut self.memo,
+                        )
                     };
                     i += n;
                     got += n;
@@ -443,7 +466,8 @@ unsafe fn rx_fast_run(
     const MASK: u64 = FAST_MASK | KEY;
     while k != end {
         // SAFETY: k + 3 < n: inside the ring.
-        let (q0, q1, q2, q3) = unsafe { (rx_qw1(d.add(k)), rx_qw1(d.add(k + 1)), rx_qw1(d.add(k + 2)), rx_qw1(d.add(k + 3))) };
+        let (q0, q1, q2, q3) =
+            unsafe { (rx_qw1(d.add(k)), rx_qw1(d.add(k + 1)), rx_qw1(d.add(k + 2)), rx_qw1(d.add(k + 3))) };
         if ((q0 ^ want) | (q1 ^ want) | (q2 ^ want) | (q3 ^ want)) & MASK != 0 {
             break;
         }
@@ -459,7 +483,12 @@ unsafe fn rx_fast_run(
             // moves to out[k + j].
             unsafe {
                 let p = *shadow.add(k + j);
-                ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_unchecked(len as u16, m0.flags, m0.ptype, rx::RSS_HASH.get(qw0) as u32);
+                ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_unchecked(
+                    len as u16,
+                    m0.flags,
+                    m0.ptype,
+                    rx::RSS_HASH.get(qw0) as u32,
+                );
                 out.add(k + j).write(p);
             }
             bytes += len;
@@ -484,7 +513,12 @@ unsafe fn rx_fast_run(
         unsafe {
             let qw0 = std::ptr::addr_of!((*d.add(k)).qw0).read_volatile();
             let p = *shadow.add(k);
-            ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_unchecked(len as u16, m0.flags, m0.ptype, rx::RSS_HASH.get(qw0) as u32);
+            ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_unchecked(
+                len as u16,
+                m0.flags,
+                m0.ptype,
+                rx::RSS_HASH.get(qw0) as u32,
+            );
             out.add(k).write(p);
         }
         bytes += len;

@@ -37,7 +37,8 @@ pub(crate) const PTYPE_TABLE: [u32; 256] = {
 };
 
 /// qword-1 bits the flags depend on: L3L4P, FLTSTAT, the checksum error bits and the packet type.
-pub(crate) const KEY: u64 = rx::L3L4P | rx::FLTSTAT.mask() | rx::ERR_IPE | rx::ERR_L4E | rx::ERR_EIPE | rx::PTYPE.mask();
+pub(crate) const KEY: u64 =
+    rx::L3L4P | rx::FLTSTAT.mask() | rx::ERR_IPE | rx::ERR_L4E | rx::ERR_EIPE | rx::PTYPE.mask();
 
 /// Offload flags and packet type of a write-back's qword 1.
 pub(crate) fn rx_flags(qw1: u64) -> (u64, u32) {
@@ -49,7 +50,11 @@ pub(crate) fn rx_flags(qw1: u64) -> (u64, u32) {
     }
     if qw1 & rx::L3L4P != 0 {
         if ptype & pt::L3_MASK == pt::L3_IPV4 {
-            flags |= if qw1 & (rx::ERR_IPE | rx::ERR_EIPE) != 0 { ol_flags::RX_IP_CKSUM_BAD } else { ol_flags::RX_IP_CKSUM_GOOD };
+            flags |= if qw1 & (rx::ERR_IPE | rx::ERR_EIPE) != 0 {
+                ol_flags::RX_IP_CKSUM_BAD
+            } else {
+                ol_flags::RX_IP_CKSUM_GOOD
+            };
         }
         let l4 = ptype & pt::L4_MASK;
         let sctp = p == ptype::IPV4_FIRST + ptype::OFF_SCTP || p == ptype::IPV6_FIRST + ptype::OFF_SCTP;

@@ -48,6 +48,8 @@ pub struct Firmware {
     pub max_frame: u16,
     /// The last Set PHY Config's abilities.
     pub phy_abilities: Option<u8>,
+    /// The PHY types configured (Get PHY Abilities reports them; Set PHY Config changes them).
+    pub phy_type: u32,
     /// Link status events enabled.
     pub lse: bool,
     /// The ATQ head the firmware has reached.
@@ -70,6 +72,7 @@ impl Default for Firmware {
             filters: Vec::new(),
             max_frame: 0,
             phy_abilities: None,
+            phy_type: 1 << 0x14,
             lse: false,
             head: 0,
         }
@@ -176,6 +179,11 @@ impl FakeRegs {
                 &mut []
             };
             let status = fw.answer(&mut d, buf);
+            if status == 0 && d.head.opcode == Opcode::RxCtlWrite.value() {
+                // The firmware writes the register for the driver (§6.11).
+                let w = cmds::RxCtlWriteCmd::decode(&d.params);
+                self.store(Reg(w.address as usize), w.value);
+            }
             d.head.flags |= flags::DD | flags::CMP;
             if status != 0 {
                 d.head.flags |= flags::ERR;
@@ -213,8 +221,18 @@ impl Firmware {
             }
             x if x == Opcode::ListFuncCaps.value() => {
                 let mut caps = vec![
-                    cmds::CapElement { id: cmds::cap::RXQ, number: self.queues, phys_id: self.first_queue, ..Default::default() },
-                    cmds::CapElement { id: cmds::cap::TXQ, number: self.queues, phys_id: self.first_queue, ..Default::default() },
+                    cmds::CapElement {
+                        id: cmds::cap::RXQ,
+                        number: self.queues,
+                        phys_id: self.first_queue,
+                        ..Default::default()
+                    },
+                    cmds::CapElement {
+                        id: cmds::cap::TXQ,
+                        number: self.queues,
+                        phys_id: self.first_queue,
+                        ..Default::default()
+                    },
                     cmds::CapElement { id: cmds::cap::RSS, number: 512, logical_id: 6, ..Default::default() },
                     cmds::CapElement { id: cmds::cap::MSIX, number: 129, ..Default::default() },
                     cmds::CapElement { id: cmds::cap::VSI, number: 384, ..Default::default() },
@@ -291,11 +309,18 @@ impl Firmware {
                 }
             }
             x if x == Opcode::GetPhyAbilities.value() => {
-                let a = cmds::PhyAbilities { phy_type: 1 << 0x14, link_speed: 0x08, abilities: 0x38, ..Default::default() };
+                let a = cmds::PhyAbilities {
+                    phy_type: self.phy_type,
+                    link_speed: 0x08,
+                    abilities: self.phy_abilities.unwrap_or(0x38),
+                    ..Default::default()
+                };
                 a.encode_into(buf);
             }
             x if x == Opcode::SetPhyConfig.value() => {
-                self.phy_abilities = Some(cmds::SetPhyConfigCmd::decode(params).abilities);
+                let c = cmds::SetPhyConfigCmd::decode(params);
+                self.phy_abilities = Some(c.abilities);
+                self.phy_type = c.phy_type;
             }
             x if x == Opcode::SetMacConfig.value() => {
                 self.max_frame = cmds::SetMacConfigCmd::decode(params).max_frame_size;

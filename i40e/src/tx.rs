@@ -175,8 +175,10 @@ impl<R: RegisterSpace> TxRing<R> {
         let ring = NonNull::new(mem.as_ptr().cast::<TxDesc>()).ok_or_else(|| bad("null ring".into()))?;
         let q = setup.queue;
         let regs = setup.regs.clone();
-        switch_tx(&regs, q, setup.abs_queue, false, &config.timing)
-            .map_err(|t| crate::error::timeout(format!("TX queue {q} disable"), "QTX_ENA", t.last, config.timing.switch).at(setup.port))?;
+        switch_tx(&regs, q, setup.abs_queue, false, &config.timing).map_err(|t| {
+            crate::error::timeout(format!("TX queue {q} disable"), "QTX_ENA", t.last, config.timing.switch)
+                .at(setup.port)
+        })?;
         // DPDK marks every slot done for its own bookkeeping (§9.2 step 1).
         for i in 0..size {
             // SAFETY: i < size: the ring memory, not read by the device while the queue is disabled.
@@ -193,7 +195,10 @@ impl<R: RegisterSpace> TxRing<R> {
             },
         );
         regs.write(regs::qint_tqctl(q), 0);
-        regs.write(regs::qtx_ctl(q), qtx_ctl::PFVF_Q.val(qtx_ctl::PFVF_Q_PF) | qtx_ctl::PF_INDX.val(setup.pf_id as u32));
+        regs.write(
+            regs::qtx_ctl(q),
+            qtx_ctl::PFVF_Q.val(qtx_ctl::PFVF_Q_PF) | qtx_ctl::PF_INDX.val(setup.pf_id as u32),
+        );
         let _ = regs.read(regs::GLGEN_RSTAT);
         regs.write(regs::qtx_tail(q), 0);
         Ok(TxRing {
@@ -354,7 +359,8 @@ impl<R: RegisterSpace> TxRing<R> {
     fn queue_packet(&mut self, m: &Mbuf, p: NonNull<MbufHeader>) -> std::result::Result<bool, ()> {
         let flags = m.ol_flags();
         let segs = m.nb_segs() as usize;
-        if flags & TX_BAD_FLAGS != 0 || segs == 0 || segs > tx::MAX_DATA_PER_PKT || m.pkt_len() < tx::MIN_PKT_LEN as u32 {
+        if flags & TX_BAD_FLAGS != 0 || segs == 0 || segs > tx::MAX_DATA_PER_PKT || m.pkt_len() < tx::MIN_PKT_LEN as u32
+        {
             return Err(());
         }
         if m.segments().any(|s| s.data.is_empty() || s.data.len() > tx::MAX_BUF as usize) {
@@ -401,7 +407,13 @@ impl<R: RegisterSpace> TxRing<R> {
         if len <= (self.rs_thresh - self.since_rs).min(self.nb_free).min(self.size - tail) {
             // SAFETY: len <= size - tail and len <= nb_free: free slots.
             let (k, b) = unsafe {
-                tx_groups(pkts.as_ptr(), self.ring.as_ptr().add(tail), self.shadow.as_mut_ptr().add(tail), len, self.pool_id)
+                tx_groups(
+                    pkts.as_ptr(),
+                    self.ring.as_ptr().add(tail),
+                    self.shadow.as_mut_ptr().add(tail),
+                    len,
+                    self.pool_id,
+                )
             };
             if k > 0 {
                 self.advance(tail, k);
@@ -449,7 +461,8 @@ impl<R: RegisterSpace> TxRing<R> {
             let room = (rs_thresh - self.since_rs).min(self.nb_free).min(size - tail).min(pkts.len() - n);
             let shadow = self.shadow.as_mut_ptr();
             // SAFETY: n + room <= pkts.len(); tail + room <= size and those slots are free.
-            let (mut k, group_bytes) = unsafe { tx_groups(pkts.as_ptr().add(n), ring.add(tail), shadow.add(tail), room, pool_id) };
+            let (mut k, group_bytes) =
+                unsafe { tx_groups(pkts.as_ptr().add(n), ring.add(tail), shadow.add(tail), room, pool_id) };
             bytes += group_bytes;
             let mut other = 0;
             while k < room {

@@ -135,10 +135,8 @@ impl Ring {
             f |= flags::LB;
         }
         let addr = self.bufs.iova(i * BUF_LEN);
-        let mut d = AqDesc {
-            head: DescHead { flags: f, datalen: BUF_LEN as u16, ..Default::default() },
-            params: [0; 16],
-        };
+        let mut d =
+            AqDesc { head: DescHead { flags: f, datalen: BUF_LEN as u16, ..Default::default() }, params: [0; 16] };
         BufAddr { addr_high: (addr >> 32) as u32, addr_low: addr as u32 }.encode_into(&mut d.params);
         d
     }
@@ -241,10 +239,8 @@ impl AdminQueue {
         accept: &[u8],
     ) -> Result<AqDesc, Error> {
         let slot = self.atq.next;
-        let mut d = AqDesc {
-            head: DescHead { flags: flags::SI, opcode: opcode.value(), ..Default::default() },
-            params,
-        };
+        let mut d =
+            AqDesc { head: DescHead { flags: flags::SI, opcode: opcode.value(), ..Default::default() }, params };
         // Reclaim finished slots: those before the head are done (and zeroed).
         let head = aq_index::INDEX.get(regs.read(regs::PF_ATQH)) as usize;
         if head >= RING_LEN {

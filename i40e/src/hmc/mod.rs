@@ -424,7 +424,8 @@ impl LanHmc {
     }
 
     fn write_sd<R: RegisterSpace>(regs: &Regs<R>, j: usize, addr: u64, direct: bool, valid: bool) {
-        let mut low = pfhmc_sddatalow::PMSDDATALOW.val((addr >> 12) as u32) | pfhmc_sddatalow::PMSDBPCOUNT.val(SD_BPCOUNT);
+        let mut low =
+            pfhmc_sddatalow::PMSDDATALOW.val((addr >> 12) as u32) | pfhmc_sddatalow::PMSDBPCOUNT.val(SD_BPCOUNT);
         if direct {
             low |= pfhmc_sddatalow::PMSDTYPE;
         }
@@ -448,7 +449,10 @@ impl LanHmc {
                 for (p, page) in pages.iter().enumerate() {
                     let (j, k) = (p / PDS_PER_SD, p % PDS_PER_SD);
                     pds[j].write_u64(8 * k, page.iova(0) | PD_VALID);
-                    regs.write(regs::PFHMC_PDINV, pfhmc_pdinv::PMSDIDX.val(j as u32) | pfhmc_pdinv::PMPDIDX.val(k as u32));
+                    regs.write(
+                        regs::PFHMC_PDINV,
+                        pfhmc_pdinv::PMSDIDX.val(j as u32) | pfhmc_pdinv::PMPDIDX.val(k as u32),
+                    );
                 }
                 for (j, pd) in pds.iter().enumerate() {
                     Self::write_sd(regs, j, pd.iova(0), false, true);
@@ -512,7 +516,8 @@ impl LanHmc {
             Self::write_sd(regs, j, 0, direct, false);
         }
         let f = self.hmc_fn;
-        for r in [regs::glhmc_lantxbase(f), regs::glhmc_lantxcnt(f), regs::glhmc_lanrxbase(f), regs::glhmc_lanrxcnt(f)] {
+        for r in [regs::glhmc_lantxbase(f), regs::glhmc_lantxcnt(f), regs::glhmc_lanrxbase(f), regs::glhmc_lanrxcnt(f)]
+        {
             regs.write(r, 0);
         }
     }

@@ -83,7 +83,16 @@ fn typed_contexts_put_values_where_the_tables_say() {
     assert_eq!(read_bits(&b, 980, 10), 0x120);
     assert_eq!(read_bits(&b, 192, 64), 0xDEAD_BEEF_0000);
     // base at bit 32 is byte 4 onwards, little-endian.
-    let rx = RxQueueContext { base: 0x0102_0304, qlen: 512, dbuff: 16, dsize: true, crcstrip: true, rxmax: 9728, prefena: true, ..Default::default() };
+    let rx = RxQueueContext {
+        base: 0x0102_0304,
+        qlen: 512,
+        dbuff: 16,
+        dsize: true,
+        crcstrip: true,
+        rxmax: 9728,
+        prefena: true,
+        ..Default::default()
+    };
     let b = rx.pack();
     assert_eq!(b[4..8], [0x04, 0x03, 0x02, 0x01]);
     assert_eq!(read_bits(&b, 89, 13), 512);
@@ -144,10 +153,12 @@ fn paged_backing_points_pd_entries_at_pages() {
     assert_eq!(low & (pfhmc_sddatalow::PMSDVALID | pfhmc_sddatalow::PMSDTYPE), pfhmc_sddatalow::PMSDVALID, "paged");
     let pd = ((fake.peek(regs::PFHMC_SDDATAHIGH) as u64) << 32 | (low & 0xFFFF_F000) as u64) as *const u64;
     // 64 x 128 + 64 x 32 = 10240 bytes: three pages.
-    let pages: Vec<u64> = (0..3).map(|k| {
-        // SAFETY: the PD page (IOVA = VA) kept alive by `hmc`; k < 512.
-        unsafe { pd.add(k).read_volatile() }
-    }).collect();
+    let pages: Vec<u64> = (0..3)
+        .map(|k| {
+            // SAFETY: the PD page (IOVA = VA) kept alive by `hmc`; k < 512.
+            unsafe { pd.add(k).read_volatile() }
+        })
+        .collect();
     assert!(pages.iter().all(|e| e & PD_VALID == 1));
     // SAFETY: as above.
     assert_eq!(unsafe { pd.add(3).read_volatile() }, 0);
