@@ -59,6 +59,8 @@ pub struct RxRing<R: RegisterSpace> {
     headroom: u64,
     rearm: RxRearm,
     memo: RxMemo,
+    /// The CPU has AVX: the fast run uses [`rx_fast_run_avx`].
+    avx: bool,
     /// Head of a frame whose later descriptors have not completed yet.
     pending: Option<Mbuf>,
     pending_bad: bool,
@@ -181,6 +183,10 @@ impl<R: RegisterSpace> RxRing<R> {
             headroom,
             rearm,
             memo: RxMemo::of(0),
+            #[cfg(target_arch = "x86_64")]
+            avx: std::arch::is_x86_feature_detected!("avx"),
+            #[cfg(not(target_arch = "x86_64"))]
+            avx: false,
             pending: None,
             pending_bad: false,
             pool: setup.pool.clone(),
@@ -276,7 +282,7 @@ impl<R: RegisterSpace> RxRing<R> {
         let rearm = self.rearm;
         // SAFETY: the caller's contract.
         let (d, slots) = unsafe { (self.ring.as_ptr().add(start), self.shadow.as_ptr().add(start)) };
-        for k in 0..n {
+        let post = |k: usize| {
             // SAFETY: k < n: a descriptor the device does not own and a fresh buffer its slot owns.
             unsafe {
                 let h = *slots.add(k);
@@ -285,6 +291,17 @@ impl<R: RegisterSpace> RxRing<R> {
                 std::ptr::addr_of_mut!((*dk).qw0).write_volatile(rx_buffer_iova(h, headroom));
                 std::ptr::addr_of_mut!((*dk).qw1).write_volatile(0);
             }
+        };
+        let mut k = 0;
+        while k + 4 <= n {
+            for j in 0..4 {
+                post(k + j);
+            }
+            k += 4;
+        }
+        while k < n {
+            post(k);
+            k += 1;
         }
     }
 
@@ -323,6 +340,23 @@ impl<R: RegisterSpace> RxRing<R> {
         Some(m)
     }
 
+    /// [`rx_fast_run`] (or its AVX build) over the `n` descriptors from slot `i`, into `out`.
+    ///
+    /// # Safety
+    /// As [`rx_fast_run`]: i + n <= size, the slots own their buffers, `out` has room for `n`.
+    #[inline(always)]
+    unsafe fn fast_run(&mut self, i: usize, n: usize, out: *mut NonNull<MbufHeader>) -> (usize, u64) {
+        // SAFETY: the caller's contract.
+        let (d, sh) = unsafe { (self.ring.as_ptr().add(i).cast_const(), self.shadow.as_ptr().add(i)) };
+        #[cfg(target_arch = "x86_64")]
+        if self.avx {
+            // SAFETY: the caller's contract; the CPU has AVX (checked at creation).
+            return unsafe { rx_fast_run_avx(d, sh, n, out, self.max_len, &mut self.memo) };
+        }
+        // SAFETY: the caller's contract.
+        unsafe { rx_fast_run(d, sh, n, out, self.max_len, &mut self.memo) }
+    }
+
     /// Receives into `spare` and returns how many packets it wrote there; consumed descriptors go to `nb_hold`
     /// and the counters move here.
     #[inline(always)]
@@ -335,16 +369,7 @@ impl<R: RegisterSpace> RxRing<R> {
         }
         // SAFETY: i + left <= size, every slot there between `next` and the tail (owns its buffer);
         // left <= spare.len().
-        let (n, b) = unsafe {
-            rx_fast_run(
-                self.ring.as_ptr().add(i),
-                self.shadow.as_ptr().add(i),
-                left,
-                spare.as_mut_ptr(),
-                self.max_len,
-                &mut self.memo,
-            )
-        };
+        let (n, b) = unsafe { self.fast_run(i, left, spare.as_mut_ptr()) };
         if n < left {
             return self.rx_into_general(spare, i + n, left - n, n, b);
         }
@@ -376,16 +401,7 @@ impl<R: RegisterSpace> RxRing<R> {
             while i < end {
                 if self.pending.is_none() {
                     // SAFETY: i..end inside the ring, slots owning their buffers; got + (end - i) <= spare.len().
-                    let (n, b) = unsafe {
-                        rx_fast_run(
-                            ring.add(i),
-                            self.shadow.as_ptr().add(i),
-                            end - i,
-                            spare.as_mut_ptr().add(got),
-                            self.max_len,
-                            &mut self.memo,
-                        )
-                    };
+                    let (n, b) = unsafe { self.fast_run(i, end - i, spare.as_mut_ptr().add(got)) };
                     i += n;
                     got += n;
                     bytes += b;
@@ -458,7 +474,179 @@ unsafe fn rx_fast_run(
     max_len: u16,
     memo: &mut RxMemo,
 ) -> (usize, u64) {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { rx_fast_run_body(d, shadow, n, out, max_len, memo) }
+}
+
+/// [`rx_fast_run`] compiled for AVX: the SSE2 intrinsics of the groups get the VEX three-operand forms (no register
+/// copies). Called when the CPU has AVX ([`RxRing`] checks once, at creation).
+///
+/// # Safety
+/// As [`rx_fast_run`], and the CPU must support AVX.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+#[inline(never)]
+unsafe fn rx_fast_run_avx(
+    d: *const RxDesc,
+    shadow: *const NonNull<MbufHeader>,
+    n: usize,
+    out: *mut NonNull<MbufHeader>,
+    max_len: u16,
+    memo: &mut RxMemo,
+) -> (usize, u64) {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { rx_fast_run_body(d, shadow, n, out, max_len, memo) }
+}
+
+/// qword-1 bits above the length: the header length and SPH, zero without header split. The fast path requires
+/// them zero, so that qword 1 shifted right to the length is the length alone.
+const ABOVE_LEN: u64 = !((1u64 << (rx::LENGTH_PBUF.lo + rx::LENGTH_PBUF.width)) - 1);
+
+/// The body of [`rx_fast_run`] and [`rx_fast_run_avx`].
+///
+/// # Safety
+/// As [`rx_fast_run`].
+#[inline(always)]
+unsafe fn rx_fast_run_body(
+    d: *const RxDesc,
+    shadow: *const NonNull<MbufHeader>,
+    n: usize,
+    out: *mut NonNull<MbufHeader>,
+    max_len: u16,
+    memo: &mut RxMemo,
+) -> (usize, u64) {
     let mut m0 = *memo;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller's contract, passed on.
+    let (mut k, mut bytes) = unsafe { rx_groups_sse2(d, shadow, n, out, max_len, &m0) };
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: the caller's contract, passed on.
+    let (mut k, mut bytes) = unsafe { rx_groups_scalar(d, shadow, n, out, max_len, &m0) };
+    while k < n {
+        // SAFETY: k < n.
+        let q = unsafe { rx_qw1(d.add(k)) };
+        if (q ^ FAST) & FAST_MASK != 0 {
+            break;
+        }
+        let len = rx::LENGTH_PBUF.get(q);
+        if len > max_len as u64 {
+            break;
+        }
+        dma_rmb();
+        if q & KEY != m0.key {
+            m0 = RxMemo::of(q);
+        }
+        // SAFETY: DD seen (then dma_rmb); an owned buffer posted with the rearm word; len <= max_len, within its
+        // data room; ownership moves to out[k].
+        unsafe {
+            let qw0 = std::ptr::addr_of!((*d.add(k)).qw0).read_volatile();
+            let p = *shadow.add(k);
+            ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_unchecked(
+                len as u16,
+                m0.flags,
+                m0.ptype,
+                rx::RSS_HASH.get(qw0) as u32,
+            );
+            out.add(k).write(p);
+        }
+        bytes += len;
+        k += 1;
+    }
+    *memo = m0;
+    (k, bytes)
+}
+
+/// The four-at-a-time part of [`rx_fast_run`] on x86-64: takes groups of four descriptors while each repeats
+/// the memo's flag bits, builds each buffer's two RX blocks with SSE2 from the descriptor (`[ol_flags,
+/// packet_type, pkt_len]` from the memo and the length, `[data_len, vlan_tci = 0, rss_hash, tx_offload = 0]`
+/// from the length and qword 0's high half) and stores them with [`Mbuf::set_rx_blocks`]. Returns how many it
+/// took (a multiple of four) and their bytes.
+///
+/// # Safety
+/// As [`rx_fast_run`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn rx_groups_sse2(
+    d: *const RxDesc,
+    shadow: *const NonNull<MbufHeader>,
+    n: usize,
+    out: *mut NonNull<MbufHeader>,
+    max_len: u16,
+    m0: &RxMemo,
+) -> (usize, u64) {
+    use std::arch::x86_64::{
+        _mm_add_epi32, _mm_and_si128, _mm_cvtsi128_si32, _mm_load_si128, _mm_or_si128, _mm_set_epi32, _mm_set_epi64x,
+        _mm_setzero_si128, _mm_shuffle_epi32, _mm_srli_epi64,
+    };
+    const MASK: u64 = FAST_MASK | KEY | ABOVE_LEN;
+    const LEN_SHIFT: i32 = rx::LENGTH_PBUF.lo as i32;
+    // After the shift, the length is 32-bit lane 2 and lane 3 is zero: lane 0 <- 2, the rest <- 3 ...
+    const LEN_TO_LANE0: i32 = 0b11_11_11_10;
+    // ... or lane 3 <- 2, the rest <- 3.
+    const LEN_TO_LANE3: i32 = 0b10_11_11_11;
+    let want = FAST | m0.key;
+    #[allow(unused_unsafe)]
+    // SAFETY: no memory operands.
+    let (template, rss_lane, mut sum) =
+        unsafe { (_mm_set_epi64x(m0.ptype as i64, m0.flags as i64), _mm_set_epi32(0, 0, -1, 0), _mm_setzero_si128()) };
+    let mut k = 0;
+    let end = n & !3;
+    while k != end {
+        // SAFETY: k + 3 < n: inside the ring.
+        let (q0, q1, q2, q3) =
+            unsafe { (rx_qw1(d.add(k)), rx_qw1(d.add(k + 1)), rx_qw1(d.add(k + 2)), rx_qw1(d.add(k + 3))) };
+        if ((q0 ^ want) | (q1 ^ want) | (q2 ^ want) | (q3 ^ want)) & MASK != 0 {
+            break;
+        }
+        // Nothing above the lengths (checked): the OR of the shifted words bounds each length.
+        if (q0 | q1 | q2 | q3) >> LEN_SHIFT > max_len as u64 {
+            break;
+        }
+        dma_rmb();
+        for j in 0..4 {
+            // SAFETY: DD seen on this descriptor (then dma_rmb); descriptors are 32-byte aligned.
+            let v = unsafe { _mm_load_si128(d.add(k + j).cast()) };
+            #[allow(unused_unsafe)]
+            // SAFETY: no memory operands.
+            let (b1, b2, len) = unsafe {
+                let t = _mm_srli_epi64::<LEN_SHIFT>(v);
+                let len = _mm_shuffle_epi32::<LEN_TO_LANE0>(t);
+                let b2 = _mm_or_si128(len, _mm_and_si128(v, rss_lane));
+                let b1 = _mm_or_si128(template, _mm_shuffle_epi32::<LEN_TO_LANE3>(t));
+                (b1, b2, len)
+            };
+            // SAFETY: no memory operands.
+            sum = unsafe { _mm_add_epi32(sum, len) };
+            // SAFETY: an owned buffer posted with the rearm word; its length is at most max_len (checked), within
+            // its data room; pkt_len and data_len both the length. Ownership moves to out[k + j].
+            unsafe {
+                let p = *shadow.add(k + j);
+                ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_blocks(b1, b2);
+                out.add(k + j).write(p);
+            }
+        }
+        k += 4;
+    }
+    #[allow(unused_unsafe)]
+    // SAFETY: no memory operands.
+    let bytes = unsafe { _mm_cvtsi128_si32(sum) } as u32 as u64;
+    (k, bytes)
+}
+
+/// The four-at-a-time part of [`rx_fast_run`] without SIMD.
+///
+/// # Safety
+/// As [`rx_fast_run`].
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+unsafe fn rx_groups_scalar(
+    d: *const RxDesc,
+    shadow: *const NonNull<MbufHeader>,
+    n: usize,
+    out: *mut NonNull<MbufHeader>,
+    max_len: u16,
+    m0: &RxMemo,
+) -> (usize, u64) {
     let mut k = 0;
     let mut bytes = 0u64;
     let end = n & !3;
@@ -495,36 +683,6 @@ unsafe fn rx_fast_run(
         }
         k += 4;
     }
-    while k < n {
-        // SAFETY: k < n.
-        let q = unsafe { rx_qw1(d.add(k)) };
-        if (q ^ FAST) & FAST_MASK != 0 {
-            break;
-        }
-        let len = rx::LENGTH_PBUF.get(q);
-        if len > max_len as u64 {
-            break;
-        }
-        dma_rmb();
-        if q & KEY != m0.key {
-            m0 = RxMemo::of(q);
-        }
-        // SAFETY: as above.
-        unsafe {
-            let qw0 = std::ptr::addr_of!((*d.add(k)).qw0).read_volatile();
-            let p = *shadow.add(k);
-            ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_unchecked(
-                len as u16,
-                m0.flags,
-                m0.ptype,
-                rx::RSS_HASH.get(qw0) as u32,
-            );
-            out.add(k).write(p);
-        }
-        bytes += len;
-        k += 1;
-    }
-    *memo = m0;
     (k, bytes)
 }
 

@@ -154,6 +154,18 @@ impl FakeRegs {
         true
     }
 
+    /// A write of PF_ATQT runs the commands up to it; one of PF_ATQH (re)starts the firmware at that head. Out of
+    /// line, so that the queue tails' writes stay a store.
+    #[cold]
+    #[inline(never)]
+    fn atq_write(&self, offset: usize, value: u32) {
+        if Reg(offset) == regs::PF_ATQT {
+            self.run_atq(value as usize);
+        } else {
+            self.firmware().head = value as usize % RING_LEN;
+        }
+    }
+
     /// Runs the ATQ commands up to `tail`.
     fn run_atq(&self, tail: usize) {
         let base = self.base(regs::PF_ATQBAL, regs::PF_ATQBAH);
@@ -375,15 +387,13 @@ impl RegisterSpace for FakeRegs {
         v
     }
 
+    #[inline]
     fn write32(&self, offset: usize, value: u32) {
         if let Some(w) = self.words.get(offset / 4) {
             w.store(value, Ordering::Relaxed);
         }
-        if Reg(offset) == regs::PF_ATQT {
-            self.run_atq(value as usize);
-        } else if Reg(offset) == regs::PF_ATQH {
-            // The driver (re)programs the ring: the firmware starts over at its head.
-            self.firmware().head = value as usize % RING_LEN;
+        if Reg(offset) == regs::PF_ATQT || Reg(offset) == regs::PF_ATQH {
+            self.atq_write(offset, value);
         }
     }
 

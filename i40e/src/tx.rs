@@ -585,7 +585,9 @@ unsafe fn write_tx_data(d: *mut TxDesc, iova: u64, len: u16) {
     // SAFETY: the caller's contract.
     unsafe {
         std::ptr::addr_of_mut!((*d).qw0).write_volatile(iova);
-        std::ptr::addr_of_mut!((*d).qw1).write_volatile(tx::PLAIN | tx::BUF_SZ.val(len as u64));
+        // The length is not masked to BUF_SZ: a packet placed here is checked plain (at most the pool's data room,
+        // itself at most 14 bits) before its descriptor is handed over, or rewritten by the general path.
+        std::ptr::addr_of_mut!((*d).qw1).write_volatile(tx::PLAIN | (len as u64) << tx::BUF_SZ.lo);
     }
 }
 
