@@ -475,7 +475,7 @@ unsafe fn rx_fast_run(
     memo: &mut RxMemo,
 ) -> (usize, u64) {
     // SAFETY: the caller's contract, passed on.
-    unsafe { rx_fast_run_body(d, shadow, n, out, max_len, memo) }
+    unsafe { rx_fast_run_body::<false>(d, shadow, n, out, max_len, memo) }
 }
 
 /// [`rx_fast_run`] compiled for AVX: the SSE2 intrinsics of the groups get the VEX three-operand forms (no register
@@ -495,7 +495,7 @@ unsafe fn rx_fast_run_avx(
     memo: &mut RxMemo,
 ) -> (usize, u64) {
     // SAFETY: the caller's contract, passed on.
-    unsafe { rx_fast_run_body(d, shadow, n, out, max_len, memo) }
+    unsafe { rx_fast_run_body::<true>(d, shadow, n, out, max_len, memo) }
 }
 
 /// qword-1 bits above the length: the header length and SPH, zero without header split. The fast path requires
@@ -507,7 +507,7 @@ const ABOVE_LEN: u64 = !((1u64 << (rx::LENGTH_PBUF.lo + rx::LENGTH_PBUF.width)) 
 /// # Safety
 /// As [`rx_fast_run`].
 #[inline(always)]
-unsafe fn rx_fast_run_body(
+unsafe fn rx_fast_run_body<const AVX: bool>(
     d: *const RxDesc,
     shadow: *const NonNull<MbufHeader>,
     n: usize,
@@ -518,7 +518,7 @@ unsafe fn rx_fast_run_body(
     let mut m0 = *memo;
     #[cfg(target_arch = "x86_64")]
     // SAFETY: the caller's contract, passed on.
-    let (mut k, mut bytes) = unsafe { rx_groups_sse2(d, shadow, n, out, max_len, &m0) };
+    let (mut k, mut bytes) = unsafe { rx_groups_sse2::<AVX>(d, shadow, n, out, max_len, &m0) };
     #[cfg(not(target_arch = "x86_64"))]
     // SAFETY: the caller's contract, passed on.
     let (mut k, mut bytes) = unsafe { rx_groups_scalar(d, shadow, n, out, max_len, &m0) };
@@ -566,7 +566,7 @@ unsafe fn rx_fast_run_body(
 /// As [`rx_fast_run`].
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn rx_groups_sse2(
+unsafe fn rx_groups_sse2<const AVX: bool>(
     d: *const RxDesc,
     shadow: *const NonNull<MbufHeader>,
     n: usize,
@@ -575,8 +575,8 @@ unsafe fn rx_groups_sse2(
     m0: &RxMemo,
 ) -> (usize, u64) {
     use std::arch::x86_64::{
-        _mm_add_epi32, _mm_and_si128, _mm_cvtsi128_si32, _mm_load_si128, _mm_or_si128, _mm_set_epi32, _mm_set_epi64x,
-        _mm_setzero_si128, _mm_shuffle_epi32, _mm_srli_epi64,
+        _mm_add_epi32, _mm_and_si128, _mm_blend_epi16, _mm_cvtsi128_si32, _mm_load_si128, _mm_or_si128, _mm_set_epi32,
+        _mm_set_epi64x, _mm_setzero_si128, _mm_shuffle_epi32, _mm_srli_epi64,
     };
     const MASK: u64 = FAST_MASK | KEY | ABOVE_LEN;
     const LEN_SHIFT: i32 = rx::LENGTH_PBUF.lo as i32;
@@ -607,11 +607,18 @@ unsafe fn rx_groups_sse2(
             // SAFETY: DD seen on this descriptor (then dma_rmb); descriptors are 32-byte aligned.
             let v = unsafe { _mm_load_si128(d.add(k + j).cast()) };
             #[allow(unused_unsafe)]
-            // SAFETY: no memory operands.
+            // SAFETY: no memory operands; the SSE4.1 blend only in the AVX instantiation, which runs only on CPUs with
+            // AVX (and so SSE4.1; checked at ring creation).
             let (b1, b2, len) = unsafe {
                 let t = _mm_srli_epi64::<LEN_SHIFT>(v);
                 let len = _mm_shuffle_epi32::<LEN_TO_LANE0>(t);
-                let b2 = _mm_or_si128(len, _mm_and_si128(v, rss_lane));
+                // The RSS hash (32-bit lane 1) from the descriptor, the rest from the length lane: one SSE4.1
+                // blend of the 16-bit words 2 and 3 in the AVX build, an AND and an OR otherwise.
+                let b2 = if AVX {
+                    _mm_blend_epi16::<0b0000_1100>(len, v)
+                } else {
+                    _mm_or_si128(len, _mm_and_si128(v, rss_lane))
+                };
                 let b1 = _mm_or_si128(template, _mm_shuffle_epi32::<LEN_TO_LANE3>(t));
                 (b1, b2, len)
             };

@@ -585,9 +585,15 @@ unsafe fn write_tx_data(d: *mut TxDesc, iova: u64, len: u16) {
     // SAFETY: the caller's contract.
     unsafe {
         std::ptr::addr_of_mut!((*d).qw0).write_volatile(iova);
-        // The length is not masked to BUF_SZ: a packet placed here is checked plain (at most the pool's data room,
-        // itself at most 14 bits) before its descriptor is handed over, or rewritten by the general path.
-        std::ptr::addr_of_mut!((*d).qw1).write_volatile(tx::PLAIN | (len as u64) << tx::BUF_SZ.lo);
+        // qword 1 as its two little-endian dwords: the command in the low one, the length (BUF_SZ starts in the
+        // high one) in the other, one instruction fewer than building the qword. The length is not masked: a
+        // packet placed here is checked plain (at most the pool's data room, itself at most 14 bits) before its
+        // descriptor is handed over, or rewritten by the general path.
+        const LO: u32 = tx::PLAIN as u32;
+        const _: () = assert!(tx::PLAIN >> 32 == 0 && tx::BUF_SZ.lo >= 32);
+        let qw1 = std::ptr::addr_of_mut!((*d).qw1).cast::<u32>();
+        qw1.write_volatile(LO);
+        qw1.add(1).write_volatile((len as u32) << (tx::BUF_SZ.lo - 32));
     }
 }
 
