@@ -54,7 +54,7 @@ impl RingConfig {
 
     /// `Err(reason)` when `size` is not a ring the hardware takes.
     pub fn check_size(size: u16) -> Result<(), String> {
-        if !(RING_MIN..=RING_MAX).contains(&size) || size % RING_ALIGN != 0 {
+        if !(RING_MIN..=RING_MAX).contains(&size) || !size.is_multiple_of(RING_ALIGN) {
             return Err(format!(
                 "a ring of {size} descriptors: the 700 series takes {RING_MIN} to {RING_MAX}, a multiple of {RING_ALIGN}"
             ));

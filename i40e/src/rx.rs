@@ -3,8 +3,8 @@
 //! refill that moves QRX_TAIL once.
 //!
 //! The common burst (no chain pending, no wrap, frames of one descriptor with DD and EOF and no frame error) goes
-//! through [`rx_fast_run`], four descriptors per test, the flags taken from a memo of the last combination of
-//! qword-1 bits; anything else continues one descriptor at a time in [`RxRing::rx_into_general`]. Buffers come
+//! through `rx_fast_run`, four descriptors per test, the flags taken from a memo of the last combination of
+//! qword-1 bits; anything else continues one descriptor at a time in `rx_into_general`. Buffers come
 //! from the pool's raw allocation with stale metadata: the ring writes their rearm word when it posts them and
 //! every RX field when it receives into them. No allocation, lock or dynamic call per packet.
 
@@ -725,5 +725,78 @@ impl<R: RegisterSpace> Drop for RxRing<R> {
             mempool::free_raw_bulk(&self.shadow[self.next..self.next + first]);
             mempool::free_raw_bulk(&self.shadow[..owned - first]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mempool::{ol_flags, ptype as pt, PoolConfig};
+
+    /// Both builds of the fast run take the same frames and write the same fields; each stops at a frame error,
+    /// a chain and a flag change of the memo where it must.
+    #[test]
+    fn the_fast_run_builds_agree_and_stop_where_they_must() {
+        let pool =
+            Mempool::new("rx-fast", &PoolConfig { size: 255, ..Default::default() }, &Allocator::no_huge()).unwrap();
+        let run = |avx: bool| {
+            let mut ring = vec![RxDesc::default(); 16];
+            for (i, d) in ring.iter_mut().enumerate() {
+                let ptype = if i < 9 { 24 } else { 26 };
+                *d = RxDesc::writeback(60 + i as u16, ptype, Some(0x100 + i as u32), true, 0);
+            }
+            ring[13].qw1 |= rx::ERR_RXE;
+            let mut shadow = vec![NonNull::dangling(); 16];
+            assert!(pool.alloc_raw_bulk(&mut shadow));
+            let rearm = pool.rx_rearm(7);
+            for &h in &shadow {
+                // SAFETY: fresh buffers of this pool that `shadow` owns.
+                unsafe { rearm.apply(h) };
+            }
+            let mut out = vec![NonNull::dangling(); 16];
+            let mut memo = RxMemo::of(0);
+            // SAFETY: 16 descriptors, buffers and output slots; the buffers' data room is the pool's.
+            let (n, bytes) = unsafe {
+                if avx {
+                    #[cfg(target_arch = "x86_64")]
+                    {
+                        rx_fast_run_avx(
+                            ring.as_ptr(),
+                            shadow.as_ptr(),
+                            16,
+                            out.as_mut_ptr(),
+                            pool.data_room(),
+                            &mut memo,
+                        )
+                    }
+                    #[cfg(not(target_arch = "x86_64"))]
+                    unreachable!()
+                } else {
+                    rx_fast_run(ring.as_ptr(), shadow.as_ptr(), 16, out.as_mut_ptr(), pool.data_room(), &mut memo)
+                }
+            };
+            let got: Vec<(u32, u16, u64, u32, u32)> = out[..n]
+                .iter()
+                .map(|&p| {
+                    // SAFETY: taken by the run: owned here.
+                    let m = unsafe { Mbuf::from_raw(p) };
+                    (m.pkt_len(), m.data_len(), m.ol_flags(), m.packet_type(), m.rss_hash())
+                })
+                .collect();
+            // SAFETY: the slots not taken still own their buffers.
+            unsafe { mempool::free_raw_bulk(&shadow[n..]) };
+            (n, bytes, got)
+        };
+        let (n, bytes, got) = run(false);
+        assert_eq!(n, 13, "stops at the frame error of descriptor 13");
+        assert_eq!(bytes, (60..73).sum::<u64>());
+        let udp = ol_flags::RX_RSS_HASH | ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_GOOD;
+        assert_eq!(got[0], (60, 60, udp, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_UDP, 0x100));
+        assert_eq!(got[12].3, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_TCP, "the memo follows the type change");
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx") {
+            assert_eq!(run(true), (n, bytes, got));
+        }
+        assert!(pool.is_full());
     }
 }

@@ -108,6 +108,6 @@ mod tests {
         assert_eq!(rx_flags(d.qw1).0, 0, "not checked: no checksum flags");
         assert_eq!(PTYPE_TABLE[1], pt::L2_ETHER);
         assert_eq!(PTYPE_TABLE[88 + 6], pt::L2_ETHER | pt::L3_IPV6 | pt::L4_ICMP);
-        assert_eq!(PTYPE_TABLE[40], 0 | pt::L2_ETHER, "a tunnel type: L2 only");
+        assert_eq!(PTYPE_TABLE[40], pt::L2_ETHER, "a tunnel type: L2 only");
     }
 }

@@ -68,6 +68,7 @@ macro_rules! aq_layout {
             }
         }
         // Every field inside the declared size.
+        #[allow(clippy::int_plus_one)]
         const _: () = { $( assert!($off + <$ty as $crate::adminq::layout::Le>::SIZE <= $size); )* };
     };
 }

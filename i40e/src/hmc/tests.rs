@@ -70,7 +70,7 @@ proptest! {
 fn typed_contexts_put_values_where_the_tables_say() {
     let tx = TxQueueContext {
         new_context: true,
-        base: 0x1234_5678_9A >> 7,
+        base: 0x0012_3456_789A >> 7,
         qlen: 1024,
         rdylist: 0x120,
         head_wb_addr: 0xDEAD_BEEF_0000,
@@ -78,7 +78,7 @@ fn typed_contexts_put_values_where_the_tables_say() {
     };
     let b = tx.pack();
     assert_eq!(read_bits(&b, 30, 1), 1);
-    assert_eq!(read_bits(&b, 32, 57), 0x1234_5678_9A >> 7);
+    assert_eq!(read_bits(&b, 32, 57), 0x0012_3456_789A >> 7);
     assert_eq!(read_bits(&b, 161, 13), 1024);
     assert_eq!(read_bits(&b, 980, 10), 0x120);
     assert_eq!(read_bits(&b, 192, 64), 0xDEAD_BEEF_0000);
