@@ -38,8 +38,10 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Not supported (yet): TSO (the context descriptor is laid out, not used), VLAN stripping and insertion filters
-//! beyond the per-packet VLAN insert, multicast address lists (use all-multicast), the flow director (its queue is
+//! TSO takes packets of at most 8 buffers (so that no segment the NIC cuts spans more than the 8 descriptors
+//! malicious-driver detection allows); longer chains are dropped as errors rather than linearised.
+//!
+//! Not supported (yet): VLAN filters (commands 0x0252/0x0253) and VLAN stripping, multicast address lists (use all-multicast), the flow director (its queue is
 //! left alone when present), DCB and more than one TC, SR-IOV and VFs, the X722, interrupts (everything is polled),
 //! the admin-queue RSS commands (the X710/XL710/XXV710 use the registers), NVM access, LLDP agent control.
 

@@ -27,10 +27,12 @@ use crate::queue::switch_tx;
 use crate::regs::{self, qtx_ctl, PollTimeout, Regs};
 use crate::ring::{idx, RingConfig};
 
-/// Offload flags the data descriptor carries (checksums, VLAN insertion).
-const TX_OFFLOAD_FLAGS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_flags::TX_VLAN;
-/// Offload flags the driver does not support (the packet is dropped as an error).
-const TX_BAD_FLAGS: u64 = ol_flags::TX_TCP_SEG;
+/// Offload flags the data descriptor carries (checksums, VLAN insertion) or that need a context descriptor (TSO).
+const TX_OFFLOAD_FLAGS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_flags::TX_VLAN | ol_flags::TX_TCP_SEG;
+/// TSO limits (§11, §15): the MSS range and the largest TSO frame.
+const TSO_MSS_MIN: u16 = 256;
+const TSO_MSS_MAX: u16 = 9674;
+const TSO_MAX_LEN: u32 = 256 * 1024;
 /// Bits of a length-minus-minimum at and above which a plain packet is not plain: with the pool's data room at
 /// most [`tx::MAX_BUF`] (checked at creation), a single segment is at most that long, so only a length below
 /// [`tx::MIN_PKT_LEN`] (which wraps) sets them.
@@ -40,7 +42,7 @@ const LEN_PLAIN_BITS: u32 = 14;
 /// an OR over several packets.
 #[inline(always)]
 fn is_plain_tx(not_single: usize, flags: u64, lens_m: u64) -> bool {
-    not_single == 0 && flags & (TX_OFFLOAD_FLAGS | TX_BAD_FLAGS) == 0 && lens_m >> LEN_PLAIN_BITS == 0
+    not_single == 0 && flags & TX_OFFLOAD_FLAGS == 0 && lens_m >> LEN_PLAIN_BITS == 0
 }
 
 /// A data length minus the smallest packet, wrapping (see [`is_plain_tx`]).
@@ -75,10 +77,15 @@ fn tx_offload_bits(m: &Mbuf) -> u64 {
     } else if flags & ol_flags::TX_IPV6 != 0 {
         v |= tx::CMD_IIPT_IPV6 | tx::IPLEN.val(o.l3_len as u64 / 4);
     }
-    match (flags >> TX_L4_SHIFT) & TX_L4_MASK {
-        TX_L4_TCP => v |= tx::CMD_L4T_TCP | tx::L4LEN.val(L4LEN_TCP),
-        TX_L4_UDP => v |= tx::CMD_L4T_UDP | tx::L4LEN.val(L4LEN_UDP),
-        _ => {}
+    if flags & ol_flags::TX_TCP_SEG != 0 {
+        // TSO: the TCP header's real length (§10.3).
+        v |= tx::CMD_L4T_TCP | tx::L4LEN.val(o.l4_len as u64 / 4);
+    } else {
+        match (flags >> TX_L4_SHIFT) & TX_L4_MASK {
+            TX_L4_TCP => v |= tx::CMD_L4T_TCP | tx::L4LEN.val(L4LEN_TCP),
+            TX_L4_UDP => v |= tx::CMD_L4T_UDP | tx::L4LEN.val(L4LEN_UDP),
+            _ => {}
+        }
     }
     if flags & ol_flags::TX_VLAN != 0 {
         v |= tx::CMD_IL2TAG1 | tx::L2TAG1.val(m.vlan_tci() as u64);
@@ -359,18 +366,34 @@ impl<R: RegisterSpace> TxRing<R> {
     fn queue_packet(&mut self, m: &Mbuf, p: NonNull<MbufHeader>) -> std::result::Result<bool, ()> {
         let flags = m.ol_flags();
         let segs = m.nb_segs() as usize;
-        if flags & TX_BAD_FLAGS != 0 || segs == 0 || segs > tx::MAX_DATA_PER_PKT || m.pkt_len() < tx::MIN_PKT_LEN as u32
-        {
+        if segs == 0 || segs > tx::MAX_DATA_PER_PKT || m.pkt_len() < tx::MIN_PKT_LEN as u32 {
             return Err(());
         }
         if m.segments().any(|s| s.data.is_empty() || s.data.len() > tx::MAX_BUF as usize) {
             return Err(());
         }
-        if segs > self.nb_free {
+        // TSO: a context descriptor before the data (§10.4). With at most 8 data descriptors in the whole packet,
+        // no segment the NIC cuts can span more than 8 (the MDD rule), whatever the MSS.
+        let tso = if flags & ol_flags::TX_TCP_SEG != 0 {
+            let o = m.tx_offload();
+            let hdr = o.l2_len as u32 + o.l3_len as u32 + o.l4_len as u32;
+            let len = m.pkt_len();
+            if !(TSO_MSS_MIN..=TSO_MSS_MAX).contains(&o.tso_segsz) || len > TSO_MAX_LEN || len <= hdr || o.l4_len < 20 {
+                return Err(());
+            }
+            Some(TxDesc::tso_context(len - hdr, o.tso_segsz))
+        } else {
+            None
+        };
+        let need = segs + tso.is_some() as usize;
+        if need > self.nb_free {
             return Ok(false);
         }
         let bits = if flags & TX_OFFLOAD_FLAGS != 0 { tx_offload_bits(m) } else { 0 };
-        self.since_rs += segs;
+        if let Some(ctx) = tso {
+            self.put(ctx);
+        }
+        self.since_rs += need;
         let rs = self.since_rs >= self.rs_thresh;
         let mut last = self.tail;
         for (k, s) in m.segments().enumerate() {
@@ -385,12 +408,12 @@ impl<R: RegisterSpace> TxRing<R> {
             }
             self.put(TxDesc::data(s.iova, s.data.len() as u16, cmd));
         }
-        self.rs_flags |= if segs > 1 { RS_HOLES | RS_CHECK } else { RS_CHECK };
+        self.rs_flags |= if need > 1 { RS_HOLES | RS_CHECK } else { RS_CHECK };
         if rs {
             self.push_rs(last);
             self.since_rs = 0;
         }
-        self.nb_free -= segs;
+        self.nb_free -= need;
         // SAFETY: last < size; it was free.
         unsafe { *self.shadow.get_unchecked_mut(last) = Some(p) };
         Ok(true)

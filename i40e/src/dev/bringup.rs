@@ -359,6 +359,7 @@ impl<R: RegisterSpace> I40e<R> {
             tx_offload_capa: offload::TX_IPV4_CKSUM
                 | offload::TX_UDP_CKSUM
                 | offload::TX_TCP_CKSUM
+                | offload::TX_TCP_TSO
                 | offload::TX_MULTI_SEGS
                 | offload::TX_MBUF_FAST_FREE,
             flow_type_rss_offloads: RssHashFunctions::ALL,

@@ -113,22 +113,16 @@ impl Timing {
         }
     }
 
-    /// Short waits for a model or a fake device that answers at once.
+    /// Short poll steps for a model or a fake device that answers at once; the budgets stay the hardware's, so a
+    /// busy model thread is waited for, while a prompt one costs no sleeps.
     pub fn fast() -> Timing {
         Timing {
             global_reset_step: Duration::from_millis(1),
-            nvm_ready: Duration::from_millis(100),
-            pf_reset: Duration::from_millis(100),
-            aq_command: Duration::from_millis(250),
             aq_step: Duration::from_micros(5),
-            version_attempts: 2,
-            version_retry: Duration::from_millis(1),
-            queue: QueueTiming {
-                switch: Duration::from_millis(100),
-                step: Duration::from_micros(10),
-                pre_cfg: Duration::ZERO,
-            },
+            version_retry: Duration::from_millis(10),
+            queue: QueueTiming { step: Duration::from_micros(10), pre_cfg: Duration::ZERO, ..QueueTiming::HARDWARE },
             clear_pre_disable: Duration::ZERO,
+            ..Timing::hardware()
         }
     }
 }

@@ -354,6 +354,39 @@ fn tx_enforces_the_mdd_limits_and_encodes_checksum_offloads() {
 }
 
 #[test]
+fn tso_puts_a_context_descriptor_before_the_data() {
+    let (_, mut dev) = open();
+    let p = pool("tso");
+    dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();
+    dev.start(&p).unwrap();
+    let mut txq = dev.tx_queue_typed(0).unwrap();
+    let mut batch = PacketBatch::with_capacity(8);
+    let mk = |mss: u16| {
+        let mut m = p.alloc().unwrap();
+        assert!(m.set_len(1500));
+        let mut tail = p.alloc().unwrap();
+        assert!(tail.set_len(1000));
+        m.chain(tail);
+        m.set_ol_flags(ol_flags::TX_IPV4 | ol_flags::TX_IP_CKSUM | ol_flags::TX_TCP_SEG);
+        m.set_tx_offload(TxOffload { l2_len: 14, l3_len: 20, l4_len: 32, tso_segsz: mss });
+        m
+    };
+    batch.push(mk(1400)).unwrap();
+    batch.push(mk(100)).unwrap(); // MSS below 256: MDD would trip
+    assert_eq!(txq.tx_burst(&mut batch), 2);
+    let d = complete_tx(txq.ring_iova(), 3);
+    assert_eq!(tx::DTYPE.get(d[0].qw1), tx::DTYPE_CONTEXT);
+    assert_eq!(d[0].qw1 & tx::CTX_CMD_TSO, tx::CTX_CMD_TSO);
+    assert_eq!((tx::CTX_TSO_LEN.get(d[0].qw1), tx::CTX_MSS.get(d[0].qw1)), (2500 - 66, 1400));
+    assert_eq!((tx::BUF_SZ.get(d[1].qw1), tx::BUF_SZ.get(d[2].qw1)), (1500, 1000));
+    assert_eq!(d[1].qw1 & tx::CMD_EOP, 0);
+    assert_eq!(d[2].qw1 & (tx::CMD_EOP | tx::CMD_L4T_TCP), tx::CMD_EOP | tx::CMD_L4T_TCP);
+    assert_eq!(tx::L4LEN.get(d[2].qw1), 8, "the real TCP header length under TSO");
+    assert_eq!(dev.stats().oerrors, 1);
+    drop(txq);
+}
+
+#[test]
 fn port_statistics_come_from_the_48_bit_counters_with_offsets() {
     let (fake, mut dev) = open();
     let crc = stats::index_of("rx_crc_errors");
