@@ -58,6 +58,7 @@ pub mod regs;
 pub mod ring;
 pub mod rx;
 mod rx_flags;
+mod rx_simd;
 pub mod stats;
 pub mod testing;
 pub mod tx;
