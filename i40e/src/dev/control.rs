@@ -33,22 +33,39 @@ impl<R: RegisterSpace> I40e<R> {
     }
 
     /// Set PHY Config (§7.2): the link up with auto-negotiation, or administratively down.
-    pub(super) fn set_phy(&self, up: bool) -> Result<()> {
+    /// Get PHY Abilities (§7.1) with `param0` (0: the current configuration; [`cmds::phy::REPORT_INIT`]: the
+    /// NVM's initial values).
+    fn phy_abilities(&self, param0: u32) -> Result<cmds::PhyAbilities> {
         let mut p = [0u8; 16];
-        cmds::PhyAbilitiesCmd { param0: 0 }.encode_into(&mut p);
+        cmds::PhyAbilitiesCmd { param0 }.encode_into(&mut p);
         let mut buf = vec![0u8; cmds::phy::ABILITIES_LEN];
         self.aq(Opcode::GetPhyAbilities, p, Some(Buffer { data: &mut buf, rd: false }), &[])?;
-        let cur = cmds::PhyAbilities::decode(&buf);
+        Ok(cmds::PhyAbilities::decode(&buf))
+    }
+
+    pub(super) fn set_phy(&self, up: bool) -> Result<()> {
+        let cur = self.phy_abilities(0)?;
         // DPDK looks at the type and the speed only, not at the current AN or ENABLE_LINK bits (§7.2).
         if up && cur.phy_type != 0 && cur.link_speed != 0 {
             return Ok(());
         }
+        // The speeds to ask for: all the NVM's initial values allow (§7.2 step 1), else the current ones.
+        let speeds = if up {
+            let init = self.phy_abilities(cmds::phy::REPORT_INIT)?;
+            if init.link_speed != 0 {
+                init.link_speed
+            } else {
+                cur.link_speed
+            }
+        } else {
+            cur.link_speed
+        };
         let keep = cur.abilities & cmds::phy::KEEP_MASK;
         let cfg = if up {
             cmds::SetPhyConfigCmd {
                 phy_type: cmds::phy::ALL_TYPES,
                 phy_type_ext: cmds::phy::ALL_TYPES_EXT,
-                link_speed: cur.link_speed,
+                link_speed: speeds,
                 abilities: keep | cmds::phy::ENABLE_ATOMIC_LINK | cmds::phy::ENABLE_LINK | cmds::phy::ENABLE_AN,
                 eee_capability: cur.eee_capability,
                 eeer: cur.eeer_val,
