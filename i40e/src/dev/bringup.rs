@@ -280,7 +280,6 @@ impl<R: RegisterSpace> I40e<R> {
         let h = cmds::SwitchConfigHeader::decode(&buf);
         let vsi = (0..h.num_reported as usize)
             .map(|i| cmds::SwitchElement::decode(&buf[16 + 16 * i..]))
-            .take_while(|_| true)
             .find(|e| e.element_type == cmds::element::VSI)
             .ok_or_else(|| self.dev_err(bad(format!("no VSI among {} elements", h.num_reported))))?;
         self.vsi.seid = vsi.seid;

@@ -17,7 +17,7 @@ use pktio::{
 };
 
 use crate::adminq::cmds::{self, Opcode};
-use crate::adminq::{AdminQueue, Buffer};
+use crate::adminq::{AdminQueue, AqDesc, Buffer};
 use crate::error::{self, Error as DevError};
 use crate::hmc::{HmcMode, LanHmc};
 use crate::queue::QueueTiming;
@@ -304,13 +304,7 @@ impl<R: RegisterSpace> I40e<R> {
     }
 
     /// Sends one admin-queue command (see [`AdminQueue::send`]).
-    pub(super) fn aq(
-        &self,
-        op: Opcode,
-        params: [u8; 16],
-        buf: Option<Buffer<'_>>,
-        accept: &[u8],
-    ) -> Result<cmds_desc::Desc> {
+    pub(super) fn aq(&self, op: Opcode, params: [u8; 16], buf: Option<Buffer<'_>>, accept: &[u8]) -> Result<AqDesc> {
         let mut aq = self.aq.lock().unwrap_or_else(|e| e.into_inner());
         aq.send(&self.regs, op, params, buf, accept).map_err(|e| self.dev_err(e))
     }
@@ -416,11 +410,6 @@ impl<R: RegisterSpace> I40e<R> {
         self.aq.get_mut().unwrap_or_else(|e| e.into_inner()).shutdown(&self.regs);
         let _ = self.pf_reset();
     }
-}
-
-/// Types `adminq` hands back, under a name `dev` can use in signatures.
-mod cmds_desc {
-    pub use crate::adminq::AqDesc as Desc;
 }
 
 /// The port's link from a Get Link Status answer or event.
