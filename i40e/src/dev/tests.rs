@@ -404,6 +404,23 @@ fn port_statistics_come_from_the_48_bit_counters_with_offsets() {
 }
 
 #[test]
+fn a_paged_hmc_carries_the_same_contexts() {
+    let fake = Arc::new(FakeRegs::default());
+    let opts = Options { timing: Timing::fast(), hmc_mode: crate::hmc::HmcMode::Paged, ..Options::new("fake0") };
+    let mut dev = I40e::new(fake.clone(), Arc::new(IdentityMapper), Allocator::no_huge(), opts).unwrap();
+    assert!(dev.hmc().unwrap().is_paged());
+    assert_eq!(fake.peek(PFHMC_SDDATALOW) & pfhmc_sddatalow::PMSDTYPE, 0, "a paged SD");
+    let p = pool("paged");
+    dev.configure(&PortConfig { rx_queues: 2, tx_queues: 2, rx_desc: 64, tx_desc: 64, ..Default::default() }).unwrap();
+    dev.start(&p).unwrap();
+    let rxq = dev.rx_queue_typed(1).unwrap();
+    let rc = dev.hmc().unwrap().read_rx(1);
+    assert_eq!(field(&RXQ_CTX_FIELDS, &rc, "base"), rxq.ring_iova() / 128);
+    assert_eq!(field(&RXQ_CTX_FIELDS, &rc, "qlen"), 64);
+    drop(rxq);
+}
+
+#[test]
 fn close_leaves_the_device_clean() {
     let (fake, mut dev) = open();
     let p = pool("close");
