@@ -204,6 +204,23 @@ fn rss_programs_key_table_relative_to_the_vsi_and_hena() {
 }
 
 #[test]
+fn before_api_1_5_rx_filter_registers_are_written_directly_and_rx_only_is_not_used() {
+    let (fake, mut dev) = open_with(Firmware { api: (1, 4), ..Firmware::default() });
+    let dev = dev.as_mut().unwrap();
+    let p = pool("api14");
+    let rss = RssConfig { key: None, functions: RssHashFunctions(RssHashFunctions::IPV4_TCP) };
+    dev.configure(&PortConfig { rx_queues: 2, rx_desc: 128, tx_desc: 128, rss: Some(rss), ..Default::default() })
+        .unwrap();
+    dev.start(&p).unwrap();
+    dev.set_promiscuous(true).unwrap();
+    assert_eq!(fake.peek(pfqf_hena(1)), 1 << (pctype::IPV4_TCP - 32), "written by MMIO");
+    let fw = fake.firmware();
+    assert!(!fw.sent.contains(&0x0207), "no RX control command before API 1.5");
+    assert_eq!(fw.promisc & cmds::promisc::RX_ONLY, 0);
+    assert_eq!(fw.promisc & cmds::promisc::UNICAST, cmds::promisc::UNICAST);
+}
+
+#[test]
 fn promiscuous_allmulti_and_mac_filters_go_through_the_firmware() {
     let (fake, mut dev) = open();
     dev.set_promiscuous(true).unwrap();
