@@ -38,7 +38,7 @@ impl Field64 {
 pub struct RxDesc {
     /// Read: the data buffer's IOVA. Write-back: L2TAG1 in 31:16, RSS hash in 63:32.
     pub qw0: u64,
-    /// Read: the header buffer's IOVA (0). Write-back: status, errors, packet type, length (§10.2).
+    /// Read: the header buffer's IOVA (0). Write-back: status, errors, packet type, length (docs/hw/i40e.md §10.2).
     pub qw1: u64,
     /// Write-back: extended status and second VLAN.
     pub qw2: u64,
@@ -48,7 +48,7 @@ pub struct RxDesc {
 
 const _: () = assert!(size_of::<RxDesc>() == 32);
 
-/// RX write-back fields (§10.2).
+/// RX write-back fields (docs/hw/i40e.md §10.2).
 pub mod rx {
     use super::Field64;
     /// qw1: descriptor done.
@@ -89,7 +89,7 @@ pub mod rx {
     pub const FRAME_ERRORS: u64 = ERR_RXE | ERR_HBO | ERR_OVERSIZE | (1 << 20) | (1 << 26);
 }
 
-/// Packet types (§10.2), the ones the driver decodes.
+/// Packet types (docs/hw/i40e.md §10.2), the ones the driver decodes.
 pub mod ptype {
     /// L2 payload.
     pub const L2: u8 = 1;
@@ -138,13 +138,13 @@ impl RxDesc {
 pub struct TxDesc {
     /// Data: the buffer's IOVA. Context: tunnelling parameters and L2TAG2.
     pub qw0: u64,
-    /// `cmd_type_offset_bsz` (§10.3) or the context's command word (§10.4).
+    /// `cmd_type_offset_bsz` (docs/hw/i40e.md §10.3) or the context's command word (§10.4).
     pub qw1: u64,
 }
 
 const _: () = assert!(size_of::<TxDesc>() == 16);
 
-/// TX descriptor fields (§10.3, §10.4).
+/// TX descriptor fields (docs/hw/i40e.md §10.3, §10.4).
 pub mod tx {
     use super::Field64;
     /// Descriptor type.
@@ -187,11 +187,11 @@ pub mod tx {
     pub const BUF_SZ: Field64 = Field64::new(47, 34);
     /// VLAN to insert.
     pub const L2TAG1: Field64 = Field64::new(63, 48);
-    /// Largest buffer per descriptor (§15).
+    /// Largest buffer per descriptor (docs/hw/i40e.md §15).
     pub const MAX_BUF: u16 = 16383;
-    /// Smallest packet (§11, MDD).
+    /// Smallest packet (docs/hw/i40e.md §11, MDD).
     pub const MIN_PKT_LEN: u16 = 17;
-    /// Most data descriptors per non-TSO packet (§11, MDD).
+    /// Most data descriptors per non-TSO packet (docs/hw/i40e.md §11, MDD).
     pub const MAX_DATA_PER_PKT: usize = 8;
     /// Context command: TSO.
     pub const CTX_CMD_TSO: u64 = 0x01 << CMD_SHIFT;

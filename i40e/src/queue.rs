@@ -27,7 +27,7 @@ impl QueueTiming {
     };
 }
 
-/// Announces a TX queue's enable (`enable`) or disable through GLLAN_TXPRE_QDIS (§9.4 step 1); `abs_queue` is
+/// Announces a TX queue's enable (`enable`) or disable through GLLAN_TXPRE_QDIS (docs/hw/i40e.md §9.4 step 1); `abs_queue` is
 /// the absolute queue number.
 pub fn tx_pre_cfg<R: RegisterSpace>(regs: &Regs<R>, abs_queue: u32, enable: bool, t: &QueueTiming) {
     let reg = regs::gllan_txpre_qdis(abs_queue / gllan_txpre_qdis::QUEUES_PER_BLOCK);
@@ -68,7 +68,7 @@ fn switch<R: RegisterSpace>(
     regs.poll_with(ena, t.switch, t.step, |v| v & (qena::QENA_REQ | qena::QENA_STAT) == want).map(|_| ())
 }
 
-/// Enables or disables PF TX queue `q` (absolute number `abs_queue`) as §9.4 says.
+/// Enables or disables PF TX queue `q` (absolute number `abs_queue`) as docs/hw/i40e.md §9.4 says.
 pub fn switch_tx<R: RegisterSpace>(
     regs: &Regs<R>,
     q: u16,
@@ -80,7 +80,7 @@ pub fn switch_tx<R: RegisterSpace>(
     switch(regs, regs::qtx_ena(q), on, t, || regs.write(regs::qtx_head(q), 0))
 }
 
-/// Enables or disables PF RX queue `q` as §9.4 says.
+/// Enables or disables PF RX queue `q` as docs/hw/i40e.md §9.4 says.
 pub fn switch_rx<R: RegisterSpace>(regs: &Regs<R>, q: u16, on: bool, t: &QueueTiming) -> Result<(), PollTimeout> {
     switch(regs, regs::qrx_ena(q), on, t, || {})
 }

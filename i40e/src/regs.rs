@@ -142,9 +142,9 @@ impl<R: RegisterSpace> Regs<R> {
     }
 }
 
-// ---- §4 reset, §3 firmware state ----
+// ---- docs/hw/i40e.md §4 reset, §3 firmware state ----
 
-/// Firmware status (§3 step 1).
+/// Firmware status (docs/hw/i40e.md §3 step 1).
 pub const GL_FWSTS: Reg = Reg(0x083048);
 /// GL_FWSTS fields.
 pub mod gl_fwsts {
@@ -152,14 +152,14 @@ pub mod gl_fwsts {
     /// Non-zero: the firmware is in recovery mode.
     pub const FWS1B: Field = Field::new(23, 16);
 }
-/// PF control (§4.1).
+/// PF control (docs/hw/i40e.md §4.1).
 pub const PFGEN_CTRL: Reg = Reg(0x092400);
 /// PFGEN_CTRL bits.
 pub mod pfgen_ctrl {
     /// PF software reset; clears itself.
     pub const PFSWR: u32 = super::bit(0);
 }
-/// Global reset status (§4.1).
+/// Global reset status (docs/hw/i40e.md §4.1).
 pub const GLGEN_RSTAT: Reg = Reg(0x0B8188);
 /// GLGEN_RSTAT fields.
 pub mod glgen_rstat {
@@ -167,7 +167,7 @@ pub mod glgen_rstat {
     /// 0: no global reset under way.
     pub const DEVSTATE: Field = Field::new(1, 0);
 }
-/// Global reset control (§4.1).
+/// Global reset control (docs/hw/i40e.md §4.1).
 pub const GLGEN_RSTCTL: Reg = Reg(0x0B8180);
 /// GLGEN_RSTCTL fields.
 pub mod glgen_rstctl {
@@ -175,7 +175,7 @@ pub mod glgen_rstctl {
     /// Global reset delay, in units DPDK multiplies by 20 polls of 100 ms.
     pub const GRSTDEL: Field = Field::new(5, 0);
 }
-/// NVM configuration load status (§4.1).
+/// NVM configuration load status (docs/hw/i40e.md §4.1).
 pub const GLNVM_ULD: Reg = Reg(0x0B6008);
 /// GLNVM_ULD bits.
 pub mod glnvm_uld {
@@ -184,7 +184,7 @@ pub mod glnvm_uld {
     /// Global configuration loaded.
     pub const CONF_GLOBAL_DONE: u32 = super::bit(4);
 }
-/// This PF's port (§3 step 4).
+/// This PF's port (docs/hw/i40e.md §3 step 4).
 pub const PFGEN_PORTNUM: Reg = Reg(0x1C0480);
 /// PFGEN_PORTNUM fields.
 pub mod pfgen_portnum {
@@ -192,7 +192,7 @@ pub mod pfgen_portnum {
     /// Port number.
     pub const PORT_NUM: Field = Field::new(1, 0);
 }
-/// PCI function requester ID (§3 step 4).
+/// PCI function requester ID (docs/hw/i40e.md §3 step 4).
 pub const PF_FUNC_RID: Reg = Reg(0x09C000);
 /// PF_FUNC_RID fields.
 pub mod pf_func_rid {
@@ -202,14 +202,14 @@ pub mod pf_func_rid {
     /// Function number without ARI.
     pub const FUNCTION_NUMBER: Field = Field::new(2, 0);
 }
-/// PCI capabilities supported (§3 step 4).
+/// PCI capabilities supported (docs/hw/i40e.md §3 step 4).
 pub const GLPCI_CAPSUP: Reg = Reg(0x0BE4A8);
 /// GLPCI_CAPSUP bits.
 pub mod glpci_capsup {
     /// Alternative routing-ID interpretation on.
     pub const ARI_EN: u32 = super::bit(4);
 }
-/// PCI configuration 2: MSI-X vector counts (§4.3).
+/// PCI configuration 2: MSI-X vector counts (docs/hw/i40e.md §4.3).
 pub const GLPCI_CNF2: Reg = Reg(0x0BE494);
 /// GLPCI_CNF2 fields.
 pub mod glpci_cnf2 {
@@ -217,7 +217,7 @@ pub mod glpci_cnf2 {
     /// MSI-X vectors of the PF.
     pub const MSI_X_PF_N: Field = Field::new(12, 2);
 }
-/// The PF's queue range (§4.3).
+/// The PF's queue range (docs/hw/i40e.md §4.3).
 pub const PFLAN_QALLOC: Reg = Reg(0x1C0400);
 /// PFLAN_QALLOC fields.
 pub mod pflan_qalloc {
@@ -229,7 +229,7 @@ pub mod pflan_qalloc {
     /// The range is valid.
     pub const VALID: u32 = super::bit(31);
 }
-/// Leave PXE mode (§3 step 7).
+/// Leave PXE mode (docs/hw/i40e.md §3 step 7).
 pub const GLLAN_RCTL_0: Reg = Reg(0x12A500);
 /// GLLAN_RCTL_0 bits.
 pub mod gllan_rctl_0 {
@@ -237,7 +237,7 @@ pub mod gllan_rctl_0 {
     pub const PXE_MODE: u32 = super::bit(0);
 }
 
-// ---- §14 interrupts (left disabled: the driver polls) ----
+// ---- docs/hw/i40e.md §14 interrupts (left disabled: the driver polls) ----
 
 /// Interrupt cause enables of vector 0.
 pub const PFINT_ICR0_ENA: Reg = Reg(0x038800);
@@ -270,7 +270,7 @@ pub mod pfint_lnklst {
     pub const EOL: u32 = 0x7FF;
 }
 
-// ---- §5.1 admin queue ----
+// ---- docs/hw/i40e.md §5.1 admin queue ----
 
 /// ATQ base, bits 31:0.
 pub const PF_ATQBAL: Reg = Reg(0x080000);
@@ -313,7 +313,7 @@ pub mod aq_index {
     pub const INDEX: Field = Field::new(9, 0);
 }
 
-// ---- §8.2 HMC ----
+// ---- docs/hw/i40e.md §8.2 HMC ----
 
 /// log2 of the TX context size.
 pub const GLHMC_LANTXOBJSZ: Reg = Reg(0x0C2004);
@@ -404,7 +404,7 @@ pub mod pfhmc_pdinv {
 /// HMC error information.
 pub const PFHMC_ERRORINFO: Reg = Reg(0x0C0400);
 
-// ---- §9.1 queues ----
+// ---- docs/hw/i40e.md §9.1 queues ----
 
 /// TX queue enable.
 pub const fn qtx_ena(q: u16) -> Reg {
@@ -476,12 +476,12 @@ pub mod gllan_txpre_qdis {
     /// Queues per block.
     pub const QUEUES_PER_BLOCK: u32 = 128;
 }
-/// Malicious-driver detection, TX (§11).
+/// Malicious-driver detection, TX (docs/hw/i40e.md §11).
 pub const GL_MDET_TX: Reg = Reg(0x0E6480);
-/// Malicious-driver detection, RX (§11).
+/// Malicious-driver detection, RX (docs/hw/i40e.md §11).
 pub const GL_MDET_RX: Reg = Reg(0x12A510);
 
-// ---- §12 RSS ----
+// ---- docs/hw/i40e.md §12 RSS ----
 
 /// RSS key word `i` (0..13).
 pub const fn pfqf_hkey(i: usize) -> Reg {
@@ -523,10 +523,10 @@ pub const HKEY_REGS: usize = 13;
 pub const RSS_KEY_LEN: usize = 4 * HKEY_REGS;
 /// RSS table entries (the 128-entry table; PFQF_CTL_0.HASHLUTSIZE = 0).
 pub const HLUT_ENTRIES: usize = 128;
-/// Largest table entry (6 bits, §12.1).
+/// Largest table entry (6 bits, docs/hw/i40e.md §12.1).
 pub const HLUT_MAX_QUEUE: u16 = 63;
 
-/// PCTYPE bit numbers of PFQF_HENA (§12.1).
+/// PCTYPE bit numbers of PFQF_HENA (docs/hw/i40e.md §12.1).
 pub mod pctype {
     /// IPv4 UDP.
     pub const IPV4_UDP: u32 = 31;
@@ -552,12 +552,12 @@ pub mod pctype {
     pub const L2_PAYLOAD: u32 = 63;
 }
 
-// ---- §7.4 link register ----
+// ---- docs/hw/i40e.md §7.4 link register ----
 
 /// MAC link status of port 0 (DPDK reads it at index 0).
 pub const PRTMAC_LINKSTA: Reg = Reg(0x1E2420);
 
-// ---- §13 statistics ----
+// ---- docs/hw/i40e.md §13 statistics ----
 
 /// Low word of a 48-bit (or the 32-bit) port counter at `base` for `port`.
 pub const fn glprt(base: usize, port: u8) -> Reg {

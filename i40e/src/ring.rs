@@ -47,7 +47,7 @@ pub struct RingConfig {
 }
 
 impl RingConfig {
-    /// DPDK's defaults (thresholds 32, §11).
+    /// DPDK's defaults (thresholds 32, docs/hw/i40e.md §11).
     pub fn new(size: u16) -> RingConfig {
         RingConfig { size, free_thresh: 32, rs_thresh: 32, timing: QueueTiming::HARDWARE }
     }

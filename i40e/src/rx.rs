@@ -31,11 +31,11 @@ use crate::rx_flags::RxMemo;
 use crate::rx_simd::rx_fast_run_avx;
 use crate::rx_simd::{rx_fast_run, rx_qw1};
 
-/// Largest RX data buffer (§15: a multiple of 128, at most 16 KiB − 128).
+/// Largest RX data buffer (docs/hw/i40e.md §15: a multiple of 128, at most 16 KiB − 128).
 pub const MAX_RX_BUF: u32 = 16 * 1024 - 128;
-/// Buffers the hardware chains per frame (§15).
+/// Buffers the hardware chains per frame (docs/hw/i40e.md §15).
 pub const MAX_CHAINED: u32 = 5;
-/// Largest frame (§15).
+/// Largest frame (docs/hw/i40e.md §15).
 pub const MAX_FRAME: u32 = 9728;
 
 /// One RX queue. Owned by one thread.
@@ -102,7 +102,7 @@ pub struct RxSetup<'a, R> {
 }
 
 impl<R: RegisterSpace> RxRing<R> {
-    /// Allocates the ring, fills it with buffers, writes the queue's RX context and the tail (§9.3), queue still
+    /// Allocates the ring, fills it with buffers, writes the queue's RX context and the tail (docs/hw/i40e.md §9.3), queue still
     /// disabled: [`RxRing::enable`] starts it.
     pub fn new(setup: RxSetup<'_, R>, config: RingConfig) -> Result<Self> {
         let size = config.size as usize;
@@ -198,7 +198,7 @@ impl<R: RegisterSpace> RxRing<R> {
         })
     }
 
-    /// Writes the tail again and enables the queue (§9.3 step 4, §9.4).
+    /// Writes the tail again and enables the queue (docs/hw/i40e.md §9.3 step 4, §9.4).
     pub fn enable(&mut self) -> std::result::Result<(), PollTimeout> {
         dma_wmb();
         self.regs.write(regs::qrx_tail(self.queue), self.tail as u32);

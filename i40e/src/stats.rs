@@ -33,7 +33,7 @@ const fn c(name: &'static str, base: usize, width: u32, scope: Scope) -> Counter
     CounterDef { name, base, width, scope }
 }
 
-/// The counters read (§13), in xstats order.
+/// The counters read (docs/hw/i40e.md §13), in xstats order.
 pub const COUNTERS: &[CounterDef] = &[
     c("rx_good_bytes", 0x300000, 48, Scope::Port),
     c("rx_unicast_packets", 0x3005A0, 48, Scope::Port),

@@ -192,7 +192,7 @@ impl FakeRegs {
             };
             let status = fw.answer(&mut d, buf);
             if status == 0 && d.head.opcode == Opcode::RxCtlWrite.value() {
-                // The firmware writes the register for the driver (§6.11).
+                // The firmware writes the register for the driver (docs/hw/i40e.md §6.11).
                 let w = cmds::RxCtlWriteCmd::decode(&d.params);
                 self.store(Reg(w.address as usize), w.value);
             }

@@ -3,7 +3,7 @@
 //! offset fields), RS on the packet that completes each group of `rs_thresh` descriptors, and the cleanup that
 //! frees a group once its RS descriptor reads DTYPE 0xF. One QTX_TAIL write per burst, after a store fence.
 //!
-//! The limits that trip malicious-driver detection (§11) are enforced before anything reaches the ring: packets of
+//! The limits that trip malicious-driver detection (docs/hw/i40e.md §11) are enforced before anything reaches the ring: packets of
 //! at least 17 bytes, at most 8 data descriptors per packet, no empty buffer, at most 16383 bytes per buffer. A
 //! packet that breaks them is dropped and counted as an error. No allocation, lock or dynamic call per packet.
 
@@ -29,7 +29,7 @@ use crate::ring::{idx, RingConfig};
 
 /// Offload flags the data descriptor carries (checksums, VLAN insertion) or that need a context descriptor (TSO).
 const TX_OFFLOAD_FLAGS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_flags::TX_VLAN | ol_flags::TX_TCP_SEG;
-/// TSO limits (§11, §15): the MSS range and the largest TSO frame.
+/// TSO limits (docs/hw/i40e.md §11, §15): the MSS range and the largest TSO frame.
 const TSO_MSS_MIN: u16 = 256;
 const TSO_MSS_MAX: u16 = 9674;
 const TSO_MAX_LEN: u32 = 256 * 1024;
@@ -60,11 +60,11 @@ const TX_L4_SHIFT: u32 = 52;
 const TX_L4_MASK: u64 = 0b11;
 const TX_L4_TCP: u64 = 1;
 const TX_L4_UDP: u64 = 3;
-/// L4LEN written for a checksum without TSO (§10.3): the fixed header sizes DPDK uses, in 4-byte units.
+/// L4LEN written for a checksum without TSO (docs/hw/i40e.md §10.3): the fixed header sizes DPDK uses, in 4-byte units.
 const L4LEN_TCP: u64 = 5;
 const L4LEN_UDP: u64 = 2;
 
-/// The command and offset bits of a packet's data descriptors for its offloads (§10.3).
+/// The command and offset bits of a packet's data descriptors for its offloads (docs/hw/i40e.md §10.3).
 #[inline]
 fn tx_offload_bits(m: &Mbuf) -> u64 {
     let flags = m.ol_flags();
@@ -78,7 +78,7 @@ fn tx_offload_bits(m: &Mbuf) -> u64 {
         v |= tx::CMD_IIPT_IPV6 | tx::IPLEN.val(o.l3_len as u64 / 4);
     }
     if flags & ol_flags::TX_TCP_SEG != 0 {
-        // TSO: the TCP header's real length (§10.3).
+        // TSO: the TCP header's real length (docs/hw/i40e.md §10.3).
         v |= tx::CMD_L4T_TCP | tx::L4LEN.val(o.l4_len as u64 / 4);
     } else {
         match (flags >> TX_L4_SHIFT) & TX_L4_MASK {
@@ -157,7 +157,7 @@ pub struct TxSetup<'a, R> {
 }
 
 impl<R: RegisterSpace> TxRing<R> {
-    /// Allocates the ring, writes its TX context and QTX_CTL (§9.2), queue disabled.
+    /// Allocates the ring, writes its TX context and QTX_CTL (docs/hw/i40e.md §9.2), queue disabled.
     pub fn new(setup: TxSetup<'_, R>, config: RingConfig) -> Result<Self> {
         let size = config.size as usize;
         let bad = |reason: String| Error::InvalidConfig { port: setup.port.to_string(), reason };
@@ -166,7 +166,7 @@ impl<R: RegisterSpace> TxRing<R> {
         if rs == 0 || !size.is_multiple_of(rs) || rs > free || rs + free > size || rs + 2 >= size || free + 3 >= size {
             return Err(bad(format!(
                 "TX thresholds rs={rs} free={free} for a ring of {size}: need rs dividing N, rs <= free, rs + free <= \
-                 N, rs < N - 2, free < N - 3 (§11)"
+                 N, rs < N - 2, free < N - 3 (docs/hw/i40e.md §11)"
             )));
         }
         if setup.pool.data_room() > tx::MAX_BUF {
@@ -186,7 +186,7 @@ impl<R: RegisterSpace> TxRing<R> {
             crate::error::timeout(format!("TX queue {q} disable"), "QTX_ENA", t.last, config.timing.switch)
                 .at(setup.port)
         })?;
-        // DPDK marks every slot done for its own bookkeeping (§9.2 step 1).
+        // DPDK marks every slot done for its own bookkeeping (docs/hw/i40e.md §9.2 step 1).
         for i in 0..size {
             // SAFETY: i < size: the ring memory, not read by the device while the queue is disabled.
             unsafe { ring.as_ptr().add(i).write_volatile(TxDesc { qw0: 0, qw1: tx::DTYPE_DONE }) };
@@ -235,7 +235,7 @@ impl<R: RegisterSpace> TxRing<R> {
         })
     }
 
-    /// Enables the queue (§9.4).
+    /// Enables the queue (docs/hw/i40e.md §9.4).
     pub fn enable(&mut self) -> std::result::Result<(), PollTimeout> {
         switch_tx(&self.regs, self.queue, self.abs_queue, true, &self.config.timing)
     }
@@ -372,7 +372,7 @@ impl<R: RegisterSpace> TxRing<R> {
         if m.segments().any(|s| s.data.is_empty() || s.data.len() > tx::MAX_BUF as usize) {
             return Err(());
         }
-        // TSO: a context descriptor before the data (§10.4). With at most 8 data descriptors in the whole packet,
+        // TSO: a context descriptor before the data (docs/hw/i40e.md §10.4). With at most 8 data descriptors in the whole packet,
         // no segment the NIC cuts can span more than 8 (the MDD rule), whatever the MSS.
         let tso = if flags & ol_flags::TX_TCP_SEG != 0 {
             let o = m.tx_offload();

@@ -133,7 +133,7 @@ pub mod status {
 }
 
 aq_layout!(
-    /// Get Version 0x0001 response (§6.1).
+    /// Get Version 0x0001 response (docs/hw/i40e.md §6.1).
     GetVersionResp, 16, {
         /// ROM version.
         rom_ver: u32 = 0,
@@ -151,7 +151,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// Driver Version 0x0002 (§6.1); the buffer holds the driver's name.
+    /// Driver Version 0x0002 (docs/hw/i40e.md §6.1); the buffer holds the driver's name.
     DriverVersionCmd, 8, {
         /// Major.
         major: u8 = 0,
@@ -165,7 +165,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// Queue Shutdown 0x0003 (§6.1).
+    /// Queue Shutdown 0x0003 (docs/hw/i40e.md §6.1).
     QueueShutdownCmd, 4, {
         /// Bit 0: the driver is unloading.
         driver_unloading: u32 = 0,
@@ -173,7 +173,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// Clear PXE Mode 0x0110 (§6.1).
+    /// Clear PXE Mode 0x0110 (docs/hw/i40e.md §6.1).
     ClearPxeCmd, 1, {
         /// DPDK writes 2.
         rx_cnt: u8 = 0,
@@ -181,7 +181,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// List Function Capabilities 0x000A (§6.2), command and completion.
+    /// List Function Capabilities 0x000A (docs/hw/i40e.md §6.2), command and completion.
     ListCapsCmd, 8, {
         /// Bit 0 PF_INDEX_EN.
         command_flags: u8 = 0,
@@ -193,7 +193,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// One capability element of the List Capabilities buffer (§6.2).
+    /// One capability element of the List Capabilities buffer (docs/hw/i40e.md §6.2).
     CapElement, 32, {
         /// Capability ID.
         id: u16 = 0,
@@ -210,7 +210,7 @@ aq_layout!(
     }
 );
 
-/// Capability IDs (§6.2).
+/// Capability IDs (docs/hw/i40e.md §6.2).
 pub mod cap {
     /// VSIs available.
     pub const VSI: u16 = 0x0017;
@@ -227,14 +227,14 @@ pub mod cap {
 }
 
 aq_layout!(
-    /// MAC Address Read 0x0107 (§6.4), command and completion.
+    /// MAC Address Read 0x0107 (docs/hw/i40e.md §6.4), command and completion.
     MacReadCmd, 2, {
         /// Completion: 0x10 LAN valid, 0x20 SAN, 0x40 port, 0x80 WoL.
         command_flags: u16 = 0,
     }
 );
 
-/// MAC Address Read flags and buffer (§6.4).
+/// MAC Address Read flags and buffer (docs/hw/i40e.md §6.4).
 pub mod mac_read {
     /// The LAN address (buffer bytes 0-5) is valid.
     pub const LAN_ADDR_VALID: u16 = 0x10;
@@ -243,7 +243,7 @@ pub mod mac_read {
 }
 
 aq_layout!(
-    /// Get Switch Config 0x0200 (§6.5), command and completion.
+    /// Get Switch Config 0x0200 (docs/hw/i40e.md §6.5), command and completion.
     SwitchSeidCmd, 2, {
         /// SEID to start from; in the completion, the next one when more remain.
         seid: u16 = 0,
@@ -251,7 +251,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// Header of the Get Switch Config buffer (§6.5).
+    /// Header of the Get Switch Config buffer (docs/hw/i40e.md §6.5).
     SwitchConfigHeader, 16, {
         /// Elements in this buffer.
         num_reported: u16 = 0,
@@ -261,7 +261,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// One element of the Get Switch Config buffer (§6.5).
+    /// One element of the Get Switch Config buffer (docs/hw/i40e.md §6.5).
     SwitchElement, 16, {
         /// 1 MAC, 2 PF, 3 VF, 19 VSI, ...
         element_type: u8 = 0,
@@ -282,7 +282,7 @@ aq_layout!(
     }
 );
 
-/// Switch element types (§6.5).
+/// Switch element types (docs/hw/i40e.md §6.5).
 pub mod element {
     /// A MAC (port).
     pub const MAC: u8 = 1;
@@ -293,7 +293,7 @@ pub mod element {
 }
 
 aq_layout!(
-    /// Add / Update / Get VSI 0x0210-0x0212 (§6.6) command.
+    /// Add / Update / Get VSI 0x0210-0x0212 (docs/hw/i40e.md §6.6) command.
     VsiCmd, 8, {
         /// Uplink SEID (add), the VSI's SEID (get, update).
         uplink_seid: u16 = 0,
@@ -307,7 +307,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// Add / Update / Get VSI completion (§6.6).
+    /// Add / Update / Get VSI completion (docs/hw/i40e.md §6.6).
     VsiResp, 8, {
         /// The VSI's SEID.
         seid: u16 = 0,
@@ -321,7 +321,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// The VSI properties buffer (§6.6), 128 bytes.
+    /// The VSI properties buffer (docs/hw/i40e.md §6.6), 128 bytes.
     VsiProperties, 128, {
         /// Sections an update applies ([`vsi::SECTION_VLAN`], ...).
         valid_sections: u16 = 0,
@@ -366,7 +366,7 @@ aq_layout!(
     }
 );
 
-/// VSI property values (§6.6).
+/// VSI property values (docs/hw/i40e.md §6.6).
 pub mod vsi {
     use crate::regs::Field;
     /// VLAN section.
@@ -390,7 +390,7 @@ pub mod vsi {
 }
 
 aq_layout!(
-    /// Configure VSI TC Bandwidth 0x0407 buffer (§6.6), 32 bytes.
+    /// Configure VSI TC Bandwidth 0x0407 buffer (docs/hw/i40e.md §6.6), 32 bytes.
     TcBandwidthBuf, 32, {
         /// TCs enabled.
         tc_valid_bits: u8 = 0,
@@ -402,7 +402,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// Add / Remove MAC-VLAN 0x0250/0x0251 command (§6.7).
+    /// Add / Remove MAC-VLAN 0x0250/0x0251 command (docs/hw/i40e.md §6.7).
     MacVlanCmd, 8, {
         /// Elements in the buffer.
         num_addresses: u16 = 0,
@@ -416,7 +416,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// Add MAC-VLAN element (§6.7).
+    /// Add MAC-VLAN element (docs/hw/i40e.md §6.7).
     AddMacVlanElem, 16, {
         /// Address in wire order.
         mac: [u8; 6] = 0,
@@ -432,7 +432,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// Remove MAC-VLAN element (§6.7).
+    /// Remove MAC-VLAN element (docs/hw/i40e.md §6.7).
     RemoveMacVlanElem, 16, {
         /// Address in wire order.
         mac: [u8; 6] = 0,
@@ -445,7 +445,7 @@ aq_layout!(
     }
 );
 
-/// MAC-VLAN values (§6.7).
+/// MAC-VLAN values (docs/hw/i40e.md §6.7).
 pub mod macvlan {
     /// SEID valid bit.
     pub const SEID_VALID: u16 = 0x8000;
@@ -462,7 +462,7 @@ pub mod macvlan {
 }
 
 aq_layout!(
-    /// Set VSI Promiscuous Modes 0x0254 (§6.8).
+    /// Set VSI Promiscuous Modes 0x0254 (docs/hw/i40e.md §6.8).
     PromiscCmd, 8, {
         /// Modes on.
         promiscuous_flags: u16 = 0,
@@ -475,7 +475,7 @@ aq_layout!(
     }
 );
 
-/// Promiscuous flags (§6.8).
+/// Promiscuous flags (docs/hw/i40e.md §6.8).
 pub mod promisc {
     /// Unicast.
     pub const UNICAST: u16 = 0x01;
@@ -488,7 +488,7 @@ pub mod promisc {
 }
 
 aq_layout!(
-    /// Get PHY Abilities 0x0600 command (§7.1).
+    /// Get PHY Abilities 0x0600 command (docs/hw/i40e.md §7.1).
     PhyAbilitiesCmd, 4, {
         /// Bit 0 qualified modules, bit 1 initial values; 0 the current configuration.
         param0: u32 = 0,
@@ -496,11 +496,11 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// Get PHY Abilities buffer head (§7.1); the buffer is [`phy::ABILITIES_LEN`] bytes.
+    /// Get PHY Abilities buffer head (docs/hw/i40e.md §7.1); the buffer is [`phy::ABILITIES_LEN`] bytes.
     PhyAbilities, 24, {
         /// PHY types.
         phy_type: u32 = 0,
-        /// Speeds (§7.5).
+        /// Speeds (docs/hw/i40e.md §7.5).
         link_speed: u8 = 4,
         /// Abilities.
         abilities: u8 = 5,
@@ -526,7 +526,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// Set PHY Config 0x0601 (§7.2).
+    /// Set PHY Config 0x0601 (docs/hw/i40e.md §7.2).
     SetPhyConfigCmd, 16, {
         /// PHY types.
         phy_type: u32 = 0,
@@ -547,7 +547,7 @@ aq_layout!(
     }
 );
 
-/// PHY values (§7.1, §7.2).
+/// PHY values (docs/hw/i40e.md §7.1, §7.2).
 pub mod phy {
     /// Buffer of Get PHY Abilities.
     pub const ABILITIES_LEN: usize = 536;
@@ -568,7 +568,7 @@ pub mod phy {
 }
 
 aq_layout!(
-    /// Set MAC Config 0x0603 (§7.3).
+    /// Set MAC Config 0x0603 (docs/hw/i40e.md §7.3).
     SetMacConfigCmd, 8, {
         /// Largest frame, CRC included.
         max_frame_size: u16 = 0,
@@ -583,7 +583,7 @@ aq_layout!(
     }
 );
 
-/// MAC config values (§7.3).
+/// MAC config values (docs/hw/i40e.md §7.3).
 pub mod mac_config {
     /// Append the CRC on transmit.
     pub const CRC_EN: u8 = 0x04;
@@ -592,7 +592,7 @@ pub mod mac_config {
 }
 
 aq_layout!(
-    /// Get Link Status 0x0607 command (§7.4).
+    /// Get Link Status 0x0607 command (docs/hw/i40e.md §7.4).
     LinkStatusCmd, 2, {
         /// Bits 1:0: 0 NOP, 2 disable LSE, 3 enable LSE.
         command_flags: u16 = 0,
@@ -600,13 +600,13 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// Get Link Status response and the link event's parameters (§7.4).
+    /// Get Link Status response and the link event's parameters (docs/hw/i40e.md §7.4).
     LinkStatus, 11, {
         /// Bit 0: LSE on.
         command_flags: u16 = 0,
         /// PHY type.
         phy_type: u8 = 2,
-        /// Speed bitmap value (§7.5).
+        /// Speed bitmap value (docs/hw/i40e.md §7.5).
         link_speed: u8 = 3,
         /// [`link::LINK_UP`], ...
         link_info: u8 = 4,
@@ -623,7 +623,7 @@ aq_layout!(
     }
 );
 
-/// Link values (§7.4, §7.5).
+/// Link values (docs/hw/i40e.md §7.4, §7.5).
 pub mod link {
     /// Enable link status events.
     pub const LSE_ENABLE: u16 = 3;
@@ -634,7 +634,7 @@ pub mod link {
     /// an_info: AN complete.
     pub const AN_COMPLETED: u8 = 0x01;
 
-    /// Mb/s of a speed bitmap value (§7.5); 0 for none or several.
+    /// Mb/s of a speed bitmap value (docs/hw/i40e.md §7.5); 0 for none or several.
     pub const fn speed_mbps(bits: u8) -> u32 {
         match bits {
             0x01 => 2_500,
@@ -651,14 +651,14 @@ pub mod link {
 }
 
 aq_layout!(
-    /// Set PHY Interrupt Mask 0x0613 (§7.6).
+    /// Set PHY Interrupt Mask 0x0613 (docs/hw/i40e.md §7.6).
     PhyIntMaskCmd, 10, {
         /// A set bit suppresses the event.
         event_mask: u16 = 8,
     }
 );
 
-/// PHY event mask bits (§7.6).
+/// PHY event mask bits (docs/hw/i40e.md §7.6).
 pub mod phy_event {
     /// Link up/down.
     pub const LINK_UPDOWN: u16 = 0x0002;
@@ -669,7 +669,7 @@ pub mod phy_event {
 }
 
 aq_layout!(
-    /// RX control register write 0x0207 (§6.11).
+    /// RX control register write 0x0207 (docs/hw/i40e.md §6.11).
     RxCtlWriteCmd, 16, {
         /// Register address.
         address: u32 = 4,
@@ -679,7 +679,7 @@ aq_layout!(
 );
 
 aq_layout!(
-    /// The indirect buffer address in the parameter area (§5.2: bytes 24-31 of the descriptor).
+    /// The indirect buffer address in the parameter area (docs/hw/i40e.md §5.2: bytes 24-31 of the descriptor).
     BufAddr, 16, {
         /// Address bits 63:32.
         addr_high: u32 = 8,

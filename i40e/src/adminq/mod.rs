@@ -2,10 +2,10 @@
 //! (ARQ) carrying events back, both 32-byte descriptors in DMA memory with one 4 KiB DMA buffer per slot.
 //!
 //! [`AdminQueue::send`] builds a descriptor (SI; BUF, LB and RD for an indirect command), copies it into the ring,
-//! moves PF_ATQT and polls PF_ATQH until the firmware has passed it (§5.4: the head register, not DD, is the
+//! moves PF_ATQT and polls PF_ATQH until the firmware has passed it (docs/hw/i40e.md §5.4: the head register, not DD, is the
 //! completion), then copies the descriptor and the buffer back. A non-zero `retval` is
 //! [`crate::Error::AdminQueue`] naming the opcode and the code; no completion in time is
-//! [`crate::Error::AdminTimeout`]. [`AdminQueue::receive`] takes one event off the ARQ and re-arms its slot (§5.5).
+//! [`crate::Error::AdminTimeout`]. [`AdminQueue::receive`] takes one event off the ARQ and re-arms its slot (docs/hw/i40e.md §5.5).
 //!
 //! The control plane only: nothing here is on the packet path, so it may allocate.
 
@@ -25,15 +25,15 @@ use crate::dma::DmaArea;
 use crate::error::Error;
 use crate::regs::{self, aq_index, atqlen, Regs};
 
-/// Slots per ring (DPDK's choice, §5.3).
+/// Slots per ring (DPDK's choice, docs/hw/i40e.md §5.3).
 pub const RING_LEN: usize = 32;
-/// Bytes per slot buffer (§5.3).
+/// Bytes per slot buffer (docs/hw/i40e.md §5.3).
 pub const BUF_LEN: usize = 4096;
 /// Bytes per descriptor.
 pub const DESC_LEN: usize = 32;
 
 aq_layout!(
-    /// The 32-byte admin-queue descriptor (§5.2) without its parameter area, which [`AqDesc::params`] holds.
+    /// The 32-byte admin-queue descriptor (docs/hw/i40e.md §5.2) without its parameter area, which [`AqDesc::params`] holds.
     DescHead, 16, {
         /// [`cmds::flags`].
         flags: u16 = 0,
@@ -128,7 +128,7 @@ impl Ring {
         self.desc.write(i * DESC_LEN, &d.encode());
     }
 
-    /// The ARQ descriptor of slot `i` armed with its buffer (§5.3 step 2).
+    /// The ARQ descriptor of slot `i` armed with its buffer (docs/hw/i40e.md §5.3 step 2).
     fn armed(&self, i: usize) -> AqDesc {
         let mut f = flags::BUF;
         if BUF_LEN > LB_THRESHOLD {
@@ -159,7 +159,7 @@ impl std::fmt::Debug for AdminQueue {
 }
 
 impl AdminQueue {
-    /// Allocates both rings and their buffers (§5.3 step 1). The registers are programmed by
+    /// Allocates both rings and their buffers (docs/hw/i40e.md §5.3 step 1). The registers are programmed by
     /// [`AdminQueue::program`].
     pub fn new(
         allocator: &Allocator,
@@ -181,7 +181,7 @@ impl AdminQueue {
         self.atq.desc.iova(0)
     }
 
-    /// Programs both rings' registers in §5.3's order (steps 2 to 4), software indices reset. Returns false when a
+    /// Programs both rings' registers in docs/hw/i40e.md §5.3's order (steps 2 to 4), software indices reset. Returns false when a
     /// base register does not read back what was written (no device behind the BAR).
     pub fn program<R: RegisterSpace>(&mut self, regs: &Regs<R>) -> bool {
         self.atq.next = 0;
@@ -208,7 +208,7 @@ impl AdminQueue {
         regs.read(regs::PF_ATQBAL) == atq as u32 && regs.read(regs::PF_ARQBAL) == arq as u32
     }
 
-    /// Zeroes both rings' registers (§5.3 shutdown).
+    /// Zeroes both rings' registers (docs/hw/i40e.md §5.3 shutdown).
     pub fn shutdown<R: RegisterSpace>(&mut self, regs: &Regs<R>) {
         for r in [
             regs::PF_ATQH,
@@ -226,7 +226,7 @@ impl AdminQueue {
         }
     }
 
-    /// Sends one command and waits for its completion (§5.4). `params` are the command's 16 parameter bytes (for
+    /// Sends one command and waits for its completion (docs/hw/i40e.md §5.4). `params` are the command's 16 parameter bytes (for
     /// an indirect command the buffer address, bytes 8 to 15, is filled in here). Returns the completed
     /// descriptor; `buf.data` then holds the firmware's answer. A non-zero status is an error unless it is in
     /// `accept` (the caller handles it, e.g. ENOMEM from List Capabilities, EEXIST from an add).
@@ -306,7 +306,7 @@ impl AdminQueue {
         Ok(done)
     }
 
-    /// Takes the next event off the ARQ, if the firmware posted one, and re-arms its slot (§5.5).
+    /// Takes the next event off the ARQ, if the firmware posted one, and re-arms its slot (docs/hw/i40e.md §5.5).
     pub fn receive<R: RegisterSpace>(&mut self, regs: &Regs<R>) -> Option<Event> {
         let ntu = aq_index::INDEX.get(regs.read(regs::PF_ARQH)) as usize;
         let i = self.arq.next;

@@ -16,9 +16,9 @@ use crate::ring::{RING_ALIGN, RING_MAX, RING_MIN};
 use crate::stats::HwStats;
 
 impl<R: RegisterSpace> I40e<R> {
-    // ---- §4 reset ----
+    // ---- docs/hw/i40e.md §4 reset ----
 
-    /// §4.3: what an earlier driver left behind (interrupt causes, queue lists, enabled queues).
+    /// docs/hw/i40e.md §4.3: what an earlier driver left behind (interrupt causes, queue lists, enabled queues).
     pub(super) fn clear_leftovers(&self) {
         let t = &self.options.timing;
         let vectors = glpci_cnf2::MSI_X_PF_N.get(self.regs.read(GLPCI_CNF2));
@@ -51,7 +51,7 @@ impl<R: RegisterSpace> I40e<R> {
         std::thread::sleep(Duration::from_micros(50));
     }
 
-    /// §4.1: wait out a global reset, wait for the firmware's configuration, PF software reset.
+    /// docs/hw/i40e.md §4.1: wait out a global reset, wait for the firmware's configuration, PF software reset.
     pub(super) fn pf_reset(&self) -> Result<()> {
         let t = &self.options.timing;
         let polls = (glgen_rstctl::GRSTDEL.get(self.regs.read(GLGEN_RSTCTL)) * 20).clamp(1, 160);
@@ -101,7 +101,7 @@ impl<R: RegisterSpace> I40e<R> {
         }
     }
 
-    // ---- §3 bring-up ----
+    // ---- docs/hw/i40e.md §3 bring-up ----
 
     pub(super) fn bring_up(&mut self) -> Result<()> {
         let t = self.options.timing.clone();
@@ -111,7 +111,7 @@ impl<R: RegisterSpace> I40e<R> {
         }
         self.clear_leftovers();
         self.pf_reset()?;
-        // §3 step 4.
+        // docs/hw/i40e.md §3 step 4.
         self.id.port = pfgen_portnum::PORT_NUM.get(self.regs.read(PFGEN_PORTNUM)) as u8;
         let rid = self.regs.read(PF_FUNC_RID);
         self.id.pf_id = if self.regs.read(GLPCI_CAPSUP) & glpci_capsup::ARI_EN != 0 {
@@ -119,7 +119,7 @@ impl<R: RegisterSpace> I40e<R> {
         } else {
             pf_func_rid::FUNCTION_NUMBER.get(rid)
         } as u8;
-        // §3 step 5, §5.3.
+        // docs/hw/i40e.md §3 step 5, §5.3.
         let mut version = None;
         let mut last_err = None;
         for attempt in 0..t.version_attempts.max(1) {
@@ -152,7 +152,7 @@ impl<R: RegisterSpace> I40e<R> {
             }));
         }
         self.send_driver_version();
-        // §3 step 7: leave PXE mode; the register is written whatever the firmware said.
+        // docs/hw/i40e.md §3 step 7: leave PXE mode; the register is written whatever the firmware said.
         let mut pxe = [0u8; 16];
         cmds::ClearPxeCmd { rx_cnt: 2 }.encode_into(&mut pxe);
         match self.aq(Opcode::ClearPxeMode, pxe, None, &[]) {
@@ -162,7 +162,7 @@ impl<R: RegisterSpace> I40e<R> {
         }
         self.regs.write(GLLAN_RCTL_0, gllan_rctl_0::PXE_MODE);
         self.read_capabilities()?;
-        // §3 step 10.
+        // docs/hw/i40e.md §3 step 10.
         let n = self.id.queues as u32;
         self.hmc = Some(LanHmc::new(
             &self.regs,
@@ -176,7 +176,7 @@ impl<R: RegisterSpace> I40e<R> {
         )?);
         self.read_mac()?;
         self.setup_main_vsi()?;
-        // Link events on (Get Link Status with LSE enable, §5.5), and only the events the driver wants (§3 step
+        // Link events on (Get Link Status with LSE enable, docs/hw/i40e.md §5.5), and only the events the driver wants (§3 step
         // 24; its mask suppresses the others).
         let ls = self.get_link(cmds::link::LSE_ENABLE)?;
         *self.link.lock().unwrap_or_else(|e| e.into_inner()) = ls;
@@ -198,7 +198,7 @@ impl<R: RegisterSpace> I40e<R> {
         let _ = self.aq(Opcode::DriverVersion, p, Some(Buffer { data: &mut name, rd: true }), &[]);
     }
 
-    /// §6.2: queues, first queue, RSS table, vectors, flow director.
+    /// docs/hw/i40e.md §6.2: queues, first queue, RSS table, vectors, flow director.
     pub(super) fn read_capabilities(&mut self) -> Result<()> {
         let mut len = BUF_LEN;
         loop {
@@ -251,7 +251,7 @@ impl<R: RegisterSpace> I40e<R> {
         }
     }
 
-    /// §6.4.
+    /// docs/hw/i40e.md §6.4.
     pub(super) fn read_mac(&mut self) -> Result<()> {
         let mut buf = [0u8; cmds::mac_read::BUF_LEN];
         let d = self.aq(Opcode::MacAddressRead, [0; 16], Some(Buffer { data: &mut buf, rd: false }), &[])?;
@@ -268,7 +268,7 @@ impl<R: RegisterSpace> I40e<R> {
         Ok(())
     }
 
-    /// §6.5, §6.6: the main VSI's SEID, its parameters, its TC 0 queue set, and its queue map.
+    /// docs/hw/i40e.md §6.5, §6.6: the main VSI's SEID, its parameters, its TC 0 queue set, and its queue map.
     pub(super) fn setup_main_vsi(&mut self) -> Result<()> {
         let bad = |reason: String| DevError::BadAnswer {
             opcode: Opcode::GetSwitchConfig.value(),
@@ -295,7 +295,7 @@ impl<R: RegisterSpace> I40e<R> {
         self.vsi.stat_idx = cur.stat_counter_idx;
         self.vsi.qs_handle = cur.qs_handle[0];
 
-        // TC 0 with one credit; its handle replaces the one above (§6.6).
+        // TC 0 with one credit; its handle replaces the one above (docs/hw/i40e.md §6.6).
         let mut p = [0u8; 16];
         cmds::VsiCmd { uplink_seid: self.vsi.seid, ..Default::default() }.encode_into(&mut p);
         let mut bw =
@@ -372,7 +372,7 @@ impl<R: RegisterSpace> I40e<R> {
     }
 
     pub(super) fn fill_lut(&mut self, queues: u16) {
-        // Entries are relative to the VSI's first queue (§12.1).
+        // Entries are relative to the VSI's first queue (docs/hw/i40e.md §12.1).
         let n = queues.min(HLUT_MAX_QUEUE + 1) as usize;
         for (e, slot) in self.lut.iter_mut().enumerate() {
             *slot = (e % n) as u8;

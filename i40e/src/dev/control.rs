@@ -8,7 +8,7 @@ use crate::adminq::cmds::{self, Opcode};
 use crate::adminq::Buffer;
 
 impl<R: RegisterSpace> I40e<R> {
-    // ---- link (§7) ----
+    // ---- link (docs/hw/i40e.md §7) ----
 
     pub(super) fn get_link(&self, lse: u16) -> Result<LinkStatus> {
         let mut p = [0u8; 16];
@@ -32,8 +32,8 @@ impl<R: RegisterSpace> I40e<R> {
         }
     }
 
-    /// Set PHY Config (§7.2): the link up with auto-negotiation, or administratively down.
-    /// Get PHY Abilities (§7.1) with `param0` (0: the current configuration; [`cmds::phy::REPORT_INIT`]: the
+    /// Set PHY Config (docs/hw/i40e.md §7.2): the link up with auto-negotiation, or administratively down.
+    /// Get PHY Abilities (docs/hw/i40e.md §7.1) with `param0` (0: the current configuration; [`cmds::phy::REPORT_INIT`]: the
     /// NVM's initial values).
     fn phy_abilities(&self, param0: u32) -> Result<cmds::PhyAbilities> {
         let mut p = [0u8; 16];
@@ -45,11 +45,11 @@ impl<R: RegisterSpace> I40e<R> {
 
     pub(super) fn set_phy(&self, up: bool) -> Result<()> {
         let cur = self.phy_abilities(0)?;
-        // DPDK looks at the type and the speed only, not at the current AN or ENABLE_LINK bits (§7.2).
+        // DPDK looks at the type and the speed only, not at the current AN or ENABLE_LINK bits (docs/hw/i40e.md §7.2).
         if up && cur.phy_type != 0 && cur.link_speed != 0 {
             return Ok(());
         }
-        // The speeds to ask for: all the NVM's initial values allow (§7.2 step 1), else the current ones.
+        // The speeds to ask for: all the NVM's initial values allow (docs/hw/i40e.md §7.2 step 1), else the current ones.
         let speeds = if up {
             let init = self.phy_abilities(cmds::phy::REPORT_INIT)?;
             if init.link_speed != 0 {
@@ -103,7 +103,7 @@ impl<R: RegisterSpace> I40e<R> {
         Ok(())
     }
 
-    // ---- receive modes and filters (§6.7, §6.8) ----
+    // ---- receive modes and filters (docs/hw/i40e.md §6.7, §6.8) ----
 
     pub(super) fn promisc(&self, flags: u16, valid: u16) -> Result<()> {
         let mut p = [0u8; 16];
@@ -150,9 +150,9 @@ impl<R: RegisterSpace> I40e<R> {
         Ok(())
     }
 
-    // ---- RSS (§12) ----
+    // ---- RSS (docs/hw/i40e.md §12) ----
 
-    /// Writes an RX-filter register: through command 0x0207 from API 1.5 on, falling back to MMIO (§6.11).
+    /// Writes an RX-filter register: through command 0x0207 from API 1.5 on, falling back to MMIO (docs/hw/i40e.md §6.11).
     pub(super) fn write_rx_ctl(&self, reg: Reg, value: u32) {
         if self.id.api >= (1, 5) {
             let mut p = [0u8; 16];
@@ -189,7 +189,7 @@ impl<R: RegisterSpace> I40e<R> {
         v
     }
 
-    /// §12.2: HENA off, Toeplitz, no symmetric hash, table size, key, table, then the hashed types.
+    /// docs/hw/i40e.md §12.2: HENA off, Toeplitz, no symmetric hash, table size, key, table, then the hashed types.
     pub(super) fn apply_rss(&self) {
         self.write_rx_ctl(pfqf_hena(0), 0);
         self.write_rx_ctl(pfqf_hena(1), 0);

@@ -61,13 +61,13 @@ pub fn max_speed_of(vendor: u16, device: u16) -> Option<u32> {
     PCI_IDS.iter().find(|(v, d, _)| *v == vendor && *d == device).map(|(_, _, s)| *s)
 }
 
-/// The newest admin-queue API this driver was written for (§6.1: API major 1; the headers target 1.15).
+/// The newest admin-queue API this driver was written for (docs/hw/i40e.md §6.1: API major 1; the headers target 1.15).
 pub const API_KNOWN: (u16, u16) = (1, 15);
-/// Largest frame (§15).
+/// Largest frame (docs/hw/i40e.md §15).
 pub const MAX_FRAME_SIZE: u32 = MAX_FRAME;
-/// Header, CRC and two VLAN tags added to the MTU (§7.3).
+/// Header, CRC and two VLAN tags added to the MTU (docs/hw/i40e.md §7.3).
 pub const FRAME_OVERHEAD: u32 = 14 + 4 + 2 * 4;
-/// The default RSS key (§12.2).
+/// The default RSS key (docs/hw/i40e.md §12.2).
 pub const DEFAULT_RSS_KEY: [u8; RSS_KEY_LEN] = [
     0x44, 0x39, 0x79, 0x6b, 0xb5, 0x4c, 0x50, 0x23, 0xb6, 0x75, 0xea, 0x5b, 0x12, 0x4f, 0x9f, 0x30, 0xb8, 0xa2, 0xc0,
     0x3d, 0xdf, 0xdc, 0x4d, 0x02, 0xa0, 0x8c, 0x9b, 0x33, 0x4a, 0xf6, 0x4a, 0x4c, 0x05, 0xc6, 0xfa, 0x34, 0x39, 0x58,
@@ -77,23 +77,23 @@ pub const DEFAULT_RSS_KEY: [u8; RSS_KEY_LEN] = [
 /// Waits and timeouts of the bring-up. The defaults are the hardware's (DPDK's); a model may use shorter ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timing {
-    /// Poll step while a global reset finishes (§4.1 step 1: 100 ms; the count comes from GRSTDEL).
+    /// Poll step while a global reset finishes (docs/hw/i40e.md §4.1 step 1: 100 ms; the count comes from GRSTDEL).
     pub global_reset_step: Duration,
-    /// NVM configuration loaded (§4.1 step 2: 1000 x 10 ms).
+    /// NVM configuration loaded (docs/hw/i40e.md §4.1 step 2: 1000 x 10 ms).
     pub nvm_ready: Duration,
-    /// PFGEN_CTRL.PFSWR clears (§4.1 step 3: 1000 x 1 ms).
+    /// PFGEN_CTRL.PFSWR clears (docs/hw/i40e.md §4.1 step 3: 1000 x 1 ms).
     pub pf_reset: Duration,
-    /// One admin-queue command (§5.4: 250 ms).
+    /// One admin-queue command (docs/hw/i40e.md §5.4: 250 ms).
     pub aq_command: Duration,
     /// Admin-queue poll step (50 µs).
     pub aq_step: Duration,
-    /// Get Version attempts and the pause between them (§5.3 step 5: 10, 100 ms).
+    /// Get Version attempts and the pause between them (docs/hw/i40e.md §5.3 step 5: 10, 100 ms).
     pub version_attempts: u32,
     /// Pause between Get Version attempts.
     pub version_retry: Duration,
     /// Queue enable/disable.
     pub queue: QueueTiming,
-    /// Pause after the TX pre-disable of every queue when clearing leftovers (§4.3 step 6: 400 µs).
+    /// Pause after the TX pre-disable of every queue when clearing leftovers (docs/hw/i40e.md §4.3 step 6: 400 µs).
     pub clear_pre_disable: Duration,
 }
 
@@ -147,7 +147,7 @@ impl Options {
     }
 }
 
-/// What the firmware reported about the function (§6.1, §6.2).
+/// What the firmware reported about the function (docs/hw/i40e.md §6.1, §6.2).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Identity {
     /// Firmware (major, minor).
@@ -166,13 +166,13 @@ pub struct Identity {
     pub rss_table: u16,
     /// MSI-X vectors.
     pub msix: u32,
-    /// The flow director is present (its queue is PF queue 0, §6.6).
+    /// The flow director is present (its queue is PF queue 0, docs/hw/i40e.md §6.6).
     pub flow_director: bool,
     /// The permanent MAC (MAC Address Read).
     pub mac: MacAddr,
 }
 
-/// The PF's main VSI (§6.5, §6.6).
+/// The PF's main VSI (docs/hw/i40e.md §6.5, §6.6).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MainVsi {
     /// Its SEID.
@@ -225,7 +225,7 @@ impl<R: RegisterSpace> std::fmt::Debug for I40e<R> {
 }
 
 impl<R: RegisterSpace> I40e<R> {
-    /// Opens the PF behind `regs`: brings it up to the point where it can be configured and started (§3 steps 1
+    /// Opens the PF behind `regs`: brings it up to the point where it can be configured and started (docs/hw/i40e.md §3 steps 1
     /// to 17). DMA memory (admin queue, HMC, rings) comes from `allocator` and is made reachable through `mapper`.
     pub fn new(regs: Arc<R>, mapper: Arc<dyn DmaMapper>, allocator: Allocator, options: Options) -> Result<Self> {
         let name = options.name.clone();
@@ -396,7 +396,7 @@ impl<R: RegisterSpace> I40e<R> {
         hw.update(&self.regs, self.id.port, self.vsi.stat_idx).to_vec()
     }
 
-    /// Undoes the bring-up in reverse (§3 shutdown): queues off, HMC cleared, Queue Shutdown, admin queue off, PF
+    /// Undoes the bring-up in reverse (docs/hw/i40e.md §3 shutdown): queues off, HMC cleared, Queue Shutdown, admin queue off, PF
     /// reset. Called on drop.
     fn close(&mut self) {
         self.tx.clear();
@@ -474,7 +474,7 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
             return Ok(());
         }
         self.state.stop()?;
-        // TX first, then RX (§9.4); each ring disables its queue as it drops.
+        // TX first, then RX (docs/hw/i40e.md §9.4); each ring disables its queue as it drops.
         self.tx.clear();
         self.rx.clear();
         // DPDK takes the link down administratively at stop; start brings it up again.

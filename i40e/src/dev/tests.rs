@@ -151,7 +151,10 @@ fn start_writes_the_contexts_and_enables_queues_stop_undoes_it() {
         let fw = fake.firmware();
         assert_eq!(fw.promisc, cmds::promisc::BROADCAST);
         assert_eq!(fw.max_frame, 9026);
-        assert_eq!(fw.phy_abilities, None, "the PHY already has a type and a speed: nothing to set (§7.2)");
+        assert_eq!(
+            fw.phy_abilities, None,
+            "the PHY already has a type and a speed: nothing to set (docs/hw/i40e.md §7.2)"
+        );
     }
     assert!(dev.set_mtu(1500).is_err(), "not while started");
     drop((rxq, txq));

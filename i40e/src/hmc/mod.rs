@@ -1,7 +1,7 @@
 //! The LAN Host Memory Cache (docs/hw/i40e.md §8): the FPM layout of this function's TX and RX queue contexts,
 //! the host memory backing it (direct segments, or paged ones when no contiguous area can be had), the segment
 //! descriptor registers, and the bit-exact packing of the TX (128-byte) and RX (32-byte) queue contexts from their
-//! field tables (§8.4-§8.6).
+//! field tables (docs/hw/i40e.md §8.4-§8.6).
 
 use std::sync::Arc;
 
@@ -13,20 +13,20 @@ use crate::dma::DmaArea;
 use crate::error::Error;
 use crate::regs::{self, glhmc, pfhmc_pdinv, pfhmc_sdcmd, pfhmc_sddatalow, Regs};
 
-/// FPM space one segment descriptor covers (§8.1).
+/// FPM space one segment descriptor covers (docs/hw/i40e.md §8.1).
 pub const SD_SIZE: usize = 2 << 20;
-/// A paged backing page (§8.1).
+/// A paged backing page (docs/hw/i40e.md §8.1).
 pub const PAGE_SIZE: usize = 4096;
 /// PD entries per paged SD.
 pub const PDS_PER_SD: usize = SD_SIZE / PAGE_SIZE;
-/// FPM object bases are aligned to this (§8.1).
+/// FPM object bases are aligned to this (docs/hw/i40e.md §8.1).
 pub const BASE_ALIGN: usize = 512;
-/// The backing-page count written into every SD entry (§8.3 step 4).
+/// The backing-page count written into every SD entry (docs/hw/i40e.md §8.3 step 4).
 pub const SD_BPCOUNT: u32 = 512;
-/// A PD entry's valid bit (§8.1).
+/// A PD entry's valid bit (docs/hw/i40e.md §8.1).
 pub const PD_VALID: u64 = 1;
 
-/// One field of a queue context: `width` bits at bit `lsb` of the object, little-endian (§8.4).
+/// One field of a queue context: `width` bits at bit `lsb` of the object, little-endian (docs/hw/i40e.md §8.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CtxField {
     /// Its name in docs/hw/i40e.md.
@@ -41,7 +41,7 @@ const fn f(name: &'static str, width: u32, lsb: u32) -> CtxField {
     CtxField { name, width, lsb }
 }
 
-/// The TX queue context's fields (§8.5), in [`TxQueueContext::values`] order.
+/// The TX queue context's fields (docs/hw/i40e.md §8.5), in [`TxQueueContext::values`] order.
 pub const TXQ_CTX_FIELDS: [CtxField; 18] = [
     f("head", 13, 0),
     f("new_context", 1, 30),
@@ -63,7 +63,7 @@ pub const TXQ_CTX_FIELDS: [CtxField; 18] = [
     f("rdylist_act", 1, 990),
 ];
 
-/// The RX queue context's fields (§8.6), in [`RxQueueContext::values`] order.
+/// The RX queue context's fields (docs/hw/i40e.md §8.6), in [`RxQueueContext::values`] order.
 pub const RXQ_CTX_FIELDS: [CtxField; 21] = [
     f("head", 13, 0),
     f("cpuid", 8, 13),
@@ -92,12 +92,12 @@ pub const RXQ_CTX_FIELDS: [CtxField; 21] = [
 pub const TXQ_CTX_LEN: usize = 128;
 /// RX context object size.
 pub const RXQ_CTX_LEN: usize = 32;
-/// The ring base is stored in units of this (§8.5, §8.6).
+/// The ring base is stored in units of this (docs/hw/i40e.md §8.5, §8.6).
 pub const CTX_BASE_UNIT: u64 = 128;
-/// The RX data buffer size is stored in units of this (§8.6 dbuff).
+/// The RX data buffer size is stored in units of this (docs/hw/i40e.md §8.6 dbuff).
 pub const DBUFF_UNIT: u32 = 128;
 
-/// Packs `values` (one per field of `fields`, masked to the field's width) into `out` (§8.4): each value is
+/// Packs `values` (one per field of `fields`, masked to the field's width) into `out` (docs/hw/i40e.md §8.4): each value is
 /// shifted to its bit offset and OR-ed into the bytes from `lsb / 8` on. `out` should be zeroed first.
 pub fn pack(fields: &[CtxField], values: &[u64], out: &mut [u8]) {
     for (fd, &v) in fields.iter().zip(values) {
@@ -114,12 +114,12 @@ pub fn pack(fields: &[CtxField], values: &[u64], out: &mut [u8]) {
     }
 }
 
-/// The TX queue context (§8.5).
+/// The TX queue context (docs/hw/i40e.md §8.5).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TxQueueContext {
     /// Head.
     pub head: u16,
-    /// Set to 1 (§8.5).
+    /// Set to 1 (docs/hw/i40e.md §8.5).
     pub new_context: bool,
     /// Ring IOVA / 128.
     pub base: u64,
@@ -188,7 +188,7 @@ impl TxQueueContext {
     }
 }
 
-/// The RX queue context (§8.6).
+/// The RX queue context (docs/hw/i40e.md §8.6).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RxQueueContext {
     /// Head.
@@ -231,7 +231,7 @@ pub struct RxQueueContext {
     pub tphhead_ena: bool,
     /// Low RX queue threshold.
     pub lrxqthresh: u8,
-    /// Prefetch (required, §8.6).
+    /// Prefetch (required, docs/hw/i40e.md §8.6).
     pub prefena: bool,
 }
 
@@ -271,7 +271,7 @@ impl RxQueueContext {
     }
 }
 
-/// Where this function's objects sit in its FPM space (§8.3 step 2).
+/// Where this function's objects sit in its FPM space (docs/hw/i40e.md §8.3 step 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FpmLayout {
     /// TX contexts.
@@ -350,7 +350,7 @@ impl std::fmt::Debug for LanHmc {
 
 impl LanHmc {
     /// Sizes the FPM for `ntx`/`nrx` contexts from GLHMC_LAN{TX,RX}OBJSZ, checks them against GLHMC_LANQMAX,
-    /// allocates the backing and programs the SDs and the object bases and counts of function `hmc_fn` (§8.3).
+    /// allocates the backing and programs the SDs and the object bases and counts of function `hmc_fn` (docs/hw/i40e.md §8.3).
     #[allow(clippy::too_many_arguments)]
     pub fn new<R: RegisterSpace>(
         regs: &Regs<R>,
@@ -375,7 +375,7 @@ impl LanHmc {
             return Err(Error::Hmc {
                 reason: format!(
                     "context sizes 2^{tx_log2} (TX) and 2^{rx_log2} (RX); this driver packs {TXQ_CTX_LEN} and \
-                     {RXQ_CTX_LEN} bytes (§8.2)"
+                     {RXQ_CTX_LEN} bytes (docs/hw/i40e.md §8.2)"
                 ),
             }
             .at(port));
@@ -437,7 +437,7 @@ impl LanHmc {
         regs.write(regs::PFHMC_SDCMD, pfhmc_sdcmd::PMSDIDX.val(j as u32) | pfhmc_sdcmd::PMSDWR);
     }
 
-    /// Programs the SDs (and PD entries) and the object bases and counts (§8.3 steps 4 to 6).
+    /// Programs the SDs (and PD entries) and the object bases and counts (docs/hw/i40e.md §8.3 steps 4 to 6).
     fn program<R: RegisterSpace>(&self, regs: &Regs<R>) {
         match &self.backing {
             Backing::Direct(areas) => {
@@ -479,7 +479,7 @@ impl LanHmc {
         }
     }
 
-    /// Writes queue `q`'s TX context (zeroed, then packed; §8.4).
+    /// Writes queue `q`'s TX context (zeroed, then packed; docs/hw/i40e.md §8.4).
     pub fn write_tx(&self, q: u16, ctx: &TxQueueContext) {
         assert!((q as u32) < self.layout.tx_count, "TX context {q} outside the HMC");
         let (a, off) = self.locate(self.layout.tx_ctx(q));
@@ -509,7 +509,7 @@ impl LanHmc {
         b
     }
 
-    /// Invalidates the SDs and zeroes the object counts (§8.3 teardown); the memory goes when `self` drops.
+    /// Invalidates the SDs and zeroes the object counts (docs/hw/i40e.md §8.3 teardown); the memory goes when `self` drops.
     pub fn clear<R: RegisterSpace>(&self, regs: &Regs<R>) {
         let direct = !self.is_paged();
         for j in 0..self.layout.sd_count() {
