@@ -232,8 +232,9 @@ impl X710Port {
 
     /// Frames waiting in the packet buffer.
     pub fn rx_pending(&self) -> usize {
-        self.shared.inbound.lock().unwrap_or_else(|e| e.into_inner()).frames.len()
-            + usize::from(self.shared.lock().rx_blocked.is_some())
+        // One lock at a time: the model thread takes the core lock and then the packet buffer's.
+        let blocked = usize::from(self.shared.lock().rx_blocked.is_some());
+        self.shared.inbound.lock().unwrap_or_else(|e| e.into_inner()).frames.len() + blocked
     }
 
     /// Processes everything pending now (admin queue, TX rings, RX frames); returns the work done (0: idle).
