@@ -319,11 +319,8 @@ impl AdminQ {
         }
     }
 
-    /// What a PF reset makes the firmware forget (the rings themselves are EMPR registers and stay, docs/hw/i40e.md §4.2).
-    pub fn reset_firmware_state(&mut self) {
-        self.inject = None;
-    }
-
+    /// Arms an error for the next command (of `opcode`). Test harness state, not firmware state: it survives a PF
+    /// reset, so a test can arm it before a driver's bring-up (which resets the PF first).
     pub fn inject_error(&mut self, opcode: Option<u16>, rc: AqRc) {
         self.inject = Some((opcode, rc));
     }

@@ -312,7 +312,7 @@ impl X710Port {
     }
 
     /// Fault injection: the next admin command (of `opcode`, or any with `None`) completes with return code `rc`
-    /// (and ERR) without being executed.
+    /// (and ERR) without being executed. Armed until it fires, across PF resets (so it can hit a driver's bring-up).
     pub fn inject_aq_error(&self, opcode: Option<u16>, rc: AqRc) {
         self.shared.lock().aq.inject_error(opcode, rc);
     }
