@@ -514,13 +514,14 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
     }
 
     fn set_promiscuous(&mut self, on: bool) -> Result<()> {
-        self.state.promiscuous = on;
-        self.apply_rx_modes()
+        let was = std::mem::replace(&mut self.state.promiscuous, on);
+        // A mode the firmware refused is not reported as on.
+        self.apply_rx_modes().inspect_err(|_| self.state.promiscuous = was)
     }
 
     fn set_allmulticast(&mut self, on: bool) -> Result<()> {
-        self.state.allmulticast = on;
-        self.apply_rx_modes()
+        let was = std::mem::replace(&mut self.state.allmulticast, on);
+        self.apply_rx_modes().inspect_err(|_| self.state.allmulticast = was)
     }
 
     fn set_mtu(&mut self, mtu: u16) -> Result<()> {
