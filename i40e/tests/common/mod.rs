@@ -47,7 +47,7 @@ pub fn open_pair(config: X710Config) -> (Port, Port) {
 }
 
 pub fn pool(name: &str, size: u32) -> Mempool {
-    Mempool::new(name, &PoolConfig { size, ..Default::default() }, &Allocator::no_huge()).unwrap()
+    Mempool::new(name, &PoolConfig { size, cache_size: 0, ..Default::default() }, &Allocator::no_huge()).unwrap()
 }
 
 /// Polls `f` until it is true or `secs` pass.
