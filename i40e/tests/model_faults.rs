@@ -25,12 +25,14 @@ fn started(pool: &mempool::Mempool) -> Port {
     port
 }
 
+/// Stops and closes the port: nothing may be left behind, and the close itself must not upset the firmware.
 fn finish(mut port: Port, pool: &mempool::Mempool) {
     let _ = port.dev.stop();
     let map = port.model.dma_mapper();
     drop(port.dev);
     assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
     assert_eq!(map.region_count(), 0, "DMA mappings left after close");
+    port.model.assert_no_faults();
 }
 
 #[test]
