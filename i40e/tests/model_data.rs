@@ -71,6 +71,8 @@ fn frames_cross_each_way_byte_for_byte() {
     assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
     a.model.assert_no_faults();
     b.model.assert_no_faults();
+    close(a);
+    close(b);
 }
 
 #[test]
@@ -120,6 +122,8 @@ fn jumbo_9000_byte_frames_both_ways_as_chains() {
     assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
     a.model.assert_no_faults();
     b.model.assert_no_faults();
+    close(a);
+    close(b);
 }
 
 /// Toeplitz input of an IPv4 TCP/UDP frame: addresses then ports (docs/hw/i40e.md §12.2).
@@ -196,6 +200,7 @@ fn rss_run(nq: u16, reta: Option<Vec<u16>>) {
     port.dev.stop().unwrap();
     assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
     port.model.assert_no_faults();
+    close(port);
 }
 
 #[test]
@@ -242,4 +247,5 @@ fn a_48_bit_counter_wraps_and_the_driver_keeps_counting() {
     port.dev.stop().unwrap();
     assert!(pool.is_full());
     port.model.assert_no_faults();
+    close(port);
 }

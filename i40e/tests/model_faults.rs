@@ -10,8 +10,8 @@ use common::*;
 use hugepage::Allocator;
 use i40e::{Error, I40e};
 use mempool::PacketBatch;
-use nicsim::{AqRc, X710Config, X710};
-use pktio::{EthDev, PortConfig, TxQueue};
+use nicsim::{AqRc, X710Config, X710RxError, X710};
+use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
 
 /// Opcodes (docs/hw/i40e.md §6).
 const GET_SWITCH_CONFIG: u16 = 0x0200;
@@ -143,6 +143,51 @@ fn a_hung_tx_queue_fills_and_stop_still_frees_every_buffer() {
     });
     assert_eq!(out, vec![frame]);
     drop(tx);
+    port.model.assert_no_faults();
+    finish(port, &pool);
+}
+
+#[test]
+fn damaged_frames_are_dropped_and_counted_and_good_ones_still_arrive() {
+    let pool = pool("fault-crc", 1023);
+    let mut port = started(&pool);
+    let mac = port.dev.mac_addr().0;
+    let mut rx = port.dev.rx_queue_typed(0).unwrap();
+    let good = udp_frame(mac, [2, 0, 0, 0, 0, 9], ([1, 1, 1, 1], [2, 2, 2, 2]), (1, 2), 100);
+    for k in 0..6 {
+        if k % 2 == 0 {
+            assert!(port.model.inject_error(&good, X710RxError::Crc));
+        } else {
+            assert!(port.model.inject(&good));
+        }
+    }
+    let mut got = PacketBatch::with_capacity(8);
+    wait_for(5, "the good frames", || {
+        rx.rx_burst(&mut got);
+        got.len() >= 3
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    rx.rx_burst(&mut got);
+    assert_eq!(got.len(), 3, "only the good frames are delivered");
+    assert!(got.iter().all(|m| bytes(m) == good));
+    drop(got);
+    wait_for(2, "the CRC errors counted", || port.dev.stats().ierrors == 3);
+    let crc = port.dev.xstats().into_iter().find(|x| x.name == "rx_crc_errors").unwrap().value;
+    assert_eq!(crc, 3, "GLPRT_CRCERRS");
+    drop(rx);
+    port.model.assert_no_faults();
+    finish(port, &pool);
+}
+
+#[test]
+fn a_pulled_cable_takes_the_link_down_and_back() {
+    let pool = pool("fault-cable", 1023);
+    let port = started(&pool);
+    port.model.set_cable(false);
+    wait_for(5, "link down", || !port.dev.link().up);
+    port.model.set_cable(true);
+    wait_for(5, "link up", || port.dev.link().up);
+    assert_eq!(port.dev.link().speed_mbps, 10_000);
     port.model.assert_no_faults();
     finish(port, &pool);
 }

@@ -144,4 +144,6 @@ fn threaded_forwarding_between_two_model_ports_counts_exactly() {
     assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
     a.model.assert_no_faults();
     b.model.assert_no_faults();
+    close(a);
+    close(b);
 }

@@ -151,3 +151,14 @@ pub fn bytes(m: &mempool::Mbuf) -> Vec<u8> {
     assert_eq!(m.copy_to(&mut v), v.len());
     v
 }
+
+/// Closes the driver and checks it left nothing: no DMA mapping in the model's IOVA map, no fault (the close's own
+/// admin commands and register writes included).
+pub fn close(port: Port) {
+    let Port { dev, thread, model } = port;
+    let map = model.dma_mapper();
+    drop(dev);
+    assert_eq!(map.region_count(), 0, "DMA mappings left after close");
+    drop(thread);
+    model.assert_no_faults();
+}
