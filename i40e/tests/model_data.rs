@@ -249,3 +249,42 @@ fn a_48_bit_counter_wraps_and_the_driver_keeps_counting() {
     port.model.assert_no_faults();
     close(port);
 }
+
+#[test]
+fn a_paged_hmc_carries_the_contexts_as_a_direct_one_does() {
+    use i40e::hmc::HmcMode;
+    let pool = pool("model-paged", 1023);
+    let mut ports = Vec::new();
+    let ((b0, m0), (b1, m1)) = nicsim::X710::pair(X710Config::default());
+    for (name, bar, model) in [("paged0", b0, m0), ("paged1", b1, m1)] {
+        let thread = model.start_thread();
+        let options = i40e::Options { hmc_mode: HmcMode::Paged, ..options(name, &model) };
+        let dev =
+            i40e::I40e::new(std::sync::Arc::new(bar), model.dma_mapper(), hugepage::Allocator::no_huge(), options)
+                .expect("bring-up with a paged HMC");
+        assert!(dev.hmc().unwrap().is_paged());
+        ports.push(Port { dev, thread, model });
+    }
+    let mut b = ports.pop().unwrap();
+    let mut a = ports.pop().unwrap();
+    for p in [&mut a, &mut b] {
+        p.dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();
+        p.dev.start(&pool).unwrap();
+    }
+    wait_for(5, "links", || a.dev.link().up && b.dev.link().up);
+    let (mac0, mac1) = (a.dev.mac_addr().0, b.dev.mac_addr().0);
+    let mut tx0 = a.dev.tx_queue_typed(0).unwrap();
+    let mut rx1 = b.dev.rx_queue_typed(0).unwrap();
+    let f = udp_frame(mac1, mac0, IPS, (7, 8), 300);
+    let mut out = PacketBatch::new();
+    out.push(mbuf_from(&pool, &f)).unwrap();
+    assert_eq!(tx0.tx_burst(&mut out), 1);
+    let got = receive(&mut rx1, 1);
+    assert_eq!(bytes(got.iter().next().unwrap()), f);
+    drop((got, tx0, rx1));
+    a.dev.stop().unwrap();
+    b.dev.stop().unwrap();
+    assert!(pool.is_full());
+    close(a);
+    close(b);
+}
