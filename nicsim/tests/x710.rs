@@ -1391,3 +1391,77 @@ fn transmitted_frames_to_a_pcap_file() {
     assert_eq!(records[0].data, f);
     r.port.assert_no_faults();
 }
+
+// ---- found by running the i40e driver against the model ---------------------------------------------------------------
+
+#[test]
+fn a_driver_write_of_atqh_rings_nothing() {
+    let mut r = Rig::new(X710Config::default());
+    r.reset();
+    r.init_aq();
+    r.direct(0x0001, [0; 16]).ok();
+    r.direct(0x0001, [0; 16]).ok();
+    let done = r.port.counters().aq_commands;
+    // Shutdown's order (docs/hw/i40e.md §5.3): H = 0 while T still points past two completed descriptors.
+    r.wr(PF_ATQH, 0);
+    for _ in 0..4 {
+        r.port.step();
+    }
+    assert_eq!(r.port.counters().aq_commands, done, "completed commands ran again");
+    r.wr(PF_ATQT, 0);
+    r.wr(PF_ATQLEN, 0);
+    r.port.step();
+    r.port.assert_no_faults();
+}
+
+#[test]
+fn get_phy_abilities_reports_the_last_set_phy_config() {
+    let mut r = Rig::new(X710Config::default());
+    r.reset();
+    r.init_aq();
+    let current = |r: &mut Rig| {
+        let a = r.indirect(0x0600, false, [0; 8], &[0; 536]);
+        a.ok();
+        (le32(&a.buf, 0), a.buf[4])
+    };
+    assert_eq!(current(&mut r), (1 << 0x14, 0x08), "the NVM's 10GBASE-SR at 10G before any Set PHY Config");
+    // Link down as DPDK does it: no ENABLE_LINK, phy_type 0 (docs/hw/i40e.md §7.2).
+    let mut p = [0u8; 16];
+    p[4] = 0x08;
+    p[5] = 0x20;
+    r.direct(0x0601, p).ok();
+    assert_eq!(current(&mut r).0, 0, "phy_type 0 after the link-down configuration");
+    let mut init = [0u8; 8];
+    init[0] = 2;
+    let a = r.indirect(0x0600, false, init, &[0; 536]);
+    assert_eq!(le32(&a.ok().buf, 0), 1 << 0x14, "the initial values stay the NVM's");
+    r.port.assert_no_faults();
+}
+
+#[test]
+fn an_armed_admin_error_survives_a_pf_reset() {
+    let mut r = Rig::new(X710Config::default());
+    r.port.inject_aq_error(Some(0x0001), AqRc::Eio);
+    r.reset();
+    r.init_aq();
+    r.direct(0x0001, [0; 16]).failed(AqRc::Eio);
+    r.direct(0x0001, [0; 16]).ok();
+}
+
+#[test]
+fn rx_write_back_carries_the_checksum_verdict() {
+    let mut r = ready(X710Config::default(), 1, 1);
+    let good = udp(MAC, 1, 2, 40);
+    let mut bad_ip = good.clone();
+    bad_ip[14 + 10] ^= 0xFF;
+    // A UDP checksum that cannot be right (0 means "none" over IPv4, so put 1).
+    let mut bad_l4 = good.clone();
+    bad_l4[14 + 20 + 6..14 + 20 + 8].copy_from_slice(&1u16.to_be_bytes());
+    for (f, l3l4p, ipe, l4e) in [(&good, 1, 0, 0), (&bad_ip, 1, 1, 0), (&bad_l4, 1, 0, 1)] {
+        r.port.inject(f);
+        r.step();
+        let (_, _, qw1) = r.recv(0).expect("delivered");
+        assert_eq!(((qw1 >> 3) & 1, (qw1 >> 22) & 1, (qw1 >> 23) & 1), (l3l4p, ipe, l4e), "L3L4P, IPE, L4E");
+    }
+    r.port.assert_no_faults();
+}

@@ -1,5 +1,5 @@
 //! The poll-mode drivers (PMDs) of this build, in one list. Each driver crate is an optional dependency behind a
-//! default cargo feature (`ixgbe`: net_ixgbe and net_igb; `virtio`: net_virtio; `sim`: the net_sim_* vdevs on
+//! default cargo feature (`ixgbe`: net_ixgbe and net_igb; `i40e`: net_i40e; `virtio`: net_virtio; `sim`: the net_sim_* vdevs on
 //! behavioural models), and [`registry()`] gathers the enabled ones for the EAL:
 //!
 //! ```no_run
@@ -43,6 +43,8 @@ pub fn registry() -> Registry {
     let mut registry = Registry::new();
     #[cfg(feature = "ixgbe")]
     registry.add_pci(ixgbe::PCI_DRIVERS);
+    #[cfg(feature = "i40e")]
+    registry.add_pci(i40e::PCI_DRIVERS);
     #[cfg(feature = "virtio")]
     registry.add_pci(virtio::PCI_DRIVERS);
     #[cfg(feature = "sim")]
@@ -62,10 +64,14 @@ mod tests {
         if cfg!(feature = "ixgbe") {
             pci.extend(["net_ixgbe", "net_igb"]);
         }
+        if cfg!(feature = "i40e") {
+            pci.push("net_i40e");
+        }
         if cfg!(feature = "virtio") {
             pci.push("net_virtio");
         }
-        let vdevs: &[&str] = if cfg!(feature = "sim") { &["net_sim_x540", "net_sim_82599"] } else { &[] };
+        let vdevs: &[&str] =
+            if cfg!(feature = "sim") { &["net_sim_x540", "net_sim_82599", "net_sim_x710"] } else { &[] };
         assert_eq!(r.pci_drivers().iter().map(|d| d.name).collect::<Vec<_>>(), pci);
         assert_eq!(r.vdev_names(), vdevs);
     }
@@ -79,6 +85,7 @@ mod tests {
         assert_eq!(name(0x8086, 0x10fb), on(cfg!(feature = "ixgbe"), "net_ixgbe"), "82599 SFP+");
         assert_eq!(name(0x8086, 0x10c9), on(cfg!(feature = "ixgbe"), "net_igb"), "82576");
         assert_eq!(name(0x1af4, 0x1041), on(cfg!(feature = "virtio"), "net_virtio"), "modern virtio-net");
-        assert_eq!(name(0x8086, 0x1572), None, "X710: no driver yet");
+        assert_eq!(name(0x8086, 0x1572), on(cfg!(feature = "i40e"), "net_i40e"), "X710 SFP+");
+        assert_eq!(name(0x8086, 0x158B), on(cfg!(feature = "i40e"), "net_i40e"), "XXV710 SFP28");
     }
 }

@@ -3,13 +3,15 @@
 //! depends on both drivers and models; driver crates use the models only in their tests.
 //!
 //! - [`x540`]: `net_sim_x540` and `net_sim_82599`, the ixgbe driver on the X540 model and its 82599 variant.
+//! - [`x710`]: `net_sim_x710`, the i40e driver on the X710 / XL710 / XXV710 model.
 //!
 //! [`VDEV_DRIVERS`] lists them for an application's [`pktio::driver::Registry`]. Not supported: models of other
-//! NICs (one module per model family will join [`x540`]), PCI-style probing of a model (models are vdevs only).
+//! NICs (one module per model family joins these), PCI-style probing of a model (models are vdevs only).
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 pub mod x540;
+pub mod x710;
 
 use pktio::driver::VdevDriver;
 
@@ -17,6 +19,7 @@ use pktio::driver::VdevDriver;
 pub static VDEV_DRIVERS: &[VdevDriver] = &[
     VdevDriver { name: x540::VDEV_DRIVER, open: x540::open_vdev },
     VdevDriver { name: x540::VDEV_DRIVER_82599, open: x540::open_vdev_82599 },
+    VdevDriver { name: x710::VDEV_DRIVER, open: x710::open_vdev },
 ];
 
 #[cfg(test)]
@@ -41,6 +44,9 @@ mod tests {
         assert_eq!(ports[1].info().driver_name, "net_ixgbe");
         assert_eq!(ports[1].info().device_name, "net_sim_x540_p1");
         assert_eq!(open("net_sim_x5401,ports=4").unwrap().len(), 4);
+        let x710 = open("net_sim_x710,ports=2,part=xxv710").unwrap();
+        assert_eq!(x710[1].info().driver_name, "net_i40e");
+        assert_eq!(x710[1].info().device_name, "net_sim_x710_p1");
     }
 
     #[test]

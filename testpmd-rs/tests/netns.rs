@@ -162,3 +162,8 @@ fn icmpecho_answers_ping_through_sim_x540_on_a_tap() {
 fn icmpecho_answers_ping_through_sim_82599_on_a_tap() {
     sim_tap_answers_ping("net_sim_82599", "tpmd-simtap82", "simtap1", "10.196.0");
 }
+
+#[test]
+fn icmpecho_answers_ping_through_sim_x710_on_a_tap() {
+    sim_tap_answers_ping("net_sim_x710", "tpmd-simtap710", "simtap2", "10.195.0");
+}

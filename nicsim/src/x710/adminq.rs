@@ -238,6 +238,11 @@ pub(super) struct Outcome {
 #[derive(Debug, Default)]
 pub(crate) struct AdminQ {
     atq: Ring,
+    /// Where the driver's last ATQT write (the doorbell) put the end of the work. ATQH is the firmware's pointer
+    /// (docs/hw/i40e.md §5.1): a driver writing it (ring setup, shutdown: H = 0 before T = 0, §5.3) moves where
+    /// the firmware stands and rings nothing, so completed descriptors between the new head and the old tail are
+    /// not run again.
+    atq_rung: u32,
     arq: Ring,
     arq_overflow: bool,
     stalled: bool,
@@ -298,6 +303,7 @@ impl AdminQ {
             PF_ATQH => {
                 if let Some(v) = ptr("ATQH", &self.atq) {
                     self.atq.head = v;
+                    self.atq_rung = v;
                 }
             }
             PF_ARQH => {
@@ -308,6 +314,7 @@ impl AdminQ {
             PF_ATQT => {
                 if let Some(v) = ptr("ATQT", &self.atq) {
                     self.atq.tail = v;
+                    self.atq_rung = v;
                 }
             }
             PF_ARQT => {
@@ -319,11 +326,8 @@ impl AdminQ {
         }
     }
 
-    /// What a PF reset makes the firmware forget (the rings themselves are EMPR registers and stay, docs/hw/i40e.md §4.2).
-    pub fn reset_firmware_state(&mut self) {
-        self.inject = None;
-    }
-
+    /// Arms an error for the next command (of `opcode`). Test harness state, not firmware state: it survives a PF
+    /// reset, so a test can arm it before a driver's bring-up (which resets the PF first).
     pub fn inject_error(&mut self, opcode: Option<u16>, rc: AqRc) {
         self.inject = Some((opcode, rc));
     }
@@ -361,19 +365,20 @@ impl Core {
         shared.faults.record(Fault::Protocol { what: format!("admin command {op:#06x}: {why}") });
     }
 
-    /// Processes the ATQ from head to tail (docs/hw/i40e.md §5.4). Returns the number of commands completed.
+    /// Processes the ATQ from head to the last tail the driver rang (docs/hw/i40e.md §5.4). Returns the number of commands completed.
     pub(crate) fn process_atq(&mut self, shared: &Shared) -> usize {
         let ring = self.aq.atq;
-        if self.aq.stalled || !ring.enabled() || ring.head == ring.tail {
+        let end = self.aq.atq_rung;
+        if self.aq.stalled || !ring.enabled() || ring.head == end {
             return 0;
         }
         let n = ring.entries();
-        if ring.tail >= n {
+        if end >= n {
             return 0;
         }
         let mut done = 0;
         let mut head = ring.head;
-        while head != ring.tail {
+        while head != end {
             let at = ring.base() + u64::from(head) * DESC_LEN as u64;
             let mut raw = [0u8; DESC_LEN];
             if shared.dma.read(at, &mut raw, &|| format!("ATQ descriptor {head}")).is_err() {

@@ -201,6 +201,7 @@ impl Core {
                 let t = c.part.phy_type();
                 let type_ok = if t < 32 { phy_type & (1 << t) != 0 } else { phy_type_ext & 0x04 != 0 };
                 self.link.enabled = abilities & 0x08 != 0 && type_ok && link_speed & c.part.speed_bit() != 0;
+                self.link.phy_config = Some((phy_type, link_speed, phy_type_ext));
                 ok(p, false)
             }
             Command::SetMacConfig { max_frame_size, crc_en, drop_blocking } => {
@@ -529,13 +530,26 @@ impl Core {
     }
 
     fn phy_abilities(&self, c: &X710Config, initial: bool, buf: &mut [u8]) {
-        let t = c.part.phy_type();
-        if t < 32 {
-            put32(buf, 0, 1 << t);
-        } else {
-            buf[13] = 0x04; // 25GBASE-SR in phy_type_ext (docs/hw/i40e.md §7.1)
+        match self.link.phy_config {
+            // The current configuration is what Set PHY Config last asked for, e.g. phy_type 0 after a link-down
+            // configuration (docs/hw/i40e.md §7.2), restricted to what this part has.
+            Some((phy_type, speed, ext)) if !initial => {
+                let t = c.part.phy_type();
+                let mine = if t < 32 { 1u32 << t } else { 0 };
+                put32(buf, 0, phy_type & mine);
+                buf[13] = if t < 32 { 0 } else { ext & 0x04 };
+                buf[4] = speed & c.part.speed_bit();
+            }
+            _ => {
+                let t = c.part.phy_type();
+                if t < 32 {
+                    put32(buf, 0, 1 << t);
+                } else {
+                    buf[13] = 0x04; // 25GBASE-SR in phy_type_ext (docs/hw/i40e.md §7.1)
+                }
+                buf[4] = c.part.speed_bit();
+            }
         }
-        buf[4] = c.part.speed_bit();
         let enabled = initial || self.link.enabled;
         // link enabled 0x08, AN enabled 0x10, module qualified 0x20 (docs/hw/i40e.md §7.1).
         buf[5] = if enabled { 0x08 } else { 0 } | 0x10 | 0x20;

@@ -75,6 +75,7 @@ impl Core {
                 max_frame: 9728,
                 crc_en: true,
                 loopback: 0,
+                phy_config: None,
             },
             rx_blocked: None,
             hang_all: false,
@@ -145,7 +146,6 @@ impl Core {
         self.link.event_mask = 0;
         self.link.loopback = 0;
         self.rx_blocked = None;
-        self.aq.reset_firmware_state();
         let mut inbound = shared.inbound.lock().unwrap_or_else(|e| e.into_inner());
         let lost = inbound.frames.len();
         *inbound = Inbound::default();

@@ -453,6 +453,9 @@ struct Link {
     crc_en: bool,
     /// Loopback mode (Set Loopback, docs/hw/i40e.md §7.6).
     loopback: u16,
+    /// The PHY types, speeds and extended types of the last Set PHY Config: what Get PHY Abilities reports as the
+    /// current configuration (docs/hw/i40e.md §7.1, §7.2; `None`: the NVM's, as at power-up).
+    phy_config: Option<(u32, u8, u8)>,
 }
 
 /// Registers and device state behind the port's lock.

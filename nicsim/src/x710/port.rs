@@ -232,8 +232,9 @@ impl X710Port {
 
     /// Frames waiting in the packet buffer.
     pub fn rx_pending(&self) -> usize {
-        self.shared.inbound.lock().unwrap_or_else(|e| e.into_inner()).frames.len()
-            + usize::from(self.shared.lock().rx_blocked.is_some())
+        // One lock at a time: the model thread takes the core lock and then the packet buffer's.
+        let blocked = usize::from(self.shared.lock().rx_blocked.is_some());
+        self.shared.inbound.lock().unwrap_or_else(|e| e.into_inner()).frames.len() + blocked
     }
 
     /// Processes everything pending now (admin queue, TX rings, RX frames); returns the work done (0: idle).
@@ -311,7 +312,7 @@ impl X710Port {
     }
 
     /// Fault injection: the next admin command (of `opcode`, or any with `None`) completes with return code `rc`
-    /// (and ERR) without being executed.
+    /// (and ERR) without being executed. Armed until it fires, across PF resets (so it can hit a driver's bring-up).
     pub fn inject_aq_error(&self, opcode: Option<u16>, rc: AqRc) {
         self.shared.lock().aq.inject_error(opcode, rc);
     }

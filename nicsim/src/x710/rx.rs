@@ -44,12 +44,47 @@ mod wb {
     pub const FLTSTAT_RSS: u32 = 3;
     /// Error bits, in the low dword: RXE (19), OVERSIZE (25).
     pub const ERROR_RXE: Field = Field::bit(19);
+    /// L3L4P (3): the checksums were checked; IPE (22) and L4E (23) then say which failed.
+    pub const L3L4P: Field = Field::bit(3);
+    pub const ERROR_IPE: Field = Field::bit(22);
+    pub const ERROR_L4E: Field = Field::bit(23);
     pub const ERROR_OVERSIZE: Field = Field::bit(25);
     /// PTYPE is bits 37:30: its low two bits in the low dword, the rest in the high dword.
     pub const PTYPE_LO: Field = Field::new(30, 2);
     pub const PTYPE_HI: Field = Field::new(0, 6);
     /// LENGTH_PBUF is bits 51:38: bits 19:6 of the high dword.
     pub const LENGTH_PBUF: Field = Field::new(6, 14);
+}
+
+/// The checksum verdict of a received frame as write-back bits (docs/hw/i40e.md §10.2): L3L4P when the device checked
+/// the IPv4 header or a TCP/UDP checksum, with IPE / L4E for the ones that failed. The model does not check SCTP's
+/// CRC, and with L3L4P a driver would trust L4E, so SCTP frames carry no L3L4P.
+pub(crate) fn checksum_bits(frame: &[u8]) -> u32 {
+    let p = net::parse(frame, net::ETH_P_VLAN);
+    if p.proto == Some(net::IPPROTO_SCTP) {
+        return 0;
+    }
+    let mut bits = 0;
+    if let L3::V4 { off, ihl, .. } = p.l3 {
+        bits |= wb::L3L4P.val(1);
+        if net::internet_checksum(&frame[off..off + ihl]) != 0 {
+            bits |= wb::ERROR_IPE.val(1);
+        }
+    }
+    if let Some((proto @ (net::IPPROTO_TCP | net::IPPROTO_UDP), off)) = p.l4 {
+        bits |= wb::L3L4P.val(1);
+        let udp = proto == net::IPPROTO_UDP;
+        let at = off + if udp { 6 } else { 16 };
+        let field = u16::from_be_bytes([frame[at], frame[at + 1]]);
+        let len = net::l4_len(frame, &p, off);
+        // A zero UDP checksum over IPv4 means "none".
+        let unchecked = udp && field == 0 && matches!(p.l3, L3::V4 { .. });
+        let sum = net::ones_sum(&frame[off..off + len], net::pseudo_header_sum(frame, &p, proto, len));
+        if !unchecked && net::fold(sum) != 0xFFFF {
+            bits |= wb::ERROR_L4E.val(1);
+        }
+    }
+    bits
 }
 
 /// The packet classifier type and Toeplitz input of a frame (docs/hw/i40e.md §12.1, §12.2).
@@ -372,6 +407,7 @@ impl Core {
                 lo |= wb::FLTSTAT.val(wb::FLTSTAT_RSS);
                 qw0_hi = h;
             }
+            lo |= checksum_bits(&c.data);
             if c.error == Some(X710RxError::Crc) {
                 lo |= wb::ERROR_RXE.val(1);
             }

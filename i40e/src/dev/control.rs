@@ -1,0 +1,221 @@
+//! Link (docs/hw/i40e.md §7), receive modes and MAC filters (§6.7, §6.8), RSS (§12).
+
+use pktio::bar::RegisterSpace;
+use pktio::{LinkStatus, MacAddr, Result, RssHashFunctions};
+
+use super::*;
+use crate::adminq::cmds::{self, Opcode};
+use crate::adminq::Buffer;
+
+impl<R: RegisterSpace> I40e<R> {
+    // ---- link (docs/hw/i40e.md §7) ----
+
+    pub(super) fn get_link(&self, lse: u16) -> Result<LinkStatus> {
+        let mut p = [0u8; 16];
+        cmds::LinkStatusCmd { command_flags: lse }.encode_into(&mut p);
+        let d = self.aq(Opcode::GetLinkStatus, p, None, &[])?;
+        Ok(link_of(&cmds::LinkStatus::decode(&d.params)))
+    }
+
+    /// Takes the pending ARQ events; a link event updates the port's link.
+    pub fn poll_events(&self) {
+        loop {
+            let ev = {
+                let mut aq = self.aq.lock().unwrap_or_else(|e| e.into_inner());
+                aq.receive(&self.regs)
+            };
+            let Some(ev) = ev else { break };
+            if ev.desc.head.opcode == Opcode::GetLinkStatus.value() {
+                *self.link.lock().unwrap_or_else(|e| e.into_inner()) =
+                    link_of(&cmds::LinkStatus::decode(&ev.desc.params));
+            }
+        }
+    }
+
+    /// Set PHY Config (docs/hw/i40e.md §7.2): the link up with auto-negotiation, or administratively down.
+    /// Get PHY Abilities (docs/hw/i40e.md §7.1) with `param0` (0: the current configuration; [`cmds::phy::REPORT_INIT`]: the
+    /// NVM's initial values).
+    fn phy_abilities(&self, param0: u32) -> Result<cmds::PhyAbilities> {
+        let mut p = [0u8; 16];
+        cmds::PhyAbilitiesCmd { param0 }.encode_into(&mut p);
+        let mut buf = vec![0u8; cmds::phy::ABILITIES_LEN];
+        self.aq(Opcode::GetPhyAbilities, p, Some(Buffer { data: &mut buf, rd: false }), &[])?;
+        Ok(cmds::PhyAbilities::decode(&buf))
+    }
+
+    pub(super) fn set_phy(&self, up: bool) -> Result<()> {
+        let cur = self.phy_abilities(0)?;
+        // DPDK looks at the type and the speed only, not at the current AN or ENABLE_LINK bits (docs/hw/i40e.md §7.2).
+        if up && cur.phy_type != 0 && cur.link_speed != 0 {
+            return Ok(());
+        }
+        // The speeds to ask for: all the NVM's initial values allow (docs/hw/i40e.md §7.2 step 1), else the current ones.
+        let speeds = if up {
+            let init = self.phy_abilities(cmds::phy::REPORT_INIT)?;
+            if init.link_speed != 0 {
+                init.link_speed
+            } else {
+                cur.link_speed
+            }
+        } else {
+            cur.link_speed
+        };
+        let keep = cur.abilities & cmds::phy::KEEP_MASK;
+        let cfg = if up {
+            cmds::SetPhyConfigCmd {
+                phy_type: cmds::phy::ALL_TYPES,
+                phy_type_ext: cmds::phy::ALL_TYPES_EXT,
+                link_speed: speeds,
+                abilities: keep | cmds::phy::ENABLE_ATOMIC_LINK | cmds::phy::ENABLE_LINK | cmds::phy::ENABLE_AN,
+                eee_capability: cur.eee_capability,
+                eeer: cur.eeer_val,
+                low_power_ctrl: cur.d3_lpan,
+                fec_config: cur.fec_cfg_curr_mod_ext_info,
+            }
+        } else {
+            cmds::SetPhyConfigCmd {
+                link_speed: cur.link_speed,
+                abilities: keep | cmds::phy::ENABLE_ATOMIC_LINK | cmds::phy::ENABLE_AN,
+                eee_capability: cur.eee_capability,
+                eeer: cur.eeer_val,
+                low_power_ctrl: cur.d3_lpan,
+                fec_config: cur.fec_cfg_curr_mod_ext_info,
+                ..Default::default()
+            }
+        };
+        let mut p = [0u8; 16];
+        cfg.encode_into(&mut p);
+        self.aq(Opcode::SetPhyConfig, p, None, &[])?;
+        Ok(())
+    }
+
+    pub(super) fn set_mac_config(&self) -> Result<()> {
+        let frame = (self.state.config.mtu as u32 + FRAME_OVERHEAD).min(MAX_FRAME_SIZE);
+        let mut p = [0u8; 16];
+        cmds::SetMacConfigCmd {
+            max_frame_size: frame as u16,
+            params: cmds::mac_config::CRC_EN,
+            fc_refresh_threshold: cmds::mac_config::FC_REFRESH,
+            ..Default::default()
+        }
+        .encode_into(&mut p);
+        self.aq(Opcode::SetMacConfig, p, None, &[])?;
+        Ok(())
+    }
+
+    // ---- receive modes and filters (docs/hw/i40e.md §6.7, §6.8) ----
+
+    pub(super) fn promisc(&self, flags: u16, valid: u16) -> Result<()> {
+        let mut p = [0u8; 16];
+        cmds::PromiscCmd { promiscuous_flags: flags, valid_flags: valid, seid: self.vsi.seid, vlan_tag: 0 }
+            .encode_into(&mut p);
+        self.aq(Opcode::SetVsiPromisc, p, None, &[])?;
+        Ok(())
+    }
+
+    pub(super) fn apply_rx_modes(&self) -> Result<()> {
+        use cmds::promisc::*;
+        // RX_ONLY (API 1.5) keeps the PF from receiving its own transmissions.
+        let rx_only = if self.id.api >= (1, 5) { RX_ONLY } else { 0 };
+        let uc = if self.state.promiscuous { UNICAST | rx_only } else { 0 };
+        self.promisc(uc, UNICAST | rx_only)?;
+        let mc = if self.state.promiscuous || self.state.allmulticast { MULTICAST } else { 0 };
+        self.promisc(mc, MULTICAST)?;
+        self.promisc(BROADCAST, BROADCAST)
+    }
+
+    pub(super) fn mac_filter(&self, mac: MacAddr, add: bool) -> Result<()> {
+        let mut p = [0u8; 16];
+        cmds::MacVlanCmd { num_addresses: 1, seid0: self.vsi.seid | cmds::macvlan::SEID_VALID, ..Default::default() }
+            .encode_into(&mut p);
+        let mut buf = [0u8; 16];
+        let op = if add {
+            cmds::AddMacVlanElem {
+                mac: mac.0,
+                flags: cmds::macvlan::PERFECT_MATCH | cmds::macvlan::IGNORE_VLAN,
+                ..Default::default()
+            }
+            .encode_into(&mut buf);
+            Opcode::AddMacVlan
+        } else {
+            cmds::RemoveMacVlanElem {
+                mac: mac.0,
+                flags: cmds::macvlan::PERFECT_MATCH as u8 | cmds::macvlan::REMOVE_IGNORE_VLAN,
+                ..Default::default()
+            }
+            .encode_into(&mut buf);
+            Opcode::RemoveMacVlan
+        };
+        self.aq(op, p, Some(Buffer { data: &mut buf, rd: true }), &[cmds::status::EEXIST])?;
+        Ok(())
+    }
+
+    // ---- RSS (docs/hw/i40e.md §12) ----
+
+    /// Writes an RX-filter register: through command 0x0207 from API 1.5 on, falling back to MMIO (docs/hw/i40e.md §6.11).
+    pub(super) fn write_rx_ctl(&self, reg: Reg, value: u32) {
+        if self.id.api >= (1, 5) {
+            let mut p = [0u8; 16];
+            cmds::RxCtlWriteCmd { address: reg.0 as u32, value }.encode_into(&mut p);
+            if self.aq(Opcode::RxCtlWrite, p, None, &[]).is_ok() {
+                return;
+            }
+        }
+        self.regs.write(reg, value);
+    }
+
+    pub(super) fn hena_of(functions: RssHashFunctions) -> u64 {
+        let f = functions;
+        let mut v = 0u64;
+        let mut set = |bits: &[u32]| bits.iter().for_each(|&b| v |= 1 << b);
+        if f.contains(RssHashFunctions::IPV4) {
+            set(&[pctype::IPV4_OTHER, pctype::FRAG_IPV4]);
+        }
+        if f.contains(RssHashFunctions::IPV4_TCP) {
+            set(&[pctype::IPV4_TCP]);
+        }
+        if f.contains(RssHashFunctions::IPV4_UDP) {
+            set(&[pctype::IPV4_UDP]);
+        }
+        if f.contains(RssHashFunctions::IPV6) {
+            set(&[pctype::IPV6_OTHER, pctype::FRAG_IPV6]);
+        }
+        if f.contains(RssHashFunctions::IPV6_TCP) {
+            set(&[pctype::IPV6_TCP]);
+        }
+        if f.contains(RssHashFunctions::IPV6_UDP) {
+            set(&[pctype::IPV6_UDP]);
+        }
+        v
+    }
+
+    /// docs/hw/i40e.md §12.2: HENA off, Toeplitz, no symmetric hash, table size, key, table, then the hashed types.
+    pub(super) fn apply_rss(&self) {
+        self.write_rx_ctl(pfqf_hena(0), 0);
+        self.write_rx_ctl(pfqf_hena(1), 0);
+        let Some(rss) = &self.state.config.rss else { return };
+        self.regs.clear_bits(PRTQF_CTL_0, prtqf_ctl_0::HSYM_ENA);
+        self.regs.set_bits(GLQF_CTL, glqf_ctl::HTOEP);
+        let ctl = self.regs.read(PFQF_CTL_0);
+        let ctl =
+            if self.lut.len() > HLUT_ENTRIES { ctl | pfqf_ctl_0::HASHLUTSIZE } else { ctl & !pfqf_ctl_0::HASHLUTSIZE };
+        self.write_rx_ctl(PFQF_CTL_0, ctl);
+        self.apply_key();
+        self.apply_lut();
+        let hena = Self::hena_of(rss.functions);
+        self.write_rx_ctl(pfqf_hena(0), hena as u32);
+        self.write_rx_ctl(pfqf_hena(1), (hena >> 32) as u32);
+    }
+
+    pub(super) fn apply_key(&self) {
+        for (i, w) in self.rss_key.chunks(4).enumerate() {
+            self.regs.write(pfqf_hkey(i), u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+        }
+    }
+
+    pub(super) fn apply_lut(&self) {
+        for (i, e) in self.lut.chunks(4).enumerate() {
+            self.regs.write(pfqf_hlut(i), u32::from_le_bytes([e[0], e[1], e[2], e[3]]));
+        }
+    }
+}

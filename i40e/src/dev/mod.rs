@@ -1,0 +1,627 @@
+//! The 700-series control plane: bring-up in docs/hw/i40e.md §3's order (firmware state, leftovers cleared, PF
+//! reset, admin queue, identity and capabilities, HMC, MAC address, switch and main VSI, link events), start and
+//! stop of the rings, link, receive modes and MAC filters through the firmware, MTU, RSS, statistics, and the
+//! [`EthDev`] implementation. Close (drop) undoes it in reverse and leaves the device as the kernel driver expects
+//! to find it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hugepage::Allocator;
+use mempool::Mempool;
+use pktio::bar::RegisterSpace;
+use pktio::dma::DmaMapper;
+use pktio::{
+    offload, DevInfo, Error, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result, RssConfig, RxQueue,
+    TxQueue, XStat,
+};
+
+use crate::adminq::cmds::{self, Opcode};
+use crate::adminq::{AdminQueue, AqDesc, Buffer};
+use crate::error::{self, Error as DevError};
+use crate::hmc::{HmcMode, LanHmc};
+use crate::queue::QueueTiming;
+use crate::regs::*;
+use crate::ring::RingConfig;
+use crate::rx::{RxRing, RxSetup, MAX_FRAME};
+use crate::stats::{self, HwStats};
+
+mod bringup;
+mod control;
+#[cfg(test)]
+mod tests;
+use crate::tx::{TxRing, TxSetup};
+
+/// PCI IDs this driver takes (docs/hw/i40e.md §1): every one of the XL710 MAC type, with its fastest speed.
+pub const PCI_IDS: &[(u16, u16, u32)] = &[
+    (0x8086, 0x1572, 10_000),
+    (0x8086, 0x1574, 10_000),
+    (0x8086, 0x1580, 40_000),
+    (0x8086, 0x1581, 10_000),
+    (0x8086, 0x1583, 40_000),
+    (0x8086, 0x1584, 40_000),
+    (0x8086, 0x1585, 40_000),
+    (0x8086, 0x1586, 10_000),
+    (0x8086, 0x1587, 20_000),
+    (0x8086, 0x1588, 20_000),
+    (0x8086, 0x1589, 10_000),
+    (0x8086, 0x158A, 25_000),
+    (0x8086, 0x158B, 25_000),
+    (0x8086, 0x15FF, 10_000),
+    (0x8086, 0x101F, 5_000),
+    (0x8086, 0x0DD2, 1_000),
+    (0x8086, 0x104E, 10_000),
+    (0x8086, 0x104F, 10_000),
+    (0x8086, 0x0CF8, 10_000),
+    (0x8086, 0x0D58, 25_000),
+];
+
+/// The fastest speed of a PCI ID this driver takes.
+pub fn max_speed_of(vendor: u16, device: u16) -> Option<u32> {
+    PCI_IDS.iter().find(|(v, d, _)| *v == vendor && *d == device).map(|(_, _, s)| *s)
+}
+
+/// The newest admin-queue API this driver was written for (docs/hw/i40e.md §6.1: API major 1; the headers target 1.15).
+pub const API_KNOWN: (u16, u16) = (1, 15);
+/// Largest frame (docs/hw/i40e.md §15).
+pub const MAX_FRAME_SIZE: u32 = MAX_FRAME;
+/// Header, CRC and two VLAN tags added to the MTU (docs/hw/i40e.md §7.3).
+pub const FRAME_OVERHEAD: u32 = 14 + 4 + 2 * 4;
+/// The default RSS key (docs/hw/i40e.md §12.2).
+pub const DEFAULT_RSS_KEY: [u8; RSS_KEY_LEN] = [
+    0x44, 0x39, 0x79, 0x6b, 0xb5, 0x4c, 0x50, 0x23, 0xb6, 0x75, 0xea, 0x5b, 0x12, 0x4f, 0x9f, 0x30, 0xb8, 0xa2, 0xc0,
+    0x3d, 0xdf, 0xdc, 0x4d, 0x02, 0xa0, 0x8c, 0x9b, 0x33, 0x4a, 0xf6, 0x4a, 0x4c, 0x05, 0xc6, 0xfa, 0x34, 0x39, 0x58,
+    0xd8, 0x55, 0x7d, 0x99, 0x58, 0x3a, 0xe1, 0x38, 0xc9, 0x2e, 0x81, 0x15, 0x03, 0x66,
+];
+
+/// Waits and timeouts of the bring-up. The defaults are the hardware's (DPDK's); a model may use shorter ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timing {
+    /// Poll step while a global reset finishes (docs/hw/i40e.md §4.1 step 1: 100 ms; the count comes from GRSTDEL).
+    pub global_reset_step: Duration,
+    /// NVM configuration loaded (docs/hw/i40e.md §4.1 step 2: 1000 x 10 ms).
+    pub nvm_ready: Duration,
+    /// PFGEN_CTRL.PFSWR clears (docs/hw/i40e.md §4.1 step 3: 1000 x 1 ms).
+    pub pf_reset: Duration,
+    /// One admin-queue command (docs/hw/i40e.md §5.4: 250 ms).
+    pub aq_command: Duration,
+    /// Admin-queue poll step (50 µs).
+    pub aq_step: Duration,
+    /// Get Version attempts and the pause between them (docs/hw/i40e.md §5.3 step 5: 10, 100 ms).
+    pub version_attempts: u32,
+    /// Pause between Get Version attempts.
+    pub version_retry: Duration,
+    /// Queue enable/disable.
+    pub queue: QueueTiming,
+    /// Pause after the TX pre-disable of every queue when clearing leftovers (docs/hw/i40e.md §4.3 step 6: 400 µs).
+    pub clear_pre_disable: Duration,
+}
+
+impl Timing {
+    /// The hardware's.
+    pub fn hardware() -> Timing {
+        Timing {
+            global_reset_step: Duration::from_millis(100),
+            nvm_ready: Duration::from_secs(10),
+            pf_reset: Duration::from_secs(1),
+            aq_command: Duration::from_millis(250),
+            aq_step: Duration::from_micros(50),
+            version_attempts: 10,
+            version_retry: Duration::from_millis(100),
+            queue: QueueTiming::HARDWARE,
+            clear_pre_disable: Duration::from_micros(400),
+        }
+    }
+
+    /// Short poll steps for a model or a fake device that answers at once; the budgets stay the hardware's, so a
+    /// busy model thread is waited for, while a prompt one costs no sleeps.
+    pub fn fast() -> Timing {
+        Timing {
+            global_reset_step: Duration::from_millis(1),
+            aq_step: Duration::from_micros(5),
+            version_retry: Duration::from_millis(10),
+            queue: QueueTiming { step: Duration::from_micros(10), pre_cfg: Duration::ZERO, ..QueueTiming::HARDWARE },
+            clear_pre_disable: Duration::ZERO,
+            ..Timing::hardware()
+        }
+    }
+}
+
+/// How to open a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Device name (PCI address or vdev name).
+    pub name: String,
+    /// Waits and timeouts.
+    pub timing: Timing,
+    /// How the LAN HMC is backed.
+    pub hmc_mode: HmcMode,
+    /// The fastest link speed of the part (from the device ID; [`max_speed_of`]).
+    pub max_speed: u32,
+}
+
+impl Options {
+    /// Hardware defaults for a device called `name` (10G).
+    pub fn new(name: impl Into<String>) -> Options {
+        Options { name: name.into(), timing: Timing::hardware(), hmc_mode: HmcMode::Auto, max_speed: 10_000 }
+    }
+}
+
+/// What the firmware reported about the function (docs/hw/i40e.md §6.1, §6.2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Identity {
+    /// Firmware (major, minor).
+    pub fw: (u16, u16),
+    /// Admin-queue API (major, minor).
+    pub api: (u16, u16),
+    /// Physical port (PFGEN_PORTNUM).
+    pub port: u8,
+    /// PF number, the HMC function (PF_FUNC_RID).
+    pub pf_id: u8,
+    /// Queue pairs of the function (capabilities 0x41/0x42).
+    pub queues: u16,
+    /// Its first absolute queue.
+    pub first_queue: u32,
+    /// RSS table size (capability 0x40).
+    pub rss_table: u16,
+    /// MSI-X vectors.
+    pub msix: u32,
+    /// The flow director is present (its queue is PF queue 0, docs/hw/i40e.md §6.6).
+    pub flow_director: bool,
+    /// The permanent MAC (MAC Address Read).
+    pub mac: MacAddr,
+}
+
+/// The PF's main VSI (docs/hw/i40e.md §6.5, §6.6).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MainVsi {
+    /// Its SEID.
+    pub seid: u16,
+    /// The uplink (MAC) SEID.
+    pub uplink: u16,
+    /// Its VSI number.
+    pub number: u16,
+    /// Index of its GLV_* counters.
+    pub stat_idx: u16,
+    /// Queue-set handle of TC 0 (the TX contexts' rdylist).
+    pub qs_handle: u16,
+    /// Its first PF queue.
+    pub base_queue: u16,
+    /// Queues mapped to it (a power of two).
+    pub queues: u16,
+}
+
+/// RX queue of an i40e port.
+pub type I40eRxQueue<R> = RxRing<R>;
+/// TX queue of an i40e port.
+pub type I40eTxQueue<R> = TxRing<R>;
+
+/// A 700-series port (one PF).
+pub struct I40e<R: RegisterSpace> {
+    regs: Regs<R>,
+    mapper: Arc<dyn DmaMapper>,
+    allocator: Allocator,
+    options: Options,
+    state: PortState,
+    aq: Mutex<AdminQueue>,
+    hmc: Option<LanHmc>,
+    id: Identity,
+    vsi: MainVsi,
+    rss_key: [u8; RSS_KEY_LEN],
+    lut: Vec<u8>,
+    rx: Vec<Option<I40eRxQueue<R>>>,
+    tx: Vec<Option<I40eTxQueue<R>>>,
+    link: Mutex<LinkStatus>,
+    hw: Mutex<HwStats>,
+    xbase: Vec<u64>,
+    /// What must outlive the register space (e.g. the VFIO device behind a mapped BAR).
+    keep_alive: Vec<Box<dyn std::any::Any + Send>>,
+}
+
+impl<R: RegisterSpace> std::fmt::Debug for I40e<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("I40e").field("name", &self.options.name).field("id", &self.id).field("vsi", &self.vsi).finish()
+    }
+}
+
+impl<R: RegisterSpace> I40e<R> {
+    /// Opens the PF behind `regs`: brings it up to the point where it can be configured and started (docs/hw/i40e.md §3 steps 1
+    /// to 17). DMA memory (admin queue, HMC, rings) comes from `allocator` and is made reachable through `mapper`.
+    pub fn new(regs: Arc<R>, mapper: Arc<dyn DmaMapper>, allocator: Allocator, options: Options) -> Result<Self> {
+        let name = options.name.clone();
+        let t = options.timing.clone();
+        let aq = AdminQueue::new(&allocator, &mapper, &name, t.aq_command, t.aq_step)?;
+        let regs = Regs::new(regs);
+        let info = DevInfo::software("net_i40e", &name, 1);
+        let mut dev = I40e {
+            regs,
+            mapper,
+            allocator,
+            options,
+            state: PortState::new(info, MacAddr::ZERO, PortConfig::default()),
+            aq: Mutex::new(aq),
+            hmc: None,
+            id: Identity::default(),
+            vsi: MainVsi::default(),
+            rss_key: DEFAULT_RSS_KEY,
+            lut: Vec::new(),
+            rx: Vec::new(),
+            tx: Vec::new(),
+            link: Mutex::new(LinkStatus::default()),
+            hw: Mutex::new(HwStats::default()),
+            xbase: vec![0; stats::COUNTERS.len()],
+            keep_alive: Vec::new(),
+        };
+        dev.bring_up()?;
+        Ok(dev)
+    }
+
+    /// Keeps `value` alive as long as the port.
+    pub fn keep_alive(&mut self, value: Box<dyn std::any::Any + Send>) {
+        self.keep_alive.push(value);
+    }
+
+    /// The register space.
+    pub fn regs(&self) -> &Regs<R> {
+        &self.regs
+    }
+
+    /// What the firmware reported.
+    pub fn identity(&self) -> &Identity {
+        &self.id
+    }
+
+    /// The main VSI.
+    pub fn main_vsi(&self) -> &MainVsi {
+        &self.vsi
+    }
+
+    /// The LAN HMC (after bring-up).
+    pub fn hmc(&self) -> Option<&LanHmc> {
+        self.hmc.as_ref()
+    }
+
+    /// Typed RX queue `queue` (static dispatch; once per start).
+    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<I40eRxQueue<R>> {
+        self.state.claim_rx(queue, |_| self.rx.get_mut(queue as usize)?.take())
+    }
+
+    /// Typed TX queue `queue` (static dispatch; once per start).
+    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<I40eTxQueue<R>> {
+        self.state.claim_tx(queue, |_| self.tx.get_mut(queue as usize)?.take())
+    }
+
+    pub(super) fn name(&self) -> &str {
+        &self.options.name
+    }
+
+    pub(super) fn dev_err(&self, e: DevError) -> Error {
+        e.at(&self.options.name)
+    }
+
+    pub(super) fn timeout(&self, what: &str, register: &'static str, t: PollTimeout, budget: Duration) -> Error {
+        self.dev_err(error::timeout(what, register, t.last, budget))
+    }
+
+    /// Sends one admin-queue command (see [`AdminQueue::send`]).
+    pub(super) fn aq(&self, op: Opcode, params: [u8; 16], buf: Option<Buffer<'_>>, accept: &[u8]) -> Result<AqDesc> {
+        let mut aq = self.aq.lock().unwrap_or_else(|e| e.into_inner());
+        aq.send(&self.regs, op, params, buf, accept).map_err(|e| self.dev_err(e))
+    }
+}
+
+impl<R: RegisterSpace> I40e<R> {
+    // ---- start / stop ----
+
+    fn ring_config(&self, size: u16) -> RingConfig {
+        let thresh = 32.min(size / 4);
+        RingConfig { size, free_thresh: thresh, rs_thresh: thresh, timing: self.options.timing.queue }
+    }
+
+    fn hw_start(&mut self, pool: &Mempool) -> Result<()> {
+        let name = self.options.name.clone();
+        let Some(hmc) = self.hmc.as_ref() else { return Err(self.state.invalid("the port was closed")) };
+        let base = self.vsi.base_queue;
+        let max_frame = (self.state.config.mtu as u32 + FRAME_OVERHEAD).min(MAX_FRAME_SIZE);
+        let (rx_cfg, tx_cfg) =
+            (self.ring_config(self.state.config.rx_desc), self.ring_config(self.state.config.tx_desc));
+        self.rx.clear();
+        self.tx.clear();
+        let mut tx = Vec::new();
+        for k in 0..self.state.config.tx_queues {
+            let q = base + k;
+            tx.push(Some(TxRing::new(
+                TxSetup {
+                    regs: &self.regs,
+                    allocator: &self.allocator,
+                    mapper: &self.mapper,
+                    hmc,
+                    pool,
+                    queue: q,
+                    abs_queue: self.id.first_queue + q as u32,
+                    pf_id: self.id.pf_id,
+                    qs_handle: self.vsi.qs_handle,
+                    stats: self.state.tx_stats(k).expect("a configured queue").clone(),
+                    port: &name,
+                },
+                tx_cfg,
+            )?));
+        }
+        let mut rx = Vec::new();
+        for k in 0..self.state.config.rx_queues {
+            rx.push(Some(RxRing::new(
+                RxSetup {
+                    regs: &self.regs,
+                    allocator: &self.allocator,
+                    mapper: &self.mapper,
+                    hmc,
+                    pool,
+                    queue: base + k,
+                    port_id: self.state.port_id,
+                    max_frame,
+                    stats: self.state.rx_stats(k).expect("a configured queue").clone(),
+                    port: &name,
+                },
+                rx_cfg,
+            )?));
+        }
+        self.apply_rss();
+        let budget = self.options.timing.queue.switch;
+        for (k, ring) in rx.iter_mut().flatten().enumerate() {
+            ring.enable().map_err(|t| self.timeout(&format!("RX queue {k} enable"), "QRX_ENA", t, budget))?;
+        }
+        for (k, ring) in tx.iter_mut().flatten().enumerate() {
+            ring.enable().map_err(|t| self.timeout(&format!("TX queue {k} enable"), "QTX_ENA", t, budget))?;
+        }
+        self.rx = rx;
+        self.tx = tx;
+        self.apply_rx_modes()?;
+        self.set_phy(true)?;
+        self.set_mac_config()?;
+        self.poll_events();
+        Ok(())
+    }
+
+    fn raw_stats(&self) -> PortStats {
+        let hw = self.hw_totals();
+        let mut s = self.state.queue_counters();
+        s.ierrors = stats::IERRORS.iter().map(|&i| hw[i]).sum();
+        s.imissed += stats::IMISSED.iter().map(|&i| hw[i]).sum::<u64>();
+        s.oerrors += hw[stats::OERRORS];
+        s
+    }
+
+    fn hw_totals(&self) -> Vec<u64> {
+        let mut hw = self.hw.lock().unwrap_or_else(|e| e.into_inner());
+        hw.update(&self.regs, self.id.port, self.vsi.stat_idx).to_vec()
+    }
+
+    /// Undoes the bring-up in reverse (docs/hw/i40e.md §3 shutdown): queues off, HMC cleared, Queue Shutdown, admin queue off, PF
+    /// reset. Called on drop.
+    fn close(&mut self) {
+        self.tx.clear();
+        self.rx.clear();
+        if let Some(hmc) = self.hmc.take() {
+            hmc.clear(&self.regs);
+        }
+        let mut p = [0u8; 16];
+        cmds::QueueShutdownCmd { driver_unloading: 1 }.encode_into(&mut p);
+        let _ = self.aq(Opcode::QueueShutdown, p, None, &[]);
+        self.aq.get_mut().unwrap_or_else(|e| e.into_inner()).shutdown(&self.regs);
+        let _ = self.pf_reset();
+    }
+}
+
+/// The port's link from a Get Link Status answer or event.
+fn link_of(l: &cmds::LinkStatus) -> LinkStatus {
+    if l.link_info & cmds::link::LINK_UP == 0 {
+        return LinkStatus::default();
+    }
+    LinkStatus {
+        up: true,
+        speed_mbps: cmds::link::speed_mbps(l.link_speed),
+        full_duplex: true,
+        autoneg: l.an_info & cmds::link::AN_COMPLETED != 0,
+    }
+}
+
+impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
+    fn state(&self) -> &PortState {
+        &self.state
+    }
+
+    fn state_mut(&mut self) -> &mut PortState {
+        &mut self.state
+    }
+
+    fn configure(&mut self, config: &PortConfig) -> Result<()> {
+        let mut key = self.rss_key;
+        if let Some(rss) = &config.rss {
+            if let Some(k) = &rss.key {
+                if k.len() != RSS_KEY_LEN {
+                    return Err(self
+                        .state
+                        .invalid(format!("RSS key of {} bytes; the 700 series takes {RSS_KEY_LEN}", k.len())));
+                }
+                key.copy_from_slice(k);
+            }
+        }
+        self.state.configure(config)?;
+        self.rss_key = key;
+        self.fill_lut(config.rx_queues);
+        self.state.reset_stats_to(self.raw_stats());
+        self.xbase = self.hw_totals();
+        Ok(())
+    }
+
+    fn start(&mut self, pool: &Mempool) -> Result<()> {
+        if self.state.started {
+            return Err(Error::Started { port: self.name().to_string() });
+        }
+        match self.hw_start(pool) {
+            Ok(()) => self.state.start(),
+            Err(e) => {
+                // Rings made so far disable themselves and give their buffers back as they drop.
+                self.tx.clear();
+                self.rx.clear();
+                Err(e)
+            }
+        }
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        if !self.state.started {
+            return Ok(());
+        }
+        self.state.stop()?;
+        // TX first, then RX (docs/hw/i40e.md §9.4); each ring disables its queue as it drops.
+        self.tx.clear();
+        self.rx.clear();
+        // DPDK takes the link down administratively at stop; start brings it up again.
+        self.set_phy(false)
+    }
+
+    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
+        Ok(Box::new(self.rx_queue_typed(queue)?))
+    }
+
+    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
+        Ok(Box::new(self.tx_queue_typed(queue)?))
+    }
+
+    fn link(&self) -> LinkStatus {
+        self.poll_events();
+        *self.link.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn set_link_up(&mut self, up: bool) -> Result<()> {
+        self.set_phy(up)
+    }
+
+    fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {
+        if mac == MacAddr::ZERO || mac.is_multicast() {
+            return Err(self.state.invalid(format!("{mac} is not a unicast address")));
+        }
+        let old = self.state.mac;
+        if mac != old {
+            self.mac_filter(mac, true)?;
+            if old != self.id.mac {
+                self.mac_filter(old, false)?;
+            }
+        }
+        self.state.mac = mac;
+        Ok(())
+    }
+
+    fn set_promiscuous(&mut self, on: bool) -> Result<()> {
+        let was = std::mem::replace(&mut self.state.promiscuous, on);
+        // A mode the firmware refused is not reported as on.
+        self.apply_rx_modes().inspect_err(|_| self.state.promiscuous = was)
+    }
+
+    fn set_allmulticast(&mut self, on: bool) -> Result<()> {
+        let was = std::mem::replace(&mut self.state.allmulticast, on);
+        self.apply_rx_modes().inspect_err(|_| self.state.allmulticast = was)
+    }
+
+    fn set_mtu(&mut self, mtu: u16) -> Result<()> {
+        if self.state.started {
+            return Err(self.state.invalid(
+                "the MTU of a started 700-series port cannot change: its RX queue contexts hold the largest frame; \
+                 stop the port, set the MTU, start it again",
+            ));
+        }
+        self.state.set_mtu(mtu)
+    }
+
+    fn stats(&self) -> PortStats {
+        self.state.since_reset(self.raw_stats())
+    }
+
+    fn reset_stats(&mut self) {
+        self.state.reset_stats_to(self.raw_stats());
+        self.xbase = self.hw_totals();
+    }
+
+    fn xstats(&self) -> Vec<XStat> {
+        let mut out = self.stats().generic_xstats();
+        let hw = self.hw_totals();
+        for (i, d) in stats::COUNTERS.iter().enumerate() {
+            out.push(XStat::new(d.name, hw[i].wrapping_sub(self.xbase.get(i).copied().unwrap_or(0))));
+        }
+        out
+    }
+
+    fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {
+        if let Some(k) = &rss.key {
+            if k.len() != RSS_KEY_LEN {
+                return Err(self
+                    .state
+                    .invalid(format!("RSS key of {} bytes; the 700 series takes {RSS_KEY_LEN}", k.len())));
+            }
+            self.rss_key.copy_from_slice(k);
+        }
+        let cur = self.state.config.rss.get_or_insert_with(RssConfig::default);
+        cur.functions = rss.functions;
+        if rss.key.is_some() {
+            cur.key = rss.key.clone();
+        }
+        if self.state.started {
+            self.apply_rss();
+        }
+        Ok(())
+    }
+
+    fn reta_update(&mut self, table: &[u16]) -> Result<()> {
+        let size = self.lut.len();
+        if table.is_empty() || !size.is_multiple_of(table.len()) {
+            return Err(self.state.invalid(format!(
+                "redirection table of {} entries; give {size} (or a divisor of it, repeated)",
+                table.len()
+            )));
+        }
+        let limit = self.state.config.rx_queues.min(HLUT_MAX_QUEUE + 1);
+        if let Some(bad) = table.iter().find(|&&q| q >= limit) {
+            return Err(self
+                .state
+                .invalid(format!("redirection table entry {bad}: must name one of the first {limit} RX queues")));
+        }
+        for (e, slot) in self.lut.iter_mut().enumerate() {
+            *slot = table[e % table.len()] as u8;
+        }
+        if self.state.started {
+            self.apply_lut();
+        }
+        Ok(())
+    }
+}
+
+impl<R: RegisterSpace> Drop for I40e<R> {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Opens the 700-series PF at `addr` through VFIO (IOMMU or no-IOMMU, as the container was set up): checks its
+/// ID, enables bus mastering, maps BAR0 and brings the port up.
+pub fn open_vfio(
+    vfio: &pktio::vfio::Vfio,
+    addr: pktio::pci::PciAddress,
+    allocator: Allocator,
+) -> Result<I40e<pktio::vfio::VfioBar>> {
+    use pktio::pci::ConfigSpace;
+    let dev = vfio.open_device(addr)?;
+    let cfg = |e: std::io::Error| Error::os(format!("{addr}: PCI config space"), e);
+    let (vendor, device) = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);
+    let max_speed = max_speed_of(vendor, device).ok_or_else(|| {
+        DevError::UnknownDevice { vendor, device, expected: "a 700-series (X710/XL710/XXV710) PF this driver knows" }
+            .at(&addr.to_string())
+    })?;
+    dev.set_bus_master(true).map_err(cfg)?;
+    let bar = dev.map_bar(0)?;
+    let mapper: Arc<dyn DmaMapper> = Arc::new(dev.container().clone());
+    let options = Options { max_speed, ..Options::new(addr.to_string()) };
+    let mut port = I40e::new(Arc::new(bar), mapper, allocator, options)?;
+    port.keep_alive(Box::new(dev));
+    Ok(port)
+}

@@ -1,0 +1,91 @@
+//! What RX and TX rings share: index arithmetic and the ring settings.
+
+use crate::queue::QueueTiming;
+
+/// Ring index arithmetic (sizes are multiples of 32, not necessarily powers of two).
+pub mod idx {
+    /// `i + k` modulo `n` (`i < n`, `k <= n`).
+    #[inline(always)]
+    pub const fn add(i: usize, k: usize, n: usize) -> usize {
+        let j = i + k;
+        if j >= n {
+            j - n
+        } else {
+            j
+        }
+    }
+
+    /// Slots from `from` up to (not including) `to`, going forward around a ring of `n`.
+    #[inline(always)]
+    pub const fn dist(from: usize, to: usize, n: usize) -> usize {
+        if to >= from {
+            to - from
+        } else {
+            to + n - from
+        }
+    }
+}
+
+/// Ring sizes the hardware takes (docs/hw/i40e.md §15): 64 to 8160 descriptors, a multiple of 32.
+pub const RING_MIN: u16 = 64;
+/// Largest ring.
+pub const RING_MAX: u16 = 8160;
+/// Ring length granularity.
+pub const RING_ALIGN: u16 = 32;
+
+/// Ring and threshold settings of one queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingConfig {
+    /// Descriptors.
+    pub size: u16,
+    /// RX: refill when this many descriptors are held. TX: clean when fewer than this many are free.
+    pub free_thresh: u16,
+    /// TX: one RS per this many descriptors.
+    pub rs_thresh: u16,
+    /// Queue enable/disable waits.
+    pub timing: QueueTiming,
+}
+
+impl RingConfig {
+    /// DPDK's defaults (thresholds 32, docs/hw/i40e.md §11).
+    pub fn new(size: u16) -> RingConfig {
+        RingConfig { size, free_thresh: 32, rs_thresh: 32, timing: QueueTiming::HARDWARE }
+    }
+
+    /// `Err(reason)` when `size` is not a ring the hardware takes.
+    pub fn check_size(size: u16) -> Result<(), String> {
+        if !(RING_MIN..=RING_MAX).contains(&size) || !size.is_multiple_of(RING_ALIGN) {
+            return Err(format!(
+                "a ring of {size} descriptors: the 700 series takes {RING_MIN} to {RING_MAX}, a multiple of {RING_ALIGN}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn index_arithmetic_wraps(n in 8usize..8192, a in 0usize..8192, k in 0usize..8192) {
+            let i = a % n;
+            let k = k % (n + 1);
+            let j = idx::add(i, k, n);
+            prop_assert!(j < n);
+            prop_assert_eq!(j, (i + k) % n);
+            prop_assert_eq!(idx::dist(i, j, n), k % n);
+        }
+    }
+
+    #[test]
+    fn ring_sizes_follow_the_limits() {
+        assert!(RingConfig::check_size(64).is_ok());
+        assert!(RingConfig::check_size(8160).is_ok());
+        assert!(RingConfig::check_size(32).is_err());
+        assert!(RingConfig::check_size(100).is_err());
+        assert!(RingConfig::check_size(8192).is_err());
+    }
+}

@@ -1,0 +1,279 @@
+//! `net_sim_x710`: the real i40e driver on behavioural 700-series models ([`nicsim::X710`]), so users can run it
+//! without hardware: `testpmd-rs --vdev net_sim_x710,ports=2 -- -i` forwards between two simulated X710 ports wired
+//! back to back.
+//!
+//! Devargs: `ports=N` (even, default 2: N/2 two-port adapters, each pair of PFs wired back to back),
+//! `part=x710|xl710|xl710b|xxv710` (the model's part: X710 10G 8086:1572, XL710 40G 8086:1583 or 8086:1584, XXV710
+//! 25G 8086:158B; default x710). Each model port runs in its own thread, like the firmware and the hardware, for as
+//! long as the port lives.
+//!
+//! `tap=NAME` wires one port to a TAP interface instead of a twin (`ports=1`, the default then and the only count
+//! allowed with it; `%d` in NAME lets the kernel number it): the kernel is the link partner, e.g.
+//! `testpmd-rs --vdev net_sim_x710,tap=simtap0 -- --forward-mode=icmpecho`, then
+//! `ip addr add 10.0.0.1/24 dev simtap0; ping 10.0.0.2`. The interface is created (and brought up) when the vdev
+//! opens, in the caller's network namespace, and disappears with the port; it needs CAP_NET_ADMIN and /dev/net/tun.
+
+use std::sync::Arc;
+
+use hugepage::Allocator;
+use i40e::{max_speed_of, I40e, Options, Timing};
+use mempool::Mempool;
+use nicsim::{X710Bar, X710Config, X710Part, X710Port, X710Thread, X710};
+use pktio::devargs::Devargs;
+use pktio::{
+    DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result, RssConfig, RxQueue, TxQueue, XStat,
+};
+
+/// The driver name users type.
+pub const VDEV_DRIVER: &str = "net_sim_x710";
+/// Most ports one `--vdev` may create.
+pub const MAX_PORTS: u16 = 8;
+
+/// One simulated 700-series port: the driver, and the model (with its thread) behind it.
+pub struct SimPort {
+    dev: I40e<X710Bar>,
+    // Dropped after `dev` (field order): the firmware keeps answering until the driver has closed the port.
+    _thread: X710Thread,
+    model: X710Port,
+}
+
+impl std::fmt::Debug for SimPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimPort").field("dev", &self.dev).finish()
+    }
+}
+
+impl SimPort {
+    /// The model behind the port (fault injection, counters).
+    pub fn model(&self) -> &X710Port {
+        &self.model
+    }
+
+    /// The driver.
+    pub fn driver(&mut self) -> &mut I40e<X710Bar> {
+        &mut self.dev
+    }
+}
+
+/// The part a `part=` devarg names.
+fn part_of(name: &str) -> Option<X710Part> {
+    Some(match name {
+        "x710" | "X710" => X710Part::X710Sfp,
+        "xl710" | "XL710" => X710Part::Xl710QsfpA,
+        "xl710b" | "XL710B" => X710Part::Xl710QsfpB,
+        "xxv710" | "XXV710" => X710Part::Xxv710Sfp28,
+        _ => return None,
+    })
+}
+
+fn open_one(name: String, bar: X710Bar, model: X710Port, allocator: &Allocator) -> Result<SimPort> {
+    let device = model.config().part.device_id();
+    let max_speed = max_speed_of(0x8086, device).unwrap_or(10_000);
+    let options = Options { timing: Timing::fast(), max_speed, ..Options::new(name) };
+    // The firmware answers the admin queue only while the model runs: its thread starts before the bring-up.
+    let thread = model.start_thread();
+    let dev = I40e::new(Arc::new(bar), model.dma_mapper(), allocator.clone(), options)?;
+    Ok(SimPort { dev, _thread: thread, model })
+}
+
+/// Opens the ports of a `net_sim_x710` vdev.
+pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
+    args.check_keys(&["ports", "part", "tap"])?;
+    let part_name = args.get("part").unwrap_or("x710");
+    let part =
+        part_of(part_name).ok_or_else(|| args.error(format!("part={part_name}: use x710, xl710, xl710b or xxv710")))?;
+    let base = X710Config::part(part);
+    let tap = args.get("tap");
+    if tap == Some("") {
+        return Err(args.error("tap= needs an interface name"));
+    }
+    let ports: u16 = args.parse_or("ports", if tap.is_some() { 1 } else { 2 })?;
+    if tap.is_some() && ports != 1 {
+        return Err(args.error(format!("ports={ports}: a tap= vdev has one port (wired to the TAP)")));
+    }
+    if tap.is_none() && (ports == 0 || !ports.is_multiple_of(2) || ports > MAX_PORTS) {
+        return Err(
+            args.error(format!("ports={ports}: give an even number up to {MAX_PORTS} (ports are wired in pairs)"))
+        );
+    }
+    let mut out: Vec<Box<dyn EthDev>> = Vec::new();
+    if let Some(tap) = tap {
+        let (bar, model) = X710::new(base);
+        model.wire_to_tap(tap).map_err(|e| pktio::Error::os(format!("{}: TAP wire {tap:?}", args.name), e))?;
+        out.push(Box::new(open_one(format!("{}_p0", args.name), bar, model, allocator)?));
+        return Ok(out);
+    }
+    for pair in 0..ports / 2 {
+        // Distinct MACs per adapter: the model's pair differs in the last byte, the adapter index goes in byte 4.
+        let mut mac = base.mac;
+        mac[4] = pair as u8;
+        let ((bar0, m0), (bar1, m1)) = X710::pair(X710Config { mac, ..base.clone() });
+        for (k, (bar, model)) in [(bar0, m0), (bar1, m1)].into_iter().enumerate() {
+            let name = format!("{}_p{}", args.name, pair * 2 + k as u16);
+            out.push(Box::new(open_one(name, bar, model, allocator)?));
+        }
+    }
+    Ok(out)
+}
+impl EthDev for SimPort {
+    fn state(&self) -> &PortState {
+        self.dev.state()
+    }
+    fn state_mut(&mut self) -> &mut PortState {
+        self.dev.state_mut()
+    }
+    fn info(&self) -> DevInfo {
+        self.dev.info()
+    }
+    fn configure(&mut self, config: &PortConfig) -> Result<()> {
+        self.dev.configure(config)
+    }
+    fn config(&self) -> &PortConfig {
+        self.dev.config()
+    }
+    fn start(&mut self, pool: &Mempool) -> Result<()> {
+        self.dev.start(pool)
+    }
+    fn stop(&mut self) -> Result<()> {
+        self.dev.stop()
+    }
+    fn is_started(&self) -> bool {
+        self.dev.is_started()
+    }
+    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
+        self.dev.rx_queue(queue)
+    }
+    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
+        self.dev.tx_queue(queue)
+    }
+    fn set_port_id(&mut self, port_id: u16) {
+        self.dev.set_port_id(port_id)
+    }
+    fn link(&self) -> LinkStatus {
+        self.dev.link()
+    }
+    fn set_link_up(&mut self, up: bool) -> Result<()> {
+        self.dev.set_link_up(up)
+    }
+    fn mac_addr(&self) -> MacAddr {
+        self.dev.mac_addr()
+    }
+    fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {
+        self.dev.set_mac_addr(mac)
+    }
+    fn set_promiscuous(&mut self, on: bool) -> Result<()> {
+        self.dev.set_promiscuous(on)
+    }
+    fn promiscuous(&self) -> bool {
+        self.dev.promiscuous()
+    }
+    fn set_allmulticast(&mut self, on: bool) -> Result<()> {
+        self.dev.set_allmulticast(on)
+    }
+    fn allmulticast(&self) -> bool {
+        self.dev.allmulticast()
+    }
+    fn mtu(&self) -> u16 {
+        self.dev.mtu()
+    }
+    fn set_mtu(&mut self, mtu: u16) -> Result<()> {
+        self.dev.set_mtu(mtu)
+    }
+    fn stats(&self) -> PortStats {
+        self.dev.stats()
+    }
+    fn reset_stats(&mut self) {
+        self.dev.reset_stats()
+    }
+    fn xstats(&self) -> Vec<XStat> {
+        self.dev.xstats()
+    }
+    fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {
+        self.dev.rss_hash_update(rss)
+    }
+    fn reta_update(&mut self, reta: &[u16]) -> Result<()> {
+        self.dev.reta_update(reta)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mempool::{PacketBatch, PoolConfig};
+    use std::time::{Duration, Instant};
+
+    fn open(devargs: &str) -> Result<Vec<Box<dyn EthDev>>> {
+        open_vdev(&Devargs::parse(devargs).unwrap(), &Allocator::no_huge())
+    }
+
+    #[test]
+    fn every_part_makes_wired_pairs_that_forward() {
+        for (part, speed) in [("x710", 10_000), ("xl710", 40_000), ("xl710b", 40_000), ("xxv710", 25_000)] {
+            forward_on(&format!("net_sim_x710,ports=2,part={part}"), speed);
+        }
+    }
+
+    #[test]
+    fn bad_devargs_are_refused_before_any_port_opens() {
+        for bad in [
+            "net_sim_x710,ports=3",
+            "net_sim_x710,ports=0",
+            "net_sim_x710,bogus=1",
+            "net_sim_x710,part=x722",
+            "net_sim_x710,tap=simtap0,ports=2",
+            "net_sim_x710,tap=",
+        ] {
+            let err = open(bad).err().expect(bad).to_string();
+            assert!(
+                err.contains("ports") || err.contains("part") || err.contains("tap") || err.contains("bogus"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    fn forward_on(devargs: &str, speed: u32) {
+        let mut ports = open(devargs).unwrap();
+        assert_eq!(ports.len(), 2);
+        assert_eq!(ports[1].info().driver_name, "net_i40e");
+        assert_eq!(ports[0].info().device_name, "net_sim_x710_p0");
+        assert_ne!(ports[0].mac_addr(), ports[1].mac_addr());
+        let pool =
+            Mempool::new(&format!("sim-{devargs}"), &PoolConfig::with_size(4096), &Allocator::no_huge()).unwrap();
+        for p in ports.iter_mut() {
+            p.configure(&PortConfig { rx_desc: 256, tx_desc: 256, ..Default::default() }).unwrap();
+            p.set_promiscuous(true).unwrap();
+            p.start(&pool).unwrap();
+        }
+        let t = Instant::now();
+        while !(ports[0].link().up && ports[1].link().up) {
+            assert!(t.elapsed() < Duration::from_secs(5), "{devargs}: links stay down");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(ports[0].link().speed_mbps, speed, "{devargs}");
+        let mut tx0 = ports[0].tx_queue(0).unwrap();
+        let mut rx1 = ports[1].rx_queue(0).unwrap();
+        let mut b = PacketBatch::new();
+        assert!(b.alloc_from(&pool, 32));
+        for (i, m) in b.iter_mut().enumerate() {
+            m.data_room_mut()[..64].fill(i as u8);
+            m.set_len(64);
+        }
+        assert_eq!(tx0.tx_burst(&mut b), 32);
+        let mut got = 0;
+        while got < 32 {
+            assert!(t.elapsed() < Duration::from_secs(10), "{devargs}: received {got}");
+            rx1.rx_burst(&mut b);
+            for m in b.iter() {
+                assert_eq!(m.data(), &[got as u8; 64][..], "{devargs}: frame {got}");
+                got += 1;
+            }
+            b.clear();
+        }
+        drop((tx0, rx1));
+        for p in ports.iter_mut() {
+            p.stop().unwrap();
+        }
+        drop(ports);
+        assert!(pool.is_full(), "{devargs}: {} buffers leaked", pool.in_use());
+    }
+}
