@@ -102,7 +102,7 @@ fn jumbo_9000_byte_frames_both_ways_as_chains() {
         }
     }
     // A frame from the wire one byte over the largest the port takes (MTU + 26 with the CRC, docs/hw/i40e.md
-    // §7.3) is not delivered whole.
+    // docs/hw/i40e.md §7.3) is not delivered whole.
     let over = udp_frame(mac1, mac0, IPS, (1, 2), 9000 + 26 - 4 + 1);
     let delivered = b.model.counters().rx_delivered;
     assert!(b.model.inject(&over));
