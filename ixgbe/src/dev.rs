@@ -225,6 +225,10 @@ pub struct Ixgbe<R: RegisterSpace> {
     perm_mac: MacAddr,
     rss_key: [u8; RSS_KEY_LEN],
     reta: [u8; RETA_ENTRIES],
+    /// The VLAN filter table as the application set it: a reset clears the VFTA, start writes it back.
+    vfta: [u32; VFTA_WORDS],
+    /// VLNCTRL.VFE: set once the application adds a VLAN ID, so tagged frames need a VFTA bit.
+    vlan_filtering: bool,
     /// Reset and initialised, not started since: start need not reset again.
     fresh: bool,
     rx: Vec<Option<IxgbeRxQueue<R>>>,
@@ -299,6 +303,8 @@ impl<R: RegisterSpace> Ixgbe<R> {
             perm_mac: MacAddr::ZERO,
             rss_key: default_key(),
             reta: [0; RETA_ENTRIES],
+            vfta: [0; VFTA_WORDS],
+            vlan_filtering: false,
             fresh: false,
             rx: Vec::new(),
             tx: Vec::new(),
@@ -718,6 +724,18 @@ impl<R: RegisterSpace> Ixgbe<R> {
         self.regs.set_bits(mpsar_lo(0), bit(0));
     }
 
+    /// Writes the VLAN filter table and VLNCTRL.VFE (docs/hw/ixgbe.md §10.3).
+    fn apply_vlan_filter(&self) {
+        for (i, w) in self.vfta.iter().enumerate() {
+            self.regs.write(vfta(i), *w);
+        }
+        if self.vlan_filtering {
+            self.regs.set_bits(VLNCTRL, vlnctrl::VFE);
+        } else {
+            self.regs.clear_bits(VLNCTRL, vlnctrl::VFE);
+        }
+    }
+
     fn apply_filters(&self) {
         let mut set = fctrl::BAM | fctrl::DPF | fctrl::PMCF;
         let mut clear = fctrl::SBP;
@@ -787,6 +805,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
         self.regs.clear_bits(RXCTRL, rxctrl::RXEN);
         self.apply_mac();
         self.apply_filters();
+        self.apply_vlan_filter();
         self.regs.set_bits(HLREG0, hlreg0::RXCRCSTRP | hlreg0::TXCRCEN | hlreg0::TXPADEN);
         self.regs.clear_bits(HLREG0, hlreg0::LPBK);
         let v = self.regs.read(RDRXCTL);
@@ -1087,6 +1106,24 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
         if self.state.started {
             self.apply_reta();
         }
+        Ok(())
+    }
+
+    fn vlan_filter(&mut self, vlan_id: u16, on: bool) -> Result<()> {
+        if vlan_id > MAX_VLAN_ID {
+            return Err(self.invalid(format!("VLAN ID {vlan_id}: must be 0..={MAX_VLAN_ID}")));
+        }
+        let (word, b) = vfta_slot(vlan_id);
+        if on {
+            self.vfta[word] |= b;
+        } else {
+            self.vfta[word] &= !b;
+        }
+        // As DPDK with its VLAN-filter offload on: once filtering, removing the last ID leaves it on, so tagged
+        // frames then all drop (untagged ones never meet the VFTA).
+        self.vlan_filtering = true;
+        self.regs.write(vfta(word), self.vfta[word]);
+        self.regs.set_bits(VLNCTRL, vlnctrl::VFE);
         Ok(())
     }
 }

@@ -460,12 +460,26 @@ pub const fn mpsar_lo(i: usize) -> Reg {
 pub const fn mpsar_hi(i: usize) -> Reg {
     Reg(0x0A604 + 8 * i)
 }
+/// VLAN control (docs/hw/ixgbe.md §10.3).
+pub const VLNCTRL: Reg = Reg(0x05088);
+/// VLNCTRL bits.
+pub mod vlnctrl {
+    use super::bit;
+    /// VLAN filter enable: tagged frames pass only if their VLAN ID's VFTA bit is set.
+    pub const VFE: u32 = bit(30);
+}
 /// VLAN filter table word `i` (0..128, docs/hw/ixgbe.md §10.3).
 pub const fn vfta(i: usize) -> Reg {
     Reg(0x0A000 + 4 * i)
 }
 /// VFTA words.
 pub const VFTA_WORDS: usize = 128;
+/// The highest VLAN ID (12 bits; the VFTA has one bit per ID).
+pub const MAX_VLAN_ID: u16 = 4095;
+/// The VFTA word holding VLAN ID `vid`'s bit, and that bit (docs/hw/ixgbe.md §10.3).
+pub const fn vfta_slot(vid: u16) -> (usize, u32) {
+    ((vid >> 5) as usize, bit((vid & 0x1F) as u32))
+}
 
 /// Multiple RX queue control (docs/hw/ixgbe.md §9).
 pub const MRQC: Reg = Reg(0x05818);

@@ -460,4 +460,12 @@ pub trait EthDev: Send {
         let _ = reta;
         Err(self.state().unsupported("RSS redirection table"))
     }
+
+    /// Adds (`on`) or removes VLAN ID `vlan_id` (0..=4095) from the receive VLAN filter, as DPDK's
+    /// `rte_eth_dev_vlan_filter`: once a port filters by VLAN it accepts tagged frames only for the IDs added,
+    /// while untagged frames still pass.
+    fn vlan_filter(&mut self, vlan_id: u16, on: bool) -> Result<()> {
+        let _ = (vlan_id, on);
+        Err(self.state().unsupported("VLAN filter"))
+    }
 }
