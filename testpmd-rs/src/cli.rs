@@ -67,7 +67,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("config", "set eth-peer <port> <mac>", "peer MAC address of a port (mac, csum, txonly)"),
     ("config", "set record <file>|off", "write every packet sent into a pcap file (from the next start)"),
     ("config", "vlan set strip on|off <port>", "VLAN stripping (where the port can)"),
-    ("config", "rx_vlan add|rm <vlan>|all <port>", "VLAN filter (no port here has one)"),
+    ("config", "rx_vlan add|rm <vlan>|all <port>", "receive VLAN filter (X540/82599 and X710 ports)"),
     ("ports", "port start all|<port>", "start ports"),
     ("ports", "port stop all|<port>", "stop ports"),
     ("ports", "port close all|<port>", "close stopped ports"),

@@ -141,7 +141,7 @@ pub enum Command<'a> {
     MacAddr { op: &'a str, port: &'a str, mac: &'a str },
     /// `vlan set strip on|off N`.
     VlanStrip { on: bool, port: &'a str },
-    /// `rx_vlan add|rm VLAN N`.
+    /// `rx_vlan add|rm VLAN|all N`.
     RxVlan { op: &'a str, vlan: &'a str, port: &'a str },
 }
 

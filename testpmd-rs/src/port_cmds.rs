@@ -7,6 +7,9 @@ use pktio::{offload, RssConfig, RssHashFunctions};
 use crate::app::{App, CmdResult};
 use crate::params::RssMode;
 
+/// The highest 802.1Q VLAN ID (12 bits).
+const MAX_VLAN_ID: u16 = 4095;
+
 /// The hash functions of an RSS mode.
 pub fn rss_functions(m: RssMode) -> RssHashFunctions {
     match m {
@@ -214,20 +217,30 @@ impl App {
         Ok(())
     }
 
-    /// `rx_vlan add|rm VLAN N`.
+    /// `rx_vlan add|rm VLAN|all N`: the port's VLAN filter (`all`: every ID, stopping at the first failure).
     pub fn rx_vlan(&mut self, op: &str, vlan: &str, id: u16) -> CmdResult {
-        if vlan != "all" {
+        let ids = if vlan == "all" {
+            0..=MAX_VLAN_ID
+        } else {
             let v: u16 = vlan.parse().map_err(|_| format!("Bad arguments: VLAN id {vlan:?}"))?;
-            if v > 4095 {
-                return Err(format!("Invalid VLAN id {v}: 0..4095"));
+            if v > MAX_VLAN_ID {
+                return Err(format!("Invalid vlan_id {v} (must be < {})", MAX_VLAN_ID + 1));
+            }
+            v..=v
+        };
+        let on = op == "add";
+        let dev = &mut self.ports[id as usize].dev;
+        for v in ids {
+            if let Err(e) = dev.vlan_filter(v, on) {
+                // DPDK's diag is the negative errno rte_eth_dev_vlan_filter returned.
+                let diag = if matches!(e, pktio::Error::NotSupported { .. }) { -95 } else { -22 };
+                return Err(format!(
+                    "rte_eth_dev_vlan_filter(port_pi={id}, vlan_id={v}, on={}) failed diag={diag}: {e}",
+                    u8::from(on)
+                ));
             }
         }
-        let on = u8::from(op == "add");
-        println!("Port {id}: VLAN-filtering disabled");
-        Err(format!(
-            "rte_eth_dev_vlan_filter(port_pi={id}, vlan_id={vlan}, on={on}) failed: VLAN filters are not supported by \
-             testpmd-rs's ports"
-        ))
+        Ok(())
     }
 
     /// `set link-up|link-down port N`.
