@@ -41,7 +41,10 @@
 //! TSO takes packets of at most 8 buffers (so that no segment the NIC cuts spans more than the 8 descriptors
 //! malicious-driver detection allows); longer chains are dropped as errors rather than linearised.
 //!
-//! Not supported (yet): VLAN filters (commands 0x0252/0x0253) and VLAN stripping, multicast address lists (use all-multicast), the flow director (its queue is
+//! Receive VLAN filtering (`vlan_filter`) uses MAC + VLAN perfect filters (docs/hw/i40e.md §6.7); the VSI VLAN
+//! commands 0x0252/0x0253 are not used.
+//!
+//! Not supported (yet): VLAN stripping, multicast address lists (use all-multicast), the flow director (its queue is
 //! left alone when present), DCB and more than one TC, SR-IOV and VFs, the X722, interrupts (everything is polled),
 //! the admin-queue RSS commands (the X710/XL710/XXV710 use the registers), NVM access, LLDP agent control.
 

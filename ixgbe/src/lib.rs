@@ -35,7 +35,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Not supported (yet): TSO, VLAN filtering and stripping, multicast address lists (use all-multicast), flow
+//! Receive VLAN filtering (`vlan_filter`) uses the VFTA and VLNCTRL.VFE (docs/hw/ixgbe.md §10.3).
+//!
+//! Not supported (yet): TSO, VLAN stripping, multicast address lists (use all-multicast), flow
 //! director, DCB, SR-IOV, interrupts (everything is polled), 82599 SFP+ module handling and its link set-up
 //! (AUTOC), the 82599 RX security-block errata sequence, RSC, header split.
 

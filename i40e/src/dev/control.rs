@@ -124,26 +124,23 @@ impl<R: RegisterSpace> I40e<R> {
         self.promisc(BROADCAST, BROADCAST)
     }
 
-    pub(super) fn mac_filter(&self, mac: MacAddr, add: bool) -> Result<()> {
+    /// Adds or removes one perfect filter: `mac` alone (`vlan` None: IGNORE_VLAN) or `mac` with VLAN ID `vlan`
+    /// (docs/hw/i40e.md §6.7).
+    pub(super) fn mac_filter(&self, mac: MacAddr, vlan: Option<u16>, add: bool) -> Result<()> {
+        use cmds::macvlan::*;
         let mut p = [0u8; 16];
-        cmds::MacVlanCmd { num_addresses: 1, seid0: self.vsi.seid | cmds::macvlan::SEID_VALID, ..Default::default() }
+        cmds::MacVlanCmd { num_addresses: 1, seid0: self.vsi.seid | SEID_VALID, ..Default::default() }
             .encode_into(&mut p);
         let mut buf = [0u8; 16];
+        let vlan_tag = vlan.unwrap_or(0);
         let op = if add {
-            cmds::AddMacVlanElem {
-                mac: mac.0,
-                flags: cmds::macvlan::PERFECT_MATCH | cmds::macvlan::IGNORE_VLAN,
-                ..Default::default()
-            }
-            .encode_into(&mut buf);
+            let flags = if vlan.is_some() { PERFECT_MATCH } else { PERFECT_MATCH | IGNORE_VLAN };
+            cmds::AddMacVlanElem { mac: mac.0, vlan_tag, flags, ..Default::default() }.encode_into(&mut buf);
             Opcode::AddMacVlan
         } else {
-            cmds::RemoveMacVlanElem {
-                mac: mac.0,
-                flags: cmds::macvlan::PERFECT_MATCH as u8 | cmds::macvlan::REMOVE_IGNORE_VLAN,
-                ..Default::default()
-            }
-            .encode_into(&mut buf);
+            let ignore = if vlan.is_some() { 0 } else { REMOVE_IGNORE_VLAN };
+            cmds::RemoveMacVlanElem { mac: mac.0, vlan_tag, flags: PERFECT_MATCH as u8 | ignore, ..Default::default() }
+                .encode_into(&mut buf);
             Opcode::RemoveMacVlan
         };
         self.aq(op, p, Some(Buffer { data: &mut buf, rd: true }), &[cmds::status::EEXIST])?;

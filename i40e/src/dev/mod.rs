@@ -30,6 +30,7 @@ mod bringup;
 mod control;
 #[cfg(test)]
 mod tests;
+mod vlan;
 use crate::tx::{TxRing, TxSetup};
 
 /// PCI IDs this driver takes (docs/hw/i40e.md §1): every one of the XL710 MAC type, with its fastest speed.
@@ -214,6 +215,10 @@ pub struct I40e<R: RegisterSpace> {
     link: Mutex<LinkStatus>,
     hw: Mutex<HwStats>,
     xbase: Vec<u64>,
+    /// The port filters by VLAN: its MACs have MAC + VLAN filters, no MAC-only ones (dev/vlan.rs).
+    vlan_filtering: bool,
+    /// VLAN IDs added with `vlan_filter` (0 is implied while filtering).
+    vlans: Vec<u16>,
     /// What must outlive the register space (e.g. the VFIO device behind a mapped BAR).
     keep_alive: Vec<Box<dyn std::any::Any + Send>>,
 }
@@ -250,6 +255,8 @@ impl<R: RegisterSpace> I40e<R> {
             link: Mutex::new(LinkStatus::default()),
             hw: Mutex::new(HwStats::default()),
             xbase: vec![0; stats::COUNTERS.len()],
+            vlan_filtering: false,
+            vlans: Vec::new(),
             keep_alive: Vec::new(),
         };
         dev.bring_up()?;
@@ -504,9 +511,9 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
         }
         let old = self.state.mac;
         if mac != old {
-            self.mac_filter(mac, true)?;
+            self.mac_filters(mac, true)?;
             if old != self.id.mac {
-                self.mac_filter(old, false)?;
+                self.mac_filters(old, false)?;
             }
         }
         self.state.mac = mac;
@@ -593,6 +600,10 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
             self.apply_lut();
         }
         Ok(())
+    }
+
+    fn vlan_filter(&mut self, vlan_id: u16, on: bool) -> Result<()> {
+        self.set_vlan_filter(vlan_id, on)
     }
 }
 
