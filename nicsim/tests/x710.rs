@@ -877,6 +877,54 @@ fn mac_filters_and_promiscuous_modes() {
     r.port.assert_no_faults();
 }
 
+/// A MAC + VLAN filter (docs/hw/i40e.md §6.7) matches its MAC only with that VLAN ID; untagged frames count as
+/// VLAN 0; a MAC-only (IGNORE_VLAN) filter takes every tag.
+#[test]
+fn mac_vlan_filters_match_the_vlan_id() {
+    let mut r = ready(X710Config::default(), 1, 1);
+    let mac = r.port.config().mac;
+    let s = r.learnt.vsi_seid.to_le_bytes();
+    let params = [1, 0, s[0], s[1] | 0x80, 0, 0, 0, 0];
+    let plain = udp(mac, 1, 2, 40);
+    let tag = |vid: u16| [&plain[..12], &[0x81, 0x00], &vid.to_be_bytes()[..], &plain[12..]].concat();
+    let elem = |vid: u16, flags: u16| {
+        let mut e = [0u8; 16];
+        e[0..6].copy_from_slice(&mac);
+        e[6..8].copy_from_slice(&vid.to_le_bytes());
+        e[8..10].copy_from_slice(&flags.to_le_bytes());
+        e
+    };
+    // Only the MAC + VLAN 5 filter: the firmware's MAC-only filter removed (PERFECT | IGNORE_VLAN in the remove flags).
+    r.indirect(0x0250, true, params, &elem(5, 0x1)).ok();
+    r.indirect(0x0251, true, params, &elem(0, 0x1 | 0x8)).ok();
+    assert_eq!(r.port.mac_filters(), vec![(mac, Some(5))]);
+    let filtered = r.port.counters().rx_filtered;
+    for (frame, passes) in [(tag(5), true), (tag(6), false), (plain.clone(), false), (tag(0x3005), true)] {
+        r.port.inject(&frame);
+        r.step();
+        let got = r.recv(0).map(|(d, _, _)| d);
+        assert_eq!(got.is_some(), passes, "{:02x?}", &frame[12..16]);
+        if let Some(d) = got {
+            assert_eq!(d, plain, "the rig's VSI strips the tag into the descriptor");
+        }
+    }
+    assert_eq!(r.port.counters().rx_filtered - filtered, 2, "tag 6 and the untagged frame");
+    // MAC + VLAN 0 lets untagged frames in, still not tag 6.
+    r.indirect(0x0250, true, params, &elem(0, 0x1)).ok();
+    r.port.inject(&plain);
+    r.port.inject(&tag(6));
+    r.step();
+    assert_eq!(r.recv(0).map(|(d, _, _)| d), Some(plain.clone()));
+    assert!(r.recv(0).is_none());
+    // Removing MAC + VLAN 5 (no IGNORE_VLAN in the remove flags) drops tag 5 again.
+    r.indirect(0x0251, true, params, &elem(5, 0x1)).ok();
+    r.port.inject(&tag(5));
+    r.step();
+    assert!(r.recv(0).is_none());
+    assert_eq!(r.port.counters().rx_filtered - filtered, 4);
+    r.port.assert_no_faults();
+}
+
 // ---- HMC, queues, traffic ------------------------------------------------------------------------------------------
 
 fn bring_up_and_traffic(config: X710Config) {
