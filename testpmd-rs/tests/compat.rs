@@ -321,3 +321,16 @@ fn mlockall_locks_the_process_memory() {
     }
     quit(s);
 }
+
+#[test]
+fn rx_vlan_reaches_the_x710_filters() {
+    let mut s = boot(&["--vdev", "net_sim_x710,ports=2"], &["-i"]);
+    for cmd in ["rx_vlan add 100 0", "rx_vlan add 200 0", "rx_vlan rm 100 0", "rx_vlan add 0 1"] {
+        let out = s.cmd(cmd);
+        assert!(out.is_empty(), "{cmd}: {out}");
+    }
+    // VLAN 0 lets untagged frames in once the port filters by VLAN: the driver refuses to remove it.
+    let out = s.cmd("rx_vlan rm 0 1");
+    assert!(out.contains("rte_eth_dev_vlan_filter(port_pi=1, vlan_id=0, on=0) failed diag=-22"), "{out}");
+    quit(s);
+}
