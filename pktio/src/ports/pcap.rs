@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use mempool::{Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
+use crate::dev::{BurstMode, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
 use crate::devargs::Devargs;
 use crate::pcap_file::{self, PcapError, PcapReader, PcapWriter, RecordHeader, LINKTYPE_ETHERNET};
 use crate::port_state::PortState;
@@ -317,6 +317,11 @@ impl EthDev for PcapPort {
 
     fn link(&self) -> LinkStatus {
         self.state.virtual_link()
+    }
+
+    fn burst_mode(&self) -> BurstMode {
+        let rx = if self.infinite_rx { "Scalar, replay from memory" } else { "Scalar, streamed from file" };
+        BurstMode { rx, tx: "Scalar" }
     }
 }
 
