@@ -132,36 +132,32 @@ pub fn route<R: Router>(frame: &mut [u8], in_port: u16, router: &R) -> Result<u1
     })
 }
 
-/// What became of one packet of a burst before the lookups: dropped, decided, or waiting for entry `i` of the
-/// IPv4 or IPv6 lookup.
-#[derive(Debug, Clone, Copy)]
-enum Verdict {
-    Drop(Drop),
-    Port(u16),
-    V4(u8),
-    V6(u8),
-}
+/// In [`BurstRouter`]'s per-packet outputs: codes from here up are drops ([`Drop`] as `code - DROPPED`); below
+/// are output ports.
+const DROPPED: u32 = 1 << 16;
 
 /// Routes a burst with one bulk lookup per IP version: validation and keys for every packet first, then the
-/// lookups, then the output ports in packet order. Scratch space for [`MAX_PKT_BURST`] packets, reused.
+/// lookups, whose results are scattered back to their packets. Scratch space for [`MAX_PKT_BURST`] packets, reused.
 pub struct BurstRouter<R: Router> {
-    verdicts: [Verdict; MAX_PKT_BURST],
-    outputs: [Result<u16, Drop>; MAX_PKT_BURST],
+    /// Per packet: output port, or `DROPPED + reason`.
+    outputs: [u32; MAX_PKT_BURST],
     keys4: [R::Key4; MAX_PKT_BURST],
     keys6: [R::Key6; MAX_PKT_BURST],
-    hops4: [u32; MAX_PKT_BURST],
-    hops6: [u32; MAX_PKT_BURST],
+    /// Which packet each key belongs to.
+    at4: [u8; MAX_PKT_BURST],
+    at6: [u8; MAX_PKT_BURST],
+    hops: [u32; MAX_PKT_BURST],
 }
 
 impl<R: Router> Default for BurstRouter<R> {
     fn default() -> Self {
         BurstRouter {
-            verdicts: [Verdict::Port(0); MAX_PKT_BURST],
-            outputs: [Ok(0); MAX_PKT_BURST],
+            outputs: [0; MAX_PKT_BURST],
             keys4: [R::Key4::default(); MAX_PKT_BURST],
             keys6: [R::Key6::default(); MAX_PKT_BURST],
-            hops4: [0; MAX_PKT_BURST],
-            hops6: [0; MAX_PKT_BURST],
+            at4: [0; MAX_PKT_BURST],
+            at6: [0; MAX_PKT_BURST],
+            hops: [0; MAX_PKT_BURST],
         }
     }
 }
@@ -173,44 +169,52 @@ impl<R: Router> BurstRouter<R> {
     pub fn route_burst(&mut self, pkts: &mut [Mbuf], in_port: u16, router: &R) {
         debug_assert!(pkts.len() <= MAX_PKT_BURST);
         let (mut n4, mut n6) = (0usize, 0usize);
-        for (v, m) in self.verdicts.iter_mut().zip(pkts.iter_mut()) {
+        for (i, (o, m)) in self.outputs.iter_mut().zip(pkts.iter_mut()).enumerate() {
             let frame = m.data_mut();
-            *v = match validate(frame) {
+            *o = in_port as u32;
+            match validate(frame) {
                 Ok(Class::V4) => {
                     self.keys4[n4] = router.key4(&frame[IP_AT..]);
+                    self.at4[n4] = i as u8;
                     n4 += 1;
-                    Verdict::V4(n4 as u8 - 1)
                 }
                 Ok(Class::V6) => {
                     self.keys6[n6] = router.key6(&frame[IP_AT..]);
+                    self.at6[n6] = i as u8;
                     n6 += 1;
-                    Verdict::V6(n6 as u8 - 1)
                 }
-                Ok(Class::Other) => Verdict::Port(in_port),
-                Err(reason) => Verdict::Drop(reason),
-            };
+                Ok(Class::Other) => {}
+                Err(reason) => *o = DROPPED + reason as u32,
+            }
         }
+        // A miss leaves the input port in place.
         if n4 > 0 {
-            router.lookup4_bulk(&self.keys4[..n4], &mut self.hops4[..n4]);
+            router.lookup4_bulk(&self.keys4[..n4], &mut self.hops[..n4]);
+            for (&h, &at) in self.hops[..n4].iter().zip(&self.at4[..n4]) {
+                if h != NO_ROUTE {
+                    self.outputs[at as usize] = h;
+                }
+            }
         }
         if n6 > 0 {
-            router.lookup6_bulk(&self.keys6[..n6], &mut self.hops6[..n6]);
-        }
-        let hop = |h: u32| if h == NO_ROUTE { in_port } else { h as u16 };
-        for (o, v) in self.outputs.iter_mut().zip(&self.verdicts[..pkts.len()]) {
-            *o = match *v {
-                Verdict::V4(i) => Ok(hop(self.hops4[i as usize])),
-                Verdict::V6(i) => Ok(hop(self.hops6[i as usize])),
-                Verdict::Port(p) => Ok(p),
-                Verdict::Drop(reason) => Err(reason),
-            };
+            router.lookup6_bulk(&self.keys6[..n6], &mut self.hops[..n6]);
+            for (&h, &at) in self.hops[..n6].iter().zip(&self.at6[..n6]) {
+                if h != NO_ROUTE {
+                    self.outputs[at as usize] = h;
+                }
+            }
         }
     }
 
     /// Packet `i`'s output port (or why it is dropped) after [`BurstRouter::route_burst`].
     #[inline(always)]
     pub fn output(&self, i: usize) -> Result<u16, Drop> {
-        self.outputs[i]
+        let o = self.outputs[i];
+        if o < DROPPED {
+            Ok(o as u16)
+        } else {
+            Err(Drop::ALL[(o - DROPPED) as usize])
+        }
     }
 }
 
