@@ -1002,6 +1002,10 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
         Ok(Box::new(self.tx_queue_typed(queue)?))
     }
 
+    fn burst_mode(&self) -> pktio::BurstMode {
+        crate::rxtx::burst_mode()
+    }
+
     fn link(&self) -> LinkStatus {
         self.read_link()
     }

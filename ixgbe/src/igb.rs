@@ -553,6 +553,10 @@ impl<R: RegisterSpace + 'static> EthDev for Igb<R> {
         Ok(Box::new(self.tx_queue_typed(queue)?))
     }
 
+    fn burst_mode(&self) -> pktio::BurstMode {
+        crate::rxtx::burst_mode()
+    }
+
     fn link(&self) -> LinkStatus {
         let s = self.regs.read(regs::STATUS);
         if s & regs::STATUS_LU == 0 {

@@ -165,6 +165,8 @@ impl App {
         dev.start(pool).map_err(err)?;
         dev.set_promiscuous(true).map_err(err)?;
         println!("done: \nPort {id}, MAC address: {}\n", dev.mac_addr());
+        let mode = dev.burst_mode();
+        println!("Port {id}: RX burst mode: {}, TX burst mode: {}", mode.rx, mode.tx);
         Ok(())
     }
 

@@ -60,6 +60,10 @@ fn mac_updating_rewrites_both_addresses_and_pairs_ports() {
     assert_frames_eq(&out1, &rewrite(&in0, 1, mac1));
     assert_frames_eq(&out0, &rewrite(&in1, 0, mac0));
     assert!(out.contains("Lcore 0: RX port 0 TX port 1") && out.contains("Lcore 1: RX port 1 TX port 0"), "{out}");
+    for p in 0..2 {
+        let line = format!("Port {p}: RX burst mode: Scalar, streamed from file, TX burst mode: Scalar\n");
+        assert_eq!(out.matches(&line).count(), 1, "{line:?} in:\n{out}");
+    }
     // The screen, in l2fwd's layout: port 1 sent port 0's 40 frames and received 25.
     assert!(out.contains("Statistics for port 1 ------------------------------\nPackets sent:                       40\nPackets received:                   25\nPackets dropped:                     0"), "{out}");
 }

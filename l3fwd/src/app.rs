@@ -204,10 +204,8 @@ impl App {
                 dev.set_promiscuous(true).map_err(err)?;
             }
             println!("Address:{}, Destination:{}", dev.mac_addr(), eth_dest[p as usize]);
-            println!(
-                "Port {p}: driver {}, RX path: not reported by the driver, TX path: not reported by the driver",
-                info.driver_name
-            );
+            let mode = dev.burst_mode();
+            println!("Port {p}: driver {}, RX burst mode: {}, TX burst mode: {}", info.driver_name, mode.rx, mode.tx);
         }
         let plan = Plan { nb_rxq, lcores, rx: params.config.clone() };
         Ok(App { eal, _pool: pool, ports: slots, plan, tables, params, eth_dest })

@@ -16,10 +16,11 @@
 //! hop limits are not decremented; the IPv4 checksum is adjusted as DPDK adjusts it (+0x0100 with end-around carry,
 //! so outputs compare byte for byte). Unlike DPDK's vector path, malformed packets (bad checksum, version, header
 //! length or total length, TTL/hop limit <= 1, truncated) are counted per reason and dropped, never forwarded.
+//! Routes are looked up a burst at a time (the `lpm` crate's bulk lookups); each port's RX/TX burst modes (the
+//! driver's answer) are printed at start-up.
 //!
 //! Not supported: ACL lookup, event mode, `--hash-entry-num` flow generation (the option is accepted and sizes the
-//! EM table only), per-port RX/TX path names (pktio has no burst-mode query: the start-up line says so), FIB's own
-//! table layout (FIB mode uses the LPM tables: DPDK's rte_fib is a different DIR-24-8 variant with the same results).
+//! EM table only), FIB's own table layout (FIB mode uses the LPM tables: DPDK's rte_fib is a different DIR-24-8 variant with the same results).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 

@@ -6,8 +6,29 @@ use lpm::{ExactMatch, Ipv4Tuple, Ipv6Tuple, Lpm4, Lpm4Config, Lpm6, Lpm6Config};
 use crate::routes::{EmRoute, LpmRoute};
 use crate::Result;
 
+/// A next hop that [`Router::lookup4_bulk`]/[`Router::lookup6_bulk`] write for a key without a route (above every
+/// port number).
+pub const NO_ROUTE: u32 = u32::MAX;
+
 /// Finds the output port of a validated IPv4 or IPv6 header (the slice starts at the IP header); `None`: no route.
+///
+/// The forwarding loop reads each packet's key first ([`Router::key4`], [`Router::key6`]) and then looks a whole
+/// burst up at once, so the tables' cache misses overlap; [`Router::route4`]/[`Router::route6`] do one packet.
 pub trait Router: Send + Sync + 'static {
+    /// What an IPv4 lookup reads from the header.
+    type Key4: Copy + Default;
+    /// What an IPv6 lookup reads from the header.
+    type Key6: Copy + Default;
+
+    /// The lookup key of an IPv4 header (at least 20 bytes, checked).
+    fn key4(&self, ip: &[u8]) -> Self::Key4;
+    /// The lookup key of an IPv6 header (at least 40 bytes, checked).
+    fn key6(&self, ip: &[u8]) -> Self::Key6;
+    /// Next hops of a burst of IPv4 keys, [`NO_ROUTE`] where there is none (`hops` as long as `keys`).
+    fn lookup4_bulk(&self, keys: &[Self::Key4], hops: &mut [u32]);
+    /// Next hops of a burst of IPv6 keys, [`NO_ROUTE`] where there is none (`hops` as long as `keys`).
+    fn lookup6_bulk(&self, keys: &[Self::Key6], hops: &mut [u32]);
+
     /// IPv4 (header at least 20 bytes, checked).
     fn route4(&self, ip: &[u8]) -> Option<u16>;
     /// IPv6 (header at least 40 bytes, checked).
@@ -67,6 +88,29 @@ mod v6_at {
 }
 
 impl Router for LpmRouter {
+    type Key4 = u32;
+    type Key6 = u128;
+
+    #[inline(always)]
+    fn key4(&self, ip: &[u8]) -> u32 {
+        be32(ip, v4_at::DST_ADDR)
+    }
+
+    #[inline(always)]
+    fn key6(&self, ip: &[u8]) -> u128 {
+        be128(ip, v6_at::DST_ADDR)
+    }
+
+    #[inline(always)]
+    fn lookup4_bulk(&self, keys: &[u32], hops: &mut [u32]) {
+        self.v4.lookup_bulk(keys, hops, NO_ROUTE);
+    }
+
+    #[inline(always)]
+    fn lookup6_bulk(&self, keys: &[u128], hops: &mut [u32]) {
+        self.v6.lookup_bulk(keys, hops, NO_ROUTE);
+    }
+
     #[inline(always)]
     fn route4(&self, ip: &[u8]) -> Option<u16> {
         self.v4.lookup(be32(ip, v4_at::DST_ADDR)).map(|h| h as u16)
@@ -113,30 +157,51 @@ impl EmRouter {
 }
 
 impl Router for EmRouter {
+    type Key4 = Ipv4Tuple;
+    type Key6 = Ipv6Tuple;
+
     #[inline(always)]
-    fn route4(&self, ip: &[u8]) -> Option<u16> {
+    fn key4(&self, ip: &[u8]) -> Ipv4Tuple {
         let (src_port, dst_port) = ports(ip, v4_at::PORTS);
-        let key = Ipv4Tuple {
+        Ipv4Tuple {
             src_ip: be32(ip, v4_at::SRC_ADDR),
             dst_ip: be32(ip, v4_at::DST_ADDR),
             src_port,
             dst_port,
             proto: ip[v4_at::PROTOCOL],
-        };
-        self.v4.lookup(&key).map(|h| h as u16)
+        }
     }
 
     #[inline(always)]
-    fn route6(&self, ip: &[u8]) -> Option<u16> {
+    fn key6(&self, ip: &[u8]) -> Ipv6Tuple {
         let (src_port, dst_port) = ports(ip, v6_at::PORTS);
-        let key = Ipv6Tuple {
+        Ipv6Tuple {
             src_ip: be128(ip, v6_at::SRC_ADDR),
             dst_ip: be128(ip, v6_at::DST_ADDR),
             src_port,
             dst_port,
             proto: ip[v6_at::NEXT_HEADER],
-        };
-        self.v6.lookup(&key).map(|h| h as u16)
+        }
+    }
+
+    #[inline(always)]
+    fn lookup4_bulk(&self, keys: &[Ipv4Tuple], hops: &mut [u32]) {
+        self.v4.lookup_bulk(keys, hops, NO_ROUTE);
+    }
+
+    #[inline(always)]
+    fn lookup6_bulk(&self, keys: &[Ipv6Tuple], hops: &mut [u32]) {
+        self.v6.lookup_bulk(keys, hops, NO_ROUTE);
+    }
+
+    #[inline(always)]
+    fn route4(&self, ip: &[u8]) -> Option<u16> {
+        self.v4.lookup(&self.key4(ip)).map(|h| h as u16)
+    }
+
+    #[inline(always)]
+    fn route6(&self, ip: &[u8]) -> Option<u16> {
+        self.v6.lookup(&self.key6(ip)).map(|h| h as u16)
     }
 }
 

@@ -200,6 +200,12 @@ fn lpm_routes_rewrites_and_drops_like_dpdk_l3fwd() {
         "{text}"
     );
     assert!(text.contains("LPM: Adding route 198.18.1.0 / 24 (1)"), "{text}");
+    // The driver's own answer for each port, once each.
+    for p in 0..2 {
+        let line =
+            format!("Port {p}: driver net_pcap, RX burst mode: Scalar, streamed from file, TX burst mode: Scalar");
+        assert_eq!(text.matches(&line).count(), 1, "{line:?} in:\n{text}");
+    }
     assert!(!text.contains("(2) ["), "routes to ports outside the mask are skipped:\n{text}");
 }
 

@@ -332,6 +332,21 @@ impl<Q: TxQueue + ?Sized> TxQueue for Box<Q> {
     }
 }
 
+/// Which RX and TX burst code a port runs (DPDK's `rte_eth_rx_burst_mode_get`/`tx`): short names such as
+/// "Vector SSE2" or "Scalar", for reports that compare runs across platforms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BurstMode {
+    /// The RX path.
+    pub rx: &'static str,
+    /// The TX path.
+    pub tx: &'static str,
+}
+
+impl BurstMode {
+    /// One packet at a time in plain code, both ways (the default).
+    pub const SCALAR: BurstMode = BurstMode { rx: "Scalar", tx: "Scalar" };
+}
+
 /// A port's control plane: what `rte_eth_dev_*` does. The data plane is handed out as owned queues after
 /// [`EthDev::start`]; they must be dropped again before [`EthDev::stop`].
 ///
@@ -384,6 +399,12 @@ pub trait EthDev: Send {
 
     /// Link state now.
     fn link(&self) -> LinkStatus;
+
+    /// The RX and TX burst paths this port runs (or would run once started); drivers with more than one path
+    /// override this with the one they chose.
+    fn burst_mode(&self) -> BurstMode {
+        BurstMode::SCALAR
+    }
 
     /// Sets the administrative link state where the device has one.
     fn set_link_up(&mut self, up: bool) -> Result<()> {

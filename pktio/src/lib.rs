@@ -39,8 +39,8 @@ pub mod vfio;
 pub mod wire;
 
 pub use dev::{
-    offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, MacParseError, PortConfig, RssConfig, RssHashFunctions,
-    RxQueue, TxQueue,
+    offload, BurstMode, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, MacParseError, PortConfig, RssConfig,
+    RssHashFunctions, RxQueue, TxQueue,
 };
 pub use error::{Error, Result};
 pub use mempool::{self, Mbuf, Mempool, PacketBatch, PoolConfig};

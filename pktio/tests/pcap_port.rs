@@ -197,6 +197,46 @@ fn infinite_rx_loops_and_restart_replays() {
     assert!(pool.is_full());
 }
 
+/// `infinite_rx=1` replays from memory: records in file order, wrapping, byte for byte (chains included), with
+/// their timestamps, and it goes on after the file is emptied, since it was read once at start.
+#[test]
+fn infinite_rx_replays_from_memory_in_order() {
+    let dir = TempDir::new("infmem");
+    let input = dir.file("in.pcap");
+    let frames = varied_frames();
+    write_capture(&input, &frames);
+    let pool = pool("pcap-infmem", 512);
+    let mut port = open_vdev(&format!("net_pcap8,rx_pcap={},infinite_rx=1", input.display())).unwrap();
+    port.start(&pool).unwrap();
+    // Truncated in place, so a reader still streaming the open file would see it end.
+    std::fs::OpenOptions::new().write(true).open(&input).unwrap().set_len(0).unwrap();
+    let mut rx = port.rx_queue(0).unwrap();
+    // 29 does not divide the record count, so bursts straddle the wrap at different records.
+    let mut batch = PacketBatch::with_capacity(29);
+    let total = frames.len() * 3 + 7;
+    let (mut seen, mut bytes) = (0usize, 0u64);
+    while seen < total {
+        let n = rx.rx_burst(&mut batch);
+        assert_eq!(n, 29, "an endless replay always fills the burst");
+        for m in batch.iter() {
+            let i = seen % frames.len();
+            let data: Vec<u8> = m.segments().flat_map(|s| s.data.iter().copied()).collect();
+            assert_eq!(data, frames[i], "record {i} on pass {}", seen / frames.len());
+            assert_eq!(m.timestamp(), 1_700_000_000_000_000_000 + i as u64 * 1000);
+            bytes += m.pkt_len() as u64;
+            seen += 1;
+        }
+        batch.clear();
+    }
+    drop(rx);
+    port.stop().unwrap();
+    assert_eq!((port.stats().ipackets, port.stats().ibytes), (seen as u64, bytes));
+    assert_eq!(port.stats().ierrors, 0);
+    assert!(pool.is_full());
+    // The next start reads the file again, and it is empty now.
+    assert!(port.start(&pool).is_err());
+}
+
 /// With the pool dry, the record waits (counted as rx_nombuf) and no packet is lost.
 #[test]
 fn pool_exhaustion_loses_nothing() {

@@ -11,7 +11,8 @@ use pktio::dma::{DmaMapper, DmaMapping};
 use pktio::pci::{ConfigSpace, PciAddress};
 use pktio::vfio::{Vfio, VfioBar, VfioConfig};
 use pktio::{
-    offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, RxQueue, TxQueue, XStat,
+    offload, BurstMode, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, RxQueue, TxQueue,
+    XStat,
 };
 
 use crate::desc::{ctrl, VirtqDesc};
@@ -684,6 +685,13 @@ impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
 
     fn tx_queue(&mut self, queue: u16) -> pktio::Result<Box<dyn TxQueue>> {
         Ok(Box::new(self.tx_queue_typed(queue)?))
+    }
+
+    /// Split virtqueues, one packet at a time; RX takes chains of buffers once MRG_RXBUF is negotiated (known
+    /// after start).
+    fn burst_mode(&self) -> BurstMode {
+        let rx = if self.has(feature::NET_MRG_RXBUF) { "Scalar split, mergeable" } else { "Scalar split" };
+        BurstMode { rx, tx: "Scalar split" }
     }
 
     fn link(&self) -> LinkStatus {

@@ -37,5 +37,5 @@ mod tx;
 
 pub use family::Family;
 pub use ring::{idx, RingConfig};
-pub use rx::{RxRing, RxSetup};
+pub use rx::{burst_mode, RxRing, RxSetup};
 pub use tx::{TxRing, TxSetup, MAX_TX_SEGS};

@@ -158,10 +158,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             rearm,
             memo: RxMemo::new::<F>(),
             udp_csum_zero_err: setup.udp_csum_zero_err,
-            #[cfg(target_arch = "x86_64")]
-            avx: std::arch::is_x86_feature_detected!("avx"),
-            #[cfg(not(target_arch = "x86_64"))]
-            avx: false,
+            avx: cpu_has_avx(),
             pending: None,
             pending_bad: false,
             pool: setup.pool.clone(),
@@ -494,4 +491,26 @@ impl<R: RegisterSpace, F: Family> Drop for RxRing<R, F> {
         }
         // pending (buffers), then the ring's and the pool's mappings (unmapped, then freed if last) drop here.
     }
+}
+
+/// Whether the RX fast run uses its AVX build on this CPU (decided once per ring, at creation).
+fn cpu_has_avx() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx");
+    #[cfg(not(target_arch = "x86_64"))]
+    return false;
+}
+
+/// The burst paths every ring of this driver runs on this CPU: RX takes runs of common frames four descriptors
+/// at a time with SSE2 shuffles (the AVX build when the CPU has it; one at a time off x86-64), TX places plain
+/// packets in groups of four and offloads or chains one by one, both in the same routine.
+pub fn burst_mode() -> pktio::BurstMode {
+    let rx = if cfg!(not(target_arch = "x86_64")) {
+        "Scalar"
+    } else if cpu_has_avx() {
+        "Vector SSE2 (AVX build)"
+    } else {
+        "Vector SSE2"
+    };
+    pktio::BurstMode { rx, tx: "Scalar (plain packets by 4, offloads one by one)" }
 }

@@ -8,7 +8,9 @@
 //! - `tx_pcap=FILE`: one TX queue writes every packet it is given into FILE (created or truncated when the port is
 //!   opened; classic pcap, microsecond timestamps of the moment of sending; chains are written whole). Buffered
 //!   records are flushed when the port stops, when the queue is dropped and when the port is dropped.
-//! - `infinite_rx=1`: when a file ends, start it again (the file must hold at least one packet).
+//! - `infinite_rx=1`: when a file ends, start it again (the file must hold at least one packet). As DPDK's pcap PMD
+//!   does, the file is read once at start into memory (one buffer, records by offset) and replayed from there, each
+//!   record copied into fresh buffers per burst; without `infinite_rx` files are streamed, since they can be large.
 //!
 //! Repeat `rx_pcap`/`tx_pcap` for more queues: the n-th of each is queue n. With `rx_pcap` alone, TX queues count
 //! and drop what they are given (DPDK's behaviour); with `tx_pcap` alone, RX queues receive nothing.
@@ -30,7 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use mempool::{Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
+use crate::dev::{BurstMode, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
 use crate::devargs::Devargs;
 use crate::pcap_file::{self, PcapError, PcapReader, PcapWriter, RecordHeader, LINKTYPE_ETHERNET};
 use crate::port_state::PortState;
@@ -69,8 +71,8 @@ pub struct PcapPort {
     rx_files: Vec<PathBuf>,
     tx_files: Vec<SharedWriter>,
     infinite_rx: bool,
-    /// Opened at start, moved into the RX queue when it is taken.
-    readers: Vec<Option<FileReader>>,
+    /// Opened (or, with `infinite_rx`, loaded) at start, moved into the RX queue when it is taken.
+    sources: Vec<Option<RxSource>>,
     pool: Option<Mempool>,
 }
 
@@ -122,7 +124,7 @@ impl PcapPort {
             rx_files: rx_files.to_vec(),
             tx_files: writers,
             infinite_rx,
-            readers: Vec::new(),
+            sources: Vec::new(),
             pool: None,
         })
     }
@@ -157,13 +159,19 @@ impl PcapPort {
     pub fn rx_queue_typed(&mut self, queue: u16) -> Result<PcapRxQueue> {
         let stats = self.state.claim_rx(queue, Some)?;
         let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
-        let reader = self.readers.get_mut(queue as usize).and_then(Option::take);
+        let source = self.sources.get_mut(queue as usize).and_then(Option::take);
+        let (reader, replay) = match source {
+            Some(RxSource::Stream(r)) => (Some(r), None),
+            Some(RxSource::Memory(m)) => (None, Some(m)),
+            None => (None, None),
+        };
         Ok(PcapRxQueue {
             reader,
+            replay,
+            next: 0,
             pool,
             stats,
             port_id: self.state.port_id,
-            infinite: self.infinite_rx,
             buf: Vec::with_capacity(2048),
             pending: None,
             error_counted: false,
@@ -200,6 +208,59 @@ fn open_reader(port: &str, path: &PathBuf) -> Result<FileReader> {
     Ok(reader)
 }
 
+/// Where an RX queue's records come from.
+#[derive(Debug)]
+enum RxSource {
+    /// Read from the file as the queue goes (a single pass).
+    Stream(FileReader),
+    /// The whole file, loaded once (`infinite_rx=1`).
+    Memory(Replay),
+}
+
+/// A capture held in memory: every record's bytes back to back in one buffer.
+#[derive(Debug)]
+struct Replay {
+    data: Vec<u8>,
+    records: Vec<ReplayRecord>,
+    /// The file ended in a corrupt or truncated record (counted as one ierror at the first wrap).
+    corrupt_tail: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ReplayRecord {
+    start: usize,
+    end: usize,
+    timestamp_ns: u64,
+}
+
+/// Reads the whole of `path` into memory; refuses a file with no readable record (nothing to loop over).
+fn load_replay(port: &str, path: &PathBuf) -> Result<Replay> {
+    let mut reader = open_reader(port, path)?;
+    let mut replay = Replay { data: Vec::new(), records: Vec::new(), corrupt_tail: false };
+    let mut buf = Vec::with_capacity(2048);
+    loop {
+        match reader.next_into(&mut buf) {
+            Ok(Some(h)) => {
+                let start = replay.data.len();
+                replay.data.extend_from_slice(&buf);
+                replay.records.push(ReplayRecord { start, end: replay.data.len(), timestamp_ns: h.timestamp_ns });
+            }
+            Ok(None) => break,
+            Err(_) => {
+                replay.corrupt_tail = true;
+                break;
+            }
+        }
+    }
+    if replay.records.is_empty() {
+        return Err(Error::InvalidConfig {
+            port: port.to_string(),
+            reason: format!("infinite_rx=1 needs packets, and rx_pcap={} has none that can be read", path.display()),
+        });
+    }
+    Ok(replay)
+}
+
 fn pcap_error(port: &str, e: PcapError) -> Error {
     match e {
         PcapError::Io { path, source } => Error::os(format!("{port}: pcap file {}", path.display()), source),
@@ -221,17 +282,27 @@ impl EthDev for PcapPort {
             return Err(Error::Started { port: self.state.name().to_string() });
         }
         let name = self.state.name().to_string();
-        let readers =
-            self.rx_files.iter().map(|p| open_reader(&name, p).map(Some)).collect::<Result<Vec<Option<_>>>>()?;
+        let infinite = self.infinite_rx;
+        let sources = self
+            .rx_files
+            .iter()
+            .map(|p| {
+                if infinite {
+                    load_replay(&name, p).map(|r| Some(RxSource::Memory(r)))
+                } else {
+                    open_reader(&name, p).map(|r| Some(RxSource::Stream(r)))
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
         self.state.start()?;
-        self.readers = readers;
+        self.sources = sources;
         self.pool = Some(pool.clone());
         Ok(())
     }
 
     fn stop(&mut self) -> Result<()> {
         self.state.stop()?;
-        self.readers.clear();
+        self.sources.clear();
         self.pool = None;
         self.flush()
     }
@@ -247,6 +318,11 @@ impl EthDev for PcapPort {
     fn link(&self) -> LinkStatus {
         self.state.virtual_link()
     }
+
+    fn burst_mode(&self) -> BurstMode {
+        let rx = if self.infinite_rx { "Scalar, replay from memory" } else { "Scalar, streamed from file" };
+        BurstMode { rx, tx: "Scalar" }
+    }
 }
 
 impl Drop for PcapPort {
@@ -258,11 +334,14 @@ impl Drop for PcapPort {
 /// RX side of a pcap port: replays one file.
 #[derive(Debug)]
 pub struct PcapRxQueue {
+    /// Single pass over the file.
     reader: Option<FileReader>,
+    /// Endless replay from memory (`infinite_rx=1`); `next` is the record the next burst starts with.
+    replay: Option<Replay>,
+    next: usize,
     pool: Mempool,
     stats: Arc<RxQueueStats>,
     port_id: u16,
-    infinite: bool,
     buf: Vec<u8>,
     /// A record read into `buf` that the pool had no buffer for yet.
     pending: Option<RecordHeader>,
@@ -270,37 +349,74 @@ pub struct PcapRxQueue {
 }
 
 impl PcapRxQueue {
-    /// True once the file is exhausted (never with `infinite_rx=1`, unless the file became unreadable).
+    /// True once the file is exhausted (never with `infinite_rx=1`).
     pub fn at_eof(&self) -> bool {
-        self.reader.is_none() && self.pending.is_none()
+        self.reader.is_none() && self.replay.is_none() && self.pending.is_none()
     }
 
-    /// The next record into `self.buf`, rewinding in infinite mode; `None` at the end.
+    /// The next record into `self.buf`; `None` at the end of the file.
     fn next_record(&mut self) -> Option<RecordHeader> {
         let reader = self.reader.as_mut()?;
-        for _ in 0..2 {
-            match reader.next_into(&mut self.buf) {
-                Ok(Some(h)) => return Some(h),
-                Ok(None) => {}
-                Err(_) => {
-                    if !self.error_counted {
-                        self.stats.errors.add(1);
-                        self.error_counted = true;
-                    }
-                }
-            }
-            // End of file (or a corrupt tail, which ends the file).
-            if !self.infinite || reader.records_read() == 0 || reader.rewind().is_err() {
-                break;
-            }
+        match reader.next_into(&mut self.buf) {
+            Ok(Some(h)) => return Some(h),
+            Ok(None) => {}
+            // A corrupt tail ends the file.
+            Err(_) => self.count_error_once(),
         }
         self.reader = None;
         None
+    }
+
+    fn count_error_once(&mut self) {
+        if !self.error_counted {
+            self.stats.errors.add(1);
+            self.error_counted = true;
+        }
+    }
+
+    /// `rx_burst` for `infinite_rx=1`: copies records from memory, wrapping at the end.
+    fn replay_burst(&mut self, batch: &mut PacketBatch) -> usize {
+        let Some(replay) = self.replay.as_ref() else { return 0 };
+        let (mut n, mut bytes, mut wrapped, mut nombuf) = (0usize, 0u64, false, false);
+        let mut next = self.next;
+        while !batch.is_full() {
+            let rec = replay.records[next];
+            let Some(mut m) = mbuf_from_bytes(&self.pool, &replay.data[rec.start..rec.end]) else {
+                // The record stays next: it is delivered on a later burst.
+                nombuf = true;
+                break;
+            };
+            m.set_port(self.port_id);
+            m.set_timestamp(rec.timestamp_ns);
+            bytes += (rec.end - rec.start) as u64;
+            // Cannot fail: the batch is not full.
+            let _ = batch.push(m);
+            n += 1;
+            next += 1;
+            if next == replay.records.len() {
+                next = 0;
+                wrapped = true;
+            }
+        }
+        let corrupt_tail = replay.corrupt_tail;
+        self.next = next;
+        if wrapped && corrupt_tail {
+            self.count_error_once();
+        }
+        if nombuf {
+            self.stats.nombuf.add(1);
+        }
+        self.stats.packets.add(n as u64);
+        self.stats.bytes.add(bytes);
+        n
     }
 }
 
 impl RxQueue for PcapRxQueue {
     fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize {
+        if self.replay.is_some() {
+            return self.replay_burst(batch);
+        }
         let mut n = 0;
         let mut bytes = 0u64;
         while !batch.is_full() {
