@@ -145,17 +145,26 @@ fn bad_input_exits_1_with_a_reason() {
 
 #[test]
 fn forwards_through_simulated_x540_ports() {
-    // Ports 0, 1: two simulated X540s wired back to back (the real ixgbe driver on the model); ports 2, 3: pcap.
+    forwards_through_simulated_ports("net_sim_x540,ports=2", "l2sim");
+}
+
+#[test]
+fn forwards_through_simulated_x710_ports() {
+    forwards_through_simulated_ports("net_sim_x710,ports=2", "l2sim710");
+}
+
+fn forwards_through_simulated_ports(vdev: &str, tmp: &str) {
+    // Ports 0, 1: two simulated NICs wired back to back (the real ixgbe or i40e driver on its model); ports 2, 3: pcap.
     // --portmap pairs 2 with 0 and 1 with 3: frames replayed on port 2 leave by sim port 0, cross the wire, arrive
     // on sim port 1 and leave by pcap port 3, rewritten by l2fwd on both hops.
-    let dir = TempDir::new("l2sim");
+    let dir = TempDir::new(tmp);
     let (i2, o2, i3, o3) = (dir.path("in2.pcap"), dir.path("out2.pcap"), dir.path("in3.pcap"), dir.path("out3.pcap"));
     let frames = udp_frames(7, 20, |i| [10, 7, 0, i as u8]);
     write_pcap(&i2, &frames);
     write_pcap(&i3, &[]);
     let args = eal(&[
         "--vdev".into(),
-        "net_sim_x540,ports=2".into(),
+        vdev.into(),
         "--vdev".into(),
         format!("net_pcap0,rx_pcap={i2},tx_pcap={o2}"),
         "--vdev".into(),

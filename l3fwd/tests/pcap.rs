@@ -324,7 +324,16 @@ fn bad_input_exits_1_with_a_reason() {
 
 #[test]
 fn forwards_through_simulated_x540_ports() {
-    // Ports 0, 1: simulated X540s wired back to back (their vdev comes first); port 2: pcap. 198.18.0.0/24 -> port 0. A frame from the pcap
+    forwards_through_simulated_ports("net_sim_x540,ports=2", "l3sim");
+}
+
+#[test]
+fn forwards_through_simulated_x710_ports() {
+    forwards_through_simulated_ports("net_sim_x710,ports=2", "l3sim710");
+}
+
+fn forwards_through_simulated_ports(vdev: &str, tmp: &str) {
+    // Ports 0, 1: two simulated NICs (X540 or X710) wired back to back (their vdev comes first); port 2: pcap. 198.18.0.0/24 -> port 0. A frame from the pcap
     // leaves by sim port 0, crosses the wire, arrives on sim port 1 and is routed to port 0 again, TTL one less
     // each time, until its TTL reaches 1 and it is dropped: TTL 4 makes three trips through the driver. -P: the
     // frames carry the default destination 02:00:00:00:00:00, which the model filters out otherwise.
@@ -333,13 +342,20 @@ fn forwards_through_simulated_x540_ports() {
     let all_dropped =
         |o: &str| o.rfind("ttl-exceeded:").is_some_and(|at| last_number(&o[at..], "ttl-exceeded:") == Some(10));
     let (out, text) = run_until(
-        "l3sim",
+        tmp,
         &[vec![frames]],
         2,
-        &["--vdev", "net_sim_x540,ports=2"],
+        &["--vdev", vdev],
         &["-p", "0x7", "-P", "--config=(2,0,0)(1,0,1)"],
         Some(&all_dropped),
     );
+    // The real driver reports its vector RX path through the simulated port (x86-64 builds).
+    if cfg!(target_arch = "x86_64") {
+        assert!(
+            text.lines().any(|l| l.starts_with("Port 0: driver") && l.contains("RX burst mode: Vector SSE2")),
+            "{text}"
+        );
+    }
     assert!(out[0].iter().all(Vec::is_empty), "nothing routes to the pcap port");
     let at = text.rfind("l3fwd statistics").unwrap();
     let t = &text[at..];

@@ -194,6 +194,9 @@ impl EthDev for SimPort {
     fn reta_update(&mut self, reta: &[u16]) -> Result<()> {
         self.dev.reta_update(reta)
     }
+    fn burst_mode(&self) -> pktio::BurstMode {
+        self.dev.burst_mode()
+    }
     fn vlan_filter(&mut self, vlan_id: u16, on: bool) -> Result<()> {
         self.dev.vlan_filter(vlan_id, on)
     }
