@@ -10,8 +10,11 @@
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+mod port;
 pub mod x540;
 pub mod x710;
+
+pub use port::SimPort;
 
 use pktio::driver::VdevDriver;
 

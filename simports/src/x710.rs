@@ -17,43 +17,17 @@ use std::sync::Arc;
 
 use hugepage::Allocator;
 use i40e::{max_speed_of, I40e, Options, Timing};
-use mempool::Mempool;
 use nicsim::{X710Bar, X710Config, X710Part, X710Port, X710Thread, X710};
 use pktio::devargs::Devargs;
-use pktio::{
-    DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result, RssConfig, RxQueue, TxQueue, XStat,
-};
+use pktio::{EthDev, Result};
 
 /// The driver name users type.
 pub const VDEV_DRIVER: &str = "net_sim_x710";
 /// Most ports one `--vdev` may create.
 pub const MAX_PORTS: u16 = 8;
 
-/// One simulated 700-series port: the driver, and the model (with its thread) behind it.
-pub struct SimPort {
-    dev: I40e<X710Bar>,
-    // Dropped after `dev` (field order): the firmware keeps answering until the driver has closed the port.
-    _thread: X710Thread,
-    model: X710Port,
-}
-
-impl std::fmt::Debug for SimPort {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimPort").field("dev", &self.dev).finish()
-    }
-}
-
-impl SimPort {
-    /// The model behind the port (fault injection, counters).
-    pub fn model(&self) -> &X710Port {
-        &self.model
-    }
-
-    /// The driver.
-    pub fn driver(&mut self) -> &mut I40e<X710Bar> {
-        &mut self.dev
-    }
-}
+/// One simulated 700-series port: the i40e driver, and the X710 model (with its thread) behind it.
+pub type SimPort = crate::port::SimPort<I40e<X710Bar>, X710Thread, X710Port>;
 
 /// The part a `part=` devarg names.
 fn part_of(name: &str) -> Option<X710Part> {
@@ -73,7 +47,7 @@ fn open_one(name: String, bar: X710Bar, model: X710Port, allocator: &Allocator) 
     // The firmware answers the admin queue only while the model runs: its thread starts before the bring-up.
     let thread = model.start_thread();
     let dev = I40e::new(Arc::new(bar), model.dma_mapper(), allocator.clone(), options)?;
-    Ok(SimPort { dev, _thread: thread, model })
+    Ok(SimPort::new(dev, thread, model))
 }
 
 /// Opens the ports of a `net_sim_x710` vdev.
@@ -115,97 +89,13 @@ pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn Et
     }
     Ok(out)
 }
-impl EthDev for SimPort {
-    fn state(&self) -> &PortState {
-        self.dev.state()
-    }
-    fn state_mut(&mut self) -> &mut PortState {
-        self.dev.state_mut()
-    }
-    fn info(&self) -> DevInfo {
-        self.dev.info()
-    }
-    fn configure(&mut self, config: &PortConfig) -> Result<()> {
-        self.dev.configure(config)
-    }
-    fn config(&self) -> &PortConfig {
-        self.dev.config()
-    }
-    fn start(&mut self, pool: &Mempool) -> Result<()> {
-        self.dev.start(pool)
-    }
-    fn stop(&mut self) -> Result<()> {
-        self.dev.stop()
-    }
-    fn is_started(&self) -> bool {
-        self.dev.is_started()
-    }
-    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
-        self.dev.rx_queue(queue)
-    }
-    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
-        self.dev.tx_queue(queue)
-    }
-    fn set_port_id(&mut self, port_id: u16) {
-        self.dev.set_port_id(port_id)
-    }
-    fn link(&self) -> LinkStatus {
-        self.dev.link()
-    }
-    fn set_link_up(&mut self, up: bool) -> Result<()> {
-        self.dev.set_link_up(up)
-    }
-    fn mac_addr(&self) -> MacAddr {
-        self.dev.mac_addr()
-    }
-    fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {
-        self.dev.set_mac_addr(mac)
-    }
-    fn set_promiscuous(&mut self, on: bool) -> Result<()> {
-        self.dev.set_promiscuous(on)
-    }
-    fn promiscuous(&self) -> bool {
-        self.dev.promiscuous()
-    }
-    fn set_allmulticast(&mut self, on: bool) -> Result<()> {
-        self.dev.set_allmulticast(on)
-    }
-    fn allmulticast(&self) -> bool {
-        self.dev.allmulticast()
-    }
-    fn mtu(&self) -> u16 {
-        self.dev.mtu()
-    }
-    fn set_mtu(&mut self, mtu: u16) -> Result<()> {
-        self.dev.set_mtu(mtu)
-    }
-    fn stats(&self) -> PortStats {
-        self.dev.stats()
-    }
-    fn reset_stats(&mut self) {
-        self.dev.reset_stats()
-    }
-    fn xstats(&self) -> Vec<XStat> {
-        self.dev.xstats()
-    }
-    fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {
-        self.dev.rss_hash_update(rss)
-    }
-    fn reta_update(&mut self, reta: &[u16]) -> Result<()> {
-        self.dev.reta_update(reta)
-    }
-    fn burst_mode(&self) -> pktio::BurstMode {
-        self.dev.burst_mode()
-    }
-    fn vlan_filter(&mut self, vlan_id: u16, on: bool) -> Result<()> {
-        self.dev.vlan_filter(vlan_id, on)
-    }
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mempool::Mempool;
     use mempool::{PacketBatch, PoolConfig};
+    use pktio::{PortConfig, RxQueue, TxQueue};
     use std::time::{Duration, Instant};
 
     fn open(devargs: &str) -> Result<Vec<Box<dyn EthDev>>> {
