@@ -34,6 +34,7 @@ pub mod pcap_file;
 pub mod pci;
 mod port_state;
 pub mod ports;
+pub mod reg;
 pub mod stats;
 pub mod vfio;
 pub mod wire;
