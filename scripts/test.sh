@@ -16,3 +16,5 @@ export RUST_BACKTRACE=1
 cargo build --workspace --all-targets
 bash scripts/check-citations.sh
 cargo test --workspace --no-fail-fast
+# The drivers and their foundations built for aarch64 (SP670 hosts are often Kunpeng), unit tests under qemu-user.
+bash scripts/aarch64.sh

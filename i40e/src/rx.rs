@@ -57,7 +57,8 @@ pub struct RxRing<R: RegisterSpace> {
     headroom: u64,
     rearm: RxRearm,
     memo: RxMemo,
-    /// The CPU has AVX: the fast run uses [`rx_fast_run_avx`].
+    /// The CPU has AVX: the fast run uses `rx_fast_run_avx` (x86-64 only; always false elsewhere).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     avx: bool,
     /// Head of a frame whose later descriptors have not completed yet.
     pending: Option<Mbuf>,

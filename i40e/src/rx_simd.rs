@@ -71,6 +71,7 @@ pub(crate) unsafe fn rx_fast_run_avx(
 
 /// qword-1 bits above the length: the header length and SPH, zero without header split. The fast path requires
 /// them zero, so that qword 1 shifted right to the length is the length alone.
+#[cfg(target_arch = "x86_64")]
 const ABOVE_LEN: u64 = !((1u64 << (rx::LENGTH_PBUF.lo + rx::LENGTH_PBUF.width)) - 1);
 
 /// The body of [`rx_fast_run`] and [`rx_fast_run_avx`].

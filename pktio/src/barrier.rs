@@ -33,7 +33,15 @@ pub fn dma_rmb() {
 }
 
 /// A full barrier between all earlier and later memory accesses, device ones included.
+///
+/// On aarch64 `fence(SeqCst)` is only `dmb ish` (inner shareable: other CPUs, not the device), so a `dsb sy`
+/// is issued, as Linux's `mb()` and DPDK's `rte_mb()` do there.
 #[inline(always)]
 pub fn mb() {
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: a barrier instruction, no memory operands.
+    unsafe {
+        std::arch::asm!("dsb sy", options(nostack, preserves_flags))
+    };
     fence(Ordering::SeqCst);
 }

@@ -17,7 +17,9 @@ use pktio::{Error, Result, RxQueue};
 
 use super::ring::{disable_queue, idx, split_iova, RingConfig, RingMemory};
 use super::rx_flags::{rx_flags, RxMemo};
-use super::rx_simd::{rx_fast_run, rx_fast_run_avx};
+use super::rx_simd::rx_fast_run;
+#[cfg(target_arch = "x86_64")]
+use super::rx_simd::rx_fast_run_avx;
 use super::Family;
 use crate::desc::{rx, RxDesc, RxWriteback};
 use crate::regs::{PollTimeout, Regs};
@@ -47,7 +49,8 @@ pub struct RxRing<R: RegisterSpace, F: Family> {
     memo: RxMemo,
     /// The 82599's UDP zero-checksum errata: see [`rx_flags`].
     udp_csum_zero_err: bool,
-    /// The CPU has AVX: the fast run uses [`rx_fast_run_avx`].
+    /// The CPU has AVX: the fast run uses `rx_fast_run_avx` (x86-64 only; always false elsewhere).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     avx: bool,
     /// Head of a frame whose later descriptors have not completed yet.
     pending: Option<Mbuf>,

@@ -121,12 +121,14 @@ impl RxMemo {
     }
 
     /// The packet-info bits of the key (the rest of [`RX_INFO_KEY`] is 0).
+    #[cfg(any(target_arch = "x86_64", test))]
     #[inline(always)]
     pub(super) fn key_info(&self) -> u32 {
         self.key as u32
     }
 
     /// The status bits of the key (the rest of [`rx_csum_bits`] is 0).
+    #[cfg(any(target_arch = "x86_64", test))]
     #[inline(always)]
     pub(super) fn key_status(&self) -> u32 {
         (self.key >> 32) as u32

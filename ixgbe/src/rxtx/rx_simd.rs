@@ -1,14 +1,18 @@
 //! The RX fast run: the leading run of common frames of a burst, four descriptors at a time with SSE2 shuffles
 //! into the Mbuf fields on x86-64 (built a second time for AVX), one at a time elsewhere and at the run's end.
 
-use std::mem::{offset_of, ManuallyDrop};
+use std::mem::offset_of;
+#[cfg(target_arch = "x86_64")]
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use mempool::{Mbuf, MbufHeader};
 use pktio::barrier::dma_rmb;
 
-use super::rx_flags::{rx_csum_bits, rx_flags, udp_zero_csum_error, RxMemo, RX_INFO_KEY};
+#[cfg(target_arch = "x86_64")]
+use super::rx_flags::{rx_csum_bits, RX_INFO_KEY};
+use super::rx_flags::{rx_flags, udp_zero_csum_error, RxMemo};
 use super::Family;
 use crate::desc::{rx, RxDesc, RxWriteback};
 
