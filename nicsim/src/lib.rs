@@ -97,6 +97,7 @@ pub mod dma;
 pub mod fault;
 pub mod net;
 pub mod pci;
+pub mod sp670;
 mod tap;
 pub mod x540;
 pub mod x710;
@@ -104,6 +105,10 @@ pub mod x710;
 pub use dma::IovaMap;
 pub use fault::{Fault, FaultLog};
 pub use pci::PciIdentity;
+pub use sp670::{
+    run_until_idle_sp670, Sp670, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar, Sp670Port,
+    Sp670RxError, Sp670Thread,
+};
 pub use x540::{
     run_until_idle, Chip, LinkSpeed, ModelCounters, ModelThread, ResetRecord, RxError, SimBar, X540Config, X540Port,
     X540,
