@@ -67,6 +67,12 @@ impl Core {
             resp.resize(resp.len().max(8), 0);
             return (STATUS_UNSUPPORTED, resp);
         };
+        if let Some(&status) = self.inject.mgmt_errors.get(&(module, cmd)) {
+            // The firmware failed the command: nothing of it takes effect.
+            let mut resp = body.to_vec();
+            resp.resize(resp.len().max(8), 0);
+            return (status, resp);
+        }
         let name = format!("module {module} cmd {cmd}");
         let mut r = Req { b: body, errs: Vec::new() };
         if !len.contains(&body.len()) {
@@ -96,9 +102,6 @@ impl Core {
                 self.fault(e);
             }
             return (STATUS_BAD, resp);
-        }
-        if let Some(&status) = self.inject.mgmt_errors.get(&(module, cmd)) {
-            return (status, resp);
         }
         (resp[0], resp)
     }

@@ -228,7 +228,10 @@ impl Sp670CfgBar {
             }
             FUNC_ATTR6 => {
                 let st = ATTR6_PF_STATUS.get(v);
-                if ![PF_STATUS_INIT, PF_STATUS_ACTIVE, PF_STATUS_FLR_START, PF_STATUS_FLR_DONE].contains(&st) {
+                let most = u32::from(c.config.max_queues);
+                if ATTR6_MAX_QUEUES.get(v) != most || v & Field::new(21, 16).mask() != 0 {
+                    c.fault(format!("FUNC_ATTR6 = {v:#010x}: most queues (31:23, read-only) must be written back as {most}, bits 21:16 zero (a missing byte swap? docs/hw/hinic3.md §0.1)"));
+                } else if ![PF_STATUS_INIT, PF_STATUS_ACTIVE, PF_STATUS_FLR_START, PF_STATUS_FLR_DONE].contains(&st) {
                     c.fault(format!("FUNC_ATTR6 = {v:#010x}: PF status {st:#x} is none of 0x00/0x11/0x12/0x13 (a missing byte swap? docs/hw/hinic3.md §0.1)"));
                 } else {
                     c.pf_status = st;
@@ -513,11 +516,9 @@ impl Sp670 {
         Sp670Port { shared }
     }
 
-    /// Two PFs wired back to back (ports 0 and 1, function IDs 0 and 1, MACs differing in the last byte).
+    /// Two PFs on two cards wired back to back: the same configuration but for the MAC's last byte.
     pub fn pair(config: Sp670Config) -> (Sp670Port, Sp670Port) {
         let mut b = config.clone();
-        b.port_id = config.port_id + 1;
-        b.func_id = config.func_id + 1;
         b.mac[5] = config.mac[5].wrapping_add(1);
         let (a, b) = (Sp670::new(config), Sp670::new(b));
         a.wire_to(&b);
