@@ -88,6 +88,7 @@ fn swab_dwords(b: &[u8]) -> Vec<u8> {
 }
 
 // Mailbox header fields (docs/hw/hinic3.md §6.1).
+#[allow(clippy::too_many_arguments)] // one argument per header field
 fn header(module: u8, cmd: u16, msg_id: u64, msg_len: usize, seg_len: usize, seq: u64, last: bool, dma: bool) -> u64 {
     u64::from(FUNC)
         | 1 << 15

@@ -346,7 +346,7 @@ impl Core {
                 );
                 r.expect(r.u8(13) <= 1, format!("{name}: intr_en {}", r.u8(13)));
                 r.expect(
-                    addr != 0 && (addr << 2) % 64 == 0,
+                    addr != 0 && (addr << 2).is_multiple_of(64),
                     format!("{name}: ci_addr {addr:#x} (IOVA >> 2 of a 64-byte aligned slot)"),
                 );
                 r.zero(20, 24, name);
@@ -428,7 +428,7 @@ impl Core {
                     en <= 1 && r.u8(11) == 0,
                     format!("{name} RSS_CFG rss_en {en} rq_priority_number {}", r.u8(11)),
                 );
-                // num_qps at 20 is [UNCERTAIN] (§17 item 6): the model accepts any value and ignores it.
+                // num_qps at 20 is unverified (§17 item 6): the model accepts any value and ignores it.
                 self.mgmt.rss.enabled = en == 1;
             }
             (module::L2NIC, 61) => {

@@ -10,7 +10,7 @@
 //! takes effect when the model runs ([`Sp670Port::step`], [`run_until_idle_sp670`] or the thread of
 //! [`Sp670Port::start_thread`]); a driver polls the write-back, the AEQ, the WQE busy bit and the CI slot.
 //!
-//! Choices where the notes say [UNCERTAIN] (docs/hw/hinic3.md §17), one line each:
+//! Choices where the notes leave a point unverified (docs/hw/hinic3.md §17), one line each:
 //! - descriptors are little-endian (§0.1, item 1): the conversion mode current firmware enables by default;
 //! - the mailbox DMA descriptor may be 16 (DPDK) or 24 (Linux) bytes (item 5): both are taken;
 //! - RSS_CFG num_qps (item 6) is accepted with any value and ignored;

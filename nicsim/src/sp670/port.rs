@@ -327,7 +327,7 @@ impl Sp670CfgBar {
 
 impl RegisterSpace for Sp670CfgBar {
     fn read32(&self, offset: usize) -> u32 {
-        if offset % 4 != 0 || offset + 4 > CFG_BAR_LEN {
+        if !offset.is_multiple_of(4) || offset + 4 > CFG_BAR_LEN {
             self.shared
                 .faults
                 .record(Fault::Register { offset, what: "unaligned or out-of-range cfg BAR read".into() });
@@ -337,7 +337,7 @@ impl RegisterSpace for Sp670CfgBar {
         self.read_logical(offset).swap_bytes()
     }
     fn write32(&self, offset: usize, value: u32) {
-        if offset % 4 != 0 || offset + 4 > CFG_BAR_LEN {
+        if !offset.is_multiple_of(4) || offset + 4 > CFG_BAR_LEN {
             self.shared
                 .faults
                 .record(Fault::Register { offset, what: "unaligned or out-of-range cfg BAR write".into() });
@@ -422,7 +422,7 @@ impl Sp670DbBar {
     /// One doorbell: the 64-bit store at `offset` (8-byte aligned).
     pub fn write64(&self, offset: usize, value: u64) {
         let s = &self.shared;
-        if offset % 8 != 0 || offset + 8 > DB_BAR_LEN {
+        if !offset.is_multiple_of(8) || offset + 8 > DB_BAR_LEN {
             s.faults.record(Fault::Register { offset, what: "unaligned or out-of-range doorbell".into() });
             return;
         }
@@ -469,7 +469,7 @@ impl RegisterSpace for Sp670DbBar {
             drop(low);
             return self.shared.faults.record(Fault::Register { offset, what: "doorbell outside the BAR".into() });
         }
-        if offset % 8 == 0 {
+        if offset.is_multiple_of(8) {
             low[slot] = Some(value);
         } else if let Some(l) = low[slot].take() {
             drop(low);
@@ -491,7 +491,8 @@ impl RegisterSpace for Sp670DbBar {
 pub struct Sp670;
 
 impl Sp670 {
-    /// One PF.
+    /// One PF: the port handle, from which the three BARs come.
+    #[allow(clippy::new_ret_no_self)] // a device's handle, like `X710::new`
     pub fn new(config: Sp670Config) -> Sp670Port {
         let faults = Arc::new(FaultLog::new(config.panic_on_fault));
         let dma = Arc::new(IovaMap::new(faults.clone()));

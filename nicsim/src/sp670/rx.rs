@@ -88,7 +88,7 @@ pub(crate) fn rss_hash(rss: &Rss, frame: &[u8]) -> Option<u32> {
     if rss.toeplitz {
         Some(net::toeplitz(&rss.key, &input))
     } else {
-        // The XOR engine's exact function is not in the notes ([UNCERTAIN]): the model XORs the input's big-endian
+        // The XOR engine's exact function is not in the notes (unverified): the model XORs the input's big-endian
         // dwords, which spreads flows but matches no known hardware bit for bit.
         Some(input.chunks(4).fold(0, |a, c| a ^ u32::from_be_bytes(c.try_into().unwrap_or([0; 4]))))
     }

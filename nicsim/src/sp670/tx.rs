@@ -152,7 +152,7 @@ impl Core {
             if bds == 0 || qi & QI_UC == 0 || qi & (QI_TSO | QI_UFO) != 0 {
                 return Err(format!("SQ {q} extended WQE at {}: {bds} buffer descriptors, queue_info {qi:#010x} (UC must be 1; TSO and UFO are not modelled)", sq.ci));
             }
-            if 1 + tasksect + bds - 1 >= sq.depth {
+            if tasksect + bds >= sq.depth {
                 return Err(format!("SQ {q} WQE at {} of {} WQEBBs does not fit the ring", sq.ci, bds + tasksect));
             }
             self.gather(q, &mut frame, w0[2], w0[3], CTRL_LEN.get(ctrl))?;
