@@ -362,7 +362,7 @@ impl Rig {
         self.cmdq_try(cmd, data, true).expect("cmdq completion")
     }
 
-    /// The §14.1 init steps the model answers, then the §14.3 start for `nq` queue pairs with RSS over them.
+    /// The docs/hw/hinic3.md §14.1 init steps the model answers, then the §14.3 start for `nq` queue pairs with RSS over them.
     fn init_and_start(&mut self, nq: usize) {
         self.bring_up();
         let mut reset = vec![0u8; 24];
@@ -391,7 +391,7 @@ impl Rig {
         let mut follow = vec![0u8; 16];
         follow[12] = 1;
         self.ok(module::MAG, 8, &follow);
-        // Start (§14.3).
+        // Start (docs/hw/hinic3.md §14.3).
         let mut tbl = vec![0u8; 56];
         tbl[12..16].copy_from_slice(&7u32.to_le_bytes());
         tbl[16..18].copy_from_slice(&(BUF as u16).to_le_bytes());
@@ -417,7 +417,7 @@ impl Rig {
             assert_eq!(self.cmdq(1, &b), (0, 0), "CLEAN_QUEUE_CONTEXT");
         }
         let mut root = vec![0u8; 32];
-        root[12..14].copy_from_slice(&11u16.to_le_bytes()); // 2048 bytes, §10.4
+        root[12..14].copy_from_slice(&11u16.to_le_bytes()); // 2048 bytes, docs/hw/hinic3.md §10.4
         root[14] = 1;
         root[16..18].copy_from_slice(&(DEPTH.trailing_zeros() as u16).to_le_bytes());
         root[18..20].copy_from_slice(&((DEPTH << 1).trailing_zeros() as u16).to_le_bytes());
@@ -677,7 +677,7 @@ fn readiness_attributes_and_big_endian_csrs() {
     assert_eq!(r.rd(FUNC_ATTR0) >> 28 & 1, 0, "a PF");
     assert_eq!(1 << ((r.rd(FUNC_ATTR1) >> 8) & 3), 4, "4 AEQs");
     assert_eq!(r.rd(FUNC_ATTR6) >> 23, 64, "most queues");
-    // Read without the swap, the ready bit is elsewhere: a driver that forgets §0.1 sees garbage.
+    // Read without the swap, the ready bit is elsewhere: a driver that forgets docs/hw/hinic3.md §0.1 sees garbage.
     assert_eq!(r.cfg.read32(FUNC_ATTR1) & (1 << 30), 0);
     assert_eq!(r.cfg.read32(FUNC_ATTR1).swap_bytes() & (1 << 30), 1 << 30);
     assert_eq!(r.port.pci_identity().device, 0x0222);
@@ -700,7 +700,7 @@ fn management_round_trip_dma_and_multi_segment_inline() {
     assert_eq!(cap[0], 0);
     assert_eq!(cap[15], 1, "port_id");
     assert_eq!(u16::from_le_bytes([cap[80], cap[81]]), 63, "nic_max_sq_id");
-    // L2NIC 9 answers 192 bytes, MAG 151 816 (§6.4).
+    // L2NIC 9 answers 192 bytes, MAG 151 816 (docs/hw/hinic3.md §6.4).
     assert_eq!(r.ok(module::L2NIC, 9, &[0; 12]).len(), 192);
     let mut ps = vec![0u8; 12];
     ps[8] = 1;

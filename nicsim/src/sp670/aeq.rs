@@ -39,7 +39,7 @@ impl Aeq {
     /// Checks a new AEQ_CTRL_1 value (docs/hw/hinic3.md §5.2); `Err` names what is wrong.
     pub fn check_ctrl1(v: u32) -> Result<(), String> {
         if v == 0 {
-            return Ok(()); // off, during reconfiguration (§5.3 step 2)
+            return Ok(()); // off, during reconfiguration (docs/hw/hinic3.md §5.3 step 2)
         }
         let reserved = !(AEQ_CTRL1_LEN.mask() | AEQ_CTRL1_ELEM_SIZE.mask() | AEQ_CTRL1_PAGE_SIZE.mask());
         if v & reserved != 0 {

@@ -129,7 +129,7 @@ impl Core {
             || HDR_COMPLETE_SECT_LEN.get(hdr) != 3
             || hdr & HDR_COMPLETE_FMT != 0
         {
-            return Err(format!("cmdq {q} WQE {}: header_info {hdr:#010x} is not an LCMD WQE with a direct completion (BD length 2, SGE data, ctrl section 1, completion section 3)", cq.ci));
+            return Err(format!("cmdq {q} WQE {}: header_info {hdr:#010x} is not an LCMD WQE with a direct completion (BD length 2, SGE data, control-section length 1, completion-section length 3)", cq.ci));
         }
         if ctrl & CTRL_BUSY != 0 || CTRL_ACK_TYPE.get(ctrl) != 0 || CTRL_PI.get(ctrl) != cq.ci {
             return Err(format!(

@@ -1,5 +1,5 @@
 //! SQ and RQ contexts (docs/hw/hinic3.md §9), parsed field by field out of the 64-byte little-endian structure the
-//! command queue carries (the caller has already undone the per-dword swap of §8.6). A field the notes fix to a value
+//! command queue carries (the caller has already undone the per-dword swap of docs/hw/hinic3.md §8.6). A field the notes fix to a value
 //! for a polling driver, or a reserved bit that is set, is an error naming the dword and field.
 
 use super::regs::Field;
@@ -134,7 +134,7 @@ pub fn parse_sq(c: &[u8; 64], qid: u16) -> Result<SqCtx, String> {
 }
 
 /// Parses RQ context `qid` (docs/hw/hinic3.md §9.2). The model serves the 16-byte normal WQE with 32-byte CQEs
-/// only (WQE type 2, CQE length code 1), the classic format of §10.3.
+/// only (WQE type 2, CQE length code 1), the classic format of docs/hw/hinic3.md §10.3.
 pub fn parse_rq(c: &[u8; 64], qid: u16) -> Result<RqCtx, String> {
     let what = format!("RQ {qid}");
     let (pi, ci) = (PI.get(dw(c, 0)), CI.get(dw(c, 0)));

@@ -84,7 +84,7 @@ impl Mailbox {
     }
 
     /// Takes the triggered segment out of the window (docs/hw/hinic3.md §6.1 to §6.3). `dma_desc_len` is checked
-    /// against the descriptor length, unverified in the notes (§17 item 5): the model takes 16 (DPDK) and 24 (Linux) alike,
+    /// against the descriptor length, unverified in the notes (docs/hw/hinic3.md §17 item 5): the model takes 16 (DPDK) and 24 (Linux) alike,
     /// since neither source says the firmware refuses the other.
     pub fn take_segment(&mut self, dma: &IovaMap) -> Segment {
         let header = u64::from(self.window[0]) | u64::from(self.window[1]) << 32;

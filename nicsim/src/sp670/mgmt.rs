@@ -1,6 +1,6 @@
 //! The management CPU's commands (docs/hw/hinic3.md §7): each request is checked field by field against the §7.3
 //! layout (exact length, our function ID, reserved bytes zero, values in range) and answered with the complete
-//! response structure (§6.4). A malformed request is a recorded fault and status [`STATUS_BAD`]; an unknown
+//! response structure (docs/hw/hinic3.md §6.4). A malformed request is a recorded fault and status [`STATUS_BAD`]; an unknown
 //! (module, command) is answered with status 0xFF "not supported", never with a silent success.
 
 use super::stats::{PORT_STATS_LEN, VPORT_STATS_LEN};
@@ -21,7 +21,7 @@ pub mod module {
 /// Status 0xFF: command not supported (docs/hw/hinic3.md §7.1).
 pub const STATUS_UNSUPPORTED: u8 = 0xFF;
 /// The model's status for a request that fails its field checks (the notes list no generic code; 1 is non-zero
-/// and distinct from every code §7.1 gives a meaning).
+/// and distinct from every code docs/hw/hinic3.md §7.1 gives a meaning).
 pub const STATUS_BAD: u8 = 0x01;
 /// Status 0x0C: table full (RSS templates, MAC table).
 pub const STATUS_FULL: u8 = 0x0C;
@@ -301,14 +301,14 @@ impl Core {
                 self.func_id(r, 8, name);
                 r.zero(10, 12, name);
                 let bitmap = r.u32(12);
-                r.expect(bitmap & !0x7 == 0, format!("{name} SET_FUNC_TBL cfg_bitmap {bitmap:#x}: the model serves INIT, RX_BUF_SIZE and MTU (bit 3 is compact WQE, §12a)"));
+                r.expect(bitmap & !0x7 == 0, format!("{name} SET_FUNC_TBL cfg_bitmap {bitmap:#x}: the model serves INIT, RX_BUF_SIZE and MTU (bit 3 is compact WQE, docs/hw/hinic3.md §12a)"));
                 let (buf, mtu) = (r.u16(16), r.u16(18));
                 r.zero(20, 56, name);
                 if bitmap & 0x2 != 0 {
                     r.expect(
                         super::RX_BUF_SIZES.contains(&(buf as usize))
                             || self.config.comm_features & super::COMM_REAL_RX_BUF != 0,
-                        format!("{name}: rx_wqe_buf_size {buf} not in the table of §10.4"),
+                        format!("{name}: rx_wqe_buf_size {buf} not in the table of docs/hw/hinic3.md §10.4"),
                     );
                     self.mgmt.rx_buf_size = buf;
                 }
@@ -325,7 +325,7 @@ impl Core {
                 r.zero(10, 12, name);
                 let state = r.u8(12);
                 r.expect(state <= 1, format!("{name} SET_VPORT_ENABLE state {state}"));
-                r.expect(r.u8(14) == 0, format!("{name}: rx_compact_wqe_en set (§12a, not served)"));
+                r.expect(r.u8(14) == 0, format!("{name}: rx_compact_wqe_en set (docs/hw/hinic3.md §12a, not served)"));
                 r.zero(15, 16, name);
                 self.mgmt.vport_enabled = state == 1;
             }
@@ -428,7 +428,7 @@ impl Core {
                     en <= 1 && r.u8(11) == 0,
                     format!("{name} RSS_CFG rss_en {en} rq_priority_number {}", r.u8(11)),
                 );
-                // num_qps at 20 is unverified (§17 item 6): the model accepts any value and ignores it.
+                // num_qps at 20 is unverified (docs/hw/hinic3.md §17 item 6): the model accepts any value and ignores it.
                 self.mgmt.rss.enabled = en == 1;
             }
             (module::L2NIC, 61) => {
@@ -453,7 +453,7 @@ impl Core {
                     let ctx = r.u32(12);
                     r.expect(
                         ctx & (1 << 23) != 0 && ctx & 0x7F_FFFF == 0,
-                        format!("{name} RSS context {ctx:#x}: valid bit 23 and hash types in 31:24 only (§11)"),
+                        format!("{name} RSS context {ctx:#x}: valid bit 23 and hash types in 31:24 only (docs/hw/hinic3.md §11)"),
                     );
                     self.mgmt.rss.hash_types = ctx;
                 } else {
@@ -548,7 +548,7 @@ pub(crate) fn request_len(module: u8, cmd: u16) -> Option<std::ops::RangeInclusi
         (module::COMM, 0) => one(24),
         (module::COMM, 1) | (module::COMM, 5) | (module::COMM, 7) | (module::COMM, 60) => one(48),
         (module::COMM, 2) | (module::COMM, 3) | (module::COMM, 22) => one(16),
-        // Linux sends 32 bytes, DPDK 64 (§7.3): both are taken, and answered with the request's length.
+        // Linux sends 32 bytes, DPDK 64 (docs/hw/hinic3.md §7.3): both are taken, and answered with the request's length.
         (module::COMM, 20) => Some(32..=64),
         (module::COMM, 21) => one(32),
         (module::COMM, 23) | (module::COMM, 62) => one(24),

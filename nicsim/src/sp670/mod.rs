@@ -11,7 +11,7 @@
 //! [`Sp670Port::start_thread`]); a driver polls the write-back, the AEQ, the WQE busy bit and the CI slot.
 //!
 //! Choices where the notes leave a point unverified (docs/hw/hinic3.md §17), one line each:
-//! - descriptors are little-endian (§0.1, item 1): the conversion mode current firmware enables by default;
+//! - descriptors are little-endian (docs/hw/hinic3.md §0.1, item 1): the conversion mode current firmware enables by default;
 //! - the mailbox DMA descriptor may be 16 (DPDK) or 24 (Linux) bytes (item 5): both are taken;
 //! - RSS_CFG num_qps (item 6) is accepted with any value and ignored;
 //! - COMM 64 / COMM 62 (item 7) are answered but not required;

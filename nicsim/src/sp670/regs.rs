@@ -199,7 +199,7 @@ pub const AEQE_TYPE: Field = Field::new(6, 0);
 pub const AEQE_SIZE: Field = Field::new(15, 8);
 /// Wrap (owner) bit.
 pub const AEQE_WRAP: u32 = bit(31);
-/// Event type 1: mailbox from a function (the model's choice for answers and events, §5.2 lets both 1 and 2 carry them).
+/// Event type 1: mailbox from a function (the model's choice for answers and events, docs/hw/hinic3.md §5.2 lets both 1 and 2 carry them).
 pub const AEQE_TYPE_MBOX: u32 = 1;
 
 // ---- doorbells (docs/hw/hinic3.md §8.4, §10.1) ---------------------------------------------------------------------

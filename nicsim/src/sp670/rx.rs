@@ -1,6 +1,6 @@
 //! Receive queues (docs/hw/hinic3.md §10.3 to §10.6, §11): 16-byte normal WQEs (buffer and CQE addresses), 32-byte
 //! CQEs written with the done bit last, frames longer than one buffer spread over consecutive entries, the RX mode
-//! filters, VLAN strip, RSS (Toeplitz over the hash types of §11 and the 256-entry indirection table), RQ flush, and
+//! filters, VLAN strip, RSS (Toeplitz over the hash types of docs/hw/hinic3.md §11 and the 256-entry indirection table), RQ flush, and
 //! the checksum-error bits a test can inject.
 
 use super::ctx::RqCtx;
@@ -236,7 +236,7 @@ impl Core {
             Some(Sp670RxError::L4Checksum) => CQE_CSUM_TCP,
             _ => 0,
         };
-        // RSS type: the notes give only "non-zero: the hash is valid" (§10.5); the model writes 1.
+        // RSS type: the notes give only "non-zero: the hash is valid" (docs/hw/hinic3.md §10.5); the model writes 1.
         let rss_type = u32::from(hash.is_some());
         let dwords = [
             CQE_DONE | csum,
