@@ -1016,3 +1016,99 @@ fn threaded_forwarding_between_two_ports_counts_exactly() {
     ra.port.assert_no_faults();
     rb.port.assert_no_faults();
 }
+
+#[test]
+fn stop_and_close_sequences_are_answered() {
+    let mut r = Rig::new(Sp670Config::default());
+    r.init_and_start(2);
+    let mac = r.port.config().mac;
+    r.step();
+    while let Some((h, b)) = r.aeq_message(0) {
+        r.ack(h, &b);
+    }
+    // Per-queue RX stop (docs/hw/hinic3.md §14.6): L2NIC 35 and the cmdq 10 flush hand back every posted buffer.
+    let mut en = vec![0u8; 16];
+    en[8] = 1;
+    r.ok(module::L2NIC, 35, &en);
+    let mut flush = Vec::new();
+    flush.extend_from_slice(&(1u32 << 16).to_le_bytes());
+    assert_eq!(r.cmdq(10, &flush), (0, 0));
+    for i in 0..DEPTH - 1 {
+        let c = le32(&r.read_mem(CQES + 0x2000 + i as usize * 32, 4), 0);
+        assert_ne!(c & (1 << 28), 0, "CQE {i} of RQ 1 comes back flushed");
+    }
+    // Stop (docs/hw/hinic3.md §14.4).
+    r.ok(module::MAG, 6, &[0; 16]);
+    r.ok(module::L2NIC, 6, &[0; 16]);
+    r.port.inject(&udp_frame(mac, [10, 0, 0, 9], 7, 64));
+    r.step();
+    assert!(r.recv(0).is_none(), "nothing is delivered with the vport off");
+    r.ok(module::L2NIC, 113, &[0; 12]);
+    r.ok(module::L2NIC, 11, &[0; 12]);
+    assert_eq!(r.port.sq_context(0), None, "CLEAR_QP_RESOURCE drops the contexts");
+    r.ok(module::L2NIC, 7, &[0; 16]);
+    r.ok(module::L2NIC, 60, &[0; 24]);
+    let mut free = vec![0u8; 16];
+    free[10] = 2;
+    r.ok(module::L2NIC, 61, &free);
+    r.ok(module::COMM, 21, &[0; 32]);
+    // Close (docs/hw/hinic3.md §14.5), DPDK then Linux's flush.
+    let mut del = vec![0u8; 20];
+    del[14..20].copy_from_slice(&mac);
+    r.ok(module::L2NIC, 22, &del);
+    r.ok(module::L2NIC, 25, &[0; 16]);
+    r.ok(module::MAG, 8, &[0; 16]);
+    r.wr(FUNC_ATTR6, r.rd(FUNC_ATTR6) & !0xFFFF);
+    let mut ps = vec![0u8; 16];
+    ps[10] = 1;
+    r.ok(module::COMM, 22, &ps);
+    r.ok(module::COMM, 7, &[0; 48]);
+    let mut nego = vec![0u8; 48];
+    nego[10] = 1;
+    r.ok(module::COMM, 1, &nego);
+    r.wr(FUNC_ATTR4, 1);
+    r.ok(module::COMM, 2, &[0; 16]);
+    // START_FLUSH has no answer.
+    assert_eq!(r.send_dma(module::COMM, 3, &[0; 16]) & 0xFF, 0xFF);
+    r.step();
+    assert!(r.aeq_take(1).is_none());
+    r.wr(FUNC_ATTR4, 0);
+    assert_eq!(r.port.pf_status(), 0);
+    r.port.assert_no_faults();
+}
+
+#[test]
+fn descriptor_mistakes_are_faults() {
+    let mut r = Rig::new(Sp670Config::default());
+    r.init_and_start(1);
+    // An SQ WQE with the wrong owner bit stops the queue and is recorded.
+    r.sq_owner[0] = false;
+    r.send(0, &udp_frame([2, 0, 0, 0, 0, 0x99], [10, 0, 0, 1], 1, 60));
+    r.step();
+    assert!(r.port.take_tx().is_empty());
+    assert_eq!(r.hw_ci(0), 0);
+    assert!(protocol_faults(&r.port).iter().any(|s| s.contains("owner bit")));
+    // A doorbell while FUNC_ATTR4 has doorbells off is lost.
+    let mut r = Rig::new(Sp670Config::default());
+    r.init_and_start(1);
+    r.wr(FUNC_ATTR4, 1);
+    r.send(0, &udp_frame([2, 0, 0, 0, 0, 0x99], [10, 0, 0, 1], 1, 60));
+    r.step();
+    assert!(r.port.take_tx().is_empty());
+    r.wr(FUNC_ATTR4, 0);
+    r.port.assert_no_faults();
+    // An SQ context with a wrong queue id, a reserved bit, or without the owner bit is refused field by field.
+    let mut c = r.sq_ctx(3);
+    c[24..28].copy_from_slice(&7u32.to_le_bytes());
+    let mut b = vec![1, 0, 0, 0, 3, 0, 0, 0];
+    b.extend_from_slice(&c);
+    assert_ne!(r.cmdq(0, &b).0, 0);
+    assert!(protocol_faults(&r.port).iter().any(|s| s.contains("SQ id 7")));
+    let mut c = r.rq_ctx(3);
+    let d2 = le32(&c, 8) & !(1 << 31);
+    c[8..12].copy_from_slice(&d2.to_le_bytes());
+    let mut b = vec![1, 0, 1, 0, 3, 0, 0, 0];
+    b.extend_from_slice(&c);
+    assert_ne!(r.cmdq(0, &b).0, 0);
+    assert!(protocol_faults(&r.port).iter().any(|s| s.contains("owner bit 31")));
+}

@@ -39,6 +39,8 @@ pub(crate) struct Shared {
     sq_db: Box<[AtomicU32]>,
     rq_db: Box<[AtomicU32]>,
     cmdq_db: [AtomicU32; MAX_CMDQS],
+    /// FUNC_ATTR4 bit 0: doorbells are ignored while set (docs/hw/hinic3.md §3.1, the flush of §14.5).
+    db_disabled: AtomicBool,
     /// The low dword of a doorbell written as two 32-bit stores, per 8-byte slot.
     db_low: Mutex<Vec<Option<u32>>>,
     inbound: Mutex<VecDeque<(Vec<u8>, Option<Sp670RxError>)>>,
@@ -112,7 +114,7 @@ impl Shared {
                     Err(RxDrop::NoBuffer) if back.len() < INBOUND_MAX && core.stats_unwind_nobuf(&f) => {
                         back.push_back((f, err))
                     }
-                    Err(RxDrop::NoBuffer) => core.counters.rx_no_buffer += 1,
+                    Err(RxDrop::NoBuffer | RxDrop::Discard) => core.counters.rx_no_buffer += 1,
                 }
             }
             if !back.is_empty() {
@@ -222,6 +224,7 @@ impl Sp670CfgBar {
                     c.fault(format!("FUNC_ATTR{} = {v:#010x}: only bit 0 is defined", 4 + (off - FUNC_ATTR4) / 4));
                 } else if off == FUNC_ATTR4 {
                     c.attr4 = v;
+                    self.shared.db_disabled.store(v & ATTR45_DISABLED != 0, Ordering::Release);
                 } else {
                     c.attr5 = v;
                 }
@@ -426,6 +429,9 @@ impl Sp670DbBar {
             s.faults.record(Fault::Register { offset, what: "unaligned or out-of-range doorbell".into() });
             return;
         }
+        if s.db_disabled.load(Ordering::Acquire) {
+            return; // doorbells off (FUNC_ATTR4): the write is lost, as on the device
+        }
         let (low, high) = (value as u32, (value >> 32) as u32);
         let pi = DB_PI_HI.get(high) << 8 | ((offset % DB_PAGE) / 8) as u32;
         if high & !DB_PI_HI.mask() != 0 {
@@ -507,6 +513,7 @@ impl Sp670 {
             sq_db: (0..n).map(|_| AtomicU32::new(0)).collect(),
             rq_db: (0..n).map(|_| AtomicU32::new(0)).collect(),
             cmdq_db: Default::default(),
+            db_disabled: AtomicBool::new(false),
             db_low: Mutex::new(vec![None; DB_BAR_LEN / 8]),
             inbound: Mutex::new(VecDeque::new()),
             sink: Mutex::new(Sink::Capture),

@@ -121,8 +121,10 @@ impl Rq {
 pub(crate) enum Drop {
     /// Filtered by the RX mode / MAC table, or the vport/port is off.
     Filtered,
-    /// No queue or no posted buffer.
+    /// No posted buffer (yet): the frame may wait at the MAC.
     NoBuffer,
+    /// Dropped for good: the indirection table entry is invalid (0xFFFF) or names a queue without a context.
+    Discard,
 }
 
 impl Core {
@@ -173,6 +175,10 @@ impl Core {
             None => 0,
         };
         let q = usize::from(q);
+        if self.rq_ctx.get(q).is_none_or(|c| c.is_none()) {
+            self.stats.rx(frame, false);
+            return Err(Drop::Discard);
+        }
         let buf = self.buf_len();
         let mut data = frame.to_vec();
         let mut vlan = 0u32;
@@ -198,14 +204,14 @@ impl Core {
             let mut w = [0u32; 4];
             let mut raw = [0u8; 16];
             if self.dma.read(ring + u64::from(e) * 16, &mut raw, &|| format!("RQ {q} WQE fetch")).is_err() {
-                return Err(Drop::NoBuffer);
+                return Err(Drop::Discard);
             }
             for (k, d) in w.iter_mut().enumerate() {
                 *d = u32::from_le_bytes(raw[4 * k..4 * k + 4].try_into().expect("4"));
             }
             let bufa = u64::from(w[0]) << 32 | u64::from(w[1]);
             if self.dma.write(bufa, chunk, &|| format!("RQ {q} packet buffer")).is_err() {
-                return Err(Drop::NoBuffer);
+                return Err(Drop::Discard);
             }
             if i == 0 {
                 cqe0 = u64::from(w[2]) << 32 | u64::from(w[3]);
@@ -262,8 +268,8 @@ impl Core {
             rest[4 * k..4 * k + 4].copy_from_slice(&v.to_le_bytes());
         }
         let what = || format!("RQ {q} CQE write-back");
-        self.dma.write(at + 4, &rest, &what).map_err(|_| Drop::NoBuffer)?;
-        self.dma.write_u32(at, d[0], &what).map_err(|_| Drop::NoBuffer)
+        self.dma.write(at + 4, &rest, &what).map_err(|_| Drop::Discard)?;
+        self.dma.write_u32(at, d[0], &what).map_err(|_| Drop::Discard)
     }
 
     /// cmdq SET_RQ_FLUSH (docs/hw/hinic3.md §10.6): every posted buffer comes back with a CQE carrying the flush
