@@ -887,6 +887,9 @@ fn link_flap_posts_events_on_aeq0_and_takes_acks() {
     assert_eq!(body.len(), 12);
     assert_eq!(body[9], 0, "down");
     assert!(!r.port.link_up());
+    let mut pi = vec![0u8; 36];
+    pi[8] = r.port.config().port_id;
+    assert_eq!(r.ok(module::MAG, 153, &pi)[16], 0, "no speed while down");
     // Acknowledge: DIRECTION 1, NO_ACK 1, same MSG_ID, the body echoed.
     r.ack(h, &body);
     assert!(r.port.unacked_events().is_empty());
@@ -899,6 +902,7 @@ fn link_flap_posts_events_on_aeq0_and_takes_acks() {
     assert_eq!(body[9], 1);
     r.ack(h, &body);
     assert!(r.port.unacked_events().is_empty());
+    assert_eq!(r.ok(module::MAG, 153, &pi)[16], 8, "100G again");
     r.port.assert_no_faults();
 }
 
@@ -994,7 +998,8 @@ fn threaded_forwarding_between_two_ports_counts_exactly() {
     let dst = rb.port.config().mac;
     let _ta = ra.port.start_thread();
     let _tb = rb.port.start_thread();
-    let total = 20_000u32;
+    // SP670_FORWARD_PACKETS scales the run (e.g. a release-mode throughput check); 20 000 by default.
+    let total: u32 = std::env::var("SP670_FORWARD_PACKETS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
     let (mut sent, mut got) = (0u32, 0u32);
     let start = Instant::now();
     while got < total {
@@ -1008,10 +1013,13 @@ fn threaded_forwarding_between_two_ports_counts_exactly() {
         }
         while let Some((_, d)) = rb.recv(0) {
             assert_eq!(&d[34..36], &(got as u16).to_be_bytes(), "in order");
+            assert_eq!(d.len(), 14 + 28 + 64);
             got += 1;
         }
     }
+    eprintln!("{total} frames forwarded in {:?}", start.elapsed());
     assert_eq!(rb.port.counters().rx_delivered, u64::from(total));
+    assert_eq!(rb.port.counters().rx_no_buffer + rb.port.counters().rx_filtered, 0);
     assert_eq!(ra.port.counters().tx_sent, u64::from(total));
     ra.port.assert_no_faults();
     rb.port.assert_no_faults();

@@ -521,7 +521,8 @@ impl Core {
                 out[13] = 0;
                 out[14] = 2; // autoneg off
                 out[15] = 1; // full duplex
-                out[16] = super::speed_code(self.config.speed_mbps);
+                             // The port information follows the link: speed "unset" (0) while it is down, so a flap changes it.
+                out[16] = if self.link_up() { super::speed_code(self.config.speed_mbps) } else { 0 };
                 out[17] = 3; // no FEC
             }
             _ => unreachable!("request_len lists only handled commands"),

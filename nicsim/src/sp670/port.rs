@@ -18,6 +18,7 @@ use super::{Core, Sp670Config, Sp670Counters, Sp670RxError, DEVICE_HINIC3_PF, VE
 use crate::dma::IovaMap;
 use crate::fault::{Fault, FaultLog};
 use crate::pci::PciIdentity;
+use crate::tap::TapWire;
 
 /// Frames waiting at the MAC (bounded like a packet buffer).
 const INBOUND_MAX: usize = 4096;
@@ -27,6 +28,7 @@ const DB_PENDING: u32 = 1 << 31;
 enum Sink {
     Capture,
     Peer(Weak<Shared>),
+    Tap(Arc<TapWire>),
 }
 
 /// State shared by the BARs, the port handles and the model thread.
@@ -68,9 +70,24 @@ impl Shared {
     }
 
     /// Processes everything pending now; returns the work done (0: idle).
+    /// Frames the kernel sent into a TAP wire (at most 64 a step).
+    fn pump_tap(&self) -> usize {
+        let tap = match &*self.sink.lock().unwrap_or_else(|e| e.into_inner()) {
+            Sink::Tap(tap) => tap.clone(),
+            _ => return 0,
+        };
+        let mut n = 0;
+        while n < 64 {
+            let Some(data) = tap.recv() else { break };
+            self.arrive(data, None);
+            n += 1;
+        }
+        n
+    }
+
     fn step(&self) -> usize {
         let mut out = Vec::new();
-        let mut work = 0;
+        let mut work = self.pump_tap();
         {
             let mut core = self.lock();
             core.link_events();
@@ -129,6 +146,7 @@ impl Shared {
             let sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
             match &*sink {
                 Sink::Capture => out.into_iter().for_each(|f| self.captured.push(f)),
+                Sink::Tap(tap) => out.iter().for_each(|f| tap.send(f)),
                 Sink::Peer(p) => {
                     if let Some(p) = p.upgrade() {
                         out.into_iter().for_each(|f| {
@@ -598,6 +616,14 @@ impl Sp670Port {
     pub fn wire_to(&self, other: &Sp670Port) {
         *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Peer(Arc::downgrade(&other.shared));
         *other.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Peer(Arc::downgrade(&self.shared));
+    }
+    /// Wires the port to a new TAP interface (the kernel is the link partner); returns its name.
+    pub fn wire_to_tap(&self, name: &str) -> std::io::Result<String> {
+        let tap = TapWire::open(name)?;
+        let ifname = tap.name().to_string();
+        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Tap(Arc::new(tap));
+        self.shared.kick();
+        Ok(ifname)
     }
     /// TX back to capture ([`Sp670Port::take_tx`]).
     pub fn unwire(&self) {
