@@ -3,8 +3,8 @@
 //!
 //! Layout: `regs` (the register map and field names), `aeq` (event queues), `mbox` (the mailbox window,
 //! segments, the write-back and answers), `mgmt` (the management CPU's commands, checked field by field), `cmdq`
-//! (the command queue), `ctx` (SQ/RQ contexts), `tx` / `rx` (the data path, RSS), `stats`, `port` (the three BARs,
-//! the port handle, wires, the model thread), this module (configuration and the device state).
+//! (the command queue), `ctx` (SQ/RQ contexts), `tx` / `rx` (the data path, RSS), `stats`, `bars` (the three
+//! BARs), `port` (the port handle, wires, the model thread), this module (configuration and the device state).
 //!
 //! Like the firmware, the model answers asynchronously: a mailbox send, a cmdq doorbell or a data-path doorbell
 //! takes effect when the model runs ([`Sp670Port::step`], [`run_until_idle_sp670`] or the thread of
@@ -20,6 +20,7 @@
 //! - the SQ owner bit is checked in compact WQEs too (item 4), as Linux and the older DPDK set it.
 
 mod aeq;
+mod bars;
 mod cmdq;
 pub mod ctx;
 mod mbox;
@@ -30,8 +31,9 @@ mod rx;
 mod stats;
 mod tx;
 
+pub use bars::{Sp670CfgBar, Sp670DbBar, Sp670MgmtBar};
 pub use mgmt::{module, STATUS_BAD, STATUS_UNSUPPORTED};
-pub use port::{run_until_idle_sp670, Sp670, Sp670CfgBar, Sp670DbBar, Sp670MgmtBar, Sp670Port, Sp670Thread};
+pub use port::{run_until_idle_sp670, Sp670, Sp670Port, Sp670Thread};
 pub use rx::hash_type;
 pub use stats::{port as port_stat, vport as vport_stat};
 
