@@ -1120,3 +1120,42 @@ fn descriptor_mistakes_are_faults() {
     assert_ne!(r.cmdq(0, &b).0, 0);
     assert!(protocol_faults(&r.port).iter().any(|s| s.contains("owner bit 31")));
 }
+
+/// A reserved byte of each structure the §14 sequences send (docs/hw/hinic3.md §7.3) is refused and recorded.
+#[test]
+fn reserved_fields_of_each_structure_are_checked() {
+    let mut r = Rig::new(Sp670Config::default());
+    r.bring_up();
+    let cases: &[(u8, u16, usize, usize)] = &[
+        (module::COMM, 0, 24, 12),
+        (module::COMM, 1, 48, 11),
+        (module::COMM, 7, 48, 20),
+        (module::COMM, 20, 32, 12),
+        (module::COMM, 21, 32, 24),
+        (module::COMM, 22, 16, 13),
+        (module::COMM, 25, 20, 17),
+        (module::COMM, 60, 48, 40),
+        (module::CFGM, 0, 336, 100),
+        (module::L2NIC, 5, 56, 30),
+        (module::L2NIC, 6, 16, 15),
+        (module::L2NIC, 7, 16, 10),
+        (module::L2NIC, 8, 32, 21),
+        (module::L2NIC, 15, 48, 11),
+        (module::L2NIC, 20, 20, 12),
+        (module::L2NIC, 27, 16, 12),
+        (module::L2NIC, 35, 16, 14),
+        (module::MAG, 6, 16, 14),
+        (module::MAG, 7, 12, 11),
+        (module::MAG, 8, 16, 14),
+        (module::MAG, 153, 36, 20),
+        (module::L2NIC, 6, 16, 3), // the head's reserved bytes
+    ];
+    for &(m, c, len, at) in cases {
+        let mut b = vec![0u8; len];
+        b[at] = 0x5A;
+        assert_eq!(r.call(m, c, &b)[0], STATUS_BAD, "module {m} cmd {c} byte {at}");
+        let f = protocol_faults(&r.port);
+        assert!(f.iter().any(|s| s.contains("reserved")), "module {m} cmd {c} byte {at}: {f:?}");
+    }
+    r.port.assert_no_faults();
+}
