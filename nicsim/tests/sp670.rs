@@ -963,6 +963,47 @@ fn injected_faults_are_observable() {
     r.port.assert_no_faults();
 }
 
+/// Recovery by function reset (docs/hw/hinic3.md §7.3 COMM 0): a hung SQ and a stalled cmdq are cleared, the old
+/// doorbells forgotten, and a second bring-up of the queues works.
+#[test]
+fn function_reset_recovers_hangs() {
+    let mut r = Rig::new(Sp670Config::default());
+    r.init_and_start(1);
+    r.port.tx_hang(None, true);
+    r.send(0, &udp_frame([2, 0, 0, 0, 0, 0x99], [10, 0, 0, 1], 1, 60));
+    r.port.stall_cmdq(true);
+    assert!(r.cmdq_try(1, &[0; 12], true).is_none());
+    r.step();
+    assert_eq!(r.hw_ci(0), 0, "hung");
+    let mut reset = vec![0u8; 24];
+    reset[16..24].copy_from_slice(&0x3407u64.to_le_bytes());
+    r.ok(module::COMM, 0, &reset);
+    for _ in 0..3 {
+        r.step();
+    }
+    assert!(r.port.take_tx().is_empty(), "the old doorbell is forgotten");
+    assert_eq!(r.port.sq_context(0), None);
+    // The driver starts over: fresh rings, fresh indexes.
+    r.write_mem(CMDQ_RING, &[0; 64 * CMDQ_DEPTH as usize]);
+    r.cmdq_pi = 0;
+    r.cmdq_wrapped = true;
+    r.sq_pi[0] = 0;
+    r.sq_owner[0] = true;
+    r.rq_ci[0] = 0;
+    r.write_mem(CI_SLOTS, &[0; 64]);
+    // The AEQs are set up again too (docs/hw/hinic3.md §5.3: descriptors back to wrapped = 0).
+    r.write_mem(AEQ_MEM, &[0; 4 * 4096]);
+    r.aeq_ci = [0; 4];
+    r.aeq_wrapped = [false; 4];
+    r.wr(FUNC_ATTR6, r.rd(FUNC_ATTR6) & !0xFFFF);
+    r.init_and_start(1);
+    let f = udp_frame([2, 0, 0, 0, 0, 0x99], [10, 0, 0, 1], 2, 60);
+    r.send(0, &f);
+    r.step();
+    assert_eq!(r.port.take_tx(), vec![f]);
+    r.port.assert_no_faults();
+}
+
 #[test]
 fn stats_count_exactly() {
     let mut r = Rig::new(Sp670Config::default());

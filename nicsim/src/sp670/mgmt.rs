@@ -126,7 +126,7 @@ impl Core {
                     format!("{name} FUNC_RESET: reset_flag {flags:#x} (bits 0 to 19)"),
                 );
                 if r.errs.is_empty() {
-                    self.func_reset();
+                    self.func_reset(flags);
                 }
             }
             (module::COMM, 1) | (module::L2NIC, 15) => {

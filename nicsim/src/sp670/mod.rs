@@ -57,6 +57,9 @@ pub const VENDOR_HUAWEI: u16 = 0x19E5;
 /// The standard hinic3 PF.
 pub const DEVICE_HINIC3_PF: u16 = 0x0222;
 
+/// FUNC_RESET flag bit 12: the command channel (cmdq and CEQ) (docs/hw/hinic3.md §7.3).
+pub const FUNC_RESET_CMD_CHANNEL: u64 = 1 << 12;
+
 /// COMM feature bit 9 USE_REAL_RX_BUF_SIZE (docs/hw/hinic3.md §12).
 pub const COMM_REAL_RX_BUF: u64 = 1 << 9;
 
@@ -261,6 +264,8 @@ pub(crate) struct Core {
     pub event_msg_id: u8,
     pub mgmt_log: Vec<(u8, u16, u8)>,
     pub cmdq_log: Vec<(u8, u32)>,
+    /// Set by a function reset: doorbells rung before it are forgotten.
+    pub drop_doorbells: bool,
 }
 
 /// Counters kept under the model lock (copied out as [`Sp670Counters`]).
@@ -299,6 +304,7 @@ impl Core {
             event_msg_id: 0,
             mgmt_log: Vec::new(),
             cmdq_log: Vec::new(),
+            drop_doorbells: false,
         }
     }
 
@@ -316,10 +322,17 @@ impl Core {
         self.cable && self.down_until.is_none() && self.mgmt.port_enable != 0
     }
 
-    /// COMM 0 FUNC_RESET: queues, contexts and NIC settings go back to power-up; the management channel (AEQs,
-    /// mailbox registers) stays, since the driver is talking through it.
-    fn func_reset(&mut self) {
+    /// COMM 0 FUNC_RESET: queues, contexts and NIC settings go back to power-up, and the command queues too when
+    /// flag bit 12 asks; the management channel (AEQs, mailbox registers) stays, since the driver talks through it.
+    fn func_reset(&mut self, flags: u64) {
         let n = usize::from(self.config.max_queues);
+        // A reset is how a driver recovers a hung queue or command queue: the injected hangs end here.
+        self.inject.tx_hang.iter_mut().for_each(|h| *h = false);
+        self.inject.cmdq_stalled = false;
+        if flags & FUNC_RESET_CMD_CHANNEL != 0 {
+            self.cmdqs = Default::default();
+        }
+        self.drop_doorbells = true;
         let rss = Rss::default();
         self.mgmt = Mgmt { sq_ci_addr: vec![None; n], rss, wq_page_log2: self.mgmt.wq_page_log2, ..Default::default() };
         self.clear_queues();

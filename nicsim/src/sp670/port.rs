@@ -94,6 +94,11 @@ impl Shared {
                 core.run_mailbox();
                 work += 1;
             }
+            if std::mem::take(&mut core.drop_doorbells) {
+                for db in self.cmdq_db.iter().chain(self.sq_db.iter()).chain(self.rq_db.iter()) {
+                    db.fetch_and(!DB_PENDING, Ordering::AcqRel);
+                }
+            }
             for q in 0..MAX_CMDQS {
                 let v = self.cmdq_db[q].load(Ordering::Acquire);
                 if v & DB_PENDING != 0 && !core.inject.cmdq_stalled {
@@ -394,7 +399,7 @@ impl Sp670Port {
     pub fn stall_mailbox(&self, stalled: bool) {
         self.shared.lock().inject.mbox_stalled = stalled;
     }
-    /// While stalled, cmdq WQEs are never executed (their busy bit never sets).
+    /// While stalled, cmdq WQEs are never executed (their busy bit never sets), until released or a FUNC_RESET.
     pub fn stall_cmdq(&self, stalled: bool) {
         self.shared.lock().inject.cmdq_stalled = stalled;
         self.shared.kick();
@@ -413,7 +418,7 @@ impl Sp670Port {
     pub fn link_up(&self) -> bool {
         self.shared.lock().link_up()
     }
-    /// A hung SQ (`None`: all) stops fetching WQEs and writing its CI until released.
+    /// A hung SQ (`None`: all) stops fetching WQEs and writing its CI until released or until a FUNC_RESET.
     pub fn tx_hang(&self, queue: Option<usize>, hung: bool) {
         let mut c = self.shared.lock();
         match queue {
