@@ -1162,7 +1162,7 @@ fn descriptor_mistakes_are_faults() {
     assert!(protocol_faults(&r.port).iter().any(|s| s.contains("owner bit 31")));
 }
 
-/// A reserved byte of each structure the §14 sequences send (docs/hw/hinic3.md §7.3) is refused and recorded.
+/// A reserved byte of each structure of docs/hw/hinic3.md §7.3 that the §14 sequences send is refused and recorded.
 #[test]
 fn reserved_fields_of_each_structure_are_checked() {
     let mut r = Rig::new(Sp670Config::default());
