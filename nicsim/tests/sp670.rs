@@ -719,6 +719,20 @@ fn malformed_and_unknown_commands_are_refused() {
     assert_eq!(r.call(module::COMM, 0, &reset)[0], STATUS_BAD);
     let f = protocol_faults(&r.port);
     assert!(f.iter().any(|s| s.contains("func_id 9")), "{f:?}");
+    // The root context naming another RX buffer size than SET_FUNC_TBL (docs/hw/hinic3.md §10.4).
+    let mut tbl = vec![0u8; 56];
+    tbl[12] = 2;
+    tbl[16..18].copy_from_slice(&4096u16.to_le_bytes());
+    r.ok(module::L2NIC, 5, &tbl);
+    let mut root = vec![0u8; 32];
+    root[12] = 11;
+    root[14] = 1;
+    root[16] = 6;
+    root[18] = 7;
+    assert_eq!(r.call(module::COMM, 21, &root)[0], STATUS_BAD);
+    assert!(protocol_faults(&r.port).iter().any(|s| s.contains("SET_FUNC_TBL said 4096")));
+    root[12] = 13;
+    r.ok(module::COMM, 21, &root);
     // Wrong length.
     assert_eq!(r.call(module::L2NIC, 6, &[0; 20])[0], STATUS_BAD);
     assert!(protocol_faults(&r.port).iter().any(|s| s.contains("request of 20 bytes")));

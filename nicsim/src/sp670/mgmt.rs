@@ -226,6 +226,14 @@ impl Core {
                             (6..=16).contains(&sq) && (7..=17).contains(&rq),
                             format!("{name}: sq_depth {sq} / rq_depth {rq} (log2) out of range"),
                         );
+                        // The trap of docs/hw/hinic3.md §10.4: the root context's index and SET_FUNC_TBL's size must
+                        // name the same buffer size.
+                        let bytes = super::rx_buf_bytes(buf, self.config.comm_features);
+                        let tbl = usize::from(self.mgmt.rx_buf_size);
+                        r.expect(
+                            tbl == 0 || bytes == tbl,
+                            format!("{name}: rx_buf_sz {buf} means {bytes} bytes, SET_FUNC_TBL said {tbl}"),
+                        );
                         if r.errs.is_empty() {
                             self.mgmt.root =
                                 Some(super::Root { rx_buf_sz: buf, sq_depth_log2: sq as u8, rq_depth_log2: rq as u8 });
@@ -310,6 +318,13 @@ impl Core {
                             || self.config.comm_features & super::COMM_REAL_RX_BUF != 0,
                         format!("{name}: rx_wqe_buf_size {buf} not in the table of docs/hw/hinic3.md §10.4"),
                     );
+                    if let Some(root) = self.mgmt.root {
+                        let bytes = super::rx_buf_bytes(root.rx_buf_sz, self.config.comm_features);
+                        r.expect(
+                            bytes == usize::from(buf),
+                            format!("{name}: rx_wqe_buf_size {buf}, the root context says {bytes} bytes"),
+                        );
+                    }
                     self.mgmt.rx_buf_size = buf;
                 }
                 if bitmap & 0x4 != 0 {
