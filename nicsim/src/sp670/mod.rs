@@ -10,6 +10,11 @@
 //! takes effect when the model runs ([`Sp670Port::step`], [`run_until_idle_sp670`] or the thread of
 //! [`Sp670Port::start_thread`]); a driver polls the write-back, the AEQ, the WQE busy bit and the CI slot.
 //!
+//! Not modelled: interrupts, CEQs and MSI-X delivery (vectors are only masked/unmasked), VFs, the enhanced cmdq and
+//! the compact/HTN formats of docs/hw/hinic3.md §12a (their feature bits are never offered), TSO, LRO, UFO,
+//! tunnels, VLAN filtering, multicast MAC filters, MTU enforcement, SQ CI coalescing (the CI is written after every
+//! batch), the MAG 150 port-information event (GET_PORT_INFO follows the link instead).
+//!
 //! Choices where the notes leave a point unverified (docs/hw/hinic3.md §17), one line each:
 //! - descriptors are little-endian (docs/hw/hinic3.md §0.1, item 1): the conversion mode current firmware enables by default;
 //! - the mailbox DMA descriptor may be 16 (DPDK) or 24 (Linux) bytes (item 5): both are taken;
