@@ -1,4 +1,5 @@
-//! Behavioural NIC models for testing drivers without hardware: the Intel X540 (and 82599) and the X710 family.
+//! Behavioural NIC models for testing drivers without hardware: the Intel X540 (and 82599), the X710 family and the
+//! Huawei SP670 (hinic3).
 //!
 //! The model of an Intel X540 port sits behind the same seams as the real device (the three seams a
 //! driver is written against: registers, DMA memory, PCI identity):
@@ -86,6 +87,22 @@
 //! Not modelled: interrupts (causes are latched in PFINT_ICR0 only), VFs and SR-IOV, more than one VSI or TC,
 //! flow director, header split, TSO, SCTP CRC offload, hash (non-perfect) MAC filters, the X722.
 //!
+//! # The SP670 (hinic3) model
+//!
+//! [`Sp670::new`]`(`[`Sp670Config`]`)` makes one hinic3 PF (19e5:0222) as an [`Sp670Port`], whose three BARs are
+//! [`Sp670Port::cfg_bar`] (BAR1, the function CSRs, big-endian per 32-bit word as on the bus: a driver that forgets
+//! the swap reads garbage and its writes are refused as faults), [`Sp670Port::mgmt_bar`] (BAR3, PPF/MPF election)
+//! and [`Sp670Port::db_bar`] (BAR4, 64-bit doorbells); [`Sp670::pair`] wires two cards back to back. It is written
+//! from the project's notes, `docs/hw/hinic3.md`, independently of any hinic3 driver (see [`sp670`]). The management
+//! CPU answers mailbox requests (inline segments or DMA mode) on the AEQ the request names, checks each request
+//! field by field against the notes' layouts, answers an unknown command with status 0xFF and a malformed one with
+//! [`sp670::STATUS_BAD`] and a fault; the command queue parses SQ/RQ contexts, the RSS tables and RQ flushes; SQs
+//! and RQs run on 16-byte WQEBBs with CI write-back and 32-byte CQEs. Faults to inject:
+//! [`Sp670Port::inject_mgmt_error`], [`Sp670Port::inject_cmdq_error`], [`Sp670Port::stall_mailbox`],
+//! [`Sp670Port::stall_cmdq`], [`Sp670Port::link_flap`], [`Sp670Port::inject_error`], [`Sp670Port::tx_hang`]. Not
+//! modelled: interrupts, CEQs and MSI-X delivery, VFs, the enhanced cmdq and the compact/HTN formats of docs/hw/hinic3.md §12a (their
+//! feature bits are never offered), TSO, LRO, UFO, tunnels, VLAN filtering, multicast MAC filters.
+//!
 //! Conventions the model assumes that a driver must meet: frames on wires and in [`X540Port::inject`] carry no FCS;
 //! frames shorter than 60 bytes are runts (RUC) unless padded by the sender's TXPADEN; TCP/UDP checksum offload
 //! expects the checksum field seeded with the pseudo-header sum and IPv4 header checksum offload expects the field
@@ -97,6 +114,7 @@ pub mod dma;
 pub mod fault;
 pub mod net;
 pub mod pci;
+pub mod sp670;
 mod tap;
 pub mod x540;
 pub mod x710;
@@ -104,6 +122,10 @@ pub mod x710;
 pub use dma::IovaMap;
 pub use fault::{Fault, FaultLog};
 pub use pci::PciIdentity;
+pub use sp670::{
+    run_until_idle_sp670, Sp670, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar, Sp670Port,
+    Sp670RxError, Sp670Thread,
+};
 pub use x540::{
     run_until_idle, Chip, LinkSpeed, ModelCounters, ModelThread, ResetRecord, RxError, SimBar, X540Config, X540Port,
     X540,

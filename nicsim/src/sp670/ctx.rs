@@ -1,0 +1,170 @@
+//! SQ and RQ contexts (docs/hw/hinic3.md §9), parsed field by field out of the 64-byte little-endian structure the
+//! command queue carries (the caller has already undone the per-dword swap of docs/hw/hinic3.md §8.6). A field the notes fix to a value
+//! for a polling driver, or a reserved bit that is set, is an error naming the dword and field.
+
+use super::regs::Field;
+
+/// What the model keeps of an SQ context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqCtx {
+    /// Ring IOVA (WQ page PFN << 12).
+    pub ring: u64,
+    /// Starting PI and CI.
+    pub pi: u16,
+    /// Starting CI.
+    pub ci: u16,
+    /// VLAN insert mode (dword 7 bits 20:19).
+    pub vlan_insert_mode: u8,
+}
+
+/// What the model keeps of an RQ context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RqCtx {
+    /// Ring IOVA.
+    pub ring: u64,
+    /// Starting PI and CI, in 8-byte units.
+    pub pi: u16,
+    /// Starting CI.
+    pub ci: u16,
+    /// WQE type code (2: the 16-byte normal WQE).
+    pub wqe_type: u8,
+}
+
+fn dw(c: &[u8; 64], i: usize) -> u32 {
+    u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().expect("4"))
+}
+
+const PI: Field = Field::new(15, 0);
+const CI: Field = Field::new(31, 16);
+const PFN_HI: Field = Field::new(19, 0);
+const BLOCK_PFN_HI: Field = Field::new(22, 0);
+const SQ_OWNER: u32 = 1 << 23;
+const SQ_ID: Field = Field::new(12, 0);
+const VLAN_TAG: Field = Field::new(15, 0);
+const VLAN_INSERT_MODE: Field = Field::new(20, 19);
+const CEQ_EN: u32 = 1 << 23;
+const PREF_CI_HI: Field = Field::new(3, 0);
+const PREF_OWNER: u32 = 1 << 4;
+const PREF_CI_LO: Field = Field::new(31, 20);
+const PREF_THRESHOLD: Field = Field::new(13, 0);
+const PREF_MAX: Field = Field::new(24, 14);
+const PREF_MIN: Field = Field::new(31, 25);
+const RQ_MSIX: Field = Field::new(30, 21);
+const RQ_INTR_OFF: u32 = 1 << 31;
+const RQ_WQE_TYPE: Field = Field::new(29, 28);
+const RQ_OWNER: u32 = 1 << 31;
+const RQ_CQE_LEN: Field = Field::new(29, 28);
+
+fn pfn(hi: u32, lo: u32) -> u64 {
+    u64::from(hi) << 32 | u64::from(lo)
+}
+
+fn reserved(c: &[u8; 64], i: usize, allowed: u32, what: &str) -> Result<(), String> {
+    let extra = dw(c, i) & !allowed;
+    if extra != 0 {
+        return Err(format!(
+            "{what} context dword {i} = {:#010x}: bits {extra:#010x} are reserved (docs/hw/hinic3.md §9)",
+            dw(c, i)
+        ));
+    }
+    Ok(())
+}
+
+/// The prefetch words (dwords 8 to 11) must repeat the ring and the starting CI, owner 1 (docs/hw/hinic3.md §9.1).
+fn prefetch(c: &[u8; 64], page_pfn: u64, ci: u32, what: &str) -> Result<(), String> {
+    let d8 = dw(c, 8);
+    if PREF_THRESHOLD.get(d8) == 0 || PREF_MAX.get(d8) == 0 || PREF_MIN.get(d8) == 0 {
+        return Err(format!("{what} context dword 8 = {d8:#010x}: prefetch threshold, max and min must be non-zero"));
+    }
+    reserved(c, 9, PREF_CI_HI.mask() | PREF_OWNER, what)?;
+    if dw(c, 9) & PREF_OWNER == 0 || PREF_CI_HI.get(dw(c, 9)) != ci >> 12 {
+        return Err(format!(
+            "{what} context dword 9 = {:#010x}: prefetch owner 1 and CI high {} expected",
+            dw(c, 9),
+            ci >> 12
+        ));
+    }
+    let pref = pfn(PFN_HI.get(dw(c, 10)), dw(c, 11));
+    if pref != page_pfn || PREF_CI_LO.get(dw(c, 10)) != ci & 0xFFF {
+        return Err(format!(
+            "{what} context prefetch PFN {pref:#x} / CI low differ from the WQ page PFN {page_pfn:#x}"
+        ));
+    }
+    Ok(())
+}
+
+/// The block PFN (dwords 14, 15) of a 0-level ring: the ring IOVA >> 9 (docs/hw/hinic3.md §9).
+fn block(c: &[u8; 64], ring: u64, what: &str) -> Result<(), String> {
+    reserved(c, 14, BLOCK_PFN_HI.mask(), what)?;
+    let b = pfn(BLOCK_PFN_HI.get(dw(c, 14)), dw(c, 15));
+    if b != ring >> 9 {
+        return Err(format!(
+            "{what} context WQ block PFN {b:#x}, the ring at {ring:#x} gives {:#x} (0-level CLA)",
+            ring >> 9
+        ));
+    }
+    Ok(())
+}
+
+/// Parses SQ context `qid` (docs/hw/hinic3.md §9.1).
+pub fn parse_sq(c: &[u8; 64], qid: u16) -> Result<SqCtx, String> {
+    let what = format!("SQ {qid}");
+    let (pi, ci) = (PI.get(dw(c, 0)), CI.get(dw(c, 0)));
+    reserved(c, 1, 0b11, &what)?;
+    reserved(c, 2, PFN_HI.mask() | SQ_OWNER, &what)?;
+    if dw(c, 2) & SQ_OWNER == 0 {
+        return Err(format!("{what} context dword 2: owner bit 23 must be 1"));
+    }
+    let page_pfn = pfn(PFN_HI.get(dw(c, 2)), dw(c, 3));
+    reserved(c, 4, 0, &what)?;
+    reserved(c, 6, SQ_ID.mask(), &what)?;
+    if SQ_ID.get(dw(c, 6)) != u32::from(qid) {
+        return Err(format!("{what} context dword 6: SQ id {} is not the queue's index {qid}", SQ_ID.get(dw(c, 6))));
+    }
+    reserved(c, 7, VLAN_TAG.mask() | Field::new(18, 16).mask() | VLAN_INSERT_MODE.mask() | CEQ_EN, &what)?;
+    prefetch(c, page_pfn, ci, &what)?;
+    reserved(c, 12, 0, &what)?;
+    reserved(c, 13, 0, &what)?;
+    let ring = page_pfn << 12;
+    block(c, ring, &what)?;
+    if ring == 0 {
+        return Err(format!("{what} context: ring IOVA 0"));
+    }
+    Ok(SqCtx { ring, pi: pi as u16, ci: ci as u16, vlan_insert_mode: VLAN_INSERT_MODE.get(dw(c, 7)) as u8 })
+}
+
+/// Parses RQ context `qid` (docs/hw/hinic3.md §9.2). The model serves the 16-byte normal WQE with 32-byte CQEs
+/// only (WQE type 2, CQE length code 1), the classic format of docs/hw/hinic3.md §10.3.
+pub fn parse_rq(c: &[u8; 64], qid: u16) -> Result<RqCtx, String> {
+    let what = format!("RQ {qid}");
+    let (pi, ci) = (PI.get(dw(c, 0)), CI.get(dw(c, 0)));
+    reserved(c, 1, RQ_MSIX.mask() | RQ_INTR_OFF, &what)?;
+    reserved(c, 2, PFN_HI.mask() | RQ_WQE_TYPE.mask() | RQ_OWNER, &what)?;
+    if dw(c, 2) & RQ_OWNER == 0 {
+        return Err(format!("{what} context dword 2: owner bit 31 must be 1"));
+    }
+    let wqe_type = RQ_WQE_TYPE.get(dw(c, 2)) as u8;
+    if wqe_type != 2 {
+        return Err(format!(
+            "{what} context dword 2: WQE type {wqe_type}; the model serves the 16-byte normal WQE (2) only"
+        ));
+    }
+    let page_pfn = pfn(PFN_HI.get(dw(c, 2)), dw(c, 3));
+    for i in 4..=6 {
+        reserved(c, i, 0, &what)?;
+    }
+    reserved(c, 7, RQ_CQE_LEN.mask(), &what)?;
+    if RQ_CQE_LEN.get(dw(c, 7)) != 1 {
+        return Err(format!(
+            "{what} context dword 7: CQE length code {} (normal WQEs take 1, 32-byte CQEs)",
+            RQ_CQE_LEN.get(dw(c, 7))
+        ));
+    }
+    prefetch(c, page_pfn, ci, &what)?;
+    let ring = page_pfn << 12;
+    block(c, ring, &what)?;
+    if ring == 0 {
+        return Err(format!("{what} context: ring IOVA 0"));
+    }
+    Ok(RqCtx { ring, pi: pi as u16, ci: ci as u16, wqe_type })
+}
