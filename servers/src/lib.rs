@@ -13,6 +13,7 @@
 //! Not supported: RESP3, persistence, replication, pub/sub, transactions, scripting, databases other than 0;
 //! HTTP chunked request bodies, TLS, HTTP/2.
 
+pub mod http;
 pub mod kv;
 pub mod resp;
 
