@@ -191,10 +191,12 @@ pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
 /// Splits an inline command line into arguments with redis-server's rules: blanks separate, `"..."` takes
 /// `\n \r \t \b \a \\ \" \xHH` escapes, `'...'` takes `\'`, and a closing quote must end the argument.
 fn split_inline(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
+    // redis-server splits a C string: a NUL ends the line.
+    let line = line.split(|&b| b == 0).next().unwrap_or_default();
     let mut args = Vec::new();
     let mut i = 0;
     loop {
-        while i < line.len() && line[i].is_ascii_whitespace() {
+        while i < line.len() && is_space(line[i]) {
             i += 1;
         }
         if i == line.len() {
@@ -232,7 +234,7 @@ fn split_inline(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
                         });
                     }
                     Some(b'"') => {
-                        if line.get(i + 1).is_some_and(|b| !b.is_ascii_whitespace()) {
+                        if line.get(i + 1).is_some_and(|&b| !is_space(b)) {
                             return Err(ProtocolError::UnbalancedQuotes);
                         }
                         i += 1;
@@ -248,7 +250,7 @@ fn split_inline(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
                         cur.push(b'\'');
                     }
                     Some(b'\'') => {
-                        if line.get(i + 1).is_some_and(|b| !b.is_ascii_whitespace()) {
+                        if line.get(i + 1).is_some_and(|&b| !is_space(b)) {
                             return Err(ProtocolError::UnbalancedQuotes);
                         }
                         i += 1;
@@ -268,6 +270,11 @@ fn split_inline(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
         }
         args.push(cur);
     }
+}
+
+/// C's isspace in the C locale.
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
 }
 
 fn hex(b: u8) -> Option<u8> {
@@ -379,6 +386,9 @@ mod tests {
         assert_eq!(err, None);
         assert_eq!(parse_all(b"ECHO \"a\"b\r\n").1, Some(ProtocolError::UnbalancedQuotes));
         assert_eq!(parse_all(b"ECHO \"ab\r\n").1, Some(ProtocolError::UnbalancedQuotes));
+        let (cmds, _, _) = parse_all(b"ECHO a\0b\r\n\x0bPING\x0c\r\n");
+        // As in redis-server: \v and \f are skipped before an argument but do not end one.
+        assert_eq!(cmds, vec![v(&["ECHO", "a"]), v(&["PING\x0c"])], "NUL ends the line");
     }
 
     #[test]

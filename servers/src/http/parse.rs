@@ -54,7 +54,8 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<(Reque
     }
     let head = &buf[start..];
     let Some(head_end) = find_head_end(head) else {
-        return if head.len() > limits.max_head_len { Err(ProtocolError::HttpHeadersTooLarge) } else { Ok(None) };
+        // Counting the skipped blank lines too, so an endless run of them is cut off like an endless head.
+        return if buf.len() > limits.max_head_len { Err(ProtocolError::HttpHeadersTooLarge) } else { Ok(None) };
     };
     if head_end.0 > limits.max_head_len {
         return Err(ProtocolError::HttpHeadersTooLarge);
@@ -196,6 +197,7 @@ mod tests {
         assert_eq!(status(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999\r\n\r\n"), 413);
         assert_eq!(status(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"), 501);
         assert_eq!(status(b"GET / HTTP/2.0\r\nHost: a\r\n\r\n"), 505);
+        assert_eq!(status(&b"\r\n".repeat(5000)), 431, "blank lines before the request line are bounded too");
         let mut big = b"GET / HTTP/1.1\r\nHost: a\r\nX: ".to_vec();
         big.resize(9000, b'a');
         assert_eq!(status(&big), 431, "no end of head within the limit");

@@ -102,6 +102,11 @@ impl Session {
         SessionAction::Continue
     }
 
+    /// Bytes received but not yet part of a whole request (bounded by the head and body limits).
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Requests answered so far (errors excluded).
     pub fn requests(&self) -> u64 {
         self.requests
