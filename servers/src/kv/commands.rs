@@ -311,7 +311,7 @@ fn add_to(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> Flow {
 }
 
 fn mset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         resp::error(ctx.out, "ERR wrong number of arguments for 'mset' command");
         return Flow::Continue;
     }
@@ -567,7 +567,7 @@ fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
         resp::error(ctx.out, "ERR XX and NX options at the same time are not compatible");
         return Flow::Continue;
     }
-    if (gt && nx) || (lt && nx) || (gt && lt) {
+    if (nx && (gt || lt)) || (gt && lt) {
         resp::error(ctx.out, "ERR GT, LT, and/or NX options at the same time are not compatible");
         return Flow::Continue;
     }
