@@ -2,11 +2,12 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use super::admin::{client, command, config, dbsize, flushall, hello, select};
 use super::store::{Store, Value, ZSet};
 use crate::resp::{self, parse_i64};
 
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub(super) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub(super) const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 const NOT_FLOAT: &str = "ERR value is not a valid float";
 const MUST_BE_POSITIVE: &str = "ERR value is out of range, must be positive";
 const SYNTAX: &str = "ERR syntax error";
@@ -22,7 +23,7 @@ pub(crate) struct Conn {
 }
 
 /// Name, arity (Redis's convention: n exact, -n at least n, counting the name) and handler.
-type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> Flow;
+pub(super) type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> Flow;
 
 /// Whether the connection goes on after a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +39,7 @@ pub(crate) struct Ctx<'a> {
     pub(crate) conn: &'a mut Conn,
 }
 
-const COMMANDS: &[(&str, i32, Handler)] = &[
+pub(super) const COMMANDS: &[(&str, i32, Handler)] = &[
     ("ping", -1, ping),
     ("echo", 2, echo),
     ("set", -3, set),
@@ -104,12 +105,12 @@ fn unknown_command(out: &mut Vec<u8>, args: &[Vec<u8>]) {
     resp::error(out, &format!("ERR unknown command '{name}', with args beginning with: {quoted}"));
 }
 
-fn unknown_subcommand(out: &mut Vec<u8>, sub: &[u8], cmd: &str) {
+pub(super) fn unknown_subcommand(out: &mut Vec<u8>, sub: &[u8], cmd: &str) {
     let sub = String::from_utf8_lossy(&sub[..sub.len().min(128)]).into_owned();
     resp::error(out, &format!("ERR unknown subcommand '{sub}'. Try {cmd} HELP."));
 }
 
-fn is(arg: &[u8], word: &str) -> bool {
+pub(super) fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
 
@@ -215,7 +216,7 @@ fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
     Flow::Continue
 }
 
-fn reply_opt_bulk(out: &mut Vec<u8>, v: Option<&[u8]>) {
+pub(super) fn reply_opt_bulk(out: &mut Vec<u8>, v: Option<&[u8]>) {
     match v {
         Some(v) => resp::bulk(out, v),
         None => resp::null(out),
@@ -711,139 +712,4 @@ pub(crate) fn format_double(d: f64) -> String {
         s.push_str(digits.trim_end_matches('0'));
     }
     s
-}
-
-/// The configuration parameters CONFIG GET knows, in the order Redis 7.0 lists them. No persistence here, so
-/// `save` is empty and `appendonly` is `no` (redis-benchmark asks for both at start).
-const CONFIG: &[(&str, &str)] = &[("appendonly", "no"), ("save", "")];
-
-fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
-    if !is(&args[1], "GET") {
-        unknown_subcommand(ctx.out, &args[1], "CONFIG");
-        return Flow::Continue;
-    }
-    if args.len() < 3 {
-        resp::error(ctx.out, "ERR wrong number of arguments for 'config|get' command");
-        return Flow::Continue;
-    }
-    let hits: Vec<&(&str, &str)> =
-        CONFIG.iter().filter(|(name, _)| args[2..].iter().any(|pat| glob_match(pat, name.as_bytes()))).collect();
-    resp::array_header(ctx.out, hits.len() * 2);
-    for (name, value) in hits {
-        resp::bulk(ctx.out, name.as_bytes());
-        resp::bulk(ctx.out, value.as_bytes());
-    }
-    Flow::Continue
-}
-
-/// Case-insensitive glob with `*` and `?` (what CONFIG GET patterns use in practice).
-fn glob_match(pat: &[u8], s: &[u8]) -> bool {
-    match (pat.first(), s.first()) {
-        (None, None) => true,
-        (Some(b'*'), _) => glob_match(&pat[1..], s) || (!s.is_empty() && glob_match(pat, &s[1..])),
-        (Some(b'?'), Some(_)) => glob_match(&pat[1..], &s[1..]),
-        (Some(p), Some(c)) if p.eq_ignore_ascii_case(c) => glob_match(&pat[1..], &s[1..]),
-        _ => false,
-    }
-}
-
-/// COMMAND [COUNT|DOCS ...]: redis-cli 7 asks `COMMAND DOCS` at connect for its hints. This server keeps no
-/// command documentation, so it answers as Redis 7.0 does for commands it has no docs for: an empty array.
-fn command(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
-    match args.get(1) {
-        None => resp::array_header(ctx.out, 0),
-        Some(sub) if is(sub, "DOCS") => resp::array_header(ctx.out, 0),
-        Some(sub) if is(sub, "COUNT") => resp::integer(ctx.out, COMMANDS.len() as i64),
-        Some(sub) => unknown_subcommand(ctx.out, sub, "COMMAND"),
-    }
-    Flow::Continue
-}
-
-/// HELLO [protover [AUTH user pass] [SETNAME name]]: only RESP2 is spoken, so 3 gets NOPROTO (clients then
-/// stay on RESP2).
-fn hello(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
-    if let Some(v) = args.get(1) {
-        match parse_i64(v) {
-            None => {
-                resp::error(ctx.out, "ERR Protocol version is not an integer or out of range");
-                return Flow::Continue;
-            }
-            Some(2) => {}
-            Some(_) => {
-                resp::error(ctx.out, "NOPROTO unsupported protocol version");
-                return Flow::Continue;
-            }
-        }
-    }
-    let mut i = 2;
-    while i < args.len() {
-        if is(&args[i], "AUTH") && i + 2 < args.len() {
-            i += 3; // no users or passwords here: the default user needs none
-        } else if is(&args[i], "SETNAME") && i + 1 < args.len() {
-            ctx.conn.name = Some(args[i + 1].clone());
-            i += 2;
-        } else {
-            resp::error(ctx.out, &format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&args[i])));
-            return Flow::Continue;
-        }
-    }
-    resp::array_header(ctx.out, 14);
-    for (k, v) in [("server", "redis"), ("version", REDIS_VERSION)] {
-        resp::bulk(ctx.out, k.as_bytes());
-        resp::bulk(ctx.out, v.as_bytes());
-    }
-    resp::bulk(ctx.out, b"proto");
-    resp::integer(ctx.out, 2);
-    resp::bulk(ctx.out, b"id");
-    resp::integer(ctx.out, ctx.conn.id as i64);
-    for (k, v) in [("mode", "standalone"), ("role", "master")] {
-        resp::bulk(ctx.out, k.as_bytes());
-        resp::bulk(ctx.out, v.as_bytes());
-    }
-    resp::bulk(ctx.out, b"modules");
-    resp::array_header(ctx.out, 0);
-    Flow::Continue
-}
-
-/// CLIENT ID|GETNAME|SETNAME; the rest (SETINFO too, which is 7.2's) get 7.0's unknown-subcommand error.
-fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
-    let sub = &args[1];
-    if is(sub, "ID") && args.len() == 2 {
-        resp::integer(ctx.out, ctx.conn.id as i64);
-    } else if is(sub, "GETNAME") && args.len() == 2 {
-        reply_opt_bulk(ctx.out, ctx.conn.name.as_deref());
-    } else if is(sub, "SETNAME") && args.len() == 3 {
-        if args[2].iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
-            resp::error(ctx.out, "ERR Client names cannot contain spaces, newlines or special characters.");
-        } else {
-            ctx.conn.name = if args[2].is_empty() { None } else { Some(args[2].clone()) };
-            resp::simple(ctx.out, "OK");
-        }
-    } else {
-        unknown_subcommand(ctx.out, sub, "CLIENT");
-    }
-    Flow::Continue
-}
-
-/// SELECT: there is one database, 0.
-fn select(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
-    match parse_i64(&args[1]) {
-        None => resp::error(ctx.out, NOT_INTEGER),
-        Some(0) => resp::simple(ctx.out, "OK"),
-        Some(_) => resp::error(ctx.out, "ERR DB index is out of range"),
-    }
-    Flow::Continue
-}
-
-fn dbsize(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Flow {
-    resp::integer(ctx.out, ctx.store.len() as i64);
-    Flow::Continue
-}
-
-fn flushall(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Flow {
-    let stats = ctx.store.stats;
-    *ctx.store = Store::new();
-    ctx.store.stats = stats;
-    resp::simple(ctx.out, "OK");
-    Flow::Continue
 }

@@ -7,6 +7,7 @@
 //! ID/GETNAME/SETNAME, SELECT 0, DBSIZE, FLUSHALL, FLUSHDB, QUIT: enough for redis-cli and every default test of
 //! redis-benchmark 7.0.
 
+mod admin;
 mod commands;
 mod session;
 mod store;
