@@ -30,7 +30,9 @@ impl Session {
 
     /// Consumes `input` (the next bytes received), executes every whole command in it against `store` at time
     /// `now_ms` (milliseconds on the caller's clock, which also times key expiry), and appends each reply to
-    /// `out` in order. A partial command is kept for the next call.
+    /// `out` in order. A partial command is kept for the next call. Pass Unix time in milliseconds if clients
+    /// may use SET's EXAT/PXAT (absolute deadlines); EX/PX only need a monotonic clock. Expired keys nobody reads
+    /// are removed by [`Store::sweep_expired`], which the server loop calls once per poll.
     ///
     /// Returns [`SessionAction::CloseAfterFlush`] after QUIT or a protocol error (whose error reply is the last
     /// thing in `out`); the session then ignores further input.

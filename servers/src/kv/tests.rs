@@ -260,3 +260,28 @@ fn doubles_print_like_printf_17g() {
         assert_eq!(format_double(d), want);
     }
 }
+
+#[test]
+fn protocol_errors_match_redis_and_close() {
+    // Each input, then what redis-server 7.0.15 answered before closing (limits at their defaults; redis-server's
+    // bulk limit is 512 MiB, ours 8 MiB, so the last case is refused by both).
+    let long = |prefix: &[u8]| [prefix, &[b'1'; 70_000][..]].concat();
+    let cases: [(Vec<u8>, &str); 9] = [
+        (long(b""), "-ERR Protocol error: too big inline request\r\n"),
+        (long(b"*"), "-ERR Protocol error: too big mbulk count string\r\n"),
+        (long(b"*1\r\n$"), "-ERR Protocol error: too big bulk count string\r\n"),
+        (b"*1\r\n$600000000\r\n".to_vec(), "-ERR Protocol error: invalid bulk length\r\n"),
+        (b"*x\r\n".to_vec(), "-ERR Protocol error: invalid multibulk length\r\n"),
+        (b"*3000000000\r\n".to_vec(), "-ERR Protocol error: invalid multibulk length\r\n"),
+        (b"*1\r\n+PING\r\n".to_vec(), "-ERR Protocol error: expected '$', got '+'\r\n"),
+        (b"*1\r\n$-1\r\n".to_vec(), "-ERR Protocol error: invalid bulk length\r\n"),
+        (b"ECHO \"unbal\r\n".to_vec(), "-ERR Protocol error: unbalanced quotes in request\r\n"),
+    ];
+    for (input, want) in cases {
+        let mut st = Store::new();
+        let mut s = Session::new(1);
+        let mut out = Vec::new();
+        assert_eq!(s.feed(&input, 0, &mut st, &mut out), SessionAction::CloseAfterFlush, "{want}");
+        assert_eq!(String::from_utf8_lossy(&out), want);
+    }
+}
