@@ -264,7 +264,7 @@ fn doubles_print_like_printf_17g() {
 #[test]
 fn protocol_errors_match_redis_and_close() {
     // Each input, then what redis-server 7.0.15 answered before closing (limits at their defaults; redis-server's
-    // bulk limit is 512 MiB, ours 8 MiB, so the last case is refused by both).
+    // bulk limit is 512 MiB, ours 8 MiB, so the 600000000-byte bulk is refused by both).
     let long = |prefix: &[u8]| [prefix, &[b'1'; 70_000][..]].concat();
     let cases: [(Vec<u8>, &str); 9] = [
         (long(b""), "-ERR Protocol error: too big inline request\r\n"),
