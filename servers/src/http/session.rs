@@ -166,10 +166,21 @@ fn write_head(
     say_keep: bool,
     extra: &[(&str, &str)],
 ) {
-    out.extend_from_slice(format!("HTTP/1.1 {code} {}\r\nServer: pktio-servers\r\n", reason(code)).as_bytes());
-    out.extend_from_slice(format!("Content-Type: {ctype}\r\nContent-Length: {len}\r\n").as_bytes());
+    // Pieces and digits appended directly: this runs for every response, so no `format!` allocation.
+    out.extend_from_slice(b"HTTP/1.1 ");
+    push_decimal(out, code as usize);
+    out.push(b' ');
+    out.extend_from_slice(reason(code).as_bytes());
+    out.extend_from_slice(b"\r\nServer: pktio-servers\r\nContent-Type: ");
+    out.extend_from_slice(ctype.as_bytes());
+    out.extend_from_slice(b"\r\nContent-Length: ");
+    push_decimal(out, len);
+    out.extend_from_slice(b"\r\n");
     for (k, v) in extra {
-        out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v.as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
     if !keep {
         out.extend_from_slice(b"Connection: close\r\n");
@@ -177,6 +188,20 @@ fn write_head(
         out.extend_from_slice(b"Connection: keep-alive\r\n");
     }
     out.extend_from_slice(b"\r\n");
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
 }
 
 fn write_response(

@@ -9,7 +9,7 @@ use crate::resp::{self, parse_i64};
 /// `save` is empty and `appendonly` is `no` (redis-benchmark asks for both at start).
 const CONFIG: &[(&str, &str)] = &[("appendonly", "no"), ("save", "")];
 
-pub(super) fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+pub(super) fn config(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     if !is(&args[1], "GET") {
         unknown_subcommand(ctx.out, &args[1], "CONFIG");
         return Flow::Continue;
@@ -41,7 +41,7 @@ fn glob_match(pat: &[u8], s: &[u8]) -> bool {
 
 /// COMMAND [COUNT|DOCS ...]: redis-cli 7 asks `COMMAND DOCS` at connect for its hints. This server keeps no
 /// command documentation, so it answers as Redis 7.0 does for commands it has no docs for: an empty array.
-pub(super) fn command(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+pub(super) fn command(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     match args.get(1) {
         None => resp::array_header(ctx.out, 0),
         Some(sub) if is(sub, "DOCS") => resp::array_header(ctx.out, 0),
@@ -53,7 +53,7 @@ pub(super) fn command(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
 
 /// HELLO [protover [AUTH user pass] [SETNAME name]]: only RESP2 is spoken, so 3 gets NOPROTO (clients then
 /// stay on RESP2).
-pub(super) fn hello(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+pub(super) fn hello(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     if let Some(v) = args.get(1) {
         match parse_i64(v) {
             None => {
@@ -98,7 +98,7 @@ pub(super) fn hello(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
 }
 
 /// CLIENT ID|GETNAME|SETNAME; the rest (SETINFO too, which is 7.2's) get 7.0's unknown-subcommand error.
-pub(super) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+pub(super) fn client(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     let sub = &args[1];
     if is(sub, "ID") && args.len() == 2 {
         resp::integer(ctx.out, ctx.conn.id as i64);
@@ -118,7 +118,7 @@ pub(super) fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
 }
 
 /// SELECT: there is one database, 0.
-pub(super) fn select(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+pub(super) fn select(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     match parse_i64(&args[1]) {
         None => resp::error(ctx.out, NOT_INTEGER),
         Some(0) => resp::simple(ctx.out, "OK"),
@@ -127,12 +127,12 @@ pub(super) fn select(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
     Flow::Continue
 }
 
-pub(super) fn dbsize(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Flow {
+pub(super) fn dbsize(ctx: &mut Ctx<'_>, _: &mut [Vec<u8>]) -> Flow {
     resp::integer(ctx.out, ctx.store.len() as i64);
     Flow::Continue
 }
 
-pub(super) fn flushall(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Flow {
+pub(super) fn flushall(ctx: &mut Ctx<'_>, _: &mut [Vec<u8>]) -> Flow {
     let stats = ctx.store.stats;
     *ctx.store = Store::new();
     ctx.store.stats = stats;

@@ -23,7 +23,7 @@ pub(crate) struct Conn {
 }
 
 /// Name, arity (Redis's convention: n exact, -n at least n, counting the name) and handler.
-pub(super) type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> Flow;
+pub(super) type Handler = fn(&mut Ctx<'_>, &mut [Vec<u8>]) -> Flow;
 
 /// Whether the connection goes on after a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +74,7 @@ pub(super) const COMMANDS: &[(&str, i32, Handler)] = &[
 ];
 
 /// Runs one command (`args[0]` is its name, any case) and appends its reply.
-pub(crate) fn execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+pub(crate) fn execute(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     ctx.store.stats.commands += 1;
     let name = &args[0];
     let Some(&(cname, arity, handler)) = COMMANDS.iter().find(|(n, _, _)| n.as_bytes().eq_ignore_ascii_case(name))
@@ -114,7 +114,7 @@ pub(super) fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
 
-fn ping(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn ping(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     match args {
         [_] => resp::simple(ctx.out, "PONG"),
         [_, msg] => resp::bulk(ctx.out, msg),
@@ -123,18 +123,18 @@ fn ping(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
     Flow::Continue
 }
 
-fn echo(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn echo(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     resp::bulk(ctx.out, &args[1]);
     Flow::Continue
 }
 
-fn quit(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Flow {
+fn quit(ctx: &mut Ctx<'_>, _: &mut [Vec<u8>]) -> Flow {
     resp::simple(ctx.out, "OK");
     Flow::Close
 }
 
 /// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
-fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn set(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     let (mut nx, mut xx, mut get_old, mut keepttl) = (false, false, false, false);
     let mut expire: Option<(&[u8], u64, bool)> = None; // (unit word, ms per unit, absolute)
     let mut value_of_expire: Option<&[u8]> = None;
@@ -188,7 +188,8 @@ fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
     let key = &args[1];
     let old = match ctx.store.get(key, ctx.now) {
         None => None,
-        Some(Value::Str(s)) => Some(s.clone()),
+        // The old value is copied only when the reply needs it; otherwise only its existence matters.
+        Some(Value::Str(s)) => Some(if get_old { s.clone() } else { Vec::new() }),
         Some(_) if get_old => {
             resp::error(ctx.out, WRONGTYPE);
             return Flow::Continue;
@@ -207,7 +208,8 @@ fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
     if keepttl {
         deadline = ctx.store.deadline(key, ctx.now);
     }
-    ctx.store.set(key, Value::Str(args[2].clone()), deadline);
+    let value = std::mem::take(&mut args[2]); // the argument's buffer becomes the stored value
+    ctx.store.set(&args[1], Value::Str(value), deadline);
     if get_old {
         reply_opt_bulk(ctx.out, old.as_deref());
     } else {
@@ -223,7 +225,7 @@ pub(super) fn reply_opt_bulk(out: &mut Vec<u8>, v: Option<&[u8]>) {
     }
 }
 
-fn get(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn get(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     match ctx.store.get(&args[1], ctx.now) {
         None => resp::null(ctx.out),
         Some(Value::Str(s)) => resp::bulk(ctx.out, s),
@@ -232,7 +234,7 @@ fn get(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
     Flow::Continue
 }
 
-fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn del(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     let mut n = 0;
     for k in &args[1..] {
         if ctx.store.get(k, ctx.now).is_some() && ctx.store.remove(k) {
@@ -243,21 +245,21 @@ fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
     Flow::Continue
 }
 
-fn exists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn exists(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     let n = args[1..].iter().filter(|k| ctx.store.get(k, ctx.now).is_some()).count();
     resp::integer(ctx.out, n as i64);
     Flow::Continue
 }
 
-fn incr(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn incr(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     add_to(ctx, &args[1], 1)
 }
 
-fn decr(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn decr(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     add_to(ctx, &args[1], -1)
 }
 
-fn incrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn incrby(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     match parse_i64(&args[2]) {
         Some(by) => add_to(ctx, &args[1], by),
         None => {
@@ -267,7 +269,7 @@ fn incrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
     }
 }
 
-fn decrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn decrby(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     match parse_i64(&args[2]).map(i64::checked_neg) {
         Some(Some(by)) => add_to(ctx, &args[1], by),
         Some(None) => {
@@ -311,19 +313,20 @@ fn add_to(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> Flow {
     Flow::Continue
 }
 
-fn mset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn mset(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     if args.len().is_multiple_of(2) {
         resp::error(ctx.out, "ERR wrong number of arguments for 'mset' command");
         return Flow::Continue;
     }
-    for kv in args[1..].chunks_exact(2) {
-        ctx.store.set(&kv[0], Value::Str(kv[1].clone()), None);
+    for kv in args[1..].chunks_exact_mut(2) {
+        let value = std::mem::take(&mut kv[1]);
+        ctx.store.set(&kv[0], Value::Str(value), None);
     }
     resp::simple(ctx.out, "OK");
     Flow::Continue
 }
 
-fn mget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn mget(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     resp::array_header(ctx.out, args.len() - 1);
     for k in &args[1..] {
         match ctx.store.get(k, ctx.now) {
@@ -353,11 +356,11 @@ fn list_for_push<'s>(
     }
 }
 
-fn lpush(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn lpush(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     push(ctx, args, true)
 }
 
-fn rpush(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn rpush(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     push(ctx, args, false)
 }
 
@@ -394,11 +397,11 @@ fn pop_count(ctx: &mut Ctx<'_>, args: &[Vec<u8>], name: &str) -> Result<Option<u
     }
 }
 
-fn lpop(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn lpop(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     pop(ctx, args, true)
 }
 
-fn rpop(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn rpop(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     pop(ctx, args, false)
 }
 
@@ -435,7 +438,7 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Vec<u8>], front: bool) -> Flow {
     Flow::Continue
 }
 
-fn lrange(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn lrange(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     let (Some(start), Some(stop)) = (parse_i64(&args[2]), parse_i64(&args[3])) else {
         resp::error(ctx.out, NOT_INTEGER);
         return Flow::Continue;
@@ -465,7 +468,7 @@ fn lrange(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
     Flow::Continue
 }
 
-fn sadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn sadd(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     let key = &args[1];
     if ctx.store.get(key, ctx.now).is_none() {
         ctx.store.set(key, Value::Set(HashSet::new()), None);
@@ -480,7 +483,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
     Flow::Continue
 }
 
-fn spop(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn spop(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     let Ok(count) = pop_count(ctx, args, "spop") else { return Flow::Continue };
     let key = &args[1];
     let len = match ctx.store.get(key, ctx.now) {
@@ -514,7 +517,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
     Flow::Continue
 }
 
-fn hset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn hset(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     if args.len() % 2 == 1 {
         resp::error(ctx.out, "ERR wrong number of arguments for 'hset' command");
         return Flow::Continue;
@@ -543,7 +546,7 @@ fn parse_score(s: &[u8]) -> Option<f64> {
 }
 
 /// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
-fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn zadd(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) = (false, false, false, false, false, false);
     let mut i = 2;
     while i < args.len() {
@@ -649,7 +652,7 @@ fn zadd(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
     Flow::Continue
 }
 
-fn zpopmin(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Flow {
+fn zpopmin(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     let Ok(count) = pop_count(ctx, args, "zpopmin") else { return Flow::Continue };
     let key = &args[1];
     let z = match ctx.store.get_mut(key, ctx.now) {

@@ -52,9 +52,9 @@ impl Session {
             let (used, res) = self.parser.parse(&data[off..]);
             off += used;
             match res {
-                Ok(Parsed::Command(args)) => {
+                Ok(Parsed::Command(mut args)) => {
                     let mut ctx = Ctx { store: &mut *store, now: now_ms, out: &mut *out, conn: &mut self.conn };
-                    if execute(&mut ctx, &args) == Flow::Close {
+                    if execute(&mut ctx, &mut args) == Flow::Close {
                         self.closing = true;
                         break;
                     }
