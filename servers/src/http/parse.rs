@@ -47,7 +47,7 @@ fn is_tchar(b: u8) -> bool {
 /// the error to answer (after which the connection closes).
 pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<(Request<'a>, usize)>, ProtocolError> {
     use ProtocolError::HttpBadRequest as Bad;
-    // RFC 9112 §2.2: a server ignores empty lines before the request line.
+    // RFC 9112 (message format): a server ignores empty lines before the request line.
     let mut start = 0;
     while buf[start..].starts_with(b"\r\n") || buf[start..].starts_with(b"\n") {
         start += if buf[start] == b'\r' { 2 } else { 1 };
