@@ -16,9 +16,13 @@ pub struct Limits {
     pub max_array_len: usize,
     /// Longest inline command line, and longest `*`/`$` header line, bytes.
     pub max_inline_len: usize,
-    /// Most bulk bytes in one request, all elements together.
+    /// Most bytes one request may hold: its elements' bytes plus [`ELEMENT_OVERHEAD`] each (so a million
+    /// empty elements count too).
     pub max_request_len: usize,
 }
+
+/// What one array element costs beyond its bytes (its `Vec` header and allocation), for [`Limits::max_request_len`].
+pub const ELEMENT_OVERHEAD: usize = 32;
 
 impl Default for Limits {
     /// Redis's inline limit (64 KiB); bulk, array and request limits far below Redis's 512 MiB so one
@@ -125,9 +129,9 @@ impl Parser {
                     let len = parse_i64(&rest[1..line])
                         .filter(|&n| n >= 0 && n as u64 <= self.limits.max_bulk_len as u64)
                         .map(|n| n as usize)
-                        .filter(|&n| self.request_len + n <= self.limits.max_request_len);
+                        .filter(|&n| self.request_len + n + ELEMENT_OVERHEAD <= self.limits.max_request_len);
                     let Some(len) = len else { return (pos, Err(ProtocolError::InvalidBulkLength)) };
-                    self.request_len += len;
+                    self.request_len += len + ELEMENT_OVERHEAD;
                     self.state = State::Bulk { remaining, len };
                 }
                 State::Bulk { remaining, len } => {
@@ -399,6 +403,13 @@ mod tests {
         assert_eq!(parse_all(b"*1\r\n$-1\r\n").1, Some(ProtocolError::InvalidBulkLength));
         assert_eq!(parse_all(b"*1\r\n$x\r\n").1, Some(ProtocolError::InvalidBulkLength));
         assert_eq!(parse_all(b"*1\r\n$9999999999\r\n").1, Some(ProtocolError::InvalidBulkLength));
+        let mut empties = b"*1000000\r\n".to_vec();
+        for _ in 0..=(16 << 20) / ELEMENT_OVERHEAD {
+            empties.extend_from_slice(b"$0\r\n\r\n");
+        }
+        let (cmds, err, _) = parse_all(&empties);
+        assert!(cmds.is_empty());
+        assert_eq!(err, Some(ProtocolError::InvalidBulkLength), "element bookkeeping counts against the request limit");
     }
 
     #[test]
