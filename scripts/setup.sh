@@ -12,11 +12,23 @@ command -v python3 >/dev/null || need_apt+=(python3)
 command -v cc >/dev/null || need_apt+=(gcc)
 command -v dpdk-testpmd >/dev/null || need_apt+=(dpdk)
 command -v stdbuf >/dev/null || need_apt+=(coreutils)
+# Real clients of the sample servers (servers/tests/real_clients.rs) and the systems bench/ compares against.
+command -v redis-cli >/dev/null || need_apt+=(redis-tools)
+command -v curl >/dev/null || need_apt+=(curl)
+command -v wrk >/dev/null || need_apt+=(wrk)
+command -v redis-server >/dev/null || need_apt+=(redis-server)
+command -v nginx >/dev/null || need_apt+=(nginx)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need_apt[*]}"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    # redis-server and nginx are only run by bench/ on their own ports: no service stays running or enabled.
+    for svc in redis-server nginx; do
+      if command -v systemctl >/dev/null; then systemctl disable --now "$svc" >/dev/null 2>&1 || true; fi
+      if command -v service >/dev/null; then service "$svc" stop >/dev/null 2>&1 || true; fi
+      if command -v update-rc.d >/dev/null; then update-rc.d "$svc" disable >/dev/null 2>&1 || true; fi
+    done
   else
     echo "setup: missing ${need_apt[*]}; run as root or: sudo apt-get install ${need_apt[*]}" >&2
   fi

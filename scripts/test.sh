@@ -12,6 +12,8 @@ export VM_TESTS_REQUIRED=${VM_TESTS_REQUIRED:-1}
 export NETNS_TESTS_REQUIRED=${NETNS_TESTS_REQUIRED:-1}
 # testpmd-rs's side-by-side pcap comparison with dpdk-testpmd (setup.sh installs Debian's dpdk package).
 export DPDK_TESTS_REQUIRED=${DPDK_TESTS_REQUIRED:-1}
+# servers' redis-cli/redis-benchmark/curl/wrk tests (setup.sh installs the clients).
+export REAL_CLIENT_TESTS_REQUIRED=${REAL_CLIENT_TESTS_REQUIRED:-1}
 export RUST_BACKTRACE=1
 cargo build --workspace --all-targets
 bash scripts/check-citations.sh

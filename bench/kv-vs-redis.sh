@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# kv-server (servers crate on netstack) against Debian's redis-server on the kernel stack: the K-NET comparison.
+# The same client, redis-benchmark, runs in a network namespace and reaches each server over the same veth pair;
+# `-t set,get -c 50 -n N` with -P 1 and -P 16; requests/s, p50 and p99 (from --csv) per system, and the ratio.
+#
+# Usage (as root): bash bench/kv-vs-redis.sh
+# Knobs: KV_BENCH_REQUESTS (default 1000000; e.g. 50000 for a quick run), KV_BENCH_CLIENTS (50),
+# KV_BENCH_PIPELINES ("1 16"), KV_SERVER_CMD: the command line of kv-server on netstack (not yet built; until it
+# is set, its columns read n/a). It is run with BENCH_IFACE (the host-side veth, which it owns; the kernel keeps no
+# address on it), BENCH_IP and BENCH_PORT in its environment; KV_SERVER_MODE=kernel instead puts HOST_IP on the
+# host veth for a kernel-stack stand-in (to check this harness before netstack serves).
+set -eu
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$ROOT/bench/lib.sh"
+source "$ROOT/bench/netns-lib.sh"
+
+N=${KV_BENCH_REQUESTS:-1000000}
+CLIENTS=${KV_BENCH_CLIENTS:-50}
+PIPELINES=${KV_BENCH_PIPELINES:-"1 16"}
+export BENCH_PORT=${KV_BENCH_PORT:-6379}
+command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || bench_apt_install redis-server redis-tools
+
+# One redis-benchmark run from the namespace; prints "TEST rps p50 p99" lines.
+run_client() {
+  ip netns exec "$NS" redis-benchmark -h "$HOST_IP" -p "$BENCH_PORT" -t set,get -c "$CLIENTS" -n "$N" -P "$1" \
+    --csv 2>/dev/null | awk -F, 'NR > 1 { gsub(/"/, ""); print $1, $2, $5, $7 }'
+}
+
+# Runs every pipeline depth against one system; writes "$TMP/<system>.P<depth>" result files.
+bench_system() {
+  local name=$1 mode=$2
+  shift 2
+  say "$name: $*"
+  netns_start_server "$mode" "$@"
+  netns_wait_ready redis-cli -h "$HOST_IP" -p "$BENCH_PORT" ping
+  for p in $PIPELINES; do
+    run_client "$p" >"$TMP/$name.P$p"
+    [ -s "$TMP/$name.P$p" ] || die "$name -P $p: redis-benchmark printed no results"
+  done
+  netns_stop_server
+}
+
+netns_setup
+bench_system redis-server kernel redis-server --bind "$HOST_IP" --port "$BENCH_PORT" --save "" --appendonly no \
+  --protected-mode no --daemonize no --dir "$TMP"
+if [ -n "${KV_SERVER_CMD:-}" ]; then
+  # shellcheck disable=SC2086 # the command line is given as one string
+  bench_system kv-server "${KV_SERVER_MODE:-own}" $KV_SERVER_CMD
+else
+  say "KV_SERVER_CMD not set: kv-server columns are n/a"
+fi
+
+get() { awk -v t="$2" -v c="$3" '$1 == t { print $c }' "$TMP/$1" 2>/dev/null; }
+printf '%-5s %-4s | %12s %8s %8s | %12s %8s %8s | %6s\n' test P redis-rps p50-ms p99-ms kv-rps p50-ms p99-ms ratio
+for p in $PIPELINES; do
+  for t in SET GET; do
+    r="redis-server.P$p" k="kv-server.P$p"
+    printf '%-5s %-4s | %12s %8s %8s | %12s %8s %8s | %6s\n' "$t" "$p" \
+      "$(fmt "$(get "$r" $t 2)" 0)" "$(fmt "$(get "$r" $t 3)" 3)" "$(fmt "$(get "$r" $t 4)" 3)" \
+      "$(fmt "$(get "$k" $t 2)" 0)" "$(fmt "$(get "$k" $t 3)" 3)" "$(fmt "$(get "$k" $t 4)" 3)" \
+      "$(ratio "$(get "$k" $t 2)" "$(get "$r" $t 2)")"
+  done
+done
+echo "(requests/s and latency from redis-benchmark -c $CLIENTS -n $N in namespace $NS over a veth; ratio = kv / redis)"

@@ -1,0 +1,65 @@
+# Shared by bench/kv-vs-redis.sh and bench/http-vs-nginx.sh (sourced, not run): a network namespace for the
+# client and a veth pair into it, each server system started on the host side in turn, cleanup on exit.
+# Expects ROOT set and bench/lib.sh sourced; set -eu friendly.
+
+NS=srvb$$
+VETH_HOST=srvb$$h
+VETH_NS=srvb$$n
+HOST_IP=${BENCH_HOST_IP:-10.213.0.1}
+NS_IP=${BENCH_NS_IP:-10.213.0.2}
+SERVER_PID=
+TMP=$(mktemp -d /tmp/srvbench.XXXXXX)
+chmod 755 "$TMP"
+
+netns_cleanup() {
+  netns_stop_server
+  ip netns del "$NS" 2>/dev/null || true # removes the veth pair with it
+  ip link del "$VETH_HOST" 2>/dev/null || true
+  rm -rf "$TMP"
+}
+
+# The client's namespace and the veth pair; the host side gets HOST_IP only while a kernel-stack server runs.
+netns_setup() {
+  [ "$(id -u)" = 0 ] || die "run as root (creates a network namespace and a veth pair)"
+  trap netns_cleanup EXIT
+  ip netns add "$NS"
+  ip link add "$VETH_HOST" type veth peer name "$VETH_NS"
+  ip link set "$VETH_NS" netns "$NS"
+  ip -n "$NS" addr add "$NS_IP/24" dev "$VETH_NS"
+  ip -n "$NS" link set lo up
+  ip -n "$NS" link set "$VETH_NS" up
+  ip link set "$VETH_HOST" up
+}
+
+host_addr_up() { ip addr replace "$HOST_IP/24" dev "$VETH_HOST"; }
+host_addr_down() { ip addr flush dev "$VETH_HOST"; }
+
+# Starts a server: $1 = kernel (the host veth carries HOST_IP) or own (the server owns the veth through pktio;
+# the kernel keeps no address on it), rest = command line. BENCH_IFACE, BENCH_IP and BENCH_PORT are exported for
+# a command that needs them.
+netns_start_server() {
+  local mode=$1
+  shift
+  if [ "$mode" = kernel ]; then host_addr_up; else host_addr_down; fi
+  export BENCH_IFACE=$VETH_HOST BENCH_IP=$HOST_IP
+  "$@" >"$TMP/server.log" 2>&1 &
+  SERVER_PID=$!
+}
+
+netns_stop_server() {
+  if [ -n "$SERVER_PID" ]; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=
+  fi
+}
+
+# Polls (from the namespace) until $@ succeeds, for up to 10 s.
+netns_wait_ready() {
+  local deadline=$((SECONDS + 10))
+  until ip netns exec "$NS" "$@" >/dev/null 2>&1; do
+    [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null || die "server exited: $(tail -5 "$TMP/server.log")"
+    [ $SECONDS -lt $deadline ] || die "server not reachable after 10 s: $(tail -5 "$TMP/server.log")"
+    sleep 0.1
+  done
+}

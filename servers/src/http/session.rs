@@ -1,0 +1,306 @@
+//! One HTTP client connection, independent of the transport that carries its bytes.
+
+use super::parse::{parse_request, Limits, Request};
+use crate::SessionAction;
+
+/// What the server serves: the index page's bytes (built once, of a configurable size).
+#[derive(Debug, Clone)]
+pub struct Site {
+    index: Vec<u8>,
+}
+
+impl Site {
+    /// A site whose index page is an HTML document of exactly `index_size` bytes (just filler bytes when
+    /// smaller than the HTML skeleton), so benchmarks choose the response size.
+    pub fn new(index_size: usize) -> Self {
+        let head = b"<!DOCTYPE html>\n<html><head><title>pktio servers</title></head><body><pre>\n";
+        let tail = b"\n</pre></body></html>\n";
+        let mut index = Vec::with_capacity(index_size);
+        if index_size >= head.len() + tail.len() {
+            index.extend_from_slice(head);
+            let fill = index_size - head.len() - tail.len();
+            index.extend((0..fill).map(|i| if i % 64 == 63 { b'\n' } else { b'a' + (i % 26) as u8 }));
+            index.extend_from_slice(tail);
+        } else {
+            index.resize(index_size, b'x');
+        }
+        Site { index }
+    }
+
+    /// The index page's bytes.
+    pub fn index(&self) -> &[u8] {
+        &self.index
+    }
+}
+
+/// A connection's state: bytes of a request not yet complete, and whether it is closing.
+#[derive(Debug, Default)]
+pub struct Session {
+    limits: Limits,
+    pending: Vec<u8>,
+    closing: bool,
+    requests: u64,
+}
+
+impl Session {
+    /// A session with default limits (8 KiB head, 1 MiB body).
+    pub fn new() -> Self {
+        Self::with_limits(Limits::default())
+    }
+
+    /// A session with explicit limits.
+    pub fn with_limits(limits: Limits) -> Self {
+        Session { limits, ..Default::default() }
+    }
+
+    /// Consumes `input` (the next bytes received), answers every whole request in it in order by appending to
+    /// `out`, and keeps a partial request for the next call. `/status` lists `status` as `name value` lines.
+    ///
+    /// Returns [`SessionAction::CloseAfterFlush`] after a response that closes (the client asked, HTTP/1.0
+    /// without keep-alive, or an error status: 400, 413, 431, 501, 505); further input is then ignored.
+    pub fn feed(&mut self, input: &[u8], site: &Site, status: &[(&str, u64)], out: &mut Vec<u8>) -> SessionAction {
+        if self.closing {
+            return SessionAction::CloseAfterFlush;
+        }
+        let mut buf = std::mem::take(&mut self.pending);
+        let from_pending = !buf.is_empty();
+        if from_pending {
+            buf.extend_from_slice(input);
+        }
+        let data: &[u8] = if from_pending { &buf } else { input };
+        let mut off = 0;
+        while off < data.len() {
+            match parse_request(&data[off..], &self.limits) {
+                Ok(Some((req, used))) => {
+                    off += used;
+                    self.requests += 1;
+                    respond(&req, site, status, out);
+                    if !req.keep_alive {
+                        self.closing = true;
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    let code = e.http_status();
+                    write_response(out, code, "text/plain", format!("{e}\n").as_bytes(), false, false, &[]);
+                    self.closing = true;
+                    break;
+                }
+            }
+        }
+        if self.closing {
+            return SessionAction::CloseAfterFlush;
+        }
+        if from_pending {
+            buf.drain(..off);
+        } else {
+            buf.clear();
+            buf.extend_from_slice(&input[off..]);
+        }
+        self.pending = buf;
+        SessionAction::Continue
+    }
+
+    /// Bytes received but not yet part of a whole request (bounded by the head and body limits).
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Requests answered so far (errors excluded).
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+}
+
+fn respond(req: &Request<'_>, site: &Site, status: &[(&str, u64)], out: &mut Vec<u8>) {
+    let path = req.target.split('?').next().unwrap_or_default();
+    let head_only = req.method == "HEAD";
+    let keep = req.keep_alive;
+    // HTTP/1.0 clients only keep the connection if the response says so.
+    let say_keep = keep && req.minor_version == 0;
+    let known = matches!(path, "/" | "/index.html" | "/status");
+    if known && req.method != "GET" && !head_only {
+        let body = b"method not allowed\n";
+        write_response(out, 405, "text/plain", body, keep, say_keep, &[("Allow", "GET, HEAD")]);
+        return;
+    }
+    let (code, ctype, body): (u16, &str, std::borrow::Cow<'_, [u8]>) = match path {
+        "/" | "/index.html" => (200, "text/html", site.index().into()),
+        "/status" => {
+            let mut text = String::new();
+            for (name, value) in status {
+                text.push_str(&format!("{name} {value}\n"));
+            }
+            (200, "text/plain", text.into_bytes().into())
+        }
+        _ => (404, "text/plain", b"not found\n"[..].into()),
+    };
+    if head_only {
+        write_head(out, code, ctype, body.len(), keep, say_keep, &[]);
+    } else {
+        write_response(out, code, ctype, &body, keep, say_keep, &[]);
+    }
+}
+
+fn reason(code: u16) -> &'static str {
+    match code {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        413 => "Content Too Large",
+        431 => "Request Header Fields Too Large",
+        501 => "Not Implemented",
+        505 => "HTTP Version Not Supported",
+        _ => "Unknown",
+    }
+}
+
+fn write_head(
+    out: &mut Vec<u8>,
+    code: u16,
+    ctype: &str,
+    len: usize,
+    keep: bool,
+    say_keep: bool,
+    extra: &[(&str, &str)],
+) {
+    // Pieces and digits appended directly: this runs for every response, so no `format!` allocation.
+    out.extend_from_slice(b"HTTP/1.1 ");
+    push_decimal(out, code as usize);
+    out.push(b' ');
+    out.extend_from_slice(reason(code).as_bytes());
+    out.extend_from_slice(b"\r\nServer: pktio-servers\r\nContent-Type: ");
+    out.extend_from_slice(ctype.as_bytes());
+    out.extend_from_slice(b"\r\nContent-Length: ");
+    push_decimal(out, len);
+    out.extend_from_slice(b"\r\n");
+    for (k, v) in extra {
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if !keep {
+        out.extend_from_slice(b"Connection: close\r\n");
+    } else if say_keep {
+        out.extend_from_slice(b"Connection: keep-alive\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+fn write_response(
+    out: &mut Vec<u8>,
+    code: u16,
+    ctype: &str,
+    body: &[u8],
+    keep: bool,
+    say_keep: bool,
+    extra: &[(&str, &str)],
+) {
+    write_head(out, code, ctype, body.len(), keep, say_keep, extra);
+    out.extend_from_slice(body);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(s: &mut Session, site: &Site, input: &[u8]) -> (String, SessionAction) {
+        let mut out = Vec::new();
+        let a = s.feed(input, site, &[("rx_packets", 7), ("connections", 2)], &mut out);
+        (String::from_utf8(out).unwrap(), a)
+    }
+
+    #[test]
+    fn index_is_exactly_the_configured_size() {
+        for size in [0, 10, 100, 4096, 100_000] {
+            assert_eq!(Site::new(size).index().len(), size);
+        }
+    }
+
+    #[test]
+    fn serves_index_status_and_404_pipelined() {
+        let site = Site::new(128);
+        let mut s = Session::new();
+        let req = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /status HTTP/1.1\r\nHost: a\r\n\r\nGET /nope HTTP/1.1\r\nHost: a\r\n\r\n";
+        let (out, action) = feed_all(&mut s, &site, req);
+        assert_eq!(action, SessionAction::Continue);
+        let idx = String::from_utf8(site.index().to_vec()).unwrap();
+        let want = format!(
+            "HTTP/1.1 200 OK\r\nServer: pktio-servers\r\nContent-Type: text/html\r\nContent-Length: 128\r\n\r\n{idx}\
+             HTTP/1.1 200 OK\r\nServer: pktio-servers\r\nContent-Type: text/plain\r\nContent-Length: 27\r\n\r\n\
+             rx_packets 7\nconnections 2\n\
+             HTTP/1.1 404 Not Found\r\nServer: pktio-servers\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\n\
+             not found\n"
+        );
+        assert_eq!(out, want);
+        assert_eq!(s.requests(), 3);
+    }
+
+    #[test]
+    fn http10_and_connection_close_end_the_connection() {
+        let site = Site::new(10);
+        let (out, a) = feed_all(&mut Session::new(), &site, b"GET / HTTP/1.0\r\n\r\nGET / HTTP/1.0\r\n\r\n");
+        assert_eq!(a, SessionAction::CloseAfterFlush);
+        assert_eq!(out.matches("HTTP/1.1 200").count(), 1, "nothing after the closing response");
+        assert!(out.contains("Connection: close\r\n"));
+        let (out, a) = feed_all(&mut Session::new(), &site, b"HEAD / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+        assert_eq!(a, SessionAction::Continue);
+        assert!(out.ends_with("Content-Length: 10\r\nConnection: keep-alive\r\n\r\n"), "{out}");
+    }
+
+    #[test]
+    fn errors_answer_and_close() {
+        let site = Site::new(10);
+        for (req, code) in [
+            (&b"garbage\r\n\r\n"[..], "400 Bad Request"),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2000000\r\n\r\n", "413 Content Too Large"),
+        ] {
+            let (out, a) = feed_all(&mut Session::new(), &site, req);
+            assert_eq!(a, SessionAction::CloseAfterFlush);
+            assert!(out.starts_with(&format!("HTTP/1.1 {code}\r\n")), "{out}");
+            assert!(out.contains("Connection: close\r\n"));
+        }
+        let mut s = Session::new();
+        let mut a = SessionAction::Continue;
+        let mut out = String::new();
+        for _ in 0..100 {
+            let (o, act) = feed_all(&mut s, &site, b"GET / HTTP/1.1\r\nX-Long: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+            out.push_str(&o);
+            a = act;
+            if a == SessionAction::CloseAfterFlush {
+                break;
+            }
+        }
+        assert_eq!(a, SessionAction::CloseAfterFlush, "an endless head is cut off");
+        assert!(out.starts_with("HTTP/1.1 431 "), "{out}");
+        assert!(s.pending.len() <= Limits::default().max_head_len + 200);
+    }
+
+    #[test]
+    fn post_to_index_is_405_and_body_is_skipped() {
+        let site = Site::new(10);
+        let req = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET / HTTP/1.1\r\nHost: a\r\n\r\n";
+        let (out, a) = feed_all(&mut Session::new(), &site, req);
+        assert_eq!(a, SessionAction::Continue);
+        assert!(out.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"));
+        assert!(out.contains("Allow: GET, HEAD\r\n"));
+        assert_eq!(out.matches("HTTP/1.1 200 OK").count(), 1);
+    }
+}
