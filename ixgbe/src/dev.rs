@@ -228,7 +228,6 @@ pub struct Ixgbe<R: RegisterSpace> {
     /// The VLAN filter table as the application set it: a reset clears the VFTA, start writes it back.
     vfta: [u32; VFTA_WORDS],
     /// VLNCTRL.VFE: set once the application adds a VLAN ID, so tagged frames need a VFTA bit.
-    vlan_filtering: bool,
     /// Reset and initialised, not started since: start need not reset again.
     fresh: bool,
     rx: Vec<Option<IxgbeRxQueue<R>>>,
@@ -284,6 +283,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
                 | offload::TX_TCP_CKSUM
                 | offload::TX_MULTI_SEGS
                 | offload::TX_MBUF_FAST_FREE,
+            max_mac_addrs: RAR_ENTRIES as u32,
             flow_type_rss_offloads: RssHashFunctions::ALL,
             reta_size: RETA_ENTRIES as u16,
             hash_key_size: RSS_KEY_LEN as u8,
@@ -304,7 +304,6 @@ impl<R: RegisterSpace> Ixgbe<R> {
             rss_key: default_key(),
             reta: [0; RETA_ENTRIES],
             vfta: [0; VFTA_WORDS],
-            vlan_filtering: false,
             fresh: false,
             rx: Vec::new(),
             tx: Vec::new(),
@@ -718,10 +717,24 @@ impl<R: RegisterSpace> Ixgbe<R> {
     }
 
     fn apply_mac(&self) {
-        let m = self.state.mac.0;
-        self.regs.write(ral(0), u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
-        self.regs.write(rah(0), rah::ADDR_HI.val(u16::from_le_bytes([m[4], m[5]]) as u32) | rah::AV);
-        self.regs.set_bits(mpsar_lo(0), bit(0));
+        self.write_rar(0, self.state.mac);
+        for (i, &m) in self.state.extra_macs.iter().enumerate() {
+            self.write_rar(i + 1, m);
+        }
+    }
+
+    /// Receive address slot `i` (docs/hw/ixgbe.md §10.1): `mac` valid for pool 0, or cleared for the zero address.
+    fn write_rar(&self, i: usize, mac: MacAddr) {
+        if mac == MacAddr::ZERO {
+            self.regs.write(rah(i), 0);
+            self.regs.write(ral(i), 0);
+            self.regs.clear_bits(mpsar_lo(i), bit(0));
+            return;
+        }
+        let m = mac.0;
+        self.regs.write(ral(i), u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
+        self.regs.write(rah(i), rah::ADDR_HI.val(u16::from_le_bytes([m[4], m[5]]) as u32) | rah::AV);
+        self.regs.set_bits(mpsar_lo(i), bit(0));
     }
 
     /// Writes the VLAN filter table and VLNCTRL.VFE (docs/hw/ixgbe.md §10.3).
@@ -729,7 +742,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
         for (i, w) in self.vfta.iter().enumerate() {
             self.regs.write(vfta(i), *w);
         }
-        if self.vlan_filtering {
+        if self.state.vlan_filter {
             self.regs.set_bits(VLNCTRL, vlnctrl::VFE);
         } else {
             self.regs.clear_bits(VLNCTRL, vlnctrl::VFE);
@@ -1125,9 +1138,30 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
         }
         // As DPDK with its VLAN-filter offload on: once filtering, removing the last ID leaves it on, so tagged
         // frames then all drop (untagged ones never meet the VFTA).
-        self.vlan_filtering = true;
+        self.state.vlan_filter = true;
         self.regs.write(vfta(word), self.vfta[word]);
         self.regs.set_bits(VLNCTRL, vlnctrl::VFE);
+        Ok(())
+    }
+
+    fn set_vlan_filter_enabled(&mut self, on: bool) -> Result<()> {
+        // VLNCTRL.VFE alone switches the table in or out; the VFTA keeps the IDs meanwhile.
+        self.state.vlan_filter = on;
+        self.apply_vlan_filter();
+        Ok(())
+    }
+
+    fn mac_addr_add(&mut self, mac: MacAddr, pool: u32) -> Result<()> {
+        if let Some(slot) = self.state.add_mac(mac, pool)? {
+            self.write_rar(slot, mac);
+        }
+        Ok(())
+    }
+
+    fn mac_addr_remove(&mut self, mac: MacAddr) -> Result<()> {
+        if let Some(slot) = self.state.remove_mac(mac)? {
+            self.write_rar(slot, MacAddr::ZERO);
+        }
         Ok(())
     }
 }

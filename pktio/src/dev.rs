@@ -236,6 +236,8 @@ pub struct DevInfo {
     pub rx_offload_capa: u64,
     /// TX offloads supported.
     pub tx_offload_capa: u64,
+    /// Unicast MAC addresses the receive filter holds, the default one included (DPDK's `max_mac_addrs`).
+    pub max_mac_addrs: u32,
     /// RSS hash functions supported.
     pub flow_type_rss_offloads: RssHashFunctions,
     /// Redirection table entries (0: no RSS).
@@ -263,6 +265,7 @@ impl DevInfo {
             max_rx_pktlen: 9600 + 18,
             rx_offload_capa: 0,
             tx_offload_capa: offload::TX_MULTI_SEGS,
+            max_mac_addrs: 1,
             flow_type_rss_offloads: RssHashFunctions(0),
             reta_size: 0,
             hash_key_size: 0,
@@ -423,6 +426,28 @@ pub trait EthDev: Send {
         Ok(())
     }
 
+    /// Adds `mac` to the receive filter beside the default address, for VMDq pool `pool` (DPDK's
+    /// `rte_eth_dev_mac_addr_add`; only pool 0 exists here). Adding an address already there does nothing; a full
+    /// table is [`Error::TableFull`]. Ports without secondary addresses say [`Error::NotSupported`].
+    fn mac_addr_add(&mut self, mac: MacAddr, pool: u32) -> Result<()> {
+        let _ = (mac, pool);
+        Err(self.state().unsupported("adding MAC addresses"))
+    }
+
+    /// Removes a secondary address added by [`EthDev::mac_addr_add`]; an address not there is no error, the
+    /// default one is [`Error::DefaultMacAddr`] (as `rte_eth_dev_mac_addr_remove`).
+    fn mac_addr_remove(&mut self, mac: MacAddr) -> Result<()> {
+        let _ = mac;
+        Err(self.state().unsupported("removing MAC addresses"))
+    }
+
+    /// Every unicast address the port receives for: the default one first, then the added ones.
+    fn mac_addrs(&self) -> Vec<MacAddr> {
+        let mut v = vec![self.mac_addr()];
+        v.extend(self.state().extra_macs.iter().copied().filter(|m| *m != MacAddr::ZERO));
+        v
+    }
+
     /// Promiscuous mode on or off.
     fn set_promiscuous(&mut self, on: bool) -> Result<()> {
         self.state_mut().promiscuous = on;
@@ -487,6 +512,18 @@ pub trait EthDev: Send {
     /// while untagged frames still pass.
     fn vlan_filter(&mut self, vlan_id: u16, on: bool) -> Result<()> {
         let _ = (vlan_id, on);
+        Err(self.state().unsupported("VLAN filter"))
+    }
+
+    /// True while the port filters received tagged frames by VLAN ID (DPDK's VLAN filter offload).
+    fn vlan_filter_enabled(&self) -> bool {
+        self.state().vlan_filter
+    }
+
+    /// Turns the VLAN filter offload on or off (DPDK's `rte_eth_dev_set_vlan_offload` with its FILTER bit): off,
+    /// tagged frames pass whatever IDs were added; the IDs are kept for when it is turned on again.
+    fn set_vlan_filter_enabled(&mut self, on: bool) -> Result<()> {
+        let _ = on;
         Err(self.state().unsupported("VLAN filter"))
     }
 }
