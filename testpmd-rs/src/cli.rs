@@ -44,6 +44,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("display", "show port <port> rss-hash [key]", "RSS hash functions (and key)"),
     ("display", "show port <port> rss reta <size> <mask>[,<mask>...]", "redirection table entries"),
     ("display", "show port <port> module_eeprom", "module EEPROM (no port here has one readable)"),
+    ("display", "show port <port> macs", "unicast MAC addresses the port receives for"),
     ("display", "show device info all", "devices probed"),
     ("display", "clear port stats all|<port>", "zero the NIC statistics"),
     ("display", "clear port xstats all|<port>", "zero the extended statistics"),
@@ -67,6 +68,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("config", "set eth-peer <port> <mac>", "peer MAC address of a port (mac, csum, txonly)"),
     ("config", "set record <file>|off", "write every packet sent into a pcap file (from the next start)"),
     ("config", "vlan set strip on|off <port>", "VLAN stripping (where the port can)"),
+    ("config", "vlan set filter on|off <port>", "receive VLAN filter on or off (X540/82599 and X710 ports)"),
     ("config", "rx_vlan add|rm <vlan>|all <port>", "receive VLAN filter (X540/82599 and X710 ports)"),
     ("ports", "port start all|<port>", "start ports"),
     ("ports", "port stop all|<port>", "stop ports"),
@@ -80,7 +82,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("ports", "set allmulti all|<port> on|off", "all-multicast mode"),
     ("ports", "set link-up|link-down port <port>", "administrative link state"),
     ("ports", "set stat_qmap tx|rx <port> <queue> <map>", "queue statistics mapping (not supported)"),
-    ("ports", "mac_addr add|remove|set <port> <mac>", "MAC addresses of a port"),
+    ("ports", "mac_addr add|remove|set <port> <mac>", "default (set) or secondary (add/remove) MAC addresses"),
     ("help", "help [control|display|config|ports|registers|filters|traffic_management|devices|drivers|all]", "help"),
 ];
 
@@ -322,6 +324,15 @@ pub fn run(app: &mut App, cmd: Command<'_>) -> CmdResult {
         C::MacAddr { op, port, mac } => {
             let id = one_port(app, port)?;
             app.mac_addr(op, id, mac)
+        }
+        C::ShowMacs { port } => {
+            let id = one_port(app, port)?;
+            app.show_macs(id);
+            Ok(())
+        }
+        C::VlanFilter { on, port } => {
+            let id = one_port(app, port)?;
+            app.vlan_filter_set(id, on)
         }
         C::VlanStrip { on, port } => {
             let id = one_port(app, port)?;

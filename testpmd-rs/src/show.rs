@@ -255,11 +255,13 @@ impl App {
             println!("Maximum MTU: {}", info.max_mtu);
             println!("Promiscuous mode: {}", if port.dev.promiscuous() { "enabled" } else { "disabled" });
             println!("Allmulticast mode: {}", if port.dev.allmulticast() { "enabled" } else { "disabled" });
-            println!("Maximum number of MAC addresses: 1");
+            println!("Maximum number of MAC addresses: {}", info.max_mac_addrs);
             println!("Maximum number of MAC addresses of hash filtering: 0");
             let strip = c.rx_offloads & pktio::offload::RX_VLAN_STRIP != 0;
             println!("VLAN offload: ");
-            println!("  strip {}, filter off, extend off, qinq strip off", if strip { "on" } else { "off" });
+            let on_off = |b: bool| if b { "on" } else { "off" };
+            let filter = port.dev.vlan_filter_enabled();
+            println!("  strip {}, filter {}, extend off, qinq strip off", on_off(strip), on_off(filter));
             if info.hash_key_size > 0 {
                 println!("Hash key size in bytes: {}", info.hash_key_size);
             }

