@@ -27,6 +27,8 @@ pub struct PortState {
     pub name: String,
     /// The device.
     pub dev: Box<dyn EthDev>,
+    /// The arguments the EAL opened it with (`Devargs:` in `show port info`).
+    pub devargs: String,
     rxq: Vec<Option<Box<dyn RxQueue>>>,
     txq: Vec<Option<Box<dyn TxQueue>>>,
     /// Counters when forwarding started (the forward statistics are counted from here).
@@ -269,6 +271,7 @@ impl App {
                 id: i as u16,
                 name: port.name,
                 dev: port.dev,
+                devargs: port.devargs,
                 rxq: Vec::new(),
                 txq: Vec::new(),
                 fwd_base: PortStats::default(),

@@ -169,8 +169,11 @@ pub fn run(app: &mut App, cmd: Command<'_>) -> CmdResult {
         C::ShowReta { port, size, masks } => app.show_reta(one_port(app, port)?, size, masks),
         C::ShowEeprom { port } => {
             let id = one_port(app, port)?;
+            // dpdk-testpmd's -ENOTSUP line, then why: no driver here reads a module EEPROM (the X540 is copper,
+            // with no SFP cage; DPDK's own ixgbe tries I2C there and reports the failure as -EIO).
             Err(format!(
-                "operation not supported by device: port {id} ({}) has no readable EEPROM",
+                "operation not supported by device\n  port {id} ({}): no module EEPROM is readable through this \
+                 driver",
                 app.ports[id as usize].dev.info().driver_name
             ))
         }

@@ -300,7 +300,7 @@ impl App {
             println!("Bus name: {}", if p.name.starts_with("net_") { "vdev" } else { "pci" });
             println!("Bus information: ");
             println!("Driver name: {}", info.driver_name);
-            println!("Devargs: ");
+            println!("Devargs: {}", p.devargs);
             println!("Connect to socket: {}", p.socket());
             println!("\n\tPort id: {} ", p.id);
             println!("\tMAC address: {}", p.dev.mac_addr());

@@ -238,7 +238,7 @@ impl App {
             print!("\nDevice name: {}", port.name);
             print!("\nDriver name: {}", info.driver_name);
             print!("\nFirmware-version: not available");
-            print!("\nDevargs: ");
+            print!("\nDevargs: {}", port.devargs);
             print!("\nConnect to socket: {}", port.socket());
             print!("\nmemory allocation on the socket: {}", port.socket());
             println!("\nLink status: {}", if link.up { "up" } else { "down" });

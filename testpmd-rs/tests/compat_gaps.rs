@@ -127,3 +127,32 @@ fn vlan_set_filter_switches_the_ports_filter() {
         quit(s);
     }
 }
+
+#[test]
+fn module_eeprom_says_what_dpdk_says_for_ports_without_one() {
+    for eal in [NULLS, X540, X710] {
+        let mut s = boot(eal, &["-i"]);
+        for cmd in ["show port 0 module_eeprom", "show port 1 eeprom"] {
+            let out = s.cmd(cmd);
+            assert_eq!(out.lines().next(), Some("operation not supported by device"), "{eal:?} {cmd}: {out}");
+        }
+        quit(s);
+    }
+}
+
+#[test]
+fn show_port_info_prints_each_ports_devargs() {
+    let mut s =
+        boot(&["--vdev", "net_sim_x540,ports=2", "--vdev", "net_null0", "--vdev", "net_ring0,size=512"], &["-i"]);
+    let devargs = |s: &mut Session, cmd: &str| {
+        let out = s.cmd(cmd);
+        out.lines().find(|l| l.starts_with("Devargs:")).unwrap_or_else(|| panic!("{cmd}: {out}")).to_string()
+    };
+    assert_eq!(devargs(&mut s, "show port info 0"), "Devargs: ports=2");
+    assert_eq!(devargs(&mut s, "show port info 1"), "Devargs: ports=2");
+    assert_eq!(devargs(&mut s, "show port info 2").trim_end(), "Devargs:");
+    assert_eq!(devargs(&mut s, "show port info 3"), "Devargs: size=512");
+    let dev = s.cmd("show device info all");
+    assert!(dev.contains("Devargs: ports=2"), "{dev}");
+    quit(s);
+}
