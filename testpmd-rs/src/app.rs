@@ -94,7 +94,7 @@ pub struct Settings {
     pub link_check: bool,
     /// `set verbose N`.
     pub verbose: u32,
-    /// `set record-core-cycles` (accepted; nothing is recorded).
+    /// `--record-core-cycles` / `set record-core-cycles`: time forwarding bursts (from the next start).
     pub record_core_cycles: bool,
     /// `--record-burst-stats`, `set record-burst-stats`: burst sizes counted and shown in the forward statistics.
     pub record_burst_stats: bool,
@@ -562,6 +562,7 @@ impl App {
             noisy: (self.set.mode == FwdMode::Noisy).then_some(self.set.noisy),
             multi_flow: self.set.txonly_multi_flow,
             burst_stats: self.set.record_burst_stats,
+            core_cycles: self.set.record_core_cycles,
             retry: (self.set.retry && !self.set.mode.generates()).then(|| {
                 let (n, us) = self.set.retry_num_delay;
                 (n, std::time::Duration::from_micros(us as u64))

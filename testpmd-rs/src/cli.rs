@@ -64,7 +64,11 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("config", "set verbose <n>", "verbosity: 1 dumps received bursts, 2 sent ones, 3 both"),
     ("config", "set flush_rx on|off", "empty the RX queues when forwarding starts"),
     ("config", "set record-burst-stats on|off", "burst sizes in the forward statistics (from the next start)"),
-    ("config", "set record-core-cycles on|off", "accepted; cycles are not recorded"),
+    (
+        "config",
+        "set record-core-cycles on|off",
+        "CPU cycles per packet in the forward statistics (from the next start)",
+    ),
     ("config", "set eth-peer <port> <mac>", "peer MAC address of a port (mac, csum, txonly)"),
     ("config", "set record <file>|off", "write every packet sent into a pcap file (from the next start)"),
     ("config", "vlan set strip on|off <port>", "VLAN stripping (where the port can)"),

@@ -135,6 +135,8 @@ pub struct StreamCounters {
     pub rx_bursts: Box<[Counter]>,
     /// `--record-burst-stats`: TX bursts by packets sent; empty when off.
     pub tx_bursts: Box<[Counter]>,
+    /// `--record-core-cycles`: counter ticks ([`crate::cycles`]) spent in bursts that moved packets.
+    pub core_cycles: Counter,
 }
 
 impl StreamCounters {
@@ -210,6 +212,8 @@ pub struct GenConfig {
     pub multi_flow: bool,
     /// `--record-burst-stats`: count bursts by size.
     pub burst_stats: bool,
+    /// `--record-core-cycles`: time each burst.
+    pub core_cycles: bool,
     /// `set fwd MODE retry`: when a TX queue takes only part of a burst, try again this many times, this long
     /// apart, before dropping the rest (`set burst tx delay D retry N`; DPDK's defaults 1 us and 64).
     pub retry: Option<(u32, std::time::Duration)>,
@@ -243,6 +247,7 @@ pub struct Stream {
     /// `--txonly-multi-flow`: the lcore this stream runs on (set at launch) and the per-packet counter.
     multi_flow: Option<(u32, u8)>,
     retry: Option<(u32, std::time::Duration)>,
+    core_cycles: bool,
 }
 
 impl Stream {
@@ -296,6 +301,7 @@ impl Stream {
             }),
             multi_flow: gen.multi_flow.then_some((0, 0)),
             retry: gen.retry,
+            core_cycles: gen.core_cycles,
         }
     }
 
@@ -677,6 +683,31 @@ fn run<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool
     }
 }
 
+/// [`run`] timing each burst, for `--record-core-cycles`: as DPDK, a burst that moved no packet (an empty poll)
+/// is not counted.
+#[inline(never)]
+fn run_timed<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        for s in streams.iter_mut() {
+            let moved = s.counters.rx_packets.get() + s.counters.tx_packets.get();
+            let t0 = crate::cycles::now();
+            E::burst(s, b);
+            if s.counters.rx_packets.get() + s.counters.tx_packets.get() != moved {
+                s.counters.core_cycles.add(crate::cycles::now().wrapping_sub(t0));
+            }
+        }
+    }
+}
+
+/// Runs engine `E` until `stop`, timed when the streams record cycles.
+fn run_mode<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool) {
+    if streams.iter().any(|s| s.core_cycles) {
+        run_timed::<E>(streams, b, stop)
+    } else {
+        run::<E>(streams, b, stop)
+    }
+}
+
 /// What one forwarding lcore does: `tx_first` txonly bursts on every stream, then `mode` until `stop` is set.
 /// Returns the streams (and so the queues).
 pub fn lcore_main(
@@ -694,17 +725,17 @@ pub fn lcore_main(
     }
     let (st, b) = (&mut streams[..], &mut b);
     match mode {
-        FwdMode::Io => run::<Io>(st, b, &stop),
-        FwdMode::Mac => run::<Mac>(st, b, &stop),
-        FwdMode::MacSwap => run::<MacSwap>(st, b, &stop),
-        FwdMode::RxOnly => run::<RxOnly>(st, b, &stop),
-        FwdMode::TxOnly => run::<TxOnly>(st, b, &stop),
-        FwdMode::FlowGen => run::<FlowGen>(st, b, &stop),
-        FwdMode::Csum => run::<Csum>(st, b, &stop),
-        FwdMode::IcmpEcho => run::<IcmpEcho>(st, b, &stop),
-        FwdMode::FiveTupleSwap => run::<FiveTupleSwap>(st, b, &stop),
+        FwdMode::Io => run_mode::<Io>(st, b, &stop),
+        FwdMode::Mac => run_mode::<Mac>(st, b, &stop),
+        FwdMode::MacSwap => run_mode::<MacSwap>(st, b, &stop),
+        FwdMode::RxOnly => run_mode::<RxOnly>(st, b, &stop),
+        FwdMode::TxOnly => run_mode::<TxOnly>(st, b, &stop),
+        FwdMode::FlowGen => run_mode::<FlowGen>(st, b, &stop),
+        FwdMode::Csum => run_mode::<Csum>(st, b, &stop),
+        FwdMode::IcmpEcho => run_mode::<IcmpEcho>(st, b, &stop),
+        FwdMode::FiveTupleSwap => run_mode::<FiveTupleSwap>(st, b, &stop),
         FwdMode::Noisy => {
-            run::<Noisy>(st, b, &stop);
+            run_mode::<Noisy>(st, b, &stop);
             flush_noisy(st, b);
         }
     }

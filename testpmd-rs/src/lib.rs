@@ -12,6 +12,7 @@
 pub mod app;
 pub mod cli;
 pub mod command;
+pub mod cycles;
 pub mod dump;
 pub mod fwd;
 pub mod noisy;

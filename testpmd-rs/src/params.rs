@@ -223,6 +223,7 @@ testpmd options:
   --display-xstats=N1,N2     extended statistics shown with show port stats
   --record-burst-stats       show the burst sizes with the forward statistics
   --txonly-multi-flow        txonly varies the IPv4 source per packet
+  --record-core-cycles       CPU cycles per packet in the forward statistics
   --mlockall, --no-mlockall  lock all the process's memory (mlockall) or not (default)
   --cmdline-file=FILE        run the commands of FILE before the prompt
   --noisy-tx-sw-buffer-size=N, --noisy-tx-sw-buffer-flushtime=MS,
@@ -231,8 +232,7 @@ testpmd options:
                              the noisy mode: a TX FIFO per stream and memory touched per packet
   Accepted for dpdk-testpmd scripts, with a note of why they change nothing here: --numa, --no-numa,
   --socket-num, --rxpt, --rxht, --rxwt, --rxfreet, --txpt, --txfreet, --txrst, --rxoffs, --rxpkts,
-  --no-lsc-interrupt, --no-rmv-interrupt, --record-core-cycles,
-  --flow-isolate-all, --mp-alloc
+  --no-lsc-interrupt, --no-rmv-interrupt, --flow-isolate-all, --mp-alloc
   -h, --help                 this text",
         modes = FwdMode::names()
     )
@@ -547,9 +547,6 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
     }
     if !p.rxpkts.is_empty() || !p.rxoffs.is_empty() {
         note(&mut p, "--rxpkts/--rxoffs: RX buffer split is not supported; the values are only shown".to_string());
-    }
-    if p.record_core_cycles {
-        note(&mut p, "--record-core-cycles: cycles are not recorded by the forwarding loop".to_string());
     }
     if p.stats_period > 0 && p.interactive {
         // As in dpdk-testpmd: the period only drives the non-interactive display.

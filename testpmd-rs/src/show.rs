@@ -172,6 +172,12 @@ impl App {
             println!("  RX-nombufs: {total_nombuf:<14}");
         }
         println!("  {acc}++++++++++++++++++++++++++++++++++++++++++++++{acc}");
+        let cycles: u64 = self.streams.iter().map(|(_, c)| c.core_cycles.get()).sum();
+        if self.set.record_core_cycles || cycles > 0 {
+            if let Some(l) = crate::cycles::stats_line(cycles, self.run_mode.name(), total_rx, total_tx) {
+                println!("{l}");
+            }
+        }
     }
 
     /// `show port stats N`.

@@ -156,3 +156,51 @@ fn show_port_info_prints_each_ports_devargs() {
     assert!(dev.contains("Devargs: ports=2"), "{dev}");
     quit(s);
 }
+
+/// The "CPU cycles/packet=C (total cycles=T / total MODE packets=P) at M MHz Clock" line of `text`.
+fn cycles_line(text: &str) -> Option<(f64, u64, String, u64, u64)> {
+    let l = text.lines().find(|l| l.starts_with("  CPU cycles/packet="))?;
+    let num = |after: &str, end: char| -> Option<&str> {
+        let at = l.find(after)? + after.len();
+        Some(l[at..].split(end).next()?.trim())
+    };
+    let mode = l.split("/ total ").nth(1)?.split(' ').next()?.to_string();
+    Some((
+        num("cycles/packet=", ' ')?.parse().ok()?,
+        num("(total cycles=", ' ')?.parse().ok()?,
+        mode,
+        num("packets=", ')')?.parse().ok()?,
+        num(") at ", ' ')?.parse().ok()?,
+    ))
+}
+
+#[test]
+fn record_core_cycles_prints_cycles_per_packet_in_the_stats() {
+    // Off (the default): no line.
+    let mut s = boot(NULLS, &["-i"]);
+    s.cmd("start");
+    wait_fwd(&mut s, "forwarding", |b| b.rx_packets > 1000);
+    let stop = s.cmd("stop");
+    assert!(cycles_line(&stop).is_none(), "{stop}");
+    // set record-core-cycles on: from the next start, per packet received in io mode.
+    s.cmd("set record-core-cycles on");
+    s.cmd("start");
+    wait_fwd(&mut s, "forwarding", |b| b.rx_packets > 1000);
+    let stop = s.cmd("stop");
+    let (per, total, mode, pkts, mhz) = cycles_line(&stop).unwrap_or_else(|| panic!("{stop}"));
+    let rx = fwd_total_block(&stop).unwrap().rx_packets;
+    assert_eq!((mode.as_str(), pkts), ("io", rx), "{stop}");
+    assert!(total > 0 && mhz > 0, "{stop}");
+    assert!((per - total as f64 / pkts as f64).abs() < 0.01, "{stop}");
+    quit(s);
+
+    // --record-core-cycles in txonly: per packet sent.
+    let mut s = boot(NULLS, &["-i", "--record-core-cycles", "--forward-mode=txonly"]);
+    s.cmd("start");
+    wait_fwd(&mut s, "sending", |b| b.tx_packets > 1000);
+    let stop = s.cmd("stop");
+    let (_, total, mode, pkts, _) = cycles_line(&stop).unwrap_or_else(|| panic!("{stop}"));
+    assert_eq!((mode.as_str(), pkts), ("txonly", fwd_total_block(&stop).unwrap().tx_packets), "{stop}");
+    assert!(total > 0);
+    quit(s);
+}
