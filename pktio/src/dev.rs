@@ -150,6 +150,8 @@ pub mod offload {
     pub const RX_SCATTER: u64 = 1 << 13;
     /// RX: RSS hash delivered in the mbuf.
     pub const RX_RSS_HASH: u64 = 1 << 19;
+    /// RX: each packet split over buffers of given lengths from given offsets (no port here has it).
+    pub const RX_BUFFER_SPLIT: u64 = 1 << 20;
     /// TX: IPv4 header checksum computed.
     pub const TX_IPV4_CKSUM: u64 = 1 << 1;
     /// TX: UDP checksum computed.

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use eal::{Eal, LcoreThread};
 use mempool::Mempool;
-use pktio::{EthDev, MacAddr, PortConfig, PortStats, RssConfig, RxQueue, TxQueue};
+use pktio::{offload, EthDev, MacAddr, PortConfig, PortStats, RssConfig, RxQueue, TxQueue};
 
 use crate::fwd::{self, FwdMode, GenConfig, Stream, StreamCounters, StreamSpec};
 use crate::params::{Params, RssMode, Topology};
@@ -343,6 +343,19 @@ impl App {
             want.rx_offloads |= port.port_rx_offloads;
             if !port.need_reconfig && self.set.mtu.is_none() {
                 want.mtu = port.dev.mtu();
+            }
+            let capa = port.dev.info().rx_offload_capa;
+            if want.rx_offloads & offload::RX_BUFFER_SPLIT & !capa != 0 {
+                // rte_eth_dev_configure's refusal, word for word, for the one offload no port here can have.
+                errors.push(format!(
+                    "Ethdev port_id={id} requested Rx offloads {:#x} doesn't match Rx offloads capabilities {capa:#x} \
+                     in rte_eth_dev_configure()\nFail to configure port {id}: the BUFFER_SPLIT RX offload \
+                     ({:#x}) is not supported by {}",
+                    want.rx_offloads,
+                    offload::RX_BUFFER_SPLIT,
+                    port.dev.info().driver_name
+                ));
+                continue;
             }
             if port.need_reconfig || port.dev.config() != &want {
                 let mut c = want.clone();

@@ -204,3 +204,28 @@ fn record_core_cycles_prints_cycles_per_packet_in_the_stats() {
     assert!(total > 0);
     quit(s);
 }
+
+#[test]
+fn rxpkts_without_buffer_split_says_so_once_and_the_offload_is_refused() {
+    let mut s = boot(NULLS, &["-i", "--rxpkts=64,1454", "--rxoffs=0,2"]);
+    let boot_out = s.output();
+    assert_eq!(boot_out.matches("no port here has the BUFFER_SPLIT RX offload").count(), 1, "{boot_out}");
+    script(&mut s, &[("show config rxpkts", "Segment sizes: 64,1454"), ("show config rxoffs", "Segment offsets: 0,2")]);
+    // Queues are whole-packet: forwarding runs as without the option.
+    s.cmd("start");
+    wait_fwd(&mut s, "forwarding", |b| b.rx_packets > 1000);
+    s.cmd("stop");
+    quit(s);
+
+    // Asking for the offload itself fails at configure time with ethdev's words.
+    let out = command(NULLS, &["--rx-offloads=0x100000"]).stdin(std::process::Stdio::null()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "Ethdev port_id=0 requested Rx offloads 0x100000 doesn't match Rx offloads capabilities 0x0 in \
+             rte_eth_dev_configure()"
+        ),
+        "{err}"
+    );
+}
