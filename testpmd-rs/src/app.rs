@@ -108,7 +108,7 @@ pub struct Settings {
     pub rxpkts: Vec<u16>,
     /// `--rxoffs` (shown only).
     pub rxoffs: Vec<u16>,
-    /// `set txsplit` (shown only: generated packets are never split at random).
+    /// `set txsplit off|on|rand`: txonly packets take all `txpkts` segments (off, on) or a random number (rand).
     pub txsplit: String,
     /// `set fwd MODE retry`: forwarding modes offer what a TX queue did not take again.
     pub retry: bool,
@@ -576,6 +576,7 @@ impl App {
             multi_flow: self.set.txonly_multi_flow,
             burst_stats: self.set.record_burst_stats,
             core_cycles: self.set.record_core_cycles,
+            txsplit_rand: self.set.txsplit == "rand",
             retry: (self.set.retry && !self.set.mode.generates()).then(|| {
                 let (n, us) = self.set.retry_num_delay;
                 (n, std::time::Duration::from_micros(us as u64))

@@ -60,7 +60,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("config", "set burst <n>", "packets per burst (1..512)"),
     ("config", "set burst tx delay <us> retry <n>", "TX retries of the retry modes (default 1 us, 64)"),
     ("config", "set txpkts <len>[,<len>...]", "segment lengths of generated packets"),
-    ("config", "set txsplit off|on|rand", "split policy of generated packets (only off is applied)"),
+    ("config", "set txsplit off|on|rand", "txonly packets: all txpkts segments (off, on) or 1..N at random (rand)"),
     ("config", "set verbose <n>", "verbosity: 1 dumps received bursts, 2 sent ones, 3 both"),
     ("config", "set flush_rx on|off", "empty the RX queues when forwarding starts"),
     ("config", "set record-burst-stats on|off", "burst sizes in the forward statistics (from the next start)"),
@@ -250,10 +250,10 @@ pub fn run(app: &mut App, cmd: Command<'_>) -> CmdResult {
             app.set_txpkts(segs)
         }
         C::SetTxsplit(how) => {
-            if how != "off" {
-                println!(
-                    "Note: generated packets are built with the txpkts segments as given; split {how} is not applied"
-                );
+            if how == "on" {
+                // dpdk-testpmd's txonly builds every packet from all the txpkts segments with split off or on; on
+                // matters to its csum mode, which re-splits forwarded packets (not done here).
+                println!("Note: txonly packets use all the txpkts segments either way; csum mode does not re-split");
             }
             app.set.txsplit = how.to_string();
             Ok(())

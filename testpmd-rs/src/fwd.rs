@@ -214,6 +214,8 @@ pub struct GenConfig {
     pub burst_stats: bool,
     /// `--record-core-cycles`: time each burst.
     pub core_cycles: bool,
+    /// `set txsplit rand`: each txonly packet takes a random number of the `txpkts` segments.
+    pub txsplit_rand: bool,
     /// `set fwd MODE retry`: when a TX queue takes only part of a burst, try again this many times, this long
     /// apart, before dropping the rest (`set burst tx delay D retry N`; DPDK's defaults 1 us and 64).
     pub retry: Option<(u32, std::time::Duration)>,
@@ -248,6 +250,12 @@ pub struct Stream {
     multi_flow: Option<(u32, u8)>,
     retry: Option<(u32, std::time::Duration)>,
     core_cycles: bool,
+    /// `set txsplit rand`: frame `k` is the txonly packet of the first `k + 1` segments (headers sized for it);
+    /// empty otherwise.
+    rand_templates: Box<[Box<[u8]>]>,
+    /// Fewest segments a random split takes: the first that hold the 42 header bytes.
+    rand_min_segs: usize,
+    rng: u64,
 }
 
 impl Stream {
@@ -281,6 +289,30 @@ impl Stream {
         if tx_segs.is_empty() || tx_template.len() != total {
             tx_segs = vec![tx_template.len() as u16].into_boxed_slice();
         }
+        let (mut rand_templates, mut rand_min_segs) = (Vec::new(), tx_segs.len());
+        if gen.txsplit_rand && tx_segs.len() > 1 {
+            let mut len = 0usize;
+            for (k, &l) in tx_segs.iter().enumerate() {
+                len += l as usize;
+                if len >= pkt::UDP_FRAME_MIN && rand_min_segs == tx_segs.len() {
+                    rand_min_segs = k + 1;
+                }
+                rand_templates.push(
+                    pkt::udp_frame(
+                        &pkt::UdpFlow {
+                            dst_mac: peer,
+                            src_mac: tx_mac,
+                            src_ip: pkt::TXONLY_SRC_IP,
+                            dst_ip: pkt::TXONLY_DST_IP,
+                            src_port: pkt::TXONLY_UDP_PORT,
+                            dst_port: pkt::TXONLY_UDP_PORT,
+                        },
+                        len.max(pkt::UDP_FRAME_MIN),
+                    )
+                    .into_boxed_slice(),
+                );
+            }
+        }
         Stream {
             spec,
             rx,
@@ -302,6 +334,10 @@ impl Stream {
             multi_flow: gen.multi_flow.then_some((0, 0)),
             retry: gen.retry,
             core_cycles: gen.core_cycles,
+            rand_templates: rand_templates.into_boxed_slice(),
+            rand_min_segs,
+            // Any non-zero seed; streams differ so that they do not split in step.
+            rng: 0x9E37_79B9_7F4A_7C15 ^ ((spec.tx_port as u64) << 16 | spec.tx_queue as u64),
         }
     }
 
@@ -467,9 +503,18 @@ impl Engine for TxOnly {
                     m.data_mut().copy_from_slice(t);
                 }
             }
-        } else {
+        } else if s.rand_templates.is_empty() {
             let (t, segs, pool) = (&*s.tx_template, &*s.tx_segs, &s.pool);
             b.retain(|m| build_chain(m, t, segs, pool));
+        } else {
+            let (ts, segs, pool, min) = (&*s.rand_templates, &*s.tx_segs, &s.pool, s.rand_min_segs);
+            let rng = &mut s.rng;
+            b.retain(|m| {
+                // As dpdk-testpmd: 1..=N segments, uniformly; here never fewer than hold the headers.
+                let n = (xorshift(rng) % segs.len() as u64) as usize + 1;
+                let n = n.max(min);
+                build_chain(m, &ts[n - 1][..], &segs[..n], pool)
+            });
         }
         if let Some((lcore, var)) = &mut s.multi_flow {
             vary_sources(b, *lcore, var);
@@ -489,6 +534,14 @@ fn vary_sources(b: &mut PacketBatch, lcore: u32, var: &mut u8) {
         }
         *var = var.wrapping_add(1);
     }
+}
+
+/// The next number of a xorshift64 sequence (cheap; the split only has to vary).
+fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
 }
 
 /// Writes a multi-segment txonly packet into `m` (first segment) and freshly allocated segments.

@@ -229,3 +229,62 @@ fn rxpkts_without_buffer_split_says_so_once_and_the_offload_is_refused() {
         "{err}"
     );
 }
+
+/// The frames txonly sent on null ports with `txpkts` segments and split policy `split`, from `set record`.
+fn txonly_frames(txpkts: &str, split: &str) -> Vec<Vec<u8>> {
+    let dir = TempDir::new(&format!("txsplit-{split}"));
+    let out = dir.path("sent.pcap");
+    let mut s = boot(NULLS, &["-i", "--forward-mode=txonly"]);
+    script(
+        &mut s,
+        &[
+            (&format!("set txpkts {txpkts}"), ""),
+            (&format!("set txsplit {split}"), ""),
+            ("show config txpkts", &format!("Split packet: {split}")),
+            (&format!("set record {out}"), ""),
+        ],
+    );
+    s.cmd("start");
+    wait_fwd(&mut s, "sending", |b| b.tx_packets > 2000);
+    s.cmd("stop");
+    quit(s);
+    pktio::pcap_file::read_all(&out).unwrap().into_iter().map(|r| r.data).collect()
+}
+
+#[test]
+fn txsplit_rand_sends_one_to_all_txpkts_segments_with_headers_sized_to_match() {
+    let sizes = |frames: &[Vec<u8>]| {
+        let mut v: Vec<usize> = frames.iter().map(Vec::len).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    for split in ["off", "on"] {
+        let frames = txonly_frames("64,64,64", split);
+        assert!(frames.len() > 2000);
+        assert_eq!(sizes(&frames), [192], "split {split}: every packet takes the three segments");
+    }
+    let frames = txonly_frames("64,64,64", "rand");
+    assert_eq!(sizes(&frames), [64, 128, 192], "rand: 1, 2 or 3 segments");
+    for f in &frames {
+        let ip_len = u16::from_be_bytes([f[16], f[17]]) as usize;
+        let udp_len = u16::from_be_bytes([f[38], f[39]]) as usize;
+        assert_eq!((ip_len, udp_len), (f.len() - 14, f.len() - 34), "headers follow the length");
+        let ip = ipv4_checksum_ok(&f[14..34]);
+        assert!(ip, "IPv4 header checksum");
+    }
+    // Roughly uniform: each count gets a fair share.
+    for len in [64, 128, 192] {
+        let n = frames.iter().filter(|f| f.len() == len).count();
+        assert!(n * 5 > frames.len(), "{len}: {n} of {}", frames.len());
+    }
+}
+
+/// One's complement sum of an IPv4 header (its checksum included) is 0xffff when the checksum is right.
+fn ipv4_checksum_ok(h: &[u8]) -> bool {
+    let mut sum: u32 = h.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]]) as u32).sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum == 0xffff
+}
