@@ -497,6 +497,15 @@ pub trait EthDev: Send {
         self.stats().generic_xstats()
     }
 
+    /// Maps RX (`rx`) or TX queue `queue` to per-queue counter set `set` (0..16), as DPDK's
+    /// `rte_eth_dev_set_rx_queue_stats_mapping`/`tx`: on devices with fewer counter sets than queues, set N's
+    /// counters are what [`EthDev::xstats`] reports as `rx_qN_*`/`tx_qN_*`. Ports that count every queue on its
+    /// own have nothing to map ([`Error::NotSupported`]).
+    fn queue_stats_mapping(&mut self, rx: bool, queue: u16, set: u8) -> Result<()> {
+        let _ = (rx, queue, set);
+        Err(self.state().unsupported("queue statistics mapping"))
+    }
+
     /// Changes RSS settings.
     fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {
         let _ = rss;

@@ -137,4 +137,7 @@ impl<D: EthDev, T: Send, M: Send> EthDev for SimPort<D, T, M> {
     fn mac_addrs(&self) -> Vec<MacAddr> {
         self.dev.mac_addrs()
     }
+    fn queue_stats_mapping(&mut self, rx: bool, queue: u16, set: u8) -> Result<()> {
+        self.dev.queue_stats_mapping(rx, queue, set)
+    }
 }

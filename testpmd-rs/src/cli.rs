@@ -85,7 +85,11 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("ports", "set promisc all|<port> on|off", "promiscuous mode"),
     ("ports", "set allmulti all|<port> on|off", "all-multicast mode"),
     ("ports", "set link-up|link-down port <port>", "administrative link state"),
-    ("ports", "set stat_qmap tx|rx <port> <queue> <map>", "queue statistics mapping (not supported)"),
+    (
+        "ports",
+        "set stat_qmap tx|rx <port> <queue> <map>",
+        "queue to counter set N of rx_qN_*/tx_qN_* in xstats (X540/82599)",
+    ),
     ("ports", "mac_addr add|remove|set <port> <mac>", "default (set) or secondary (add/remove) MAC addresses"),
     ("help", "help [control|display|config|ports|registers|filters|traffic_management|devices|drivers|all]", "help"),
 ];
@@ -281,9 +285,9 @@ pub fn run(app: &mut App, cmd: Command<'_>) -> CmdResult {
             crate::dump::VERBOSE.store(n, std::sync::atomic::Ordering::Relaxed);
             Ok(())
         }
-        C::SetStatQmap { dir, port } => {
+        C::SetStatQmap { dir, port, queue, map } => {
             let id = one_port(app, port)?;
-            Err(format!("failed to set {dir} queue stats mapping: port {id} has no queue statistics registers to map"))
+            app.set_stat_qmap(id, dir == "rx", queue, map)
         }
         C::SetRecordBurstStats(on) => {
             app.set.record_burst_stats = on;

@@ -112,7 +112,7 @@ pub enum Command<'a> {
     /// `set verbose N`.
     SetVerbose(u32),
     /// `set stat_qmap tx|rx N Q MAP`.
-    SetStatQmap { dir: &'a str, port: &'a str },
+    SetStatQmap { dir: &'a str, port: &'a str, queue: u16, map: u8 },
     /// `set record-burst-stats on|off`.
     SetRecordBurstStats(bool),
     /// `set record-core-cycles on|off`.
@@ -240,9 +240,7 @@ pub fn parse(line: &str) -> Result<Command<'_>, String> {
         ["set", "flush_rx", v] => C::SetFlushRx(on_off(v)?),
         ["set", "verbose", n] => C::SetVerbose(num("verbose", n)?),
         ["set", "stat_qmap", dir @ ("tx" | "rx"), port, queue, map] => {
-            num::<u16>("queue", queue)?;
-            num::<u8>("map", map)?;
-            C::SetStatQmap { dir, port }
+            C::SetStatQmap { dir, port, queue: num("queue", queue)?, map: num("map", map)? }
         }
         ["set", "record-burst-stats", v] => C::SetRecordBurstStats(on_off(v)?),
         ["set", "record-core-cycles", v] => C::SetRecordCoreCycles(on_off(v)?),

@@ -196,6 +196,21 @@ impl App {
         r.map_err(|e| format!("mac_addr_cmd error: ({})\n  {e}", errno_text(&e)))
     }
 
+    /// `set stat_qmap rx|tx N QUEUE MAP`: dpdk-testpmd's checks and messages, then the port's mapping (the
+    /// counter sets of DPDK's ixgbe); ports that count each queue on its own refuse, as DPDK's do (-ENOTSUP).
+    pub fn set_stat_qmap(&mut self, id: u16, rx: bool, queue: u16, map: u8) -> CmdResult {
+        let (nq, dir) = if rx { (self.set.rxq, "rx") } else { (self.set.txq, "tx") };
+        if queue >= nq {
+            let d = dir.to_uppercase();
+            return Err(format!("Invalid {d} queue {queue} (must be < nb_{dir}q={nq})"));
+        }
+        if map >= QUEUE_STAT_CNTRS {
+            return Err(format!("map_value not in required range 0..{}", QUEUE_STAT_CNTRS - 1));
+        }
+        let dev = &mut self.ports[id as usize].dev;
+        dev.queue_stats_mapping(rx, queue, map).map_err(|e| format!("failed to set {dir} queue stats mapping.\n  {e}"))
+    }
+
     /// `show port N macs`: every unicast address the port receives for, as DPDK lists them.
     pub fn show_macs(&self, id: u16) {
         let macs = self.ports[id as usize].dev.mac_addrs();
@@ -311,6 +326,9 @@ impl App {
         }
     }
 }
+
+/// DPDK's RTE_ETHDEV_QUEUE_STAT_CNTRS: counter sets a queue can be mapped to.
+const QUEUE_STAT_CNTRS: u8 = 16;
 
 /// The C library's text for the errno DPDK's ethdev returns where pktio returns `e` (what dpdk-testpmd prints).
 pub fn errno_text(e: &pktio::Error) -> &'static str {

@@ -131,7 +131,7 @@ const SCRIPT: &[(&str, &str)] = &[
     ("set flush_rx on", ""),
     ("set verbose 1", "Change verbose level from 0 to 1"),
     ("set verbose 0", "Change verbose level from 1 to 0"),
-    ("set stat_qmap rx 0 0 0", "failed to set rx queue stats mapping"),
+    ("set stat_qmap rx 0 0 0", ""),
     ("set record-burst-stats on", ""),
     ("set record-core-cycles on", ""),
     ("set record-burst-stats off", ""),

@@ -288,3 +288,52 @@ fn ipv4_checksum_ok(h: &[u8]) -> bool {
     }
     sum == 0xffff
 }
+
+/// `name: value` of `show port xstats` output.
+fn xstat(text: &str, name: &str) -> u64 {
+    let prefix = format!("{name}: ");
+    let line = text.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no {name}:\n{text}"));
+    line[prefix.len()..].trim().parse().unwrap()
+}
+
+#[test]
+fn stat_qmap_moves_a_queue_to_another_counter_set_on_x540_and_is_refused_elsewhere() {
+    let mut s = boot(X540, &["-i", "--rxq=2", "--txq=2"]);
+    let run = |s: &mut Session| {
+        s.cmd("clear port xstats all");
+        s.cmd("start tx_first");
+        wait_fwd(s, "forwarding", |b| b.tx_packets > 5000);
+        let stop = s.cmd("stop");
+        let tx = fwd_port_block(&stop, 0).unwrap().tx_packets;
+        // The wires drain into RX rings; the TX counters are final once forwarding stopped.
+        (tx, s.cmd("show port xstats 0"))
+    };
+    // Every queue feeds counter set 0 until mapped, as on the hardware (RQSMR/TQSM reset to 0).
+    let (tx, xs) = run(&mut s);
+    assert_eq!(xstat(&xs, "tx_q1_packets"), 0, "{xs}");
+    assert_eq!(xstat(&xs, "tx_q0_packets"), tx, "{xs}");
+    script(
+        &mut s,
+        &[
+            ("set stat_qmap tx 0 1 1", ""),
+            ("set stat_qmap rx 0 2 1", "Invalid RX queue 2 (must be < nb_rxq=2)"),
+            ("set stat_qmap tx 0 0 16", "map_value not in required range 0..15"),
+        ],
+    );
+    let (tx, xs) = run(&mut s);
+    let (q0, q1) = (xstat(&xs, "tx_q0_packets"), xstat(&xs, "tx_q1_packets"));
+    assert!(q0 > 0 && q1 > 0, "TX queue 1 now counts in set 1:\n{xs}");
+    assert_eq!(q0 + q1, tx, "{xs}");
+    // A restart resets the MAC; the mapping is written back.
+    script(&mut s, &[("port stop all", ""), ("port start all", "")]);
+    let (_, xs) = run(&mut s);
+    assert!(xstat(&xs, "tx_q1_packets") > 0, "{xs}");
+    quit(s);
+
+    for eal in [NULLS, X710] {
+        let mut s = boot(eal, &["-i"]);
+        let out = s.cmd("set stat_qmap rx 0 0 1");
+        assert_eq!(out.lines().next(), Some("failed to set rx queue stats mapping."), "{eal:?}: {out}");
+        quit(s);
+    }
+}
