@@ -65,6 +65,11 @@ fn an_added_mac_is_received_and_a_removed_one_dropped() {
     assert_eq!(filters_of(&p, extra.0), vec![None]);
     p.dev.set_vlan_filter_enabled(true).unwrap();
     assert_eq!(filters_of(&p, extra.0), vec![Some(0), Some(5)], "the VLAN IDs come back with the filter");
+    // Adding an ID while the filter is off turns it back on with the IDs kept.
+    p.dev.set_vlan_filter_enabled(false).unwrap();
+    p.dev.vlan_filter(6, true).unwrap();
+    assert!(p.dev.vlan_filter_enabled());
+    assert_eq!(filters_of(&p, extra.0), vec![Some(0), Some(5), Some(6)]);
 
     p.dev.mac_addr_remove(extra).unwrap();
     assert_eq!(filters_of(&p, extra.0), Vec::<Option<u16>>::new());

@@ -120,20 +120,15 @@ impl<R: RegisterSpace> I40e<R> {
         if vlan_id == 0 {
             // The VLAN-0 filter is what lets untagged frames in once the port filters by VLAN.
             return if on {
-                if self.vlan_filtering {
-                    Ok(())
-                } else {
-                    self.start_vlan_filtering()
-                }
+                self.set_vlan_filtering(true)
             } else {
                 Err(self.state.invalid(
                     "VLAN ID 0 carries untagged and priority-tagged frames and stays in the filter; remove other IDs",
                 ))
             };
         }
-        if !self.vlan_filtering {
-            self.start_vlan_filtering()?;
-        }
+        // Filtering switched off (`set_vlan_filter_enabled`) comes back on with the IDs it kept.
+        self.set_vlan_filtering(true)?;
         if self.vlans.contains(&vlan_id) == on {
             return Ok(());
         }
