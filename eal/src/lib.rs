@@ -52,6 +52,9 @@ pub struct Port {
     pub name: String,
     /// The device.
     pub dev: Box<dyn EthDev>,
+    /// The arguments it was opened with, as given after the name (`-a ADDR,ARGS` or `--vdev NAME,ARGS`); empty
+    /// for none (what dpdk-testpmd prints after `Devargs:`).
+    pub devargs: String,
 }
 
 impl std::fmt::Debug for Port {
@@ -130,7 +133,10 @@ where
         for (addr, e) in &opened.skipped {
             eprintln!("EAL: {addr}: skipped (found without -a, cannot be used): {e}");
         }
-        ports.extend(opened.ports.into_iter().map(|(addr, dev)| Some(Port { name: addr.to_string(), dev })));
+        ports.extend(opened.ports.into_iter().map(|(addr, dev)| {
+            let devargs = config.allow.iter().find(|a| a.address == addr).map(|a| args_text(&a.devargs.raw));
+            Some(Port { name: addr.to_string(), dev, devargs: devargs.unwrap_or_default() })
+        }));
     }
     for devargs in &config.vdevs {
         // Registered vdevs first (they may yield several ports), then pktio's software ports.
@@ -151,7 +157,7 @@ where
             if ports.iter().flatten().any(|p: &Port| p.name == name) {
                 return Err(Error::BadArgument(format!("--vdev {devargs}: a device named {name} already exists")));
             }
-            ports.push(Some(Port { name, dev }));
+            ports.push(Some(Port { name, dev, devargs: args_text(devargs) }));
         }
     }
     for (id, port) in ports.iter_mut().enumerate() {
@@ -165,6 +171,11 @@ where
     cpu::pin_current_thread_to(config.main_lcore, &config.cpus_of(config.main_lcore))?;
     signal::install_handlers();
     Ok((Eal { config, allocator, ports, memory_used: 0, _main_lcore: main }, app_args))
+}
+
+/// The arguments part of a device string (after the name and its comma).
+fn args_text(devargs: &str) -> String {
+    devargs.split_once(',').map(|(_, a)| a.to_string()).unwrap_or_default()
 }
 
 /// [`init`] for a `main`: on `-h` prints the usage and exits 0; on an error prints it and exits 1.

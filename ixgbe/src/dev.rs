@@ -213,6 +213,17 @@ pub const STD_MTU: u16 = 1500;
 #[derive(Debug, Clone, Default)]
 struct HwStats {
     values: Vec<u64>,
+    sets: QueueSets,
+}
+
+/// The 16 per-queue counter sets (QPRC, QBRC, QPTC, QBTC by set), accumulated: what DPDK reports as rx_qN_* and
+/// tx_qN_*, set N counting the queues RQSMR/TQSM map to it (all of them to set 0 until `set stat_qmap`).
+#[derive(Debug, Clone, Copy, Default)]
+struct QueueSets {
+    rx_packets: [u64; QUEUE_STAT_SETS],
+    rx_bytes: [u64; QUEUE_STAT_SETS],
+    tx_packets: [u64; QUEUE_STAT_SETS],
+    tx_bytes: [u64; QUEUE_STAT_SETS],
 }
 
 /// An X540/82599 port.
@@ -227,14 +238,17 @@ pub struct Ixgbe<R: RegisterSpace> {
     reta: [u8; RETA_ENTRIES],
     /// The VLAN filter table as the application set it: a reset clears the VFTA, start writes it back.
     vfta: [u32; VFTA_WORDS],
-    /// VLNCTRL.VFE: set once the application adds a VLAN ID, so tagged frames need a VFTA bit.
-    vlan_filtering: bool,
     /// Reset and initialised, not started since: start need not reset again.
     fresh: bool,
     rx: Vec<Option<IxgbeRxQueue<R>>>,
     tx: Vec<Option<IxgbeTxQueue<R>>>,
     hw: Mutex<HwStats>,
     xbase: Vec<u64>,
+    /// The queue counter sets at the last reset (xstats count from there).
+    sets_base: QueueSets,
+    /// RQSMR and TQSM as the application mapped them (`queue_stats_mapping`): a reset clears them, start writes
+    /// them back.
+    qsmr: [[u32; QSMR_REGS]; 2],
     phy_addr: Option<u32>,
     /// Why the PHY could not be set up (the link may still come up: the PHY negotiates by default).
     phy_note: Option<String>,
@@ -284,6 +298,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
                 | offload::TX_TCP_CKSUM
                 | offload::TX_MULTI_SEGS
                 | offload::TX_MBUF_FAST_FREE,
+            max_mac_addrs: RAR_ENTRIES as u32,
             flow_type_rss_offloads: RssHashFunctions::ALL,
             reta_size: RETA_ENTRIES as u16,
             hash_key_size: RSS_KEY_LEN as u8,
@@ -304,12 +319,13 @@ impl<R: RegisterSpace> Ixgbe<R> {
             rss_key: default_key(),
             reta: [0; RETA_ENTRIES],
             vfta: [0; VFTA_WORDS],
-            vlan_filtering: false,
             fresh: false,
             rx: Vec::new(),
             tx: Vec::new(),
-            hw: Mutex::new(HwStats { values: vec![0; STATS.len()] }),
+            hw: Mutex::new(HwStats { values: vec![0; STATS.len()], sets: QueueSets::default() }),
             xbase: vec![0; STATS.len()],
+            sets_base: QueueSets::default(),
+            qsmr: [[0; QSMR_REGS]; 2],
             phy_addr: None,
             phy_note: None,
             keep_alive: Vec::new(),
@@ -718,10 +734,24 @@ impl<R: RegisterSpace> Ixgbe<R> {
     }
 
     fn apply_mac(&self) {
-        let m = self.state.mac.0;
-        self.regs.write(ral(0), u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
-        self.regs.write(rah(0), rah::ADDR_HI.val(u16::from_le_bytes([m[4], m[5]]) as u32) | rah::AV);
-        self.regs.set_bits(mpsar_lo(0), bit(0));
+        self.write_rar(0, self.state.mac);
+        for (i, &m) in self.state.extra_macs.iter().enumerate() {
+            self.write_rar(i + 1, m);
+        }
+    }
+
+    /// Receive address slot `i` (docs/hw/ixgbe.md §10.1): `mac` valid for pool 0, or cleared for the zero address.
+    fn write_rar(&self, i: usize, mac: MacAddr) {
+        if mac == MacAddr::ZERO {
+            self.regs.write(rah(i), 0);
+            self.regs.write(ral(i), 0);
+            self.regs.clear_bits(mpsar_lo(i), bit(0));
+            return;
+        }
+        let m = mac.0;
+        self.regs.write(ral(i), u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
+        self.regs.write(rah(i), rah::ADDR_HI.val(u16::from_le_bytes([m[4], m[5]]) as u32) | rah::AV);
+        self.regs.set_bits(mpsar_lo(i), bit(0));
     }
 
     /// Writes the VLAN filter table and VLNCTRL.VFE (docs/hw/ixgbe.md §10.3).
@@ -729,7 +759,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
         for (i, w) in self.vfta.iter().enumerate() {
             self.regs.write(vfta(i), *w);
         }
-        if self.vlan_filtering {
+        if self.state.vlan_filter {
             self.regs.set_bits(VLNCTRL, vlnctrl::VFE);
         } else {
             self.regs.clear_bits(VLNCTRL, vlnctrl::VFE);
@@ -804,6 +834,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
         // 3.5 RX global.
         self.regs.clear_bits(RXCTRL, rxctrl::RXEN);
         self.apply_mac();
+        self.apply_qsmr();
         self.apply_filters();
         self.apply_vlan_filter();
         self.regs.set_bits(HLREG0, hlreg0::RXCRCSTRP | hlreg0::TXCRCEN | hlreg0::TXPADEN);
@@ -886,7 +917,17 @@ impl<R: RegisterSpace> Ixgbe<R> {
             let v = if i == stat_idx::MPC {
                 (0..MPC_COUNT).map(|p| self.regs.read(mpc(p)) as u64).sum()
             } else if i == stat_idx::QPRC {
-                (0..QUEUE_STAT_SETS).map(|n| self.regs.read(qprc(n)) as u64).sum()
+                let mut sum = 0;
+                for n in 0..QUEUE_STAT_SETS {
+                    let p = self.regs.read(qprc(n)) as u64;
+                    sum += p;
+                    let sets = &mut hw.sets;
+                    sets.rx_packets[n] += p;
+                    sets.rx_bytes[n] += self.regs.read(qbrc_l(n)) as u64 | (self.regs.read(qbrc_h(n)) as u64) << 32;
+                    sets.tx_packets[n] += self.regs.read(qptc(n)) as u64;
+                    sets.tx_bytes[n] += self.regs.read(qbtc_l(n)) as u64 | (self.regs.read(qbtc_h(n)) as u64) << 32;
+                }
+                sum
             } else {
                 let lo = self.regs.read(s.lo) as u64;
                 match s.hi {
@@ -895,6 +936,20 @@ impl<R: RegisterSpace> Ixgbe<R> {
                 }
             };
             hw.values[i] = hw.values[i].wrapping_add(v);
+        }
+    }
+
+    /// The queue counter sets now.
+    fn queue_sets(&self) -> QueueSets {
+        self.accumulate();
+        self.hw.lock().map(|h| h.sets).unwrap_or_default()
+    }
+
+    /// Writes RQSMR and TQSM (docs/hw/ixgbe.md §13): after every reset, they come back as all queues to set 0.
+    fn apply_qsmr(&self) {
+        for i in 0..QSMR_REGS {
+            self.regs.write(rqsmr(i), self.qsmr[0][i]);
+            self.regs.write(tqsm(i), self.qsmr[1][i]);
         }
     }
 
@@ -959,6 +1014,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
         }
         self.state.reset_stats_to(self.raw_stats());
         self.xbase = self.hw_values();
+        self.sets_base = self.queue_sets();
         Ok(())
     }
 
@@ -1056,10 +1112,29 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
     fn reset_stats(&mut self) {
         self.state.reset_stats_to(self.raw_stats());
         self.xbase = self.hw_values();
+        self.sets_base = self.queue_sets();
     }
 
     fn xstats(&self) -> Vec<XStat> {
         let mut out = self.stats().generic_xstats();
+        // As DPDK's ixgbe: rx_qN_* and tx_qN_* are counter set N (RQSMR/TQSM), not queue N.
+        let (now, base) = (self.queue_sets(), self.sets_base);
+        for x in &mut out {
+            let Some((dir, rest)) = x.name.split_once("_q") else { continue };
+            let Some((n, what)) = rest.split_once('_') else { continue };
+            let Ok(n) = n.parse::<usize>() else { continue };
+            if n >= QUEUE_STAT_SETS {
+                continue;
+            }
+            let v = |a: &[u64; QUEUE_STAT_SETS], b: &[u64; QUEUE_STAT_SETS]| a[n].wrapping_sub(b[n]);
+            x.value = match (dir, what) {
+                ("rx", "packets") => v(&now.rx_packets, &base.rx_packets),
+                ("rx", "bytes") => v(&now.rx_bytes, &base.rx_bytes),
+                ("tx", "packets") => v(&now.tx_packets, &base.tx_packets),
+                ("tx", "bytes") => v(&now.tx_bytes, &base.tx_bytes),
+                _ => x.value,
+            };
+        }
         let hw = self.dpdk_values(&self.xbase);
         for (s, v) in STATS.iter().zip(hw) {
             out.push(XStat::new(s.name, v));
@@ -1125,9 +1200,46 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
         }
         // As DPDK with its VLAN-filter offload on: once filtering, removing the last ID leaves it on, so tagged
         // frames then all drop (untagged ones never meet the VFTA).
-        self.vlan_filtering = true;
+        self.state.vlan_filter = true;
         self.regs.write(vfta(word), self.vfta[word]);
         self.regs.set_bits(VLNCTRL, vlnctrl::VFE);
+        Ok(())
+    }
+
+    fn set_vlan_filter_enabled(&mut self, on: bool) -> Result<()> {
+        // VLNCTRL.VFE alone switches the table in or out; the VFTA keeps the IDs meanwhile.
+        self.state.vlan_filter = on;
+        self.apply_vlan_filter();
+        Ok(())
+    }
+
+    fn queue_stats_mapping(&mut self, rx: bool, queue: u16, set: u8) -> Result<()> {
+        let nq = if rx { self.state.config.rx_queues } else { self.state.config.tx_queues };
+        if queue >= nq || set as usize >= QUEUE_STAT_SETS {
+            return Err(self.invalid(format!(
+                "queue {queue} to counter set {set}: queue must be < {nq}, set < {QUEUE_STAT_SETS}"
+            )));
+        }
+        let (q, dir) = (queue as usize, usize::from(!rx));
+        let shift = 8 * (q % 4);
+        let word = &mut self.qsmr[dir][q / 4];
+        *word = (*word & !(QSMR_MAP.mask() << shift)) | QSMR_MAP.val(set as u32) << shift;
+        let reg = if rx { rqsmr(q / 4) } else { tqsm(q / 4) };
+        self.regs.write(reg, *word);
+        Ok(())
+    }
+
+    fn mac_addr_add(&mut self, mac: MacAddr, pool: u32) -> Result<()> {
+        if let Some(slot) = self.state.add_mac(mac, pool)? {
+            self.write_rar(slot, mac);
+        }
+        Ok(())
+    }
+
+    fn mac_addr_remove(&mut self, mac: MacAddr) -> Result<()> {
+        if let Some(slot) = self.state.remove_mac(mac)? {
+            self.write_rar(slot, MacAddr::ZERO);
+        }
         Ok(())
     }
 }

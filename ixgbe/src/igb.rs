@@ -317,6 +317,7 @@ impl<R: RegisterSpace> Igb<R> {
                 | offload::TX_UDP_CKSUM
                 | offload::TX_TCP_CKSUM
                 | offload::TX_MULTI_SEGS,
+            max_mac_addrs: 1,
             flow_type_rss_offloads: RssHashFunctions(0),
             reta_size: 0,
             hash_key_size: 0,

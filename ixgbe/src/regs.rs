@@ -643,6 +643,38 @@ pub const fn qprc(n: usize) -> Reg {
 }
 /// Per-queue counter sets.
 pub const QUEUE_STAT_SETS: usize = 16;
+/// Bytes received into counter set `n`, low 32 bits (docs/hw/ixgbe.md §6.1).
+pub const fn qbrc_l(n: usize) -> Reg {
+    Reg(0x01034 + 0x40 * n)
+}
+/// Bytes received into counter set `n`, high bits.
+pub const fn qbrc_h(n: usize) -> Reg {
+    Reg(0x01038 + 0x40 * n)
+}
+/// Packets sent from counter set `n` (docs/hw/ixgbe.md §6.1).
+pub const fn qptc(n: usize) -> Reg {
+    Reg(0x06030 + 0x40 * n)
+}
+/// Bytes sent from counter set `n`, low 32 bits (docs/hw/ixgbe.md §6.1).
+pub const fn qbtc_l(n: usize) -> Reg {
+    Reg(0x08700 + 8 * n)
+}
+/// Bytes sent from counter set `n`, high bits.
+pub const fn qbtc_h(n: usize) -> Reg {
+    Reg(0x08704 + 8 * n)
+}
+/// RX queues `4i..4i+4` to counter sets, one byte each (docs/hw/ixgbe.md §2, §13).
+pub const fn rqsmr(i: usize) -> Reg {
+    Reg(0x02300 + 4 * i)
+}
+/// TX queues `4i..4i+4` to counter sets, one byte each (docs/hw/ixgbe.md §2, §13).
+pub const fn tqsm(i: usize) -> Reg {
+    Reg(0x08600 + 4 * i)
+}
+/// RQSMR/TQSM registers: four queues each, 128 queues.
+pub const QSMR_REGS: usize = 32;
+/// The counter set field of a queue in its RQSMR/TQSM byte (the upper four bits are reserved).
+pub const QSMR_MAP: Field = Field::new(3, 0);
 
 /// Index of each statistic in [`STATS`] (kept in step with the table).
 pub mod stat_idx {

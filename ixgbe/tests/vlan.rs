@@ -84,3 +84,21 @@ fn the_vlan_filter_survives_a_restart_and_rejects_ids_past_4095() {
     dev.stop().unwrap();
     port.assert_no_faults();
 }
+
+#[test]
+fn turning_the_vlan_filter_off_lets_every_tag_through_and_on_again_restores_the_ids() {
+    let (mut dev, port, pool, plain) = started();
+    let (t100, t200) = (tagged(&plain, 100), tagged(&plain, 200));
+    dev.vlan_filter(100, true).unwrap();
+    assert!(dev.vlan_filter_enabled());
+    let mut rxq = dev.rx_queue_typed(0).unwrap();
+    dev.set_vlan_filter_enabled(false).unwrap();
+    assert!(!dev.vlan_filter_enabled());
+    assert_eq!(exchange(&port, &mut rxq, &[t100.clone(), t200.clone()]), vec![t100.clone(), t200.clone()]);
+    dev.set_vlan_filter_enabled(true).unwrap();
+    assert_eq!(exchange(&port, &mut rxq, &[t100.clone(), t200.clone()]), vec![t100.clone()]);
+    drop(rxq);
+    dev.stop().unwrap();
+    assert!(pool.is_full());
+    port.assert_no_faults();
+}

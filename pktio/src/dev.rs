@@ -150,6 +150,8 @@ pub mod offload {
     pub const RX_SCATTER: u64 = 1 << 13;
     /// RX: RSS hash delivered in the mbuf.
     pub const RX_RSS_HASH: u64 = 1 << 19;
+    /// RX: each packet split over buffers of given lengths from given offsets (no port here has it).
+    pub const RX_BUFFER_SPLIT: u64 = 1 << 20;
     /// TX: IPv4 header checksum computed.
     pub const TX_IPV4_CKSUM: u64 = 1 << 1;
     /// TX: UDP checksum computed.
@@ -236,6 +238,8 @@ pub struct DevInfo {
     pub rx_offload_capa: u64,
     /// TX offloads supported.
     pub tx_offload_capa: u64,
+    /// Unicast MAC addresses the receive filter holds, the default one included (DPDK's `max_mac_addrs`).
+    pub max_mac_addrs: u32,
     /// RSS hash functions supported.
     pub flow_type_rss_offloads: RssHashFunctions,
     /// Redirection table entries (0: no RSS).
@@ -263,6 +267,7 @@ impl DevInfo {
             max_rx_pktlen: 9600 + 18,
             rx_offload_capa: 0,
             tx_offload_capa: offload::TX_MULTI_SEGS,
+            max_mac_addrs: 1,
             flow_type_rss_offloads: RssHashFunctions(0),
             reta_size: 0,
             hash_key_size: 0,
@@ -423,6 +428,28 @@ pub trait EthDev: Send {
         Ok(())
     }
 
+    /// Adds `mac` to the receive filter beside the default address, for VMDq pool `pool` (DPDK's
+    /// `rte_eth_dev_mac_addr_add`; only pool 0 exists here). Adding an address already there does nothing; a full
+    /// table is [`Error::TableFull`]. Ports without secondary addresses say [`Error::NotSupported`].
+    fn mac_addr_add(&mut self, mac: MacAddr, pool: u32) -> Result<()> {
+        let _ = (mac, pool);
+        Err(self.state().unsupported("adding MAC addresses"))
+    }
+
+    /// Removes a secondary address added by [`EthDev::mac_addr_add`]; an address not there is no error, the
+    /// default one is [`Error::DefaultMacAddr`] (as `rte_eth_dev_mac_addr_remove`).
+    fn mac_addr_remove(&mut self, mac: MacAddr) -> Result<()> {
+        let _ = mac;
+        Err(self.state().unsupported("removing MAC addresses"))
+    }
+
+    /// Every unicast address the port receives for: the default one first, then the added ones.
+    fn mac_addrs(&self) -> Vec<MacAddr> {
+        let mut v = vec![self.mac_addr()];
+        v.extend(self.state().extra_macs.iter().copied().filter(|m| *m != MacAddr::ZERO));
+        v
+    }
+
     /// Promiscuous mode on or off.
     fn set_promiscuous(&mut self, on: bool) -> Result<()> {
         self.state_mut().promiscuous = on;
@@ -470,6 +497,15 @@ pub trait EthDev: Send {
         self.stats().generic_xstats()
     }
 
+    /// Maps RX (`rx`) or TX queue `queue` to per-queue counter set `set` (0..16), as DPDK's
+    /// `rte_eth_dev_set_rx_queue_stats_mapping`/`tx`: on devices with fewer counter sets than queues, set N's
+    /// counters are what [`EthDev::xstats`] reports as `rx_qN_*`/`tx_qN_*`. Ports that count every queue on its
+    /// own have nothing to map ([`Error::NotSupported`]).
+    fn queue_stats_mapping(&mut self, rx: bool, queue: u16, set: u8) -> Result<()> {
+        let _ = (rx, queue, set);
+        Err(self.state().unsupported("queue statistics mapping"))
+    }
+
     /// Changes RSS settings.
     fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {
         let _ = rss;
@@ -487,6 +523,18 @@ pub trait EthDev: Send {
     /// while untagged frames still pass.
     fn vlan_filter(&mut self, vlan_id: u16, on: bool) -> Result<()> {
         let _ = (vlan_id, on);
+        Err(self.state().unsupported("VLAN filter"))
+    }
+
+    /// True while the port filters received tagged frames by VLAN ID (DPDK's VLAN filter offload).
+    fn vlan_filter_enabled(&self) -> bool {
+        self.state().vlan_filter
+    }
+
+    /// Turns the VLAN filter offload on or off (DPDK's `rte_eth_dev_set_vlan_offload` with its FILTER bit): off,
+    /// tagged frames pass whatever IDs were added; the IDs are kept for when it is turned on again.
+    fn set_vlan_filter_enabled(&mut self, on: bool) -> Result<()> {
+        let _ = on;
         Err(self.state().unsupported("VLAN filter"))
     }
 }

@@ -65,6 +65,26 @@ pub enum Error {
         /// The operation.
         what: &'static str,
     },
+    /// A table of the device (e.g. its unicast MAC address filters) has no free entry.
+    #[error("port {port}: the {what} table is full ({max} entries); remove an entry first")]
+    TableFull {
+        /// Port name.
+        port: String,
+        /// The table.
+        what: &'static str,
+        /// Its size.
+        max: u32,
+    },
+    /// The port's default MAC address cannot be removed, only replaced.
+    #[error(
+        "port {port}: {mac} is the port's default MAC address; change it with set_mac_addr instead of removing it"
+    )]
+    DefaultMacAddr {
+        /// Port name.
+        port: String,
+        /// The address.
+        mac: crate::MacAddr,
+    },
     /// The device itself failed (a register that never settled, firmware that refused, a feature it lacks): not
     /// a bad argument. `source` is the driver's own error type (e.g. `ixgbe::Error`); find it with
     /// [`Error::driver_error`] or through [`std::error::Error::source`].

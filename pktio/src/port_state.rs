@@ -57,6 +57,11 @@ pub struct PortState {
     pub allmulticast: bool,
     /// Port number stamped into received packets.
     pub port_id: u16,
+    /// Secondary unicast addresses by filter slot: entry `i` is the device's address slot `i + 1` (slot 0 holds
+    /// [`PortState::mac`]); [`MacAddr::ZERO`] marks a free slot, as in DPDK's `mac_addrs` array.
+    pub extra_macs: Vec<MacAddr>,
+    /// The receive VLAN filter is on.
+    pub vlan_filter: bool,
     rx: Claims<RxQueueStats>,
     tx: Claims<TxQueueStats>,
     base: PortStats,
@@ -73,6 +78,8 @@ impl PortState {
             promiscuous: false,
             allmulticast: false,
             port_id: 0,
+            extra_macs: Vec::new(),
+            vlan_filter: false,
             rx: Claims::new(),
             tx: Claims::new(),
             base: PortStats::default(),
@@ -112,6 +119,44 @@ impl PortState {
         self.config = config.clone();
         self.resize_queues();
         Ok(())
+    }
+
+    /// Records `mac` as a secondary address under `rte_eth_dev_mac_addr_add`'s rules and returns the device slot
+    /// (1..max_mac_addrs) the driver must program, or `None` when the address is already there (nothing to do).
+    pub fn add_mac(&mut self, mac: MacAddr, pool: u32) -> Result<Option<usize>> {
+        if mac == MacAddr::ZERO {
+            return Err(self.invalid("cannot add the all-zero MAC address"));
+        }
+        if pool != 0 {
+            return Err(self.invalid(format!("MAC pool {pool}: VMDq pools are not supported, use pool 0")));
+        }
+        if mac == self.mac || self.extra_macs.contains(&mac) {
+            return Ok(None);
+        }
+        let max = self.info.max_mac_addrs;
+        let slot = match self.extra_macs.iter().position(|m| *m == MacAddr::ZERO) {
+            Some(i) => i,
+            None if (self.extra_macs.len() as u32 + 1) < max => {
+                self.extra_macs.push(MacAddr::ZERO);
+                self.extra_macs.len() - 1
+            }
+            None => return Err(Error::TableFull { port: self.info.device_name.clone(), what: "MAC address", max }),
+        };
+        self.extra_macs[slot] = mac;
+        Ok(Some(slot + 1))
+    }
+
+    /// Forgets secondary address `mac`; returns the device slot to clear, or `None` when it was not there.
+    pub fn remove_mac(&mut self, mac: MacAddr) -> Result<Option<usize>> {
+        if mac == self.mac {
+            return Err(Error::DefaultMacAddr { port: self.info.device_name.clone(), mac });
+        }
+        if mac == MacAddr::ZERO {
+            return Ok(None);
+        }
+        let Some(i) = self.extra_macs.iter().position(|m| *m == mac) else { return Ok(None) };
+        self.extra_macs[i] = MacAddr::ZERO;
+        Ok(Some(i + 1))
     }
 
     /// Checks `mtu` against the limits and takes it.
@@ -238,6 +283,25 @@ mod tests {
     fn state(queues: u16) -> PortState {
         let info = DevInfo::software("net_test", "test0", queues);
         PortState::new(info, MacAddr::local_from(1), PortConfig::default())
+    }
+
+    #[test]
+    fn secondary_macs_follow_dpdks_rules() {
+        let mut s = state(1);
+        s.info.max_mac_addrs = 3;
+        let (a, b, c) = (MacAddr::local_from(2), MacAddr::local_from(3), MacAddr::local_from(4));
+        assert_eq!(s.add_mac(a, 0).unwrap(), Some(1));
+        assert_eq!(s.add_mac(a, 0).unwrap(), None, "adding twice does nothing");
+        assert_eq!(s.add_mac(s.mac, 0).unwrap(), None, "the default address is there already");
+        assert_eq!(s.add_mac(b, 0).unwrap(), Some(2));
+        assert!(matches!(s.add_mac(c, 0), Err(Error::TableFull { max: 3, .. })));
+        assert!(matches!(s.add_mac(MacAddr::ZERO, 0), Err(Error::InvalidConfig { .. })));
+        assert!(matches!(s.add_mac(c, 1), Err(Error::InvalidConfig { .. })));
+        assert!(matches!(s.remove_mac(s.mac), Err(Error::DefaultMacAddr { .. })));
+        assert_eq!(s.remove_mac(a).unwrap(), Some(1));
+        assert_eq!(s.remove_mac(a).unwrap(), None, "removing an absent address is no error");
+        assert_eq!(s.add_mac(c, 0).unwrap(), Some(1), "a freed slot is reused");
+        assert_eq!(s.extra_macs, [c, b]);
     }
 
     #[test]

@@ -122,4 +122,22 @@ impl<D: EthDev, T: Send, M: Send> EthDev for SimPort<D, T, M> {
     fn vlan_filter(&mut self, vlan_id: u16, on: bool) -> Result<()> {
         self.dev.vlan_filter(vlan_id, on)
     }
+    fn vlan_filter_enabled(&self) -> bool {
+        self.dev.vlan_filter_enabled()
+    }
+    fn set_vlan_filter_enabled(&mut self, on: bool) -> Result<()> {
+        self.dev.set_vlan_filter_enabled(on)
+    }
+    fn mac_addr_add(&mut self, mac: MacAddr, pool: u32) -> Result<()> {
+        self.dev.mac_addr_add(mac, pool)
+    }
+    fn mac_addr_remove(&mut self, mac: MacAddr) -> Result<()> {
+        self.dev.mac_addr_remove(mac)
+    }
+    fn mac_addrs(&self) -> Vec<MacAddr> {
+        self.dev.mac_addrs()
+    }
+    fn queue_stats_mapping(&mut self, rx: bool, queue: u16, set: u8) -> Result<()> {
+        self.dev.queue_stats_mapping(rx, queue, set)
+    }
 }

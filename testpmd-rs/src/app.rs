@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use eal::{Eal, LcoreThread};
 use mempool::Mempool;
-use pktio::{EthDev, MacAddr, PortConfig, PortStats, RssConfig, RxQueue, TxQueue};
+use pktio::{offload, EthDev, MacAddr, PortConfig, PortStats, RssConfig, RxQueue, TxQueue};
 
 use crate::fwd::{self, FwdMode, GenConfig, Stream, StreamCounters, StreamSpec};
 use crate::params::{Params, RssMode, Topology};
@@ -27,6 +27,8 @@ pub struct PortState {
     pub name: String,
     /// The device.
     pub dev: Box<dyn EthDev>,
+    /// The arguments the EAL opened it with (`Devargs:` in `show port info`).
+    pub devargs: String,
     rxq: Vec<Option<Box<dyn RxQueue>>>,
     txq: Vec<Option<Box<dyn TxQueue>>>,
     /// Counters when forwarding started (the forward statistics are counted from here).
@@ -92,7 +94,7 @@ pub struct Settings {
     pub link_check: bool,
     /// `set verbose N`.
     pub verbose: u32,
-    /// `set record-core-cycles` (accepted; nothing is recorded).
+    /// `--record-core-cycles` / `set record-core-cycles`: time forwarding bursts (from the next start).
     pub record_core_cycles: bool,
     /// `--record-burst-stats`, `set record-burst-stats`: burst sizes counted and shown in the forward statistics.
     pub record_burst_stats: bool,
@@ -106,7 +108,7 @@ pub struct Settings {
     pub rxpkts: Vec<u16>,
     /// `--rxoffs` (shown only).
     pub rxoffs: Vec<u16>,
-    /// `set txsplit` (shown only: generated packets are never split at random).
+    /// `set txsplit off|on|rand`: txonly packets take all `txpkts` segments (off, on) or a random number (rand).
     pub txsplit: String,
     /// `set fwd MODE retry`: forwarding modes offer what a TX queue did not take again.
     pub retry: bool,
@@ -269,6 +271,7 @@ impl App {
                 id: i as u16,
                 name: port.name,
                 dev: port.dev,
+                devargs: port.devargs,
                 rxq: Vec::new(),
                 txq: Vec::new(),
                 fwd_base: PortStats::default(),
@@ -340,6 +343,19 @@ impl App {
             want.rx_offloads |= port.port_rx_offloads;
             if !port.need_reconfig && self.set.mtu.is_none() {
                 want.mtu = port.dev.mtu();
+            }
+            let capa = port.dev.info().rx_offload_capa;
+            if want.rx_offloads & offload::RX_BUFFER_SPLIT & !capa != 0 {
+                // rte_eth_dev_configure's refusal, word for word, for the one offload no port here can have.
+                errors.push(format!(
+                    "Ethdev port_id={id} requested Rx offloads {:#x} doesn't match Rx offloads capabilities {capa:#x} \
+                     in rte_eth_dev_configure()\nFail to configure port {id}: the BUFFER_SPLIT RX offload \
+                     ({:#x}) is not supported by {}",
+                    want.rx_offloads,
+                    offload::RX_BUFFER_SPLIT,
+                    port.dev.info().driver_name
+                ));
+                continue;
             }
             if port.need_reconfig || port.dev.config() != &want {
                 let mut c = want.clone();
@@ -559,6 +575,8 @@ impl App {
             noisy: (self.set.mode == FwdMode::Noisy).then_some(self.set.noisy),
             multi_flow: self.set.txonly_multi_flow,
             burst_stats: self.set.record_burst_stats,
+            core_cycles: self.set.record_core_cycles,
+            txsplit_rand: self.set.txsplit == "rand",
             retry: (self.set.retry && !self.set.mode.generates()).then(|| {
                 let (n, us) = self.set.retry_num_delay;
                 (n, std::time::Duration::from_micros(us as u64))

@@ -44,6 +44,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("display", "show port <port> rss-hash [key]", "RSS hash functions (and key)"),
     ("display", "show port <port> rss reta <size> <mask>[,<mask>...]", "redirection table entries"),
     ("display", "show port <port> module_eeprom", "module EEPROM (no port here has one readable)"),
+    ("display", "show port <port> macs", "unicast MAC addresses the port receives for"),
     ("display", "show device info all", "devices probed"),
     ("display", "clear port stats all|<port>", "zero the NIC statistics"),
     ("display", "clear port xstats all|<port>", "zero the extended statistics"),
@@ -59,14 +60,19 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("config", "set burst <n>", "packets per burst (1..512)"),
     ("config", "set burst tx delay <us> retry <n>", "TX retries of the retry modes (default 1 us, 64)"),
     ("config", "set txpkts <len>[,<len>...]", "segment lengths of generated packets"),
-    ("config", "set txsplit off|on|rand", "split policy of generated packets (only off is applied)"),
+    ("config", "set txsplit off|on|rand", "txonly packets: all txpkts segments (off, on) or 1..N at random (rand)"),
     ("config", "set verbose <n>", "verbosity: 1 dumps received bursts, 2 sent ones, 3 both"),
     ("config", "set flush_rx on|off", "empty the RX queues when forwarding starts"),
     ("config", "set record-burst-stats on|off", "burst sizes in the forward statistics (from the next start)"),
-    ("config", "set record-core-cycles on|off", "accepted; cycles are not recorded"),
+    (
+        "config",
+        "set record-core-cycles on|off",
+        "CPU cycles per packet in the forward statistics (from the next start)",
+    ),
     ("config", "set eth-peer <port> <mac>", "peer MAC address of a port (mac, csum, txonly)"),
     ("config", "set record <file>|off", "write every packet sent into a pcap file (from the next start)"),
     ("config", "vlan set strip on|off <port>", "VLAN stripping (where the port can)"),
+    ("config", "vlan set filter on|off <port>", "receive VLAN filter on or off (X540/82599 and X710 ports)"),
     ("config", "rx_vlan add|rm <vlan>|all <port>", "receive VLAN filter (X540/82599 and X710 ports)"),
     ("ports", "port start all|<port>", "start ports"),
     ("ports", "port stop all|<port>", "stop ports"),
@@ -79,8 +85,12 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("ports", "set promisc all|<port> on|off", "promiscuous mode"),
     ("ports", "set allmulti all|<port> on|off", "all-multicast mode"),
     ("ports", "set link-up|link-down port <port>", "administrative link state"),
-    ("ports", "set stat_qmap tx|rx <port> <queue> <map>", "queue statistics mapping (not supported)"),
-    ("ports", "mac_addr add|remove|set <port> <mac>", "MAC addresses of a port"),
+    (
+        "ports",
+        "set stat_qmap tx|rx <port> <queue> <map>",
+        "queue to counter set N of rx_qN_*/tx_qN_* in xstats (X540/82599)",
+    ),
+    ("ports", "mac_addr add|remove|set <port> <mac>", "default (set) or secondary (add/remove) MAC addresses"),
     ("help", "help [control|display|config|ports|registers|filters|traffic_management|devices|drivers|all]", "help"),
 ];
 
@@ -167,8 +177,11 @@ pub fn run(app: &mut App, cmd: Command<'_>) -> CmdResult {
         C::ShowReta { port, size, masks } => app.show_reta(one_port(app, port)?, size, masks),
         C::ShowEeprom { port } => {
             let id = one_port(app, port)?;
+            // dpdk-testpmd's -ENOTSUP line, then why: no driver here reads a module EEPROM (the X540 is copper,
+            // with no SFP cage; DPDK's own ixgbe tries I2C there and reports the failure as -EIO).
             Err(format!(
-                "operation not supported by device: port {id} ({}) has no readable EEPROM",
+                "operation not supported by device\n  port {id} ({}): no module EEPROM is readable through this \
+                 driver",
                 app.ports[id as usize].dev.info().driver_name
             ))
         }
@@ -241,10 +254,10 @@ pub fn run(app: &mut App, cmd: Command<'_>) -> CmdResult {
             app.set_txpkts(segs)
         }
         C::SetTxsplit(how) => {
-            if how != "off" {
-                println!(
-                    "Note: generated packets are built with the txpkts segments as given; split {how} is not applied"
-                );
+            if how == "on" {
+                // dpdk-testpmd's txonly builds every packet from all the txpkts segments with split off or on; on
+                // matters to its csum mode, which re-splits forwarded packets (not done here).
+                println!("Note: txonly packets use all the txpkts segments either way; csum mode does not re-split");
             }
             app.set.txsplit = how.to_string();
             Ok(())
@@ -272,9 +285,9 @@ pub fn run(app: &mut App, cmd: Command<'_>) -> CmdResult {
             crate::dump::VERBOSE.store(n, std::sync::atomic::Ordering::Relaxed);
             Ok(())
         }
-        C::SetStatQmap { dir, port } => {
+        C::SetStatQmap { dir, port, queue, map } => {
             let id = one_port(app, port)?;
-            Err(format!("failed to set {dir} queue stats mapping: port {id} has no queue statistics registers to map"))
+            app.set_stat_qmap(id, dir == "rx", queue, map)
         }
         C::SetRecordBurstStats(on) => {
             app.set.record_burst_stats = on;
@@ -322,6 +335,15 @@ pub fn run(app: &mut App, cmd: Command<'_>) -> CmdResult {
         C::MacAddr { op, port, mac } => {
             let id = one_port(app, port)?;
             app.mac_addr(op, id, mac)
+        }
+        C::ShowMacs { port } => {
+            let id = one_port(app, port)?;
+            app.show_macs(id);
+            Ok(())
+        }
+        C::VlanFilter { on, port } => {
+            let id = one_port(app, port)?;
+            app.vlan_filter_set(id, on)
         }
         C::VlanStrip { on, port } => {
             let id = one_port(app, port)?;

@@ -112,7 +112,7 @@ pub enum Command<'a> {
     /// `set verbose N`.
     SetVerbose(u32),
     /// `set stat_qmap tx|rx N Q MAP`.
-    SetStatQmap { dir: &'a str, port: &'a str },
+    SetStatQmap { dir: &'a str, port: &'a str, queue: u16, map: u8 },
     /// `set record-burst-stats on|off`.
     SetRecordBurstStats(bool),
     /// `set record-core-cycles on|off`.
@@ -139,6 +139,10 @@ pub enum Command<'a> {
     PortConfigMtu { ports: &'a str, mtu: u16 },
     /// `mac_addr add|remove|set N MAC`.
     MacAddr { op: &'a str, port: &'a str, mac: &'a str },
+    /// `show port N macs`.
+    ShowMacs { port: &'a str },
+    /// `vlan set filter on|off N`.
+    VlanFilter { on: bool, port: &'a str },
     /// `vlan set strip on|off N`.
     VlanStrip { on: bool, port: &'a str },
     /// `rx_vlan add|rm VLAN|all N`.
@@ -183,6 +187,7 @@ pub fn parse(line: &str) -> Result<Command<'_>, String> {
         ["show", "port", port, "rss-hash", "key"] => C::ShowRssHash { port, key: true },
         ["show", "port", port, "rss", "reta", size, masks] => C::ShowReta { port, size, masks },
         ["show", "port", port, "module_eeprom" | "eeprom"] => C::ShowEeprom { port },
+        ["show", "port", port, "macs"] => C::ShowMacs { port },
         ["show", "device", "info", "all"] => C::ShowDeviceInfo,
         ["show" | "clear", "port", what, ports] => {
             let view = match what {
@@ -235,9 +240,7 @@ pub fn parse(line: &str) -> Result<Command<'_>, String> {
         ["set", "flush_rx", v] => C::SetFlushRx(on_off(v)?),
         ["set", "verbose", n] => C::SetVerbose(num("verbose", n)?),
         ["set", "stat_qmap", dir @ ("tx" | "rx"), port, queue, map] => {
-            num::<u16>("queue", queue)?;
-            num::<u8>("map", map)?;
-            C::SetStatQmap { dir, port }
+            C::SetStatQmap { dir, port, queue: num("queue", queue)?, map: num("map", map)? }
         }
         ["set", "record-burst-stats", v] => C::SetRecordBurstStats(on_off(v)?),
         ["set", "record-core-cycles", v] => C::SetRecordCoreCycles(on_off(v)?),
@@ -263,6 +266,7 @@ pub fn parse(line: &str) -> Result<Command<'_>, String> {
         }
         ["mac_addr", op, port, mac] => C::MacAddr { op, port, mac },
         ["vlan", "set", "strip", v, port] => C::VlanStrip { on: on_off(v)?, port },
+        ["vlan", "set", "filter", v, port] => C::VlanFilter { on: on_off(v)?, port },
         ["rx_vlan", op @ ("add" | "rm"), vlan, port] => C::RxVlan { op, vlan, port },
         [first, ..] if ["show", "clear", "set", "port", "start", "mac_addr", "vlan", "rx_vlan"].contains(&first) => {
             return bad()

@@ -135,6 +135,8 @@ pub struct StreamCounters {
     pub rx_bursts: Box<[Counter]>,
     /// `--record-burst-stats`: TX bursts by packets sent; empty when off.
     pub tx_bursts: Box<[Counter]>,
+    /// `--record-core-cycles`: counter ticks ([`crate::cycles`]) spent in bursts that moved packets.
+    pub core_cycles: Counter,
 }
 
 impl StreamCounters {
@@ -210,6 +212,10 @@ pub struct GenConfig {
     pub multi_flow: bool,
     /// `--record-burst-stats`: count bursts by size.
     pub burst_stats: bool,
+    /// `--record-core-cycles`: time each burst.
+    pub core_cycles: bool,
+    /// `set txsplit rand`: each txonly packet takes a random number of the `txpkts` segments.
+    pub txsplit_rand: bool,
     /// `set fwd MODE retry`: when a TX queue takes only part of a burst, try again this many times, this long
     /// apart, before dropping the rest (`set burst tx delay D retry N`; DPDK's defaults 1 us and 64).
     pub retry: Option<(u32, std::time::Duration)>,
@@ -243,6 +249,13 @@ pub struct Stream {
     /// `--txonly-multi-flow`: the lcore this stream runs on (set at launch) and the per-packet counter.
     multi_flow: Option<(u32, u8)>,
     retry: Option<(u32, std::time::Duration)>,
+    core_cycles: bool,
+    /// `set txsplit rand`: frame `k` is the txonly packet of the first `k + 1` segments (headers sized for it);
+    /// empty otherwise.
+    rand_templates: Box<[Box<[u8]>]>,
+    /// Fewest segments a random split takes: the first that hold the 42 header bytes.
+    rand_min_segs: usize,
+    rng: u64,
 }
 
 impl Stream {
@@ -276,6 +289,30 @@ impl Stream {
         if tx_segs.is_empty() || tx_template.len() != total {
             tx_segs = vec![tx_template.len() as u16].into_boxed_slice();
         }
+        let (mut rand_templates, mut rand_min_segs) = (Vec::new(), tx_segs.len());
+        if gen.txsplit_rand && tx_segs.len() > 1 {
+            let mut len = 0usize;
+            for (k, &l) in tx_segs.iter().enumerate() {
+                len += l as usize;
+                if len >= pkt::UDP_FRAME_MIN && rand_min_segs == tx_segs.len() {
+                    rand_min_segs = k + 1;
+                }
+                rand_templates.push(
+                    pkt::udp_frame(
+                        &pkt::UdpFlow {
+                            dst_mac: peer,
+                            src_mac: tx_mac,
+                            src_ip: pkt::TXONLY_SRC_IP,
+                            dst_ip: pkt::TXONLY_DST_IP,
+                            src_port: pkt::TXONLY_UDP_PORT,
+                            dst_port: pkt::TXONLY_UDP_PORT,
+                        },
+                        len.max(pkt::UDP_FRAME_MIN),
+                    )
+                    .into_boxed_slice(),
+                );
+            }
+        }
         Stream {
             spec,
             rx,
@@ -296,6 +333,11 @@ impl Stream {
             }),
             multi_flow: gen.multi_flow.then_some((0, 0)),
             retry: gen.retry,
+            core_cycles: gen.core_cycles,
+            rand_templates: rand_templates.into_boxed_slice(),
+            rand_min_segs,
+            // Any non-zero seed; streams differ so that they do not split in step.
+            rng: 0x9E37_79B9_7F4A_7C15 ^ ((spec.tx_port as u64) << 16 | spec.tx_queue as u64),
         }
     }
 
@@ -461,9 +503,18 @@ impl Engine for TxOnly {
                     m.data_mut().copy_from_slice(t);
                 }
             }
-        } else {
+        } else if s.rand_templates.is_empty() {
             let (t, segs, pool) = (&*s.tx_template, &*s.tx_segs, &s.pool);
             b.retain(|m| build_chain(m, t, segs, pool));
+        } else {
+            let (ts, segs, pool, min) = (&*s.rand_templates, &*s.tx_segs, &s.pool, s.rand_min_segs);
+            let rng = &mut s.rng;
+            b.retain(|m| {
+                // As dpdk-testpmd: 1..=N segments, uniformly; here never fewer than hold the headers.
+                let n = (xorshift(rng) % segs.len() as u64) as usize + 1;
+                let n = n.max(min);
+                build_chain(m, &ts[n - 1][..], &segs[..n], pool)
+            });
         }
         if let Some((lcore, var)) = &mut s.multi_flow {
             vary_sources(b, *lcore, var);
@@ -483,6 +534,14 @@ fn vary_sources(b: &mut PacketBatch, lcore: u32, var: &mut u8) {
         }
         *var = var.wrapping_add(1);
     }
+}
+
+/// The next number of a xorshift64 sequence (cheap; the split only has to vary).
+fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
 }
 
 /// Writes a multi-segment txonly packet into `m` (first segment) and freshly allocated segments.
@@ -677,6 +736,31 @@ fn run<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool
     }
 }
 
+/// [`run`] timing each burst, for `--record-core-cycles`: as DPDK, a burst that moved no packet (an empty poll)
+/// is not counted.
+#[inline(never)]
+fn run_timed<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        for s in streams.iter_mut() {
+            let moved = s.counters.rx_packets.get() + s.counters.tx_packets.get();
+            let t0 = crate::cycles::now();
+            E::burst(s, b);
+            if s.counters.rx_packets.get() + s.counters.tx_packets.get() != moved {
+                s.counters.core_cycles.add(crate::cycles::now().wrapping_sub(t0));
+            }
+        }
+    }
+}
+
+/// Runs engine `E` until `stop`, timed when the streams record cycles.
+fn run_mode<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool) {
+    if streams.iter().any(|s| s.core_cycles) {
+        run_timed::<E>(streams, b, stop)
+    } else {
+        run::<E>(streams, b, stop)
+    }
+}
+
 /// What one forwarding lcore does: `tx_first` txonly bursts on every stream, then `mode` until `stop` is set.
 /// Returns the streams (and so the queues).
 pub fn lcore_main(
@@ -694,17 +778,17 @@ pub fn lcore_main(
     }
     let (st, b) = (&mut streams[..], &mut b);
     match mode {
-        FwdMode::Io => run::<Io>(st, b, &stop),
-        FwdMode::Mac => run::<Mac>(st, b, &stop),
-        FwdMode::MacSwap => run::<MacSwap>(st, b, &stop),
-        FwdMode::RxOnly => run::<RxOnly>(st, b, &stop),
-        FwdMode::TxOnly => run::<TxOnly>(st, b, &stop),
-        FwdMode::FlowGen => run::<FlowGen>(st, b, &stop),
-        FwdMode::Csum => run::<Csum>(st, b, &stop),
-        FwdMode::IcmpEcho => run::<IcmpEcho>(st, b, &stop),
-        FwdMode::FiveTupleSwap => run::<FiveTupleSwap>(st, b, &stop),
+        FwdMode::Io => run_mode::<Io>(st, b, &stop),
+        FwdMode::Mac => run_mode::<Mac>(st, b, &stop),
+        FwdMode::MacSwap => run_mode::<MacSwap>(st, b, &stop),
+        FwdMode::RxOnly => run_mode::<RxOnly>(st, b, &stop),
+        FwdMode::TxOnly => run_mode::<TxOnly>(st, b, &stop),
+        FwdMode::FlowGen => run_mode::<FlowGen>(st, b, &stop),
+        FwdMode::Csum => run_mode::<Csum>(st, b, &stop),
+        FwdMode::IcmpEcho => run_mode::<IcmpEcho>(st, b, &stop),
+        FwdMode::FiveTupleSwap => run_mode::<FiveTupleSwap>(st, b, &stop),
         FwdMode::Noisy => {
-            run::<Noisy>(st, b, &stop);
+            run_mode::<Noisy>(st, b, &stop);
             flush_noisy(st, b);
         }
     }

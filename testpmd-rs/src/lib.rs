@@ -4,14 +4,16 @@
 //!
 //! It follows dpdk-testpmd 22.11: its options (those that mean nothing here are accepted with a note), the commands
 //! DPDK scripts use (`command` parses a line, `cli` runs it), ten forwarding modes, and the printed blocks. Not
-//! supported: flow rules, buffer split, VLAN filters and extra MAC addresses, queue statistics mapping, cycle
-//! recording, tunnels and hardware checksum offloads in csum mode, multiple processes (the README lists it all).
+//! supported: flow rules, RX buffer split, VLAN filters, extra MAC addresses and queue statistics mapping on ports
+//! whose drivers lack them, tunnels and hardware checksum offloads in csum mode, multiple processes (the README
+//! lists it all).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod app;
 pub mod cli;
 pub mod command;
+pub mod cycles;
 pub mod dump;
 pub mod fwd;
 pub mod noisy;

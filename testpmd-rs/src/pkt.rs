@@ -13,7 +13,7 @@ use pktio::MacAddr;
 /// Length of an untagged Ethernet header.
 const ETH_LEN: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
 /// Length of a UDP/IPv4 frame without payload (the shortest txonly and flowgen send).
-const UDP_FRAME_MIN: usize = ETH_LEN + Ipv4Packet::<&[u8]>::MIN_HEADER_LEN + UdpPacket::<&[u8]>::HEADER_LEN;
+pub const UDP_FRAME_MIN: usize = ETH_LEN + Ipv4Packet::<&[u8]>::MIN_HEADER_LEN + UdpPacket::<&[u8]>::HEADER_LEN;
 
 /// What the checksum engine found in one packet.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

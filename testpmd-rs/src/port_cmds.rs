@@ -182,17 +182,51 @@ impl App {
         Ok(())
     }
 
-    /// `mac_addr add|remove|set N MAC`.
+    /// `mac_addr add|remove|set N MAC`: DPDK's first line (the errno text of the failure), then why.
     pub fn mac_addr(&mut self, op: &str, id: u16, mac: &str) -> CmdResult {
         let mac: pktio::MacAddr = mac.parse().map_err(|e| format!("Bad arguments: {e}"))?;
-        let port = &mut self.ports[id as usize];
-        match op {
-            "set" => port.dev.set_mac_addr(mac).map_err(|e| format!("mac_addr_cmd error: ({e})")),
-            "add" | "remove" => Err(format!(
-                "mac_addr_cmd error: (Operation not supported): port {id} has one MAC address (use mac_addr set)"
-            )),
-            _ => Err(format!("Bad arguments: mac_addr {op:?}: expected add, remove or set")),
+        let dev = &mut self.ports[id as usize].dev;
+        let r = match op {
+            "set" => dev.set_mac_addr(mac),
+            // testpmd adds to pool 0, as DPDK's does.
+            "add" => dev.mac_addr_add(mac, 0),
+            "remove" => dev.mac_addr_remove(mac),
+            _ => return Err(format!("Bad arguments: mac_addr {op:?}: expected add, remove or set")),
+        };
+        r.map_err(|e| format!("mac_addr_cmd error: ({})\n  {e}", errno_text(&e)))
+    }
+
+    /// `set stat_qmap rx|tx N QUEUE MAP`: dpdk-testpmd's checks and messages, then the port's mapping (the
+    /// counter sets of DPDK's ixgbe); ports that count each queue on its own refuse, as DPDK's do (-ENOTSUP).
+    pub fn set_stat_qmap(&mut self, id: u16, rx: bool, queue: u16, map: u8) -> CmdResult {
+        let (nq, dir) = if rx { (self.set.rxq, "rx") } else { (self.set.txq, "tx") };
+        if queue >= nq {
+            let d = dir.to_uppercase();
+            return Err(format!("Invalid {d} queue {queue} (must be < nb_{dir}q={nq})"));
         }
+        if map >= QUEUE_STAT_CNTRS {
+            return Err(format!("map_value not in required range 0..{}", QUEUE_STAT_CNTRS - 1));
+        }
+        let dev = &mut self.ports[id as usize].dev;
+        dev.queue_stats_mapping(rx, queue, map).map_err(|e| format!("failed to set {dir} queue stats mapping.\n  {e}"))
+    }
+
+    /// `show port N macs`: every unicast address the port receives for, as DPDK lists them.
+    pub fn show_macs(&self, id: u16) {
+        let macs = self.ports[id as usize].dev.mac_addrs();
+        println!("Number of MAC address added: {}", macs.len());
+        for m in macs {
+            println!("  {m}");
+        }
+    }
+
+    /// `vlan set filter on|off N`: the port's VLAN filter offload (DPDK's `rx_vlan_filter_set`).
+    pub fn vlan_filter_set(&mut self, id: u16, on: bool) -> CmdResult {
+        let dev = &mut self.ports[id as usize].dev;
+        dev.set_vlan_filter_enabled(on).map_err(|e| {
+            let diag = if matches!(e, pktio::Error::NotSupported { .. }) { -95 } else { -22 };
+            format!("rx_vlan_filter_set(port_pi={id}, on={}) failed diag={diag}\n  {e}", u8::from(on))
+        })
     }
 
     /// `vlan set strip on|off N`: asked of the port at its next configuration.
@@ -281,7 +315,7 @@ impl App {
             println!("Bus name: {}", if p.name.starts_with("net_") { "vdev" } else { "pci" });
             println!("Bus information: ");
             println!("Driver name: {}", info.driver_name);
-            println!("Devargs: ");
+            println!("Devargs: {}", p.devargs);
             println!("Connect to socket: {}", p.socket());
             println!("\n\tPort id: {} ", p.id);
             println!("\tMAC address: {}", p.dev.mac_addr());
@@ -290,5 +324,19 @@ impl App {
             let caps = if caps.is_empty() { "Autonegotiate (all speeds)".to_string() } else { caps.join(" ") };
             println!("\tDevice speed capability: {caps}");
         }
+    }
+}
+
+/// DPDK's RTE_ETHDEV_QUEUE_STAT_CNTRS: counter sets a queue can be mapped to.
+const QUEUE_STAT_CNTRS: u8 = 16;
+
+/// The C library's text for the errno DPDK's ethdev returns where pktio returns `e` (what dpdk-testpmd prints).
+pub fn errno_text(e: &pktio::Error) -> &'static str {
+    match e {
+        pktio::Error::NotSupported { .. } => "Operation not supported",
+        pktio::Error::TableFull { .. } => "No space left on device",
+        pktio::Error::DefaultMacAddr { .. } => "Address already in use",
+        pktio::Error::Started { .. } => "Device or resource busy",
+        _ => "Invalid argument",
     }
 }

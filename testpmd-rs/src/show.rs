@@ -172,6 +172,12 @@ impl App {
             println!("  RX-nombufs: {total_nombuf:<14}");
         }
         println!("  {acc}++++++++++++++++++++++++++++++++++++++++++++++{acc}");
+        let cycles: u64 = self.streams.iter().map(|(_, c)| c.core_cycles.get()).sum();
+        if self.set.record_core_cycles || cycles > 0 {
+            if let Some(l) = crate::cycles::stats_line(cycles, self.run_mode.name(), total_rx, total_tx) {
+                println!("{l}");
+            }
+        }
     }
 
     /// `show port stats N`.
@@ -238,7 +244,7 @@ impl App {
             print!("\nDevice name: {}", port.name);
             print!("\nDriver name: {}", info.driver_name);
             print!("\nFirmware-version: not available");
-            print!("\nDevargs: ");
+            print!("\nDevargs: {}", port.devargs);
             print!("\nConnect to socket: {}", port.socket());
             print!("\nmemory allocation on the socket: {}", port.socket());
             println!("\nLink status: {}", if link.up { "up" } else { "down" });
@@ -255,11 +261,13 @@ impl App {
             println!("Maximum MTU: {}", info.max_mtu);
             println!("Promiscuous mode: {}", if port.dev.promiscuous() { "enabled" } else { "disabled" });
             println!("Allmulticast mode: {}", if port.dev.allmulticast() { "enabled" } else { "disabled" });
-            println!("Maximum number of MAC addresses: 1");
+            println!("Maximum number of MAC addresses: {}", info.max_mac_addrs);
             println!("Maximum number of MAC addresses of hash filtering: 0");
             let strip = c.rx_offloads & pktio::offload::RX_VLAN_STRIP != 0;
             println!("VLAN offload: ");
-            println!("  strip {}, filter off, extend off, qinq strip off", if strip { "on" } else { "off" });
+            let on_off = |b: bool| if b { "on" } else { "off" };
+            let filter = port.dev.vlan_filter_enabled();
+            println!("  strip {}, filter {}, extend off, qinq strip off", on_off(strip), on_off(filter));
             if info.hash_key_size > 0 {
                 println!("Hash key size in bytes: {}", info.hash_key_size);
             }

@@ -361,6 +361,8 @@ impl<R: RegisterSpace> I40e<R> {
                 | offload::TX_TCP_TSO
                 | offload::TX_MULTI_SEGS
                 | offload::TX_MBUF_FAST_FREE,
+            // DPDK's I40E_NUM_MACADDR_MAX: what one VSI is given of the switch's filters.
+            max_mac_addrs: vlan::MAX_MAC_ADDRS,
             flow_type_rss_offloads: RssHashFunctions::ALL,
             reta_size: reta,
             hash_key_size: RSS_KEY_LEN as u8,

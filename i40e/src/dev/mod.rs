@@ -619,6 +619,22 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
     fn vlan_filter(&mut self, vlan_id: u16, on: bool) -> Result<()> {
         self.set_vlan_filter(vlan_id, on)
     }
+
+    fn vlan_filter_enabled(&self) -> bool {
+        self.vlan_filtering
+    }
+
+    fn set_vlan_filter_enabled(&mut self, on: bool) -> Result<()> {
+        self.set_vlan_filtering(on)
+    }
+
+    fn mac_addr_add(&mut self, mac: MacAddr, pool: u32) -> Result<()> {
+        self.add_mac_addr(mac, pool)
+    }
+
+    fn mac_addr_remove(&mut self, mac: MacAddr) -> Result<()> {
+        self.remove_mac_addr(mac)
+    }
 }
 
 impl<R: RegisterSpace> Drop for I40e<R> {

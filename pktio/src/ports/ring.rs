@@ -224,6 +224,15 @@ impl EthDev for RingPort {
     fn link(&self) -> LinkStatus {
         self.state.virtual_link()
     }
+
+    // As DPDK's net_ring: the operations exist, but its table holds one address, so only the default one "adds".
+    fn mac_addr_add(&mut self, mac: MacAddr, pool: u32) -> Result<()> {
+        self.state.add_mac(mac, pool).map(drop)
+    }
+
+    fn mac_addr_remove(&mut self, mac: MacAddr) -> Result<()> {
+        self.state.remove_mac(mac).map(drop)
+    }
 }
 
 /// RX side of a ring port.
