@@ -200,8 +200,8 @@ impl Stack {
 
     /// One round of work: reads the clock once, receives up to one burst (32) and handles it, runs smoltcp's
     /// timers and output, ages the ARP cache, sends what is ready in bursts, and fills `events` (cleared first)
-    /// with what the sockets can do now. Never blocks.
-    pub fn poll(&mut self, events: &mut Vec<Event>) {
+    /// with what the sockets can do now. Never blocks. Returns the frames received (0: the port was idle).
+    pub fn poll(&mut self, events: &mut Vec<Event>) -> usize {
         events.clear();
         self.now = Instant::now();
         if !self.announced {
@@ -220,6 +220,7 @@ impl Stack {
         self.run_smoltcp();
         self.scan(events);
         self.flush();
+        n
     }
 
     /// Runs smoltcp's ingress, timers and egress now and sends what it produced: for an application that wrote
