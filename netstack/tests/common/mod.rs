@@ -1,6 +1,8 @@
 //! Two stacks joined back to back over a net_ring pair, and a pool that must be whole again at the end.
 #![allow(dead_code)]
 
+pub mod frames;
+
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
@@ -67,6 +69,68 @@ impl Pair {
         let Pair { a, b, ports, pool, .. } = self;
         drop(a);
         drop(b);
+        let (mut pa, mut pb) = ports.unwrap();
+        pa.stop().unwrap();
+        pb.stop().unwrap();
+        drop((pa, pb));
+        assert_eq!(pool.in_use(), 0, "buffers leaked");
+    }
+}
+
+/// A stack on one end of a ring pair, and raw frames in and out on the other end.
+pub struct Wire {
+    pub stack: Stack,
+    pub events: Vec<Event>,
+    raw_rx: Box<dyn pktio::RxQueue>,
+    raw_tx: Box<dyn pktio::TxQueue>,
+    ports: Option<(RingPort, RingPort)>,
+    pub pool: Mempool,
+    pub peer_mac: pktio::MacAddr,
+}
+
+impl Wire {
+    pub fn new(name: &str, tune: impl Fn(&mut StackConfig)) -> Wire {
+        let pool = pool(name, 1024);
+        let (mut pa, mut pb) = RingPort::pair(&format!("{name}-s"), &format!("{name}-r"), 1, 1024);
+        for p in [&mut pa, &mut pb] {
+            p.configure(&PortConfig::default()).unwrap();
+            p.start(&pool).unwrap();
+        }
+        let mut config = StackConfig::new(pa.mac_addr(), A_IP, 24);
+        tune(&mut config);
+        let stack = Stack::new(config, pa.rx_queue(0).unwrap(), pa.tx_queue(0).unwrap(), pool.clone());
+        let (raw_rx, raw_tx) = (pb.rx_queue(0).unwrap(), pb.tx_queue(0).unwrap());
+        let peer_mac = pb.mac_addr();
+        Wire { stack, events: Vec::new(), raw_rx, raw_tx, ports: Some((pa, pb)), pool, peer_mac }
+    }
+
+    /// Sends `frame` to the stack (it is received on the next poll).
+    pub fn inject(&mut self, frame: &[u8]) {
+        let mut m = self.pool.alloc().expect("pool has room");
+        m.append(frame.len() as u16).expect("frame fits a buffer").copy_from_slice(frame);
+        let mut b = pktio::PacketBatch::with_capacity(1);
+        b.push(m).unwrap();
+        assert_eq!(self.raw_tx.tx_burst(&mut b), 1);
+    }
+
+    pub fn poll(&mut self) -> usize {
+        self.stack.poll(&mut self.events)
+    }
+
+    /// Every frame the stack has sent since the last call, in order.
+    pub fn sent(&mut self) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut b = pktio::PacketBatch::with_capacity(32);
+        while self.raw_rx.rx_burst(&mut b) > 0 {
+            let n = b.len();
+            b.drain_front(n, |m| out.push(m.data().to_vec()));
+        }
+        out
+    }
+
+    pub fn finish(self) {
+        let Wire { stack, raw_rx, raw_tx, ports, pool, .. } = self;
+        drop((stack, raw_rx, raw_tx));
         let (mut pa, mut pb) = ports.unwrap();
         pa.stop().unwrap();
         pb.stop().unwrap();
