@@ -292,7 +292,10 @@ fn field_of(text: &str, span: &Range<usize>, message: &str) -> String {
     if let Some(rest) = message.split("missing field `").nth(1) {
         let key = rest.split('`').next().unwrap_or("");
         let here = text[line_start..].lines().next().unwrap_or("").trim();
-        // The span of a missing field is the table lacking it: its header line, or the whole file.
+        // The span of a missing field is the header of the table lacking it, or empty for a top-level field.
+        if span.is_empty() {
+            return key.to_owned();
+        }
         if let Some(t) = here.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
             return join(t.trim(), key);
         }
