@@ -227,6 +227,7 @@ impl Stack {
     /// Listens for TCP connections on `port` (any of our addresses); connections come as
     /// [`EventKind::Accepted`] on the returned handle and are taken with [`Self::accept`].
     pub fn listen(&mut self, port: u16) -> Result<Handle> {
+        self.smol_dirty = true;
         if port == 0 || self.tcp_ports.contains(&port) {
             return Err(Error::PortInUse(port));
         }
@@ -251,6 +252,7 @@ impl Stack {
     /// Opens a TCP connection to `remote` from an ephemeral port; [`EventKind::Connected`] (or
     /// [`EventKind::Closed`] if refused) follows.
     pub fn connect(&mut self, remote: SocketAddrV4) -> Result<Handle> {
+        self.smol_dirty = true;
         let (lo, hi) = self.config.ephemeral_ports;
         let span = (hi - lo) as u32 + 1;
         let mut port = None;
@@ -285,6 +287,7 @@ impl Stack {
     /// Reads up to `buf.len()` bytes: `Ok(0)` at end of stream (the peer closed and everything was read),
     /// [`Error::WouldBlock`] when nothing is there yet.
     pub fn read(&mut self, h: Handle, buf: &mut [u8]) -> Result<usize> {
+        self.smol_dirty = true;
         let socket = self.conn(h)?.socket;
         let s = self.sockets.get_mut::<tcp::Socket>(socket);
         match s.recv_slice(buf) {
@@ -298,6 +301,7 @@ impl Stack {
     /// Reads in place: `f` gets the contiguous bytes at the head of the receive buffer and returns how many it
     /// consumed. `Ok(0)` at end of stream, [`Error::WouldBlock`] when nothing is there.
     pub fn read_with(&mut self, h: Handle, f: impl FnOnce(&[u8]) -> usize) -> Result<usize> {
+        self.smol_dirty = true;
         let socket = self.conn(h)?.socket;
         let s = self.sockets.get_mut::<tcp::Socket>(socket);
         if !s.can_recv() {
@@ -313,6 +317,7 @@ impl Stack {
     /// Queues up to `data.len()` bytes to send (sent by the next poll); [`Error::WouldBlock`] when the send
     /// buffer is full, [`Error::NotConnected`] once the connection cannot send any more.
     pub fn write(&mut self, h: Handle, data: &[u8]) -> Result<usize> {
+        self.smol_dirty = true;
         let socket = self.conn(h)?.socket;
         let s = self.sockets.get_mut::<tcp::Socket>(socket);
         if !s.may_send() {
@@ -345,6 +350,7 @@ impl Stack {
     /// listener stops listening (connections not yet accepted are reset); a UDP socket frees its port and queue.
     /// The handle is invalid afterwards.
     pub fn close(&mut self, h: Handle) -> Result<()> {
+        self.smol_dirty = true;
         let now = self.now;
         if let SlotKind::Tcp(c) = self.slot_mut(h)? {
             c.app_closed = Some(now);
@@ -379,6 +385,7 @@ impl Stack {
 
     /// Resets a TCP connection at once (RST) and frees it; the handle is invalid afterwards.
     pub fn abort(&mut self, h: Handle) -> Result<()> {
+        self.smol_dirty = true;
         let socket = self.conn(h)?.socket;
         self.sockets.get_mut::<tcp::Socket>(socket).abort();
         self.abort_slot(h.index);
@@ -481,6 +488,7 @@ impl Stack {
 
     /// Walks every socket once: hands out established connections, reaps closed ones, and reports events.
     pub(crate) fn scan(&mut self, events: &mut Vec<Event>) {
+        let first = events.len();
         for index in 0..self.slots.len() as u32 {
             let generation = self.slots[index as usize].generation;
             let handle = Handle { index, generation };
@@ -495,6 +503,7 @@ impl Stack {
                 SlotKind::Tcp(_) => self.scan_conn(handle, events),
             }
         }
+        self.rescan = events[first..].iter().any(|e| matches!(e.kind, EventKind::Readable | EventKind::Accepted));
     }
 
     fn scan_listener(&mut self, handle: Handle, events: &mut Vec<Event>) {

@@ -120,6 +120,12 @@ pub struct Stack {
     /// Highest sequence number sent per (remote address, local port, remote port), to count retransmissions.
     pub(crate) snd_max: HashMap<(Ipv4Addr, u16, u16), u32>,
     pub(crate) counters: Counters,
+    /// The application changed a TCP socket (wrote, read, closed, ...) since smoltcp last ran.
+    pub(crate) smol_dirty: bool,
+    /// When smoltcp's earliest timer (retransmission, delayed ACK, keep-alive) is due; `None`: no timer.
+    smol_deadline: Option<Instant>,
+    /// The last scan reported level-triggered events (data not yet read, connections not yet accepted).
+    pub(crate) rescan: bool,
 }
 
 impl std::fmt::Debug for Stack {
@@ -170,6 +176,9 @@ impl Stack {
             next_ephemeral: ephemeral,
             snd_max: HashMap::new(),
             counters: Counters::default(),
+            smol_dirty: false,
+            smol_deadline: None,
+            rescan: false,
         }
     }
 
@@ -211,14 +220,25 @@ impl Stack {
         let mut batch = std::mem::replace(&mut self.rx_batch, PacketBatch::with_capacity(0));
         self.rx.rx_burst(&mut batch);
         let n = batch.len();
+        let udp_before = self.counters.udp_rx_datagrams;
         batch.drain_front(n, |m| self.input(m));
         self.rx_batch = batch;
+        let mut tick = false;
         if self.now >= self.next_arp_tick {
             self.next_arp_tick = self.now + ARP_TICK;
             self.arp_tick();
+            tick = true;
         }
-        self.run_smoltcp();
-        self.scan(events);
+        // smoltcp walks every socket each time it runs, so an idle poll skips it: it runs for received
+        // segments, for the application's socket calls, and when its earliest timer is due.
+        let due = self.smol_deadline.is_some_and(|d| self.now >= d);
+        let ran = !self.dev.rx.is_empty() || self.smol_dirty || due;
+        if ran {
+            self.run_smoltcp();
+        }
+        if ran || tick || self.rescan || self.counters.udp_rx_datagrams != udp_before {
+            self.scan(events);
+        }
         self.flush();
         n
     }
@@ -229,6 +249,12 @@ impl Stack {
         self.now = Instant::now();
         self.run_smoltcp();
         self.flush();
+    }
+
+    /// When the stack next needs a poll although nothing arrives (smoltcp's earliest timer); for a loop that
+    /// sleeps when idle.
+    pub fn next_timer(&self) -> Option<Instant> {
+        self.smol_deadline
     }
 
     fn smol_now(&self) -> smoltcp::time::Instant {
@@ -248,6 +274,9 @@ impl Stack {
                 break;
             }
         }
+        self.smol_dirty = false;
+        self.smol_deadline =
+            self.iface.poll_at(now, &self.sockets).map(|t| self.epoch + Duration::from_micros(t.total_micros() as u64));
         self.counters.drops.no_mbuf += std::mem::take(&mut self.dev.no_mbuf);
         let mut out = std::mem::take(&mut self.dev.tx);
         for m in out.drain(..) {
