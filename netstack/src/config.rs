@@ -147,10 +147,14 @@ impl Config {
 
         let lcores = match &raw.lcores {
             Some(l) => {
-                let ok = !l.get_ref().is_empty()
-                    && l.get_ref().chars().all(|c| c.is_ascii_digit() || c == ',' || c == '-');
+                let ok =
+                    !l.get_ref().is_empty() && l.get_ref().chars().all(|c| c.is_ascii_digit() || c == ',' || c == '-');
                 if !ok {
-                    return Err(err(l.span(), "lcores", format!("`{}` is not a corelist like \"0\" or \"0-3\"", l.get_ref())));
+                    return Err(err(
+                        l.span(),
+                        "lcores",
+                        format!("`{}` is not a corelist like \"0\" or \"0-3\"", l.get_ref()),
+                    ));
                 }
                 l.get_ref().clone()
             }
@@ -159,10 +163,16 @@ impl Config {
         let port = raw.port.get_ref();
         let device = port.device.get_ref().trim().to_owned();
         if device.is_empty() {
-            return Err(err(port.device.span(), "port.device", "empty: give a vdev (net_af_packet0,iface=veth0) or a PCI address".into()));
+            return Err(err(
+                port.device.span(),
+                "port.device",
+                "empty: give a vdev (net_af_packet0,iface=veth0) or a PCI address".into(),
+            ));
         }
         let mac = match &port.mac {
-            Some(m) => Some(m.get_ref().parse::<MacAddr>().map_err(|e| err(m.span(), "port.mac", format!("{e}: expected six hex bytes like 02:00:00:00:00:01")))?),
+            Some(m) => Some(m.get_ref().parse::<MacAddr>().map_err(|e| {
+                err(m.span(), "port.mac", format!("{e}: expected six hex bytes like 02:00:00:00:00:01"))
+            })?),
             None => None,
         };
         let ipv4 = raw.ipv4.get_ref();
@@ -170,7 +180,10 @@ impl Config {
         let (addr, prefix) = a.get_ref().split_once('/').ok_or_else(|| {
             err(a.span(), "ipv4.address", format!("`{}` has no prefix length: write it as 10.0.0.2/24", a.get_ref()))
         })?;
-        let address: Ipv4Addr = addr.trim().parse().map_err(|_| err(a.span(), "ipv4.address", format!("`{addr}` is not an IPv4 address")))?;
+        let address: Ipv4Addr = addr
+            .trim()
+            .parse()
+            .map_err(|_| err(a.span(), "ipv4.address", format!("`{addr}` is not an IPv4 address")))?;
         let prefix_len: u8 = prefix
             .trim()
             .parse()
@@ -179,10 +192,17 @@ impl Config {
             .ok_or_else(|| err(a.span(), "ipv4.address", format!("prefix length `{prefix}` is not 0 to 32")))?;
         let gateway = match &ipv4.gateway {
             Some(g) => {
-                let gw: Ipv4Addr = g.get_ref().trim().parse().map_err(|_| err(g.span(), "ipv4.gateway", format!("`{}` is not an IPv4 address", g.get_ref())))?;
+                let gw: Ipv4Addr =
+                    g.get_ref().trim().parse().map_err(|_| {
+                        err(g.span(), "ipv4.gateway", format!("`{}` is not an IPv4 address", g.get_ref()))
+                    })?;
                 let probe = StackConfig::new(MacAddr::ZERO, address, prefix_len);
                 if !probe.on_link(gw) {
-                    return Err(err(g.span(), "ipv4.gateway", format!("{gw} is not on the subnet of {address}/{prefix_len}")));
+                    return Err(err(
+                        g.span(),
+                        "ipv4.gateway",
+                        format!("{gw} is not on the subnet of {address}/{prefix_len}"),
+                    ));
                 }
                 Some(gw)
             }
@@ -192,7 +212,11 @@ impl Config {
         if let Some(m) = &raw.memory {
             if let Some(p) = &m.get_ref().pool_size {
                 if *p.get_ref() < 512 {
-                    return Err(err(p.span(), "memory.pool_size", format!("{} mbufs is too few: at least 512", p.get_ref())));
+                    return Err(err(
+                        p.span(),
+                        "memory.pool_size",
+                        format!("{} mbufs is too few: at least 512", p.get_ref()),
+                    ));
                 }
                 pool_size = *p.get_ref();
             }
@@ -208,7 +232,11 @@ impl Config {
             ] {
                 if let Some(v) = value {
                     if !(1024..=(1 << 30)).contains(v.get_ref()) {
-                        return Err(err(v.span(), field, format!("{} bytes: expected 1024 to 1073741824", v.get_ref())));
+                        return Err(err(
+                            v.span(),
+                            field,
+                            format!("{} bytes: expected 1024 to 1073741824", v.get_ref()),
+                        ));
                     }
                     *out = *v.get_ref();
                 }
@@ -227,7 +255,11 @@ impl Config {
                 let ok = !n.get_ref().is_empty()
                     && n.get_ref().chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_');
                 if !ok {
-                    return Err(err(n.span(), "control.name", format!("`{}`: use letters, digits, - and _", n.get_ref())));
+                    return Err(err(
+                        n.span(),
+                        "control.name",
+                        format!("`{}`: use letters, digits, - and _", n.get_ref()),
+                    ));
                 }
                 control_name = n.get_ref().clone();
             }

@@ -113,7 +113,7 @@ pub fn report(stack: &Stack, lcore: u32, command: &str) -> String {
         }
     }
     if all || command == "arp" {
-        let _ = writeln!(out, "{:<16} {:<18} {}", "Address", "HWaddress", "Expires in");
+        let _ = writeln!(out, "{:<16} {:<18} Expires in", "Address", "HWaddress");
         let now = Instant::now();
         for e in stack.arp_entries() {
             let left = e.expires.saturating_duration_since(now).as_secs();
@@ -128,7 +128,11 @@ pub fn report(stack: &Stack, lcore: u32, command: &str) -> String {
         }
     }
     if all || command == "sockets" {
-        let _ = writeln!(out, "{:<6} {:<10} {:>8} {:>8} {:<22} {:<22} State", "Handle", "Proto", "Recv-Q", "Send-Q", "Local", "Foreign");
+        let _ = writeln!(
+            out,
+            "{:<6} {:<10} {:>8} {:>8} {:<22} {:<22} State",
+            "Handle", "Proto", "Recv-Q", "Send-Q", "Local", "Foreign"
+        );
         for s in stack.sockets() {
             let remote = s.remote.map_or("*:*".to_owned(), |r| r.to_string());
             let _ = writeln!(

@@ -106,7 +106,7 @@ impl Counters {
             ("connections_opened", self.connections_opened),
             ("connections_closed", self.connections_closed),
         ];
-        v.extend(self.drops.fields().into_iter().map(|(n, c)| (n, c)));
+        v.extend(self.drops.fields());
         v
     }
 
@@ -115,15 +115,46 @@ impl Counters {
         macro_rules! sum {
             ($($f:ident),*) => { $(self.$f += other.$f;)* };
         }
-        sum!(rx_packets, rx_bytes, tx_packets, tx_bytes, arp_replies_sent, arp_requests_sent, icmp_echo_replies,
-            udp_rx_datagrams, udp_tx_datagrams, tcp_rx_segments, tcp_tx_segments, tcp_retransmissions,
-            connections_opened, connections_closed);
+        sum!(
+            rx_packets,
+            rx_bytes,
+            tx_packets,
+            tx_bytes,
+            arp_replies_sent,
+            arp_requests_sent,
+            icmp_echo_replies,
+            udp_rx_datagrams,
+            udp_tx_datagrams,
+            tcp_rx_segments,
+            tcp_tx_segments,
+            tcp_retransmissions,
+            connections_opened,
+            connections_closed
+        );
         macro_rules! sum_drops {
             ($($f:ident),*) => { $(self.drops.$f += other.drops.$f;)* };
         }
-        sum_drops!(bad_ethernet, not_our_mac, unknown_ethertype, bad_arp, bad_ipv4, ipv4_checksum, not_for_us,
-            fragments, ttl_expired, unknown_protocol, bad_icmp, bad_udp, udp_no_socket, udp_queue_full,
-            tcp_queue_full, no_route, arp_unresolved, no_mbuf, tx_full);
+        sum_drops!(
+            bad_ethernet,
+            not_our_mac,
+            unknown_ethertype,
+            bad_arp,
+            bad_ipv4,
+            ipv4_checksum,
+            not_for_us,
+            fragments,
+            ttl_expired,
+            unknown_protocol,
+            bad_icmp,
+            bad_udp,
+            udp_no_socket,
+            udp_queue_full,
+            tcp_queue_full,
+            no_route,
+            arp_unresolved,
+            no_mbuf,
+            tx_full
+        );
     }
 }
 

@@ -75,7 +75,8 @@ impl phy::Device for IpDevice {
 
     fn receive(&mut self, _timestamp: SmolInstant) -> Option<(RxToken, TxToken<'_>)> {
         let m = self.rx.pop_front()?;
-        let tx = TxToken { out: &mut self.tx, pool: &self.pool, scratch: &mut self.scratch, no_mbuf: &mut self.no_mbuf };
+        let tx =
+            TxToken { out: &mut self.tx, pool: &self.pool, scratch: &mut self.scratch, no_mbuf: &mut self.no_mbuf };
         Some((RxToken(m), tx))
     }
 

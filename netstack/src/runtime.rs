@@ -147,7 +147,9 @@ where
             continue;
         }
         let lcore = lane.0;
-        match eal.launch_with(lcore, lane, move |(lcore, stack, app, control)| lcore_loop(lcore, stack, app, control, idle)) {
+        match eal
+            .launch_with(lcore, lane, move |(lcore, stack, app, control)| lcore_loop(lcore, stack, app, control, idle))
+        {
             Ok(t) => threads.push(t),
             Err(e) => {
                 eal::request_stop();

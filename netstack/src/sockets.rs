@@ -618,7 +618,12 @@ impl Stack {
                 SlotKind::Listener(l) => out.push(SocketInfo {
                     handle,
                     kind: "tcp-listen",
-                    state: format!("LISTEN (backlog {}, half-open {}, ready {})", l.listening.len(), l.half_open.len(), l.ready.len()),
+                    state: format!(
+                        "LISTEN (backlog {}, half-open {}, ready {})",
+                        l.listening.len(),
+                        l.half_open.len(),
+                        l.ready.len()
+                    ),
                     local: SocketAddrV4::new(ours, l.port),
                     remote: None,
                     recv_queue: l.ready.len(),

@@ -327,7 +327,8 @@ impl Stack {
         };
         let sender = repr.source_protocol_addr;
         let for_us = repr.target_protocol_addr == self.config.addr;
-        let usable_sender = !sender.is_unspecified() && sender != self.config.addr && !repr.source_hardware_addr.is_multicast();
+        let usable_sender =
+            !sender.is_unspecified() && sender != self.config.addr && !repr.source_hardware_addr.is_multicast();
         if usable_sender && (for_us || self.arp.knows(sender)) {
             for waiting in self.arp.insert(sender, repr.source_hardware_addr, self.now) {
                 self.output_ip(waiting);
@@ -461,9 +462,8 @@ impl Stack {
         let Ok(ip) = Ipv4Packet::new_checked(m.data()) else { return };
         let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return };
         let flags = tcp.flags();
-        let seg_len = tcp.payload().len() as u32
-            + flags.contains(TcpFlags::SYN) as u32
-            + flags.contains(TcpFlags::FIN) as u32;
+        let seg_len =
+            tcp.payload().len() as u32 + flags.contains(TcpFlags::SYN) as u32 + flags.contains(TcpFlags::FIN) as u32;
         if seg_len == 0 {
             return;
         }

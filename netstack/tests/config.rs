@@ -52,7 +52,10 @@ fn good_config_parses() {
     assert_eq!(c.lcores, "0-1");
     assert_eq!(c.device, "net_af_packet0,iface=veth0");
     assert_eq!(c.mac, Some(MacAddr([2, 0, 0, 0, 0, 5])));
-    assert_eq!((c.address, c.prefix_len, c.gateway), (Ipv4Addr::new(10, 0, 0, 2), 24, Some(Ipv4Addr::new(10, 0, 0, 1))));
+    assert_eq!(
+        (c.address, c.prefix_len, c.gateway),
+        (Ipv4Addr::new(10, 0, 0, 2), 24, Some(Ipv4Addr::new(10, 0, 0, 1)))
+    );
     assert_eq!((c.pool_size, c.hugepages), (4096, true));
     assert_eq!((c.tcp_rx_buffer, c.tcp_tx_buffer, c.tcp_backlog), (16384, 65536, 8));
     assert_eq!(c.control_socket(1), Path::new("/tmp/x/netstack-kv.1.sock"));

@@ -19,7 +19,8 @@ fn gratuitous_arp_on_first_poll() {
     w.poll();
     let sent = w.sent();
     let mac = w.stack.config().mac;
-    let mut expected = eth(MacAddr::BROADCAST, mac, EtherType::ARP, &arp(ArpOperation::REQUEST, mac, A_IP, MacAddr::ZERO, A_IP));
+    let mut expected =
+        eth(MacAddr::BROADCAST, mac, EtherType::ARP, &arp(ArpOperation::REQUEST, mac, A_IP, MacAddr::ZERO, A_IP));
     expected.resize(60, 0);
     assert_eq!(sent, vec![expected]);
     w.poll();
@@ -34,12 +35,22 @@ fn arp_request_for_us_is_answered_and_learned_others_are_not() {
     w.poll();
     w.sent();
     let (mac, peer_mac) = (w.stack.config().mac, w.peer_mac);
-    let mut req = eth(MacAddr::BROADCAST, peer_mac, EtherType::ARP, &arp(ArpOperation::REQUEST, peer_mac, PEER, MacAddr::ZERO, A_IP));
+    let mut req = eth(
+        MacAddr::BROADCAST,
+        peer_mac,
+        EtherType::ARP,
+        &arp(ArpOperation::REQUEST, peer_mac, PEER, MacAddr::ZERO, A_IP),
+    );
     req.resize(60, 0);
     w.inject(&req);
     // A request for someone else: no reply, not learned.
     let other = Ipv4Addr::new(10, 9, 0, 8);
-    w.inject(&eth(MacAddr::BROADCAST, MacAddr([2, 0, 0, 0, 0, 8]), EtherType::ARP, &arp(ArpOperation::REQUEST, MacAddr([2, 0, 0, 0, 0, 8]), other, MacAddr::ZERO, PEER)));
+    w.inject(&eth(
+        MacAddr::BROADCAST,
+        MacAddr([2, 0, 0, 0, 0, 8]),
+        EtherType::ARP,
+        &arp(ArpOperation::REQUEST, MacAddr([2, 0, 0, 0, 0, 8]), other, MacAddr::ZERO, PEER),
+    ));
     w.poll();
     let mut expected = eth(peer_mac, mac, EtherType::ARP, &arp(ArpOperation::REPLY, mac, A_IP, peer_mac, PEER));
     expected.resize(60, 0);
@@ -59,7 +70,12 @@ fn icmp_echo_reply_is_byte_exact() {
     w.sent();
     let (mac, peer_mac) = (w.stack.config().mac, w.peer_mac);
     let data: Vec<u8> = (0..56u8).collect();
-    let request = eth(mac, peer_mac, EtherType::IPV4, &ipv4(PEER, A_IP, IpProtocol::ICMP, 63, &icmp_echo(IcmpType::V4_ECHO_REQUEST, 0x4242, 7, &data)));
+    let request = eth(
+        mac,
+        peer_mac,
+        EtherType::IPV4,
+        &ipv4(PEER, A_IP, IpProtocol::ICMP, 63, &icmp_echo(IcmpType::V4_ECHO_REQUEST, 0x4242, 7, &data)),
+    );
     w.inject(&request);
     w.poll();
     let mut reply_ip = ipv4(A_IP, PEER, IpProtocol::ICMP, 64, &icmp_echo(IcmpType::V4_ECHO_REPLY, 0x4242, 7, &data));
@@ -70,7 +86,12 @@ fn icmp_echo_reply_is_byte_exact() {
     assert_eq!(w.sent(), vec![eth(peer_mac, mac, EtherType::IPV4, &reply_ip)]);
     assert_eq!(w.stack.counters().icmp_echo_replies, 1);
     // Ethernet padding after a short request is not echoed.
-    let mut padded = eth(mac, peer_mac, EtherType::IPV4, &ipv4(PEER, A_IP, IpProtocol::ICMP, 64, &icmp_echo(IcmpType::V4_ECHO_REQUEST, 1, 1, b"ab")));
+    let mut padded = eth(
+        mac,
+        peer_mac,
+        EtherType::IPV4,
+        &ipv4(PEER, A_IP, IpProtocol::ICMP, 64, &icmp_echo(IcmpType::V4_ECHO_REQUEST, 1, 1, b"ab")),
+    );
     padded.resize(60, 0xee);
     w.inject(&padded);
     w.poll();
@@ -97,7 +118,10 @@ fn every_drop_reason_counts_once() {
         ("not_for_us", eth(mac, peer, EtherType::IPV4, &udp(PEER, Ipv4Addr::new(10, 9, 0, 99), 1, 53, b"x"))),
         ("ttl_expired", eth(mac, peer, EtherType::IPV4, &ipv4(PEER, A_IP, IpProtocol::UDP, 0, &[0; 8]))),
         ("unknown_protocol", eth(mac, peer, EtherType::IPV4, &ipv4(PEER, A_IP, IpProtocol(47), 64, &[0; 8]))),
-        ("bad_icmp", eth(mac, peer, EtherType::IPV4, &ipv4(PEER, A_IP, IpProtocol::ICMP, 64, &[8, 0, 0, 0, 0, 0, 0, 0]))),
+        (
+            "bad_icmp",
+            eth(mac, peer, EtherType::IPV4, &ipv4(PEER, A_IP, IpProtocol::ICMP, 64, &[8, 0, 0, 0, 0, 0, 0, 0])),
+        ),
         ("udp_no_socket", eth(mac, peer, EtherType::IPV4, &udp(PEER, A_IP, 1000, 54, b"x"))),
     ];
     let mut bad_sum = good_udp.clone();
@@ -116,13 +140,8 @@ fn every_drop_reason_counts_once() {
         w.inject(frame);
         w.poll();
         let after = w.stack.counters().drops;
-        let changed: Vec<_> = before
-            .fields()
-            .iter()
-            .zip(after.fields())
-            .filter(|(b, a)| b.1 != a.1)
-            .map(|(_, a)| (a.0, a.1))
-            .collect();
+        let changed: Vec<_> =
+            before.fields().iter().zip(after.fields()).filter(|(b, a)| b.1 != a.1).map(|(_, a)| (a.0, a.1)).collect();
         let expected = format!("drop_{reason}");
         assert_eq!(changed, vec![(expected.as_str(), 1)], "frame {reason}");
     }
@@ -150,7 +169,8 @@ fn unresolved_next_hop_holds_a_bounded_queue_then_sends_in_order() {
         w.stack.send_to(h, SocketAddrV4::new(PEER, 9), &[i; 3]).unwrap();
     }
     w.poll();
-    let mut request = eth(MacAddr::BROADCAST, mac, EtherType::ARP, &arp(ArpOperation::REQUEST, mac, A_IP, MacAddr::ZERO, PEER));
+    let mut request =
+        eth(MacAddr::BROADCAST, mac, EtherType::ARP, &arp(ArpOperation::REQUEST, mac, A_IP, MacAddr::ZERO, PEER));
     request.resize(60, 0);
     assert_eq!(w.sent(), vec![request], "one request for six datagrams");
     assert_eq!(w.stack.counters().drops.arp_unresolved, 2);

@@ -56,7 +56,9 @@ impl Netns {
             let _ = Command::new("ip").args(["netns", "del", n]).output();
             run("ip", &["netns", "add", n]);
             run("ip", &["-n", n, "link", "set", "lo", "up"]);
-            let _ = Command::new("ip").args(["netns", "exec", n, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]).output();
+            let _ = Command::new("ip")
+                .args(["netns", "exec", n, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])
+                .output();
         }
         guard
     }
@@ -174,7 +176,10 @@ fn kernel_ping_and_udp_client_reach_udp_echo_over_veth() {
         .spawn()
         .unwrap();
     let (tx, lines) = mpsc::channel();
-    for pipe in [Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>, Box::new(child.stderr.take().unwrap())] {
+    for pipe in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
         let tx = tx.clone();
         std::thread::spawn(move || {
             for l in BufReader::new(pipe).lines().map_while(Result::ok) {
@@ -194,9 +199,7 @@ fn kernel_ping_and_udp_client_reach_udp_echo_over_veth() {
         .unwrap();
     assert!(echo.status.success(), "UDP echo: {}", String::from_utf8_lossy(&echo.stderr));
 
-    let ctl = |what: &str| {
-        run(env!("CARGO_BIN_EXE_netstack-ctl"), &["--config", config.to_str().unwrap(), what])
-    };
+    let ctl = |what: &str| run(env!("CARGO_BIN_EXE_netstack-ctl"), &["--config", config.to_str().unwrap(), what]);
     let arp = ctl("arp");
     assert!(
         arp.lines().any(|l| l.starts_with("10.193.0.1 ") && l.to_lowercase().contains(&mac_va.to_lowercase())),

@@ -34,7 +34,12 @@ fn templates(mac: MacAddr, peer: MacAddr) -> Vec<Vec<u8>> {
     vec![
         eth(MacAddr::BROADCAST, peer, EtherType::ARP, &arp(ArpOperation::REQUEST, peer, PEER, MacAddr::ZERO, A_IP)),
         eth(mac, peer, EtherType::ARP, &arp(ArpOperation::REPLY, peer, PEER, mac, A_IP)),
-        eth(mac, peer, EtherType::IPV4, &ipv4(PEER, A_IP, IpProtocol::ICMP, 64, &icmp_echo(IcmpType::V4_ECHO_REQUEST, 1, 2, b"abcdefgh"))),
+        eth(
+            mac,
+            peer,
+            EtherType::IPV4,
+            &ipv4(PEER, A_IP, IpProtocol::ICMP, 64, &icmp_echo(IcmpType::V4_ECHO_REQUEST, 1, 2, b"abcdefgh")),
+        ),
         eth(mac, peer, EtherType::IPV4, &udp(PEER, A_IP, 1000, 53, b"query")),
         eth(mac, peer, EtherType::IPV4, &tcp_syn(80)),
         eth(mac, peer, EtherType::IPV4, &tcp_syn(81)),
@@ -63,7 +68,7 @@ fn apply(frame: &mut Vec<u8>, m: &Mutation) {
         Mutation::Flip { at, bits } if at < frame.len() => frame[at] ^= bits,
         Mutation::Set { at, value } if at < frame.len() => frame[at] = value,
         Mutation::Truncate(n) => frame.truncate(n),
-        Mutation::Pad(n) => frame.extend(std::iter::repeat_n(0xa5, n)),
+        Mutation::Pad(n) => frame.extend(std::iter::repeat(0xa5).take(n)),
         _ => {}
     }
 }

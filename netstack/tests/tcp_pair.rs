@@ -45,10 +45,16 @@ fn tcp_data_both_ways_then_close() {
     let (mut got_up, mut got_down) = (Vec::new(), Vec::new());
     p.poll_until(20, "200 KB both ways", |p| {
         if sent_up < up.len() {
-            sent_up += p.a.write(client, &up[sent_up..]).or_else(|e| if matches!(e, Error::WouldBlock) { Ok(0) } else { Err(e) }).unwrap();
+            sent_up +=
+                p.a.write(client, &up[sent_up..])
+                    .or_else(|e| if matches!(e, Error::WouldBlock) { Ok(0) } else { Err(e) })
+                    .unwrap();
         }
         if sent_down < down.len() {
-            sent_down += p.b.write(server, &down[sent_down..]).or_else(|e| if matches!(e, Error::WouldBlock) { Ok(0) } else { Err(e) }).unwrap();
+            sent_down +=
+                p.b.write(server, &down[sent_down..])
+                    .or_else(|e| if matches!(e, Error::WouldBlock) { Ok(0) } else { Err(e) })
+                    .unwrap();
         }
         read_all(&mut p.b, server, &mut got_up);
         read_all(&mut p.a, client, &mut got_down);

@@ -33,7 +33,9 @@ fn run() -> Result<(), String> {
             "--name" => name = value("--name")?,
             "--dir" => dir = Some(PathBuf::from(value("--dir")?)),
             "-h" | "--help" => {
-                println!("usage: netstack-ctl [--config FILE | --name NAME] [--dir DIR] [addr|arp|sockets|counters|all]");
+                println!(
+                    "usage: netstack-ctl [--config FILE | --name NAME] [--dir DIR] [addr|arp|sockets|counters|all]"
+                );
                 return Ok(());
             }
             c if !c.starts_with('-') => command = c.to_owned(),
