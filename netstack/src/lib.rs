@@ -4,7 +4,7 @@
 //! # Layers
 //! - Ethernet and ARP are ours ([`arp`]): a cache with expiry and eviction, resolution with a bounded queue of
 //!   packets per unresolved next hop (retried, then given up and counted), a gratuitous ARP on the first poll,
-//!   replies for our address.
+//!   replies for our address; on-link senders missing from the cache are learned from their IPv4 frames.
 //! - IPv4 is ours: version, lengths and header checksum checked, TTL 0 dropped, packets not for our address
 //!   dropped (no forwarding), fragments dropped (no reassembly); each reason counted ([`Drops`]).
 //! - ICMP echo requests are answered by us, in the request's own buffer.
@@ -124,9 +124,11 @@
 //!
 //! Not supported: IPv6, IPv4 options (skipped), reassembly, forwarding, VLANs, multicast, ICMP messages other
 //! than echo (no port-unreachable or errors to TCP), jumbo frames in chained mbufs, TCP listening on one address
-//! among several (a stack has one), TIME-WAIT, and ARP shared between the lcores of one port (each stack keeps
-//! its own cache; ARP replies reach only the lcore RSS maps them to, so multi-lcore needs a peer that answers
-//! each stack's own requests; one lcore is the tested setup).
+//! among several (a stack has one), TIME-WAIT, and one ARP cache shared by the lcores of a port: each stack
+//! keeps its own, and since ARP (not IP) reaches only the queue RSS sends non-IP traffic to, stacks also learn
+//! on-link senders from their IPv4 frames; so a server answers its clients from every lcore, but a stack on
+//! another lcore that connects out to a peer it never heard from may wait for an ARP reply that lands
+//! elsewhere. One lcore is the tested setup.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 

@@ -354,7 +354,7 @@ impl Stack {
     }
 
     fn input_ipv4(&mut self, mut m: Mbuf) {
-        let (proto, total_len, header_len) = {
+        let (proto, total_len, header_len, src) = {
             let p = match Ipv4Packet::new_checked(&m.data()[ETH_LEN..]) {
                 Ok(p) => p,
                 Err(_) => {
@@ -379,8 +379,19 @@ impl Stack {
                 drops.ttl_expired += 1;
                 return;
             }
-            (p.protocol(), p.total_len() as usize, p.header_len())
+            (p.protocol(), p.total_len() as usize, p.header_len(), p.src_addr())
         };
+        // An on-link sender we have no entry for is learned from its frame: with several lcores, ARP replies
+        // reach only one lcore's stack (RSS sends non-IP traffic to queue 0), but every stack sees the IP
+        // traffic of its own flows and can answer it.
+        if self.config.on_link(src) && self.arp.lookup(src, self.now).is_none() {
+            let mac = EthernetFrame::new_unchecked(m.data()).src_addr();
+            if !mac.is_multicast() && !src.is_unspecified() {
+                for waiting in self.arp.insert(src, mac, self.now) {
+                    self.output_ip(waiting);
+                }
+            }
+        }
         // Ethernet padding after the IP packet goes.
         let extra = m.data_len() as usize - ETH_LEN - total_len;
         if extra > 0 {

@@ -218,3 +218,32 @@ fn off_link_without_gateway_is_no_route_and_with_one_goes_to_the_gateway() {
     assert_eq!(&sent[0][38..42], &gw.octets(), "ARP asks for the gateway");
     w.finish();
 }
+
+#[test]
+fn on_link_senders_are_learned_from_their_frames() {
+    let mut w = Wire::new("l2-learn", |_| {});
+    let h = w.stack.udp_bind(53).unwrap();
+    w.poll();
+    w.sent();
+    let (mac, peer) = (w.stack.config().mac, w.peer_mac);
+    w.inject(&eth(mac, peer, EtherType::IPV4, &udp(PEER, A_IP, 1000, 53, b"q")));
+    // Off-link sources are not learned (their frames come from a router).
+    w.inject(&eth(
+        mac,
+        MacAddr([2, 7, 7, 7, 7, 7]),
+        EtherType::IPV4,
+        &udp(Ipv4Addr::new(192, 0, 2, 9), A_IP, 1000, 53, b"q"),
+    ));
+    w.poll();
+    let entries: Vec<_> = w.stack.arp_entries().iter().map(|e| (e.ip, e.mac)).collect();
+    assert_eq!(entries, vec![(PEER, peer)]);
+    let d = w.stack.recv_from(h).unwrap();
+    w.stack.send_to(h, d.from, b"answer").unwrap();
+    drop(d);
+    while w.stack.recv_from(h).is_ok() {}
+    w.poll();
+    let sent = w.sent();
+    assert_eq!(sent.len(), 1, "the answer goes out at once, with no ARP request");
+    assert_eq!(&sent[0][..6], &peer.0);
+    w.finish();
+}

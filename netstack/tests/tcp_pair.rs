@@ -30,6 +30,8 @@ fn tcp_data_both_ways_then_close() {
     let listener = p.b.listen(6379).unwrap();
     let client = p.a.connect(SocketAddrV4::new(B_IP, 6379)).unwrap();
     p.poll_until(5, "connected", |p| has(&p.ev_a, client, EventKind::Connected));
+    assert!(has(&p.ev_a, client, EventKind::Writable), "a new connection is writable: {:?}", p.ev_a);
+    assert!(matches!(p.a.accept(client), Err(Error::BadHandle(_))), "a connection is not a listener");
     p.poll_until(5, "accepted", |p| has(&p.ev_b, listener, EventKind::Accepted) || p.b.active_connections() > 0);
     let server = p.b.accept(listener).unwrap();
     assert!(matches!(p.b.accept(listener), Err(Error::WouldBlock)));
