@@ -339,6 +339,30 @@ impl Stack {
         }
     }
 
+    /// Writes in place: `f` gets the free contiguous room at the tail of the send buffer, fills some of it and
+    /// returns how many bytes it wrote (a reply serialised straight into the socket, no intermediate buffer).
+    /// [`Error::WouldBlock`] when there is no room; call again for room that wrapped around the buffer's end.
+    pub fn write_with(&mut self, h: Handle, f: impl FnOnce(&mut [u8]) -> usize) -> Result<usize> {
+        self.smol_dirty = true;
+        let socket = self.conn(h)?.socket;
+        let s = self.sockets.get_mut::<tcp::Socket>(socket);
+        if !s.may_send() {
+            return if matches!(s.state(), tcp::State::SynSent | tcp::State::SynReceived) {
+                Err(Error::WouldBlock)
+            } else {
+                Err(Error::NotConnected)
+            };
+        }
+        if !s.can_send() {
+            return Err(Error::WouldBlock);
+        }
+        s.send(|room| {
+            let n = f(room).min(room.len());
+            (n, n)
+        })
+        .map_err(|_| Error::NotConnected)
+    }
+
     /// Bytes that [`Self::write`] would take now.
     pub fn write_room(&self, h: Handle) -> Result<usize> {
         let s = self.sockets.get::<tcp::Socket>(self.conn(h)?.socket);

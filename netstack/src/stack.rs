@@ -187,6 +187,11 @@ impl Stack {
         &self.config
     }
 
+    /// The time read at the start of the current poll (the stack's clock: one read per poll).
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
     /// The counters so far.
     pub fn counters(&self) -> &Counters {
         &self.counters
