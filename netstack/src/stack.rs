@@ -101,7 +101,8 @@ pub struct Stack {
     rx: Box<dyn RxQueue>,
     tx: Box<dyn TxQueue>,
     pub(crate) pool: Mempool,
-    rx_batch: PacketBatch,
+    /// Boxed so a poll can take it out (a pointer move) while it hands each packet to `&mut self`.
+    rx_batch: Option<Box<PacketBatch>>,
     tx_batch: PacketBatch,
     pub(crate) iface: Interface,
     pub(crate) sockets: SocketSet<'static>,
@@ -159,7 +160,7 @@ impl Stack {
             rx,
             tx,
             pool,
-            rx_batch: PacketBatch::with_capacity(BURST),
+            rx_batch: Some(Box::new(PacketBatch::with_capacity(BURST))),
             tx_batch: PacketBatch::with_capacity(BURST),
             iface,
             sockets: SocketSet::new(Vec::new()),
@@ -222,12 +223,12 @@ impl Stack {
             self.announced = true;
             self.send_arp_request(self.config.addr);
         }
-        let mut batch = std::mem::replace(&mut self.rx_batch, PacketBatch::with_capacity(0));
+        let mut batch = self.rx_batch.take().expect("only poll takes the batch, and puts it back");
         self.rx.rx_burst(&mut batch);
         let n = batch.len();
         let udp_before = self.counters.udp_rx_datagrams;
         batch.drain_front(n, |m| self.input(m));
-        self.rx_batch = batch;
+        self.rx_batch = Some(batch);
         let mut tick = false;
         if self.now >= self.next_arp_tick {
             self.next_arp_tick = self.now + ARP_TICK;
