@@ -70,8 +70,6 @@ pub struct Drops {
     pub udp_no_socket: u64,
     /// UDP socket receive queue full.
     pub udp_queue_full: u64,
-    /// TCP segments smoltcp's receive queue could not take.
-    pub tcp_queue_full: u64,
     /// Packets to an address with no route (off-link and no gateway).
     pub no_route: u64,
     /// Packets queued for an unresolved next hop that overflowed its pending queue or whose resolution failed.
@@ -149,7 +147,6 @@ impl Counters {
             bad_udp,
             udp_no_socket,
             udp_queue_full,
-            tcp_queue_full,
             no_route,
             arp_unresolved,
             no_mbuf,
@@ -176,7 +173,6 @@ impl Drops {
             ("drop_bad_udp", self.bad_udp),
             ("drop_udp_no_socket", self.udp_no_socket),
             ("drop_udp_queue_full", self.udp_queue_full),
-            ("drop_tcp_queue_full", self.tcp_queue_full),
             ("drop_no_route", self.no_route),
             ("drop_arp_unresolved", self.arp_unresolved),
             ("drop_no_mbuf", self.no_mbuf),
