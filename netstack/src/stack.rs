@@ -142,7 +142,11 @@ impl Stack {
         let now = Instant::now();
         let mut dev = IpDevice::new(pool.clone(), config.mtu, BURST);
         let mut iface_config = IfaceConfig::new(HardwareAddress::Ip);
-        let seed = u64::from(u32::from(config.addr)) ^ now.elapsed().as_nanos() as u64 ^ std::process::id() as u64;
+        // smoltcp draws initial sequence numbers and ephemeral choices from this seed: wall-clock nanoseconds,
+        // so a restarted server does not repeat them.
+        let wall =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let seed = u64::from(u32::from(config.addr)) ^ wall ^ (u64::from(std::process::id()) << 32);
         iface_config.random_seed = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let mut iface = Interface::new(iface_config, &mut dev, smoltcp::time::Instant::ZERO);
         let a = config.addr.octets();
