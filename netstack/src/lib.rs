@@ -128,7 +128,7 @@
 //! keeps its own, and since ARP (not IP) reaches only the queue RSS sends non-IP traffic to, stacks also learn
 //! on-link senders from their IPv4 frames; so a server answers its clients from every lcore, but a stack on
 //! another lcore that connects out to a peer it never heard from may wait for an ARP reply that lands
-//! elsewhere. One lcore is the tested setup.
+//! elsewhere. Tested: one lcore, and two lcores on a two-queue af_packet fanout group (tests/netns.rs).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 

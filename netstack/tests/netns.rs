@@ -49,7 +49,7 @@ struct Netns(Vec<String>, PathBuf);
 impl Netns {
     fn new(names: &[&str]) -> Netns {
         let ns: Vec<String> = names.iter().map(|n| format!("{n}-{}", std::process::id())).collect();
-        let dir = std::env::temp_dir().join(format!("netstack-netns-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("netstack-{}-{}", names[0], std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let guard = Netns(ns, dir);
         for n in &guard.0 {
@@ -141,34 +141,28 @@ else:
 sys.exit(0 if reply == data and peer == (sys.argv[1], int(sys.argv[2])) else "reply differs: %r" % reply[:64])
 "#;
 
-#[test]
-fn kernel_ping_and_udp_client_reach_udp_echo_over_veth() {
-    if !usable() {
-        return;
-    }
-    let ns = Netns::new(&["nstk-cli", "nstk-srv"]);
+/// Two namespaces joined by a veth pair: `va` (`<subnet>.1/24`) in the client's, `vb` (no address) in the
+/// server's. Returns them and va's MAC.
+fn veth_pair(names: [&str; 2], subnet: &str) -> (Netns, String) {
+    let ns = Netns::new(&names);
     let (cli, srv) = (&ns.0[0], &ns.0[1]);
     run("ip", &["-n", cli, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", srv]);
-    run("ip", &["-n", cli, "addr", "add", "10.193.0.1/24", "dev", "va"]);
+    run("ip", &["-n", cli, "addr", "add", &format!("{subnet}.1/24"), "dev", "va"]);
     run("ip", &["-n", cli, "link", "set", "va", "up"]);
     run("ip", &["-n", srv, "link", "set", "vb", "up"]);
     // veth leaves UDP checksums to "hardware" that is not there; af_packet would hand the stack half-done sums.
     run("ip", &["netns", "exec", cli, "ethtool", "-K", "va", "tx", "off"]);
-    let mac_va = run("ip", &["-n", cli, "-br", "link", "show", "va"]);
-    let mac_va = mac_va.split_whitespace().nth(2).unwrap().to_owned();
+    let mac = run("ip", &["-n", cli, "-br", "link", "show", "va"]);
+    let mac = mac.split_whitespace().nth(2).unwrap().to_owned();
+    (ns, mac)
+}
 
+/// Writes the configuration and starts udp-echo on port 7007 in the server namespace; returns once it is up.
+fn spawn_echo(ns: &Netns, config_text: &str) -> (Server, PathBuf) {
     let config = ns.1.join("udp-echo.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "lcores = \"0\"\n[port]\ndevice = \"net_af_packet0,iface=vb\"\n[ipv4]\naddress = \"10.193.0.2/24\"\n\
-             [memory]\npool_size = 2048\n[control]\nname = \"echo-test\"\ndir = \"{}\"\n",
-            ns.1.display()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&config, config_text).unwrap();
     let mut child = Command::new("ip")
-        .args(["netns", "exec", srv, env!("CARGO_BIN_EXE_udp-echo"), "--config"])
+        .args(["netns", "exec", &ns.0[1], env!("CARGO_BIN_EXE_udp-echo"), "--config"])
         .arg(&config)
         .args(["--idle-sleep-us", "200", "--port", "7007"])
         .stdout(Stdio::piped())
@@ -176,10 +170,9 @@ fn kernel_ping_and_udp_client_reach_udp_echo_over_veth() {
         .spawn()
         .unwrap();
     let (tx, lines) = mpsc::channel();
-    for pipe in [
-        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-        Box::new(child.stderr.take().unwrap()),
-    ] {
+    let pipes: [Box<dyn std::io::Read + Send>; 2] =
+        [Box::new(child.stdout.take().unwrap()), Box::new(child.stderr.take().unwrap())];
+    for pipe in pipes {
         let tx = tx.clone();
         std::thread::spawn(move || {
             for l in BufReader::new(pipe).lines().map_while(Result::ok) {
@@ -188,7 +181,28 @@ fn kernel_ping_and_udp_client_reach_udp_echo_over_veth() {
         });
     }
     let mut server = Server { child, lines, seen: Vec::new() };
-    let up = server.wait_for("lcore 0 up", Duration::from_secs(20));
+    server.wait_for("lcore 0 up", Duration::from_secs(20));
+    (server, config)
+}
+
+fn ctl(config: &std::path::Path, what: &str) -> String {
+    run(env!("CARGO_BIN_EXE_netstack-ctl"), &["--config", config.to_str().unwrap(), what])
+}
+
+#[test]
+fn kernel_ping_and_udp_client_reach_udp_echo_over_veth() {
+    if !usable() {
+        return;
+    }
+    let (ns, mac_va) = veth_pair(["nstk-cli", "nstk-srv"], "10.193.0");
+    let cli = &ns.0[0];
+    let text = format!(
+        "lcores = \"0\"\n[port]\ndevice = \"net_af_packet0,iface=vb\"\n[ipv4]\naddress = \"10.193.0.2/24\"\n\
+         [memory]\npool_size = 2048\n[control]\nname = \"echo-test\"\ndir = \"{}\"\n",
+        ns.1.display()
+    );
+    let (mut server, config) = spawn_echo(&ns, &text);
+    let up = server.wait_for("lcore 0 up", Duration::from_secs(1));
     assert!(up.contains("inet 10.193.0.2/24"), "{up}");
 
     let ping = run("ip", &["netns", "exec", cli, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.193.0.2"]);
@@ -199,19 +213,73 @@ fn kernel_ping_and_udp_client_reach_udp_echo_over_veth() {
         .unwrap();
     assert!(echo.status.success(), "UDP echo: {}", String::from_utf8_lossy(&echo.stderr));
 
-    let ctl = |what: &str| run(env!("CARGO_BIN_EXE_netstack-ctl"), &["--config", config.to_str().unwrap(), what]);
-    let arp = ctl("arp");
+    let arp = ctl(&config, "arp");
     assert!(
         arp.lines().any(|l| l.starts_with("10.193.0.1 ") && l.to_lowercase().contains(&mac_va.to_lowercase())),
         "no ARP entry for 10.193.0.1 at {mac_va}:\n{arp}"
     );
-    let sockets = ctl("sockets");
+    let sockets = ctl(&config, "sockets");
     assert!(sockets.contains("udp") && sockets.contains("10.193.0.2:7007"), "{sockets}");
-    let addr = ctl("addr");
+    let addr = ctl(&config, "addr");
     assert!(addr.contains("inet 10.193.0.2/24"), "{addr}");
 
     let out = server.interrupt();
     assert!(counter(&out, "icmp_echo_replies") >= 3, "{out}");
     assert!(counter(&out, "udp_rx_datagrams") >= 1 && counter(&out, "udp_tx_datagrams") >= 1, "{out}");
     assert!(!ns.1.join("netstack-echo-test.0.sock").exists(), "control socket left behind");
+}
+
+const MANY_FLOWS: &str = r#"
+import socket, sys
+errors = []
+for i in range(24):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(1)
+    data = b"flow %d " % i + bytes(range(i, i + 100))
+    for attempt in range(5):
+        s.sendto(data, (sys.argv[1], int(sys.argv[2])))
+        try:
+            reply, _ = s.recvfrom(4096)
+            if reply != data:
+                errors.append("flow %d: reply differs" % i)
+            break
+        except socket.timeout:
+            continue
+    else:
+        errors.append("flow %d: no reply" % i)
+    s.close()
+sys.exit("\n".join(errors) if errors else 0)
+"#;
+
+/// Two lcores, two af_packet queues in a fanout group: 24 flows (source ports) spread over both stacks, each
+/// answered by the stack its flow reached; both lcores answer netstack-ctl and print counters on Ctrl-C.
+#[test]
+fn udp_echo_on_two_lcores_answers_every_flow() {
+    if !usable() {
+        return;
+    }
+    let (ns, _) = veth_pair(["nstk-cli2", "nstk-srv2"], "10.194.0");
+    let cli = &ns.0[0];
+    let text = format!(
+        "lcores = \"0-1\"\n[port]\ndevice = \"net_af_packet0,iface=vb,qpairs=2\"\n[ipv4]\n\
+         address = \"10.194.0.2/24\"\n[control]\nname = \"echo-two\"\ndir = \"{}\"\n",
+        ns.1.display()
+    );
+    let (mut server, config) = spawn_echo(&ns, &text);
+    server.wait_for("lcore 1 up", Duration::from_secs(5));
+    let flows = Command::new("ip")
+        .args(["netns", "exec", cli, "python3", "-c", MANY_FLOWS, "10.194.0.2", "7007"])
+        .output()
+        .unwrap();
+    assert!(flows.status.success(), "UDP flows: {}", String::from_utf8_lossy(&flows.stderr));
+    let counters = ctl(&config, "counters");
+    assert!(counters.contains("== lcore 0 ==") && counters.contains("== lcore 1 =="), "{counters}");
+    let out = server.interrupt();
+    let total = out.split("== udp-echo: total ==").nth(1).unwrap_or_else(|| panic!("no total:\n{out}"));
+    assert!(counter(total, "udp_rx_datagrams") >= 24 && counter(total, "udp_tx_datagrams") >= 24, "{out}");
+    let per_lcore: Vec<u64> =
+        out.split("== udp-echo: lcore ").skip(1).map(|block| counter(block, "udp_rx_datagrams")).collect();
+    assert_eq!(per_lcore.len(), 2, "{out}");
+    // Both stacks served flows: the one ARP never reached answered from what it learned off the IP frames.
+    assert!(per_lcore.iter().all(|&n| n > 0), "flows per lcore {per_lcore:?}:\n{out}");
 }
