@@ -1,0 +1,232 @@
+//! The runtime every sample server uses: `--config FILE` (plus overrides), the port brought up through the EAL,
+//! one [`Stack`] per lcore polled in a run-to-completion loop that hands each poll's events to the
+//! application, a control socket per lcore, and the counters printed on Ctrl-C.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use pktio::{PortConfig, RssConfig, RssHashFunctions};
+
+use crate::control::ControlServer;
+use crate::{Config, Counters, Error, Event, Result, Stack};
+
+/// Polls between control-socket checks: the check is a non-blocking `accept`, kept off most iterations.
+const CONTROL_EVERY: u32 = 1024;
+
+/// An application on the runtime: one value per lcore, driven by that lcore's poll loop.
+pub trait App: Send + 'static {
+    /// Handles the events of one poll (called only when there are some).
+    fn on_events(&mut self, stack: &mut Stack, events: &[Event]);
+
+    /// Called once per poll, events or not (timers, sending on its own initiative). Does nothing by default.
+    fn on_poll(&mut self, stack: &mut Stack) {
+        let _ = stack;
+    }
+}
+
+/// What the runtime was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOptions {
+    /// The configuration, with command-line overrides applied.
+    pub config: Config,
+    /// Sleep this long after a poll that received nothing and reported nothing (None: busy-poll, as a dataplane
+    /// does; a sleep spares a shared CPU in tests).
+    pub idle_sleep: Option<Duration>,
+    /// Arguments left for the application.
+    pub app_args: Vec<String>,
+}
+
+/// The runtime's options, for `--help`.
+pub const USAGE: &str = "\
+  --config FILE         the TOML configuration (required; see the netstack crate docs)
+  --lcores LIST         override `lcores` (DPDK corelist)
+  --control-dir DIR     override `control.dir`
+  --idle-sleep-us N     sleep N microseconds after an idle poll (default: busy-poll)";
+
+/// Parses the runtime's options out of `args` (without the program name); the rest go to the application.
+pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<RunOptions> {
+    let mut args = args.into_iter();
+    let (mut config_path, mut lcores, mut dir, mut idle_sleep) = (None, None, None, None);
+    let mut app_args = Vec::new();
+    while let Some(a) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| Error::Usage(format!("{name} needs a value")));
+        match a.as_str() {
+            "--config" => config_path = Some(PathBuf::from(value("--config")?)),
+            "--lcores" => lcores = Some(value("--lcores")?),
+            "--control-dir" => dir = Some(PathBuf::from(value("--control-dir")?)),
+            "--idle-sleep-us" => {
+                let v = value("--idle-sleep-us")?;
+                let us: u64 = v.parse().map_err(|_| Error::Usage(format!("--idle-sleep-us: `{v}` is not a number")))?;
+                idle_sleep = Some(Duration::from_micros(us));
+            }
+            _ => app_args.push(a),
+        }
+    }
+    let path = config_path.ok_or_else(|| Error::Usage("--config FILE is required".into()))?;
+    let mut config = Config::load(&path)?;
+    if let Some(l) = lcores {
+        config.lcores = l;
+    }
+    if let Some(d) = dir {
+        config.control_dir = d;
+    }
+    Ok(RunOptions { config, idle_sleep, app_args })
+}
+
+/// The EAL arguments the configuration stands for.
+pub fn eal_args(config: &Config) -> Vec<String> {
+    let mut args = vec!["-l".to_owned(), config.lcores.clone()];
+    if !config.hugepages {
+        args.push("--no-huge".into());
+    }
+    // A PCI address starts with a hex digit group and a colon; everything else is a vdev.
+    let is_pci = config.device.split(',').next().is_some_and(|d| d.contains(':') && !d.starts_with("net_"));
+    args.push(if is_pci { "-a" } else { "--vdev" }.into());
+    args.push(config.device.clone());
+    args
+}
+
+/// Brings up the port, runs `make_app`'s application on a stack per lcore until Ctrl-C (or
+/// [`eal::request_stop`]), prints the counters and returns their sum over the lcores.
+pub fn run<A, F>(program: &str, options: RunOptions, mut make_app: F) -> Result<Counters>
+where
+    A: App,
+    F: FnMut(&mut Stack, &[String]) -> Result<A>,
+{
+    let config = &options.config;
+    let (mut eal, _) = eal::init_with(&pmds::registry(), eal_args(config))?;
+    let mut ports = eal.take_ports();
+    if ports.is_empty() {
+        return Err(Error::Usage(format!("{}: port.device `{}` opened no port", config.file.display(), config.device)));
+    }
+    let mut port = ports.remove(0);
+    drop(ports);
+    let lcores: Vec<u32> = eal.lcores().to_vec();
+    let queues = lcores.len() as u16;
+    let mut port_config = PortConfig { rx_queues: queues, tx_queues: queues, ..PortConfig::default() };
+    if queues > 1 {
+        // RSS keeps each flow on one queue, so on one lcore's stack.
+        port_config.rss = Some(RssConfig { key: None, functions: RssHashFunctions::IP });
+    }
+    port.dev.configure(&port_config)?;
+    let pool = eal.pktmbuf_pool("netstack", config.pool_size, 256, mempool::DEFAULT_DATA_ROOM)?;
+    port.dev.start(&pool)?;
+    let port_mac = port.dev.mac_addr();
+    if config.mac.is_some_and(|m| m != port_mac) {
+        // Frames to a MAC the port does not own arrive only in promiscuous mode.
+        port.dev.set_promiscuous(true)?;
+    }
+    let stack_config = config.stack_config(port_mac);
+    let mut lanes = Vec::new();
+    for (q, &lcore) in lcores.iter().enumerate() {
+        let rx = port.dev.rx_queue(q as u16)?;
+        let tx = port.dev.tx_queue(q as u16)?;
+        let mut stack = Stack::new(stack_config.clone(), rx, tx, pool.clone());
+        let app = make_app(&mut stack, &options.app_args)?;
+        let control = ControlServer::bind(&config.control_socket(lcore), lcore)?;
+        println!(
+            "{program}: lcore {lcore} up: inet {}/{} ether {} on {}; control {}",
+            stack_config.addr,
+            stack_config.prefix_len,
+            stack_config.mac,
+            port.name,
+            control.path().display()
+        );
+        lanes.push((lcore, stack, app, control));
+    }
+    let _ = std::io::stdout().flush();
+    let idle = options.idle_sleep;
+    let main_lcore = eal.main_lcore();
+    let mut threads = Vec::new();
+    let mut main_lane = None;
+    for lane in lanes {
+        if lane.0 == main_lcore {
+            main_lane = Some(lane);
+            continue;
+        }
+        let lcore = lane.0;
+        match eal
+            .launch_with(lcore, lane, move |(lcore, stack, app, control)| lcore_loop(lcore, stack, app, control, idle))
+        {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                eal::request_stop();
+                return Err(e.error.into());
+            }
+        }
+    }
+    let mut results = Vec::new();
+    if let Some((lcore, stack, app, control)) = main_lane {
+        results.push(lcore_loop(lcore, stack, app, control, idle));
+    }
+    for t in threads {
+        results.push(t.join()?);
+    }
+    let mut total = Counters::default();
+    let mut out = String::new();
+    for (lcore, counters, active) in &results {
+        out.push_str(&format!("== {program}: lcore {lcore} ==\nconnections_active       {active}\n{counters}"));
+        total.add(counters);
+    }
+    if results.len() > 1 {
+        out.push_str(&format!("== {program}: total ==\n{total}"));
+    }
+    print!("{out}");
+    let _ = std::io::stdout().flush();
+    port.dev.stop()?;
+    Ok(total)
+}
+
+/// One lcore's run-to-completion loop; returns its counters and the connections still open at the stop.
+fn lcore_loop<A: App>(
+    lcore: u32,
+    mut stack: Stack,
+    mut app: A,
+    mut control: ControlServer,
+    idle: Option<Duration>,
+) -> (u32, Counters, usize) {
+    let mut events = Vec::with_capacity(256);
+    let mut n: u32 = 0;
+    while !eal::stop_requested() {
+        let received = stack.poll(&mut events);
+        if !events.is_empty() {
+            app.on_events(&mut stack, &events);
+        }
+        app.on_poll(&mut stack);
+        n = n.wrapping_add(1);
+        if n % CONTROL_EVERY == 0 || (received == 0 && events.is_empty() && idle.is_some()) {
+            control.serve(&stack);
+        }
+        if let Some(d) = idle {
+            if received == 0 && events.is_empty() {
+                std::thread::sleep(d);
+            }
+        }
+    }
+    let active = stack.active_connections();
+    (lcore, *stack.counters(), active)
+}
+
+/// `main` for a sample server: parses `std::env::args`, runs, and turns errors into a message and exit code 1.
+/// `--help` prints the runtime's options followed by `app_usage`.
+pub fn main<A, F>(program: &str, app_usage: &str, make_app: F) -> ExitCode
+where
+    A: App,
+    F: FnMut(&mut Stack, &[String]) -> Result<A>,
+{
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("usage: {program} --config FILE [runtime options] [application options]\n{USAGE}\n{app_usage}");
+        return ExitCode::SUCCESS;
+    }
+    let result = parse_args(args).and_then(|options| run(program, options, make_app));
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{program}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

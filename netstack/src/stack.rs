@@ -1,0 +1,615 @@
+//! One stack instance: the poll loop, our Ethernet/ARP/IPv4/ICMP/UDP input and output, and the hand-off of TCP
+//! segments to and from smoltcp. The socket API (TCP, UDP, events) is in `sockets.rs`.
+
+use std::collections::{HashMap, HashSet};
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+use mempool::{Mbuf, Mempool, PacketBatch};
+use pktio::wire::{
+    ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr, IcmpPacket, IcmpType, IpProtocol,
+    Ipv4Packet, Sum, TcpFlags, TcpPacket, UdpPacket,
+};
+use pktio::{MacAddr, RxQueue, TxQueue};
+use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet};
+use smoltcp::wire::{HardwareAddress, IpCidr, Ipv4Address};
+
+use crate::arp::{ArpCache, ArpConfig, ArpEntry, Queued};
+use crate::device::IpDevice;
+use crate::sockets::Slot;
+use crate::{Counters, Event, BURST};
+
+const ETH_LEN: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
+/// Shortest Ethernet frame without its FCS; ARP packets are padded to it.
+const ETH_MIN_FRAME: usize = 60;
+/// How often the ARP cache is aged.
+const ARP_TICK: Duration = Duration::from_millis(100);
+/// Extra egress rounds per poll: smoltcp sends at most one segment per socket per egress pass, so a bulk
+/// sender needs several passes to fill a burst.
+const EGRESS_ROUNDS: usize = 8;
+
+/// What one stack instance is: its addresses and sizes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackConfig {
+    /// Our MAC address (usually the port's).
+    pub mac: MacAddr,
+    /// Our IPv4 address.
+    pub addr: Ipv4Addr,
+    /// Prefix length of the on-link subnet.
+    pub prefix_len: u8,
+    /// Next hop for addresses off the subnet; none means they are unreachable.
+    pub gateway: Option<Ipv4Addr>,
+    /// IP MTU.
+    pub mtu: usize,
+    /// ARP timing and sizes.
+    pub arp: ArpConfig,
+    /// Receive buffer of each TCP connection, bytes.
+    pub tcp_rx_buffer: usize,
+    /// Send buffer of each TCP connection, bytes.
+    pub tcp_tx_buffer: usize,
+    /// Listening sockets kept ready per listener: SYNs beyond this many in one poll are refused.
+    pub tcp_backlog: usize,
+    /// How long a connection the application closed may take to finish its FIN exchange before it is aborted.
+    pub tcp_linger: Duration,
+    /// Datagrams held per UDP socket.
+    pub udp_queue: usize,
+    /// Local ports `connect` picks from (inclusive).
+    pub ephemeral_ports: (u16, u16),
+}
+
+impl StackConfig {
+    /// Defaults for the address `addr/prefix_len` at `mac`.
+    pub fn new(mac: MacAddr, addr: Ipv4Addr, prefix_len: u8) -> Self {
+        StackConfig {
+            mac,
+            addr,
+            prefix_len,
+            gateway: None,
+            mtu: 1500,
+            arp: ArpConfig::default(),
+            tcp_rx_buffer: 64 * 1024,
+            tcp_tx_buffer: 64 * 1024,
+            tcp_backlog: 64,
+            tcp_linger: Duration::from_secs(30),
+            udp_queue: 256,
+            ephemeral_ports: (49152, 65535),
+        }
+    }
+
+    fn netmask(&self) -> u32 {
+        if self.prefix_len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - self.prefix_len.min(32) as u32)
+        }
+    }
+
+    /// Whether `ip` is on our subnet.
+    pub fn on_link(&self, ip: Ipv4Addr) -> bool {
+        (u32::from(ip) ^ u32::from(self.addr)) & self.netmask() == 0
+    }
+
+    fn subnet_broadcast(&self) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.addr) | !self.netmask())
+    }
+}
+
+/// A TCP/IP stack on one (RX queue, TX queue) pair. Owned and polled by one thread; nothing in it is shared or
+/// locked. See the crate docs for the API.
+pub struct Stack {
+    pub(crate) config: StackConfig,
+    rx: Box<dyn RxQueue>,
+    tx: Box<dyn TxQueue>,
+    pub(crate) pool: Mempool,
+    /// Boxed so a poll can take it out (a pointer move) while it hands each packet to `&mut self`.
+    rx_batch: Option<Box<PacketBatch>>,
+    tx_batch: PacketBatch,
+    pub(crate) iface: Interface,
+    pub(crate) sockets: SocketSet<'static>,
+    dev: IpDevice,
+    arp: ArpCache,
+    epoch: Instant,
+    pub(crate) now: Instant,
+    next_arp_tick: Instant,
+    announced: bool,
+    ip_ident: u16,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) free_slots: Vec<u32>,
+    pub(crate) udp_ports: HashMap<u16, u32>,
+    pub(crate) tcp_ports: HashSet<u16>,
+    pub(crate) next_ephemeral: u16,
+    /// Highest sequence number sent per (remote address, local port, remote port), to count retransmissions.
+    pub(crate) snd_max: HashMap<(Ipv4Addr, u16, u16), u32>,
+    pub(crate) counters: Counters,
+    /// The application changed a TCP socket (wrote, read, closed, ...) since smoltcp last ran.
+    pub(crate) smol_dirty: bool,
+    /// When smoltcp's earliest timer (retransmission, delayed ACK, keep-alive) is due; `None`: no timer.
+    smol_deadline: Option<Instant>,
+    /// The last scan reported level-triggered events (data not yet read, connections not yet accepted).
+    pub(crate) rescan: bool,
+}
+
+impl std::fmt::Debug for Stack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stack").field("config", &self.config).field("counters", &self.counters).finish()
+    }
+}
+
+impl Stack {
+    /// A stack on the queues `rx`/`tx` of a started port, sending from `pool`. It announces its address with a
+    /// gratuitous ARP on its first poll.
+    pub fn new(config: StackConfig, rx: Box<dyn RxQueue>, tx: Box<dyn TxQueue>, pool: Mempool) -> Stack {
+        let now = Instant::now();
+        let mut dev = IpDevice::new(pool.clone(), config.mtu, BURST);
+        let mut iface_config = IfaceConfig::new(HardwareAddress::Ip);
+        // smoltcp draws initial sequence numbers and ephemeral choices from this seed: wall-clock nanoseconds,
+        // so a restarted server does not repeat them.
+        let wall =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let seed = u64::from(u32::from(config.addr)) ^ wall ^ (u64::from(std::process::id()) << 32);
+        iface_config.random_seed = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut iface = Interface::new(iface_config, &mut dev, smoltcp::time::Instant::ZERO);
+        let a = config.addr.octets();
+        iface.update_ip_addrs(|addrs| {
+            addrs.push(IpCidr::new(Ipv4Address::new(a[0], a[1], a[2], a[3]).into(), config.prefix_len)).ok();
+        });
+        if let Some(gw) = config.gateway {
+            let g = gw.octets();
+            let _ = iface.routes_mut().add_default_ipv4_route(Ipv4Address::new(g[0], g[1], g[2], g[3]));
+        }
+        let ephemeral = config.ephemeral_ports.0;
+        Stack {
+            arp: ArpCache::new(config.arp),
+            config,
+            rx,
+            tx,
+            pool,
+            rx_batch: Some(Box::new(PacketBatch::with_capacity(BURST))),
+            tx_batch: PacketBatch::with_capacity(BURST),
+            iface,
+            sockets: SocketSet::new(Vec::new()),
+            dev,
+            epoch: now,
+            now,
+            next_arp_tick: now,
+            announced: false,
+            ip_ident: 0,
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            udp_ports: HashMap::new(),
+            tcp_ports: HashSet::new(),
+            next_ephemeral: ephemeral,
+            snd_max: HashMap::new(),
+            counters: Counters::default(),
+            smol_dirty: false,
+            smol_deadline: None,
+            rescan: false,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &StackConfig {
+        &self.config
+    }
+
+    /// The time read at the start of the current poll (the stack's clock: one read per poll).
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The ARP cache's resolved entries.
+    pub fn arp_entries(&self) -> Vec<ArpEntry> {
+        self.arp.entries()
+    }
+
+    /// Next hops being resolved, and the packets waiting for them.
+    pub fn arp_unresolved(&self) -> (Vec<Ipv4Addr>, usize) {
+        (self.arp.unresolved(), self.arp.pending_packets())
+    }
+
+    /// The pool the stack sends from.
+    pub fn pool(&self) -> &Mempool {
+        &self.pool
+    }
+
+    /// One round of work: reads the clock once, receives up to one burst (32) and handles it, runs smoltcp's
+    /// timers and output, ages the ARP cache, sends what is ready in bursts, and fills `events` (cleared first)
+    /// with what the sockets can do now. Never blocks. Returns the frames received (0: the port was idle).
+    pub fn poll(&mut self, events: &mut Vec<Event>) -> usize {
+        events.clear();
+        self.now = Instant::now();
+        if !self.announced {
+            self.announced = true;
+            self.send_arp_request(self.config.addr);
+        }
+        let mut batch = self.rx_batch.take().expect("only poll takes the batch, and puts it back");
+        self.rx.rx_burst(&mut batch);
+        let n = batch.len();
+        let udp_before = self.counters.udp_rx_datagrams;
+        batch.drain_front(n, |m| self.input(m));
+        self.rx_batch = Some(batch);
+        let mut tick = false;
+        if self.now >= self.next_arp_tick {
+            self.next_arp_tick = self.now + ARP_TICK;
+            self.arp_tick();
+            tick = true;
+        }
+        // smoltcp walks every socket each time it runs, so an idle poll skips it: it runs for received
+        // segments, for the application's socket calls, and when its earliest timer is due.
+        let due = self.smol_deadline.is_some_and(|d| self.now >= d);
+        let ran = !self.dev.rx.is_empty() || self.smol_dirty || due;
+        if ran {
+            self.run_smoltcp();
+        }
+        if ran || tick || self.rescan || self.counters.udp_rx_datagrams != udp_before {
+            self.scan(events);
+        }
+        self.flush();
+        n
+    }
+
+    /// Runs smoltcp's ingress, timers and egress now and sends what it produced: for an application that wrote
+    /// after [`Self::poll`] and wants the data out before the next poll.
+    pub fn flush_writes(&mut self) {
+        self.now = Instant::now();
+        self.run_smoltcp();
+        self.flush();
+    }
+
+    /// When the stack next needs a poll although nothing arrives (smoltcp's earliest timer); for a loop that
+    /// sleeps when idle.
+    pub fn next_timer(&self) -> Option<Instant> {
+        self.smol_deadline
+    }
+
+    fn smol_now(&self) -> smoltcp::time::Instant {
+        smoltcp::time::Instant::from_micros(self.now.duration_since(self.epoch).as_micros() as i64)
+    }
+
+    fn run_smoltcp(&mut self) {
+        let now = self.smol_now();
+        self.iface.poll(now, &mut self.dev, &mut self.sockets);
+        for _ in 0..EGRESS_ROUNDS {
+            let before = self.dev.tx.len();
+            if before >= BURST {
+                break;
+            }
+            self.iface.poll_egress(now, &mut self.dev, &mut self.sockets);
+            if self.dev.tx.len() == before {
+                break;
+            }
+        }
+        self.smol_dirty = false;
+        self.smol_deadline =
+            self.iface.poll_at(now, &self.sockets).map(|t| self.epoch + Duration::from_micros(t.total_micros() as u64));
+        self.counters.drops.no_mbuf += std::mem::take(&mut self.dev.no_mbuf);
+        let mut out = std::mem::take(&mut self.dev.tx);
+        for m in out.drain(..) {
+            self.count_tcp_out(&m);
+            self.output_ip(m);
+        }
+        self.dev.tx = out;
+    }
+
+    // ---- input ----
+
+    /// Handles one received frame; every path either keeps the mbuf (queued, or sent back) or drops it counted.
+    pub(crate) fn input(&mut self, m: Mbuf) {
+        self.counters.rx_packets += 1;
+        self.counters.rx_bytes += m.pkt_len() as u64;
+        if m.nb_segs() != 1 {
+            // Jumbo chains are not parsed: the headers are assumed to lie in one segment.
+            self.counters.drops.bad_ethernet += 1;
+            return;
+        }
+        let (dst, ethertype) = match EthernetFrame::new_checked(m.data()) {
+            Ok(f) => (f.dst_addr(), f.ethertype()),
+            Err(_) => {
+                self.counters.drops.bad_ethernet += 1;
+                return;
+            }
+        };
+        if dst != self.config.mac && dst != MacAddr::BROADCAST {
+            self.counters.drops.not_our_mac += 1;
+            return;
+        }
+        match ethertype {
+            EtherType::ARP => self.input_arp(m),
+            EtherType::IPV4 if dst == self.config.mac => self.input_ipv4(m),
+            EtherType::IPV4 => self.counters.drops.not_for_us += 1,
+            t if t.is_vlan() => self.counters.drops.bad_ethernet += 1,
+            _ => self.counters.drops.unknown_ethertype += 1,
+        }
+    }
+
+    fn input_arp(&mut self, mut m: Mbuf) {
+        let repr = match ArpPacket::new_checked(&m.data()[ETH_LEN..]).and_then(|p| ArpRepr::parse(&p)) {
+            Ok(r) => r,
+            Err(_) => {
+                self.counters.drops.bad_arp += 1;
+                return;
+            }
+        };
+        let sender = repr.source_protocol_addr;
+        let for_us = repr.target_protocol_addr == self.config.addr;
+        let usable_sender =
+            !sender.is_unspecified() && sender != self.config.addr && !repr.source_hardware_addr.is_multicast();
+        if usable_sender && (for_us || self.arp.knows(sender)) {
+            for waiting in self.arp.insert(sender, repr.source_hardware_addr, self.now) {
+                self.output_ip(waiting);
+            }
+        }
+        if !for_us || !usable_sender {
+            // A gratuitous announcement (sender = target) did its work above; other ARP for other hosts is dropped.
+            if !for_us && sender != repr.target_protocol_addr {
+                self.counters.drops.bad_arp += 1;
+            }
+            return;
+        }
+        if repr.operation == ArpOperation::REQUEST {
+            // Answer in the request's own buffer.
+            let reply = repr.reply(self.config.mac);
+            let d = m.data_mut();
+            EthernetRepr { src_addr: self.config.mac, dst_addr: repr.source_hardware_addr, ethertype: EtherType::ARP }
+                .emit(&mut EthernetFrame::new_unchecked(&mut d[..]));
+            reply.emit(&mut ArpPacket::new_unchecked(&mut d[ETH_LEN..]));
+            self.counters.arp_replies_sent += 1;
+            self.send(m);
+        }
+    }
+
+    fn input_ipv4(&mut self, mut m: Mbuf) {
+        let (proto, total_len, header_len, src) = {
+            let p = match Ipv4Packet::new_checked(&m.data()[ETH_LEN..]) {
+                Ok(p) => p,
+                Err(_) => {
+                    self.counters.drops.bad_ipv4 += 1;
+                    return;
+                }
+            };
+            let drops = &mut self.counters.drops;
+            if !p.verify_checksum() {
+                drops.ipv4_checksum += 1;
+                return;
+            }
+            if p.dst_addr() != self.config.addr {
+                drops.not_for_us += 1;
+                return;
+            }
+            if p.is_fragment() {
+                drops.fragments += 1;
+                return;
+            }
+            if p.ttl() == 0 {
+                drops.ttl_expired += 1;
+                return;
+            }
+            (p.protocol(), p.total_len() as usize, p.header_len(), p.src_addr())
+        };
+        // An on-link sender we have no entry for is learned from its frame: with several lcores, ARP replies
+        // reach only one lcore's stack (RSS sends non-IP traffic to queue 0), but every stack sees the IP
+        // traffic of its own flows and can answer it.
+        if self.config.on_link(src) && self.arp.lookup(src, self.now).is_none() {
+            let mac = EthernetFrame::new_unchecked(m.data()).src_addr();
+            if !mac.is_multicast() && !src.is_unspecified() {
+                for waiting in self.arp.insert(src, mac, self.now) {
+                    self.output_ip(waiting);
+                }
+            }
+        }
+        // Ethernet padding after the IP packet goes.
+        let extra = m.data_len() as usize - ETH_LEN - total_len;
+        if extra > 0 {
+            m.trim(extra as u16);
+        }
+        match proto {
+            IpProtocol::ICMP => self.input_icmp(m, header_len),
+            IpProtocol::UDP => self.input_udp(m, header_len),
+            IpProtocol::TCP => {
+                m.adj(ETH_LEN as u16);
+                self.counters.tcp_rx_segments += 1;
+                self.dev.rx.push_back(m);
+            }
+            _ => self.counters.drops.unknown_protocol += 1,
+        }
+    }
+
+    fn input_icmp(&mut self, mut m: Mbuf, header_len: usize) {
+        let at = ETH_LEN + header_len;
+        let ok = IcmpPacket::new_checked(&m.data()[at..]).is_ok_and(|icmp| {
+            icmp.msg_type() == IcmpType::V4_ECHO_REQUEST && icmp.code() == 0 && icmp.verify_checksum(Sum::ZERO)
+        });
+        if !ok {
+            self.counters.drops.bad_icmp += 1;
+            return;
+        }
+        // The reply is the request turned around in its own buffer; the ICMP checksum is updated, not summed.
+        let d = m.data_mut();
+        EthernetFrame::new_unchecked(&mut d[..]).swap_addrs();
+        let mut ip = Ipv4Packet::new_unchecked(&mut d[ETH_LEN..]);
+        ip.swap_addrs();
+        ip.set_ttl(64);
+        ip.fill_checksum();
+        IcmpPacket::new_unchecked(&mut d[at..]).rewrite_msg_type(IcmpType::V4_ECHO_REPLY);
+        self.counters.icmp_echo_replies += 1;
+        self.send(m);
+    }
+
+    fn input_udp(&mut self, mut m: Mbuf, header_len: usize) {
+        let at = ETH_LEN + header_len;
+        let (src, dst_port, payload_len) = {
+            let d = m.data();
+            let ip = Ipv4Packet::new_unchecked(&d[ETH_LEN..]);
+            let udp = match UdpPacket::new_checked(&d[at..]) {
+                Ok(u) => u,
+                Err(_) => {
+                    self.counters.drops.bad_udp += 1;
+                    return;
+                }
+            };
+            if udp.checksum() != 0 && !udp.verify_checksum(ip.pseudo_header(udp.len())) {
+                self.counters.drops.bad_udp += 1;
+                return;
+            }
+            (std::net::SocketAddrV4::new(ip.src_addr(), udp.src_port()), udp.dst_port(), udp.len() as usize - 8)
+        };
+        let Some(&index) = self.udp_ports.get(&dst_port) else {
+            self.counters.drops.udp_no_socket += 1;
+            return;
+        };
+        let queue_cap = self.config.udp_queue;
+        m.adj((at + UdpPacket::<&[u8]>::HEADER_LEN) as u16);
+        let extra = m.data_len() as usize - payload_len;
+        if extra > 0 {
+            m.trim(extra as u16);
+        }
+        if self.udp_deliver(index, src, m, queue_cap) {
+            self.counters.udp_rx_datagrams += 1;
+        } else {
+            self.counters.drops.udp_queue_full += 1;
+        }
+    }
+
+    // ---- output ----
+
+    /// Counts smoltcp's segments, and as retransmissions those whose data ends at or below what was sent before.
+    fn count_tcp_out(&mut self, m: &Mbuf) {
+        self.counters.tcp_tx_segments += 1;
+        let Ok(ip) = Ipv4Packet::new_checked(m.data()) else { return };
+        let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return };
+        let flags = tcp.flags();
+        let seg_len =
+            tcp.payload().len() as u32 + flags.contains(TcpFlags::SYN) as u32 + flags.contains(TcpFlags::FIN) as u32;
+        if seg_len == 0 {
+            return;
+        }
+        let end = tcp.seq_number().wrapping_add(seg_len);
+        let key = (ip.dst_addr(), tcp.src_port(), tcp.dst_port());
+        match self.snd_max.get_mut(&key) {
+            Some(max) if (end.wrapping_sub(*max) as i32) <= 0 => self.counters.tcp_retransmissions += 1,
+            Some(max) => *max = end,
+            None => {
+                self.snd_max.insert(key, end);
+            }
+        }
+    }
+
+    /// Next hop of `dst`: itself on the subnet, else the gateway.
+    fn next_hop(&self, dst: Ipv4Addr) -> Option<Ipv4Addr> {
+        if self.config.on_link(dst) {
+            Some(dst)
+        } else {
+            self.config.gateway
+        }
+    }
+
+    /// Wraps the IPv4 packet that fills `m` in Ethernet and sends it, or holds it while its next hop resolves.
+    pub(crate) fn output_ip(&mut self, mut m: Mbuf) {
+        let dst = Ipv4Packet::new_unchecked(m.data()).dst_addr();
+        let mac = if dst == Ipv4Addr::BROADCAST || dst == self.config.subnet_broadcast() {
+            MacAddr::BROADCAST
+        } else {
+            let Some(hop) = self.next_hop(dst) else {
+                self.counters.drops.no_route += 1;
+                return;
+            };
+            match self.arp.lookup(hop, self.now) {
+                Some(mac) => mac,
+                None => {
+                    match self.arp.queue(hop, m, self.now) {
+                        Queued::SendRequest => self.send_arp_request(hop),
+                        Queued::Held => {}
+                        Queued::Dropped => self.counters.drops.arp_unresolved += 1,
+                    }
+                    return;
+                }
+            }
+        };
+        if m.prepend(ETH_LEN as u16).is_none() {
+            self.counters.drops.no_mbuf += 1;
+            return;
+        }
+        EthernetRepr { src_addr: self.config.mac, dst_addr: mac, ethertype: EtherType::IPV4 }
+            .emit(&mut EthernetFrame::new_unchecked(m.data_mut()));
+        self.send(m);
+    }
+
+    /// A fresh mbuf holding an IPv4 header for `payload_len` bytes of `protocol` to `dst`; the payload is
+    /// written by the caller after the 20 header bytes.
+    pub(crate) fn alloc_ip(&mut self, dst: Ipv4Addr, protocol: IpProtocol, payload_len: usize) -> Option<Mbuf> {
+        let Some(mut m) = self.pool.alloc() else {
+            self.counters.drops.no_mbuf += 1;
+            return None;
+        };
+        let len = Ipv4Packet::<&[u8]>::MIN_HEADER_LEN + payload_len;
+        let buf = m.append(len as u16)?;
+        self.ip_ident = self.ip_ident.wrapping_add(1);
+        let mut ip = Ipv4Packet::new_unchecked(buf);
+        pktio::wire::Ipv4Repr { src_addr: self.config.addr, dst_addr: dst, protocol, payload_len, ttl: 64 }
+            .emit(&mut ip);
+        ip.set_ident(self.ip_ident);
+        ip.set_frag(true, false, 0);
+        ip.fill_checksum();
+        Some(m)
+    }
+
+    fn send_arp_request(&mut self, target: Ipv4Addr) {
+        let Some(mut m) = self.pool.alloc() else {
+            self.counters.drops.no_mbuf += 1;
+            return;
+        };
+        let Some(d) = m.append(ETH_MIN_FRAME as u16) else { return };
+        d.fill(0);
+        EthernetRepr { src_addr: self.config.mac, dst_addr: MacAddr::BROADCAST, ethertype: EtherType::ARP }
+            .emit(&mut EthernetFrame::new_unchecked(&mut d[..]));
+        ArpRepr {
+            operation: ArpOperation::REQUEST,
+            source_hardware_addr: self.config.mac,
+            source_protocol_addr: self.config.addr,
+            target_hardware_addr: MacAddr::ZERO,
+            target_protocol_addr: target,
+        }
+        .emit(&mut ArpPacket::new_unchecked(&mut d[ETH_LEN..]));
+        self.counters.arp_requests_sent += 1;
+        self.send(m);
+    }
+
+    fn arp_tick(&mut self) {
+        let (retry, failed) = self.arp.expire(self.now);
+        self.counters.drops.arp_unresolved += failed.len() as u64;
+        drop(failed);
+        for hop in retry {
+            self.send_arp_request(hop);
+        }
+    }
+
+    /// Queues a frame for the next burst (sending the burst when it is full).
+    pub(crate) fn send(&mut self, m: Mbuf) {
+        if let Err(m) = self.tx_batch.push(m) {
+            self.flush();
+            let _ = self.tx_batch.push(m);
+        }
+        if self.tx_batch.is_full() {
+            self.flush();
+        }
+    }
+
+    /// Sends the queued burst; what the queue does not take is dropped and counted.
+    fn flush(&mut self) {
+        if self.tx_batch.is_empty() {
+            return;
+        }
+        let bytes: u64 = self.tx_batch.iter().map(|m| m.pkt_len() as u64).sum();
+        let sent = self.tx.tx_burst(&mut self.tx_batch);
+        let unsent: u64 = self.tx_batch.iter().map(|m| m.pkt_len() as u64).sum();
+        self.counters.tx_packets += sent as u64;
+        self.counters.tx_bytes += bytes - unsent;
+        self.counters.drops.tx_full += self.tx_batch.len() as u64;
+        self.tx_batch.clear();
+    }
+}
