@@ -8,24 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-const NULLS: &[&str] = &["--vdev", "net_null0", "--vdev", "net_null1"];
-const X540: &[&str] = &["--vdev", "net_sim_x540,ports=2"];
 const X710: &[&str] = &["--vdev", "net_sim_x710,ports=2"];
-
-fn boot(eal: &[&str], app: &[&str]) -> Session {
-    let s = Session::spawn(command(eal, app));
-    s.wait_for("testpmd> ", Duration::from_secs(30));
-    s
-}
-
-fn quit(mut s: Session) -> String {
-    s.send("quit");
-    let (status, out) = s.finish();
-    assert!(status.success(), "{out}");
-    assert!(!out.contains("panicked"), "{out}");
-    assert_pool_full(&out);
-    out
-}
 
 /// Runs each command and checks its output holds the needle.
 fn script(s: &mut Session, lines: &[(&str, &str)]) {

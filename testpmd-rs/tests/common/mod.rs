@@ -288,3 +288,24 @@ pub fn skip_netns(reason: &str) -> bool {
     eprintln!("SKIPPED: {reason}");
     false
 }
+
+/// Two null ports and two simulated X540 ports: the EAL arguments the stdin-script tests run on.
+pub const NULLS: &[&str] = &["--vdev", "net_null0", "--vdev", "net_null1"];
+pub const X540: &[&str] = &["--vdev", "net_sim_x540,ports=2"];
+
+/// Starts testpmd-rs interactively and waits for its prompt.
+pub fn boot(eal: &[&str], app: &[&str]) -> Session {
+    let s = Session::spawn(command(eal, app));
+    s.wait_for("testpmd> ", Duration::from_secs(30));
+    s
+}
+
+/// Quits a session and requires a clean exit: status 0, no panic, every pool full.
+pub fn quit(mut s: Session) -> String {
+    s.send("quit");
+    let (status, out) = s.finish();
+    assert!(status.success(), "{out}");
+    assert!(!out.contains("panicked"), "{out}");
+    assert_pool_full(&out);
+    out
+}
