@@ -1,5 +1,6 @@
-//! Per burst: validation, TTL and checksum per packet, then one bulk lookup per IP version, then the MAC rewrite in
-//! packet order; per lcore: the polling loop with one TX batch per output port. One dynamic call per burst each way, no allocation, no lock.
+//! Per burst: validation, TTL and checksum per packet (a straight-line fast path for plain IPv4), then one bulk
+//! lookup per IP version, then the MAC rewrite; a burst bound for one port is sent as it is, a mixed one goes
+//! through one TX batch per output port. One dynamic call per burst each way, no allocation, no lock.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -59,8 +60,9 @@ fn drop_of(e: wire::Error) -> Drop {
     }
 }
 
-/// Offsets in the IPv4 header written by the rewrite.
+/// Offsets in the IPv4 header read by the fast path and written by the rewrite.
 mod v4_at {
+    pub const TOTAL_LEN: usize = 2;
     pub const TTL: usize = 8;
     pub const CHECKSUM: usize = 10;
 }
@@ -117,6 +119,54 @@ pub fn validate(frame: &mut [u8]) -> Result<Class, Drop> {
     }
 }
 
+/// The IPv4 fast path: a frame with an IPv4 EtherType, version 4 and a 20-byte header (`0x45`), a total length
+/// that covers the header and fits the frame, a TTL above 1 and a right checksum gets its TTL decremented and
+/// checksum updated, and `true`; for any other frame nothing is written and `false` tells the caller to take
+/// [`validate`], which then finds the same class or the drop reason. Straight-line loads and compares: no error
+/// values, one test per check.
+///
+/// The checksum test sums all ten header words, checksum included, and wants negative zero (0xffff); that
+/// accepts exactly the headers [`Ipv4Packet::verify_checksum`] accepts once a stored 0xffff is excluded (a
+/// header with version 4 never sums to zero, so a right checksum is never 0xffff).
+#[inline(always)]
+pub fn fast_v4(frame: &mut [u8]) -> bool {
+    let len = frame.len();
+    let Some(h) = frame.first_chunk_mut::<{ IP_AT + V4_HEADER_LEN }>() else {
+        return false;
+    };
+    // EtherType 0x0800 then version/IHL 0x45 (the DSCP byte after them is free).
+    let type_ver = u32::from_be_bytes([h[12], h[13], h[14], h[15]]) >> 8;
+    let total = u16::from_be_bytes([h[IP_AT + v4_at::TOTAL_LEN], h[IP_AT + v4_at::TOTAL_LEN + 1]]) as usize;
+    let ttl = h[IP_AT + v4_at::TTL];
+    let c = u16::from_be_bytes([h[IP_AT + v4_at::CHECKSUM], h[IP_AT + v4_at::CHECKSUM + 1]]);
+    let ip: &[u8; V4_HEADER_LEN] = h[IP_AT..].try_into().expect("34 - 14 bytes");
+    // Five 32-bit words summed in 64 bits cannot carry out; folding to 16 bits keeps the one's complement sum.
+    let mut sum = 0u64;
+    for w in ip.chunks_exact(4) {
+        sum += u32::from_le_bytes([w[0], w[1], w[2], w[3]]) as u64;
+    }
+    let sum = (sum & 0xffff_ffff) + (sum >> 32);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let ok = (type_ver == 0x08_0045)
+        & (total >= V4_HEADER_LEN)
+        & (total <= len - IP_AT)
+        & (ttl > 1)
+        & (sum == 0xffff)
+        & (c != 0xffff);
+    if !ok {
+        return false;
+    }
+    h[IP_AT + v4_at::TTL] = ttl - 1;
+    h[IP_AT + v4_at::CHECKSUM..IP_AT + v4_at::CHECKSUM + 2]
+        .copy_from_slice(&checksum_after_ttl_decrement(c).to_be_bytes());
+    true
+}
+
+/// An IPv4 header without options.
+const V4_HEADER_LEN: usize = 20;
+
 /// Where the IP header starts in a frame.
 const IP_AT: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
 
@@ -164,28 +214,57 @@ impl<R: Router> Default for BurstRouter<R> {
 
 impl<R: Router> BurstRouter<R> {
     /// Validates and rewrites the TTL of each packet of `pkts` (at most [`MAX_PKT_BURST`]) and looks their routes
-    /// up; then [`BurstRouter::output`] gives packet i's output port, exactly as [`route`] would.
+    /// up; then [`BurstRouter::output`] gives packet i's output port, exactly as [`route`] would. Returns the port
+    /// every packet goes to when they all go to the same one (none dropped), so the caller can send the burst as
+    /// it is.
+    ///
+    /// Plain 20-byte IPv4 headers take [`fast_v4`] (no per-field error paths); anything else takes [`validate`].
+    /// When every packet is such IPv4 (the usual burst) the keys sit at the packets' own indexes and the next hops
+    /// land straight in the outputs, with no scatter.
     #[inline(always)]
-    pub fn route_burst(&mut self, pkts: &mut [Mbuf], in_port: u16, router: &R) {
+    pub fn route_burst(&mut self, pkts: &mut [Mbuf], in_port: u16, router: &R) -> Option<u16> {
         debug_assert!(pkts.len() <= MAX_PKT_BURST);
+        let n = pkts.len();
+        if n == 0 {
+            return None;
+        }
         let (mut n4, mut n6) = (0usize, 0usize);
+        let mut plain = true;
         for (i, (o, m)) in self.outputs.iter_mut().zip(pkts.iter_mut()).enumerate() {
             let frame = m.data_mut();
             *o = in_port as u32;
-            match validate(frame) {
+            let class = if fast_v4(frame) { Ok(Class::V4) } else { validate(frame) };
+            match class {
                 Ok(Class::V4) => {
                     self.keys4[n4] = router.key4(&frame[IP_AT..]);
                     self.at4[n4] = i as u8;
                     n4 += 1;
                 }
                 Ok(Class::V6) => {
+                    plain = false;
                     self.keys6[n6] = router.key6(&frame[IP_AT..]);
                     self.at6[n6] = i as u8;
                     n6 += 1;
                 }
-                Ok(Class::Other) => {}
-                Err(reason) => *o = DROPPED + reason as u32,
+                Ok(Class::Other) => plain = false,
+                Err(reason) => {
+                    plain = false;
+                    *o = DROPPED + reason as u32;
+                }
             }
+        }
+        if plain {
+            // Every packet is IPv4: key i is packet i's. A miss leaves the input port (a select, not a branch).
+            let outs = &mut self.outputs[..n];
+            router.lookup4_bulk(&self.keys4[..n], outs);
+            let miss = in_port as u32;
+            let first = if outs[0] == NO_ROUTE { miss } else { outs[0] };
+            let mut same = true;
+            for o in outs.iter_mut() {
+                *o = if *o == NO_ROUTE { miss } else { *o };
+                same &= *o == first;
+            }
+            return same.then_some(first as u16);
         }
         // A miss leaves the input port in place.
         if n4 > 0 {
@@ -204,6 +283,7 @@ impl<R: Router> BurstRouter<R> {
                 }
             }
         }
+        None
     }
 
     /// Packet `i`'s output port (or why it is dropped) after [`BurstRouter::route_burst`].
@@ -320,7 +400,21 @@ fn run<R: Router>(l: &mut Lcore, router: &R, stop: &AtomicBool, mut tick: impl F
             }
             c.rx[u.port as usize].add(n as u64);
             let out = &mut l.out[..];
-            br.route_burst(&mut b.as_mut_slice()[..n], u.port, router);
+            let one_port = br.route_burst(&mut b.as_mut_slice()[..n], u.port, router);
+            // The whole burst to one port (the usual case, as DPDK's send_packets_multi finds it): rewrite the
+            // MACs in one loop and hand the RX batch itself to that port, with no per-packet moves or branches.
+            if let Some((port, t)) = one_port.and_then(|p| Some((p as usize, out.get_mut(p as usize)?.as_mut()?))) {
+                for m in b.iter_mut() {
+                    m.data_mut()[..12].copy_from_slice(&t.eth_addrs);
+                }
+                let sent = t.tx.tx_burst(&mut b);
+                c.tx[port].add(sent as u64);
+                if !b.is_empty() {
+                    c.dropped[Drop::TxFull as usize].add(b.len() as u64);
+                    b.clear();
+                }
+                continue;
+            }
             let mut i = 0;
             b.drain_front(n, |m| {
                 forward(m, br.output(i), out, c);
@@ -482,7 +576,10 @@ mod tests {
                         m
                     })
                     .collect();
-                br.route_burst(&mut pkts, 7, r);
+                let one_port = br.route_burst(&mut pkts, 7, r);
+                let outputs: Vec<_> = (0..pkts.len()).map(|i| br.output(i)).collect();
+                let same = outputs.iter().all(|o| o.is_ok() && *o == outputs[0]);
+                assert_eq!(one_port, same.then(|| outputs[0].unwrap()), "{outputs:?}");
                 for (i, (m, f)) in pkts.iter().zip(chunk).enumerate() {
                     let mut one = f.clone();
                     let want = route(&mut one, 7, r);
@@ -504,6 +601,102 @@ mod tests {
         }
         assert!(lpm.contains(&Ok(3)), "{lpm:?}");
         assert!(pool.is_full());
+    }
+
+    /// Bursts of plain IPv4 (the fast path's case): all to one port, all missing, and mixed ports.
+    #[test]
+    fn plain_ipv4_bursts_report_their_one_port() {
+        use mempool::{Mempool, PoolConfig};
+        let pool = Mempool::new(
+            &format!("l3fwd-plain-{}", std::process::id()),
+            &PoolConfig::with_size(128),
+            &hugepage::Allocator::no_huge(),
+        )
+        .unwrap();
+        let r = router();
+        let mut br = BurstRouter::<LpmRouter>::default();
+        let mut burst = |dsts: &[[u8; 4]]| {
+            let mut pkts: Vec<Mbuf> = dsts
+                .iter()
+                .map(|&d| {
+                    let f = ipv4(d, 64);
+                    let mut m = pool.alloc().unwrap();
+                    m.append(f.len() as u16).unwrap().copy_from_slice(&f);
+                    m
+                })
+                .collect();
+            let one = br.route_burst(&mut pkts, 5, &r);
+            let outs: Vec<_> = (0..dsts.len()).map(|i| br.output(i)).collect();
+            assert!(pkts.iter().all(|m| m.data()[22] == 63), "TTL rewritten");
+            (one, outs)
+        };
+        let to1 = [[198, 18, 1, 9]; MAX_PKT_BURST];
+        assert_eq!(burst(&to1), (Some(1), vec![Ok(1); MAX_PKT_BURST]));
+        assert_eq!(burst(&[[10, 0, 0, 1]; 3]), (Some(5), vec![Ok(5); 3]), "misses go back to the input port");
+        let (one, outs) = burst(&[[198, 18, 1, 9], [198, 18, 2, 9], [10, 0, 0, 1]]);
+        assert_eq!((one, outs), (None, vec![Ok(1), Ok(2), Ok(5)]));
+        assert_eq!(burst(&[]), (None, vec![]));
+        assert!(pool.is_full());
+    }
+
+    /// [`fast_v4`] against [`validate`] on many damaged headers: when the fast path takes a frame, validate finds
+    /// it valid IPv4 and writes the same bytes; when it declines, it wrote nothing and (options aside) validate
+    /// does not find valid IPv4 either.
+    #[test]
+    fn fast_path_agrees_with_validate() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let fix_checksum = |f: &mut Vec<u8>| {
+            f[24..26].fill(0);
+            let c = !pktio::wire::checksum::data(&f[14..34]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+        };
+        let (mut taken, mut declined) = (0, 0);
+        for round in 0..200_000u32 {
+            let mut f = ipv4([198, 18, (round >> 8) as u8, round as u8], 2 + (round % 254) as u8);
+            let r = next();
+            // Damage one byte of the Ethernet type or IP header, or none.
+            if r & 3 != 0 {
+                let at = 12 + (r >> 8) as usize % 22;
+                f[at] = (r >> 32) as u8;
+            }
+            match (r >> 40) % 4 {
+                0 => fix_checksum(&mut f),
+                // The one's complement edge: the rest of the header sums to 0xffff, so 0x0000 is the right
+                // checksum and 0xffff the other encoding of it, which validate rejects.
+                1 => {
+                    f[18..20].fill(0);
+                    f[24..26].fill(0);
+                    let x = pktio::wire::checksum::data(&f[14..34]);
+                    f[18..20].copy_from_slice(&(0xffff - x).to_be_bytes());
+                    let c = if r & (1 << 50) != 0 { 0xffff } else { 0 };
+                    f[24..26].copy_from_slice(&u16::to_be_bytes(c));
+                }
+                _ => {}
+            }
+            let cut = if (r >> 52) % 8 == 0 { (r >> 56) as usize % f.len() } else { f.len() };
+            let mut fast = f[..cut].to_vec();
+            let mut slow = fast.clone();
+            let before = fast.clone();
+            if fast_v4(&mut fast) {
+                taken += 1;
+                assert_eq!(validate(&mut slow), Ok(Class::V4), "round {round}: {before:02x?}");
+                assert_eq!(fast, slow, "round {round}");
+            } else {
+                declined += 1;
+                assert_eq!(fast, before, "round {round}: declined but wrote");
+                // Headers with options are validate's alone; a plain valid one must not be left to it.
+                if before.get(14) == Some(&0x45) {
+                    assert_ne!(validate(&mut slow), Ok(Class::V4), "round {round}: declined {before:02x?}");
+                }
+            }
+        }
+        assert!(taken > 50_000 && declined > 50_000, "{taken} taken, {declined} declined");
     }
 
     #[test]

@@ -17,8 +17,13 @@ impl Entry {
     const NEXT_HOP: u32 = (1 << Self::NEXT_HOP_BITS) - 1;
     /// The entry holds a route.
     const VALID: u32 = 1 << 22;
+    /// `VALID`, for lookups that test several raw entries at once (the SSE2 resolve).
+    #[cfg(target_arch = "x86_64")]
+    pub const VALID_MASK: u32 = Self::VALID;
+    /// Bit number of `EXT`.
+    pub const EXT_BIT: i32 = 23;
     /// The entry points to a next-level group.
-    const EXT: u32 = 1 << 23;
+    const EXT: u32 = 1 << Self::EXT_BIT;
     /// First bit of the prefix-length field.
     const DEPTH_SHIFT: u32 = 24;
     /// The largest next hop (and group index) an entry holds.

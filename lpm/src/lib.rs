@@ -11,7 +11,9 @@
 //! Every table has single-lookup and bulk APIs (`lookup_x4`, `lookup_x8`, `lookup_bulk`): a burst issues all its
 //! first-level loads before any second-level one, so cache misses overlap; `Lpm4::lookup_bulk` also prefetches
 //! the tbl24 lines of the next 32 addresses, and [`Lpm4::prefetch`] lets a forwarding loop do the same for packets
-//! further along its burst. Lookups take `&self`, allocate nothing and take no lock.
+//! further along its burst. `Lpm4::lookup_x4`/`lookup_x8` resolve four tbl24 entries at once in an SSE2 register on
+//! x86_64 (one test for "any extended", then a branch-free select), per entry elsewhere. Lookups take `&self`,
+//! allocate nothing and take no lock.
 //!
 //! An entry is one `u32` (next hop, valid, extended, prefix length; see `entry.rs`), so next hops are 0 to 2^22 - 1
 //! and tbl24 is 64 MiB. Tables are plain heap memory (a `Vec`, not the `hugepage` crate's DMA memory), advised

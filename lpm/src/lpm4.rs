@@ -145,16 +145,58 @@ impl Lpm4 {
         hops
     }
 
-    /// [`Lpm4::lookup_n`] for 4 addresses.
+    /// [`Lpm4::lookup_n`] for 4 addresses; on x86_64 the four tbl24 entries are tested and resolved together in
+    /// one SSE2 register.
     #[inline]
     pub fn lookup_x4(&self, ips: &[u32; 4], miss: u32) -> [u32; 4] {
-        self.lookup_n(ips, miss)
+        let e = ips.map(|ip| self.tbl24(ip).raw());
+        self.resolve_x4(e, ips, miss)
     }
 
-    /// [`Lpm4::lookup_n`] for 8 addresses.
+    /// [`Lpm4::lookup_n`] for 8 addresses: all eight tbl24 loads first, then two [`Lpm4::lookup_x4`] resolves.
     #[inline]
     pub fn lookup_x8(&self, ips: &[u32; 8], miss: u32) -> [u32; 8] {
-        self.lookup_n(ips, miss)
+        let e = ips.map(|ip| self.tbl24(ip).raw());
+        let (lo_e, hi_e) = e.split_at(4);
+        let (lo_ip, hi_ip) = ips.split_at(4);
+        let lo = self.resolve_x4(lo_e.try_into().expect("4"), lo_ip.try_into().expect("4"), miss);
+        let hi = self.resolve_x4(hi_e.try_into().expect("4"), hi_ip.try_into().expect("4"), miss);
+        [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]
+    }
+
+    /// Next hops from four raw tbl24 entries `e` of `ips`: one test for "any extended" (then tbl8 for those, per
+    /// entry, rare in real tables), then the valid/next-hop/miss select on all four at once.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn resolve_x4(&self, e: [u32; 4], ips: &[u32; 4], miss: u32) -> [u32; 4] {
+        // SAFETY: SSE2 is part of the x86_64 baseline, so every x86_64 CPU has the feature the function enables.
+        match unsafe { select_x4_sse2(e, miss) } {
+            Some(hops) => hops,
+            None => self.resolve_n(e, ips, miss),
+        }
+    }
+
+    /// The portable form of the above.
+    #[cfg(not(target_arch = "x86_64"))]
+    #[inline(always)]
+    fn resolve_x4(&self, e: [u32; 4], ips: &[u32; 4], miss: u32) -> [u32; 4] {
+        self.resolve_n(e, ips, miss)
+    }
+
+    /// Next hops from `N` raw tbl24 entries, one entry at a time.
+    #[inline(always)]
+    fn resolve_n<const N: usize>(&self, e: [u32; N], ips: &[u32; N], miss: u32) -> [u32; N] {
+        let mut hops = [miss; N];
+        for i in 0..N {
+            let mut en = Entry::from_raw(e[i]);
+            if en.is_ext() {
+                en = self.tbl8(en, ips[i]);
+            }
+            if en.is_valid() {
+                hops[i] = en.next_hop();
+            }
+        }
+        hops
     }
 
     /// Asks the CPU to start loading the tbl24 line of `ip`. A prefetch retires without waiting for the data, so a
@@ -201,4 +243,28 @@ impl Lpm4 {
 
     /// Addresses [`Lpm4::lookup_bulk`] prefetches ahead: about the misses a core keeps in flight.
     pub const BULK_WINDOW: usize = 32;
+}
+
+/// The next hops of four raw tbl24 entries (`miss` where not valid), or `None` when any of them is extended.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+fn select_x4_sse2(e: [u32; 4], miss: u32) -> Option<[u32; 4]> {
+    use std::arch::x86_64::{
+        __m128i, _mm_and_si128, _mm_andnot_si128, _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_movemask_ps, _mm_or_si128,
+        _mm_set1_epi32, _mm_set_epi32, _mm_slli_epi32, _mm_storeu_si128,
+    };
+    let v = _mm_set_epi32(e[3] as i32, e[2] as i32, e[1] as i32, e[0] as i32);
+    // EXT shifted to the sign bit: movemask gathers it from the four lanes.
+    if _mm_movemask_ps(_mm_castsi128_ps(_mm_slli_epi32::<{ 31 - Entry::EXT_BIT }>(v))) != 0 {
+        return None;
+    }
+    let valid = _mm_set1_epi32(Entry::VALID_MASK as i32);
+    let is_valid = _mm_cmpeq_epi32(_mm_and_si128(v, valid), valid);
+    let hop = _mm_and_si128(v, _mm_set1_epi32(Entry::MAX_NEXT_HOP as i32));
+    let out = _mm_or_si128(_mm_and_si128(is_valid, hop), _mm_andnot_si128(is_valid, _mm_set1_epi32(miss as i32)));
+    let mut hops = [0u32; 4];
+    // SAFETY: `hops` is 16 writable bytes and the store is unaligned, so any address is fine.
+    unsafe { _mm_storeu_si128(hops.as_mut_ptr().cast::<__m128i>(), out) };
+    Some(hops)
 }

@@ -221,6 +221,11 @@ proptest! {
         for (&a, &h) in addrs.iter().zip(&hops) {
             prop_assert_eq!(naive.lookup(a).unwrap_or(u32::MAX), h);
         }
+        // The 4-wide lookup (SSE2 select on x86_64, tbl8 per entry when one is extended), with another miss value.
+        for a4 in addrs.chunks_exact(4) {
+            let want = a4.iter().map(|&a| naive.lookup(a).unwrap_or(7777)).collect::<Vec<_>>();
+            prop_assert_eq!(&lpm.lookup_x4(a4.try_into().unwrap(), 7777)[..], &want[..]);
+        }
         // Tear down in either order: every group comes back.
         let mut rules = naive.0.clone();
         if deletes_first { rules.reverse(); }
