@@ -224,6 +224,8 @@ struct Replay {
     records: Vec<ReplayRecord>,
     /// The file ended in a corrupt or truncated record (counted as one ierror at the first wrap).
     corrupt_tail: bool,
+    /// The longest record: when one buffer holds it, a burst takes its buffers from the pool in bulk.
+    max_len: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -236,12 +238,13 @@ struct ReplayRecord {
 /// Reads the whole of `path` into memory; refuses a file with no readable record (nothing to loop over).
 fn load_replay(port: &str, path: &PathBuf) -> Result<Replay> {
     let mut reader = open_reader(port, path)?;
-    let mut replay = Replay { data: Vec::new(), records: Vec::new(), corrupt_tail: false };
+    let mut replay = Replay { data: Vec::new(), records: Vec::new(), corrupt_tail: false, max_len: 0 };
     let mut buf = Vec::with_capacity(2048);
     loop {
         match reader.next_into(&mut buf) {
             Ok(Some(h)) => {
                 let start = replay.data.len();
+                replay.max_len = replay.max_len.max(buf.len());
                 replay.data.extend_from_slice(&buf);
                 replay.records.push(ReplayRecord { start, end: replay.data.len(), timestamp_ns: h.timestamp_ns });
             }
@@ -374,11 +377,34 @@ impl PcapRxQueue {
         }
     }
 
-    /// `rx_burst` for `infinite_rx=1`: copies records from memory, wrapping at the end.
+    /// `rx_burst` for `infinite_rx=1`: copies records from memory, wrapping at the end. When every record fits
+    /// one buffer the burst's buffers come from the pool in one bulk get (as DPDK's pcap PMD does), else one by one.
     fn replay_burst(&mut self, batch: &mut PacketBatch) -> usize {
         let Some(replay) = self.replay.as_ref() else { return 0 };
         let (mut n, mut bytes, mut wrapped, mut nombuf) = (0usize, 0u64, false, false);
         let mut next = self.next;
+        let first = batch.len();
+        let want = batch.remaining();
+        if replay.max_len <= self.pool.data_room() as usize && batch.alloc_from(&self.pool, want) {
+            for m in &mut batch.as_mut_slice()[first..] {
+                let rec = replay.records[next];
+                let len = rec.end - rec.start;
+                // Cannot fail: a fresh buffer's tailroom is the data room, which holds the longest record.
+                if let Some(room) = m.append(len as u16) {
+                    room.copy_from_slice(&replay.data[rec.start..rec.end]);
+                }
+                m.set_port(self.port_id);
+                m.set_timestamp(rec.timestamp_ns);
+                bytes += len as u64;
+                next += 1;
+                if next == replay.records.len() {
+                    next = 0;
+                    wrapped = true;
+                }
+            }
+            n = want;
+        }
+        // One by one: jumbo records (chained buffers), or a pool too low for the whole burst.
         while !batch.is_full() {
             let rec = replay.records[next];
             let Some(mut m) = mbuf_from_bytes(&self.pool, &replay.data[rec.start..rec.end]) else {
