@@ -8,7 +8,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use hugepage::Allocator;
-use mempool::{ol_flags, Mbuf, MbufHeader, PacketBatch};
+use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
 use pktio::bar::RegisterSpace;
 use pktio::barrier::{dma_rmb, dma_wmb};
 use pktio::dma::DmaMapper;
@@ -44,6 +44,9 @@ pub struct TxSetup<'a, D> {
     pub depth: u16,
     /// The default CoS for the doorbell (§10.1).
     pub cos: u8,
+    /// The pool most packets come from (the port's RX pool): their completions are freed in bulk without a test
+    /// per packet.
+    pub pool: &'a Mempool,
     /// Counters.
     pub stats: Arc<TxQueueStats>,
     /// Port name for errors.
@@ -60,6 +63,11 @@ pub struct TxRing<D: RegisterSpace> {
     /// The packet whose WQE starts at each WQEBB; null elsewhere.
     shadow: Box<[*mut MbufHeader]>,
     ci_slot: NonNull<u16>,
+    /// The pool of [`TxSetup::pool`] and its ID.
+    pool: Mempool,
+    pool_id: PoolId,
+    /// Some WQE in flight is extended or holds a packet of another pool or a chain: clean slot by slot.
+    mixed: bool,
     db: Arc<D>,
     db_info: u32,
     queue: u16,
@@ -89,6 +97,9 @@ impl<D: RegisterSpace> TxRing<D> {
             owner: 1,
             shadow: vec![std::ptr::null_mut(); depth].into_boxed_slice(),
             ci_slot: NonNull::new(ci_mem.as_ptr().cast()).ok_or_else(|| bad("null CI slot".into()))?,
+            pool_id: setup.pool.id(),
+            pool: setup.pool.clone(),
+            mixed: false,
             db: setup.db.clone(),
             db_info: doorbell::info(DbKind::Sq, setup.queue, setup.cos),
             queue: setup.queue,
@@ -145,6 +156,22 @@ impl<D: RegisterSpace> TxRing<D> {
             return;
         }
         dma_rmb();
+        if !self.mixed {
+            {
+                let pool = &self.pool;
+                let (a, b) = if hw > self.ci { (self.ci..hw, 0..0) } else { (self.ci..self.mask + 1, 0..hw) };
+                for r in [a, b] {
+                    // SAFETY: every slot in flight holds one single-segment packet of `pool` (`mixed` is false),
+                    // completed by the hardware; NonNull and the non-null raw pointer share a layout.
+                    unsafe {
+                        let s = std::slice::from_raw_parts(self.shadow.as_ptr().add(r.start).cast(), r.len());
+                        pool.free_single_bulk(s);
+                    }
+                }
+                self.ci = hw;
+                return;
+            }
+        }
         let mut gather = [NonNull::<MbufHeader>::dangling(); 64];
         let mut n = 0;
         let mut i = self.ci;
@@ -165,6 +192,7 @@ impl<D: RegisterSpace> TxRing<D> {
         // SAFETY: as above.
         unsafe { mempool::free_raw_bulk(&gather[..n]) };
         self.ci = hw;
+        self.mixed = hw != self.pi;
     }
 
     /// Stores WQEBB `w` at slot `i`.
@@ -186,7 +214,8 @@ impl<D: RegisterSpace> TxRing<D> {
         // SAFETY: the batch owns the packet; the view is not dropped here.
         let m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
         let len = m.data_len() as u32;
-        if m.nb_segs() == 1 && m.ol_flags() & OFFLOADS == 0 && len.wrapping_sub(1) < ctrl::COMPACT_MAX_LEN {
+        if m.single_of(self.pool_id) == 0 && m.ol_flags() & OFFLOADS == 0 && len.wrapping_sub(1) < ctrl::COMPACT_MAX_LEN
+        {
             if *free == 0 {
                 return false;
             }
@@ -206,6 +235,24 @@ impl<D: RegisterSpace> TxRing<D> {
     #[cold]
     #[inline(never)]
     fn place_extended(&mut self, m: &Mbuf, p: NonNull<MbufHeader>, free: &mut usize) -> bool {
+        if m.nb_segs() == 1
+            && m.ol_flags() & OFFLOADS == 0
+            && (m.data_len() as u32).wrapping_sub(1) < ctrl::COMPACT_MAX_LEN
+        {
+            // A plain packet of another pool: compact, but its completion is freed slot by slot.
+            if *free == 0 {
+                return false;
+            }
+            self.mixed = true;
+            let i = self.pi;
+            self.put(i, SqWqebb::compact(m.data_len() as u32, self.owner, m.data_iova()));
+            // SAFETY: i <= mask.
+            unsafe { *self.shadow.get_unchecked_mut(i) = p.as_ptr() };
+            self.pi = (i + 1) & self.mask;
+            self.owner ^= (self.pi == 0) as u32;
+            *free -= 1;
+            return true;
+        }
         let flags = m.ol_flags();
         let tso = flags & ol_flags::TX_TCP_SEG != 0;
         let segs = m.nb_segs() as usize;
@@ -226,6 +273,7 @@ impl<D: RegisterSpace> TxRing<D> {
         if *free < wqebbs {
             return false;
         }
+        self.mixed = true;
         let mut pkt_info0 = 0;
         if flags & ol_flags::TX_IP_CKSUM != 0 || tso {
             pkt_info0 |= task::INNER_L3_CSUM;
@@ -233,11 +281,8 @@ impl<D: RegisterSpace> TxRing<D> {
         if flags & ol_flags::TX_UDP_CKSUM != 0 || tso {
             pkt_info0 |= task::INNER_L4_CSUM;
         }
-        let vlan = if flags & ol_flags::TX_VLAN != 0 {
-            task::VLAN_TAG.val(m.vlan_tci() as u32) | task::VLAN_VALID
-        } else {
-            0
-        };
+        let vlan =
+            if flags & ol_flags::TX_VLAN != 0 { task::VLAN_TAG.val(m.vlan_tci() as u32) | task::VLAN_VALID } else { 0 };
         let qinfo = if tso {
             queue_info::UC
                 | queue_info::TSO

@@ -9,12 +9,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hugepage::Allocator;
 use hinic3::desc::{cqe, RqWqe, RxCqe, RQ_WQE_SHIFT};
 use hinic3::regs::{DB_PAGE_RQ, DB_PAGE_SQ};
 use hinic3::rx::{RxRing, RxSetup};
 use hinic3::testing::FakeDb;
 use hinic3::tx::{TxRing, TxSetup};
+use hugepage::Allocator;
 use mempool::{Mempool, PacketBatch, PoolConfig};
 use pktio::dma::{DmaMapper, IdentityMapper};
 use pktio::{RxQueue, TxQueue};
@@ -43,7 +43,12 @@ impl FakeDevice {
                     let w = self.rq.add(self.rx_head as usize).read_volatile();
                     let at = (w.cqe << 32 | w.cqe >> 32) as usize as *mut RxCqe;
                     self.hash = self.hash.wrapping_mul(2654435761).wrapping_add(1);
-                    at.write_volatile(RxCqe::done(60, 0, cqe::PKT_TYPE.val(cqe::PKT_UDP) | cqe::RSS_TYPE.val(1), self.hash));
+                    at.write_volatile(RxCqe::done(
+                        60,
+                        0,
+                        cqe::PKT_TYPE.val(cqe::PKT_UDP) | cqe::RSS_TYPE.val(1),
+                        self.hash,
+                    ));
                 }
                 self.rx_head = (self.rx_head + 1) % n;
             }
@@ -72,8 +77,8 @@ fn main() {
     let db = Arc::new(FakeDb::default());
     let mapper: Arc<dyn DmaMapper> = Arc::new(IdentityMapper);
     let alloc = Allocator::no_huge();
-    let pool = Mempool::new("bench", &PoolConfig { size: 4095, cache_size: 256, ..Default::default() }, &alloc)
-        .expect("pool");
+    let pool =
+        Mempool::new("bench", &PoolConfig { size: 4095, cache_size: 256, ..Default::default() }, &alloc).expect("pool");
     let mut rxq = RxRing::new(RxSetup {
         db: &db,
         allocator: &alloc,
@@ -94,6 +99,7 @@ fn main() {
         queue: 0,
         depth: RING,
         cos: 0,
+        pool: &pool,
         stats: Default::default(),
         port: "bench0",
     })
