@@ -25,6 +25,7 @@ pub mod desc;
 mod dma;
 pub mod doorbell;
 mod error;
+pub mod mgmt;
 pub mod regs;
 pub mod rx;
 pub mod testing;
