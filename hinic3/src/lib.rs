@@ -21,6 +21,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+pub mod ctx;
 pub mod desc;
 mod dma;
 pub mod doorbell;
