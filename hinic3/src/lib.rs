@@ -21,11 +21,13 @@
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+pub mod aeq;
 pub mod ctx;
 pub mod desc;
 mod dma;
 pub mod doorbell;
 mod error;
+pub mod mbox;
 pub mod mgmt;
 pub mod regs;
 pub mod rx;
