@@ -22,6 +22,7 @@
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 pub mod aeq;
+pub mod cmdq;
 pub mod ctx;
 pub mod desc;
 mod dma;
