@@ -94,38 +94,4 @@ impl DmaArea {
             unsafe { base.add(offset + i).write_volatile(value) };
         }
     }
-
-    /// Writes `v` little-endian at `offset`.
-    pub fn write_u64(&self, offset: usize, v: u64) {
-        self.write(offset, &v.to_le_bytes());
-    }
-
-    /// Writes `v` little-endian at `offset`.
-    pub fn write_u32(&self, offset: usize, v: u32) {
-        self.write(offset, &v.to_le_bytes());
-    }
-
-    /// Reads a little-endian u32 at `offset`.
-    pub fn read_u32(&self, offset: usize) -> u32 {
-        let mut b = [0; 4];
-        self.read(offset, &mut b);
-        u32::from_le_bytes(b)
-    }
-
-    /// Reads a little-endian u64 at `offset`.
-    pub fn read_u64(&self, offset: usize) -> u64 {
-        let mut b = [0; 8];
-        self.read(offset, &mut b);
-        u64::from_le_bytes(b)
-    }
-
-    /// Size in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True for an empty area.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
 }

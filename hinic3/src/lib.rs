@@ -25,6 +25,7 @@ pub mod aeq;
 pub mod cmdq;
 pub mod ctx;
 pub mod desc;
+pub mod dev;
 mod dma;
 pub mod doorbell;
 mod error;
@@ -32,9 +33,11 @@ pub mod mbox;
 pub mod mgmt;
 pub mod regs;
 pub mod rx;
+pub mod stats;
 pub mod testing;
 pub mod tx;
 
+pub use dev::{Bars, Hinic3, Hinic3RxQueue, Hinic3TxQueue, Identity, Options, Timing};
 pub use error::{module_name, status_name, Error};
 
 /// PCI IDs of the PFs this driver takes (docs/hw/hinic3.md §1): the standard hinic3 PF. [UNCERTAIN] that an
