@@ -347,10 +347,7 @@ impl<R: RegisterSpace> Mbox<R> {
             mbox_int::TX_SIZE.val((DMA_DESC_LEN + 8).div_ceil(4)) | mbox_int::DST_AEQ.val(0) | mbox_int::WB_EN.val(1),
         );
         dma_wmb();
-        self.regs.write(
-            regs::MAILBOX_CONTROL,
-            mbox_ctrl::TX_STATUS.val(1) | mbox_ctrl::DST_FUNC.val(MGMT_FUNC as u32),
-        );
+        self.regs.write(regs::MAILBOX_CONTROL, mbox_ctrl::TX_STATUS.val(1) | mbox_ctrl::DST_FUNC.val(MGMT_FUNC as u32));
         let start = Instant::now();
         loop {
             let mut raw = [0u8; 8];

@@ -36,7 +36,12 @@ pub(super) fn open<R: RegisterSpace>(
         v != u32::MAX && v & attr1::MGMT_INIT_DONE != 0
     })
     .map_err(|last| {
-        fail(Error::Timeout { what: "management CPU ready", register: "FUNC_ATTR1", last_value: last, budget: t.fw_ready })
+        fail(Error::Timeout {
+            what: "management CPU ready",
+            register: "FUNC_ATTR1",
+            last_value: last,
+            budget: t.fw_ready,
+        })
     })?;
     // Step 2: attributes.
     let a0 = regs.read(regs::FUNC_ATTR0);
@@ -55,9 +60,8 @@ pub(super) fn open<R: RegisterSpace>(
     for (reg, what, rname) in
         [(regs::FUNC_ATTR4, "doorbell enable", "FUNC_ATTR4"), (regs::FUNC_ATTR5, "outbound enable", "FUNC_ATTR5")]
     {
-        regs.poll(reg, t.db_outbound, std::time::Duration::from_millis(1), |v| v & ATTR45_DISABLED == 0).map_err(
-            |last| fail(Error::Timeout { what, register: rname, last_value: last, budget: t.db_outbound }),
-        )?;
+        regs.poll(reg, t.db_outbound, std::time::Duration::from_millis(1), |v| v & ATTR45_DISABLED == 0)
+            .map_err(|last| fail(Error::Timeout { what, register: rname, last_value: last, budget: t.db_outbound }))?;
     }
     // Step 4: PPF election, then MPF (PF only, with the mgmt BAR).
     let mgmt_bar = bars.mgmt.as_ref().map(|m| BeRegs::new(m.clone()));

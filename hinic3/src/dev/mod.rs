@@ -7,6 +7,8 @@
 
 mod bringup;
 mod start;
+#[cfg(test)]
+mod tests;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -159,12 +161,7 @@ pub struct Hinic3<R: RegisterSpace> {
 
 impl<R: RegisterSpace> Hinic3<R> {
     /// Brings the function up (docs/hw/hinic3.md §14.1) and returns a stopped port.
-    pub fn new(
-        bars: Bars<R>,
-        mapper: Arc<dyn DmaMapper>,
-        allocator: Allocator,
-        options: Options,
-    ) -> Result<Self> {
+    pub fn new(bars: Bars<R>, mapper: Arc<dyn DmaMapper>, allocator: Allocator, options: Options) -> Result<Self> {
         bringup::open(bars, mapper, allocator, options)
     }
 
@@ -195,7 +192,11 @@ impl<R: RegisterSpace> Hinic3<R> {
             if e.module == module::HILINK && e.cmd == mgmt::mag::GET_LINK_STATUS && e.body.len() >= 10 {
                 let up = e.body[9] != 0;
                 let mut l = self.link.lock().unwrap_or_else(|e| e.into_inner());
-                *l = if up { LinkStatus::up(l.speed_mbps.max(self.query_speed().unwrap_or(0))) } else { LinkStatus::default() };
+                *l = if up {
+                    LinkStatus::up(l.speed_mbps.max(self.query_speed().unwrap_or(0)))
+                } else {
+                    LinkStatus::default()
+                };
             }
         }
     }
@@ -220,13 +221,15 @@ impl<R: RegisterSpace> Hinic3<R> {
     }
 
     fn query_speed(&self) -> Result<u32> {
-        let a = self.call(module::HILINK, mgmt::mag::GET_PORT_INFO, &mgmt::get_port_info(self.id.cap.port_id).0, &[])?;
+        let a =
+            self.call(module::HILINK, mgmt::mag::GET_PORT_INFO, &mgmt::get_port_info(self.id.cap.port_id).0, &[])?;
         Ok(a.get(16).map(|&c| mgmt::speed_mbps(c)).unwrap_or(0))
     }
 
     /// MAG 7, and MAG 153 for the speed when up.
     fn query_link(&self) -> Result<LinkStatus> {
-        let a = self.call(module::HILINK, mgmt::mag::GET_LINK_STATUS, &mgmt::get_link_status(self.id.cap.port_id).0, &[])?;
+        let a =
+            self.call(module::HILINK, mgmt::mag::GET_LINK_STATUS, &mgmt::get_link_status(self.id.cap.port_id).0, &[])?;
         let up = a.get(9).copied().unwrap_or(0) != 0;
         Ok(if up { LinkStatus::up(self.query_speed()?) } else { LinkStatus::default() })
     }

@@ -101,12 +101,7 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
     dev.cmdq(ucode::CLEAN_QUEUE_CONTEXT, &ctx::clean_queue_ctx(QueueType::Sq, most))?;
     dev.cmdq(ucode::CLEAN_QUEUE_CONTEXT, &ctx::clean_queue_ctx(QueueType::Rq, most))?;
     // Step 7: root context.
-    dev.call(
-        module::COMM,
-        mgmt::comm::SET_VAT,
-        &mgmt::set_root_ctx(f, buf_idx, cfg.tx_desc, cfg.rx_desc).0,
-        &[],
-    )?;
+    dev.call(module::COMM, mgmt::comm::SET_VAT, &mgmt::set_root_ctx(f, buf_idx, cfg.tx_desc, cfg.rx_desc).0, &[])?;
     // Step 8: CI attributes.
     let cis: Vec<_> = dev.tx.iter().flatten().map(|t| (t.queue(), t.ci_iova())).collect();
     for (q, ci) in cis {
