@@ -37,9 +37,46 @@ pub mod stats;
 pub mod testing;
 pub mod tx;
 
-pub use dev::{Bars, Hinic3, Hinic3RxQueue, Hinic3TxQueue, Identity, Options, Timing};
+pub use dev::{open_vfio, Bars, Hinic3, Hinic3RxQueue, Hinic3TxQueue, Identity, Options, Timing};
 pub use error::{module_name, status_name, Error};
+
+use pktio::driver::{PciDriver, PciProbe};
+use pktio::pci::PciId;
+use pktio::EthDev;
+
+/// The PCI driver of this crate: `net_hinic3`, IDs from [`PCI_IDS`].
+pub static PCI_DRIVERS: &[PciDriver] = &[PciDriver { name: "net_hinic3", ids: &HINIC3_IDS, probe: probe_hinic3 }];
+
+/// [`PCI_IDS`] as PCI IDs, so there is one table to edit.
+static HINIC3_IDS: [PciId; PCI_IDS.len()] = {
+    let mut ids = [PciId::new(0, 0); PCI_IDS.len()];
+    let mut i = 0;
+    while i < ids.len() {
+        ids[i] = PciId::new(PCI_IDS[i].0, PCI_IDS[i].1);
+        i += 1;
+    }
+    ids
+};
+
+/// A hinic3 PF through the application's VFIO container and DMA memory.
+fn probe_hinic3(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
+    Ok(Box::new(open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
+}
 
 /// PCI IDs of the PFs this driver takes (docs/hw/hinic3.md §1): the standard hinic3 PF. [UNCERTAIN] that an
 /// SP670 reports 0x0222: no source names it; taken as the notes' assumption until `lspci` confirms it.
 pub const PCI_IDS: &[(u16, u16)] = &[(0x19E5, 0x0222)];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pci_driver_claims_the_pf_and_not_the_vf() {
+        let r = pktio::driver::Registry::new().with_pci(PCI_DRIVERS);
+        for &(v, d) in PCI_IDS {
+            assert_eq!(r.pci_driver_for(PciId::new(v, d)).map(|d| d.name), Some("net_hinic3"));
+        }
+        assert!(r.pci_driver_for(PciId::new(0x19E5, 0x375F)).is_none(), "the VF: not this driver");
+    }
+}

@@ -115,6 +115,7 @@ pub(super) fn open<R: RegisterSpace>(
         rss_on: false,
         vport_base: VportStats::default(),
         closed: false,
+        keep_alive: None,
     };
     // From here a failure drops `dev`, whose close undoes what was done.
     dev.init_functions()?;

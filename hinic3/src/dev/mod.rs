@@ -157,6 +157,8 @@ pub struct Hinic3<R: RegisterSpace> {
     /// The hardware counters at the last reset.
     vport_base: VportStats,
     closed: bool,
+    /// What must outlive the port (the VFIO device that maps its BARs).
+    keep_alive: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl<R: RegisterSpace> Hinic3<R> {
@@ -422,4 +424,38 @@ impl<R: RegisterSpace> Drop for Hinic3<R> {
         let _ = start::stop(self);
         bringup::close(self);
     }
+}
+
+/// BARs of a hinic3 PF (docs/hw/hinic3.md §2): cfg, mgmt, doorbells.
+const BAR_CFG: u32 = 1;
+const BAR_MGMT: u32 = 3;
+const BAR_DB: u32 = 4;
+
+/// Opens the PF at `addr` through the application's VFIO container: bus mastering on, BARs 1, 3 and 4 mapped,
+/// then [`Hinic3::new`].
+pub fn open_vfio(
+    vfio: &pktio::vfio::Vfio,
+    addr: pktio::pci::PciAddress,
+    allocator: Allocator,
+) -> Result<Hinic3<pktio::vfio::VfioBar>> {
+    use pktio::pci::ConfigSpace;
+    let dev = vfio.open_device(addr)?;
+    let cfg = |e: std::io::Error| pktio::Error::os(format!("{addr}: PCI config space"), e);
+    let (vendor, device) = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);
+    if !crate::PCI_IDS.contains(&(vendor, device)) {
+        return Err(crate::Error::Unsupported(format!(
+            "PCI {vendor:04x}:{device:04x} at {addr} is not a hinic3 PF this driver knows (19e5:0222)"
+        ))
+        .at(&addr.to_string()));
+    }
+    dev.set_bus_master(true).map_err(cfg)?;
+    let bars = Bars {
+        cfg: Arc::new(dev.map_bar(BAR_CFG)?),
+        mgmt: Some(Arc::new(dev.map_bar(BAR_MGMT)?)),
+        db: Arc::new(dev.map_bar(BAR_DB)?),
+    };
+    let mapper: Arc<dyn DmaMapper> = Arc::new(dev.container().clone());
+    let mut port = Hinic3::new(bars, mapper, allocator, Options::new(&addr.to_string()))?;
+    port.keep_alive = Some(Box::new(dev));
+    Ok(port)
 }
