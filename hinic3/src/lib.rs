@@ -32,6 +32,8 @@ mod error;
 pub mod mbox;
 pub mod mgmt;
 pub mod regs;
+#[cfg(test)]
+mod ring_tests;
 pub mod rx;
 pub mod stats;
 pub mod testing;

@@ -315,8 +315,11 @@ impl<D: RegisterSpace> TxRing<D> {
         // The control WQEBB last, so the device never sees a complete control word before the rest.
         dma_wmb();
         self.put(start, SqWqebb::control(ctrl_len | owner << ctrl::OWNER_SHIFT, qinfo, first.1));
-        // SAFETY: start <= mask.
-        unsafe { *self.shadow.get_unchecked_mut(start) = p.as_ptr() };
+        // The packet at its first WQEBB; the others hold nothing (their old entries were freed by a fast clean
+        // that leaves the shadow as it is).
+        for k in 0..wqebbs {
+            self.shadow[(start + k) & self.mask] = if k == 0 { p.as_ptr() } else { std::ptr::null_mut() };
+        }
         self.pi = (start + wqebbs) & self.mask;
         *free -= wqebbs;
         true
@@ -361,12 +364,15 @@ impl<D: RegisterSpace> TxQueue for TxRing<D> {
 
 impl<D: RegisterSpace> Drop for TxRing<D> {
     fn drop(&mut self) {
-        // The port drained the queue (or gave up waiting) and disabled the vport before dropping it.
-        for p in self.shadow.iter_mut() {
-            if let Some(h) = NonNull::new(std::mem::replace(p, std::ptr::null_mut())) {
-                // SAFETY: a packet we owned, listed once.
+        // The port drained the queue (or gave up waiting) and disabled the vport before dropping it. Only the
+        // slots in flight own packets (a fast clean leaves freed pointers behind).
+        let mut i = self.ci;
+        while i != self.pi {
+            if let Some(h) = NonNull::new(std::mem::replace(&mut self.shadow[i], std::ptr::null_mut())) {
+                // SAFETY: a packet in flight that we own, listed once.
                 unsafe { mempool::free_raw_bulk(&[h]) };
             }
+            i = (i + 1) & self.mask;
         }
     }
 }
