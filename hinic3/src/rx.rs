@@ -33,25 +33,24 @@ pub fn rx_buf_size_index(room: u32) -> Option<(u16, u32)> {
     RX_BUF_SIZES.iter().enumerate().rev().find(|(_, &s)| s <= room).map(|(i, &s)| (i as u16, s))
 }
 
-/// The memo of the last (checksum bits, offload word) pair and the mbuf fields they give.
+/// The memo of the last (status, offload word) pair of a plain frame and the mbuf fields they give. The status
+/// is compared whole: a memo's status is DONE plus checksum bits, so a match also says "done, not flushed, no LRO".
 #[derive(Debug, Clone, Copy)]
 struct Memo {
-    key: u64,
+    status: u32,
+    offload: u32,
     flags: u64,
     ptype: u32,
 }
 
 impl Memo {
-    fn of(key: u64) -> Memo {
-        let (flags, ptype) = rx_flags(key as u32, (key >> 32) as u32);
-        Memo { key, flags, ptype }
+    fn of(status: u32, offload: u32) -> Memo {
+        let (flags, ptype) = rx_flags(status, offload);
+        Memo { status: cqe::DONE | (status & cqe::CSUM_ERR.mask()), offload, flags, ptype }
     }
-}
 
-/// The memo key of a CQE: its checksum bits and its offload word.
-#[inline(always)]
-fn memo_key(status: u32, offload: u32) -> u64 {
-    (status & cqe::CSUM_ERR.mask()) as u64 | (offload as u64) << 32
+    /// A memo no CQE matches (status 0 is "not done").
+    const NONE: Memo = Memo { status: 0, offload: 0, flags: 0, ptype: 0 };
 }
 
 /// What an RX queue needs from its port.
@@ -165,7 +164,7 @@ impl<D: RegisterSpace> RxRing<D> {
             buf_len: setup.buf_len,
             headroom,
             rearm,
-            memo: Memo::of(0),
+            memo: Memo::NONE,
             pool: setup.pool.clone(),
             db: setup.db.clone(),
             db_info: doorbell::info(DbKind::Rq, setup.queue, 0),
@@ -230,6 +229,43 @@ impl<D: RegisterSpace> RxRing<D> {
         unsafe { self.cqes.as_ptr().add(i).cast::<u32>().write_volatile(0) }
     }
 
+    /// The common run: up to `n` entries from `i` (no wrap inside), each a completed single-buffer frame whose
+    /// status and offload word repeat the memo's. Moves their buffers to `out`; returns (count, bytes).
+    ///
+    /// # Safety
+    /// `i + n <= depth`, every entry posted (its slot owns a buffer), `out` valid for `n` writes.
+    #[inline(always)]
+    unsafe fn fast_run(&mut self, i: usize, n: usize, out: *mut NonNull<MbufHeader>) -> (usize, u64) {
+        let (memo, buf_len) = (self.memo, self.buf_len);
+        let mut bytes = 0u64;
+        let mut k = 0;
+        while k < n {
+            let j = i + k;
+            let status = self.status(j);
+            let len = cqe::LEN.get(self.cqe_word(j, 1));
+            // The memo's status and offload word (done, not flushed, no LRO, the same flags; a VLAN-stripped
+            // frame's memo is never kept), one buffer, not empty: one branch.
+            let odd = (status != memo.status) as u32
+                | (self.cqe_word(j, 2) != memo.offload) as u32
+                | (len.wrapping_sub(1) >= buf_len) as u32;
+            if odd != 0 {
+                break;
+            }
+            let rss = self.cqe_word(j, 3);
+            // SAFETY: slot j is posted: its buffer moves into `m` and on to `out`.
+            unsafe {
+                let mut m = Mbuf::from_raw(*self.shadow.get_unchecked(j));
+                // A single segment posted with our rearm word; len <= buf_len <= the data room (checked).
+                m.set_rx_unchecked(len as u16, memo.flags, memo.ptype, rss);
+                *out.add(k) = m.into_raw();
+            }
+            self.clear(j);
+            bytes += len as u64;
+            k += 1;
+        }
+        (k, bytes)
+    }
+
     /// Receives into `spare`; returns how many packets it wrote there.
     #[inline(always)]
     fn rx_into(&mut self, spare: &mut [NonNull<MbufHeader>]) -> usize {
@@ -238,11 +274,23 @@ impl<D: RegisterSpace> RxRing<D> {
         let (mut got, mut used, mut bytes) = (0usize, 0usize, 0u64);
         while got < want {
             let i = (self.next + used) & self.mask;
+            let run = (want - got).min(self.mask + 1 - i).min(posted - used);
+            // SAFETY: i + run <= depth; the entries from `next` up to `posted` are posted; got + run <= spare.len().
+            let (k, b) = unsafe { self.fast_run(i, run, spare.as_mut_ptr().add(got)) };
+            got += k;
+            used += k;
+            bytes += b;
+            if got == want || k == run {
+                continue;
+            }
+            // The entry at i + k, the slow way: not done yet, a new memo, VLAN, a chain, a flushed buffer.
+            let i = (i + k) & self.mask;
             let status = self.status(i);
             if status & cqe::DONE == 0 {
                 break;
             }
-            let len = cqe::LEN.get(self.cqe_word(i, 1));
+            let w1 = self.cqe_word(i, 1);
+            let len = cqe::LEN.get(w1);
             if status & (cqe::FLUSH | cqe::NUM_LRO.mask()) != 0 || len > self.buf_len || len == 0 {
                 match self.take_slow(i, status, len, posted - used) {
                     Some((m, n)) => {
@@ -259,17 +307,16 @@ impl<D: RegisterSpace> RxRing<D> {
                 }
             }
             let offload = self.cqe_word(i, 2);
-            let key = memo_key(status, offload);
-            if key != self.memo.key {
-                self.memo = Memo::of(key);
-            }
+            self.memo = Memo::of(status, offload);
             let rss = self.cqe_word(i, 3);
-            // SAFETY: slot i is posted (between `next` and `pi`): its buffer moves into `m`.
+            // SAFETY: slot i is posted: its buffer moves into `m`.
             let mut m = unsafe { Mbuf::from_raw(*self.shadow.get_unchecked(i)) };
             // SAFETY: a single segment posted with our rearm word; len <= buf_len <= the data room (checked).
             unsafe { m.set_rx_unchecked(len as u16, self.memo.flags, self.memo.ptype, rss) };
             if self.memo.flags & ol_flags::RX_VLAN_STRIPPED != 0 {
-                m.set_vlan_tci(cqe::VLAN.get(self.cqe_word(i, 1)) as u16);
+                m.set_vlan_tci(cqe::VLAN.get(w1) as u16);
+                // The tag differs per packet: VLAN frames always come this way.
+                self.memo = Memo::NONE;
             }
             self.clear(i);
             bytes += len as u64;
@@ -345,14 +392,16 @@ impl<D: RegisterSpace> RxRing<D> {
                 self.stats.nombuf.add(left as u64);
                 break;
             }
-            for k in 0..run {
-                // SAFETY: start + k < depth: a fresh buffer its slot owns and a WQE the device does not own.
+            let (wqes, shadow, rearm, headroom) = (self.wqes.as_ptr(), self.shadow.as_ptr(), self.rearm, self.headroom);
+            let mut k = start;
+            while k < start + run {
+                // SAFETY: k < depth: a fresh buffer its slot owns and a WQE the device does not own.
                 unsafe {
-                    let h = *self.shadow.get_unchecked(start + k);
-                    self.rearm.apply(h);
-                    std::ptr::addr_of_mut!((*self.wqes.as_ptr().add(start + k)).buf)
-                        .write_volatile(hi_lo(buffer_iova(h, self.headroom)));
+                    let h = *shadow.add(k);
+                    rearm.apply(h);
+                    std::ptr::addr_of_mut!((*wqes.add(k)).buf).write_volatile(hi_lo(buffer_iova(h, headroom)));
                 }
+                k += 1;
             }
             self.pi = (start + run) & self.mask;
             left -= run;

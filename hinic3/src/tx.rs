@@ -325,13 +325,57 @@ impl<D: RegisterSpace> TxRing<D> {
         true
     }
 
+    /// The common run: up to `n` packets from `pkts` into WQEBBs from `pi` (no wrap inside), each one plain
+    /// segment of the port's pool without offloads. Returns (count, bytes).
+    #[inline(always)]
+    fn fast_run(&mut self, pkts: &[NonNull<MbufHeader>], n: usize) -> (usize, u64) {
+        let owner = self.owner << ctrl::OWNER_SHIFT;
+        let pi = self.pi;
+        let mut bytes = 0u64;
+        let mut k = 0;
+        while k < n {
+            // SAFETY: k < n <= pkts.len().
+            let p = unsafe { *pkts.get_unchecked(k) };
+            // SAFETY: a live packet of the batch; the view is not dropped.
+            let m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
+            let len = m.data_len() as u32;
+            // One segment of the port's pool, no offload, 1 to 16383 bytes: one branch.
+            let odd = m.single_of(self.pool_id)
+                | (m.ol_flags() & OFFLOADS) as usize
+                | (len.wrapping_sub(1) >= ctrl::COMPACT_MAX_LEN) as usize;
+            if odd != 0 {
+                break;
+            }
+            self.put(pi + k, SqWqebb::control(ctrl::BD0_LEN.val(len) | owner, 0, m.data_iova()));
+            // SAFETY: pi + k <= mask.
+            unsafe { *self.shadow.get_unchecked_mut(pi + k) = p.as_ptr() };
+            bytes += len as u64;
+            k += 1;
+        }
+        if k > 0 {
+            let next = pi + k;
+            self.owner ^= (next > self.mask) as u32;
+            self.pi = next & self.mask;
+        }
+        (k, bytes)
+    }
+
     #[inline(always)]
     fn tx_from(&mut self, pkts: &[NonNull<MbufHeader>]) -> usize {
         let mut free = self.free();
         let mut n = 0;
         let mut bytes = 0u64;
-        while n < pkts.len() {
-            // SAFETY: n < len.
+        while n < pkts.len() && free > 0 {
+            let run = (pkts.len() - n).min(free).min(self.mask + 1 - self.pi);
+            // SAFETY: n < pkts.len().
+            let (k, b) = self.fast_run(unsafe { pkts.get_unchecked(n..) }, run);
+            n += k;
+            free -= k;
+            bytes += b;
+            if k == run {
+                continue;
+            }
+            // SAFETY: n < pkts.len() (k < run).
             let p = unsafe { *pkts.get_unchecked(n) };
             // SAFETY: a live packet of the batch; the view is not dropped.
             let len = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) }).pkt_len();
