@@ -237,29 +237,36 @@ impl<D: RegisterSpace> RxRing<D> {
     #[inline(always)]
     unsafe fn fast_run(&mut self, i: usize, n: usize, out: *mut NonNull<MbufHeader>) -> (usize, u64) {
         let (memo, buf_len) = (self.memo, self.buf_len);
+        // Locals, so that the loop keeps the bases in registers across its stores.
+        let (cqes, shadow) = (self.cqes.as_ptr().cast::<u32>(), self.shadow.as_ptr());
         let mut bytes = 0u64;
         let mut k = 0;
         while k < n {
-            let j = i + k;
-            let status = self.status(j);
-            let len = cqe::LEN.get(self.cqe_word(j, 1));
+            // SAFETY: i + k < depth: CQE i + k of the array this ring owns (8 dwords each); the device writes it.
+            let c = unsafe { cqes.add((i + k) * 8) };
+            // SAFETY: as above; the status first with acquire order, the other dwords after it.
+            let status = unsafe { AtomicU32::from_ptr(c).load(Ordering::Acquire) };
+            // SAFETY: as above.
+            let (w1, w2) = unsafe { (c.add(1).read_volatile(), c.add(2).read_volatile()) };
+            let len = cqe::LEN.get(w1);
             // The memo's status and offload word (done, not flushed, no LRO, the same flags; a VLAN-stripped
             // frame's memo is never kept), one buffer, not empty: one branch.
-            let odd = (status != memo.status) as u32
-                | (self.cqe_word(j, 2) != memo.offload) as u32
-                | (len.wrapping_sub(1) >= buf_len) as u32;
+            let odd =
+                (status != memo.status) as u32 | (w2 != memo.offload) as u32 | (len.wrapping_sub(1) >= buf_len) as u32;
             if odd != 0 {
                 break;
             }
-            let rss = self.cqe_word(j, 3);
-            // SAFETY: slot j is posted: its buffer moves into `m` and on to `out`.
+            // SAFETY: as above.
+            let rss = unsafe { c.add(3).read_volatile() };
+            // SAFETY: slot i + k is posted: its buffer moves into `m` and on to `out[k]`.
             unsafe {
-                let mut m = Mbuf::from_raw(*self.shadow.get_unchecked(j));
+                let mut m = Mbuf::from_raw(*shadow.add(i + k));
                 // A single segment posted with our rearm word; len <= buf_len <= the data room (checked).
                 m.set_rx_unchecked(len as u16, memo.flags, memo.ptype, rss);
                 *out.add(k) = m.into_raw();
+                // The driver clears the done bit (§10.6 step 3).
+                c.write_volatile(0);
             }
-            self.clear(j);
             bytes += len as u64;
             k += 1;
         }
