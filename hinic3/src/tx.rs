@@ -331,6 +331,9 @@ impl<D: RegisterSpace> TxRing<D> {
     fn fast_run(&mut self, pkts: &[NonNull<MbufHeader>], n: usize) -> (usize, u64) {
         let owner = self.owner << ctrl::OWNER_SHIFT;
         let pi = self.pi;
+        let pool_id = self.pool_id;
+        // SAFETY: pi <= mask: inside the ring and the shadow; the run stays below the ring's end (caller).
+        let (ring, shadow) = unsafe { (self.ring.as_ptr().add(pi).cast::<u64>(), self.shadow.as_mut_ptr().add(pi)) };
         let mut bytes = 0u64;
         let mut k = 0;
         while k < n {
@@ -340,15 +343,19 @@ impl<D: RegisterSpace> TxRing<D> {
             let m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
             let len = m.data_len() as u32;
             // One segment of the port's pool, no offload, 1 to 16383 bytes: one branch.
-            let odd = m.single_of(self.pool_id)
+            let odd = m.single_of(pool_id)
                 | (m.ol_flags() & OFFLOADS) as usize
                 | (len.wrapping_sub(1) >= ctrl::COMPACT_MAX_LEN) as usize;
             if odd != 0 {
                 break;
             }
-            self.put(pi + k, SqWqebb::control(ctrl::BD0_LEN.val(len) | owner, 0, m.data_iova()));
-            // SAFETY: pi + k <= mask.
-            unsafe { *self.shadow.get_unchecked_mut(pi + k) = p.as_ptr() };
+            let [a, b] = SqWqebb::control(ctrl::BD0_LEN.val(len) | owner, 0, m.data_iova()).qwords();
+            // SAFETY: WQEBB pi + k < depth, free (the caller's run); shadow slot pi + k likewise.
+            unsafe {
+                ring.add(2 * k).write_volatile(a);
+                ring.add(2 * k + 1).write_volatile(b);
+                *shadow.add(k) = p.as_ptr();
+            }
             bytes += len as u64;
             k += 1;
         }
