@@ -113,7 +113,7 @@ pub const RQ_WQE_SHIFT: u32 = 1;
 /// An IOVA as the "high dword, then low dword" pair stored as one little-endian qword.
 #[inline(always)]
 pub const fn hi_lo(iova: u64) -> u64 {
-    (iova >> 32) | (iova << 32)
+    iova.rotate_left(32)
 }
 
 /// The RX CQE, 32 bytes of little-endian dwords (§10.5).

@@ -233,14 +233,14 @@ pub struct Mbox<R: RegisterSpace> {
 }
 
 impl<R: RegisterSpace> Mbox<R> {
-    /// Allocates the body buffer and the write-back area and registers the latter (§14.1 step 4).
+    /// Allocates the body buffer and the write-back area and registers the latter (§14.1 step 4); events come on
+    /// the first AEQ (AEQ 0), answers on the second (AEQ 1).
     pub fn new(
         regs: &BeRegs<R>,
         allocator: &Allocator,
         mapper: &Arc<dyn DmaMapper>,
         func_id: u16,
-        events: Aeq<R>,
-        answers: Aeq<R>,
+        [events, answers]: [Aeq<R>; 2],
         timing: MboxTiming,
         port: &str,
     ) -> Result<Self> {

@@ -108,19 +108,19 @@ impl<const N: usize> Msg<N> {
     }
     /// `v` little-endian at `off` (even).
     pub fn u16(mut self, off: usize, v: u16) -> Self {
-        debug_assert!(off % 2 == 0);
+        debug_assert!(off.is_multiple_of(2));
         self.0[off..off + 2].copy_from_slice(&v.to_le_bytes());
         self
     }
     /// `v` little-endian at `off` (a multiple of 4).
     pub fn u32(mut self, off: usize, v: u32) -> Self {
-        debug_assert!(off % 4 == 0);
+        debug_assert!(off.is_multiple_of(4));
         self.0[off..off + 4].copy_from_slice(&v.to_le_bytes());
         self
     }
     /// `v` little-endian at `off` (a multiple of 8).
     pub fn u64(mut self, off: usize, v: u64) -> Self {
-        debug_assert!(off % 8 == 0);
+        debug_assert!(off.is_multiple_of(8));
         self.0[off..off + 8].copy_from_slice(&v.to_le_bytes());
         self
     }

@@ -58,7 +58,7 @@ fn tx_ring(db: &Arc<FakeDb>, pool: &Mempool) -> TxRing<FakeDb> {
 fn rq(ring: &RxRing<FakeDb>, i: usize) -> (RqWqe, *mut RxCqe) {
     // SAFETY: entry i < DEPTH of the ring's memory (IOVA = VA).
     let w = unsafe { (ring.ring_iova() as usize as *const RqWqe).add(i).read_volatile() };
-    let swap = |q: u64| q << 32 | q >> 32;
+    let swap = |q: u64| q.rotate_right(32);
     (w, swap(w.cqe) as usize as *mut RxCqe)
 }
 

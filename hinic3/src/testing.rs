@@ -258,7 +258,7 @@ impl FakeFw {
 
     fn cmdq_doorbell(&self, off: usize, v: u64) {
         let mut fw = self.lock();
-        let pi = ((crate::doorbell::PI_HI.get((v >> 32) as u32) << 8) as usize | off / 8) % crate::cmdq::CMDQ_DEPTH;
+        let pi = ((crate::doorbell::PI_HI.get((v >> 32) as u32) << 8) as usize | (off / 8)) % crate::cmdq::CMDQ_DEPTH;
         let idx = (pi + crate::cmdq::CMDQ_DEPTH - 1) % crate::cmdq::CMDQ_DEPTH;
         let wqe = (fw.cmdq_ring as usize + idx * 64) as *mut u32;
         // SAFETY: the command queue ring the driver registered with COMM 20 (IOVA = VA), 64 WQEs of 64 bytes; the

@@ -261,7 +261,8 @@ impl<D: RegisterSpace> TxRing<D> {
         let bad = segs == 0
             || segs > if tso { MAX_SGE_TSO } else { MAX_SGE }
             || m.segments().any(|s| s.data.is_empty() || s.data.len() as u32 > ctrl::BD0_LEN.mask())
-            || (tso && ((off.tso_segsz as u32) < queue_info::MSS_MIN || hdr_len % 2 != 0 || hdr_len / 2 > 221));
+            || (tso
+                && ((off.tso_segsz as u32) < queue_info::MSS_MIN || !hdr_len.is_multiple_of(2) || hdr_len / 2 > 221));
         if bad {
             self.stats.errors.add(1);
             // SAFETY: the packet is ours (the caller drops it from the batch); freed once.

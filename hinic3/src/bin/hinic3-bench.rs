@@ -41,7 +41,7 @@ impl FakeDevice {
                 // memory.
                 unsafe {
                     let w = self.rq.add(self.rx_head as usize).read_volatile();
-                    let at = (w.cqe << 32 | w.cqe >> 32) as usize as *mut RxCqe;
+                    let at = w.cqe.rotate_right(32) as usize as *mut RxCqe;
                     self.hash = self.hash.wrapping_mul(2654435761).wrapping_add(1);
                     at.write_volatile(RxCqe::done(
                         60,

@@ -84,7 +84,7 @@ pub(super) fn open<R: RegisterSpace>(
     // §14.1 steps 3, 4: the AEQs and the mailbox.
     let aeq0 = Aeq::new(&regs, &allocator, &mapper, 0, pci_intf, &name)?;
     let aeq1 = Aeq::new(&regs, &allocator, &mapper, 1, pci_intf, &name)?;
-    let mbox = Mbox::new(&regs, &allocator, &mapper, func_id, aeq0, aeq1, t.mbox, &name)?;
+    let mbox = Mbox::new(&regs, &allocator, &mapper, func_id, [aeq0, aeq1], t.mbox, &name)?;
     let mut dev = Hinic3 {
         state: PortState::new(
             Hinic3::<R>::info_for(&name, &DevCap { port_id: 0, valid_cos_bitmap: 1, max_sqs: 1, max_rqs: 1 }),
