@@ -1,6 +1,6 @@
-//! The asynchronous event queues (docs/hw/hinic3.md §5): set up in host memory and polled, never interrupting.
-//! Elements are 64 bytes, big-endian per dword (§0.1); [`Aeq::poll`] hands out each new element with its dwords
-//! swapped, i.e. the 60 data bytes as the little-endian byte stream they carry and the descriptor in CPU order.
+//! The asynchronous event queues (docs/hw/hinic3.md §5): set up in host memory and polled, never interrupting. Elements
+//! are 64 bytes, big-endian per dword (docs/hw/hinic3.md §0.1); [`Aeq::poll`] hands out each new element with its
+//! dwords swapped, i.e. the 60 data bytes as the little-endian byte stream they carry and the descriptor in CPU order.
 
 use std::sync::Arc;
 
@@ -14,12 +14,12 @@ use pktio::Result;
 use crate::dma::DmaArea;
 use crate::regs::{self, aeq_ci, aeq_ctrl0, aeq_ctrl1, BeRegs};
 
-/// Elements per AEQ (DPDK's length, §15).
+/// Elements per AEQ (DPDK's length, docs/hw/hinic3.md §15).
 pub const AEQ_LEN: usize = 64;
 /// Bytes per element.
 pub const AEQE_SIZE: usize = 64;
 
-/// Descriptor fields (§5.2).
+/// Descriptor fields (docs/hw/hinic3.md §5.2).
 pub mod desc {
     use super::Field;
     /// Event type.
@@ -55,7 +55,7 @@ pub struct Aeq<R: RegisterSpace> {
 }
 
 impl<R: RegisterSpace> Aeq<R> {
-    /// Sets up AEQ `q` as §5.3 says: one 4 KiB page of 64 elements, MSI-X 0, interrupts unarmed.
+    /// Sets up AEQ `q` as docs/hw/hinic3.md §5.3 says: one 4 KiB page of 64 elements, MSI-X 0, interrupts unarmed.
     pub fn new(
         regs: &BeRegs<R>,
         allocator: &Allocator,
@@ -97,7 +97,7 @@ impl<R: RegisterSpace> Aeq<R> {
         self.regs.write(regs::AEQ_CI_SIMPLE_INDIR, aeq_ci::CI.val(ci) | aeq_ci::AEQ_IDX.val(self.q));
     }
 
-    /// The next new element, if any (§5.4); the CI register is written after every element taken.
+    /// The next new element, if any (docs/hw/hinic3.md §5.4); the CI register is written after every element taken.
     pub fn poll(&mut self) -> Option<AeqElem> {
         let base = self.ci * AEQE_SIZE;
         let mut raw = [0u8; 4];
@@ -123,7 +123,7 @@ impl<R: RegisterSpace> Aeq<R> {
         Some(AeqElem { data, desc: d })
     }
 
-    /// Teardown (§5.3): stop the queue and give its producer index back as the CI.
+    /// Teardown (docs/hw/hinic3.md §5.3): stop the queue and give its producer index back as the CI.
     pub fn shutdown(&self) {
         self.regs.write(regs::AEQ_INDIR_IDX, self.q);
         self.regs.write(regs::AEQ_CTRL_1, 0);

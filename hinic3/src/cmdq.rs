@@ -1,6 +1,6 @@
 //! The command queue (docs/hw/hinic3.md §8), normal mode: a ring of 64 little-endian 64-byte LCMD WQEs whose data
-//! travels in a big-endian-per-dword buffer ([`crate::ctx::to_cmdq_buf`]), a doorbell on page 0, and completion
-//! found by polling the WQE's busy bit (no CEQ). Only the SYNC queue (type 0) is used; one command at a time.
+//! travels in a big-endian-per-dword buffer ([`crate::ctx::to_cmdq_buf`]), a doorbell on page 0, and completion found
+//! by polling the WQE's busy bit (no CEQ). Only the SYNC queue (type 0) is used; one command at a time.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,14 +18,14 @@ use crate::doorbell::{self, DbKind};
 use crate::error::Error;
 use crate::regs::DB_PAGE_CMDQ;
 
-/// WQEs per command queue (DPDK's depth, §15).
+/// WQEs per command queue (DPDK's depth, docs/hw/hinic3.md §15).
 pub const CMDQ_DEPTH: usize = 64;
 /// Bytes per WQE.
 pub const CMDQ_WQE: usize = 64;
-/// Bytes of the data buffer (DPDK's, §8.1).
+/// Bytes of the data buffer (DPDK's, docs/hw/hinic3.md §8.1).
 pub const CMDQ_BUF: usize = 1024;
 
-/// header_info fields (§8.2).
+/// header_info fields (docs/hw/hinic3.md §8.2).
 pub mod header {
     use super::{bit, Field};
     /// Buffer-descriptor length code (2 LCMD).
@@ -44,7 +44,7 @@ pub mod header {
     pub const HW_BUSY: Field = Field::new(31, 31);
 }
 
-/// ctrl_info fields (§8.2).
+/// ctrl_info fields (docs/hw/hinic3.md §8.2).
 pub mod ctrl {
     use super::{bit, Field};
     /// This WQE's PI.
@@ -62,7 +62,7 @@ pub mod ctrl {
 /// status_info: the error code.
 pub const STATUS_ERR: Field = Field::new(30, 0);
 
-/// The L2NIC ucode commands sent here (§8.6).
+/// The L2NIC ucode commands sent here (docs/hw/hinic3.md §8.6).
 pub mod ucode {
     /// MODIFY_QUEUE_CTX.
     pub const MODIFY_QUEUE_CTX: u8 = 0;
@@ -76,8 +76,8 @@ pub mod ucode {
     pub const SET_RQ_FLUSH: u8 = 10;
 }
 
-/// The 64 bytes of an LCMD WQE (little-endian dwords): module/command, the buffer's IOVA and length, PI, and
-/// the busy bit = `wrapped`.
+/// The 64 bytes of an LCMD WQE (little-endian dwords): module/command, the buffer's IOVA and length, PI, and the busy
+/// bit = `wrapped`.
 pub fn lcmd_wqe(module: u8, cmd: u8, pi: u16, wrapped: u32, buf_iova: u64, len: u32) -> [u32; 16] {
     let mut w = [0u32; 16];
     w[0] = header::BUFDESC_LEN.val(2)
@@ -121,8 +121,8 @@ impl<D: RegisterSpace> Cmdq<D> {
         self.ring.iova(0)
     }
 
-    /// Sends `data` (CPU-order dwords, swapped here) as L2NIC ucode command `cmd` and waits for its completion;
-    /// returns the direct result, which must be 0.
+    /// Sends `data` (CPU-order dwords, swapped here) as L2NIC ucode command `cmd` and waits for its completion; returns
+    /// the direct result, which must be 0.
     pub fn send(&mut self, module: u8, cmd: u8, data: &[u32]) -> std::result::Result<(), Error> {
         let bytes = to_cmdq_buf(data);
         assert!(bytes.len() <= CMDQ_BUF, "command-queue buffer of {} bytes", bytes.len());
@@ -130,7 +130,7 @@ impl<D: RegisterSpace> Cmdq<D> {
         let pi = self.pi;
         let w = lcmd_wqe(module, cmd, pi as u16, self.wrapped, self.buf.iova(0), bytes.len() as u32);
         let base = pi * CMDQ_WQE;
-        // Bytes 8 to 63 first, then the header's 8 bytes (§8.2 write order).
+        // Bytes 8 to 63 first, then the header's 8 bytes (docs/hw/hinic3.md §8.2 write order).
         for (k, d) in w.iter().enumerate().skip(2) {
             self.ring.write(base + 4 * k, &d.to_le_bytes());
         }

@@ -27,7 +27,7 @@ const RQ_OWNER: Field = Field::new(31, 31);
 const RQ_INTR_DISABLE: Field = Field::new(31, 31);
 const RQ_CQE_LEN: Field = Field::new(29, 28);
 
-/// The SQ context (§9.1) of a ring at `ring_iova` (0-level CLA), queue `sq_id`, indexes 0.
+/// The SQ context (docs/hw/hinic3.md §9.1) of a ring at `ring_iova` (0-level CLA), queue `sq_id`, indexes 0.
 pub fn sq_ctx(sq_id: u16, ring_iova: u64) -> Ctx {
     let page_pfn = ring_iova >> 12;
     let block_pfn = ring_iova >> 9;
@@ -47,7 +47,7 @@ pub fn sq_ctx(sq_id: u16, ring_iova: u64) -> Ctx {
     c
 }
 
-/// The RQ context (§9.2) of a normal-WQE ring at `ring_iova`, polled (dword 1 bit 31 = 1, MSI-X 0).
+/// The RQ context (docs/hw/hinic3.md §9.2) of a normal-WQE ring at `ring_iova`, polled (dword 1 bit 31 = 1, MSI-X 0).
 pub fn rq_ctx(ring_iova: u64) -> Ctx {
     let page_pfn = ring_iova >> 12;
     let block_pfn = ring_iova >> 9;
@@ -60,7 +60,8 @@ pub fn rq_ctx(ring_iova: u64) -> Ctx {
     c[9] = PREF_CI_HI.val(0) | PREF_OWNER.val(1);
     c[10] = PFN_HI.val((page_pfn >> 32) as u32) | PREF_CI_LO.val(0);
     c[11] = page_pfn as u32;
-    // [UNCERTAIN] §9.2 "PI address" (dwords 12, 13): left 0 as Linux does; its meaning is unverified.
+    // Unverified (docs/hw/hinic3.md §17 item 3): the §9.2 "PI address" (dwords 12, 13): left 0 as Linux does; its
+    // meaning is unverified.
     c[14] = BLOCK_PFN_HI.val((block_pfn >> 32) as u32);
     c[15] = block_pfn as u32;
     c
@@ -75,7 +76,7 @@ pub enum QueueType {
     Rq = 1,
 }
 
-/// Contexts per MODIFY_QUEUE_CTX command with a 1 KiB buffer (§8.1: DPDK's 13).
+/// Contexts per MODIFY_QUEUE_CTX command with a 1 KiB buffer (docs/hw/hinic3.md §8.1: DPDK's 13).
 pub const CTX_PER_CMD: usize = 13;
 
 /// The MODIFY_QUEUE_CTX (cmdq 0) buffer in CPU-order dwords: the header {num, type, start, 0} and the contexts.
@@ -109,7 +110,7 @@ pub fn rq_flush(local_rq: u16) -> Vec<u32> {
     vec![(local_rq as u32) << 16]
 }
 
-/// Bytes of a command-queue data buffer: each dword big-endian (§0.1, §8.6).
+/// Bytes of a command-queue data buffer: each dword big-endian (docs/hw/hinic3.md §0.1, §8.6).
 pub fn to_cmdq_buf(dwords: &[u32]) -> Vec<u8> {
     dwords.iter().flat_map(|d| d.to_be_bytes()).collect()
 }
@@ -148,7 +149,7 @@ mod tests {
     #[test]
     fn cmdq_buffers_are_big_endian_per_dword() {
         let b = to_cmdq_buf(&modify_queue_ctx(QueueType::Rq, 4, &[[0; 16]]));
-        // In memory: queue_type, num_queues, reserved, start_qid, each big-endian (§8.6).
+        // In memory: queue_type, num_queues, reserved, start_qid, each big-endian (docs/hw/hinic3.md §8.6).
         assert_eq!(&b[..8], &[0, 1, 0, 1, 0, 0, 0, 4]);
         assert_eq!(b.len(), 8 + 64);
         let mut t = [0u16; 256];

@@ -1,5 +1,7 @@
-//! The data-path descriptors (docs/hw/hinic3.md §10), little-endian (§0.1): the SQ's 16-byte WQEBBs (control,
-//! task, buffer descriptor), the normal 16-byte RQ WQE and the 32-byte RX CQE, with every field named.
+//! The data-path descriptors (docs/hw/hinic3.md §10), little-endian (§0.1; unverified for very old firmware, §17 item
+//! 1: little-endian chosen, as both reference drivers assume the hardware conversion current firmware enables): the
+//! SQ's 16-byte WQEBBs (control, task, buffer descriptor), the normal 16-byte RQ WQE and the 32-byte RX CQE, with every
+//! field named.
 
 use pktio::reg::{bit, Field};
 
@@ -28,7 +30,7 @@ pub mod ctrl {
     pub const EXTENDED: u32 = bit(30);
     /// Owner bit position.
     pub const OWNER_SHIFT: u32 = 31;
-    /// BD0 of a compact WQE is at most this long (§10.2).
+    /// BD0 of a compact WQE is at most this long (docs/hw/hinic3.md §10.2).
     pub const COMPACT_MAX_LEN: u32 = 16383;
 }
 
@@ -69,7 +71,9 @@ impl SqWqebb {
         SqWqebb([ctrl_len, queue_info, (iova >> 32) as u32, iova as u32])
     }
 
-    /// The compact WQE of one unoffloaded segment (§10.2 "compact"): length, owner; queue_info 0.
+    /// The compact WQE of one unoffloaded segment (docs/hw/hinic3.md §10.2 "compact"): length, owner; queue_info 0.
+    /// Unverified (docs/hw/hinic3.md §17 item 4) whether the hardware checks the owner here; it is set, as Linux and
+    /// the older DPDK set it.
     #[inline(always)]
     pub const fn compact(len: u32, owner: u32, iova: u64) -> SqWqebb {
         SqWqebb::control(ctrl::BD0_LEN.val(len) | (owner << ctrl::OWNER_SHIFT), 0, iova)
@@ -95,7 +99,7 @@ impl SqWqebb {
     }
 }
 
-/// A normal RQ WQE, 16 bytes: buffer IOVA high, low; CQE IOVA high, low (§10.3).
+/// A normal RQ WQE, 16 bytes: buffer IOVA high, low; CQE IOVA high, low (docs/hw/hinic3.md §10.3).
 #[repr(C, align(16))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RqWqe {
@@ -105,9 +109,9 @@ pub struct RqWqe {
     pub cqe: u64,
 }
 
-/// RQ WQE type of the context for the normal 16-byte WQE (§9.2).
+/// RQ WQE type of the context for the normal 16-byte WQE (docs/hw/hinic3.md §9.2).
 pub const RQ_WQE_TYPE_NORMAL: u32 = 2;
-/// Index shift of the normal WQE: RQ indexes count 8-byte units (§9.2, §10.1).
+/// Index shift of the normal WQE: RQ indexes count 8-byte units (docs/hw/hinic3.md §9.2, §10.1).
 pub const RQ_WQE_SHIFT: u32 = 1;
 
 /// An IOVA as the "high dword, then low dword" pair stored as one little-endian qword.
@@ -116,12 +120,12 @@ pub const fn hi_lo(iova: u64) -> u64 {
     iova.rotate_left(32)
 }
 
-/// The RX CQE, 32 bytes of little-endian dwords (§10.5).
+/// The RX CQE, 32 bytes of little-endian dwords (docs/hw/hinic3.md §10.5).
 #[repr(C, align(32))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RxCqe(pub [u32; 8]);
 
-/// Size of a CQE slot (Linux's stride, §10.3).
+/// Size of a CQE slot (Linux's stride, docs/hw/hinic3.md §10.3).
 pub const CQE_SIZE: usize = 32;
 
 /// RX CQE fields.

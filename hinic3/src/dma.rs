@@ -1,6 +1,6 @@
-//! DMA areas shared with the device (AEQ pages, the mailbox body and write-back, command-queue rings and buffers,
-//! SQ/RQ rings, CQE arrays, CI slots): allocated, zeroed, IOVA-contiguous, mapped for the device, and copied in and
-//! out with volatile accesses. The only `unsafe` of the control plane is here.
+//! DMA areas shared with the device (AEQ pages, the mailbox body and write-back, command-queue rings and buffers, SQ/RQ
+//! rings, CQE arrays, CI slots): allocated, zeroed, IOVA-contiguous, mapped for the device, and copied in and out with
+//! volatile accesses. The only `unsafe` of the control plane is here.
 
 use std::sync::Arc;
 

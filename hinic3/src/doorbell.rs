@@ -1,5 +1,5 @@
-//! Doorbells (docs/hw/hinic3.md §8.4, §10.1): one native little-endian 64-bit store at `page + (PI & 0xFF) * 8`,
-//! the low dword the information word, the high dword PI bits 15:8.
+//! Doorbells (docs/hw/hinic3.md §8.4, §10.1): one native little-endian 64-bit store at `page + (PI & 0xFF) * 8`, the
+//! low dword the information word, the high dword PI bits 15:8.
 
 use pktio::bar::RegisterSpace;
 use pktio::reg::Field;
@@ -8,7 +8,7 @@ use crate::regs::DB_PAGE;
 
 /// Data-path doorbell, low dword: queue ID.
 pub const QID: Field = Field::new(12, 0);
-/// Low dword: 0 SQ, 1 RQ (and the command queue's "queue type" bit, §8.4).
+/// Low dword: 0 SQ, 1 RQ (and the command queue's "queue type" bit, docs/hw/hinic3.md §8.4).
 pub const CFLAG: Field = Field::new(23, 23);
 /// Low dword: CoS (SQ: the default CoS; RQ: 0). For a command queue: the cmdq type.
 pub const COS: Field = Field::new(26, 24);
@@ -33,7 +33,7 @@ pub const fn info(kind: DbKind, qid: u16, cos: u8) -> u32 {
     match kind {
         DbKind::Sq => QID.val(qid as u32) | COS.val(cos as u32) | SRC_TYPE.val(1),
         DbKind::Rq => QID.val(qid as u32) | CFLAG.val(1) | SRC_TYPE.val(1),
-        // Queue type 1 (cmdq), cmdq type 0 (SYNC), source type 0 (§8.4).
+        // Queue type 1 (cmdq), cmdq type 0 (SYNC), source type 0 (docs/hw/hinic3.md §8.4).
         DbKind::Cmdq => CFLAG.val(1),
     }
 }

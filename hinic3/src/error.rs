@@ -1,6 +1,6 @@
-//! What goes wrong with the device itself (a bad argument stays a [`pktio::Error`] such as `InvalidConfig`).
-//! These reach the port API as [`pktio::Error::Driver`]: `err.driver_error::<hinic3::Error>()` tells a firmware
-//! that refused a command from one that never answered.
+//! What goes wrong with the device itself (a bad argument stays a [`pktio::Error`] such as `InvalidConfig`). These
+//! reach the port API as [`pktio::Error::Driver`]: `err.driver_error::<hinic3::Error>()` tells a firmware that refused
+//! a command from one that never answered.
 
 use std::time::Duration;
 

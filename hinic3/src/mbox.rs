@@ -1,6 +1,7 @@
-//! The mailbox to the management CPU (docs/hw/hinic3.md §6): the 64-bit message header, a request sent in DMA
-//! mode through the big-endian MMIO window (§6.3), the write-back wait, and the answer reassembled from AEQ 1
-//! segments (§6.4); events from AEQ 0 and their acknowledgements (§6.5). One request in flight at a time.
+//! The mailbox to the management CPU (docs/hw/hinic3.md §6): the 64-bit message header, a request sent in DMA mode
+//! through the big-endian MMIO window (docs/hw/hinic3.md §6.3), the write-back wait, and the answer reassembled from
+//! AEQ 1 segments (docs/hw/hinic3.md §6.4); events from AEQ 0 and their acknowledgements (§6.5). One request in flight
+//! at a time.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ use crate::dma::DmaArea;
 use crate::error::{module_name, status_name, Error};
 use crate::regs::{self, mbox_ctrl, mbox_int, BeRegs};
 
-/// Header fields (§6.1).
+/// Header fields (docs/hw/hinic3.md §6.1).
 pub mod hdr {
     use super::Field;
     /// SRC_GLB_FUNC_IDX.
@@ -58,10 +59,10 @@ pub const SEG_MAX: usize = 48;
 pub const SEQ_MAX: u32 = 42;
 /// Largest message.
 pub const MSG_MAX: usize = 2048;
-/// Seed of the DMA body's XOR checksum (§6.3 step 5).
+/// Seed of the DMA body's XOR checksum (docs/hw/hinic3.md §6.3 step 5).
 const XOR_SEED: u32 = 0x5A5A_5A5A;
-/// MSG_LEN = SEG_LEN of the DMA descriptor. [UNCERTAIN] §17.5: 16 (DPDK) or 24 (Linux); 16 chosen, DPDK being
-/// the PF reference and this driver reusing one buffer for synchronous requests as DPDK does.
+/// MSG_LEN = SEG_LEN of the DMA descriptor. Unverified (docs/hw/hinic3.md §17 item 5): 16 (DPDK) or 24 (Linux); 16
+/// chosen, DPDK being the PF reference and this driver reusing one buffer for synchronous requests as DPDK does.
 const DMA_DESC_LEN: u32 = 16;
 
 /// A decoded 64-bit mailbox header.
@@ -154,7 +155,7 @@ pub fn dma_window(h: &Header, body: &[u8], body_iova: u64) -> [u32; 8] {
     [v as u32, (v >> 32) as u32, dma_xor(body), (body_iova >> 32) as u32, body_iova as u32, body.len() as u32, 0, 0]
 }
 
-/// Time limits of the management channel (§15).
+/// Time limits of the management channel (docs/hw/hinic3.md §15).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MboxTiming {
     /// Write-back of a segment.
@@ -233,8 +234,8 @@ pub struct Mbox<R: RegisterSpace> {
 }
 
 impl<R: RegisterSpace> Mbox<R> {
-    /// Allocates the body buffer and the write-back area and registers the latter (§14.1 step 4); events come on
-    /// the first AEQ (AEQ 0), answers on the second (AEQ 1).
+    /// Allocates the body buffer and the write-back area and registers the latter (docs/hw/hinic3.md §14.1 step 4);
+    /// events come on the first AEQ (AEQ 0), answers on the second (AEQ 1).
     pub fn new(
         regs: &BeRegs<R>,
         allocator: &Allocator,
@@ -263,9 +264,9 @@ impl<R: RegisterSpace> Mbox<R> {
         })
     }
 
-    /// Sends `req` (a whole management structure) to `module`/`cmd` and returns the answer's body, checked:
-    /// matching module and command, header status 0 and body status byte 0 (`ok_status` lists other accepted
-    /// status bytes, e.g. 0x06 for SET_MAC).
+    /// Sends `req` (a whole management structure) to `module`/`cmd` and returns the answer's body, checked: matching
+    /// module and command, header status 0 and body status byte 0 (`ok_status` lists other accepted status bytes, e.g.
+    /// 0x06 for SET_MAC).
     pub fn call(&mut self, module: u8, cmd: u16, req: &[u8], ok_status: &[u8]) -> std::result::Result<Vec<u8>, Error> {
         let err = |status: u16| Error::Mgmt {
             module,
@@ -330,8 +331,8 @@ impl<R: RegisterSpace> Mbox<R> {
         }
     }
 
-    /// Writes `body` to the DMA buffer, the header and descriptor to the window, starts the send and waits for
-    /// the write-back (§6.3 steps 2 to 7).
+    /// Writes `body` to the DMA buffer, the header and descriptor to the window, starts the send and waits for the
+    /// write-back (docs/hw/hinic3.md §6.3 steps 2 to 7).
     fn send_dma(&mut self, h: &Header, body: &[u8]) -> std::result::Result<(), Error> {
         let (module, cmd) = (h.module, h.cmd);
         self.body.fill(0, MSG_MAX, 0);
@@ -383,7 +384,7 @@ impl<R: RegisterSpace> Mbox<R> {
         }
     }
 
-    /// An answer segment of AEQ 1 (§6.4); `Some` once complete.
+    /// An answer segment of AEQ 1 (docs/hw/hinic3.md §6.4); `Some` once complete.
     fn take_answer(&mut self, e: &AeqElem) -> Option<(Header, Vec<u8>)> {
         let (h, seg) = mbox_message(e)?;
         if !h.answer || h.src != MGMT_FUNC {
@@ -392,8 +393,7 @@ impl<R: RegisterSpace> Mbox<R> {
         self.reasm_answer.push(h, seg)
     }
 
-    /// Takes what AEQ 0 holds now: events are acknowledged when they ask for it and kept for
-    /// [`Mbox::take_events`].
+    /// Takes what AEQ 0 holds now: events are acknowledged when they ask for it and kept for [`Mbox::take_events`].
     pub fn poll_events_once(&mut self) {
         while let Some(e) = self.events.poll() {
             let Some((h, seg)) = mbox_message(&e) else { continue };
@@ -402,8 +402,8 @@ impl<R: RegisterSpace> Mbox<R> {
             }
             if let Some((fh, body)) = self.reasm_event.push(h, seg) {
                 if !fh.no_ack {
-                    // §6.5: the body echoed, DIRECTION 1, NO_ACK 1, same module, command and MSG_ID. A failed
-                    // acknowledgement only delays the firmware's next event; the event itself is kept.
+                    // docs/hw/hinic3.md §6.5: the body echoed, DIRECTION 1, NO_ACK 1, same module, command and MSG_ID.
+                    // A failed acknowledgement only delays the firmware's next event; the event itself is kept.
                     let ack = Header {
                         src: self.func_id,
                         source: true,
@@ -429,7 +429,7 @@ impl<R: RegisterSpace> Mbox<R> {
         std::mem::take(&mut self.pending)
     }
 
-    /// Clears the write-back registration and stops the AEQs (§14.5).
+    /// Clears the write-back registration and stops the AEQs (docs/hw/hinic3.md §14.5).
     pub fn shutdown(&self) {
         self.regs.write(regs::MAILBOX_RESULT_H, 0);
         self.regs.write(regs::MAILBOX_RESULT_L, 0);
@@ -438,8 +438,8 @@ impl<R: RegisterSpace> Mbox<R> {
     }
 }
 
-/// The header and segment of a mailbox-carrying element: type 1, or type 2 with SOURCE = 1 (§5.2); also type 2
-/// with SOURCE = 0 (management CPU messages in the same format).
+/// The header and segment of a mailbox-carrying element: type 1, or type 2 with SOURCE = 1 (docs/hw/hinic3.md §5.2);
+/// also type 2 with SOURCE = 0 (management CPU messages in the same format).
 fn mbox_message(e: &AeqElem) -> Option<(Header, &[u8])> {
     let t = desc::TYPE.get(e.desc);
     if desc::SRC.get(e.desc) != 0 || (t != desc::TYPE_MBOX && t != desc::TYPE_MSG_FROM_MGMT) {
@@ -450,7 +450,7 @@ fn mbox_message(e: &AeqElem) -> Option<(Header, &[u8])> {
     Some((Header::decode(u64::from_le_bytes(w)), &e.data[8..]))
 }
 
-/// What a write-back error code means (§6.2).
+/// What a write-back error code means (docs/hw/hinic3.md §6.2).
 fn wb_reason(code: u16) -> &'static str {
     match code {
         0x100 => "VF to a wrong function",

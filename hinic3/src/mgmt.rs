@@ -1,8 +1,8 @@
 //! Management commands (docs/hw/hinic3.md §7): module and command numbers, and each request as an explicit
-//! little-endian byte layout of natural C alignment with the 8-byte head zeroed (§7.1, §16a). Every encoder
-//! returns the whole structure at the size the notes give, reserved bytes zero.
+//! little-endian byte layout of natural C alignment with the 8-byte head zeroed (docs/hw/hinic3.md §7.1, §16a). Every
+//! encoder returns the whole structure at the size the notes give, reserved bytes zero.
 
-/// Module IDs (§7.1).
+/// Module IDs (docs/hw/hinic3.md §7.1).
 pub mod module {
     /// COMM.
     pub const COMM: u8 = 0;
@@ -14,7 +14,7 @@ pub mod module {
     pub const HILINK: u8 = 14;
 }
 
-/// COMM commands (§7.2).
+/// COMM commands (docs/hw/hinic3.md §7.2).
 pub mod comm {
     /// FUNC_RESET.
     pub const FUNC_RESET: u16 = 0;
@@ -32,7 +32,7 @@ pub mod comm {
     pub const SET_DMA_ATTR: u16 = 25;
     /// GET_FW_VERSION.
     pub const GET_FW_VERSION: u16 = 60;
-    /// DPDK's FUNC_RESET flags: NIC | COMM | FLUSH | MQM | SMF | command channel (§7.3).
+    /// DPDK's FUNC_RESET flags: NIC | COMM | FLUSH | MQM | SMF | command channel (docs/hw/hinic3.md §7.3).
     pub const RESET_FLAGS: u64 = 0x3407;
 }
 
@@ -42,7 +42,7 @@ pub mod cfgm {
     pub const GET_DEV_CAP: u16 = 0;
 }
 
-/// L2NIC commands (§7.2).
+/// L2NIC commands (docs/hw/hinic3.md §7.2).
 pub mod l2nic {
     /// SET_FUNC_TBL.
     pub const SET_FUNC_TBL: u16 = 5;
@@ -76,11 +76,13 @@ pub mod l2nic {
     pub const CFG_RSS_HASH_ENGINE: u16 = 64;
     /// SET_RSS_CTX_TBL_INTO_FUNC.
     pub const SET_RSS_CTX_TBL: u16 = 65;
-    /// The NIC feature bits a first driver keeps (§12, §12a: 19, 20, 21, 25, 27 declined).
+    /// The NIC feature bits a first driver keeps (docs/hw/hinic3.md §12, §12a: 19, 20, 21, 25, 27 declined). Unverified
+    /// (docs/hw/hinic3.md §17 item 10) that firmware offering them serves the classic formats once they are declined;
+    /// declining is the choice.
     pub const FEATURES_KEPT: u64 = 0x3FC3FFF & !((1 << 19) | (1 << 20) | (1 << 21) | (1 << 25) | (1 << 27));
 }
 
-/// HILINK commands (§7.2).
+/// HILINK commands (docs/hw/hinic3.md §7.2).
 pub mod mag {
     /// SET_PORT_ENABLE.
     pub const SET_PORT_ENABLE: u16 = 6;
@@ -164,7 +166,7 @@ pub fn svc_used_state(func_id: u16, svc: u16, used: bool) -> Msg<48> {
     Msg::new().u16(8, func_id).u16(10, svc).u8(12, used as u8)
 }
 
-/// COMM 20 SET_CMDQ_CTXT (32 bytes, Linux's length): the two context words of §8.3.
+/// COMM 20 SET_CMDQ_CTXT (32 bytes, Linux's length): the two context words of docs/hw/hinic3.md §8.3.
 pub fn set_cmdq_ctxt(func_id: u16, cmdq_id: u8, ring_iova: u64) -> Msg<32> {
     let pfn = (ring_iova >> 12) & ((1 << 52) - 1);
     // EQ ID 0, CEQ arm 0, CEQ enable 0 (polled, as DPDK), hardware busy 1.
@@ -177,14 +179,15 @@ pub fn set_cmdq_depth(func_id: u16, depth: u16) -> Msg<32> {
     Msg::new().u16(8, func_id).u8(10, 1).u8(11, depth.trailing_zeros() as u8)
 }
 
-/// COMM 21 SET_VAT use (b): the root context. `rx_buf_idx` from §10.4; depths are entry counts (powers of two).
+/// COMM 21 SET_VAT use (b): the root context. `rx_buf_idx` from docs/hw/hinic3.md §10.4; depths are entry counts
+/// (powers of two).
 pub fn set_root_ctx(func_id: u16, rx_buf_idx: u16, sq_depth: u16, rq_depth: u16) -> Msg<32> {
     Msg::new()
         .u16(8, func_id)
         .u16(12, rx_buf_idx)
         .u8(14, 1)
         .u16(16, sq_depth.trailing_zeros() as u16)
-        // RQ depth in 8-byte units: entries << wqe shift (1 for the normal WQE, §7.3).
+        // RQ depth in 8-byte units: entries << wqe shift (1 for the normal WQE, docs/hw/hinic3.md §7.3).
         .u16(18, rq_depth.trailing_zeros() as u16 + crate::desc::RQ_WQE_SHIFT as u16)
 }
 
@@ -208,7 +211,7 @@ pub fn get_dev_cap(func_id: u16) -> Msg<336> {
     Msg::new().u16(8, func_id)
 }
 
-/// What GET_DEV_CAP says (§7.3 CFGM).
+/// What GET_DEV_CAP says (docs/hw/hinic3.md §7.3 CFGM).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DevCap {
     /// Physical port of every HILINK command.
@@ -232,7 +235,7 @@ impl DevCap {
         })
     }
 
-    /// The default CoS: the highest bit set below 8 (§14.1 step 18).
+    /// The default CoS: the highest bit set below 8 (docs/hw/hinic3.md §14.1 step 18).
     pub fn default_cos(&self) -> u8 {
         if self.valid_cos_bitmap == 0 {
             0
@@ -306,12 +309,12 @@ pub fn rss_hash_engine(func_id: u16, engine: u8) -> Msg<16> {
     Msg::new().u16(8, func_id).u8(10, 1).u8(11, engine)
 }
 
-/// L2NIC 65 SET_RSS_CTX_TBL_INTO_FUNC (16 bytes): the §11 hash-type word.
+/// L2NIC 65 SET_RSS_CTX_TBL_INTO_FUNC (16 bytes): the docs/hw/hinic3.md §11 hash-type word.
 pub fn rss_ctx_tbl(func_id: u16, context: u32) -> Msg<16> {
     Msg::new().u16(8, func_id).u32(12, context)
 }
 
-/// RSS hash-type bits (§11).
+/// RSS hash-type bits (docs/hw/hinic3.md §11).
 pub mod rss_type {
     /// Valid.
     pub const VALID: u32 = 1 << 23;
@@ -349,7 +352,7 @@ pub fn get_port_info(port_id: u8) -> Msg<36> {
     Msg::new().u8(8, port_id)
 }
 
-/// Mbit/s of a GET_PORT_INFO speed code (§7.3).
+/// Mbit/s of a GET_PORT_INFO speed code (docs/hw/hinic3.md §7.3).
 pub fn speed_mbps(code: u8) -> u32 {
     match code {
         1 => 10,
@@ -365,7 +368,7 @@ pub fn speed_mbps(code: u8) -> u32 {
     }
 }
 
-/// The vport counters of the L2NIC 9 answer (§13), in order.
+/// The vport counters of the L2NIC 9 answer (docs/hw/hinic3.md §13), in order.
 pub const VPORT_STAT_NAMES: [&str; 16] = [
     "tx_unicast_pkts",
     "tx_unicast_bytes",

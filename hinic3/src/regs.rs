@@ -1,6 +1,6 @@
-//! The function CSRs of the cfg BAR and the election registers of the mgmt BAR (docs/hw/hinic3.md §2, §3), named
-//! as the notes name them, and [`BeRegs`]: the one place where their big-endian byte order (§0.1) is handled. No
-//! other code swaps register bytes.
+//! The function CSRs of the cfg BAR and the election registers of the mgmt BAR (docs/hw/hinic3.md §2, §3), named as the
+//! notes name them, and [`BeRegs`]: the one place where their big-endian byte order (docs/hw/hinic3.md §0.1) is
+//! handled. No other code swaps register bytes.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use pktio::bar::RegisterSpace;
 pub use pktio::reg::{bit, Field, Reg};
 
-/// Typed, byte-swapping access to a big-endian register space (the cfg BAR, the mgmt BAR): every value the driver
-/// sees or writes is in CPU order; the bus carries it big-endian (docs/hw/hinic3.md §0.1).
+/// Typed, byte-swapping access to a big-endian register space (the cfg BAR, the mgmt BAR): every value the driver sees
+/// or writes is in CPU order; the bus carries it big-endian (docs/hw/hinic3.md §0.1).
 #[derive(Debug)]
 pub struct BeRegs<R> {
     space: Arc<R>,
@@ -82,11 +82,11 @@ pub const FUNC_ATTR4: Reg = Reg(0x010);
 pub const FUNC_ATTR5: Reg = Reg(0x014);
 /// FUNC_ATTR6: PF status, most queues.
 pub const FUNC_ATTR6: Reg = Reg(0x018);
-/// AEQ_CI_SIMPLE_INDIR: an AEQ's consumer index (§5.2).
+/// AEQ_CI_SIMPLE_INDIR: an AEQ's consumer index (docs/hw/hinic3.md §5.2).
 pub const AEQ_CI_SIMPLE_INDIR: Reg = Reg(0x050);
 /// FUNC_MSI_CLR_WR: mask/unmask an MSI-X vector by index.
 pub const FUNC_MSI_CLR_WR: Reg = Reg(0x058);
-/// MAILBOX_DATA: the 64-byte mailbox window, dword `i` (§6.2, §6.3).
+/// MAILBOX_DATA: the 64-byte mailbox window, dword `i` (docs/hw/hinic3.md §6.2, §6.3).
 pub const fn mailbox_data(i: usize) -> Reg {
     Reg(0x080 + 4 * i)
 }
@@ -114,7 +114,7 @@ pub const fn aeq_page_hi(pg: usize) -> Reg {
 pub const fn aeq_page_lo(pg: usize) -> Reg {
     Reg(0x244 + 8 * pg)
 }
-/// PPF election register of the mgmt BAR (§3.1).
+/// PPF election register of the mgmt BAR (docs/hw/hinic3.md §3.1).
 pub const PPF_ELECTION: Reg = Reg(0x6000);
 /// MPF election register of the mgmt BAR.
 pub const MPF_ELECTION: Reg = Reg(0x6020);
@@ -175,7 +175,7 @@ pub mod msi_clr {
     pub const INDEX: Field = Field::new(31, 22);
 }
 
-/// AEQ_CTRL_0 fields (§5.2).
+/// AEQ_CTRL_0 fields (docs/hw/hinic3.md §5.2).
 pub mod aeq_ctrl0 {
     use super::Field;
     /// MSI-X index.
@@ -212,7 +212,7 @@ pub mod aeq_ci {
     pub const AEQ_IDX: Field = Field::new(31, 30);
 }
 
-/// MAILBOX_INT_OFFSET fields (§6.2).
+/// MAILBOX_INT_OFFSET fields (docs/hw/hinic3.md §6.2).
 pub mod mbox_int {
     use super::Field;
     /// Destination AEQ.
@@ -232,7 +232,7 @@ pub mod mbox_ctrl {
     pub const DST_FUNC: Field = Field::new(28, 16);
 }
 
-/// Doorbell pages of the doorbell BAR (§2): 4 KiB each; page 0 command queues, 1 SQs, 2 RQs.
+/// Doorbell pages of the doorbell BAR (docs/hw/hinic3.md §2): 4 KiB each; page 0 command queues, 1 SQs, 2 RQs.
 pub const DB_PAGE: usize = 4096;
 /// Doorbell page of the command queues.
 pub const DB_PAGE_CMDQ: usize = 0;

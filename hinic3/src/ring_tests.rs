@@ -1,5 +1,5 @@
-//! The RX and TX rings against a device played by the test (IOVA = VA): CQEs in, mbuf fields out; WQEs out, the
-//! CI slot in; doorbells as the notes lay them out.
+//! The RX and TX rings against a device played by the test (IOVA = VA): CQEs in, mbuf fields out; WQEs out, the CI slot
+//! in; doorbells as the notes lay them out.
 
 use std::sync::Arc;
 

@@ -1,8 +1,8 @@
-//! The RX queue (docs/hw/hinic3.md §10.1, §10.3 to §10.6): normal 16-byte RQ WQEs whose CQE address is written
-//! once at creation, a separate array of 32-byte CQEs, bursts that take completed CQEs (done bit, length, VLAN,
-//! RSS hash, packet type, checksum errors), frames longer than a buffer as chains of consecutive entries, a bulk
-//! refill, and one RQ doorbell per refill. The driver clears each consumed CQE's status (the device does not).
-//! No allocation, lock or dynamic call per packet.
+//! The RX queue (docs/hw/hinic3.md §10.1, §10.3 to §10.6): normal 16-byte RQ WQEs whose CQE address is written once at
+//! creation, a separate array of 32-byte CQEs, bursts that take completed CQEs (done bit, length, VLAN, RSS hash,
+//! packet type, checksum errors), frames longer than a buffer as chains of consecutive entries, a bulk refill, and one
+//! RQ doorbell per refill. The driver clears each consumed CQE's status (the device does not). No allocation, lock or
+//! dynamic call per packet.
 
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
@@ -28,13 +28,14 @@ pub const RX_FREE_THRESH: usize = 32;
 pub const RX_BUF_SIZES: [u32; 16] =
     [32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192, 16384];
 
-/// The largest table size not above `room` and its index (§10.4: only table sizes, since COMM bit 9 is not used).
+/// The largest table size not above `room` and its index (docs/hw/hinic3.md §10.4: only table sizes, since COMM bit 9
+/// is not used).
 pub fn rx_buf_size_index(room: u32) -> Option<(u16, u32)> {
     RX_BUF_SIZES.iter().enumerate().rev().find(|(_, &s)| s <= room).map(|(i, &s)| (i as u16, s))
 }
 
-/// The memo of the last (status, offload word) pair of a plain frame and the mbuf fields they give. The status
-/// is compared whole: a memo's status is DONE plus checksum bits, so a match also says "done, not flushed, no LRO".
+/// The memo of the last (status, offload word) pair of a plain frame and the mbuf fields they give. The status is
+/// compared whole: a memo's status is DONE plus checksum bits, so a match also says "done, not flushed, no LRO".
 #[derive(Debug, Clone, Copy)]
 struct Memo {
     status: u32,
@@ -67,7 +68,7 @@ pub struct RxSetup<'a, D> {
     pub queue: u16,
     /// Entries (a power of two).
     pub depth: u16,
-    /// Bytes the device writes per buffer (a size of the §10.4 table).
+    /// Bytes the device writes per buffer (a size of the docs/hw/hinic3.md §10.4 table).
     pub buf_len: u32,
     /// Port number stamped into packets.
     pub port_id: u16,
@@ -103,18 +104,20 @@ pub struct RxRing<D: RegisterSpace> {
     _pool_map: DmaMapping,
 }
 
-// SAFETY: the ring owns its WQE and CQE memory and its buffers; the raw pointers are into that memory and used only
-// by the owning thread. Moving the ring moves all of it.
+// SAFETY: the ring owns its WQE and CQE memory and its buffers; the raw pointers are into that memory and used only by
+// the owning thread. Moving the ring moves all of it.
 unsafe impl<D: RegisterSpace> Send for RxRing<D> {}
 
 impl<D: RegisterSpace> RxRing<D> {
-    /// Allocates the WQE ring and CQE array, gives every WQE its CQE address, posts depth − 1 buffers (§10.6 step
-    /// 5). The doorbell is rung by [`RxRing::ring_doorbell`] once the context is written.
+    /// Allocates the WQE ring and CQE array, gives every WQE its CQE address, posts depth − 1 buffers
+    /// (docs/hw/hinic3.md §10.6 step 5). The doorbell is rung by [`RxRing::ring_doorbell`] once the context is written.
     pub fn new(setup: RxSetup<'_, D>) -> Result<Self> {
         let depth = setup.depth as usize;
         let bad = |reason: String| Error::InvalidConfig { port: setup.port.to_string(), reason };
         if !depth.is_power_of_two() || !(64..=16384).contains(&depth) {
-            return Err(bad(format!("RX ring of {depth}: hinic3 takes a power of two from 64 to 16384 (§9.3)")));
+            return Err(bad(format!(
+                "RX ring of {depth}: hinic3 takes a power of two from 64 to 16384 (docs/hw/hinic3.md §9.3)"
+            )));
         }
         if setup.pool.data_room() as u32 > 0 && (setup.pool.data_room() as u32) < setup.buf_len {
             return Err(bad(format!(
@@ -201,7 +204,7 @@ impl<D: RegisterSpace> RxRing<D> {
         self.buf_len
     }
 
-    /// The RQ doorbell with the current PI (in 8-byte units, §10.1).
+    /// The RQ doorbell with the current PI (in 8-byte units, docs/hw/hinic3.md §10.1).
     #[inline(always)]
     pub fn ring_doorbell(&self) {
         let units = (self.pi << RQ_WQE_SHIFT) & ((self.depth() << RQ_WQE_SHIFT) - 1);
@@ -222,18 +225,17 @@ impl<D: RegisterSpace> RxRing<D> {
         unsafe { self.cqes.as_ptr().add(i).cast::<u32>().add(k).read_volatile() }
     }
 
-    /// Clears the status dword of CQE `i` (§10.6 step 3).
+    /// Clears the status dword of CQE `i` (docs/hw/hinic3.md §10.6 step 3).
     #[inline(always)]
     fn clear(&self, i: usize) {
         // SAFETY: as in `cqe_word`.
         unsafe { self.cqes.as_ptr().add(i).cast::<u32>().write_volatile(0) }
     }
 
-    /// The common run: up to `n` entries from `i` (no wrap inside), each a completed single-buffer frame whose
-    /// status and offload word repeat the memo's. Moves their buffers to `out`; returns (count, bytes).
+    /// The common run: up to `n` entries from `i` (no wrap inside), each a completed single-buffer frame whose status
+    /// and offload word repeat the memo's. Moves their buffers to `out`; returns (count, bytes).
     ///
-    /// # Safety
-    /// `i + n <= depth`, every entry posted (its slot owns a buffer), `out` valid for `n` writes.
+    /// # Safety `i + n <= depth`, every entry posted (its slot owns a buffer), `out` valid for `n` writes.
     #[inline(always)]
     unsafe fn fast_run(&mut self, i: usize, n: usize, out: *mut NonNull<MbufHeader>) -> (usize, u64) {
         let (memo, buf_len) = (self.memo, self.buf_len);
@@ -249,8 +251,8 @@ impl<D: RegisterSpace> RxRing<D> {
             // SAFETY: as above.
             let (w1, w2) = unsafe { (c.add(1).read_volatile(), c.add(2).read_volatile()) };
             let len = cqe::LEN.get(w1);
-            // The memo's status and offload word (done, not flushed, no LRO, the same flags; a VLAN-stripped
-            // frame's memo is never kept), one buffer, not empty: one branch.
+            // The memo's status and offload word (done, not flushed, no LRO, the same flags; a VLAN-stripped frame's
+            // memo is never kept), one buffer, not empty: one branch.
             let odd =
                 (status != memo.status) as u32 | (w2 != memo.offload) as u32 | (len.wrapping_sub(1) >= buf_len) as u32;
             if odd != 0 {
@@ -264,7 +266,7 @@ impl<D: RegisterSpace> RxRing<D> {
                 // A single segment posted with our rearm word; len <= buf_len <= the data room (checked).
                 m.set_rx_unchecked(len as u16, memo.flags, memo.ptype, rss);
                 *out.add(k) = m.into_raw();
-                // The driver clears the done bit (§10.6 step 3).
+                // The driver clears the done bit (docs/hw/hinic3.md §10.6 step 3).
                 c.write_volatile(0);
             }
             bytes += len as u64;
@@ -341,9 +343,9 @@ impl<D: RegisterSpace> RxRing<D> {
         got
     }
 
-    /// A flushed buffer, an LRO CQE, or a frame over several buffers at entry `i` with `avail` posted entries
-    /// from it. Returns the packet (or none: dropped) and the entries it used, or `None` when the frame's later
-    /// buffers are not all posted yet.
+    /// A flushed buffer, an LRO CQE, or a frame over several buffers at entry `i` with `avail` posted entries from it.
+    /// Returns the packet (or none: dropped) and the entries it used, or `None` when the frame's later buffers are not
+    /// all posted yet.
     #[cold]
     #[inline(never)]
     fn take_slow(&mut self, i: usize, status: u32, len: u32, avail: usize) -> Option<(Option<Mbuf>, usize)> {
@@ -425,8 +427,8 @@ impl<D: RegisterSpace> RxRing<D> {
 impl<D: RegisterSpace> RxQueue for RxRing<D> {
     #[inline]
     fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize {
-        // SAFETY: rx_into writes only uniquely owned packets (taken out of the shadow ring) into the first `got`
-        // spare slots and returns `got`.
+        // SAFETY: rx_into writes only uniquely owned packets (taken out of the shadow ring) into the first `got` spare
+        // slots and returns `got`.
         let got = unsafe { batch.fill_raw(|spare| self.rx_into(spare)) };
         if self.nb_hold >= RX_FREE_THRESH {
             self.refill();

@@ -1,5 +1,5 @@
-//! The vport counters of L2NIC 9 (docs/hw/hinic3.md §13): sixteen u64, kept with a reset base, and reported as
-//! xstats under the notes' names.
+//! The vport counters of L2NIC 9 (docs/hw/hinic3.md §13): sixteen u64, kept with a reset base, and reported as xstats
+//! under the notes' names.
 
 use pktio::XStat;
 

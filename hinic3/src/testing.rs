@@ -1,6 +1,6 @@
-//! Fakes for tests and the benchmark, not device models: [`FakeDb`], a doorbell BAR that remembers the last
-//! doorbell rung on each page and decodes the producer index from it (docs/hw/hinic3.md §10.1); [`FakeFw`], a
-//! scripted firmware behind fake cfg, mgmt and doorbell BARs for the bring-up tests.
+//! Fakes for tests and the benchmark, not device models: [`FakeDb`], a doorbell BAR that remembers the last doorbell
+//! rung on each page and decodes the producer index from it (docs/hw/hinic3.md §10.1); [`FakeFw`], a scripted firmware
+//! behind fake cfg, mgmt and doorbell BARs for the bring-up tests.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -79,8 +79,8 @@ pub struct MgmtCmd {
     pub body: Vec<u8>,
 }
 
-/// A command-queue command the fake firmware received: the ucode command and its buffer as it sat in memory
-/// (big-endian per dword).
+/// A command-queue command the fake firmware received: the ucode command and its buffer as it sat in memory (big-endian
+/// per dword).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CmdqCmd {
     /// Module.
@@ -118,10 +118,10 @@ struct Fw {
     respond: Responder,
 }
 
-/// A scripted firmware behind three fake BARs, for the bring-up tests: the register file is big-endian on the
-/// bus; a mailbox send (DMA mode) is answered at once with a write-back and an AEQ 1 answer; the command queue
-/// completes each WQE when its doorbell rings. It follows docs/hw/hinic3.md, and is no device model: it checks
-/// little and answers what it is scripted to.
+/// A scripted firmware behind three fake BARs, for the bring-up tests: the register file is big-endian on the bus; a
+/// mailbox send (DMA mode) is answered at once with a write-back and an AEQ 1 answer; the command queue completes each
+/// WQE when its doorbell rings. It follows docs/hw/hinic3.md, and is no device model: it checks little and answers what
+/// it is scripted to.
 pub struct FakeFw {
     fw: Mutex<Fw>,
 }
@@ -211,16 +211,16 @@ impl FakeFw {
         let iova = (w[3] as u64) << 32 | w[4] as u64;
         let len = w[5] as usize;
         let body = if h.dma && iova != 0 {
-            // SAFETY: the driver's mailbox body buffer of at least `len` bytes (IOVA = VA with the identity
-            // mapper), which it does not touch until the write-back.
+            // SAFETY: the driver's mailbox body buffer of at least `len` bytes (IOVA = VA with the identity mapper),
+            // which it does not touch until the write-back.
             unsafe { std::slice::from_raw_parts(iova as usize as *const u8, len) }.to_vec()
         } else {
             Vec::new()
         };
         let wb = (u32::from_be(fw.cfg[0x108 / 4]) as u64) << 32 | u32::from_be(fw.cfg[0x10C / 4]) as u64;
         if wb != 0 {
-            // Status 0xFF (done) in the low byte of the big-endian u64 (§6.2).
-            // SAFETY: the 16-byte write-back area the driver registered (IOVA = VA).
+            // Status 0xFF (done) in the low byte of the big-endian u64 (docs/hw/hinic3.md §6.2). SAFETY: the 16-byte
+            // write-back area the driver registered (IOVA = VA).
             unsafe { (wb as usize as *mut u64).write_volatile(0xFFu64.to_be()) };
         }
         let c = MgmtCmd { module: h.module, cmd: h.cmd, body };
@@ -278,7 +278,7 @@ impl FakeFw {
     }
 }
 
-/// Writes `body` as inline segments into AEQ `q`'s page (each element big-endian per dword, §5.2).
+/// Writes `body` as inline segments into AEQ `q`'s page (each element big-endian per dword, docs/hw/hinic3.md §5.2).
 fn post_locked(fw: &mut Fw, q: usize, h: crate::mbox::Header, body: &[u8]) {
     let page = fw.aeq_pages[q];
     if page == 0 {

@@ -1,8 +1,8 @@
 //! The TX queue (docs/hw/hinic3.md §10.1, §10.2): 16-byte WQEBBs; a packet of one segment without offloads is one
-//! compact WQEBB, anything else an extended WQE (control/BD0, the task section when an offload asks for it, one BD
-//! per further segment) that may wrap around the ring's end. The owner bit starts at 1 and flips when a WQE
-//! reaches the end, as Linux sets it. Completions come from the consumer index the hardware writes into the
-//! 64-byte CI slot (registered with L2NIC 8). One SQ doorbell per burst, after a store barrier.
+//! compact WQEBB, anything else an extended WQE (control/BD0, the task section when an offload asks for it, one BD per
+//! further segment) that may wrap around the ring's end. The owner bit starts at 1 and flips when a WQE reaches the
+//! end, as Linux sets it. Completions come from the consumer index the hardware writes into the 64-byte CI slot
+//! (registered with L2NIC 8). One SQ doorbell per burst, after a store barrier.
 
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -21,11 +21,11 @@ use crate::doorbell::{self, DbKind};
 
 /// Clean when fewer WQEBBs than this are free.
 pub const TX_FREE_THRESH: usize = 64;
-/// Most segments of a non-TSO packet (§10.2, Linux's cap).
+/// Most segments of a non-TSO packet (docs/hw/hinic3.md §10.2, Linux's cap).
 pub const MAX_SGE: usize = 18;
 /// Most segments of a TSO packet.
 pub const MAX_SGE_TSO: usize = 127;
-/// Size of the CI write-back slot (§10.2).
+/// Size of the CI write-back slot (docs/hw/hinic3.md §10.2).
 pub const CI_SLOT: usize = 64;
 
 const OFFLOADS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_flags::TX_VLAN | ol_flags::TX_TCP_SEG;
@@ -42,10 +42,10 @@ pub struct TxSetup<'a, D> {
     pub queue: u16,
     /// WQEBBs (a power of two).
     pub depth: u16,
-    /// The default CoS for the doorbell (§10.1).
+    /// The default CoS for the doorbell (docs/hw/hinic3.md §10.1).
     pub cos: u8,
-    /// The pool most packets come from (the port's RX pool): their completions are freed in bulk without a test
-    /// per packet.
+    /// The pool most packets come from (the port's RX pool): their completions are freed in bulk without a test per
+    /// packet.
     pub pool: &'a Mempool,
     /// Counters.
     pub stats: Arc<TxQueueStats>,
@@ -80,12 +80,14 @@ pub struct TxRing<D: RegisterSpace> {
 unsafe impl<D: RegisterSpace> Send for TxRing<D> {}
 
 impl<D: RegisterSpace> TxRing<D> {
-    /// Allocates the ring and the CI slot; owner 1, indexes 0 (§14.2).
+    /// Allocates the ring and the CI slot; owner 1, indexes 0 (docs/hw/hinic3.md §14.2).
     pub fn new(setup: TxSetup<'_, D>) -> Result<Self> {
         let depth = setup.depth as usize;
         let bad = |reason: String| Error::InvalidConfig { port: setup.port.to_string(), reason };
         if !depth.is_power_of_two() || !(64..=16384).contains(&depth) {
-            return Err(bad(format!("TX ring of {depth}: hinic3 takes a power of two from 64 to 16384 (§9.3)")));
+            return Err(bad(format!(
+                "TX ring of {depth}: hinic3 takes a power of two from 64 to 16384 (docs/hw/hinic3.md §9.3)"
+            )));
         }
         let mem = DmaArea::new(setup.allocator, setup.mapper, depth * 16, setup.port, "an SQ ring")?;
         let ci_mem = DmaArea::new(setup.allocator, setup.mapper, CI_SLOT, setup.port, "an SQ CI slot")?;
@@ -142,7 +144,7 @@ impl<D: RegisterSpace> TxRing<D> {
         ci as usize & self.mask
     }
 
-    /// Free WQEBBs (§10.2: depth − in flight − 1).
+    /// Free WQEBBs (docs/hw/hinic3.md §10.2: depth − in flight − 1).
     #[inline(always)]
     fn free(&self) -> usize {
         self.mask - ((self.pi.wrapping_sub(self.ci)) & self.mask)
@@ -207,8 +209,8 @@ impl<D: RegisterSpace> TxRing<D> {
         }
     }
 
-    /// Places one packet; `false` when it does not fit (the burst ends there). Bad packets are dropped (freed,
-    /// counted) and reported as placed.
+    /// Places one packet; `false` when it does not fit (the burst ends there). Bad packets are dropped (freed, counted)
+    /// and reported as placed.
     #[inline(always)]
     fn place(&mut self, p: NonNull<MbufHeader>, free: &mut usize) -> bool {
         // SAFETY: the batch owns the packet; the view is not dropped here.
@@ -231,7 +233,8 @@ impl<D: RegisterSpace> TxRing<D> {
         self.place_extended(&m, p, free)
     }
 
-    /// An extended WQE (§10.2): control/BD0, the task section with any offload, then a BD per further segment.
+    /// An extended WQE (docs/hw/hinic3.md §10.2): control/BD0, the task section with any offload, then a BD per further
+    /// segment.
     #[cold]
     #[inline(never)]
     fn place_extended(&mut self, m: &Mbuf, p: NonNull<MbufHeader>, free: &mut usize) -> bool {
@@ -275,6 +278,8 @@ impl<D: RegisterSpace> TxRing<D> {
             return false;
         }
         self.mixed = true;
+        // Checksums: task bits 24/25 only; queue_info's SCTP bit is never set (unverified, docs/hw/hinic3.md §17 item
+        // 9, as both reference drivers leave it).
         let mut pkt_info0 = 0;
         if flags & ol_flags::TX_IP_CKSUM != 0 || tso {
             pkt_info0 |= task::INNER_L3_CSUM;
@@ -316,8 +321,8 @@ impl<D: RegisterSpace> TxRing<D> {
         // The control WQEBB last, so the device never sees a complete control word before the rest.
         dma_wmb();
         self.put(start, SqWqebb::control(ctrl_len | owner << ctrl::OWNER_SHIFT, qinfo, first.1));
-        // The packet at its first WQEBB; the others hold nothing (their old entries were freed by a fast clean
-        // that leaves the shadow as it is).
+        // The packet at its first WQEBB; the others hold nothing (their old entries were freed by a fast clean that
+        // leaves the shadow as it is).
         for k in 0..wqebbs {
             self.shadow[(start + k) & self.mask] = if k == 0 { p.as_ptr() } else { std::ptr::null_mut() };
         }
@@ -326,8 +331,8 @@ impl<D: RegisterSpace> TxRing<D> {
         true
     }
 
-    /// The common run: up to `n` packets from `pkts` into WQEBBs from `pi` (no wrap inside), each one plain
-    /// segment of the port's pool without offloads. Returns (count, bytes).
+    /// The common run: up to `n` packets from `pkts` into WQEBBs from `pi` (no wrap inside), each one plain segment of
+    /// the port's pool without offloads. Returns (count, bytes).
     #[inline(always)]
     fn fast_run(&mut self, pkts: &[NonNull<MbufHeader>], n: usize) -> (usize, u64) {
         let owner = self.owner << ctrl::OWNER_SHIFT;
@@ -416,8 +421,8 @@ impl<D: RegisterSpace> TxQueue for TxRing<D> {
 
 impl<D: RegisterSpace> Drop for TxRing<D> {
     fn drop(&mut self) {
-        // The port drained the queue (or gave up waiting) and disabled the vport before dropping it. Only the
-        // slots in flight own packets (a fast clean leaves freed pointers behind).
+        // The port drained the queue (or gave up waiting) and disabled the vport before dropping it. Only the slots in
+        // flight own packets (a fast clean leaves freed pointers behind).
         let mut i = self.ci;
         while i != self.pi {
             if let Some(h) = NonNull::new(std::mem::replace(&mut self.shadow[i], std::ptr::null_mut())) {

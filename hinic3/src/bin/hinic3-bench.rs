@@ -1,10 +1,10 @@
-//! Per-packet cost of `rx_burst` + `tx_burst` on the hinic3 rings with the device's own work excluded: the
-//! doorbells go to a [`hinic3::testing::FakeDb`], and between bursts this program plays the device: it completes
-//! every RQ entry the driver posted (a 60-byte IPv4/UDP CQE with an RSS hash, written at the CQE address the WQE
-//! names) and writes the SQ's consumer index up to the last SQ doorbell. Only [`burst_pair`] is the driver's work.
+//! Per-packet cost of `rx_burst` + `tx_burst` on the hinic3 rings with the device's own work excluded: the doorbells go
+//! to a [`hinic3::testing::FakeDb`], and between bursts this program plays the device: it completes every RQ entry the
+//! driver posted (a 60-byte IPv4/UDP CQE with an RSS hash, written at the CQE address the WQE names) and writes the
+//! SQ's consumer index up to the last SQ doorbell. Only [`burst_pair`] is the driver's work.
 //!
-//! Wall time: `cargo run --release -p hinic3 --bin hinic3-bench -- [iterations] [burst]` prints ns per packet,
-//! timed around `burst_pair` only. Instructions: `bash bench/hinic3-callgrind.sh [burst...]`.
+//! Wall time: `cargo run --release -p hinic3 --bin hinic3-bench -- [iterations] [burst]` prints ns per packet, timed
+//! around `burst_pair` only. Instructions: `bash bench/hinic3-callgrind.sh [burst...]`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,8 +37,7 @@ impl FakeDevice {
         if let Some((_, units)) = self.db.last(DB_PAGE_RQ) {
             let tail = units >> RQ_WQE_SHIFT;
             while self.rx_head != tail {
-                // SAFETY: rx_head < RING: an entry the driver posted; its CQE address is in our identity-mapped
-                // memory.
+                // SAFETY: rx_head < RING: an entry the driver posted; its CQE address is in our identity-mapped memory.
                 unsafe {
                     let w = self.rq.add(self.rx_head as usize).read_volatile();
                     let at = w.cqe.rotate_right(32) as usize as *mut RxCqe;

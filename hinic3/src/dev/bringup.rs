@@ -16,9 +16,9 @@ use crate::mgmt::{self, comm, module, DevCap};
 use crate::regs::{self, attr0, attr1, attr2, attr6, msi_clr, BeRegs, ATTR45_DISABLED};
 use crate::stats::VportStats;
 
-/// COMM feature bit 8: only the enhanced command queue (§12, §12a.3), which this driver refuses.
+/// COMM feature bit 8: only the enhanced command queue (docs/hw/hinic3.md §12, §12a.3), which this driver refuses.
 const COMM_ONLY_ENHANCE_CMDQ: u64 = 1 << 8;
-/// The WQ page size set at init: 1 MiB = 4 KiB << 8 (§7.3 COMM 22).
+/// The WQ page size set at init: 1 MiB = 4 KiB << 8 (docs/hw/hinic3.md §7.3 COMM 22).
 const WQ_PAGE_LOG2_4K: u8 = 8;
 
 pub(super) fn open<R: RegisterSpace>(
@@ -31,7 +31,7 @@ pub(super) fn open<R: RegisterSpace>(
     let t = options.timing;
     let regs = BeRegs::new(bars.cfg.clone());
     let fail = |e: Error| e.at(&name);
-    // §3.2 step 1: firmware ready.
+    // docs/hw/hinic3.md §3.2 step 1: firmware ready.
     regs.poll(regs::FUNC_ATTR1, t.fw_ready, std::time::Duration::from_millis(1), |v| {
         v != u32::MAX && v & attr1::MGMT_INIT_DONE != 0
     })
@@ -54,7 +54,9 @@ pub(super) fn open<R: RegisterSpace>(
     let pci_intf = attr0::PCI_INTF_IDX.get(a0);
     let num_aeqs = 1 << attr1::AEQS_LOG2.get(a1);
     if num_aeqs < 2 {
-        return Err(fail(Error::Unsupported(format!("{num_aeqs} AEQ: answers come on AEQ 1, two are needed (§4)"))));
+        return Err(fail(Error::Unsupported(format!(
+            "{num_aeqs} AEQ: answers come on AEQ 1, two are needed (docs/hw/hinic3.md §4)"
+        ))));
     }
     // Step 3: doorbells and outbound DMA enabled.
     for (reg, what, rname) in
@@ -81,7 +83,7 @@ pub(super) fn open<R: RegisterSpace>(
     }
     // Step 6: PF status INIT.
     regs.write_field(regs::FUNC_ATTR6, attr6::PF_STATUS, attr6::STATUS_INIT);
-    // §14.1 steps 3, 4: the AEQs and the mailbox.
+    // docs/hw/hinic3.md §14.1 steps 3, 4: the AEQs and the mailbox.
     let aeq0 = Aeq::new(&regs, &allocator, &mapper, 0, pci_intf, &name)?;
     let aeq1 = Aeq::new(&regs, &allocator, &mapper, 1, pci_intf, &name)?;
     let mbox = Mbox::new(&regs, &allocator, &mapper, func_id, [aeq0, aeq1], t.mbox, &name)?;
@@ -123,7 +125,7 @@ pub(super) fn open<R: RegisterSpace>(
 }
 
 impl<R: RegisterSpace> Hinic3<R> {
-    /// §14.1 steps 6 to 19.
+    /// docs/hw/hinic3.md §14.1 steps 6 to 19.
     fn init_functions(&mut self) -> Result<()> {
         let f = self.func();
         self.call(module::COMM, comm::FUNC_RESET, &mgmt::func_reset(f, comm::RESET_FLAGS).0, &[])?;
@@ -180,8 +182,9 @@ impl<R: RegisterSpace> Hinic3<R> {
     }
 }
 
-/// Close (§14.5): DEL_MAC, link follow 0, PF status INIT, the command queue gone, page size back to 4 KiB, COMM
-/// unused, the mailbox write-back cleared, the AEQs stopped. Best effort: the device is left for the kernel driver.
+/// Close (docs/hw/hinic3.md §14.5): DEL_MAC, link follow 0, PF status INIT, the command queue gone, page size back to 4
+/// KiB, COMM unused, the mailbox write-back cleared, the AEQs stopped. Best effort: the device is left for the kernel
+/// driver.
 pub(super) fn close<R: RegisterSpace>(dev: &mut Hinic3<R>) {
     if dev.closed {
         return;

@@ -1,9 +1,9 @@
-//! The port: bring-up ([`bringup`], docs/hw/hinic3.md §3.2 and §14.1), start and stop ([`start`], §14.3, §14.4),
-//! close (§14.5), and [`Hinic3`] as a [`pktio::EthDev`] on [`pktio::PortState`].
+//! The port: bring-up (docs/hw/hinic3.md §3.2 and §14.1), start and stop (§14.3, §14.4), close (§14.5), and
+//! [`Hinic3`] as a [`pktio::EthDev`] on [`pktio::PortState`].
 //!
-//! The port is generic over its register spaces: the cfg BAR (BAR1), the mgmt BAR (BAR3, PF election) and the
-//! doorbell BAR (BAR4) of a VFIO device, or a model's. DMA memory comes from a [`hugepage::Allocator`] and is made
-//! reachable through a [`pktio::dma::DmaMapper`].
+//! The port is generic over its register spaces: the cfg BAR (BAR1), the mgmt BAR (BAR3, PF election) and the doorbell
+//! BAR (BAR4) of a VFIO device, or a model's. DMA memory comes from a [`hugepage::Allocator`] and is made reachable
+//! through a [`pktio::dma::DmaMapper`].
 
 mod bringup;
 mod start;
@@ -182,7 +182,7 @@ impl<R: RegisterSpace> Hinic3<R> {
         self.state.claim_tx(queue, |_| self.tx.get_mut(queue as usize)?.take())
     }
 
-    /// Takes and handles what AEQ 0 holds (link events; §6.5), acknowledging where asked.
+    /// Takes and handles what AEQ 0 holds (link events; docs/hw/hinic3.md §6.5), acknowledging where asked.
     pub fn poll_events(&self) {
         let events = {
             let mut c = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
@@ -367,7 +367,7 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
     fn set_mtu(&mut self, mtu: u16) -> Result<()> {
         self.state.info.check_mtu(mtu)?;
         if self.state.started {
-            // SET_FUNC_TBL with the MTU bit alone (§7.3).
+            // SET_FUNC_TBL with the MTU bit alone (docs/hw/hinic3.md §7.3).
             self.call(module::L2NIC, mgmt::l2nic::SET_FUNC_TBL, &mgmt::set_func_tbl(self.func(), 0x4, 0, mtu).0, &[])?;
         }
         self.state.set_mtu(mtu)
@@ -431,8 +431,8 @@ const BAR_CFG: u32 = 1;
 const BAR_MGMT: u32 = 3;
 const BAR_DB: u32 = 4;
 
-/// Opens the PF at `addr` through the application's VFIO container: bus mastering on, BARs 1, 3 and 4 mapped,
-/// then [`Hinic3::new`].
+/// Opens the PF at `addr` through the application's VFIO container: bus mastering on, BARs 1, 3 and 4 mapped, then
+/// [`Hinic3::new`].
 pub fn open_vfio(
     vfio: &pktio::vfio::Vfio,
     addr: pktio::pci::PciAddress,

@@ -13,7 +13,7 @@ use crate::mgmt::{self, l2nic, mag, module, rss_type};
 use crate::rx::{rx_buf_size_index, RxRing, RxSetup};
 use crate::tx::{TxRing, TxSetup};
 
-/// SET_FUNC_TBL bits (§7.3).
+/// SET_FUNC_TBL bits (docs/hw/hinic3.md §7.3).
 const FUNC_TBL_INIT: u32 = 1 << 0;
 const FUNC_TBL_RX_BUF: u32 = 1 << 1;
 const FUNC_TBL_MTU: u32 = 1 << 2;
@@ -55,7 +55,7 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
     )?;
     let nic = dev.id.nic_features & l2nic::FEATURES_KEPT;
     dev.call(module::L2NIC, l2nic::FEATURE_NEGO, &mgmt::feature_nego(f, true, nic).0, &[])?;
-    // Rings (§14.2).
+    // Rings (docs/hw/hinic3.md §14.2).
     let cos = dev.id.cap.default_cos();
     for q in 0..cfg.tx_queues {
         let stats = dev.state.tx_stats(q).cloned().unwrap_or_default();
@@ -133,7 +133,7 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
     Ok(())
 }
 
-/// The §11 hash-type word for the configured functions.
+/// The docs/hw/hinic3.md §11 hash-type word for the configured functions.
 fn rss_context(f: RssHashFunctions) -> u32 {
     let mut c = rss_type::VALID;
     for (bit, t) in [
@@ -151,7 +151,7 @@ fn rss_context(f: RssHashFunctions) -> u32 {
     c
 }
 
-/// Key, hash types (L2NIC 65, or cmdq 5 when it is not supported), engine, enable (DPDK's order, §11).
+/// Key, hash types (L2NIC 65, or cmdq 5 when it is not supported), engine, enable: DPDK's order, docs/hw/hinic3.md §11.
 pub(super) fn program_rss<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
     let f = dev.func();
     let funcs = dev.state.config.rss.as_ref().map(|r| r.functions).unwrap_or(RssHashFunctions::ALL);
@@ -163,6 +163,8 @@ pub(super) fn program_rss<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
         dev.cmdq(ucode::SET_RSS_CONTEXT_TABLE, &[0, 0, 0, 0, context])?;
     }
     dev.call(module::L2NIC, l2nic::CFG_RSS_HASH_ENGINE, &mgmt::rss_hash_engine(f, ENGINE_TOEPLITZ).0, &[])?;
+    // RSS_CFG.num_qps is unverified (docs/hw/hinic3.md §17 item 6): the queue count is written, as Linux does; DPDK
+    // writes 0.
     dev.call(module::L2NIC, l2nic::RSS_CFG, &mgmt::rss_cfg(f, true, dev.state.config.rx_queues).0, &[])?;
     Ok(())
 }
@@ -182,7 +184,7 @@ pub(super) fn stop<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
     hw_stop(dev)
 }
 
-/// §14.4, best effort after the first failure is recorded.
+/// docs/hw/hinic3.md §14.4, best effort after the first failure is recorded.
 fn hw_stop<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
     let f = dev.func();
     let mut first: Option<Error> = None;
