@@ -8,9 +8,33 @@
 //! [`mbox`], [`aeq`] and [`cmdq`] only; descriptors and management structures are little-endian.
 //!
 //! - [`regs`]: the cfg-BAR CSRs and [`regs::BeRegs`]; [`doorbell`]: the 64-bit doorbells.
+//! - [`aeq`]: the polled event queues; [`mbox`]: the mailbox (DMA-mode send, write-back, answer reassembly, event
+//!   acknowledgements, typed [`Error::Mgmt`] / [`Error::MgmtTimeout`]); [`mgmt`]: every management command as a
+//!   little-endian byte layout.
+//! - [`cmdq`]: the command queue; [`ctx`]: SQ/RQ contexts and the big-endian command buffers (contexts, RSS table).
 //! - [`desc`], [`rx`], [`tx`]: the hot path: compact and extended SQ WQEs (checksum, VLAN, TSO), normal RQ WQEs with
-//!   separate 32-byte CQEs, bulk refill, one doorbell per burst.
-//! - [`testing`]: a fake doorbell BAR for tests and the benchmark (not a model).
+//!   separate 32-byte CQEs, multi-buffer (jumbo) frames, bulk refill, one doorbell per burst.
+//! - [`dev`]: bring-up, start/stop/close and [`Hinic3`], which implements [`pktio::EthDev`]; [`stats`]: vport counters.
+//! - [`testing`]: a fake doorbell BAR and a scripted firmware behind fake BARs, for tests and the benchmark (not a
+//!   model).
+//! - [`PCI_DRIVERS`]: `net_hinic3`, for an application's [`pktio::driver::Registry`].
+//!
+//! ```no_run
+//! # fn demo(vfio: &pktio::vfio::Vfio, pool: mempool::Mempool) -> pktio::Result<()> {
+//! use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
+//! let addr = "0000:3b:00.0".parse().unwrap();
+//! let mut port = hinic3::open_vfio(vfio, addr, hugepage::Allocator::no_huge())?;
+//! port.configure(&PortConfig::default())?;
+//! port.start(&pool)?;
+//! let (mut rx, mut tx) = (port.rx_queue_typed(0)?, port.tx_queue_typed(0)?);
+//! let mut batch = mempool::PacketBatch::new();
+//! rx.rx_burst(&mut batch);
+//! tx.tx_burst(&mut batch);
+//! # Ok(()) }
+//! ```
+//!
+//! A device model's glue calls [`Hinic3::new`] with its register spaces ([`Bars`]), a [`pktio::dma::DmaMapper`], a
+//! [`hugepage::Allocator`] and [`Options`] (with [`Timing::fast`] where the model answers at once).
 //!
 //! Barriers come from [`pktio::barrier`], which has the aarch64 (Kunpeng) `dmb` forms; nothing here is x86-only.
 //!

@@ -67,7 +67,45 @@ fn burst_pair(rxq: &mut RxRing<FakeDb>, txq: &mut TxRing<FakeDb>, batch: &mut Pa
     n
 }
 
+/// The control-plane timings (see the crate doc).
+fn mgmt(rounds: u32) {
+    use hinic3::testing::{Answer, FakeFw};
+    use pktio::EthDev;
+    let fw = FakeFw::new(0, Box::new(|_| Answer::Echo));
+    let t = Instant::now();
+    let options = hinic3::Options { name: "bench0".into(), timing: hinic3::Timing::fast() };
+    let mut dev =
+        hinic3::Hinic3::new(fw.bars(), Arc::new(IdentityMapper), Allocator::no_huge(), options).expect("bring-up");
+    let bring_up = t.elapsed();
+    let commands = fw.mgmt_log().len();
+    let pool = Mempool::new(
+        "bench-mgmt",
+        &PoolConfig { size: 4095, cache_size: 256, ..Default::default() },
+        &Allocator::no_huge(),
+    )
+    .expect("pool");
+    let t = Instant::now();
+    dev.start(&pool).expect("start");
+    dev.stop().expect("stop");
+    let start_stop = t.elapsed();
+    let t = Instant::now();
+    for _ in 0..rounds {
+        std::hint::black_box(dev.stats());
+    }
+    let rt = t.elapsed() / rounds;
+    println!(
+        "bring_up_us={:.1} ({commands} commands) start_stop_us={:.1} mgmt_round_trip_us={:.2} (rounds={rounds})",
+        bring_up.as_secs_f64() * 1e6,
+        start_stop.as_secs_f64() * 1e6,
+        rt.as_secs_f64() * 1e6
+    );
+}
+
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("mgmt") {
+        let rounds = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(10_000);
+        return mgmt(rounds);
+    }
     let mut args = std::env::args().skip(1);
     let iters: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(2_000_000);
     let burst: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(32);
