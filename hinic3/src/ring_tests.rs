@@ -16,9 +16,16 @@ use crate::tx::{TxRing, TxSetup};
 
 const DEPTH: u16 = 64;
 
+/// A pool with a name of its own (names are global and tests run in parallel).
+fn named_pool(size: u32, room: u16) -> Mempool {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let name = format!("hinic3-ring-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let cfg = PoolConfig { size, cache_size: 0, data_room: room, ..Default::default() };
+    Mempool::new(&name, &cfg, &Allocator::no_huge()).unwrap()
+}
+
 fn pool(room: u16) -> Mempool {
-    let cfg = PoolConfig { size: 511, cache_size: 0, data_room: room, ..Default::default() };
-    Mempool::new("hinic3-ring", &cfg, &Allocator::no_huge()).unwrap()
+    named_pool(511, room)
 }
 
 fn rx_ring(db: &Arc<FakeDb>, pool: &Mempool, buf_len: u32) -> RxRing<FakeDb> {
@@ -226,4 +233,34 @@ fn tx_offloads_and_chains_use_the_extended_wqe() {
     }
     drop(tx);
     assert!(p.is_full());
+}
+
+#[test]
+fn tx_drops_empty_packets_and_frees_other_pools_packets_to_their_pool() {
+    let db = Arc::new(FakeDb::default());
+    let p = pool(2048);
+    let other = Mempool::new(
+        "hinic3-other",
+        &PoolConfig { size: 63, cache_size: 0, ..Default::default() },
+        &Allocator::no_huge(),
+    )
+    .unwrap();
+    let mut tx = tx_ring(&db, &p);
+    let mut b = PacketBatch::with_capacity(3);
+    b.push(p.alloc().unwrap()).unwrap(); // empty
+    let mut m = other.alloc().unwrap();
+    assert!(m.set_len(70));
+    let iova = m.data_iova();
+    b.push(m).unwrap();
+    assert_eq!(tx.tx_burst(&mut b), 2);
+    assert_eq!(sq(&tx, 0).0, [70 | 1 << 31, 0, (iova >> 32) as u32, iova as u32], "compact, though of another pool");
+    assert_eq!(db.last(DB_PAGE_SQ).unwrap().1, 1, "the empty packet took no WQEBB");
+    assert!(p.is_full(), "the empty packet was freed");
+    set_ci(&tx, 1);
+    let mut none = PacketBatch::with_capacity(1);
+    for _ in 0..2 {
+        tx.tx_burst(&mut none);
+    }
+    drop(tx);
+    assert!(other.is_full());
 }

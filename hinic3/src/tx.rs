@@ -68,6 +68,9 @@ pub struct TxRing<D: RegisterSpace> {
     pool_id: PoolId,
     /// Some WQE in flight is extended or holds a packet of another pool or a chain: clean slot by slot.
     mixed: bool,
+    /// 0 when every buffer of the pool fits a compact WQE (its data room is at most 16383 bytes), so that the fast
+    /// run only tests for an empty packet; 1 sends every packet the general way.
+    fast_off: usize,
     db: Arc<D>,
     db_info: u32,
     queue: u16,
@@ -102,6 +105,7 @@ impl<D: RegisterSpace> TxRing<D> {
             pool_id: setup.pool.id(),
             pool: setup.pool.clone(),
             mixed: false,
+            fast_off: (setup.pool.data_room() as u32 > ctrl::COMPACT_MAX_LEN) as usize,
             db: setup.db.clone(),
             db_info: doorbell::info(DbKind::Sq, setup.queue, setup.cos),
             queue: setup.queue,
@@ -337,7 +341,7 @@ impl<D: RegisterSpace> TxRing<D> {
     fn fast_run(&mut self, pkts: &[NonNull<MbufHeader>], n: usize) -> (usize, u64) {
         let owner = self.owner << ctrl::OWNER_SHIFT;
         let pi = self.pi;
-        let pool_id = self.pool_id;
+        let (pool_id, fast_off) = (self.pool_id, self.fast_off);
         // SAFETY: pi <= mask: inside the ring and the shadow; the run stays below the ring's end (caller).
         let (ring, shadow) = unsafe { (self.ring.as_ptr().add(pi).cast::<u64>(), self.shadow.as_mut_ptr().add(pi)) };
         let mut bytes = 0u64;
@@ -348,10 +352,9 @@ impl<D: RegisterSpace> TxRing<D> {
             // SAFETY: a live packet of the batch; the view is not dropped.
             let m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
             let len = m.data_len() as u32;
-            // One segment of the port's pool, no offload, 1 to 16383 bytes: one branch.
-            let odd = m.single_of(pool_id)
-                | (m.ol_flags() & OFFLOADS) as usize
-                | (len.wrapping_sub(1) >= ctrl::COMPACT_MAX_LEN) as usize;
+            // One segment of the port's pool (so at most its data room, which fits: `fast_off`), no offload, not
+            // empty: one branch.
+            let odd = m.single_of(pool_id) | (m.ol_flags() & OFFLOADS) as usize | (len == 0) as usize | fast_off;
             if odd != 0 {
                 break;
             }

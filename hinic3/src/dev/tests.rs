@@ -146,8 +146,9 @@ fn an_unanswered_command_times_out_naming_it() {
 }
 
 fn pool() -> Mempool {
-    Mempool::new("hinic3-dev", &PoolConfig { size: 2047, cache_size: 0, ..Default::default() }, &Allocator::no_huge())
-        .unwrap()
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let name = format!("hinic3-dev-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    Mempool::new(&name, &PoolConfig { size: 2047, cache_size: 0, ..Default::default() }, &Allocator::no_huge()).unwrap()
 }
 
 #[test]
