@@ -40,6 +40,12 @@ pub trait RegisterSpace: Send + Sync {
         let shift = (offset & 3) * 8;
         self.modify32(offset & !3, 0xff << shift, (value as u32) << shift);
     }
+    /// Writes the 64-bit register at `offset` (8-byte aligned) as one store where the space can (hinic3's
+    /// doorbells are single 64-bit stores). The default writes the low word, then the high word.
+    fn write64(&self, offset: usize, value: u64) {
+        self.write32(offset, value as u32);
+        self.write32(offset + 4, (value >> 32) as u32);
+    }
     /// Read-modify-write: sets `set` bits and clears `clear` bits.
     fn modify32(&self, offset: usize, clear: u32, set: u32) {
         let v = self.read32(offset);
@@ -104,6 +110,11 @@ impl RegisterSpace for MmioBar {
 
     fn read16(&self, offset: usize) -> u16 {
         self.reg::<u16>(offset).read()
+    }
+
+    #[inline(always)]
+    fn write64(&self, offset: usize, value: u64) {
+        self.reg::<u64>(offset).write(value)
     }
 
     fn write16(&self, offset: usize, value: u16) {

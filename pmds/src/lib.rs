@@ -1,5 +1,5 @@
 //! The poll-mode drivers (PMDs) of this build, in one list. Each driver crate is an optional dependency behind a
-//! default cargo feature (`ixgbe`: net_ixgbe and net_igb; `i40e`: net_i40e; `virtio`: net_virtio; `sim`: the net_sim_* vdevs on
+//! default cargo feature (`ixgbe`: net_ixgbe and net_igb; `i40e`: net_i40e; `hinic3`: net_hinic3; `virtio`: net_virtio; `sim`: the net_sim_* vdevs on
 //! behavioural models), and [`registry()`] gathers the enabled ones for the EAL:
 //!
 //! ```no_run
@@ -45,6 +45,8 @@ pub fn registry() -> Registry {
     registry.add_pci(ixgbe::PCI_DRIVERS);
     #[cfg(feature = "i40e")]
     registry.add_pci(i40e::PCI_DRIVERS);
+    #[cfg(feature = "hinic3")]
+    registry.add_pci(hinic3::PCI_DRIVERS);
     #[cfg(feature = "virtio")]
     registry.add_pci(virtio::PCI_DRIVERS);
     #[cfg(feature = "sim")]
@@ -67,6 +69,9 @@ mod tests {
         if cfg!(feature = "i40e") {
             pci.push("net_i40e");
         }
+        if cfg!(feature = "hinic3") {
+            pci.push("net_hinic3");
+        }
         if cfg!(feature = "virtio") {
             pci.push("net_virtio");
         }
@@ -87,5 +92,6 @@ mod tests {
         assert_eq!(name(0x1af4, 0x1041), on(cfg!(feature = "virtio"), "net_virtio"), "modern virtio-net");
         assert_eq!(name(0x8086, 0x1572), on(cfg!(feature = "i40e"), "net_i40e"), "X710 SFP+");
         assert_eq!(name(0x8086, 0x158B), on(cfg!(feature = "i40e"), "net_i40e"), "XXV710 SFP28");
+        assert_eq!(name(0x19e5, 0x0222), on(cfg!(feature = "hinic3"), "net_hinic3"), "hinic3 PF");
     }
 }

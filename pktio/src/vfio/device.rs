@@ -597,6 +597,20 @@ impl RegisterSpace for VfioBar {
         }
     }
 
+    /// One 64-bit store where the BAR is mapped whole; two 32-bit writes (low, then high) through the slow path
+    /// otherwise.
+    #[inline(always)]
+    fn write64(&self, offset: usize, value: u64) {
+        match &self.whole {
+            Some(bar) => bar.write64(offset, value),
+            None => {
+                self.check(offset, 8);
+                self.write32_slow(offset, value as u32);
+                self.write32_slow(offset + 4, (value >> 32) as u32);
+            }
+        }
+    }
+
     fn len(&self) -> usize {
         self.len
     }

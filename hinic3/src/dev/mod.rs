@@ -1,0 +1,461 @@
+//! The port: bring-up (docs/hw/hinic3.md §3.2 and §14.1), start and stop (§14.3, §14.4), close (§14.5), and
+//! [`Hinic3`] as a [`pktio::EthDev`] on [`pktio::PortState`].
+//!
+//! The port is generic over its register spaces: the cfg BAR (BAR1), the mgmt BAR (BAR3, PF election) and the doorbell
+//! BAR (BAR4) of a VFIO device, or a model's. DMA memory comes from a [`hugepage::Allocator`] and is made reachable
+//! through a [`pktio::dma::DmaMapper`].
+
+mod bringup;
+mod start;
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hugepage::Allocator;
+use mempool::Mempool;
+use pktio::bar::RegisterSpace;
+use pktio::dma::DmaMapper;
+use pktio::{
+    offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result, RssConfig,
+    RssHashFunctions, RxQueue, TxQueue, XStat,
+};
+
+use crate::cmdq::Cmdq;
+use crate::mbox::{Mbox, MboxTiming};
+use crate::mgmt::{self, module, DevCap};
+use crate::regs::BeRegs;
+use crate::rx::RxRing;
+use crate::stats::VportStats;
+use crate::tx::TxRing;
+
+/// The register spaces of one function.
+#[derive(Debug)]
+pub struct Bars<R> {
+    /// The cfg BAR (function CSRs).
+    pub cfg: Arc<R>,
+    /// The mgmt BAR (PF only; `None` skips the PPF/MPF election).
+    pub mgmt: Option<Arc<R>>,
+    /// The doorbell BAR.
+    pub db: Arc<R>,
+}
+
+/// Time limits (docs/hw/hinic3.md §15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Firmware ready (FUNC_ATTR1 bit 30).
+    pub fw_ready: Duration,
+    /// Doorbell and outbound enabled (FUNC_ATTR4/5).
+    pub db_outbound: Duration,
+    /// The mailbox.
+    pub mbox: MboxTiming,
+    /// One command-queue command.
+    pub cmdq: Duration,
+    /// SQ drain at stop.
+    pub drain: Duration,
+    /// Wait after the vport is disabled.
+    pub vport_settle: Duration,
+}
+
+impl Timing {
+    /// The hardware's values.
+    pub const HARDWARE: Timing = Timing {
+        fw_ready: Duration::from_secs(10),
+        db_outbound: Duration::from_secs(60),
+        mbox: MboxTiming::HARDWARE,
+        cmdq: Duration::from_secs(5),
+        drain: Duration::from_secs(3),
+        vport_settle: Duration::from_millis(100),
+    };
+
+    /// Short limits for tests against fakes and models (which answer at once).
+    pub fn fast() -> Timing {
+        let s = Duration::from_secs(2);
+        Timing {
+            fw_ready: s,
+            db_outbound: s,
+            mbox: MboxTiming { writeback: s, answer: s },
+            cmdq: s,
+            drain: Duration::from_millis(200),
+            vport_settle: Duration::ZERO,
+        }
+    }
+}
+
+/// Port options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Device name (PCI address or vdev name), for errors and [`DevInfo`].
+    pub name: String,
+    /// Time limits.
+    pub timing: Timing,
+}
+
+impl Options {
+    /// Hardware timing.
+    pub fn new(name: &str) -> Options {
+        Options { name: name.to_string(), timing: Timing::HARDWARE }
+    }
+}
+
+/// What bring-up learnt about the function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// Global function index (every command's func_id).
+    pub func_id: u16,
+    /// PCIe interface index.
+    pub pci_intf: u32,
+    /// AEQs the function has.
+    pub num_aeqs: u32,
+    /// Won the PPF election.
+    pub ppf: bool,
+    /// COMM features.
+    pub comm_features: u64,
+    /// NIC features offered.
+    pub nic_features: u64,
+    /// Capabilities.
+    pub cap: DevCap,
+    /// The factory MAC.
+    pub mac: MacAddr,
+}
+
+/// The management channel: mailbox and command queue, used one command at a time.
+pub(crate) struct Ctrl<R: RegisterSpace> {
+    pub(crate) mbox: Mbox<R>,
+    pub(crate) cmdq: Option<Cmdq<R>>,
+}
+
+/// Typed RX queue.
+pub type Hinic3RxQueue<R> = RxRing<R>;
+/// Typed TX queue.
+pub type Hinic3TxQueue<R> = TxRing<R>;
+
+/// The default RSS key (docs/hw/hinic3.md §11).
+pub const DEFAULT_RSS_KEY: [u8; 40] = [
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b,
+    0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac,
+    0x01, 0xfa,
+];
+
+/// A hinic3 PF port.
+pub struct Hinic3<R: RegisterSpace> {
+    state: PortState,
+    options: Options,
+    regs: BeRegs<R>,
+    db: Arc<R>,
+    mapper: Arc<dyn DmaMapper>,
+    allocator: Allocator,
+    ctrl: Mutex<Option<Ctrl<R>>>,
+    id: Identity,
+    link: Mutex<LinkStatus>,
+    rx: Vec<Option<RxRing<R>>>,
+    tx: Vec<Option<TxRing<R>>>,
+    rss_key: [u8; 40],
+    reta: Vec<u16>,
+    rss_on: bool,
+    /// The hardware counters at the last reset.
+    vport_base: VportStats,
+    closed: bool,
+    /// What must outlive the port (the VFIO device that maps its BARs).
+    keep_alive: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl<R: RegisterSpace> Hinic3<R> {
+    /// Brings the function up (docs/hw/hinic3.md §14.1) and returns a stopped port.
+    pub fn new(bars: Bars<R>, mapper: Arc<dyn DmaMapper>, allocator: Allocator, options: Options) -> Result<Self> {
+        bringup::open(bars, mapper, allocator, options)
+    }
+
+    /// What bring-up learnt.
+    pub fn identity(&self) -> &Identity {
+        &self.id
+    }
+
+    /// Typed RX queue `queue` (static dispatch; once per start).
+    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<Hinic3RxQueue<R>> {
+        self.state.claim_rx(queue, |_| self.rx.get_mut(queue as usize)?.take())
+    }
+
+    /// Typed TX queue `queue` (static dispatch; once per start).
+    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<Hinic3TxQueue<R>> {
+        self.state.claim_tx(queue, |_| self.tx.get_mut(queue as usize)?.take())
+    }
+
+    /// Takes and handles what AEQ 0 holds (link events; docs/hw/hinic3.md §6.5), acknowledging where asked.
+    pub fn poll_events(&self) {
+        let events = {
+            let mut c = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(c) = c.as_mut() else { return };
+            c.mbox.poll_events_once();
+            c.mbox.take_events()
+        };
+        for e in events {
+            if e.module == module::HILINK && e.cmd == mgmt::mag::GET_LINK_STATUS && e.body.len() >= 10 {
+                let up = e.body[9] != 0;
+                let mut l = self.link.lock().unwrap_or_else(|e| e.into_inner());
+                *l = if up {
+                    LinkStatus::up(l.speed_mbps.max(self.query_speed().unwrap_or(0)))
+                } else {
+                    LinkStatus::default()
+                };
+            }
+        }
+    }
+
+    /// Sends a management command and returns its answer.
+    pub(crate) fn call(&self, module: u8, cmd: u16, req: &[u8], ok: &[u8]) -> Result<Vec<u8>> {
+        let mut c = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
+        let c = c.as_mut().ok_or_else(|| self.state.invalid("the port was closed"))?;
+        c.mbox.call(module, cmd, req, ok).map_err(|e| e.at(&self.options.name))
+    }
+
+    /// Sends an L2NIC command-queue command.
+    pub(crate) fn cmdq(&self, cmd: u8, data: &[u32]) -> Result<()> {
+        let mut c = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
+        let c = c.as_mut().ok_or_else(|| self.state.invalid("the port was closed"))?;
+        let q = c.cmdq.as_mut().ok_or_else(|| self.state.invalid("no command queue"))?;
+        q.send(module::L2NIC, cmd, data).map_err(|e| e.at(&self.options.name))
+    }
+
+    fn func(&self) -> u16 {
+        self.id.func_id
+    }
+
+    fn query_speed(&self) -> Result<u32> {
+        let a =
+            self.call(module::HILINK, mgmt::mag::GET_PORT_INFO, &mgmt::get_port_info(self.id.cap.port_id).0, &[])?;
+        Ok(a.get(16).map(|&c| mgmt::speed_mbps(c)).unwrap_or(0))
+    }
+
+    /// MAG 7, and MAG 153 for the speed when up.
+    fn query_link(&self) -> Result<LinkStatus> {
+        let a =
+            self.call(module::HILINK, mgmt::mag::GET_LINK_STATUS, &mgmt::get_link_status(self.id.cap.port_id).0, &[])?;
+        let up = a.get(9).copied().unwrap_or(0) != 0;
+        Ok(if up { LinkStatus::up(self.query_speed()?) } else { LinkStatus::default() })
+    }
+
+    fn rx_mode(&self) -> u32 {
+        use mgmt::rx_mode::*;
+        let mut m = UCAST | MCAST | BCAST;
+        if self.state.allmulticast {
+            m |= ALLMULTI;
+        }
+        if self.state.promiscuous {
+            m |= PROMISC;
+        }
+        m
+    }
+
+    fn apply_rx_mode(&self) -> Result<()> {
+        if !self.state.started {
+            return Ok(());
+        }
+        self.call(module::L2NIC, mgmt::l2nic::SET_RX_MODE, &mgmt::set_rx_mode(self.func(), self.rx_mode()).0, &[])
+            .map(drop)
+    }
+
+    fn vport_stats(&self) -> VportStats {
+        self.call(module::L2NIC, mgmt::l2nic::GET_VPORT_STAT, &mgmt::func_only(self.func()).0, &[])
+            .ok()
+            .and_then(|a| mgmt::vport_stats(&a))
+            .map(VportStats)
+            .unwrap_or_default()
+    }
+
+    fn info_for(name: &str, cap: &DevCap) -> DevInfo {
+        DevInfo {
+            driver_name: "net_hinic3",
+            device_name: name.to_string(),
+            max_rx_queues: cap.max_rqs.min(256),
+            max_tx_queues: cap.max_sqs.min(256),
+            rx_desc_lim: DescLimits { min: 128, max: 16384, align: 1 },
+            tx_desc_lim: DescLimits { min: 128, max: 16384, align: 1 },
+            min_mtu: 256,
+            max_mtu: 9600,
+            max_rx_pktlen: 9600 + 14 + 4 + 8,
+            rx_offload_capa: offload::RX_IPV4_CKSUM
+                | offload::RX_UDP_CKSUM
+                | offload::RX_TCP_CKSUM
+                | offload::RX_SCATTER
+                | offload::RX_RSS_HASH,
+            tx_offload_capa: offload::TX_IPV4_CKSUM
+                | offload::TX_UDP_CKSUM
+                | offload::TX_TCP_CKSUM
+                | offload::TX_TCP_TSO
+                | offload::TX_MULTI_SEGS,
+            flow_type_rss_offloads: RssHashFunctions::ALL,
+            reta_size: 256,
+            hash_key_size: 40,
+            speed_capa: vec![10_000, 25_000, 40_000, 100_000],
+            numa_node: None,
+        }
+    }
+}
+
+impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
+    fn state(&self) -> &PortState {
+        &self.state
+    }
+
+    fn state_mut(&mut self) -> &mut PortState {
+        &mut self.state
+    }
+
+    fn configure(&mut self, config: &PortConfig) -> Result<()> {
+        for (what, n) in [("RX", config.rx_desc), ("TX", config.tx_desc)] {
+            if !n.is_power_of_two() {
+                return Err(self.state.invalid(format!("{n} {what} descriptors: hinic3 rings are powers of two")));
+            }
+        }
+        self.state.configure(config)?;
+        self.reta = (0..256).map(|i| i % config.rx_queues).collect();
+        if let Some(key) = config.rss.as_ref().and_then(|r| r.key.as_ref()) {
+            if key.len() != 40 {
+                return Err(self.state.invalid(format!("RSS key of {} bytes: hinic3 takes 40", key.len())));
+            }
+            self.rss_key.copy_from_slice(key);
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, pool: &Mempool) -> Result<()> {
+        start::start(self, pool)
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        start::stop(self)
+    }
+
+    fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
+        Ok(Box::new(self.rx_queue_typed(queue)?))
+    }
+
+    fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
+        Ok(Box::new(self.tx_queue_typed(queue)?))
+    }
+
+    fn link(&self) -> LinkStatus {
+        self.poll_events();
+        *self.link.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {
+        if mac == MacAddr::ZERO || mac.is_multicast() {
+            return Err(self.state.invalid(format!("{mac} is not a unicast address")));
+        }
+        let old = self.state.mac;
+        if mac != old {
+            self.call(module::L2NIC, mgmt::l2nic::SET_MAC, &mgmt::mac(self.func(), 0, mac.octets()).0, &[0x06])?;
+            self.call(module::L2NIC, mgmt::l2nic::DEL_MAC, &mgmt::mac(self.func(), 0, old.octets()).0, &[])?;
+        }
+        self.state.mac = mac;
+        Ok(())
+    }
+
+    fn set_promiscuous(&mut self, on: bool) -> Result<()> {
+        let was = std::mem::replace(&mut self.state.promiscuous, on);
+        self.apply_rx_mode().inspect_err(|_| self.state.promiscuous = was)
+    }
+
+    fn set_allmulticast(&mut self, on: bool) -> Result<()> {
+        let was = std::mem::replace(&mut self.state.allmulticast, on);
+        self.apply_rx_mode().inspect_err(|_| self.state.allmulticast = was)
+    }
+
+    fn set_mtu(&mut self, mtu: u16) -> Result<()> {
+        self.state.info.check_mtu(mtu)?;
+        if self.state.started {
+            // SET_FUNC_TBL with the MTU bit alone (docs/hw/hinic3.md §7.3).
+            self.call(module::L2NIC, mgmt::l2nic::SET_FUNC_TBL, &mgmt::set_func_tbl(self.func(), 0x4, 0, mtu).0, &[])?;
+        }
+        self.state.set_mtu(mtu)
+    }
+
+    fn stats(&self) -> PortStats {
+        let mut s = self.state.stats();
+        let v = self.vport_stats().since(&self.vport_base);
+        s.imissed = v.rx_discard();
+        s.ierrors += v.rx_err();
+        s.oerrors += v.tx_discard() + v.tx_err();
+        s
+    }
+
+    fn reset_stats(&mut self) {
+        self.state.reset_stats();
+        self.vport_base = self.vport_stats();
+    }
+
+    fn xstats(&self) -> Vec<XStat> {
+        self.vport_stats().since(&self.vport_base).xstats()
+    }
+
+    fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {
+        let mut config = self.state.config.clone();
+        config.rss = Some(rss.clone());
+        if let Some(key) = &rss.key {
+            if key.len() != 40 {
+                return Err(self.state.invalid(format!("RSS key of {} bytes: hinic3 takes 40", key.len())));
+            }
+            self.rss_key.copy_from_slice(key);
+        }
+        self.state.config = config;
+        if self.state.started && self.rss_on {
+            start::program_rss(self)?;
+        }
+        Ok(())
+    }
+
+    fn reta_update(&mut self, reta: &[u16]) -> Result<()> {
+        if reta.len() != 256 || reta.iter().any(|&q| q >= self.state.config.rx_queues) {
+            return Err(self.state.invalid("the RSS table has 256 entries, each an RX queue of the port"));
+        }
+        self.reta = reta.to_vec();
+        if self.state.started && self.rss_on {
+            start::program_reta(self)?;
+        }
+        Ok(())
+    }
+}
+
+impl<R: RegisterSpace> Drop for Hinic3<R> {
+    fn drop(&mut self) {
+        let _ = start::stop(self);
+        bringup::close(self);
+    }
+}
+
+/// BARs of a hinic3 PF (docs/hw/hinic3.md §2): cfg, mgmt, doorbells.
+const BAR_CFG: u32 = 1;
+const BAR_MGMT: u32 = 3;
+const BAR_DB: u32 = 4;
+
+/// Opens the PF at `addr` through the application's VFIO container: bus mastering on, BARs 1, 3 and 4 mapped, then
+/// [`Hinic3::new`].
+pub fn open_vfio(
+    vfio: &pktio::vfio::Vfio,
+    addr: pktio::pci::PciAddress,
+    allocator: Allocator,
+) -> Result<Hinic3<pktio::vfio::VfioBar>> {
+    use pktio::pci::ConfigSpace;
+    let dev = vfio.open_device(addr)?;
+    let cfg = |e: std::io::Error| pktio::Error::os(format!("{addr}: PCI config space"), e);
+    let (vendor, device) = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);
+    if !crate::PCI_IDS.contains(&(vendor, device)) {
+        return Err(crate::Error::Unsupported(format!(
+            "PCI {vendor:04x}:{device:04x} at {addr} is not a hinic3 PF this driver knows (19e5:0222)"
+        ))
+        .at(&addr.to_string()));
+    }
+    dev.set_bus_master(true).map_err(cfg)?;
+    let bars = Bars {
+        cfg: Arc::new(dev.map_bar(BAR_CFG)?),
+        mgmt: Some(Arc::new(dev.map_bar(BAR_MGMT)?)),
+        db: Arc::new(dev.map_bar(BAR_DB)?),
+    };
+    let mapper: Arc<dyn DmaMapper> = Arc::new(dev.container().clone());
+    let mut port = Hinic3::new(bars, mapper, allocator, Options::new(&addr.to_string()))?;
+    port.keep_alive = Some(Box::new(dev));
+    Ok(port)
+}

@@ -1,0 +1,221 @@
+//! Start (docs/hw/hinic3.md §14.3) and stop (§14.4), RSS (§11).
+
+use std::time::Instant;
+
+use mempool::Mempool;
+use pktio::bar::RegisterSpace;
+use pktio::{Error, LinkStatus, Result, RssHashFunctions};
+
+use super::Hinic3;
+use crate::cmdq::ucode;
+use crate::ctx::{self, QueueType, CTX_PER_CMD};
+use crate::mgmt::{self, l2nic, mag, module, rss_type};
+use crate::rx::{rx_buf_size_index, RxRing, RxSetup};
+use crate::tx::{TxRing, TxSetup};
+
+/// SET_FUNC_TBL bits (docs/hw/hinic3.md §7.3).
+const FUNC_TBL_INIT: u32 = 1 << 0;
+const FUNC_TBL_RX_BUF: u32 = 1 << 1;
+const FUNC_TBL_MTU: u32 = 1 << 2;
+/// The MTU SET_FUNC_TBL carries at init.
+const INIT_MTU: u16 = 0x3FFF;
+/// RSS_TEMP_MGR commands.
+const TEMPLATE_ALLOC: u8 = 1;
+const TEMPLATE_FREE: u8 = 2;
+/// Toeplitz.
+const ENGINE_TOEPLITZ: u8 = 1;
+
+pub(super) fn start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()> {
+    if dev.state.started {
+        return Err(Error::Started { port: dev.options.name.clone() });
+    }
+    match hw_start(dev, pool) {
+        Ok(()) => dev.state.start(),
+        Err(e) => {
+            let _ = hw_stop(dev);
+            Err(e)
+        }
+    }
+}
+
+fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()> {
+    let f = dev.func();
+    let cfg = dev.state.config.clone();
+    let name = dev.options.name.clone();
+    let room = (pool.data_room() as u32).min(16384);
+    let (buf_idx, buf_len) = rx_buf_size_index(room)
+        .filter(|&(_, s)| s >= 256)
+        .ok_or_else(|| dev.state.invalid(format!("mempool {} data room {room}: at least 256 bytes", pool.name())))?;
+    // Steps 2, 3.
+    dev.call(
+        module::L2NIC,
+        l2nic::SET_FUNC_TBL,
+        &mgmt::set_func_tbl(f, FUNC_TBL_INIT | FUNC_TBL_RX_BUF | FUNC_TBL_MTU, buf_len as u16, INIT_MTU).0,
+        &[],
+    )?;
+    let nic = dev.id.nic_features & l2nic::FEATURES_KEPT;
+    dev.call(module::L2NIC, l2nic::FEATURE_NEGO, &mgmt::feature_nego(f, true, nic).0, &[])?;
+    // Rings (docs/hw/hinic3.md §14.2).
+    let cos = dev.id.cap.default_cos();
+    for q in 0..cfg.tx_queues {
+        let stats = dev.state.tx_stats(q).cloned().unwrap_or_default();
+        let ring = TxRing::new(TxSetup {
+            db: &dev.db,
+            allocator: &dev.allocator,
+            mapper: &dev.mapper,
+            queue: q,
+            depth: cfg.tx_desc,
+            cos,
+            pool,
+            stats,
+            port: &name,
+        })?;
+        dev.tx.push(Some(ring));
+    }
+    for q in 0..cfg.rx_queues {
+        let stats = dev.state.rx_stats(q).cloned().unwrap_or_default();
+        let ring = RxRing::new(RxSetup {
+            db: &dev.db,
+            allocator: &dev.allocator,
+            mapper: &dev.mapper,
+            pool,
+            queue: q,
+            depth: cfg.rx_desc,
+            buf_len,
+            port_id: dev.state.port_id,
+            stats,
+            port: &name,
+        })?;
+        dev.rx.push(Some(ring));
+    }
+    // Step 5: contexts, SQs then RQs, in batches.
+    let sq: Vec<_> = dev.tx.iter().flatten().map(|t| ctx::sq_ctx(t.queue(), t.ring_iova())).collect();
+    let rq: Vec<_> = dev.rx.iter().flatten().map(|r| ctx::rq_ctx(r.ring_iova())).collect();
+    for (kind, ctxs) in [(QueueType::Sq, &sq), (QueueType::Rq, &rq)] {
+        for (b, chunk) in ctxs.chunks(CTX_PER_CMD).enumerate() {
+            dev.cmdq(ucode::MODIFY_QUEUE_CTX, &ctx::modify_queue_ctx(kind, (b * CTX_PER_CMD) as u16, chunk))?;
+        }
+    }
+    // Step 6: clean TSO/LRO space for the function's queues.
+    let most = dev.id.cap.max_sqs.max(dev.id.cap.max_rqs);
+    dev.cmdq(ucode::CLEAN_QUEUE_CONTEXT, &ctx::clean_queue_ctx(QueueType::Sq, most))?;
+    dev.cmdq(ucode::CLEAN_QUEUE_CONTEXT, &ctx::clean_queue_ctx(QueueType::Rq, most))?;
+    // Step 7: root context.
+    dev.call(module::COMM, mgmt::comm::SET_VAT, &mgmt::set_root_ctx(f, buf_idx, cfg.tx_desc, cfg.rx_desc).0, &[])?;
+    // Step 8: CI attributes.
+    let cis: Vec<_> = dev.tx.iter().flatten().map(|t| (t.queue(), t.ci_iova())).collect();
+    for (q, ci) in cis {
+        dev.call(module::L2NIC, l2nic::SQ_CI_ATTR_SET, &mgmt::sq_ci_attr(f, q as u32, ci).0, &[])?;
+    }
+    // Steps 10, 11.
+    dev.call(module::L2NIC, l2nic::SET_FUNC_TBL, &mgmt::set_func_tbl(f, FUNC_TBL_MTU, 0, cfg.mtu).0, &[])?;
+    dev.state.started = true; // for apply_rx_mode; PortState::start sets it again
+    let r = dev.apply_rx_mode();
+    dev.state.started = false;
+    r?;
+    dev.rss_on = cfg.rx_queues > 1;
+    if dev.rss_on {
+        dev.call(module::L2NIC, l2nic::RSS_TEMP_MGR, &mgmt::rss_temp_mgr(f, TEMPLATE_ALLOC, 0).0, &[])?;
+        program_rss(dev)?;
+    }
+    // Step 12: buffers are posted; ring the RQ doorbells, then the indirection table.
+    for r in dev.rx.iter().flatten() {
+        r.ring_doorbell();
+    }
+    if dev.rss_on {
+        program_reta(dev)?;
+    }
+    // Steps 13 to 15.
+    dev.call(module::L2NIC, l2nic::SET_VPORT_ENABLE, &mgmt::set_vport_enable(f, true, cfg.rx_queues as u8).0, &[])?;
+    dev.call(module::HILINK, mag::SET_PORT_ENABLE, &mgmt::set_port_enable(f, true).0, &[])?;
+    let link = dev.query_link().unwrap_or_default();
+    *dev.link.lock().unwrap_or_else(|e| e.into_inner()) = link;
+    Ok(())
+}
+
+/// The docs/hw/hinic3.md §11 hash-type word for the configured functions.
+fn rss_context(f: RssHashFunctions) -> u32 {
+    let mut c = rss_type::VALID;
+    for (bit, t) in [
+        (RssHashFunctions::IPV4, rss_type::IPV4),
+        (RssHashFunctions::IPV4_TCP, rss_type::TCP_IPV4),
+        (RssHashFunctions::IPV4_UDP, rss_type::UDP_IPV4),
+        (RssHashFunctions::IPV6, rss_type::IPV6),
+        (RssHashFunctions::IPV6_TCP, rss_type::TCP_IPV6),
+        (RssHashFunctions::IPV6_UDP, rss_type::UDP_IPV6),
+    ] {
+        if f.contains(bit) {
+            c |= t;
+        }
+    }
+    c
+}
+
+/// Key, hash types (L2NIC 65, or cmdq 5 when it is not supported), engine, enable: DPDK's order, docs/hw/hinic3.md §11.
+pub(super) fn program_rss<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
+    let f = dev.func();
+    let funcs = dev.state.config.rss.as_ref().map(|r| r.functions).unwrap_or(RssHashFunctions::ALL);
+    let funcs = if funcs.0 == 0 { RssHashFunctions::ALL } else { funcs };
+    let context = rss_context(funcs);
+    dev.call(module::L2NIC, l2nic::CFG_RSS_HASH_KEY, &mgmt::rss_hash_key(f, &dev.rss_key).0, &[])?;
+    let a = dev.call(module::L2NIC, l2nic::SET_RSS_CTX_TBL, &mgmt::rss_ctx_tbl(f, context).0, &[0xFF])?;
+    if a.first() == Some(&0xFF) {
+        dev.cmdq(ucode::SET_RSS_CONTEXT_TABLE, &[0, 0, 0, 0, context])?;
+    }
+    dev.call(module::L2NIC, l2nic::CFG_RSS_HASH_ENGINE, &mgmt::rss_hash_engine(f, ENGINE_TOEPLITZ).0, &[])?;
+    // RSS_CFG.num_qps is unverified (docs/hw/hinic3.md §17 item 6): the queue count is written, as Linux does; DPDK
+    // writes 0.
+    dev.call(module::L2NIC, l2nic::RSS_CFG, &mgmt::rss_cfg(f, true, dev.state.config.rx_queues).0, &[])?;
+    Ok(())
+}
+
+/// The indirection table through cmdq 4.
+pub(super) fn program_reta<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
+    let mut t = [0u16; 256];
+    t.copy_from_slice(&dev.reta);
+    dev.cmdq(ucode::SET_RSS_INDIR_TABLE, &ctx::rss_indir_table(&t))
+}
+
+pub(super) fn stop<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
+    if !dev.state.started {
+        return Ok(());
+    }
+    dev.state.stop()?;
+    hw_stop(dev)
+}
+
+/// docs/hw/hinic3.md §14.4, best effort after the first failure is recorded.
+fn hw_stop<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
+    let f = dev.func();
+    let mut first: Option<Error> = None;
+    let mut keep = |r: Result<Vec<u8>>| {
+        if let Err(e) = r {
+            first.get_or_insert(e);
+        }
+    };
+    keep(dev.call(module::HILINK, mag::SET_PORT_ENABLE, &mgmt::set_port_enable(f, false).0, &[]));
+    keep(dev.call(module::L2NIC, l2nic::SET_VPORT_ENABLE, &mgmt::set_vport_enable(f, false, 0).0, &[]));
+    // Drain: the hardware CI reaches each SQ's PI (the rings are back in the port: queue handles were dropped).
+    let deadline = Instant::now() + dev.options.timing.drain;
+    for t in dev.tx.iter().flatten() {
+        while t.hw_ci() != t.pi() && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+    }
+    std::thread::sleep(dev.options.timing.vport_settle);
+    keep(dev.call(module::L2NIC, l2nic::CLEAR_QP_RESOURCE, &mgmt::func_only(f).0, &[]));
+    keep(dev.call(module::L2NIC, l2nic::SET_RX_MODE, &mgmt::set_rx_mode(f, 0).0, &[]));
+    if dev.rss_on {
+        keep(dev.call(module::L2NIC, l2nic::RSS_CFG, &mgmt::rss_cfg(f, false, 0).0, &[]));
+        keep(dev.call(module::L2NIC, l2nic::RSS_TEMP_MGR, &mgmt::rss_temp_mgr(f, TEMPLATE_FREE, 0).0, &[]));
+        dev.rss_on = false;
+    }
+    keep(dev.call(module::COMM, mgmt::comm::SET_VAT, &mgmt::clear_root_ctx(f).0, &[]));
+    dev.tx.clear();
+    dev.rx.clear();
+    *dev.link.lock().unwrap_or_else(|e| e.into_inner()) = LinkStatus::default();
+    match first {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,438 @@
+//! The TX queue (docs/hw/hinic3.md §10.1, §10.2): 16-byte WQEBBs; a packet of one segment without offloads is one
+//! compact WQEBB, anything else an extended WQE (control/BD0, the task section when an offload asks for it, one BD per
+//! further segment) that may wrap around the ring's end. The owner bit starts at 1 and flips when a WQE reaches the
+//! end, as Linux sets it. Completions come from the consumer index the hardware writes into the 64-byte CI slot
+//! (registered with L2NIC 8). One SQ doorbell per burst, after a store barrier.
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use hugepage::Allocator;
+use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
+use pktio::bar::RegisterSpace;
+use pktio::barrier::{dma_rmb, dma_wmb};
+use pktio::dma::DmaMapper;
+use pktio::stats::TxQueueStats;
+use pktio::{Error, Result, TxQueue};
+
+use crate::desc::{ctrl, queue_info, task, SqWqebb};
+use crate::dma::DmaArea;
+use crate::doorbell::{self, DbKind};
+
+/// Clean when fewer WQEBBs than this are free.
+pub const TX_FREE_THRESH: usize = 64;
+/// Most segments of a non-TSO packet (docs/hw/hinic3.md §10.2, Linux's cap).
+pub const MAX_SGE: usize = 18;
+/// Most segments of a TSO packet.
+pub const MAX_SGE_TSO: usize = 127;
+/// Size of the CI write-back slot (docs/hw/hinic3.md §10.2).
+pub const CI_SLOT: usize = 64;
+
+const OFFLOADS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_flags::TX_VLAN | ol_flags::TX_TCP_SEG;
+
+/// What a TX queue needs from its port.
+pub struct TxSetup<'a, D> {
+    /// The doorbell BAR.
+    pub db: &'a Arc<D>,
+    /// Ring memory.
+    pub allocator: &'a Allocator,
+    /// DMA map of the device.
+    pub mapper: &'a Arc<dyn DmaMapper>,
+    /// Function-local queue index.
+    pub queue: u16,
+    /// WQEBBs (a power of two).
+    pub depth: u16,
+    /// The default CoS for the doorbell (docs/hw/hinic3.md §10.1).
+    pub cos: u8,
+    /// The pool most packets come from (the port's RX pool): their completions are freed in bulk without a test per
+    /// packet.
+    pub pool: &'a Mempool,
+    /// Counters.
+    pub stats: Arc<TxQueueStats>,
+    /// Port name for errors.
+    pub port: &'a str,
+}
+
+/// One TX queue. Owned by one thread.
+pub struct TxRing<D: RegisterSpace> {
+    ring: NonNull<SqWqebb>,
+    mask: usize,
+    pi: usize,
+    ci: usize,
+    owner: u32,
+    /// The packet whose WQE starts at each WQEBB; null elsewhere.
+    shadow: Box<[*mut MbufHeader]>,
+    ci_slot: NonNull<u16>,
+    /// The pool of [`TxSetup::pool`] and its ID.
+    pool: Mempool,
+    pool_id: PoolId,
+    /// Some WQE in flight is extended or holds a packet of another pool or a chain: clean slot by slot.
+    mixed: bool,
+    /// 0 when every buffer of the pool fits a compact WQE (its data room is at most 16383 bytes), so that the fast
+    /// run only tests for an empty packet; 1 sends every packet the general way.
+    fast_off: usize,
+    db: Arc<D>,
+    db_info: u32,
+    queue: u16,
+    stats: Arc<TxQueueStats>,
+    mem: DmaArea,
+    ci_mem: DmaArea,
+}
+
+// SAFETY: the ring owns its WQE memory, its CI slot and the packets in flight; used only by the owning thread.
+unsafe impl<D: RegisterSpace> Send for TxRing<D> {}
+
+impl<D: RegisterSpace> TxRing<D> {
+    /// Allocates the ring and the CI slot; owner 1, indexes 0 (docs/hw/hinic3.md §14.2).
+    pub fn new(setup: TxSetup<'_, D>) -> Result<Self> {
+        let depth = setup.depth as usize;
+        let bad = |reason: String| Error::InvalidConfig { port: setup.port.to_string(), reason };
+        if !depth.is_power_of_two() || !(64..=16384).contains(&depth) {
+            return Err(bad(format!(
+                "TX ring of {depth}: hinic3 takes a power of two from 64 to 16384 (docs/hw/hinic3.md §9.3)"
+            )));
+        }
+        let mem = DmaArea::new(setup.allocator, setup.mapper, depth * 16, setup.port, "an SQ ring")?;
+        let ci_mem = DmaArea::new(setup.allocator, setup.mapper, CI_SLOT, setup.port, "an SQ CI slot")?;
+        Ok(TxRing {
+            ring: NonNull::new(mem.as_ptr().cast()).ok_or_else(|| bad("null ring".into()))?,
+            mask: depth - 1,
+            pi: 0,
+            ci: 0,
+            owner: 1,
+            shadow: vec![std::ptr::null_mut(); depth].into_boxed_slice(),
+            ci_slot: NonNull::new(ci_mem.as_ptr().cast()).ok_or_else(|| bad("null CI slot".into()))?,
+            pool_id: setup.pool.id(),
+            pool: setup.pool.clone(),
+            mixed: false,
+            fast_off: (setup.pool.data_room() as u32 > ctrl::COMPACT_MAX_LEN) as usize,
+            db: setup.db.clone(),
+            db_info: doorbell::info(DbKind::Sq, setup.queue, setup.cos),
+            queue: setup.queue,
+            stats: setup.stats,
+            mem,
+            ci_mem,
+        })
+    }
+
+    /// Function-local queue index.
+    pub fn queue(&self) -> u16 {
+        self.queue
+    }
+
+    /// IOVA of the ring (SQ context).
+    pub fn ring_iova(&self) -> u64 {
+        self.mem.iova(0)
+    }
+
+    /// IOVA of the CI slot (L2NIC 8 takes it >> 2).
+    pub fn ci_iova(&self) -> u64 {
+        self.ci_mem.iova(0)
+    }
+
+    /// WQEBBs.
+    pub fn depth(&self) -> usize {
+        self.mask + 1
+    }
+
+    /// The software producer index.
+    pub fn pi(&self) -> usize {
+        self.pi
+    }
+
+    /// The consumer index the hardware last wrote.
+    #[inline(always)]
+    pub fn hw_ci(&self) -> usize {
+        // SAFETY: the slot is a live, aligned u16 of our CI memory that the device writes.
+        let ci = u16::from_le(unsafe { self.ci_slot.as_ptr().read_volatile() });
+        ci as usize & self.mask
+    }
+
+    /// Free WQEBBs (docs/hw/hinic3.md §10.2: depth − in flight − 1).
+    #[inline(always)]
+    fn free(&self) -> usize {
+        self.mask - ((self.pi.wrapping_sub(self.ci)) & self.mask)
+    }
+
+    /// Frees every packet whose WQE the hardware consumed.
+    #[inline]
+    fn clean(&mut self) {
+        let hw = self.hw_ci();
+        if hw == self.ci {
+            return;
+        }
+        dma_rmb();
+        if !self.mixed {
+            {
+                let pool = &self.pool;
+                let (a, b) = if hw > self.ci { (self.ci..hw, 0..0) } else { (self.ci..self.mask + 1, 0..hw) };
+                for r in [a, b] {
+                    // SAFETY: every slot in flight holds one single-segment packet of `pool` (`mixed` is false),
+                    // completed by the hardware; NonNull and the non-null raw pointer share a layout.
+                    unsafe {
+                        let s = std::slice::from_raw_parts(self.shadow.as_ptr().add(r.start).cast(), r.len());
+                        pool.free_single_bulk(s);
+                    }
+                }
+                self.ci = hw;
+                return;
+            }
+        }
+        let mut gather = [NonNull::<MbufHeader>::dangling(); 64];
+        let mut n = 0;
+        let mut i = self.ci;
+        while i != hw {
+            // SAFETY: i <= mask.
+            let p = unsafe { std::mem::replace(self.shadow.get_unchecked_mut(i), std::ptr::null_mut()) };
+            if let Some(p) = NonNull::new(p) {
+                gather[n] = p;
+                n += 1;
+                if n == gather.len() {
+                    // SAFETY: packets we owned, completed by the hardware, each listed once.
+                    unsafe { mempool::free_raw_bulk(&gather) };
+                    n = 0;
+                }
+            }
+            i = (i + 1) & self.mask;
+        }
+        // SAFETY: as above.
+        unsafe { mempool::free_raw_bulk(&gather[..n]) };
+        self.ci = hw;
+        self.mixed = hw != self.pi;
+    }
+
+    /// Stores WQEBB `w` at slot `i`.
+    #[inline(always)]
+    fn put(&mut self, i: usize, w: SqWqebb) {
+        let [a, b] = w.qwords();
+        // SAFETY: i <= mask: a WQEBB of our ring that the device does not own (free space).
+        unsafe {
+            let d = self.ring.as_ptr().add(i).cast::<u64>();
+            d.write_volatile(a);
+            d.add(1).write_volatile(b);
+        }
+    }
+
+    /// Places one packet; `false` when it does not fit (the burst ends there). Bad packets are dropped (freed, counted)
+    /// and reported as placed.
+    #[inline(always)]
+    fn place(&mut self, p: NonNull<MbufHeader>, free: &mut usize) -> bool {
+        // SAFETY: the batch owns the packet; the view is not dropped here.
+        let m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
+        let len = m.data_len() as u32;
+        if m.single_of(self.pool_id) == 0 && m.ol_flags() & OFFLOADS == 0 && len.wrapping_sub(1) < ctrl::COMPACT_MAX_LEN
+        {
+            if *free == 0 {
+                return false;
+            }
+            let i = self.pi;
+            self.put(i, SqWqebb::compact(len, self.owner, m.data_iova()));
+            // SAFETY: i <= mask.
+            unsafe { *self.shadow.get_unchecked_mut(i) = p.as_ptr() };
+            self.pi = (i + 1) & self.mask;
+            self.owner ^= (self.pi == 0) as u32;
+            *free -= 1;
+            return true;
+        }
+        self.place_extended(&m, p, free)
+    }
+
+    /// An extended WQE (docs/hw/hinic3.md §10.2): control/BD0, the task section with any offload, then a BD per further
+    /// segment.
+    #[cold]
+    #[inline(never)]
+    fn place_extended(&mut self, m: &Mbuf, p: NonNull<MbufHeader>, free: &mut usize) -> bool {
+        if m.nb_segs() == 1
+            && m.ol_flags() & OFFLOADS == 0
+            && (m.data_len() as u32).wrapping_sub(1) < ctrl::COMPACT_MAX_LEN
+        {
+            // A plain packet of another pool: compact, but its completion is freed slot by slot.
+            if *free == 0 {
+                return false;
+            }
+            self.mixed = true;
+            let i = self.pi;
+            self.put(i, SqWqebb::compact(m.data_len() as u32, self.owner, m.data_iova()));
+            // SAFETY: i <= mask.
+            unsafe { *self.shadow.get_unchecked_mut(i) = p.as_ptr() };
+            self.pi = (i + 1) & self.mask;
+            self.owner ^= (self.pi == 0) as u32;
+            *free -= 1;
+            return true;
+        }
+        let flags = m.ol_flags();
+        let tso = flags & ol_flags::TX_TCP_SEG != 0;
+        let segs = m.nb_segs() as usize;
+        let off = m.tx_offload();
+        let hdr_len = off.l2_len as u32 + off.l3_len as u32 + off.l4_len as u32;
+        let bad = segs == 0
+            || segs > if tso { MAX_SGE_TSO } else { MAX_SGE }
+            || m.segments().any(|s| s.data.is_empty() || s.data.len() as u32 > ctrl::BD0_LEN.mask())
+            || (tso
+                && ((off.tso_segsz as u32) < queue_info::MSS_MIN || !hdr_len.is_multiple_of(2) || hdr_len / 2 > 221));
+        if bad {
+            self.stats.errors.add(1);
+            // SAFETY: the packet is ours (the caller drops it from the batch); freed once.
+            drop(unsafe { Mbuf::from_raw(p) });
+            return true;
+        }
+        let offload = flags & OFFLOADS != 0;
+        let wqebbs = segs + offload as usize;
+        if *free < wqebbs {
+            return false;
+        }
+        self.mixed = true;
+        // Checksums: task bits 24/25 only; queue_info's SCTP bit is never set (unverified, docs/hw/hinic3.md §17 item
+        // 9, as both reference drivers leave it).
+        let mut pkt_info0 = 0;
+        if flags & ol_flags::TX_IP_CKSUM != 0 || tso {
+            pkt_info0 |= task::INNER_L3_CSUM;
+        }
+        if flags & ol_flags::TX_UDP_CKSUM != 0 || tso {
+            pkt_info0 |= task::INNER_L4_CSUM;
+        }
+        let vlan =
+            if flags & ol_flags::TX_VLAN != 0 { task::VLAN_TAG.val(m.vlan_tci() as u32) | task::VLAN_VALID } else { 0 };
+        let qinfo = if tso {
+            queue_info::UC
+                | queue_info::TSO
+                | queue_info::PLDOFF.val(hdr_len / 2)
+                | queue_info::MSS.val(off.tso_segsz as u32)
+        } else {
+            queue_info::UC
+        };
+        let start = self.pi;
+        let mut segs_it = m.segments();
+        let first = segs_it.next().map(|s| (s.data.len() as u32, s.iova)).unwrap_or((0, 0));
+        let mut ctrl_len = ctrl::BD0_LEN.val(first.0) | ctrl::EXTENDED | ctrl::BUFDESC_NUM.val(segs as u32);
+        if offload {
+            ctrl_len |= ctrl::TASKSECT_LEN;
+        }
+        let mut i = (start + 1) & self.mask;
+        if offload {
+            self.put(i, SqWqebb::task(pkt_info0, vlan));
+            i = (i + 1) & self.mask;
+        }
+        for s in segs_it {
+            self.put(i, SqWqebb::bd(s.data.len() as u32, s.iova));
+            i = (i + 1) & self.mask;
+        }
+        // The owner of the whole WQE is the one current at its start; it flips once the WQE reaches the end.
+        let owner = self.owner;
+        if start + wqebbs > self.mask {
+            self.owner ^= 1;
+        }
+        // The control WQEBB last, so the device never sees a complete control word before the rest.
+        dma_wmb();
+        self.put(start, SqWqebb::control(ctrl_len | owner << ctrl::OWNER_SHIFT, qinfo, first.1));
+        // The packet at its first WQEBB; the others hold nothing (their old entries were freed by a fast clean that
+        // leaves the shadow as it is).
+        for k in 0..wqebbs {
+            self.shadow[(start + k) & self.mask] = if k == 0 { p.as_ptr() } else { std::ptr::null_mut() };
+        }
+        self.pi = (start + wqebbs) & self.mask;
+        *free -= wqebbs;
+        true
+    }
+
+    /// The common run: up to `n` packets from `pkts` into WQEBBs from `pi` (no wrap inside), each one plain segment of
+    /// the port's pool without offloads. Returns (count, bytes).
+    #[inline(always)]
+    fn fast_run(&mut self, pkts: &[NonNull<MbufHeader>], n: usize) -> (usize, u64) {
+        let owner = self.owner << ctrl::OWNER_SHIFT;
+        let pi = self.pi;
+        let (pool_id, fast_off) = (self.pool_id, self.fast_off);
+        // SAFETY: pi <= mask: inside the ring and the shadow; the run stays below the ring's end (caller).
+        let (ring, shadow) = unsafe { (self.ring.as_ptr().add(pi).cast::<u64>(), self.shadow.as_mut_ptr().add(pi)) };
+        let mut bytes = 0u64;
+        let mut k = 0;
+        while k < n {
+            // SAFETY: k < n <= pkts.len().
+            let p = unsafe { *pkts.get_unchecked(k) };
+            // SAFETY: a live packet of the batch; the view is not dropped.
+            let m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
+            let len = m.data_len() as u32;
+            // One segment of the port's pool (so at most its data room, which fits: `fast_off`), no offload, not
+            // empty: one branch.
+            let odd = m.single_of(pool_id) | (m.ol_flags() & OFFLOADS) as usize | (len == 0) as usize | fast_off;
+            if odd != 0 {
+                break;
+            }
+            let [a, b] = SqWqebb::control(ctrl::BD0_LEN.val(len) | owner, 0, m.data_iova()).qwords();
+            // SAFETY: WQEBB pi + k < depth, free (the caller's run); shadow slot pi + k likewise.
+            unsafe {
+                ring.add(2 * k).write_volatile(a);
+                ring.add(2 * k + 1).write_volatile(b);
+                *shadow.add(k) = p.as_ptr();
+            }
+            bytes += len as u64;
+            k += 1;
+        }
+        if k > 0 {
+            let next = pi + k;
+            self.owner ^= (next > self.mask) as u32;
+            self.pi = next & self.mask;
+        }
+        (k, bytes)
+    }
+
+    #[inline(always)]
+    fn tx_from(&mut self, pkts: &[NonNull<MbufHeader>]) -> usize {
+        let mut free = self.free();
+        let mut n = 0;
+        let mut bytes = 0u64;
+        while n < pkts.len() && free > 0 {
+            let run = (pkts.len() - n).min(free).min(self.mask + 1 - self.pi);
+            // SAFETY: n < pkts.len().
+            let (k, b) = self.fast_run(unsafe { pkts.get_unchecked(n..) }, run);
+            n += k;
+            free -= k;
+            bytes += b;
+            if k == run {
+                continue;
+            }
+            // SAFETY: n < pkts.len() (k < run).
+            let p = unsafe { *pkts.get_unchecked(n) };
+            // SAFETY: a live packet of the batch; the view is not dropped.
+            let len = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) }).pkt_len();
+            if !self.place(p, &mut free) {
+                break;
+            }
+            bytes += len as u64;
+            n += 1;
+        }
+        if n > 0 {
+            dma_wmb();
+            doorbell::ring(&*self.db, crate::regs::DB_PAGE_SQ, self.db_info, self.pi as u32);
+            self.stats.packets.add(n as u64);
+            self.stats.bytes.add(bytes);
+        }
+        n
+    }
+}
+
+impl<D: RegisterSpace> TxQueue for TxRing<D> {
+    #[inline]
+    fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
+        if self.free() < TX_FREE_THRESH {
+            self.clean();
+        }
+        // SAFETY: tx_from takes ownership of exactly the first `n` packets it returns (placed or dropped).
+        unsafe { batch.drain_raw(|pkts| self.tx_from(pkts)) }
+    }
+}
+
+impl<D: RegisterSpace> Drop for TxRing<D> {
+    fn drop(&mut self) {
+        // The port drained the queue (or gave up waiting) and disabled the vport before dropping it. Only the slots in
+        // flight own packets (a fast clean leaves freed pointers behind).
+        let mut i = self.ci;
+        while i != self.pi {
+            if let Some(h) = NonNull::new(std::mem::replace(&mut self.shadow[i], std::ptr::null_mut())) {
+                // SAFETY: a packet in flight that we own, listed once.
+                unsafe { mempool::free_raw_bulk(&[h]) };
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+}
