@@ -288,6 +288,8 @@ impl<R: RegisterSpace> Hinic3<R> {
             flow_type_rss_offloads: RssHashFunctions::ALL,
             reta_size: 256,
             hash_key_size: 40,
+            // Only the port's own address is programmed (SET_MAC); extra unicast addresses are not supported yet.
+            max_mac_addrs: 1,
             speed_capa: vec![10_000, 25_000, 40_000, 100_000],
             numa_node: None,
         }
