@@ -1,14 +1,21 @@
-//! The descriptor-ring kit that poll-mode drivers share: ring index arithmetic and the TX ring core
-//! ([`TxCore`]: the mbuf shadow ring, the four-at-a-time placement of plain packets in runs, RS groups and their
-//! bulk cleanup). A driver keeps what is its own (descriptor layout, status bits, registers, offload and
-//! context descriptors) and plugs it in through [`TxDescriptor`], a trait of `#[inline(always)]` functions that
-//! the core is monomorphised over: no dynamic call per packet.
+//! The descriptor-ring kit that poll-mode drivers share: ring index arithmetic, the RX buffer core
+//! ([`RxBuffers`]: the mbuf shadow ring, which slots own their buffer, the bulk refill from the pool) and the TX
+//! ring core ([`TxCore`]: the mbuf shadow ring, the four-at-a-time placement of plain packets in runs, RS groups
+//! and their bulk cleanup). A driver keeps what is its own (descriptor layout, status bits, registers, the RX
+//! write-back decoding and fast run, offload and context descriptors) and plugs it in through [`RxDescriptor`]
+//! and [`TxDescriptor`], traits of `#[inline(always)]` functions that the cores are monomorphised over: no
+//! dynamic call per packet.
+//!
+//! Here rather than in a crate of its own: it needs only what pktio already builds on (mempool, the DMA barriers,
+//! the queue counters), and every driver depends on pktio anyway.
 //!
 //! Written for descriptor rings in the Intel style (a tail doorbell, a done bit written back to the descriptor
 //! that asked for a report, one buffer per descriptor); it knows nothing of any register or bit layout.
 
+mod rx;
 mod tx;
 
+pub use rx::{RxBuffers, RxDescriptor};
 pub use tx::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 
 /// Ring index arithmetic. Ring sizes need not be powers of two (a multiple of 8 or of 32, as the hardware wants).
