@@ -353,9 +353,11 @@ impl<R: RegisterSpace> RxQueue for RxRing<R> {
         // SAFETY: rx_into writes only uniquely owned packets (taken out of the shadow ring) into the first `got`
         // spare slots and returns `got`.
         let got = unsafe { batch.fill_raw(|spare| self.rx_into(spare)) };
+        // Also retries a refill that failed earlier (pool empty) while the ring is idle.
         if self.bufs.refill_due() {
-            let (space, tail_reg) = (self.regs.space(), self.tail_reg);
-            self.bufs.refill(&self.stats.nombuf, |tail| space.write32(tail_reg, tail));
+            if let Some(tail) = self.bufs.refill(&self.stats.nombuf) {
+                self.regs.space().write32(self.tail_reg, tail);
+            }
         }
         got
     }

@@ -324,8 +324,11 @@ unsafe fn write_tx_data(d: *mut TxDesc, iova: u64, len: u16) {
 impl<R: RegisterSpace> TxQueue for TxRing<R> {
     #[inline]
     fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
-        let (space, tail_reg) = (self.regs.space(), self.tail_reg);
-        self.core.tx_burst(batch, &self.stats, queue_packet, |tail| space.write32(tail_reg, tail))
+        let (taken, tail) = self.core.tx_burst(batch, &self.stats, queue_packet);
+        if let Some(tail) = tail {
+            self.regs.space().write32(self.tail_reg, tail);
+        }
+        taken
     }
 }
 

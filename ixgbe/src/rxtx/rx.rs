@@ -348,10 +348,11 @@ impl<R: RegisterSpace, F: Family> RxQueue for RxRing<R, F> {
         // SAFETY: rx_into writes only uniquely owned packets (taken out of the shadow ring) into the first `got`
         // spare slots, and returns `got`. It also moves `nb_hold` and the counters.
         let got = unsafe { batch.fill_raw(|spare| self.rx_into(spare)) };
+        // Also retries a refill that failed earlier (pool empty) while the ring is idle.
         if self.bufs.refill_due() {
-            // Also retries a refill that failed earlier (pool empty) while the ring is idle.
-            let (space, rdt) = (self.regs.space(), self.rdt);
-            self.bufs.refill(&self.stats.nombuf, |tail| space.write32(rdt, tail));
+            if let Some(tail) = self.bufs.refill(&self.stats.nombuf) {
+                self.regs.space().write32(self.rdt, tail);
+            }
         }
         got
     }

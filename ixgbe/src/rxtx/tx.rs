@@ -313,13 +313,11 @@ impl<R: RegisterSpace, F: Family> TxQueue for TxRing<R, F> {
     #[inline]
     fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
         let ctx_key = &mut self.ctx_key;
-        let (space, tdt) = (self.regs.space(), self.tdt);
-        self.core.tx_burst(
-            batch,
-            &self.stats,
-            |core, m, p| queue_packet(core, ctx_key, m, p),
-            |tail| space.write32(tdt, tail),
-        )
+        let (taken, tail) = self.core.tx_burst(batch, &self.stats, |core, m, p| queue_packet(core, ctx_key, m, p));
+        if let Some(tail) = tail {
+            self.regs.space().write32(self.tdt, tail);
+        }
+        taken
     }
 }
 

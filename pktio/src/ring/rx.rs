@@ -163,11 +163,13 @@ impl<D: RxDescriptor> RxBuffers<D> {
     }
 
     /// Refills every held slot it can (in chunks of at most 64, all-or-nothing per chunk, split at the ring's
-    /// end), rewrites their read format, and then, if any, a store fence and `doorbell(tail)`. A chunk the pool
-    /// cannot fill counts its slots in `nombuf` and is retried at the next refill. The common case (one chunk
-    /// that does not reach the ring's end) is one allocation and one posting loop.
+    /// end) and rewrites their read format; returns the new tail, if it moved, for the caller to write to the tail
+    /// register (the store fence is done). A chunk the pool cannot fill counts its slots in `nombuf` and is
+    /// retried at the next refill. The common case (one chunk that does not reach the ring's end) is one
+    /// allocation and one posting loop.
     #[inline]
-    pub fn refill(&mut self, nombuf: &Counter, doorbell: impl FnOnce(u32)) {
+    #[must_use = "the tail register must be written with the new tail"]
+    pub fn refill(&mut self, nombuf: &Counter) -> Option<u32> {
         const CHUNK: usize = 64;
         let size = self.size;
         let mut start = self.tail + 1;
@@ -178,15 +180,14 @@ impl<D: RxDescriptor> RxBuffers<D> {
             let slots = unsafe { self.shadow.get_unchecked_mut(start..start + left) };
             if !self.pool.alloc_raw_bulk(slots) {
                 nombuf.add(left as u64);
-                return;
+                return None;
             }
             // SAFETY: as above.
             unsafe { self.post(start, left) };
             self.nb_hold = 0;
             self.tail = start + left - 1;
             dma_wmb();
-            doorbell(self.tail as u32);
-            return;
+            return Some(self.tail as u32);
         }
         if start == size {
             start = 0;
@@ -206,12 +207,13 @@ impl<D: RxDescriptor> RxBuffers<D> {
             left -= run;
             start = idx::add(start, run, size);
         }
-        if done > 0 {
-            self.nb_hold -= done;
-            self.tail = idx::add(self.tail, done, size);
-            dma_wmb();
-            doorbell(self.tail as u32);
+        if done == 0 {
+            return None;
         }
+        self.nb_hold -= done;
+        self.tail = idx::add(self.tail, done, size);
+        dma_wmb();
+        Some(self.tail as u32)
     }
 
     /// Posts the fresh buffers of slots `start..start + n`: their rearm word and their descriptors' read format.

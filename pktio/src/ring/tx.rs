@@ -285,35 +285,34 @@ impl<D: TxDescriptor> TxCore<D> {
         true
     }
 
-    /// One TX burst: cleanup when free slots run short, the packets placed from the front of `batch` (plain ones
-    /// in runs, others through `queue_packet`), then, if the tail moved, a store fence and `doorbell(tail)`.
-    /// Returns how many packets the ring took (sent, or dropped as bad); moves the counters.
+    /// One TX burst: cleanup when free slots run short, then the packets placed from the front of `batch`
+    /// (plain ones in runs, others through `queue_packet`). Returns how many packets the ring took (sent, or
+    /// dropped as bad; the counters move here) and, when the tail moved, its new value, for the caller to write to
+    /// the tail register (the store fence is done).
     ///
     /// `queue_packet` places one packet that is not plain: `Ok(true)` placed, `Ok(false)` no room now (the core
     /// cleans a group and retries), `Err(())` a packet the device must not see (the core frees it and counts an
     /// error).
     #[inline(always)]
-    pub fn tx_burst<Q, W>(
+    pub fn tx_burst<Q>(
         &mut self,
         batch: &mut PacketBatch,
         stats: &TxQueueStats,
         queue_packet: Q,
-        doorbell: W,
-    ) -> usize
+    ) -> (usize, Option<u32>)
     where
         Q: FnMut(&mut Self, &Mbuf, NonNull<MbufHeader>) -> Result<bool, ()>,
-        W: FnOnce(u32),
     {
         while self.nb_free < self.free_thresh && self.clean_one() {}
         let start_tail = self.tail;
         // SAFETY: tx_from takes ownership of exactly the first `n` chains it reports: queued ones move into the
         // shadow ring, bad ones are freed; it keeps nothing else.
         let taken = unsafe { batch.drain_raw(|pkts| self.tx_from(pkts, stats, queue_packet)) };
-        if self.tail != start_tail {
-            dma_wmb();
-            doorbell(self.tail as u32);
+        if self.tail == start_tail {
+            return (taken, None);
         }
-        taken
+        dma_wmb();
+        (taken, Some(self.tail as u32))
     }
 
     /// Places packets from the front of `pkts` (owned by the caller's batch) and returns how many it took
