@@ -168,7 +168,7 @@ pub fn forward_run<R0, T0, R1, T1>(
         );
         let room = (window - (sent - received)).min(total - sent).min(out.remaining() as u64) as usize;
         let first_new = out.len();
-        if room > 0 && out.alloc_from(&pool, room) {
+        if room > 0 && out.alloc_from(pool, room) {
             for (k, m) in out.iter_mut().skip(first_new).enumerate() {
                 let seq = sent + (first_new + k) as u64;
                 let d = &mut m.data_room_mut()[..64];
