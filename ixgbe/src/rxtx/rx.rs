@@ -31,15 +31,6 @@ impl RxDescriptor for RxDesc {
     fn read(iova: u64) -> Self {
         RxDesc::read(iova)
     }
-
-    #[inline(always)]
-    unsafe fn post(d: *mut Self, iova: u64) {
-        // SAFETY: the trait's contract: a descriptor the device does not own.
-        unsafe {
-            std::ptr::addr_of_mut!((*d).qw0).write_volatile(iova);
-            std::ptr::addr_of_mut!((*d).qw1).write_volatile(0);
-        }
-    }
 }
 
 /// One RX queue: its descriptor ring, the buffers posted to it, and its counters. Owned by one thread.

@@ -20,12 +20,22 @@ pub trait RxDescriptor: Copy {
     /// The read format of a descriptor posting a buffer whose data starts at `iova` (header address 0).
     fn read(iova: u64) -> Self;
 
-    /// Rewrites a consumed descriptor's read format for a buffer whose data starts at `iova` (the words the
-    /// device looks at; the rest is rewritten by its write-back).
+    /// Rewrites a consumed descriptor's read format for a buffer whose data starts at `iova`: the words the
+    /// device looks at (the rest is rewritten by its write-back). The default writes the Intel read format's first
+    /// two qwords, the packet address and a header address of 0; a layout that differs overrides it.
     ///
     /// # Safety
     /// `d` must be a descriptor of the ring the device does not own.
-    unsafe fn post(d: *mut Self, iova: u64);
+    #[inline(always)]
+    unsafe fn post(d: *mut Self, iova: u64) {
+        const { assert!(size_of::<Self>() >= 16 && align_of::<Self>() >= 8) };
+        let q = d.cast::<u64>();
+        // SAFETY: the caller's contract; the descriptor holds at least two aligned qwords (checked above).
+        unsafe {
+            q.write_volatile(iova);
+            q.add(1).write_volatile(0);
+        }
+    }
 }
 
 /// An RX ring's buffers. The slots from `next` through `tail` (`size - nb_hold` of them) own their buffer; the
