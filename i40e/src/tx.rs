@@ -38,19 +38,6 @@ const TSO_MAX_LEN: u32 = 256 * 1024;
 /// [`tx::MIN_PKT_LEN`] (which wraps) sets them.
 const LEN_PLAIN_BITS: u32 = 14;
 
-/// The test of a plain packet (one descriptor, no offload, a length the MDD rules allow). Every argument may be
-/// an OR over several packets.
-#[inline(always)]
-fn is_plain_tx(not_single: usize, flags: u64, lens_m: u64) -> bool {
-    not_single == 0 && flags & TX_OFFLOAD_FLAGS == 0 && lens_m >> LEN_PLAIN_BITS == 0
-}
-
-/// A data length minus the smallest packet, wrapping (see [`is_plain_tx`]).
-#[inline(always)]
-fn tx_len_m(len: u16) -> u64 {
-    (len as u64).wrapping_sub(tx::MIN_PKT_LEN as u64)
-}
-
 const TX_L4_SHIFT: u32 = 52;
 const TX_L4_MASK: u64 = 0b11;
 const TX_L4_TCP: u64 = 1;
@@ -91,14 +78,16 @@ fn tx_offload_bits(m: &Mbuf) -> u64 {
 /// i40e's 16-byte data descriptor in the shared TX core: the plain test and the fast write below, the DTYPE
 /// write-back (0xF) as done, RS in the command field.
 impl TxDescriptor for TxDesc {
+    /// Plain: one descriptor, no offload, a length the MDD rules allow.
     #[inline(always)]
     fn is_plain(not_single: usize, flags: u64, len_keys: u64) -> bool {
-        is_plain_tx(not_single, flags, len_keys)
+        not_single == 0 && flags & TX_OFFLOAD_FLAGS == 0 && len_keys >> LEN_PLAIN_BITS == 0
     }
 
+    /// The length minus the smallest packet, wrapping (see [`LEN_PLAIN_BITS`]).
     #[inline(always)]
     fn len_key(len: u16) -> u64 {
-        tx_len_m(len)
+        (len as u64).wrapping_sub(tx::MIN_PKT_LEN as u64)
     }
 
     #[inline(always)]

@@ -28,22 +28,6 @@ const TX_CTX_FLAGS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_fl
 /// Offload flags the driver does not support (the packet is dropped as an error).
 const TX_BAD_FLAGS: u64 = ol_flags::TX_TCP_SEG;
 
-/// The test of a plain packet, which the fast paths send as one data descriptor without a context: a single
-/// segment, no offload flag that needs a context (or is unsupported), not empty. Every argument may be an OR over
-/// several packets, so one call tests a group of four as well as one packet: `not_single` is non-zero when some
-/// packet is a chain (the core's four-at-a-time loop passes the OR of [`Mbuf::single_of`], which also fails packets of other
-/// pools), `flags` their offload flags, `lens_m1` their data lengths through [`tx_len_m1`].
-#[inline(always)]
-fn is_plain_tx(not_single: usize, flags: u64, lens_m1: u64) -> bool {
-    not_single == 0 && flags & (TX_CTX_FLAGS | TX_BAD_FLAGS) == 0 && lens_m1 >> tx::DTALEN.width == 0
-}
-
-/// A data length minus one, wrapping: 0 becomes all ones, past DTALEN's 16 bits, and 1..=65535 stay within them,
-/// so an OR of these exceeds 16 bits exactly when some length was 0 (see [`is_plain_tx`]).
-#[inline(always)]
-fn tx_len_m1(len: u16) -> u64 {
-    (len as u64).wrapping_sub(1)
-}
 const TX_L4_SHIFT: u32 = 52;
 const TX_L4_MASK: u64 = 0b11;
 const TX_L4_TCP: u64 = 1;
@@ -89,17 +73,21 @@ unsafe fn write_tx_data(d: *mut TxDesc, iova: u64, len: u16) {
     }
 }
 
-/// ixgbe's advanced data descriptor in the shared TX core: the plain test and the fast write above, DD in the
+/// ixgbe's advanced data descriptor in the shared TX core: the plain test, the fast write above, DD in the
 /// write-back status dword, RS in cmd_type_len.
 impl TxDescriptor for TxDesc {
+    /// Plain: a single segment of the port's pool, no offload flag that needs a context (or is unsupported),
+    /// not empty.
     #[inline(always)]
     fn is_plain(not_single: usize, flags: u64, len_keys: u64) -> bool {
-        is_plain_tx(not_single, flags, len_keys)
+        not_single == 0 && flags & (TX_CTX_FLAGS | TX_BAD_FLAGS) == 0 && len_keys >> tx::DTALEN.width == 0
     }
 
+    /// The length minus one, wrapping: 0 becomes all ones, past DTALEN's 16 bits, and 1..=65535 stay within
+    /// them, so an OR of these exceeds 16 bits exactly when some length was 0.
     #[inline(always)]
     fn len_key(len: u16) -> u64 {
-        tx_len_m1(len)
+        (len as u64).wrapping_sub(1)
     }
 
     #[inline(always)]
@@ -246,7 +234,7 @@ fn queue_packet(
     let segs = m.nb_segs() as usize;
     let len = m.data_len();
     // An empty plain packet fails here and below as an empty segment.
-    if is_plain_tx((segs != 1) as usize, flags, tx_len_m1(len)) {
+    if TxDesc::is_plain((segs != 1) as usize, flags, TxDesc::len_key(len)) {
         // One data descriptor (a packet of another pool, which the fast runs leave to this path).
         if core.free_slots() == 0 {
             return Ok(false);
