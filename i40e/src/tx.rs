@@ -113,14 +113,13 @@ impl TxDescriptor for TxDesc {
     }
 }
 
-/// One TX queue: the shared ring core (shadow ring, RS groups), its registers and its counters.
+/// One TX queue: the shared ring core (shadow ring, RS groups, counters) and its registers.
 pub struct TxRing<R: RegisterSpace> {
     core: TxCore<TxDesc>,
     regs: Regs<R>,
     tail_reg: usize,
     queue: u16,
     abs_queue: u32,
-    stats: Arc<TxQueueStats>,
     config: RingConfig,
     // Dropped after `Drop::drop` disabled the queue and the core freed its packets.
     _mem: DmaArea,
@@ -207,12 +206,11 @@ impl<R: RegisterSpace> TxRing<R> {
         regs.write(regs::qtx_tail(q), 0);
         Ok(TxRing {
             // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
-            core: unsafe { TxCore::new(ring, size, rs, free, setup.pool) },
+            core: unsafe { TxCore::new(ring, size, rs, free, setup.pool, setup.stats) },
             tail_reg: regs::qtx_tail(q).0,
             regs,
             queue: q,
             abs_queue: setup.abs_queue,
-            stats: setup.stats,
             config,
             _mem: mem,
             _pool_map: pool_map,
@@ -313,7 +311,7 @@ unsafe fn write_tx_data(d: *mut TxDesc, iova: u64, len: u16) {
 impl<R: RegisterSpace> TxQueue for TxRing<R> {
     #[inline]
     fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
-        let (taken, tail) = self.core.tx_burst(batch, &self.stats, queue_packet);
+        let (taken, tail) = self.core.tx_burst(batch, queue_packet);
         if let Some(tail) = tail {
             self.regs.space().write32(self.tail_reg, tail);
         }

@@ -113,8 +113,8 @@ impl TxDescriptor for TxDesc {
     }
 }
 
-/// One TX queue: the shared ring core (shadow ring, RS groups), the context in the device, its registers and
-/// counters.
+/// One TX queue: the shared ring core (shadow ring, RS groups, counters), the context in the device and its
+/// registers.
 pub struct TxRing<R: RegisterSpace, F: Family> {
     core: TxCore<TxDesc>,
     /// Context in slot 0 of the device, if any.
@@ -122,7 +122,6 @@ pub struct TxRing<R: RegisterSpace, F: Family> {
     regs: Regs<R>,
     tdt: usize,
     queue: u16,
-    stats: Arc<TxQueueStats>,
     config: RingConfig,
     // Dropped after `Drop::drop` disabled the queue and the core freed its packets.
     _mem: RingMemory,
@@ -181,12 +180,11 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         regs.write(F::txdctl(q), F::TXDCTL_INIT);
         Ok(TxRing {
             // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
-            core: unsafe { TxCore::new(ring, size, rs_thresh, free_thresh, setup.pool) },
+            core: unsafe { TxCore::new(ring, size, rs_thresh, free_thresh, setup.pool, setup.stats) },
             ctx_key: None,
             tdt: F::tdt(q).0,
             regs,
             queue: q,
-            stats: setup.stats,
             config,
             _mem: mem,
             _pool_map: pool_map,
@@ -301,7 +299,7 @@ impl<R: RegisterSpace, F: Family> TxQueue for TxRing<R, F> {
     #[inline]
     fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
         let ctx_key = &mut self.ctx_key;
-        let (taken, tail) = self.core.tx_burst(batch, &self.stats, |core, m, p| queue_packet(core, ctx_key, m, p));
+        let (taken, tail) = self.core.tx_burst(batch, |core, m, p| queue_packet(core, ctx_key, m, p));
         if let Some(tail) = tail {
             self.regs.space().write32(self.tdt, tail);
         }

@@ -17,6 +17,7 @@
 
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
 
@@ -89,6 +90,8 @@ pub struct TxCore<D: TxDescriptor> {
     /// The packet (chain head) whose last descriptor is in this slot. Only the slots from `clean` up to `tail`
     /// are live (each written when its descriptor was, `None` where no packet ends); the others are stale.
     shadow: Box<[Option<NonNull<MbufHeader>>]>,
+    /// The queue's counters (moved by the burst).
+    stats: Arc<TxQueueStats>,
 }
 
 // SAFETY: the core owns the packets in `shadow`; `ring` points into memory its owner keeps alive and uses from
@@ -96,12 +99,20 @@ pub struct TxCore<D: TxDescriptor> {
 unsafe impl<D: TxDescriptor> Send for TxCore<D> {}
 
 impl<D: TxDescriptor> TxCore<D> {
-    /// The state of an empty ring of `size` descriptors at `ring` (tail 0, `size - 1` free).
+    /// The state of an empty ring of `size` descriptors at `ring` (tail 0, `size - 1` free), counting into
+    /// `stats`.
     ///
     /// # Safety
     /// `ring` must point to `size` descriptors the caller keeps alive, unaliased, for the core's life; the caller
     /// checks the thresholds (`0 < rs_thresh`, `free_thresh < size`) as its hardware wants them.
-    pub unsafe fn new(ring: NonNull<D>, size: usize, rs_thresh: usize, free_thresh: usize, pool: &Mempool) -> Self {
+    pub unsafe fn new(
+        ring: NonNull<D>,
+        size: usize,
+        rs_thresh: usize,
+        free_thresh: usize,
+        pool: &Mempool,
+        stats: Arc<TxQueueStats>,
+    ) -> Self {
         TxCore {
             ring,
             size,
@@ -118,6 +129,7 @@ impl<D: TxDescriptor> TxCore<D> {
             pool: pool.clone(),
             pool_id: pool.id(),
             shadow: vec![None; size].into_boxed_slice(),
+            stats,
         }
     }
 
@@ -294,12 +306,7 @@ impl<D: TxDescriptor> TxCore<D> {
     /// cleans a group and retries), `Err(())` a packet the device must not see (the core frees it and counts an
     /// error).
     #[inline(always)]
-    pub fn tx_burst<Q>(
-        &mut self,
-        batch: &mut PacketBatch,
-        stats: &TxQueueStats,
-        queue_packet: Q,
-    ) -> (usize, Option<u32>)
+    pub fn tx_burst<Q>(&mut self, batch: &mut PacketBatch, queue_packet: Q) -> (usize, Option<u32>)
     where
         Q: FnMut(&mut Self, &Mbuf, NonNull<MbufHeader>) -> Result<bool, ()>,
     {
@@ -307,7 +314,7 @@ impl<D: TxDescriptor> TxCore<D> {
         let start_tail = self.tail;
         // SAFETY: tx_from takes ownership of exactly the first `n` chains it reports: queued ones move into the
         // shadow ring, bad ones are freed; it keeps nothing else.
-        let taken = unsafe { batch.drain_raw(|pkts| self.tx_from(pkts, stats, queue_packet)) };
+        let taken = unsafe { batch.drain_raw(|pkts| self.tx_from(pkts, queue_packet)) };
         if self.tail == start_tail {
             return (taken, None);
         }
@@ -319,7 +326,7 @@ impl<D: TxDescriptor> TxCore<D> {
     /// ownership of. The common burst (it fits before the ring's end, the next RS point and the free room) is one
     /// call of [`tx_groups`]; whatever that leaves continues out of line in [`TxCore::tx_from_general`].
     #[inline(always)]
-    fn tx_from<Q>(&mut self, pkts: &[NonNull<MbufHeader>], stats: &TxQueueStats, queue_packet: Q) -> usize
+    fn tx_from<Q>(&mut self, pkts: &[NonNull<MbufHeader>], queue_packet: Q) -> usize
     where
         Q: FnMut(&mut Self, &Mbuf, NonNull<MbufHeader>) -> Result<bool, ()>,
     {
@@ -340,14 +347,14 @@ impl<D: TxDescriptor> TxCore<D> {
             if k > 0 {
                 self.advance(tail, k);
                 if k == len {
-                    stats.packets.add(k as u64);
-                    stats.bytes.add(b);
+                    self.stats.packets.add(k as u64);
+                    self.stats.bytes.add(b);
                     return k;
                 }
                 (n, bytes) = (k, b);
             }
         }
-        self.tx_from_general(pkts, n, bytes, stats, queue_packet)
+        self.tx_from_general(pkts, n, bytes, queue_packet)
     }
 
     /// Hands on the `k` descriptors written from slot `tail` (`tail + k <= size`, within the current RS group):
@@ -369,14 +376,7 @@ impl<D: TxDescriptor> TxCore<D> {
     /// The rest of [`TxCore::tx_from`] from packet `n` (those before it placed, with `bytes`): runs bounded by
     /// the ring's end, the RS point and the free room, packets one at a time, the driver's general path.
     #[inline(never)]
-    fn tx_from_general<Q>(
-        &mut self,
-        pkts: &[NonNull<MbufHeader>],
-        n: usize,
-        bytes: u64,
-        stats: &TxQueueStats,
-        mut queue_packet: Q,
-    ) -> usize
+    fn tx_from_general<Q>(&mut self, pkts: &[NonNull<MbufHeader>], n: usize, bytes: u64, mut queue_packet: Q) -> usize
     where
         Q: FnMut(&mut Self, &Mbuf, NonNull<MbufHeader>) -> Result<bool, ()>,
     {
@@ -453,10 +453,10 @@ impl<D: TxDescriptor> TxCore<D> {
             }
             n += 1;
         }
-        stats.packets.add(sent);
-        stats.bytes.add(bytes);
+        self.stats.packets.add(sent);
+        self.stats.bytes.add(bytes);
         if errors != 0 {
-            stats.errors.add(errors);
+            self.stats.errors.add(errors);
         }
         n
     }
