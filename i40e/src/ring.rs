@@ -1,30 +1,10 @@
-//! What RX and TX rings share: index arithmetic and the ring settings.
+//! What RX and TX rings share: the ring settings and the sizes the hardware takes (index arithmetic is
+//! [`pktio::ring::idx`]).
 
 use crate::queue::QueueTiming;
 
-/// Ring index arithmetic (sizes are multiples of 32, not necessarily powers of two).
-pub mod idx {
-    /// `i + k` modulo `n` (`i < n`, `k <= n`).
-    #[inline(always)]
-    pub const fn add(i: usize, k: usize, n: usize) -> usize {
-        let j = i + k;
-        if j >= n {
-            j - n
-        } else {
-            j
-        }
-    }
-
-    /// Slots from `from` up to (not including) `to`, going forward around a ring of `n`.
-    #[inline(always)]
-    pub const fn dist(from: usize, to: usize, n: usize) -> usize {
-        if to >= from {
-            to - from
-        } else {
-            to + n - from
-        }
-    }
-}
+/// Ring index arithmetic (shared with every driver: [`pktio::ring::idx`]).
+pub use pktio::ring::idx;
 
 /// Ring sizes the hardware takes (docs/hw/i40e.md §15): 64 to 8160 descriptors, a multiple of 32.
 pub const RING_MIN: u16 = 64;
@@ -66,19 +46,6 @@ impl RingConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn index_arithmetic_wraps(n in 8usize..8192, a in 0usize..8192, k in 0usize..8192) {
-            let i = a % n;
-            let k = k % (n + 1);
-            let j = idx::add(i, k, n);
-            prop_assert!(j < n);
-            prop_assert_eq!(j, (i + k) % n);
-            prop_assert_eq!(idx::dist(i, j, n), k % n);
-        }
-    }
 
     #[test]
     fn ring_sizes_follow_the_limits() {

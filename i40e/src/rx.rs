@@ -8,15 +8,15 @@
 //! from the pool's raw allocation with stale metadata: the ring writes their rearm word when it posts them and
 //! every RX field when it receives into them. No allocation, lock or dynamic call per packet.
 
-use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use hugepage::Allocator;
-use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch, RxRearm};
+use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch};
 use pktio::bar::RegisterSpace;
 use pktio::barrier::{dma_rmb, dma_wmb};
 use pktio::dma::{DmaMapper, DmaMapping};
+use pktio::ring::{RxBuffers, RxDescriptor};
 use pktio::stats::RxQueueStats;
 use pktio::{Error, Result, RxQueue};
 
@@ -25,7 +25,7 @@ use crate::dma::DmaArea;
 use crate::hmc::{LanHmc, RxQueueContext, CTX_BASE_UNIT, DBUFF_UNIT};
 use crate::queue::switch_rx;
 use crate::regs::{self, PollTimeout, Regs};
-use crate::ring::{idx, RingConfig};
+use crate::ring::RingConfig;
 use crate::rx_flags::RxMemo;
 #[cfg(target_arch = "x86_64")]
 use crate::rx_simd::rx_fast_run_avx;
@@ -38,24 +38,21 @@ pub const MAX_CHAINED: u32 = 5;
 /// Largest frame (docs/hw/i40e.md §15).
 pub const MAX_FRAME: u32 = 9728;
 
+/// The 32-byte descriptor's read format in the shared buffer core: packet address, header address 0 (the
+/// write-back rewrites the other two qwords).
+impl RxDescriptor for RxDesc {
+    #[inline(always)]
+    fn read(iova: u64) -> Self {
+        RxDesc::read(iova)
+    }
+}
+
 /// One RX queue. Owned by one thread.
 pub struct RxRing<R: RegisterSpace> {
-    ring: NonNull<RxDesc>,
-    size: usize,
-    /// Next descriptor to look at.
-    next: usize,
-    /// Last value written to QRX_TAIL.
-    tail: usize,
-    /// Consumed slots waiting for a refill: after `tail`, before `next`.
-    nb_hold: usize,
-    free_thresh: usize,
-    /// The buffer posted in each slot: the slots from `next` through `tail` own theirs; the `nb_hold` consumed
-    /// ones hold stale pointers the refill overwrites.
-    shadow: Box<[NonNull<MbufHeader>]>,
+    /// The descriptor ring's buffers: shadow ring, indices, refill (shared with the other drivers).
+    bufs: RxBuffers<RxDesc>,
     /// Bytes the device writes into one buffer at most (the context's dbuff).
     max_len: u16,
-    headroom: u64,
-    rearm: RxRearm,
     memo: RxMemo,
     /// The CPU has AVX: the fast run uses `rx_fast_run_avx` (x86-64 only; always false elsewhere).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -63,7 +60,6 @@ pub struct RxRing<R: RegisterSpace> {
     /// Head of a frame whose later descriptors have not completed yet.
     pending: Option<Mbuf>,
     pending_bad: bool,
-    pool: Mempool,
     regs: Regs<R>,
     tail_reg: usize,
     queue: u16,
@@ -132,22 +128,10 @@ impl<R: RegisterSpace> RxRing<R> {
                 .at(setup.port)
         })?;
 
-        let mut shadow: Box<[NonNull<MbufHeader>]> = vec![NonNull::dangling(); size].into_boxed_slice();
-        if !setup.pool.alloc_raw_bulk(&mut shadow) {
-            return Err(bad(format!(
-                "mempool {} ran out filling RX queue {q} ({size} descriptors, {} buffers free)",
-                setup.pool.name(),
-                setup.pool.available()
-            )));
-        }
-        let headroom = setup.pool.headroom() as u64;
-        let rearm = setup.pool.rx_rearm(setup.port_id);
-        for (i, &h) in shadow.iter().enumerate() {
-            // SAFETY: a fresh buffer of this pool that the slot owns.
-            unsafe { rearm.apply(h) };
-            // SAFETY: i < size: inside the ring memory, which the device does not own (queue disabled).
-            unsafe { ring.as_ptr().add(i).write_volatile(RxDesc::read(rx_buffer_iova(h, headroom))) };
-        }
+        // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after `bufs` drops; the queue
+        // is disabled.
+        let bufs = unsafe { RxBuffers::new(ring, size, free_thresh, setup.pool, setup.port_id) }
+            .map_err(|e| bad(format!("RX queue {q}: {e}")))?;
         let rxmax = setup.max_frame.min(MAX_CHAINED * buf).min(MAX_FRAME);
         setup.hmc.write_rx(
             q,
@@ -171,16 +155,8 @@ impl<R: RegisterSpace> RxRing<R> {
         regs.write(regs::qint_rqctl(q), 0);
         regs.write(regs::qrx_tail(q), (size - 1) as u32);
         Ok(RxRing {
-            ring,
-            size,
-            next: 0,
-            tail: size - 1,
-            nb_hold: 0,
-            free_thresh,
-            shadow,
+            bufs,
             max_len: buf as u16,
-            headroom,
-            rearm,
             memo: RxMemo::of(0),
             #[cfg(target_arch = "x86_64")]
             avx: std::arch::is_x86_feature_detected!("avx"),
@@ -188,7 +164,6 @@ impl<R: RegisterSpace> RxRing<R> {
             avx: false,
             pending: None,
             pending_bad: false,
-            pool: setup.pool.clone(),
             tail_reg: regs::qrx_tail(q).0,
             regs,
             queue: q,
@@ -202,7 +177,7 @@ impl<R: RegisterSpace> RxRing<R> {
     /// Writes the tail again and enables the queue (docs/hw/i40e.md §9.3 step 4, §9.4).
     pub fn enable(&mut self) -> std::result::Result<(), PollTimeout> {
         dma_wmb();
-        self.regs.write(regs::qrx_tail(self.queue), self.tail as u32);
+        self.regs.write(regs::qrx_tail(self.queue), self.bufs.tail() as u32);
         switch_rx(&self.regs, self.queue, true, &self.config.timing)
     }
 
@@ -219,89 +194,6 @@ impl<R: RegisterSpace> RxRing<R> {
     /// Bytes per buffer the device may write.
     pub fn buf_len(&self) -> u16 {
         self.max_len
-    }
-
-    /// Refills every held slot it can (chunks of at most 64, split at the ring's end) and moves the tail once.
-    #[inline]
-    fn refill(&mut self) {
-        const CHUNK: usize = 64;
-        let size = self.size;
-        let mut start = self.tail + 1;
-        let mut left = self.nb_hold;
-        if left <= CHUNK && start + left <= size {
-            // SAFETY: start + left <= size. Consumed slots (after the tail, before `next`): their pointers were
-            // handed on, so they own nothing; the device does not own their descriptors.
-            let slots = unsafe { self.shadow.get_unchecked_mut(start..start + left) };
-            if !self.pool.alloc_raw_bulk(slots) {
-                self.stats.nombuf.add(left as u64);
-                return;
-            }
-            // SAFETY: as above.
-            unsafe { self.post(start, left) };
-            self.nb_hold = 0;
-            self.tail = start + left - 1;
-            dma_wmb();
-            self.regs.space().write32(self.tail_reg, self.tail as u32);
-            return;
-        }
-        if start == size {
-            start = 0;
-        }
-        let mut done = 0;
-        while left > 0 {
-            let run = left.min(size - start).min(CHUNK);
-            // SAFETY: start + run <= size; consumed slots as above.
-            let slots = unsafe { self.shadow.get_unchecked_mut(start..start + run) };
-            if !self.pool.alloc_raw_bulk(slots) {
-                self.stats.nombuf.add(left as u64);
-                break;
-            }
-            // SAFETY: as above.
-            unsafe { self.post(start, run) };
-            done += run;
-            left -= run;
-            start = idx::add(start, run, size);
-        }
-        if done > 0 {
-            self.nb_hold -= done;
-            self.tail = idx::add(self.tail, done, size);
-            dma_wmb();
-            self.regs.space().write32(self.tail_reg, self.tail as u32);
-        }
-    }
-
-    /// Posts the fresh buffers of slots `start..start + n`: rearm word and read format (packet address, header
-    /// address 0, as DPDK's refill writes them).
-    ///
-    /// # Safety
-    /// start + n <= size; the slots hold fresh buffers of our pool; the device does not own their descriptors.
-    #[inline(always)]
-    unsafe fn post(&mut self, start: usize, n: usize) {
-        let headroom = self.headroom;
-        let rearm = self.rearm;
-        // SAFETY: the caller's contract.
-        let (d, slots) = unsafe { (self.ring.as_ptr().add(start), self.shadow.as_ptr().add(start)) };
-        let post = |k: usize| {
-            // SAFETY: k < n: a descriptor the device does not own and a fresh buffer its slot owns.
-            unsafe {
-                let h = *slots.add(k);
-                rearm.apply(h);
-                let dk = d.add(k);
-                std::ptr::addr_of_mut!((*dk).qw0).write_volatile(rx_buffer_iova(h, headroom));
-                std::ptr::addr_of_mut!((*dk).qw1).write_volatile(0);
-            }
-        };
-        let mut k = 0;
-        while k + 4 <= n {
-            for j in 0..4 {
-                post(k + j);
-            }
-            k += 4;
-        }
-        while k < n {
-            post(k);
-            k += 1;
-        }
     }
 
     /// The general completion path: chains and errors. Returns the finished packet, if any.
@@ -346,7 +238,7 @@ impl<R: RegisterSpace> RxRing<R> {
     #[inline(always)]
     unsafe fn fast_run(&mut self, i: usize, n: usize, out: *mut NonNull<MbufHeader>) -> (usize, u64) {
         // SAFETY: the caller's contract.
-        let (d, sh) = unsafe { (self.ring.as_ptr().add(i).cast_const(), self.shadow.as_ptr().add(i)) };
+        let (d, sh) = unsafe { (self.bufs.ring().as_ptr().add(i).cast_const(), self.bufs.shadow().add(i)) };
         #[cfg(target_arch = "x86_64")]
         if self.avx {
             // SAFETY: the caller's contract; the CPU has AVX (checked at creation).
@@ -360,9 +252,9 @@ impl<R: RegisterSpace> RxRing<R> {
     /// and the counters move here.
     #[inline(always)]
     fn rx_into(&mut self, spare: &mut [NonNull<MbufHeader>]) -> usize {
-        let size = self.size;
-        let i = self.next;
-        let left = spare.len().min(size - 1 - self.nb_hold);
+        let size = self.bufs.size();
+        let i = self.bufs.next();
+        let left = spare.len().min(size - 1 - self.bufs.held());
         if left == 0 || left > size - i || self.pending.is_some() {
             return self.rx_into_general(spare, i, left, 0, 0);
         }
@@ -372,8 +264,8 @@ impl<R: RegisterSpace> RxRing<R> {
         if n < left {
             return self.rx_into_general(spare, i + n, left - n, n, b);
         }
-        self.next = if i + n == size { 0 } else { i + n };
-        self.nb_hold += n;
+        // SAFETY: fast_run took the buffers of those n slots from `next` on.
+        unsafe { self.bufs.consume(if i + n == size { 0 } else { i + n }, n) };
         self.stats.packets.add(n as u64);
         self.stats.bytes.add(b);
         n
@@ -390,8 +282,8 @@ impl<R: RegisterSpace> RxRing<R> {
         done: usize,
         bytes: u64,
     ) -> usize {
-        let size = self.size;
-        let ring = self.ring.as_ptr();
+        let size = self.bufs.size();
+        let ring = self.bufs.ring().as_ptr();
         let (mut i, mut left) = (if i == size { 0 } else { i }, left);
         let (mut consumed, mut got, mut bytes, mut errors) = (done, done, bytes, 0u64);
         'runs: while left > 0 {
@@ -418,7 +310,7 @@ impl<R: RegisterSpace> RxRing<R> {
                 // SAFETY: DD is set: the device is done with it.
                 let qw0 = unsafe { std::ptr::addr_of!((*ring.add(i)).qw0).read_volatile() };
                 // SAFETY: a slot between `next` and the tail: its buffer moves into `m`.
-                let m = unsafe { Mbuf::from_raw(*self.shadow.get_unchecked(i)) };
+                let m = unsafe { self.bufs.take(i) };
                 i += 1;
                 if let Some(m) = self.complete_slow(m, qw0, qw1, &mut errors) {
                     bytes += m.pkt_len() as u64;
@@ -433,9 +325,9 @@ impl<R: RegisterSpace> RxRing<R> {
                 i = 0;
             }
         }
-        self.next = if i == size { 0 } else { i };
+        // SAFETY: the `consumed` slots from `next` on were taken (into packets, chains or dropped frames).
+        unsafe { self.bufs.consume(if i == size { 0 } else { i }, consumed) };
         if consumed != 0 {
-            self.nb_hold += consumed;
             self.stats.packets.add(got as u64);
             self.stats.bytes.add(bytes);
             if errors != 0 {
@@ -452,31 +344,20 @@ impl<R: RegisterSpace> RxQueue for RxRing<R> {
         // SAFETY: rx_into writes only uniquely owned packets (taken out of the shadow ring) into the first `got`
         // spare slots and returns `got`.
         let got = unsafe { batch.fill_raw(|spare| self.rx_into(spare)) };
-        if self.nb_hold >= self.free_thresh {
-            self.refill();
+        // Also retries a refill that failed earlier (pool empty) while the ring is idle.
+        if self.bufs.refill_due() {
+            if let Some(tail) = self.bufs.refill(&self.stats.nombuf) {
+                self.regs.space().write32(self.tail_reg, tail);
+            }
         }
         got
     }
-}
-
-/// IOVA of the data start of a fresh RX buffer.
-#[inline(always)]
-fn rx_buffer_iova(h: NonNull<MbufHeader>, headroom: u64) -> u64 {
-    // SAFETY: `h` is a live buffer the caller owns; the borrowed view is never dropped.
-    let m = ManuallyDrop::new(unsafe { Mbuf::from_raw(h) });
-    m.buf_iova() + headroom
 }
 
 impl<R: RegisterSpace> Drop for RxRing<R> {
     fn drop(&mut self) {
         // The device must stop writing into our buffers before they go back to the pool.
         let _ = switch_rx(&self.regs, self.queue, false, &self.config.timing);
-        let owned = self.size - self.nb_hold;
-        let first = owned.min(self.size - self.next);
-        // SAFETY: those slots own their buffers, each once; the device no longer writes into them.
-        unsafe {
-            mempool::free_raw_bulk(&self.shadow[self.next..self.next + first]);
-            mempool::free_raw_bulk(&self.shadow[..owned - first]);
-        }
+        // The core then frees the buffers the ring still owns.
     }
 }

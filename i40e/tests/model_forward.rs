@@ -5,40 +5,13 @@
 //! 100 000 in debug builds and 10 million in release builds.
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
 use common::*;
-use mempool::PacketBatch;
 use nicsim::X710Config;
-use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
-
-fn packets() -> u64 {
-    std::env::var("I40E_FWD_PACKETS").ok().and_then(|v| v.parse().ok()).unwrap_or(if cfg!(debug_assertions) {
-        100_000
-    } else {
-        10_000_000
-    })
-}
-
-const IPS: ([u8; 4], [u8; 4]) = ([10, 0, 0, 1], [10, 0, 0, 2]);
-/// The UDP checksum of a frame from `udp_frame`.
-const UDP_CSUM: std::ops::Range<usize> = 40..42;
-/// Where the sequence number sits: the first 8 bytes of the UDP payload.
-const SEQ: std::ops::Range<usize> = 42..50;
-
-/// Writes `seq` into a 64-byte frame from `udp_frame` and sets its UDP checksum again.
-fn stamp(frame: &mut [u8], seq: u64) {
-    frame[SEQ].copy_from_slice(&seq.to_le_bytes());
-    frame[UDP_CSUM].fill(0);
-    let ck = checksum(&frame[34..], pseudo(&IPS, 17, frame.len() - 34));
-    frame[UDP_CSUM].copy_from_slice(&ck.to_be_bytes());
-}
+use pktio::{EthDev, PortConfig};
 
 #[test]
 fn threaded_forwarding_between_two_model_ports_counts_exactly() {
-    let total = packets();
+    let total = drvtest::forward_packets("I40E_FWD_PACKETS");
     let pool = pool("model-forward", 16383);
     let (mut a, mut b) = open_pair(X710Config::default());
     let config = PortConfig { rx_desc: 4096, tx_desc: 4096, ..Default::default() };
@@ -47,92 +20,10 @@ fn threaded_forwarding_between_two_model_ports_counts_exactly() {
         p.dev.start(&pool).unwrap();
     }
     wait_for(5, "links", || a.dev.link().up && b.dev.link().up);
-    let (mac0, mac1) = (a.dev.mac_addr().0, b.dev.mac_addr().0);
-    let (mut rx0, mut tx0) = (a.dev.rx_queue_typed(0).unwrap(), a.dev.tx_queue_typed(0).unwrap());
-    let (mut rx1, mut tx1) = (b.dev.rx_queue_typed(0).unwrap(), b.dev.tx_queue_typed(0).unwrap());
-
-    // Each frame carries its sequence number in the UDP payload (checksum kept right, so the model's checksum
-    // counters stay a check too), and the sink compares every byte of every frame, in order.
-    let template = udp_frame(mac1, mac0, IPS, (1, 2), 64);
-    // What comes back: the same frame with the MAC addresses swapped by the forwarder.
-    let mut want = template.clone();
-    want[..6].copy_from_slice(&mac0);
-    want[6..12].copy_from_slice(&mac1);
-    let done = Arc::new(AtomicBool::new(false));
-    let forwarded = Arc::new(AtomicU64::new(0));
-    let fwd = {
-        let (done, forwarded) = (done.clone(), forwarded.clone());
-        std::thread::spawn(move || {
-            let mut b = PacketBatch::with_capacity(64);
-            let mut n = 0u64;
-            while !done.load(Ordering::Relaxed) || !b.is_empty() {
-                rx1.rx_burst(&mut b);
-                for m in b.iter_mut() {
-                    // Swap the MAC addresses: back to port 0.
-                    let d = m.data_mut();
-                    let (a, rest) = d.split_at_mut(6);
-                    a.swap_with_slice(&mut rest[..6]);
-                }
-                n += tx1.tx_burst(&mut b) as u64;
-                forwarded.store(n, Ordering::Relaxed);
-                if b.is_empty() {
-                    // Two shared cores: let the model threads run.
-                    std::thread::yield_now();
-                }
-            }
-            (rx1, tx1)
-        })
-    };
-
-    // Generator and sink on this thread; at most `window` packets in flight, so no ring can overflow.
-    let window = 3072u64;
-    let (mut sent, mut received) = (0u64, 0u64);
-    let mut out = PacketBatch::with_capacity(64);
-    let mut inb = PacketBatch::with_capacity(64);
-    let start_t = Instant::now();
-    let deadline = Duration::from_secs(if cfg!(debug_assertions) { 50 } else { 300 });
-    while received < total {
-        assert!(
-            start_t.elapsed() < deadline,
-            "stalled: sent {sent}, received {received}, forwarded {}",
-            forwarded.load(Ordering::Relaxed)
-        );
-        let room = (window - (sent - received)).min(total - sent).min(out.remaining() as u64) as usize;
-        let first_new = out.len();
-        if room > 0 && out.alloc_from(&pool, room) {
-            for (k, m) in out.iter_mut().skip(first_new).enumerate() {
-                let seq = sent + (first_new + k) as u64;
-                let d = &mut m.data_room_mut()[..64];
-                d.copy_from_slice(&template);
-                stamp(d, seq);
-                m.set_len(64);
-            }
-        }
-        sent += tx0.tx_burst(&mut out) as u64;
-        let n = rx0.rx_burst(&mut inb);
-        for (k, m) in inb.iter().enumerate() {
-            stamp(&mut want, received + k as u64);
-            if m.data() != &want[..] {
-                panic!("frame {} differs:\n got {:02x?}\nwant {:02x?}", received + k as u64, m.data(), want);
-            }
-        }
-        received += n as u64;
-        inb.clear();
-        if n == 0 {
-            std::thread::yield_now();
-        }
-    }
-    let elapsed = start_t.elapsed();
-    done.store(true, Ordering::Relaxed);
-    let (rx1, tx1) = fwd.join().unwrap();
-    eprintln!(
-        "forwarded {total} packets in {elapsed:?} ({:.2} Mpps through two models)",
-        total as f64 / elapsed.as_secs_f64() / 1e6
-    );
-    assert_eq!(sent, total);
-    assert_eq!(received, total);
-    assert_eq!(forwarded.load(Ordering::Relaxed), total);
-    drop((rx0, tx0, rx1, tx1, out));
+    let macs = (a.dev.mac_addr().0, b.dev.mac_addr().0);
+    let q0 = (a.dev.rx_queue_typed(0).unwrap(), a.dev.tx_queue_typed(0).unwrap());
+    let q1 = (b.dev.rx_queue_typed(0).unwrap(), b.dev.tx_queue_typed(0).unwrap());
+    drvtest::forward_run(q0, q1, macs, &pool, total);
     let (s0, s1) = (a.dev.stats(), b.dev.stats());
     assert_eq!((s0.opackets, s0.ipackets, s1.ipackets, s1.opackets), (total, total, total, total));
     assert_eq!((s0.imissed, s1.imissed, s0.ierrors, s1.ierrors), (0, 0, 0, 0));

@@ -35,6 +35,7 @@ pub mod pci;
 mod port_state;
 pub mod ports;
 pub mod reg;
+pub mod ring;
 pub mod stats;
 pub mod vfio;
 pub mod wire;

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)] // each test binary uses a part
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,7 +48,10 @@ pub fn open_pair(config: X710Config) -> (Port, Port) {
 }
 
 pub fn pool(name: &str, size: u32) -> Mempool {
-    Mempool::new(name, &PoolConfig { size, cache_size: 0, ..Default::default() }, &Allocator::no_huge()).unwrap()
+    // Unique per call: tests of one binary run in parallel and may share a helper (and so a name).
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("{name}-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    Mempool::new(&name, &PoolConfig { size, cache_size: 0, ..Default::default() }, &Allocator::no_huge()).unwrap()
 }
 
 /// Polls `f` until it is true or `secs` pass.
@@ -60,74 +64,8 @@ pub fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-/// An Ethernet + IPv4 + UDP frame of `len` bytes (no FCS) from `src` to `dst` MAC, with the given addresses and
-/// ports; checksums correct.
-pub fn udp_frame(dst: [u8; 6], src: [u8; 6], ips: ([u8; 4], [u8; 4]), ports: (u16, u16), len: usize) -> Vec<u8> {
-    ip_frame(dst, src, ips, 17, ports, len)
-}
-
-/// Like [`udp_frame`] for TCP (20-byte header, no options).
-pub fn tcp_frame(dst: [u8; 6], src: [u8; 6], ips: ([u8; 4], [u8; 4]), ports: (u16, u16), len: usize) -> Vec<u8> {
-    ip_frame(dst, src, ips, 6, ports, len)
-}
-
-fn ip_frame(dst: [u8; 6], src: [u8; 6], ips: ([u8; 4], [u8; 4]), proto: u8, ports: (u16, u16), len: usize) -> Vec<u8> {
-    let l4_hdr = if proto == 6 { 20 } else { 8 };
-    assert!(len >= 14 + 20 + l4_hdr);
-    let mut f = vec![0u8; len];
-    f[0..6].copy_from_slice(&dst);
-    f[6..12].copy_from_slice(&src);
-    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-    let ip_len = (len - 14) as u16;
-    let ip = &mut f[14..34];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
-    ip[8] = 64;
-    ip[9] = proto;
-    ip[12..16].copy_from_slice(&ips.0);
-    ip[16..20].copy_from_slice(&ips.1);
-    let c = checksum(&f[14..34], 0);
-    f[24..26].copy_from_slice(&c.to_be_bytes());
-    for (i, b) in f[34 + l4_hdr..].iter_mut().enumerate() {
-        *b = (i * 7 + 3) as u8;
-    }
-    let l4_len = len - 34;
-    {
-        let l4 = &mut f[34..];
-        l4[0..2].copy_from_slice(&ports.0.to_be_bytes());
-        l4[2..4].copy_from_slice(&ports.1.to_be_bytes());
-        if proto == 17 {
-            l4[4..6].copy_from_slice(&(l4_len as u16).to_be_bytes());
-        } else {
-            l4[12] = 5 << 4;
-        }
-    }
-    let ck = checksum(&f[34..], pseudo(&ips, proto, l4_len));
-    let off = if proto == 17 { 34 + 6 } else { 34 + 16 };
-    f[off..off + 2].copy_from_slice(&ck.to_be_bytes());
-    f
-}
-
-/// Pseudo-header sum (not folded, not inverted).
-pub fn pseudo(ips: &([u8; 4], [u8; 4]), proto: u8, l4_len: usize) -> u32 {
-    let mut s = 0u32;
-    for w in ips.0.chunks(2).chain(ips.1.chunks(2)) {
-        s += u16::from_be_bytes([w[0], w[1]]) as u32;
-    }
-    s + proto as u32 + l4_len as u32
-}
-
-/// Internet checksum of `data` starting from `initial`.
-pub fn checksum(data: &[u8], initial: u32) -> u16 {
-    let mut s = initial as u64;
-    for c in data.chunks(2) {
-        s += u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u64;
-    }
-    while s >> 16 != 0 {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    !(s as u16)
-}
+#[allow(unused_imports)] // each test binary uses a part
+pub use drvtest::{checksum, pseudo, tcp_frame, udp_frame};
 
 /// A packet holding `frame`, chained over data-room-sized segments.
 pub fn mbuf_from(pool: &Mempool, frame: &[u8]) -> mempool::Mbuf {

@@ -10,39 +10,8 @@ use pktio::{Error, Result};
 
 use crate::regs::{Reg, Regs};
 
-/// Ring index arithmetic. Ring sizes need not be powers of two (DPDK allows any multiple of 8).
-pub mod idx {
-    /// `i + k` modulo `n` (`i < n`, `k <= n`).
-    #[inline(always)]
-    pub const fn add(i: usize, k: usize, n: usize) -> usize {
-        let j = i + k;
-        if j >= n {
-            j - n
-        } else {
-            j
-        }
-    }
-
-    /// `i - 1` modulo `n`.
-    #[inline(always)]
-    pub const fn prev(i: usize, n: usize) -> usize {
-        if i == 0 {
-            n - 1
-        } else {
-            i - 1
-        }
-    }
-
-    /// Slots from `from` up to (not including) `to`, going forward around a ring of `n`.
-    #[inline(always)]
-    pub const fn dist(from: usize, to: usize, n: usize) -> usize {
-        if to >= from {
-            to - from
-        } else {
-            to + n - from
-        }
-    }
-}
+/// Ring index arithmetic (shared with every driver: [`pktio::ring::idx`]).
+pub use pktio::ring::idx;
 
 /// Ring and threshold settings of one queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,35 +92,4 @@ pub(super) fn disable_queue<R: RegisterSpace>(
     let v = regs.read(ctl);
     regs.write(ctl, (v & !enable) | extra);
     regs.poll(ctl, enable, 0, timeout).is_ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn index_arithmetic_wraps(n in 8usize..8192, a in 0usize..8192, k in 0usize..8192) {
-            let i = a % n;
-            let k = k % (n + 1);
-            let j = idx::add(i, k, n);
-            prop_assert!(j < n);
-            prop_assert_eq!(j, (i + k) % n);
-            prop_assert_eq!(idx::dist(i, j, n), k % n);
-            prop_assert_eq!(idx::prev(idx::add(i, 1, n), n), i);
-        }
-
-        #[test]
-        fn stepping_one_at_a_time_visits_every_slot_once(n in (1usize..64).prop_map(|x| x * 8), start in 0usize..512) {
-            let mut seen = vec![false; n];
-            let mut i = start % n;
-            for _ in 0..n {
-                prop_assert!(!seen[i]);
-                seen[i] = true;
-                i = idx::add(i, 1, n);
-            }
-            prop_assert_eq!(i, start % n);
-        }
-    }
 }

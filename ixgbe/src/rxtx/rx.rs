@@ -1,21 +1,22 @@
-//! The RX ring: buffers posted from the mempool, bursts that hand completed frames to a batch (the common burst
-//! through [`super::rx_simd`], anything else out of line), chains across bursts, bulk refill.
+//! The RX ring: bursts that hand completed frames to a batch (the common burst through [`super::rx_simd`],
+//! anything else out of line), chains across bursts; the buffers posted from the mempool and their bulk refill
+//! are the shared core's ([`pktio::ring::RxBuffers`]).
 
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use hugepage::Allocator;
-use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch, RxRearm};
+use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch};
 use pktio::bar::RegisterSpace;
 use pktio::barrier::{dma_rmb, dma_wmb};
 use pktio::dma::{DmaMapper, DmaMapping};
+use pktio::ring::{RxBuffers, RxDescriptor};
 use pktio::stats::RxQueueStats;
 use pktio::{Error, Result, RxQueue};
 
-use super::ring::{disable_queue, idx, split_iova, RingConfig, RingMemory};
+use super::ring::{disable_queue, split_iova, RingConfig, RingMemory};
 use super::rx_flags::{rx_flags, RxMemo};
 use super::rx_simd::rx_fast_run;
 #[cfg(target_arch = "x86_64")]
@@ -24,28 +25,20 @@ use super::Family;
 use crate::desc::{rx, RxDesc, RxWriteback};
 use crate::regs::{PollTimeout, Regs};
 
+/// The advanced descriptor's read format in the shared buffer core: packet address, header address 0.
+impl RxDescriptor for RxDesc {
+    #[inline(always)]
+    fn read(iova: u64) -> Self {
+        RxDesc::read(iova)
+    }
+}
+
 /// One RX queue: its descriptor ring, the buffers posted to it, and its counters. Owned by one thread.
 pub struct RxRing<R: RegisterSpace, F: Family> {
-    ring: NonNull<RxDesc>,
-    size: usize,
-    /// Next descriptor to look at.
-    next: usize,
-    /// Last value written to RDT: that slot holds a buffer the device does not own yet.
-    tail: usize,
-    /// Consumed slots waiting for a refill: (tail, next) exclusive.
-    nb_hold: usize,
-    free_thresh: usize,
-    /// The buffer posted in each slot, as an owned raw pointer. Ownership follows the indices, not the contents:
-    /// the slots from `next` through `tail` (`size - nb_hold` of them) own their buffer; the `nb_hold` consumed
-    /// slots after `tail` hold stale pointers that were handed on and are overwritten by the refill.
-    shadow: Box<[NonNull<MbufHeader>]>,
+    /// The descriptor ring's buffers: shadow ring, indices, refill (shared with the other drivers).
+    bufs: RxBuffers<RxDesc>,
     /// Longest frame a fresh buffer of the pool holds (its data room).
     max_len: u16,
-    /// Data start within a posted buffer: its IOVA is `buf_iova + headroom`.
-    headroom: u64,
-    /// The rearm word written into every buffer when it is posted (data start at `headroom`, one segment, our
-    /// port, the pool's buffer length): buffers come from the pool's raw allocation with stale metadata.
-    rearm: RxRearm,
     memo: RxMemo,
     /// The 82599's UDP zero-checksum errata: see [`rx_flags`].
     udp_csum_zero_err: bool,
@@ -56,7 +49,6 @@ pub struct RxRing<R: RegisterSpace, F: Family> {
     pending: Option<Mbuf>,
     /// A segment of the pending frame was bad: drop the frame at its end.
     pending_bad: bool,
-    pool: Mempool,
     regs: Regs<R>,
     rdt: usize,
     queue: u16,
@@ -122,24 +114,12 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         // 1. disable the queue first.
         disable_queue(&regs, F::rxdctl(q), F::QUEUE_ENABLE, 0, config.enable_timeout);
 
-        let mut shadow: Box<[NonNull<MbufHeader>]> = vec![NonNull::dangling(); size].into_boxed_slice();
-        if !setup.pool.alloc_raw_bulk(&mut shadow) {
-            return Err(bad(format!(
-                "mempool {} ran out filling RX queue {q} ({size} descriptors, {} buffers free)",
-                setup.pool.name(),
-                setup.pool.available()
-            )));
-        }
-        // From here every slot owns its buffer (next = 0, tail = size - 1, nb_hold = 0): Drop frees them.
-        let headroom = setup.pool.headroom() as u64;
-        let rearm = setup.pool.rx_rearm(setup.port_id);
-        for (i, &h) in shadow.iter().enumerate() {
-            // SAFETY: a buffer of this pool the slot owns, fresh from its raw allocation.
-            unsafe { rearm.apply(h) };
-            let iova = rx_buffer_iova(h, headroom);
-            // SAFETY: i < size: inside the ring memory, which the device does not own yet (queue disabled).
-            unsafe { ring.as_ptr().add(i).write_volatile(RxDesc::read(iova)) };
-        }
+        // From here every slot owns its buffer (next = 0, tail = size - 1, nothing held): the core's Drop frees them.
+        let free_thresh = (config.free_thresh as usize).clamp(1, size - 1);
+        // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after `bufs` drops; the queue
+        // is disabled.
+        let bufs = unsafe { RxBuffers::new(ring, size, free_thresh, setup.pool, setup.port_id) }
+            .map_err(|e| bad(format!("RX queue {q}: {e}")))?;
         let (lo, hi) = split_iova(mem.iova());
         regs.write(F::rdbal(q), lo);
         regs.write(F::rdbah(q), hi);
@@ -149,22 +129,13 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         regs.write(F::srrctl(q), F::srrctl_value(buf_kb, config.drop_en));
         F::rx_queue_extra(&regs, q);
         Ok(RxRing {
-            ring,
-            size,
-            next: 0,
-            tail: size - 1,
-            nb_hold: 0,
-            free_thresh: (config.free_thresh as usize).clamp(1, size - 1),
-            shadow,
+            bufs,
             max_len: setup.pool.data_room(),
-            headroom,
-            rearm,
             memo: RxMemo::new::<F>(),
             udp_csum_zero_err: setup.udp_csum_zero_err,
             avx: cpu_has_avx(),
             pending: None,
             pending_bad: false,
-            pool: setup.pool.clone(),
             rdt: F::rdt(q).0,
             regs,
             queue: q,
@@ -186,7 +157,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         self.started = true;
         self.regs.write(F::rdh(q), 0);
         dma_wmb();
-        self.regs.write(F::rdt(q), self.tail as u32);
+        self.regs.write(F::rdt(q), self.bufs.tail() as u32);
         Ok(())
     }
 
@@ -197,99 +168,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
 
     /// Buffers currently owned by the ring (posted or held in a partial chain).
     pub fn buffers_held(&self) -> usize {
-        self.size - self.nb_hold + self.pending.as_ref().map_or(0, |m| m.nb_segs() as usize)
-    }
-
-    /// Refills every held slot it can (in chunks of at most 64, all-or-nothing per chunk, split at the ring's
-    /// end), rewrites their read format and moves RDT once. The common case (one chunk that does not reach the
-    /// ring's end) is one allocation and one posting loop, without the chunk loop.
-    #[inline]
-    fn refill(&mut self) {
-        const CHUNK: usize = 64;
-        let size = self.size;
-        let mut start = self.tail + 1;
-        let mut left = self.nb_hold;
-        if left <= CHUNK && start + left <= size {
-            // SAFETY: start + left <= size. These are consumed slots (after RDT, before `next`): their pointers
-            // were handed on, so they own nothing and may be overwritten; the device does not own their
-            // descriptors.
-            let slots = unsafe { self.shadow.get_unchecked_mut(start..start + left) };
-            if !self.pool.alloc_raw_bulk(slots) {
-                self.stats.nombuf.add(left as u64);
-                return;
-            }
-            // SAFETY: as above; start + left <= size: inside the ring.
-            unsafe { self.post(start, left) };
-            self.nb_hold = 0;
-            self.tail = start + left - 1;
-            dma_wmb();
-            self.regs.space().write32(self.rdt, self.tail as u32);
-            return;
-        }
-        if start == size {
-            start = 0;
-        }
-        let mut done = 0;
-        while left > 0 {
-            let run = left.min(size - start).min(CHUNK);
-            // SAFETY: start + run <= size; consumed slots as above.
-            let slots = unsafe { self.shadow.get_unchecked_mut(start..start + run) };
-            if !self.pool.alloc_raw_bulk(slots) {
-                self.stats.nombuf.add(left as u64);
-                break;
-            }
-            // SAFETY: as above.
-            unsafe { self.post(start, run) };
-            done += run;
-            left -= run;
-            start = idx::add(start, run, size);
-        }
-        if done > 0 {
-            self.nb_hold -= done;
-            self.tail = idx::add(self.tail, done, size);
-            dma_wmb();
-            self.regs.space().write32(self.rdt, self.tail as u32);
-        }
-    }
-
-    /// Posts the fresh buffers of shadow slots `start..start + n`: their rearm word, and their descriptors' read
-    /// format.
-    ///
-    /// # Safety
-    /// start + n <= size; the slots hold fresh buffers of our pool that they own, and the device does not own
-    /// their descriptors.
-    #[inline(always)]
-    unsafe fn post(&mut self, start: usize, n: usize) {
-        let headroom = self.headroom;
-        let rearm = self.rearm;
-        // SAFETY: the caller's contract: inside the ring and the shadow array.
-        let (d, slots) = unsafe { (self.ring.as_ptr().add(start), self.shadow.as_ptr().add(start)) };
-        // The IOVA is read from the header (computing it from the pointer saves an instruction but measured
-        // slower: the read brings in the header line that the rearm store writes).
-        let post = |d: *mut RxDesc, h: NonNull<MbufHeader>| {
-            let iova = rx_buffer_iova(h, headroom);
-            // SAFETY: `d` is a descriptor the device does not own (caller's contract); `h` is a fresh buffer of our
-            // pool that its slot now owns.
-            unsafe {
-                rearm.apply(h);
-                std::ptr::addr_of_mut!((*d).qw0).write_volatile(iova);
-                std::ptr::addr_of_mut!((*d).qw1).write_volatile(0);
-            }
-        };
-        let mut k = 0;
-        let end = n & !3;
-        while k != end {
-            for j in 0..4 {
-                // SAFETY: k + j < n.
-                unsafe { post(d.add(k + j), *slots.add(k + j)) };
-            }
-            k += 4;
-        }
-        while k < n {
-            // SAFETY: k < n.
-            unsafe { post(d.add(k), *slots.add(k)) };
-            k += 1;
-        }
+        self.bufs.size() - self.bufs.held() + self.pending.as_ref().map_or(0, |m| m.nb_segs() as usize)
     }
 
     /// The general completion path: chains, error write-backs. Returns the finished packet, if any.
@@ -343,10 +222,10 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
     /// and error write-backs through [`RxRing::complete_slow`] one descriptor at a time.
     #[inline(always)]
     fn rx_into(&mut self, spare: &mut [NonNull<MbufHeader>]) -> usize {
-        let size = self.size;
-        let i = self.next;
+        let size = self.bufs.size();
+        let i = self.bufs.next();
         // Descriptors the device may have completed: from `next` up to (not including) RDT.
-        let left = spare.len().min(size - 1 - self.nb_hold);
+        let left = spare.len().min(size - 1 - self.bufs.held());
         if left == 0 || left > size - i || self.pending.is_some() {
             return self.rx_into_general(spare, i, left, 0, 0);
         }
@@ -356,9 +235,9 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         if n < left {
             return self.rx_into_general(spare, i + n, left - n, n, b);
         }
-        self.next = if i + n == size { 0 } else { i + n };
         // n = left > 0 descriptors consumed, all of them packets, no errors.
-        self.nb_hold += n;
+        // SAFETY: fast_run took the buffers of those n slots from `next` on.
+        unsafe { self.bufs.consume(if i + n == size { 0 } else { i + n }, n) };
         self.stats.packets.add(n as u64);
         self.stats.bytes.add(b);
         n
@@ -371,7 +250,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
     #[inline(always)]
     unsafe fn fast_run(&mut self, i: usize, n: usize, out: *mut NonNull<MbufHeader>) -> (usize, u64) {
         // SAFETY: the caller's contract.
-        let (d, sh) = unsafe { (self.ring.as_ptr().add(i).cast_const(), self.shadow.as_ptr().add(i)) };
+        let (d, sh) = unsafe { (self.bufs.ring().as_ptr().add(i).cast_const(), self.bufs.shadow().add(i)) };
         #[cfg(target_arch = "x86_64")]
         if self.avx {
             // SAFETY: the caller's contract; the CPU has AVX (checked at creation).
@@ -393,8 +272,8 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
         done: usize,
         bytes: u64,
     ) -> usize {
-        let size = self.size;
-        let ring = self.ring.as_ptr();
+        let size = self.bufs.size();
+        let ring = self.bufs.ring().as_ptr();
         let (mut i, mut left) = (if i == size { 0 } else { i }, left);
         let (mut consumed, mut got, mut bytes, mut errors) = (done, done, bytes, 0u64);
         'runs: while left > 0 {
@@ -426,7 +305,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
                 let wb = unsafe { d.read_volatile() }.as_writeback();
                 // SAFETY: i < size, a slot between `next` and RDT: it owns its buffer, which moves into `m` (the
                 // slot becomes a consumed one).
-                let m = unsafe { Mbuf::from_raw(*self.shadow.get_unchecked(i)) };
+                let m = unsafe { self.bufs.take(i) };
                 i += 1;
                 if let Some(m) = self.complete_slow(m, wb, &mut errors) {
                     bytes += m.pkt_len() as u64;
@@ -441,9 +320,9 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
                 i = 0;
             }
         }
-        self.next = if i == size { 0 } else { i };
+        // SAFETY: the `consumed` slots from `next` on were taken (into packets, chains or dropped frames).
+        unsafe { self.bufs.consume(if i == size { 0 } else { i }, consumed) };
         if consumed != 0 {
-            self.nb_hold += consumed;
             self.stats.packets.add(got as u64);
             self.stats.bytes.add(bytes);
             if errors != 0 {
@@ -460,22 +339,14 @@ impl<R: RegisterSpace, F: Family> RxQueue for RxRing<R, F> {
         // SAFETY: rx_into writes only uniquely owned packets (taken out of the shadow ring) into the first `got`
         // spare slots, and returns `got`. It also moves `nb_hold` and the counters.
         let got = unsafe { batch.fill_raw(|spare| self.rx_into(spare)) };
-        if self.nb_hold >= self.free_thresh {
-            // Also retries a refill that failed earlier (pool empty) while the ring is idle.
-            self.refill();
+        // Also retries a refill that failed earlier (pool empty) while the ring is idle.
+        if self.bufs.refill_due() {
+            if let Some(tail) = self.bufs.refill(&self.stats.nombuf) {
+                self.regs.space().write32(self.rdt, tail);
+            }
         }
         got
     }
-}
-
-/// IOVA of the data start of a fresh RX buffer (its data offset is the pool's headroom).
-#[inline(always)]
-fn rx_buffer_iova(h: NonNull<MbufHeader>, headroom: u64) -> u64 {
-    // A borrowed view: the buffer stays owned by the ring slot.
-    // SAFETY: `h` is a live buffer the caller owns; the view is never dropped.
-    let m = ManuallyDrop::new(unsafe { Mbuf::from_raw(h) });
-    debug_assert_eq!(m.headroom() as u64, headroom);
-    m.buf_iova() + headroom
 }
 
 impl<R: RegisterSpace, F: Family> Drop for RxRing<R, F> {
@@ -483,16 +354,8 @@ impl<R: RegisterSpace, F: Family> Drop for RxRing<R, F> {
         // The device must stop writing into our buffers before they go back to the pool.
         disable_queue(&self.regs, F::rxdctl(self.queue), F::QUEUE_ENABLE, 0, self.config.enable_timeout);
         self.regs.write(F::rdt(self.queue), 0);
-        // The slots from `next` through `tail` own their buffers (at most two runs around the ring's end).
-        let owned = self.size - self.nb_hold;
-        let first = owned.min(self.size - self.next);
-        // SAFETY: those slots own their buffers, each once; the device no longer writes into them, and the ring
-        // is gone after this, so nothing uses them again.
-        unsafe {
-            mempool::free_raw_bulk(&self.shadow[self.next..self.next + first]);
-            mempool::free_raw_bulk(&self.shadow[..owned - first]);
-        }
-        // pending (buffers), then the ring's and the pool's mappings (unmapped, then freed if last) drop here.
+        // The core frees the buffers the ring still owns; then pending (buffers), then the ring's and the pool's
+        // mappings (unmapped, then freed if last) drop.
     }
 }
 
