@@ -1,0 +1,149 @@
+//! `nicsim-vfio-user --model x540|82599 --socket PATH [--tap NAME] [--mac 02:..] [--stats FILE]`: serves one model
+//! port over vfio-user to the first client (QEMU's `-device vfio-user-pci,socket=PATH`) until it disconnects.
+//!
+//! The model runs in its own thread; with `--tap` its wire is that TAP interface (created, or attached to when it
+//! exists and is persistent). `--stats FILE` rewrites FILE every 100 ms with the model's counters, interrupt
+//! messages and fault count as `key=value` lines; every fault the model records is printed on stderr as it happens
+//! (`nicsim-vfio-user: FAULT ...`), so a driver's misuse names its register.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nicsim::{X540Config, X540};
+use vfio_user_model::{serve, ModelDevice, X540Model};
+
+struct Args {
+    model: String,
+    socket: PathBuf,
+    tap: Option<String>,
+    mac: Option<[u8; 6]>,
+    stats: Option<PathBuf>,
+}
+
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let v: Vec<u8> = s.split(':').map(|p| u8::from_str_radix(p, 16)).collect::<Result<_, _>>().ok()?;
+    v.try_into().ok()
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args { model: "x540".into(), socket: PathBuf::new(), tap: None, mac: None, stats: None };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let mut val = || it.next().ok_or_else(|| format!("{k} needs a value"));
+        match k.as_str() {
+            "--model" => a.model = val()?,
+            "--socket" => a.socket = val()?.into(),
+            "--tap" => a.tap = Some(val()?),
+            "--mac" => {
+                let v = val()?;
+                a.mac = Some(parse_mac(&v).ok_or_else(|| format!("--mac {v}: want six hex bytes with colons"))?);
+            }
+            "--stats" => a.stats = Some(val()?.into()),
+            _ => return Err(format!("unknown argument {k}")),
+        }
+    }
+    if a.socket.as_os_str().is_empty() {
+        return Err("--socket PATH is required".into());
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("nicsim-vfio-user: {e}\nusage: nicsim-vfio-user --model x540|82599 --socket PATH [--tap NAME] [--mac MAC] [--stats FILE]");
+            return ExitCode::from(2);
+        }
+    };
+    let mut config = match args.model.as_str() {
+        "x540" => X540Config::default(),
+        "82599" => X540Config::x82599(),
+        other => {
+            eprintln!("nicsim-vfio-user: unknown model {other} (x540, 82599)");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(mac) = args.mac {
+        config.mac = mac;
+    }
+    let (bar, port) = X540::new(config);
+    if let Some(tap) = &args.tap {
+        match port.wire_to_tap(tap) {
+            Ok(name) => eprintln!("nicsim-vfio-user: wired to TAP {name}"),
+            Err(e) => {
+                eprintln!("nicsim-vfio-user: TAP {tap}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let _thread = port.start_thread();
+    let mut device = ModelDevice::new(X540Model { bar, port: port.clone() });
+    let routes = device.irqs();
+
+    // Reporter: faults as they happen, counters to the stats file.
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let p2 = port.clone();
+    let stats = args.stats.clone();
+    let reporter = std::thread::spawn(move || {
+        let mut seen = 0;
+        while !stop2.load(Ordering::Acquire) {
+            let faults = p2.faults();
+            for f in &faults[seen.min(faults.len())..] {
+                eprintln!("nicsim-vfio-user: FAULT {f:?}");
+            }
+            seen = faults.len();
+            if let Some(path) = &stats {
+                let c = p2.counters();
+                let sent = routes.sent();
+                let irqs: u64 = p2.irq_counts().iter().sum();
+                let text = format!(
+                    "rx_delivered={}\nrx_missed={}\nrx_filtered={}\nrx_disabled={}\nrx_errors={}\ntx_sent={}\n\
+                     tx_dropped_link_down={}\nlink_up={}\nirq_messages={irqs}\nirq_intx={}\nirq_msi={}\nirq_msix={}\nfaults={}\n",
+                    c.rx_delivered,
+                    c.rx_missed,
+                    c.rx_filtered,
+                    c.rx_disabled,
+                    c.rx_errors,
+                    c.tx_sent,
+                    c.tx_dropped_link_down,
+                    u8::from(p2.link_is_up()),
+                    sent[0],
+                    sent[1],
+                    sent[2],
+                    faults.len()
+                );
+                let tmp = path.with_extension("tmp");
+                if std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)).is_err() {
+                    eprintln!("nicsim-vfio-user: cannot write {}", path.display());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+
+    eprintln!("nicsim-vfio-user: serving {} on {}", args.model, args.socket.display());
+    let result = serve(&args.socket, &mut device);
+    stop.store(true, Ordering::Release);
+    let _ = reporter.join();
+    let _ = std::fs::remove_file(&args.socket);
+    let c = port.counters();
+    eprintln!(
+        "nicsim-vfio-user: client gone; rx_delivered={} tx_sent={} faults={} odd_accesses={}",
+        c.rx_delivered,
+        c.tx_sent,
+        port.faults().len(),
+        device.odd_accesses
+    );
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nicsim-vfio-user: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
