@@ -162,6 +162,17 @@ impl<M: Model> ModelDevice<M> {
         }
     }
 
+    /// After a client disconnected: its memory unmapped, its eventfds dropped, the device reset, as a new VM
+    /// would find it.
+    pub fn client_gone(&mut self) {
+        self.maps.clear();
+        for i in 0..3 {
+            self.irqs.clear(i);
+        }
+        self.config = ConfigSpace::new(&self.model.identity(), self.model.prefetchable());
+        self.model.reset();
+    }
+
     /// The model.
     pub fn model(&self) -> &M {
         &self.model

@@ -1,5 +1,6 @@
-//! `nicsim-vfio-user --model x540|82599 --socket PATH [--tap NAME] [--mac 02:..] [--stats FILE]`: serves one model
-//! port over vfio-user to the first client (QEMU's `-device vfio-user-pci,socket=PATH`) until it disconnects.
+//! `nicsim-vfio-user --model x540|82599 --socket PATH [--tap NAME] [--mac 02:..] [--stats FILE] [--once]`: serves one
+//! model port over vfio-user to QEMU (`-device vfio-user-pci,socket=PATH`), one client after another (the device
+//! reset in between), or only the first with `--once`.
 //!
 //! The model runs in its own thread; with `--tap` its wire is that TAP interface (created, or attached to when it
 //! exists and is persistent). `--stats FILE` rewrites FILE every 100 ms with the model's counters, interrupt
@@ -21,6 +22,7 @@ struct Args {
     tap: Option<String>,
     mac: Option<[u8; 6]>,
     stats: Option<PathBuf>,
+    once: bool,
 }
 
 fn parse_mac(s: &str) -> Option<[u8; 6]> {
@@ -29,7 +31,7 @@ fn parse_mac(s: &str) -> Option<[u8; 6]> {
 }
 
 fn parse() -> Result<Args, String> {
-    let mut a = Args { model: "x540".into(), socket: PathBuf::new(), tap: None, mac: None, stats: None };
+    let mut a = Args { model: "x540".into(), socket: PathBuf::new(), tap: None, mac: None, stats: None, once: false };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{k} needs a value"));
@@ -42,6 +44,7 @@ fn parse() -> Result<Args, String> {
                 a.mac = Some(parse_mac(&v).ok_or_else(|| format!("--mac {v}: want six hex bytes with colons"))?);
             }
             "--stats" => a.stats = Some(val()?.into()),
+            "--once" => a.once = true,
             _ => return Err(format!("unknown argument {k}")),
         }
     }
@@ -55,7 +58,7 @@ fn main() -> ExitCode {
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("nicsim-vfio-user: {e}\nusage: nicsim-vfio-user --model x540|82599 --socket PATH [--tap NAME] [--mac MAC] [--stats FILE]");
+            eprintln!("nicsim-vfio-user: {e}\nusage: nicsim-vfio-user --model x540|82599 --socket PATH [--tap NAME] [--mac MAC] [--stats FILE] [--once]");
             return ExitCode::from(2);
         }
     };
@@ -126,19 +129,27 @@ fn main() -> ExitCode {
         }
     });
 
-    eprintln!("nicsim-vfio-user: serving {} on {}", args.model, args.socket.display());
-    let result = serve(&args.socket, &mut device);
+    // One client at a time, one after the other (a guest that reboots reconnects), until a client fails or the
+    // process is killed.
+    let result = loop {
+        eprintln!("nicsim-vfio-user: serving {} on {}", args.model, args.socket.display());
+        let r = serve(&args.socket, &mut device);
+        let _ = std::fs::remove_file(&args.socket);
+        let c = port.counters();
+        eprintln!(
+            "nicsim-vfio-user: client gone; rx_delivered={} tx_sent={} faults={} odd_accesses={}",
+            c.rx_delivered,
+            c.tx_sent,
+            port.faults().len(),
+            device.odd_accesses
+        );
+        if r.is_err() || args.once {
+            break r;
+        }
+        device.client_gone();
+    };
     stop.store(true, Ordering::Release);
     let _ = reporter.join();
-    let _ = std::fs::remove_file(&args.socket);
-    let c = port.counters();
-    eprintln!(
-        "nicsim-vfio-user: client gone; rx_delivered={} tx_sent={} faults={} odd_accesses={}",
-        c.rx_delivered,
-        c.tx_sent,
-        port.faults().len(),
-        device.odd_accesses
-    );
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
