@@ -296,8 +296,13 @@ impl<M: Model> ServerBackend for ModelDevice<M> {
         size: u64,
         fd: Option<File>,
     ) -> std::io::Result<()> {
-        // Without a file the client would move every DMA through messages, which this server does not offer.
-        let fd = fd.ok_or_else(|| io_err(Error::DmaWithoutFd { iova: address, size }))?;
+        // Without a file the client expects DMA through messages, which this server does not offer. QEMU sends
+        // such maps for memory that is not in the shared backend (firmware ROMs): accepted but left out of the
+        // IOVA map, so a model DMA there is a fault that names the address.
+        let Some(fd) = fd else {
+            eprintln!("vfio-user-model: {}", Error::DmaWithoutFd { iova: address, size });
+            return Ok(());
+        };
         let map = MmapOptions::new()
             .offset(offset)
             .len(size as usize)

@@ -10,7 +10,8 @@
 //!
 //! The protocol itself is the `vfio_user` crate's server (version 0.0, which QEMU accepts).
 //!
-//! Not supported: DMA through messages (a client that maps guest memory without a file descriptor is refused),
+//! Not supported: DMA through messages (memory a client maps without a file descriptor stays outside the model's
+//! IOVA map: the model faults on DMA there),
 //! mmap of BARs, migration, the 82599's I/O BAR (reads 0), INTx level semantics (a message per rising edge only),
 //! more than one client per server, the X710 model (it signals no interrupts yet).
 
@@ -26,8 +27,8 @@ pub use device::{IrqRoutes, Model, ModelDevice, X540Model};
 /// What can go wrong serving a model.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The client mapped guest memory without a file descriptor.
-    #[error("DMA map of {size:#x} bytes at IOVA {iova:#x} came without a file descriptor: start QEMU with shared guest memory (-object memory-backend-memfd,share=on and -machine memory-backend=...)")]
+    /// The client mapped guest memory without a file descriptor (reported, not fatal).
+    #[error("DMA map of {size:#x} bytes at IOVA {iova:#x} came without a file descriptor: the model cannot reach it (guest RAM must be shared: -object memory-backend-memfd,share=on and -machine memory-backend=...)")]
     DmaWithoutFd {
         /// IOVA of the range.
         iova: u64,

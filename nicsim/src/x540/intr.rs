@@ -186,8 +186,10 @@ impl Core {
             self.intr.asserted &= !bit;
         }
         if self.reg(GPIE) & GPIE_EIAME != 0 {
-            let eiam = if v < 16 { self.reg(EIAM) & (1 << v) } else { self.reg(eiam_ex(v / 32)) & (1 << (v % 32)) };
-            if eiam != 0 {
+            // EIAM's queue bits and EIAM_EX(0) name the same vectors 0..15.
+            let legacy = v < 16 && self.reg(EIAM) & (1 << v) != 0;
+            let eiam = legacy || self.reg(eiam_ex(v / 32)) & (1 << (v % 32)) != 0;
+            if eiam {
                 self.intr.mask &= !bit;
                 self.intr.asserted &= !bit;
             }

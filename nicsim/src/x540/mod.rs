@@ -519,6 +519,11 @@ fn default_registers(config: &X540Config) -> Vec<u32> {
     set(VLNCTRL, 0x8100);
     set(DMATXCTL, 0x8100 << 16);
     set(EEC, EEC_PRES | nvm::EEC_SIZE << EEC_SIZE_SHIFT);
+    // The MAC appends the CRC, strips it on receive and pads short frames out of reset (docs/hw/ixgbe.md §4
+    // "HLREG0"): Linux's ixgbe relies on it and never sets these bits.
+    set(HLREG0, HLREG0_TXCRCEN | HLREG0_RXCRCSTRP | HLREG0_TXPADEN);
+    // Firmware valid, no error indication (docs/hw/ixgbe.md §17.1).
+    set(FWSM, FWSM_FW_VAL);
     for q in 0..NUM_QUEUES {
         set(srrctl(q), 2 | (4 << 8));
         set(dca_rxctrl(q), 1 << 12);

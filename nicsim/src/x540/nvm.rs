@@ -92,4 +92,17 @@ mod tests {
         bar.write32(EERD, 5 << EERD_ADDR_SHIFT);
         assert_eq!(bar.read32(EERD) & EERD_DONE, 0);
     }
+
+    #[test]
+    fn reset_values_a_vendor_driver_relies_on() {
+        let (bar, _port) = X540::new(X540Config::default());
+        bar.write32(CTRL, CTRL_RST);
+        let hl = bar.read32(HLREG0);
+        assert_eq!(
+            hl & (HLREG0_TXCRCEN | HLREG0_RXCRCSTRP | HLREG0_TXPADEN),
+            HLREG0_TXCRCEN | HLREG0_RXCRCSTRP | HLREG0_TXPADEN
+        );
+        assert_eq!(hl & HLREG0_JUMBOEN, 0);
+        assert_ne!(bar.read32(FWSM) & FWSM_FW_VAL, 0, "firmware valid");
+    }
 }

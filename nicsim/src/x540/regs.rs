@@ -262,6 +262,10 @@ pub const EERD_ADDR_SHIFT: u32 = 2;
 pub const EERD_ADDR_MASK: u32 = 0x3FFF;
 /// EERD.DATA bits 31:16: the word read.
 pub const EERD_DATA_SHIFT: u32 = 16;
+/// FWSM, firmware semaphore and mode (docs/hw/ixgbe.md §2, §17.1).
+pub const FWSM: usize = 0x10148;
+/// FWSM.FW_VAL bit 15: the management firmware loaded and runs (docs/hw/ixgbe.md §17.1).
+pub const FWSM_FW_VAL: u32 = 1 << 15;
 /// SWSM (docs/hw/ixgbe.md §5.5): SMBI bit 0.
 pub const SWSM: usize = 0x10140;
 /// SWSM.SMBI bit 0: reading it as 0 grants it.
