@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nicsim::x540::regs::*;
@@ -25,7 +25,7 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-fn connect(socket: &PathBuf) -> Client {
+fn connect(socket: &Path) -> Client {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match Client::new(socket) {
