@@ -43,6 +43,8 @@ vendor_nic() {
     echo "link up at $(cat "/sys/class/net/$if/speed") Mb/s"
     ip addr add "$ip/24" dev "$if"
     ping -c 5 -W 5 "$peer" || fail "no replies from $peer through $if"
+    # Full-size frames (1514 bytes on the wire) both ways.
+    ping -c 5 -W 5 -s 1472 "$peer" || fail "no replies to 1500-byte packets from $peer through $if"
     grep "$if" /proc/interrupts
     [ "$(grep -c "$if-TxRx" /proc/interrupts)" -ge 1 ] || fail "$if has no MSI-X queue vectors"
     ip -s link show "$if" 2>/dev/null
