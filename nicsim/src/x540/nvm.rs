@@ -4,7 +4,7 @@
 //! The image holds what a driver reads at probe: the control words with their checksum (words 0x00..0x3F summing to
 //! 0xBABA, no pointed-to sections: every section pointer reads 0xFFFF, "not present"), the LAN MAC addresses in
 //! words 0x40..0x45 (port 0) and 0x48..0x4D (port 1) as this model's layout (RAL/RAH(0) are loaded from them at every
-//! reset), and no SAN MAC, alternate MAC or firmware sections.
+//! reset), no SAN MAC or alternate MAC; on the 82599 a firmware module with its patch version (no LESM parameters).
 
 use super::regs::*;
 use super::{Core, X540Config};
@@ -23,6 +23,17 @@ const POINTERS: std::ops::RangeInclusive<usize> = 0x03..=0x0F;
 const SAN_MAC_PTR: usize = 0x28;
 const ALT_MAC_PTR: usize = 0x37;
 const ALT_SAN_MAC_PTR: usize = 0x27;
+/// The firmware module pointer (docs/hw/ixgbe.md §17.2).
+const FW_PTR: usize = 0x0F;
+/// Where this model places the firmware module, its pass-through patch configuration block, and the patch version it
+/// reports (above 5: a released part, docs/hw/ixgbe.md §17.2).
+const FW_MODULE: usize = 0x60;
+const FW_PATCH_CONFIG: usize = 0x70;
+const FW_PATCH_VERSION: u16 = 0x0006;
+/// Offsets inside those blocks (docs/hw/ixgbe.md §17.2).
+const FW_LESM_PARAMETERS_PTR: usize = 0x2;
+const FW_PASSTHROUGH_PATCH_CONFIG_PTR: usize = 0x4;
+const FW_PATCH_VERSION_4: usize = 0x7;
 /// Where this model keeps port `lan_id`'s MAC address (three little-endian words).
 pub(super) const fn mac_word(lan_id: u8) -> usize {
     0x40 + 8 * (lan_id as usize & 1)
@@ -33,6 +44,13 @@ pub(super) fn image(config: &X540Config) -> Vec<u16> {
     let mut w = vec![0u16; WORDS];
     for p in POINTERS.chain([SAN_MAC_PTR, ALT_MAC_PTR, ALT_SAN_MAC_PTR]) {
         w[p] = 0xFFFF;
+    }
+    if config.chip == super::Chip::X82599 {
+        // The SFP+ part's firmware module: a patch version, and no LESM parameters (LESM is not modelled).
+        w[FW_PTR] = FW_MODULE as u16;
+        w[FW_MODULE + FW_LESM_PARAMETERS_PTR] = 0;
+        w[FW_MODULE + FW_PASSTHROUGH_PATCH_CONFIG_PTR] = FW_PATCH_CONFIG as u16;
+        w[FW_PATCH_CONFIG + FW_PATCH_VERSION_4] = FW_PATCH_VERSION;
     }
     let m = config.mac;
     let at = mac_word(config.lan_id);
@@ -79,7 +97,7 @@ mod tests {
         let words: Vec<u16> = (0..size).map(|i| eerd(&bar, i)).collect();
         let sum = words[..=CHECKSUM_WORD].iter().fold(0u16, |s, &x| s.wrapping_add(x));
         assert_eq!(sum, CHECKSUM_SUM, "control words sum to 0xBABA");
-        assert!(POINTERS.clone().all(|p| words[p] == 0xFFFF), "no sections");
+        assert!(POINTERS.clone().filter(|&p| p != FW_PTR).all(|p| words[p] == 0xFFFF), "no sections");
         assert_eq!(&words[0x40..0x43], &[0x1102, 0x3322, 0x5544]);
         // RAL/RAH(0) hold the same address after reset.
         assert_eq!(bar.read32(ral(0)), 0x3322_1102);
@@ -104,5 +122,20 @@ mod tests {
         );
         assert_eq!(hl & HLREG0_JUMBOEN, 0);
         assert_ne!(bar.read32(FWSM) & FWSM_FW_VAL, 0, "firmware valid");
+    }
+
+    #[test]
+    fn the_82599_nvm_holds_a_released_firmware_patch_version_and_no_lesm() {
+        let (bar, _port) = X540::new(X540Config::x82599());
+        let fw = eerd(&bar, FW_PTR) as usize;
+        assert!(fw != 0 && fw != 0xFFFF && fw < WORDS);
+        assert_eq!(eerd(&bar, fw + FW_LESM_PARAMETERS_PTR), 0, "no LESM parameters");
+        let cfg = eerd(&bar, fw + FW_PASSTHROUGH_PATCH_CONFIG_PTR) as usize;
+        assert!(eerd(&bar, cfg + FW_PATCH_VERSION_4) > 5);
+        let sum = (0..=CHECKSUM_WORD).map(|i| eerd(&bar, i)).fold(0u16, |s, x| s.wrapping_add(x));
+        assert_eq!(sum, CHECKSUM_SUM, "the firmware pointer is outside the checksum's sections but inside its words");
+        // The X540 has no firmware module.
+        let (x540, _p) = X540::new(X540Config::default());
+        assert_eq!(eerd(&x540, FW_PTR), 0xFFFF);
     }
 }
