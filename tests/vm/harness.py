@@ -791,17 +791,21 @@ def model_stats(name, rx, tx):
     while True:
         try:
             with open(path) as f:
-                st = dict(line.strip().split("=", 1) for line in f if "=" in line)
+                pairs = [line.rstrip("\n").split("=", 1) for line in f if "=" in line]
+            st = dict(p for p in pairs if p[0] != "fault")
+            faults = [v for k, v in pairs if k == "fault"]
         except OSError as e:
-            st = {"error": str(e)}
+            st, faults = {"error": str(e)}, []
         got = (int(st.get("rx_delivered", -1)), int(st.get("tx_sent", -1)), int(st.get("faults", -1)))
         if got == (rx, tx, 0) or time.time() > deadline:
             break
         time.sleep(0.1)
     # Linux's ixgbe cleans its rings from NAPI, scheduled by the queue vector: traffic without messages is a bug.
     ok = got == (rx, tx, 0) and int(st.get("irq_msix", 0)) > 0
-    return ok, (f"model {name}: rx_delivered={got[0]} tx_sent={got[1]} faults={got[2]} (guest: rx_packets={rx} "
-                f"tx_packets={tx}); irq_msix={st.get('irq_msix')} link_up={st.get('link_up')}")
+    msg = (f"model {name}: rx_delivered={got[0]} tx_sent={got[1]} faults={got[2]} (guest: rx_packets={rx} "
+           f"tx_packets={tx}); irq_msix={st.get('irq_msix')} link_up={st.get('link_up')}")
+    # What the driver did that the model rejects, register named: the reason a test fails.
+    return ok, msg + "".join(f"; model fault: {f}" for f in faults[:5])
 
 
 def serve(args, peer, res):

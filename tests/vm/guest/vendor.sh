@@ -5,6 +5,8 @@
 fail() {
     echo "FAIL: $*"
     dmesg | grep -iE "ixgbe|i40e|$bdf|$if" | tail -40
+    # The host then reports the model's faults (the registers the driver used in a way the model rejects).
+    [ -n "$model" ] && echo "@@vmtest model-stats $model -1 -1"
     exit 1
 }
 

@@ -4,7 +4,7 @@
 //!
 //! The model runs in its own thread; with `--tap` its wire is that TAP interface (created, or attached to when it
 //! exists and is persistent). `--stats FILE` rewrites FILE every 100 ms with the model's counters, interrupt
-//! messages and fault count as `key=value` lines; every fault the model records is printed on stderr as it happens
+//! messages, fault count and each fault (`fault=...`) as `key=value` lines; every fault the model records is printed on stderr as it happens
 //! (`nicsim-vfio-user: FAULT ...`), so a driver's misuse names its register.
 
 use std::path::PathBuf;
@@ -120,6 +120,9 @@ fn main() -> ExitCode {
                     sent[2],
                     faults.len()
                 );
+                // The faults themselves, one line each, so that a host check can name the register.
+                let text =
+                    faults.iter().fold(text, |t, f| t + &format!("fault={}\n", format!("{f:?}").replace('\n', " ")));
                 let tmp = path.with_extension("tmp");
                 if std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)).is_err() {
                     eprintln!("nicsim-vfio-user: cannot write {}", path.display());
