@@ -71,6 +71,7 @@ NICS = {
 VENDOR = {
     "x540": ("x540", 6, "02:00:00:54:05:40", "10.77.1.1"),
     "82599": ("82599", 7, "02:00:00:82:59:40", "10.77.2.1"),
+    "x710": ("x710", 8, "02:00:00:71:00:40", "10.77.3.1"),
 }
 # The vendor drivers and what they need, copied into the initramfs' /lib/modules (the guest scripts load them).
 VENDOR_MODULES = [

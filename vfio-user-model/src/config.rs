@@ -45,8 +45,6 @@ pub const MSI_AT: usize = 0x50;
 pub const MSIX_AT: usize = 0x70;
 /// PCI Express at 0xA0: an endpoint, 5 GT/s x8 (what the X540 and 82599 train to, docs/hw/ixgbe.md §1).
 pub const PCIE_AT: usize = 0xA0;
-/// BAR holding the MSI-X table and PBA (BAR4 on the X540 and 82599, docs/hw/ixgbe.md §1).
-pub const MSIX_BAR: u32 = 4;
 /// PBA offset in the MSI-X BAR.
 pub const MSIX_PBA_OFFSET: u32 = 0x2000;
 
@@ -68,8 +66,9 @@ impl std::fmt::Debug for ConfigSpace {
 
 impl ConfigSpace {
     /// The config space of a function with `id`'s identity, BARs and MSI-X vector count; `prefetchable` marks
-    /// the memory BARs prefetchable (the X540's are, docs/hw/ixgbe.md §1).
-    pub fn new(id: &PciIdentity, prefetchable: bool) -> Self {
+    /// the memory BARs prefetchable (the X540's are, docs/hw/ixgbe.md §1); the MSI-X table and PBA live in BAR
+    /// `msix_bar` (4 on the X540 and 82599, 3 on the X710).
+    pub fn new(id: &PciIdentity, prefetchable: bool, msix_bar: u32) -> Self {
         let mut c = ConfigSpace { bytes: vec![0; CONFIG_LEN], writable: vec![0; CONFIG_LEN] };
         c.put16(VENDOR, id.vendor);
         c.put16(DEVICE, id.device);
@@ -115,8 +114,8 @@ impl ConfigSpace {
         c.cap(MSIX_AT, CAP_MSIX, PCIE_AT);
         c.put16(MSIX_AT + 2, id.msix_vectors.saturating_sub(1) & 0x7FF);
         c.allow(MSIX_AT + 2, &0xC000u16.to_le_bytes());
-        c.put32(MSIX_AT + 4, MSIX_BAR);
-        c.put32(MSIX_AT + 8, MSIX_PBA_OFFSET | MSIX_BAR);
+        c.put32(MSIX_AT + 4, msix_bar);
+        c.put32(MSIX_AT + 8, MSIX_PBA_OFFSET | msix_bar);
 
         // PCI Express v2 endpoint: 512-byte max payload, link 5 GT/s x8 (capability and status), no FLR.
         c.cap(PCIE_AT, CAP_PCIE, 0);
@@ -187,7 +186,7 @@ mod tests {
 
     #[test]
     fn x540_config_has_identity_capabilities_and_no_all_ones() {
-        let c = ConfigSpace::new(&PciIdentity::x540(2 << 20), true);
+        let c = ConfigSpace::new(&PciIdentity::x540(2 << 20), true, 4);
         assert_eq!(word(&c, 0), 0x1528_8086);
         assert_eq!(word(&c, 8) >> 8, 0x02_0000);
         assert_eq!(word(&c, 0x10) & 0xF, 0xC, "BAR0 64-bit prefetchable memory");
@@ -208,7 +207,7 @@ mod tests {
 
     #[test]
     fn only_writable_bits_change() {
-        let mut c = ConfigSpace::new(&PciIdentity::x82599(512 << 10), false);
+        let mut c = ConfigSpace::new(&PciIdentity::x82599(512 << 10), false, 4);
         c.write(0, &[0xFF; 4]);
         assert_eq!(word(&c, 0), 0x10FB_8086, "identity is read-only");
         assert!(!c.bus_master());

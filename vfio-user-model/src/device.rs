@@ -19,7 +19,7 @@ use vfio_bindings::bindings::vfio::{
 };
 use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, ServerBackend, ServerRegion};
 
-use crate::config::{ConfigSpace, CONFIG_LEN, MSIX_BAR};
+use crate::config::{ConfigSpace, CONFIG_LEN};
 use crate::Error;
 
 /// What the server needs of a model.
@@ -36,6 +36,8 @@ pub trait Model: Send {
     fn reset(&self);
     /// Whether the memory BARs are prefetchable.
     fn prefetchable(&self) -> bool;
+    /// The BAR holding the MSI-X table and PBA.
+    fn msix_bar(&self) -> u32;
 }
 
 /// An X540 or 82599 model port (its BAR0 register space and handle).
@@ -66,6 +68,44 @@ impl Model for X540Model {
     fn prefetchable(&self) -> bool {
         // docs/hw/ixgbe.md §1: the X540's BARs are prefetchable, the 82599's are not listed so.
         self.port.config().chip == nicsim::Chip::X540
+    }
+    fn msix_bar(&self) -> u32 {
+        4 // docs/hw/ixgbe.md §1
+    }
+}
+
+/// An X710-family PF model (its BAR0 register space and handle). It signals no interrupts (nicsim's X710 model
+/// latches causes only), so a guest driver that waits for one (Linux's i40e for admin-queue events) gets none.
+#[derive(Debug)]
+pub struct X710Model {
+    /// The register space.
+    pub bar: nicsim::X710Bar,
+    /// The port handle.
+    pub port: nicsim::X710Port,
+}
+
+impl Model for X710Model {
+    fn identity(&self) -> PciIdentity {
+        self.port.pci_identity()
+    }
+    fn bar0(&self) -> &dyn RegisterSpace {
+        &self.bar
+    }
+    fn dma(&self) -> Arc<IovaMap> {
+        self.port.dma_mapper()
+    }
+    fn set_irq_sink(&self, _sink: Option<IrqSink>) {
+        // Nothing to connect: the X710 model has no interrupt output (see the type's docs).
+    }
+    fn reset(&self) {
+        use nicsim::x710::regs::{PFGEN_CTRL, PFGEN_CTRL_PFSWR};
+        self.bar.write32(PFGEN_CTRL, PFGEN_CTRL_PFSWR.mask());
+    }
+    fn prefetchable(&self) -> bool {
+        true
+    }
+    fn msix_bar(&self) -> u32 {
+        3 // docs/hw/i40e.md §1: BAR3
     }
 }
 
@@ -153,8 +193,8 @@ impl<M: Model> ModelDevice<M> {
         let routes = irqs.clone();
         model.set_irq_sink(Some(Arc::new(move |v| routes.fire(v))));
         ModelDevice {
-            config: ConfigSpace::new(&id, model.prefetchable()),
-            msix_bar: vec![0; id.bars[MSIX_BAR as usize]],
+            config: ConfigSpace::new(&id, model.prefetchable(), model.msix_bar()),
+            msix_bar: vec![0; id.bars[model.msix_bar() as usize]],
             model,
             irqs,
             maps: Vec::new(),
@@ -169,7 +209,7 @@ impl<M: Model> ModelDevice<M> {
         for i in 0..3 {
             self.irqs.clear(i);
         }
-        self.config = ConfigSpace::new(&self.model.identity(), self.model.prefetchable());
+        self.config = ConfigSpace::new(&self.model.identity(), self.model.prefetchable(), self.model.msix_bar());
         self.model.reset();
     }
 
@@ -261,7 +301,7 @@ impl<M: Model> ServerBackend for ModelDevice<M> {
         match region {
             VFIO_PCI_BAR0_REGION_INDEX => self.bar_read(offset, data),
             VFIO_PCI_CONFIG_REGION_INDEX => self.config.read(offset, data),
-            r if r == MSIX_BAR => {
+            r if r == self.model.msix_bar() => {
                 for (i, b) in data.iter_mut().enumerate() {
                     *b = self.msix_bar.get(offset + i).copied().unwrap_or(0);
                 }
@@ -277,7 +317,7 @@ impl<M: Model> ServerBackend for ModelDevice<M> {
         match region {
             VFIO_PCI_BAR0_REGION_INDEX => self.bar_write(offset, data),
             VFIO_PCI_CONFIG_REGION_INDEX => self.config.write(offset, data),
-            r if r == MSIX_BAR => {
+            r if r == self.model.msix_bar() => {
                 let end = (offset + data.len()).min(self.msix_bar.len());
                 if offset < end {
                     self.msix_bar[offset..end].copy_from_slice(&data[..end - offset]);
