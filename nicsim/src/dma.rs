@@ -15,6 +15,7 @@ use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use hugepage::DmaMemory;
+use memmap2::MmapRaw;
 use pktio::dma::{DmaMapper, DmaMapping};
 
 use crate::fault::{Fault, FaultLog};
@@ -29,10 +30,27 @@ struct Region {
     owner: usize,
 }
 
-/// A mapped [`DmaMemory`]: held by the map while any guard on it lives.
+/// Memory behind an entry: the driver's own [`DmaMemory`], or a shared mapping of someone else's memory (a VM's
+/// guest RAM, mapped from the memfd a vfio-user client hands over).
+#[derive(Debug)]
+enum Backing {
+    Dma(Arc<DmaMemory>),
+    Shared(Arc<MmapRaw>),
+}
+
+impl Backing {
+    fn base(&self) -> usize {
+        match self {
+            Backing::Dma(m) => m.as_ptr() as usize,
+            Backing::Shared(m) => m.as_mut_ptr() as usize,
+        }
+    }
+}
+
+/// A mapped memory: held by the map while any guard on it lives.
 #[derive(Debug)]
 struct Entry {
-    memory: Arc<DmaMemory>,
+    memory: Backing,
     guards: usize,
 }
 
@@ -52,7 +70,7 @@ struct Unmap {
 impl Drop for Unmap {
     fn drop(&mut self) {
         let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
-        let Some(i) = table.entries.iter().position(|e| e.memory.as_ptr() as usize == self.owner) else { return };
+        let Some(i) = table.entries.iter().position(|e| e.memory.base() == self.owner) else { return };
         table.entries[i].guards -= 1;
         if table.entries[i].guards == 0 {
             let entry = table.entries.swap_remove(i);
@@ -218,7 +236,7 @@ impl IovaMap {
         let owner = memory.as_ptr() as usize;
         let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
         // Entries hold their memory, so a live entry at this address is this very region.
-        if let Some(e) = table.entries.iter_mut().find(|e| e.memory.as_ptr() as usize == owner) {
+        if let Some(e) = table.entries.iter_mut().find(|e| e.memory.base() == owner) {
             e.guards += 1;
             return owner;
         }
@@ -229,8 +247,30 @@ impl IovaMap {
             table.regions.push(Region { iova, len: n as u64, host: owner + offset, owner });
             offset += n;
         }
-        table.entries.push(Entry { memory: memory.clone(), guards: 1 });
+        table.entries.push(Entry { memory: Backing::Dma(memory.clone()), guards: 1 });
         owner
+    }
+
+    /// Maps `[iova, iova + memory.len())` to a shared mapping of memory the device does not own (a VM's guest RAM
+    /// from the memfd a vfio-user client passes with its DMA map), until the returned guard drops. The map holds
+    /// the mapping alive meanwhile.
+    pub fn map_shared(&self, iova: u64, memory: Arc<MmapRaw>) -> SharedMapping {
+        let owner = memory.as_mut_ptr() as usize;
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        table.regions.push(Region { iova, len: memory.len() as u64, host: owner, owner });
+        table.entries.push(Entry { memory: Backing::Shared(memory), guards: 1 });
+        SharedMapping { _unmap: Unmap { table: self.table.clone(), owner } }
+    }
+}
+
+/// A guard on a [`IovaMap::map_shared`] range: dropping it removes the range (the device then faults on it).
+pub struct SharedMapping {
+    _unmap: Unmap,
+}
+
+impl std::fmt::Debug for SharedMapping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedMapping").field("owner", &self._unmap.owner).finish()
     }
 }
 

@@ -55,11 +55,12 @@
 //! type/checksum status/VLAN, RXDCTL.VME strip, CRC strip per HLREG0.RXCRCSTRP, jumbo per HLREG0.JUMBOEN and
 //! MAXFRS); TX rings (advanced data and context descriptors, multi-descriptor frames, IXSM/TXSM checksum insertion,
 //! VLE, IFCS, TXPADEN, RS → DD write-back, TDWBAL head write-back); clear-on-read statistics (docs/hw/ixgbe.md §13,
-//! L/H pairs latched on the L read); HLREG0.LPBK loopback.
+//! L/H pairs latched on the L read); HLREG0.LPBK loopback; interrupts (causes, masks, IVAR vectors, auto-clear and
+//! auto-mask, EITR throttling) signalled through [`x540::IrqSink`]; the NVM read through EERD (checksum, MAC).
 //!
 //! # What it does not do
 //!
-//! Interrupts (causes are recorded in EICR, nothing is signalled), TSO, SCTP CRC offload, header split, RSC,
+//! Interrupts beyond what docs/hw/ixgbe.md §12.1 lists (LLI, the real EITR counter, INTx level semantics), TSO, SCTP CRC offload, header split, RSC,
 //! flow director, DCB/VMDq/SR-IOV pools, flow control (PAUSE frames are neither sent nor honoured), link timing of a
 //! real 10GBASE-T PHY; of the 82599's differences: SFP module identification over I2C, LESM firmware
 //! and its AUTOC semaphore, backplane/copper media, the UDP zero-checksum errata, the SDP interrupt bits.

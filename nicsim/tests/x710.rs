@@ -1513,3 +1513,14 @@ fn rx_write_back_carries_the_checksum_verdict() {
     }
     r.port.assert_no_faults();
 }
+
+/// A probing driver (Linux's i40e) refuses a port whose NVM looks blank: GLNVM_FLA.LOCKED must read 1, and the
+/// register is read-only (docs/hw/i40e.md §18).
+#[test]
+fn the_nvm_reads_programmed_not_blank() {
+    let (bar, port) = X710::new(X710Config::default());
+    assert_eq!(bar.read32(regs::GLNVM_FLA) & regs::GLNVM_FLA_LOCKED.mask(), regs::GLNVM_FLA_LOCKED.mask());
+    bar.write32(regs::GLNVM_FLA, 0);
+    assert_eq!(port.take_faults().len(), 1, "a write to the read-only GLNVM_FLA is a fault");
+    assert_ne!(bar.read32(regs::GLNVM_FLA) & regs::GLNVM_FLA_LOCKED.mask(), 0);
+}

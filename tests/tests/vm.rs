@@ -1,6 +1,8 @@
 //! VFIO for real: boots a QEMU guest (tests/vm/harness.py) with an emulated IOMMU and emulated NICs, runs the
 //! guest tests through /dev/vfio there, and checks the verdicts read from the guest's console (and the host
-//! peer's checks on the TAPs). One boot serves every test below.
+//! peer's checks on the TAPs). One boot serves every test below but the vendor-driver ones, which share a second
+//! boot: nicsim's models served over vfio-user (harness.py --vendor, a QEMU with the vfio-user client built by
+//! tests/vm/qemu-vfio-user.sh) to the guest kernel's own drivers.
 //!
 //! Skipped, with the reason printed, only where QEMU cannot be installed (or the harness cannot run as root); with
 //! VM_TESTS_REQUIRED=1 (set by scripts/test.sh) such a skip fails every test instead, with the same reason.
@@ -23,6 +25,10 @@ const GUEST_TESTS: &[&str] = &[
     "testpmd-noargs",
 ];
 
+/// The vendor-driver tests (guest/NAME.sh) and the models their boot serves.
+const VENDOR_TESTS: &[&str] = &["ixgbe-x540"];
+const VENDOR_MODELS: &str = "x540";
+
 struct VmRun {
     skipped: Option<String>,
     verdicts: HashMap<String, (bool, String)>,
@@ -37,13 +43,24 @@ fn required() -> bool {
 
 fn vm_run() -> &'static VmRun {
     static RUN: OnceLock<VmRun> = OnceLock::new();
+    RUN.get_or_init(|| harness(&["--tests", &GUEST_TESTS.join(",")]))
+}
+
+fn vendor_run() -> &'static VmRun {
+    static RUN: OnceLock<VmRun> = OnceLock::new();
     RUN.get_or_init(|| {
+        let tests = VENDOR_TESTS.join(",");
+        harness(&["--tests", &tests, "--nics", "", "--packages", "", "--binaries", "", "--vendor", VENDOR_MODELS])
+    })
+}
+
+fn harness(args: &[&str]) -> VmRun {
+    {
         let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
         let t0 = std::time::Instant::now();
         let out = match Command::new("python3")
             .arg(repo.join("tests/vm/harness.py"))
-            .arg("--tests")
-            .arg(GUEST_TESTS.join(","))
+            .args(args)
             .current_dir(&repo)
             .output()
         {
@@ -56,7 +73,14 @@ fn vm_run() -> &'static VmRun {
         let output = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
         eprintln!("VM harness: exit {:?} after {:.1} s", out.status.code(), t0.elapsed().as_secs_f64());
         // The timings and verdicts, also for a passing run (with --nocapture): how close a loaded host came.
-        let summary = ["[vm] prepared", "[vm] guest /init", "[vm] qemu ran", "VM TEST ", "vm summary"];
+        let summary = [
+            "[vm] prepared",
+            "[vm] QEMU with vfio-user",
+            "[vm] guest /init",
+            "[vm] qemu ran",
+            "VM TEST ",
+            "vm summary",
+        ];
         for line in output.lines().filter(|l| summary.iter().any(|p| l.starts_with(p))) {
             eprintln!("  {line}");
         }
@@ -73,11 +97,14 @@ fn vm_run() -> &'static VmRun {
             }
         }
         VmRun { skipped, verdicts, output }
-    })
+    }
 }
 
 fn check(test: &str) {
-    let run = vm_run();
+    check_in(vm_run(), test)
+}
+
+fn check_in(run: &VmRun, test: &str) {
     if let Some(why) = &run.skipped {
         if required() {
             panic!("VM_TESTS_REQUIRED=1 but VM test {test} cannot run: {why}\n--- harness output ---\n{}", run.output);
@@ -168,4 +195,11 @@ fn vm_required_switch_fails_the_run_when_qemu_is_missing() {
 #[test]
 fn vm_testpmd_rs_without_eal_arguments_probes_the_vfio_devices() {
     check("testpmd-noargs");
+}
+
+/// Linux's ixgbe probes the X540 model over vfio-user: MAC from the model's NVM, link up, ping through the
+/// model's wire to a TAP, MSI-X queue vectors, the interface's counters equal to the model's, no model fault.
+#[test]
+fn vm_linux_ixgbe_drives_the_x540_model() {
+    check_in(vendor_run(), "ixgbe-x540");
 }

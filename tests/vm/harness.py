@@ -29,6 +29,7 @@ import argparse
 import ctypes
 import fcntl
 import glob
+import json
 import lzma
 import os
 import re
@@ -64,6 +65,27 @@ NICS = {
     "vnet1": ("virtio-net-pci,disable-legacy=on,iommu_platform=on,romfile=,mq=on,vectors=6", 4, "52:54:00:00:00:11"),
     "igb0": ("igb,romfile=", 5, "52:54:00:00:00:20"),
 }
+# Vendor-driver runs (--vendor): nicsim models served over vfio-user by nicsim-vfio-user to a guest whose own
+# kernel driver probes them. name -> (nicsim-vfio-user --model, PCI slot, MAC in the model's NVM, host address on
+# the model's TAP; the guest takes .2 of the same /24).
+VENDOR = {
+    "x540": ("x540", 6, "02:00:00:54:05:40", "10.77.1.1"),
+    "82599": ("82599", 7, "02:00:00:82:59:40", "10.77.2.1"),
+    "x710": ("x710", 8, "02:00:00:71:00:40", "10.77.3.1"),
+}
+# The vendor drivers and what they need, copied into the initramfs' /lib/modules (the guest scripts load them).
+VENDOR_MODULES = [
+    "drivers/dca/dca",
+    "drivers/net/mdio",
+    "drivers/net/phy/libphy",
+    "drivers/net/phy/mdio_devres",
+    "net/xfrm/xfrm_algo",
+    "drivers/net/ethernet/intel/ixgbe/ixgbe",
+    "drivers/net/ethernet/intel/libie/libie",
+    "drivers/net/ethernet/intel/i40e/i40e",
+]
+# The model servers' stats files (name -> path), read by the `model-stats` marker.
+MODEL_STATS = {}
 EXCERPT_LINES = 80  # console lines of a failed test repeated in the summary
 DEFAULT_TESTS = "vfio-probe,virtio-exchange,virtio-fwd,virtio-mq,virtio-unmapped,testpmd-fwd,igb-exchange,testpmd-igb,testpmd-noargs"
 
@@ -356,7 +378,7 @@ def build_initramfs(cache, kdir, busybox, bindir, binaries):
     entries.append(("bin/sh", ln, b"busybox"))
     with open(os.path.join(HERE, "init.sh"), "rb") as fh:
         entries.append(("init", x, fh.read()))
-    for m in MODULES:
+    for m in MODULES + VENDOR_MODULES:
         for ext, opener in ((".ko.xz", lzma.open), (".ko", open)):
             p = os.path.join(mroot, m + ext)
             if os.path.exists(p):
@@ -599,15 +621,27 @@ def kvm_usable():
 ICOUNT = "shift=2,sleep=on"
 
 
-def qemu_cmd(qemu, accel, vmlinuz, initrd, nics, tests, hugepages, test_timeout, icount=ICOUNT):
+def qemu_cmd(qemu, accel, vmlinuz, initrd, nics, tests, hugepages, test_timeout, icount=ICOUNT, vendor=None):
+    """`vendor`: {name: socket path} of vfio-user model servers. Such a run shares the guest's RAM with them
+    (a memfd) and has no vIOMMU: the guest's own drivers then DMA to guest-physical addresses, which the servers
+    map once, instead of a DMA map message per buffer."""
+    vendor = vendor or {}
+    machine = "q35" + (",memory-backend=ram" if vendor else "")
     if accel == "kvm":
-        cmd = [qemu, "-accel", "kvm", "-cpu", "host", "-machine", "q35,kernel-irqchip=split"]
+        cmd = [qemu, "-accel", "kvm", "-cpu", "host", "-machine", machine + ",kernel-irqchip=split"]
     else:
-        cmd = [qemu, "-accel", "tcg", "-cpu", "max", "-machine", "q35"]
+        cmd = [qemu, "-accel", "tcg", "-cpu", "max", "-machine", machine]
         if icount != "off":
             cmd += ["-icount", icount]
-    cmd += ["-smp", "1", "-m", "256M", "-nographic", "-no-reboot", "-nic", "none", "-vga", "none",
-            "-device", "intel-iommu,intremap=on,caching-mode=on"]
+    cmd += ["-smp", "1", "-m", "256M", "-nographic", "-no-reboot", "-nic", "none", "-vga", "none"]
+    if vendor:
+        cmd += ["-object", "memory-backend-memfd,id=ram,size=256M,share=on"]
+        for name, sock in vendor.items():
+            slot = VENDOR[name][1]
+            dev = {"driver": "vfio-user-pci", "socket": {"type": "unix", "path": sock}, "addr": f"{slot:#x}"}
+            cmd += ["-device", json.dumps(dev)]
+    else:
+        cmd += ["-device", "intel-iommu,intremap=on,caching-mode=on"]
     for n in nics:
         dev, slot, mac = NICS[n]
         queues = f",queues={MQ_QUEUES}" if "mq=on" in dev else ""
@@ -747,8 +781,42 @@ def boot(cmd, peer, timeout, results, logf, boot_timeout=None):
     return status
 
 
+def model_stats(name, rx, tx):
+    """Host check of `@@vmtest model-stats NAME RX TX`: the model behind NAME delivered RX frames and sent TX
+    (what the guest's interface counters say), signalled MSI-X messages and recorded no fault. The server rewrites its stats file every
+    100 ms: waits up to 5 s for the counts to agree."""
+    path = MODEL_STATS.get(name)
+    if path is None:
+        return False, f"model-stats {name}: no such model server"
+    deadline = time.time() + 5
+    while True:
+        try:
+            with open(path) as f:
+                pairs = [line.rstrip("\n").split("=", 1) for line in f if "=" in line]
+            st = dict(p for p in pairs if p[0] != "fault")
+            faults = [v for k, v in pairs if k == "fault"]
+        except OSError as e:
+            st, faults = {"error": str(e)}, []
+        got = (int(st.get("rx_delivered", -1)), int(st.get("tx_sent", -1)), int(st.get("faults", -1)))
+        if got == (rx, tx, 0) or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    # Linux's ixgbe cleans its rings from NAPI, scheduled by the queue vector: traffic without messages is a bug.
+    ok = got == (rx, tx, 0) and int(st.get("irq_msix", 0)) > 0
+    msg = (f"model {name}: rx_delivered={got[0]} tx_sent={got[1]} faults={got[2]} (guest: rx_packets={rx} "
+           f"tx_packets={tx}); irq_msix={st.get('irq_msix')} link_up={st.get('link_up')}")
+    # What the driver did that the model rejects, register named: the reason a test fails.
+    return ok, msg + "".join(f"; model fault: {f}" for f in faults[:5])
+
+
 def serve(args, peer, res):
     try:
+        if args[0] == "model-stats":
+            ok, msg = model_stats(args[1], int(args[2]), int(args[3]))
+            res["host"].append((ok, msg))
+            res["lines"].append(f"HOST {'PASS' if ok else 'FAIL'} {msg}")
+            log(f"HOST {'PASS' if ok else 'FAIL'} {msg}")
+            return
         cmd, nic, count, tag = args[0], args[1], int(args[2]), args[3]
         if nic not in peer.socks:
             raise ValueError(f"unknown NIC {nic}")
@@ -768,6 +836,86 @@ def serve(args, peer, res):
     except (ValueError, IndexError, OSError) as e:
         res["host"].append((False, f"bad marker {args}: {e}"))
         log(f"HOST FAIL bad marker {args}: {e}")
+
+
+# ---------------------------------------------------------------------------------------------- vendor drivers
+
+
+def vfio_user_qemu():
+    """A QEMU with the vfio-user client: $VMTEST_VFIO_USER_QEMU as is, else tests/vm/qemu-vfio-user.sh's cached
+    build (built from Debian's source package the first time: minutes)."""
+    q = os.environ.get("VMTEST_VFIO_USER_QEMU")
+    if not q:
+        t0 = time.time()
+        r = subprocess.run(["bash", os.path.join(HERE, "qemu-vfio-user.sh")], stdout=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            raise Skip(f"no QEMU with the vfio-user client: tests/vm/qemu-vfio-user.sh exited {r.returncode} "
+                       "(its messages are above; run it by hand as root)")
+        q = r.stdout.strip().splitlines()[-1]
+        log(f"QEMU with vfio-user: {q} ({time.time() - t0:.1f} s)")
+    try:
+        help_out = subprocess.run([q, "-device", "help"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise Skip(f"{q} does not run: {e}")
+    if '"vfio-user-pci"' not in help_out:
+        raise Skip(f"{q} has no vfio-user-pci device (QEMU >= 10.1 needed)")
+    return q
+
+
+def build_model_server(target_dir, offline):
+    """Builds nicsim-vfio-user for the host (its own target dir, so it never waits on the outer cargo's lock)."""
+    cmd = [os.environ.get("CARGO", "cargo"), "build", "-p", "vfio-user-model", "--bin", "nicsim-vfio-user",
+           "--target-dir", target_dir]
+    if offline:
+        cmd.append("--offline")
+    run(cmd, cwd=REPO)
+    return os.path.join(target_dir, "debug", "nicsim-vfio-user")
+
+
+def start_models(server, names, cache):
+    """In the private namespace: per model a TAP with the host's address and a nicsim-vfio-user serving the model
+    on a socket, wired to that TAP. Returns ({name: socket}, [processes]); each server's stderr goes to
+    CACHE/model-NAME.log (faults are printed there as they happen)."""
+    socks, procs = {}, []
+    for name in names:
+        model, _slot, mac, host = VENDOR[name]
+        tap = f"tap-{name}"
+        make_tap(tap)
+        run(["ip", "addr", "add", f"{host}/24", "dev", tap])
+        sock = os.path.join(cache, f"vfio-user-{name}.sock")
+        stats = os.path.join(cache, f"model-{name}.stats")
+        for f in (sock, stats):
+            if os.path.exists(f):
+                os.unlink(f)
+        MODEL_STATS[name] = stats
+        logf = open(os.path.join(cache, f"model-{name}.log"), "w")
+        procs.append(subprocess.Popen([server, "--model", model, "--socket", sock, "--tap", tap, "--mac", mac,
+                                       "--stats", stats], stdin=subprocess.DEVNULL, stdout=logf,
+                                      stderr=subprocess.STDOUT, preexec_fn=set_pdeathsig))
+        deadline = time.time() + 30
+        while not os.path.exists(sock):
+            if procs[-1].poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"nicsim-vfio-user for {name} did not come up (see {logf.name})")
+            time.sleep(0.05)
+        socks[name] = sock
+    return socks, procs
+
+
+def stop_models(procs, names, cache):
+    for p in procs:
+        p.terminate()
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    for name in names:
+        try:
+            with open(os.path.join(cache, f"model-{name}.log")) as f:
+                for line in f:
+                    log(f"model-{name}| {line.rstrip()}")
+        except OSError:
+            pass
 
 
 # ---------------------------------------------------------------------------------------------- main
@@ -792,7 +940,13 @@ def main():
     ap.add_argument("--guest-target", default="auto", choices=["auto", "musl", "gnu-static"],
                     help="static guest binaries: musl, or glibc +crt-static (auto: musl if rustup has or can add it)")
     ap.add_argument("--prepare-only", action="store_true", help="install, build, make the initramfs; no boot")
+    ap.add_argument("--vendor", default="", help="nicsim models served over vfio-user for the guest's own drivers, "
+                    "from " + ",".join(VENDOR) + " (a QEMU with the vfio-user client, no vIOMMU)")
     a = ap.parse_args()
+    vendor = [v for v in a.vendor.split(",") if v]
+    for v in vendor:
+        if v not in VENDOR:
+            ap.error(f"unknown vendor model {v}")
 
     nics = [n for n in a.nics.split(",") if n]
     for n in nics:
@@ -806,7 +960,7 @@ def main():
         if sys.platform != "linux" or os.uname().machine != "x86_64":
             raise Skip("the VM test needs an x86_64 Linux host")
         # Before the lock: a given QEMU that cannot work is known at once, not after another harness's boot.
-        qemu = given_qemu()
+        qemu = vfio_user_qemu() if vendor else given_qemu()
         # One harness at a time per cache (apt, cargo, the initramfs file).
         lockf = open(os.path.join(a.cache, ".lock"), "w")
         fcntl.flock(lockf, fcntl.LOCK_EX)
@@ -816,7 +970,9 @@ def main():
             raise Skip("the VM test needs root (network namespace, TAPs, VFIO in the guest): run it as root")
         kdir = ensure_kernel(apt, a.cache)
         busybox = ensure_busybox(apt, a.cache)
-        bindir = build_guest(target_dir, [p for p in a.packages.split(",") if p], a.offline, a.guest_target)
+        packages = [p for p in a.packages.split(",") if p]
+        bindir = build_guest(target_dir, packages, a.offline, a.guest_target) if packages else target_dir
+        server = build_model_server(os.path.join(os.path.dirname(target_dir), "vm-host"), a.offline) if vendor else None
         vmlinuz, initrd = build_initramfs(a.cache, kdir, busybox, bindir, [b for b in a.binaries.split(",") if b])
         log(f"prepared in {time.time() - t0:.1f} s")
         if a.prepare_only:
@@ -830,14 +986,16 @@ def main():
         for n in nics:
             make_tap(f"tap-{n}", "mq=on" in NICS[n][0])
         peer = Peer(nics)
+        socks, models = start_models(server, vendor, a.cache) if vendor else ({}, [])
         results = {}
         with open(os.path.join(a.cache, "last-console.log"), "w") as logf:
-            cmd = qemu_cmd(qemu, accel, vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout, a.icount)
+            cmd = qemu_cmd(qemu, accel, vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout, a.icount, socks)
             status = boot(cmd, peer, a.timeout, results, logf, boot_timeout=30 if accel == "kvm" else None)
             if status == "noboot" and accel == "kvm":
                 log("guest did not reach /init within 30 s under KVM: retrying with TCG")
                 results.clear()
-                cmd = qemu_cmd(qemu, "tcg", vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout, a.icount)
+                cmd = qemu_cmd(qemu, "tcg", vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout, a.icount,
+                               socks)
                 status = boot(cmd, peer, a.timeout, results, logf)
             if status == "noinit":
                 # Nothing of the tests ran: a boot-time failure of the guest kernel, worth one more boot.
@@ -849,6 +1007,7 @@ def main():
                 if panic and "_panic" not in results:
                     log(f"the first boot had failed with: {panic}")
         peer.close()
+        stop_models(models, vendor, a.cache)
     except Skip as e:
         print(f"VM TEST SKIPPED: {e}", flush=True)
         return SKIP

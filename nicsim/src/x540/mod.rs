@@ -3,6 +3,8 @@
 //! See the crate docs for how to instantiate it. Layout: `regs` (the model's own register map), `phy` (MDIO PHY),
 //! `rx` and `tx` (ring processing), this module (ports, register semantics, reset, link, wires, the model thread).
 
+mod intr;
+mod nvm;
 mod phy;
 pub mod regs;
 mod rx;
@@ -10,6 +12,7 @@ mod shutdown;
 mod tx;
 mod x82599;
 
+pub use intr::IrqSink;
 pub use shutdown::ResetRecord;
 
 use std::collections::VecDeque;
@@ -240,6 +243,8 @@ pub(crate) struct Shared {
     /// Model thread parking.
     parked: AtomicBool,
     thread: Mutex<Option<Thread>>,
+    /// Where interrupt messages go ([`X540Port::set_irq_sink`]).
+    irq: Mutex<Option<IrqSink>>,
 }
 
 impl Shared {
@@ -354,6 +359,8 @@ impl Shared {
         }
         let mut work = arrived + core.process_tx(self);
         work += core.process_rx(self);
+        // Link changes and throttled vectors whose EITR interval has passed.
+        core.evaluate_irq(self, Instant::now());
         work
     }
 }
@@ -430,6 +437,10 @@ pub(crate) struct Core {
     watch: shutdown::Watch,
     /// The firmware holds this port's PHY semaphore until then.
     fw_hold_until: Option<Instant>,
+    /// Interrupt state beyond the registers (queue causes and masks per vector, throttling).
+    intr: intr::Intr,
+    /// The NVM image EERD reads.
+    nvm: Vec<u16>,
 }
 
 /// How each statistics register reads.
@@ -507,7 +518,12 @@ fn default_registers(config: &X540Config) -> Vec<u32> {
     set(MAXFRS, 1518 << 16);
     set(VLNCTRL, 0x8100);
     set(DMATXCTL, 0x8100 << 16);
-    set(EEC, EEC_PRES);
+    set(EEC, EEC_PRES | nvm::EEC_SIZE << EEC_SIZE_SHIFT);
+    // The MAC appends the CRC, strips it on receive and pads short frames out of reset (docs/hw/ixgbe.md §4
+    // "HLREG0"): Linux's ixgbe relies on it and never sets these bits.
+    set(HLREG0, HLREG0_TXCRCEN | HLREG0_RXCRCSTRP | HLREG0_TXPADEN);
+    // Firmware valid, no error indication (docs/hw/ixgbe.md §17.1).
+    set(FWSM, FWSM_FW_VAL);
     for q in 0..NUM_QUEUES {
         set(srrctl(q), 2 | (4 << 8));
         set(dca_rxctrl(q), 1 << 12);
@@ -548,6 +564,8 @@ impl Core {
             watch: shutdown::Watch::default(),
             fw_hold_until: (!config.fw_phy_semaphore_hold.is_zero())
                 .then(|| now.checked_add(config.fw_phy_semaphore_hold).unwrap_or(now + Duration::from_secs(1 << 30))),
+            intr: intr::Intr::default(),
+            nvm: nvm::image(config),
         }
     }
 
@@ -617,6 +635,7 @@ impl Core {
         self.hang_all = false;
         self.rx_blocked = None;
         self.secrx_dis_at = None;
+        self.intr.reset();
         self.reset_until = now + self.reset_delay;
         shared.rdt.iter().chain(shared.tdt.iter()).for_each(|t| t.store(0, Ordering::Relaxed));
         shared.pb_capacity.store(self.reg(rxpbsize(0)) as usize, Ordering::Relaxed);
@@ -688,8 +707,14 @@ impl Core {
             }
             EICR => {
                 self.update_time(shared);
-                std::mem::take(&mut self.regs[EICR / 4])
+                self.read_eicr(shared)
             }
+            // Reading EICS returns the causes without clearing them (docs/hw/ixgbe.md §12.1).
+            EICS => {
+                self.update_time(shared);
+                self.eicr_value()
+            }
+            EIMS => self.eims_value(),
             EIMC => 0,
             SWSM => {
                 let v = self.reg(SWSM);
@@ -700,6 +725,9 @@ impl Core {
             _ => {
                 if let Some((rx, q)) = queue_reg(offset) {
                     return self.read_queue(rx, q, offset, now);
+                }
+                if let Some(v) = self.read_intr_ex(offset) {
+                    return v;
                 }
                 self.reg(offset)
             }
@@ -753,22 +781,8 @@ impl Core {
             STATUS | LINKS => {}
             EEC => self.set_reg(EEC, value & !EEC_ARD),
             RDRXCTL => self.set_reg(RDRXCTL, value & !RDRXCTL_DMAIDONE),
-            EICR => {
-                let v = self.reg(EICR) & !value;
-                self.set_reg(EICR, v)
-            }
-            EICS => {
-                let v = self.reg(EICR) | value;
-                self.set_reg(EICR, v)
-            }
-            EIMS => {
-                let v = self.reg(EIMS) | value;
-                self.set_reg(EIMS, v)
-            }
-            EIMC => {
-                let v = self.reg(EIMS) & !value;
-                self.set_reg(EIMS, v)
-            }
+            EERD => self.write_eerd(value),
+            _ if self.write_intr(shared, offset, value) => {}
             MSCA => {
                 if value & MSCA_MDI_COMMAND != 0 {
                     let status = (self.link_up(shared, now), self.link.speed);
@@ -1024,6 +1038,7 @@ impl X540 {
             resets: Mutex::new(Vec::new()),
             parked: AtomicBool::new(false),
             thread: Mutex::new(None),
+            irq: Mutex::new(None),
             config,
         });
         shared.lock().update_time(&shared);
@@ -1060,6 +1075,17 @@ impl X540Port {
             Chip::X540 => PciIdentity::x540(self.shared.config.bar0_len),
             Chip::X82599 => PciIdentity::x82599(self.shared.config.bar0_len),
         }
+    }
+
+    /// Sends the port's interrupt messages to `sink` (called with the vector: MSI-X vector n, or 0 for MSI/INTx)
+    /// instead of nowhere; `None` disconnects it. The model signals from its own thread or the register caller's.
+    pub fn set_irq_sink(&self, sink: Option<IrqSink>) {
+        *self.shared.irq.lock().unwrap_or_else(|e| e.into_inner()) = sink;
+    }
+
+    /// Interrupt messages signalled so far on each vector (0..63), whether or not a sink was connected.
+    pub fn irq_counts(&self) -> [u64; 64] {
+        self.shared.lock().intr.sent
     }
 
     /// The configuration the port was built with.

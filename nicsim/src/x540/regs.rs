@@ -37,6 +37,52 @@ pub const EICS: usize = 0x00808;
 pub const EIMS: usize = 0x00880;
 /// EIMC, mask clear (docs/hw/ixgbe.md §2).
 pub const EIMC: usize = 0x00888;
+/// EIAC, auto-clear enables: a vector's queue cause clears when its MSI-X message is sent (docs/hw/ixgbe.md §12.1).
+pub const EIAC: usize = 0x00810;
+/// EIAM, auto-mask enables, bits 15:0 queue vectors, 31:16 the other causes (docs/hw/ixgbe.md §12.1).
+pub const EIAM: usize = 0x00890;
+/// GPIE, general-purpose interrupt enables (docs/hw/ixgbe.md §4 "GPIE").
+pub const GPIE: usize = 0x00898;
+/// GPIE.MSIX_MODE bit 4: causes go to MSI-X vectors through IVAR.
+pub const GPIE_MSIX_MODE: u32 = 1 << 4;
+/// GPIE.EIAME bit 30: auto-mask (EIAM) on interrupt.
+pub const GPIE_EIAME: u32 = 1 << 30;
+/// IVAR(i), i = 0..63: queue-to-vector entries, one byte per RX/TX queue (docs/hw/ixgbe.md §12).
+pub const fn ivar(i: usize) -> usize {
+    0x00900 + 4 * i
+}
+/// IVAR_MISC: byte 1 maps the other causes to a vector (docs/hw/ixgbe.md §12).
+pub const IVAR_MISC: usize = 0x00A00;
+/// IVAR entry bit 7: the entry is valid.
+pub const IVAR_VALID: u32 = 0x80;
+/// EITR(n), interrupt throttling of vector n (docs/hw/ixgbe.md §2, §12).
+pub const fn eitr(n: usize) -> usize {
+    if n <= 23 {
+        0x00820 + 4 * n
+    } else {
+        0x12300 + 4 * (n - 24)
+    }
+}
+/// EITR interval field, bits 11:3, in 2.048 µs units (docs/hw/ixgbe.md §12).
+pub const EITR_INTERVAL_SHIFT: u32 = 3;
+/// EITR interval field width mask (9 bits).
+pub const EITR_INTERVAL_MASK: u32 = 0x1FF;
+/// EICS_EX(i), i = 0, 1: set the cause of vectors 32i..32i+31 (docs/hw/ixgbe.md §2).
+pub const fn eics_ex(i: usize) -> usize {
+    0x00A90 + 4 * i
+}
+/// EIMS_EX(i), i = 0, 1: unmask vectors 32i..32i+31.
+pub const fn eims_ex(i: usize) -> usize {
+    0x00AA0 + 4 * i
+}
+/// EIMC_EX(i), i = 0, 1: mask vectors 32i..32i+31.
+pub const fn eimc_ex(i: usize) -> usize {
+    0x00AB0 + 4 * i
+}
+/// EIAM_EX(i), i = 0, 1: auto-mask vectors 32i..32i+31.
+pub const fn eiam_ex(i: usize) -> usize {
+    0x00AD0 + 4 * i
+}
 /// EICR bit 17 RX_MISS (docs/hw/ixgbe.md §12).
 pub const EICR_RX_MISS: u32 = 1 << 17;
 /// EICR bit 20 LSC, link status change (docs/hw/ixgbe.md §12).
@@ -202,6 +248,24 @@ pub const EEC: usize = 0x10010;
 pub const EEC_PRES: u32 = 1 << 8;
 /// EEC.ARD bit 9: auto-read done.
 pub const EEC_ARD: u32 = 1 << 9;
+/// EEC.SIZE bits 14:11: the NVM holds 2^(SIZE + 6) 16-bit words (docs/hw/ixgbe.md §17).
+pub const EEC_SIZE_SHIFT: u32 = 11;
+/// EERD, EEPROM read through the MAC (docs/hw/ixgbe.md §17).
+pub const EERD: usize = 0x10014;
+/// EERD.START bit 0: start a read of the word at ADDR.
+pub const EERD_START: u32 = 1 << 0;
+/// EERD.DONE bit 1: the read finished, DATA is valid.
+pub const EERD_DONE: u32 = 1 << 1;
+/// EERD.ADDR bits 15:2: word address.
+pub const EERD_ADDR_SHIFT: u32 = 2;
+/// EERD.ADDR field mask (14 bits).
+pub const EERD_ADDR_MASK: u32 = 0x3FFF;
+/// EERD.DATA bits 31:16: the word read.
+pub const EERD_DATA_SHIFT: u32 = 16;
+/// FWSM, firmware semaphore and mode (docs/hw/ixgbe.md §2, §17.1).
+pub const FWSM: usize = 0x10148;
+/// FWSM.FW_VAL bit 15: the management firmware loaded and runs (docs/hw/ixgbe.md §17.1).
+pub const FWSM_FW_VAL: u32 = 1 << 15;
 /// SWSM (docs/hw/ixgbe.md §5.5): SMBI bit 0.
 pub const SWSM: usize = 0x10140;
 /// SWSM.SMBI bit 0: reading it as 0 grants it.

@@ -384,6 +384,7 @@ impl Core {
         self.count(RXDGPC, 1);
         self.count(RXDGBCL, c.data.len() as u64);
         shared.counters().rx_delivered += 1;
+        self.queue_cause(shared, true, qi);
         Ok(())
     }
 }

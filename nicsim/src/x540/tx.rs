@@ -99,6 +99,7 @@ impl Core {
             }
             if cmd & TXD_CMD_RS != 0 {
                 let _ = shared.dma.write_u32(addr + 12, olinfo | TXD_STAT_DD, &what);
+                self.queue_cause(shared, false, qi);
             }
         }
         let wbal = self.reg(tdwbal(qi));

@@ -187,6 +187,8 @@ impl Core {
                 GLNVM_ULD_CONF_CORE_DONE.val(done) | GLNVM_ULD_CONF_GLOBAL_DONE.val(done)
             }
             GLGEN_RSTAT | GL_FWSTS => 0,
+            // A programmed NVM: normal mode, not blank programming (docs/hw/i40e.md §18).
+            GLNVM_FLA => GLNVM_FLA_LOCKED.val(1),
             PRTMAC_LINKSTA => {
                 self.update_link(shared, now);
                 if self.link_up(shared, now) {
@@ -250,8 +252,8 @@ impl Core {
                     ))
                 }
             }
-            GLNVM_ULD | GLGEN_RSTAT | GL_FWSTS | PRTMAC_LINKSTA | PFGEN_PORTNUM | PF_FUNC_RID | PFLAN_QALLOC
-            | GLHMC_LANQMAX | GLHMC_LANTXOBJSZ | GLHMC_LANRXOBJSZ => {
+            GLNVM_ULD | GLNVM_FLA | GLGEN_RSTAT | GL_FWSTS | PRTMAC_LINKSTA | PFGEN_PORTNUM | PF_FUNC_RID
+            | PFLAN_QALLOC | GLHMC_LANQMAX | GLHMC_LANTXOBJSZ | GLHMC_LANRXOBJSZ => {
                 shared.fault(format!("write of {value:#x} to read-only register {offset:#x}"))
             }
             PF_ATQH | PF_ATQT | PF_ATQLEN | PF_ARQH | PF_ARQT | PF_ARQLEN | PF_ATQBAL | PF_ATQBAH | PF_ARQBAL

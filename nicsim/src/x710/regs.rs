@@ -77,6 +77,10 @@ pub const GLGEN_RSTCTL_GRSTDEL: Field = Field::new(0, 6);
 pub const GLGEN_RTRIG: usize = 0x0B_8190;
 /// NVM configuration load status (docs/hw/i40e.md §4.1).
 pub const GLNVM_ULD: usize = 0x0B_6008;
+/// GLNVM_FLA, flash access (docs/hw/i40e.md §18).
+pub const GLNVM_FLA: usize = 0x0B_6108;
+/// GLNVM_FLA.LOCKED: the NVM is in normal (locked) mode; 0 means blank-programming mode.
+pub const GLNVM_FLA_LOCKED: Field = Field::bit(6);
 /// GLNVM_ULD.CONF_CORE_DONE.
 pub const GLNVM_ULD_CONF_CORE_DONE: Field = Field::bit(3);
 /// GLNVM_ULD.CONF_GLOBAL_DONE.
