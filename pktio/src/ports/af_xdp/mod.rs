@@ -4,14 +4,15 @@
 //! the port detaches it.
 //!
 //! Devargs (DPDK's): `iface=NAME` (required), `start_queue=Q` (default 0), `queue_count=N` (default 1, at most
-//! [`MAX_QUEUES`]), `force_copy=0|1` (default 0: zero-copy when the driver can). Our own: `xdp_mode=auto|drv|skb`
+//! [`MAX_QUEUES`]), `force_copy=0|1` (default 0: zero-copy when the driver can), `busy_budget=N` (default 64:
+//! preferred busy polling, frames per poll; 0 turns it off; as DPDK, silently off where the kernel lacks it). Our own: `xdp_mode=auto|drv|skb`
 //! (default auto: native driver mode, generic SKB mode when the driver has none).
 //!
 //! Each socket has a UMEM of its own (4096 chunks of 2 KiB: half for receiving, half for sending) and frames are
 //! copied between it and pool buffers, as af_packet does; the kernel side is zero-copy or copy as the driver allows
 //! ([`AfXdpPort::zerocopy`]). Receiving costs no system call unless the kernel asks to be woken (need-wakeup);
 //! sending wakes it once per burst when it asks. Not supported: a UMEM in the pool's own memory (the frames are
-//! copied), shared UMEM between ports, busy polling, custom XDP programs, frames larger than 1792 bytes.
+//! copied), shared UMEM between ports, custom XDP programs, frames larger than 1792 bytes.
 //!
 //! Counters: ipackets/ibytes per frame taken; rx_nombuf when the pool is dry (the frame stays for the next burst);
 //! imissed = the kernel's rx_dropped + rx_ring_full; opackets/obytes per frame put on the TX ring; frames shorter
@@ -66,12 +67,24 @@ pub struct AfXdpConfig {
     pub force_copy: bool,
     /// Where the XDP program runs.
     pub xdp_mode: XdpMode,
+    /// Frames per busy poll (0: no busy polling).
+    pub busy_budget: u32,
 }
+
+/// Default busy-polling budget (DPDK's).
+pub const DEFAULT_BUSY_BUDGET: u32 = 64;
 
 impl AfXdpConfig {
     /// Defaults for `iface`.
     pub fn new(iface: &str) -> Self {
-        AfXdpConfig { iface: iface.into(), start_queue: 0, queue_count: 1, force_copy: false, xdp_mode: XdpMode::Auto }
+        AfXdpConfig {
+            iface: iface.into(),
+            start_queue: 0,
+            queue_count: 1,
+            force_copy: false,
+            xdp_mode: XdpMode::Auto,
+            busy_budget: DEFAULT_BUSY_BUDGET,
+        }
     }
 }
 
@@ -230,7 +243,7 @@ impl AfXdpPort {
         let xdp = XdpAttachment::load_and_attach(name, cfg, ifindex)?;
         let mut socks = Vec::with_capacity(cfg.queue_count as usize);
         for q in cfg.start_queue..cfg.start_queue + cfg.queue_count {
-            let s = Xsk::open(ifindex, q as u32, RING_SIZE, RING_SIZE, cfg.force_copy).map_err(|e| {
+            let mut s = Xsk::open(ifindex, q as u32, RING_SIZE, RING_SIZE, cfg.force_copy).map_err(|e| {
                 let range = match (e.step, e.source.raw_os_error()) {
                     ("bind", Some(libc::EINVAL)) => " (is the queue in range? see `ethtool -l`)",
                     ("bind", Some(libc::EBUSY)) => " (another AF_XDP socket is bound to this queue)",
@@ -238,6 +251,8 @@ impl AfXdpPort {
                 };
                 os(format!("port {name}: {} of the AF_XDP socket for {} queue {q}{range}", e.step, cfg.iface), e.source)
             })?;
+            // Where the kernel has no preferred busy polling the socket simply works without it.
+            let _ = s.set_busy_poll(cfg.busy_budget);
             socks.push(Arc::new(s));
         }
         for (q, s) in (cfg.start_queue..).zip(&socks) {
@@ -264,7 +279,7 @@ impl AfXdpPort {
 
     /// Opens from devargs (`net_af_xdp0,iface=eth1,start_queue=0,queue_count=2`).
     pub fn from_devargs(args: &Devargs) -> Result<Self> {
-        args.check_keys(&["iface", "start_queue", "queue_count", "force_copy", "xdp_mode"])?;
+        args.check_keys(&["iface", "start_queue", "queue_count", "force_copy", "xdp_mode", "busy_budget"])?;
         let Some(iface) = args.get("iface").filter(|s| !s.is_empty()) else {
             return Err(args.error("net_af_xdp needs iface=NAME (the kernel interface to attach to)"));
         };
@@ -280,6 +295,7 @@ impl AfXdpPort {
             queue_count: args.parse_or("queue_count", 1)?,
             force_copy: args.flag("force_copy", false)?,
             xdp_mode,
+            busy_budget: args.parse_or("busy_budget", DEFAULT_BUSY_BUDGET)?,
         };
         AfXdpPort::new(&args.name, &cfg)
     }
@@ -469,7 +485,8 @@ impl RxQueue for AfXdpRxQueue {
             self.fill.submit(&self.sock.fill, taken);
             self.rx.release(&self.sock.rx, taken);
         }
-        if self.sock.fill.needs_wakeup() {
+        // Busy polling: this call runs the queue's NAPI here, which is what brings the next frames in.
+        if self.sock.busy_poll || self.sock.fill.needs_wakeup() {
             self.sock.wake_rx();
         }
         self.stats.packets.add(n as u64);

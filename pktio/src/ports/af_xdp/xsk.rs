@@ -125,6 +125,9 @@ pub(crate) struct Xsk {
     rx_frames: u32,
     /// Whether the kernel binds the socket in zero-copy mode.
     pub(crate) zerocopy: bool,
+    /// Whether the socket uses preferred busy polling (every RX burst then enters the kernel to run the queue's
+    /// NAPI on the polling core).
+    pub(crate) busy_poll: bool,
 }
 
 // SAFETY: the fill and RX rings (and the RX chunks) are only used by the one RX queue handle, the TX and completion
@@ -282,7 +285,30 @@ impl Xsk {
         }
         // struct xdp_options is one u32 of flags.
         let zerocopy = getsockopt_u32(&fd, libc::XDP_OPTIONS).unwrap_or(0) & libc::XDP_OPTIONS_ZEROCOPY != 0;
-        Ok(Xsk { fd, fill, comp, rx, tx, umem, rx_frames, zerocopy })
+        Ok(Xsk { fd, fill, comp, rx, tx, umem, rx_frames, zerocopy, busy_poll: false })
+    }
+
+    /// Turns on preferred busy polling with `budget` frames per poll (0: off). Kernels before 5.11 lack it:
+    /// the error says so and the socket stays as it was.
+    pub(crate) fn set_busy_poll(&mut self, budget: u32) -> io::Result<()> {
+        const SO_PREFER_BUSY_POLL: libc::c_int = 69;
+        const SO_BUSY_POLL_BUDGET: libc::c_int = 70;
+        if budget == 0 {
+            return Ok(());
+        }
+        // Poll for up to 20 us per call, as DPDK does.
+        for (opt, v) in [(SO_PREFER_BUSY_POLL, 1), (libc::SO_BUSY_POLL, 20), (SO_BUSY_POLL_BUDGET, budget as i32)] {
+            let v: libc::c_int = v;
+            // SAFETY: passes a live c_int and its size.
+            let rc = unsafe {
+                libc::setsockopt(self.fd.as_raw_fd(), libc::SOL_SOCKET, opt, (&v as *const libc::c_int).cast(), 4)
+            };
+            if rc < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        self.busy_poll = true;
+        Ok(())
     }
 
     /// The socket descriptor (for the XSKMAP).
