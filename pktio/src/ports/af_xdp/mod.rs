@@ -576,3 +576,31 @@ impl Drop for AfXdpTxQueue {
         self.sock.wake_tx();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_errors_name_the_usual_causes() {
+        let e = |errno| os("port p: socket(AF_XDP)".into(), io::Error::from_raw_os_error(errno)).to_string();
+        assert!(
+            e(libc::EAFNOSUPPORT).contains("no XDP sockets") && e(libc::EAFNOSUPPORT).contains("CONFIG_XDP_SOCKETS")
+        );
+        assert!(e(libc::EPERM).contains("missing privileges") && e(libc::EPERM).contains("CAP_BPF"));
+        assert!(e(libc::ENOSYS).contains("CONFIG_BPF_SYSCALL"));
+        assert!(e(libc::ENODEV).contains("no such network interface"));
+        assert!(!e(libc::EIO).contains("(missing"), "no made-up cause for other errors");
+    }
+
+    #[test]
+    fn devargs_are_checked_before_anything_is_opened() {
+        let err = |text: &str| AfXdpPort::from_devargs(&Devargs::parse(text).unwrap()).unwrap_err().to_string();
+        assert!(err("net_af_xdp0").contains("needs iface=NAME"));
+        assert!(err("net_af_xdp0,iface=x,xdp_mode=hw").contains("use auto, drv or skb"));
+        assert!(err("net_af_xdp0,iface=x,bogus=1").contains("bogus"));
+        assert!(err("net_af_xdp0,iface=x,queue_count=0").contains("queue_count=0 must be 1..=16"));
+        assert!(err("net_af_xdp0,iface=x,queue_count=17").contains("queue_count=17"));
+        assert!(err("net_af_xdp0,iface=a/b").contains("does not allow"));
+    }
+}
