@@ -252,6 +252,8 @@ fn exchange(mode: &str) {
     assert_eq!(port.info().driver_name, "net_af_xdp");
     let shown = veth.link_a();
     assert!(shown.contains("prog/xdp id"), "the port attached its XDP program: {shown}");
+    // `ip link` flags the attachment mode: "xdpgeneric" for SKB mode, "xdp" for the driver's own.
+    assert_eq!(shown.contains(" xdpgeneric "), mode == "skb", "attached in {mode} mode: {shown}");
     let mac = port.mac_addr();
     port.configure(&PortConfig::default()).unwrap();
     port.start(&pool).unwrap();
@@ -314,6 +316,25 @@ fn exchange(mode: &str) {
     batch.push(m).unwrap();
     assert_eq!(tx.tx_burst(&mut batch), 1);
     assert_eq!(port.stats().oerrors, 1);
+
+    // Stop and start again: new queue handles pick up the rings where the old ones left them, both ways.
+    drop((rx, tx));
+    port.stop().unwrap();
+    port.start(&pool).unwrap();
+    let mut rx = port.rx_queue(0).unwrap();
+    let mut tx = port.tx_queue(0).unwrap();
+    let again: Vec<Vec<u8>> = (0..40).map(|i| frame(mac, PEER, 20_000 + i, 100 + i as usize)).collect();
+    for f in &again {
+        peer.send(f);
+    }
+    assert!(pump_rx(&*port, &mut *rx, &mut batch, again.len()) == again, "after a restart");
+    let f = frame(PEER, mac, 30_000, 90);
+    let mut m = pool.alloc().unwrap();
+    m.append(f.len() as u16).unwrap().copy_from_slice(&f);
+    batch.push(m).unwrap();
+    assert_eq!(tx.tx_burst(&mut batch), 1);
+    let back = std::iter::from_fn(|| peer.recv(Duration::from_secs(5))).find(|g| seq_of(g).is_some());
+    assert_eq!(back.as_deref(), Some(&f[..]), "sent after a restart");
 
     drop((rx, tx, batch));
     port.stop().unwrap();
