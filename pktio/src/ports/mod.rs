@@ -1,6 +1,7 @@
 //! Software ports, opened from DPDK devargs (`--vdev net_null0,size=64`).
 
 pub mod af_packet;
+pub mod af_xdp;
 pub(crate) mod netif;
 pub mod null;
 pub mod pcap;
@@ -12,11 +13,16 @@ use crate::devargs::Devargs;
 use crate::{Error, Result};
 
 /// Driver names of the virtual devices this crate can open.
-pub const VDEV_DRIVERS: &[&str] = &["net_null", "net_ring", "net_pcap", "net_af_packet", "net_tap"];
+pub const VDEV_DRIVERS: &[&str] = &["net_null", "net_ring", "net_pcap", "net_af_packet", "net_af_xdp", "net_tap"];
 
 /// DPDK's older driver names, still accepted as aliases (`eth_null0` opens a `net_null` port named `eth_null0`).
-pub const VDEV_ALIASES: &[(&str, &str)] =
-    &[("eth_null", "net_null"), ("eth_ring", "net_ring"), ("eth_pcap", "net_pcap"), ("eth_af_packet", "net_af_packet")];
+pub const VDEV_ALIASES: &[(&str, &str)] = &[
+    ("eth_null", "net_null"),
+    ("eth_ring", "net_ring"),
+    ("eth_pcap", "net_pcap"),
+    ("eth_af_packet", "net_af_packet"),
+    ("eth_af_xdp", "net_af_xdp"),
+];
 
 /// The driver a vdev driver name (or its DPDK alias) stands for.
 pub fn canonical_driver(driver: &str) -> &str {
@@ -32,6 +38,7 @@ pub fn open_vdev(devargs: &str) -> Result<Box<dyn EthDev>> {
         "net_ring" => Box::new(ring::RingPort::from_devargs(&args)?),
         "net_pcap" => Box::new(pcap::PcapPort::from_devargs(&args)?),
         "net_af_packet" => Box::new(af_packet::AfPacketPort::from_devargs(&args)?),
+        "net_af_xdp" => Box::new(af_xdp::AfXdpPort::from_devargs(&args)?),
         "net_tap" => Box::new(tap::TapPort::from_devargs(&args)?),
         _ => return Err(Error::UnknownDriver { name: args.name, known: VDEV_DRIVERS.join(", ") }),
     })

@@ -1,0 +1,472 @@
+//! One AF_XDP socket: its UMEM (an anonymous mapping of its own, split into RX and TX frames), the four rings
+//! mapped from the kernel, and the burst operations on them.
+//!
+//! Ring protocol: each ring is a power-of-two array with a producer and a consumer index shared with the kernel.
+//! The side that produces writes entries, then publishes the new producer index with Release; the side that
+//! consumes reads the producer index with Acquire before reading entries, and returns them by storing its consumer
+//! index with Release. We produce on the fill and TX rings and consume the RX and completion rings.
+//!
+//! Frames: the first `rx_frames` UMEM chunks circulate fill ring -> RX ring -> (copied into a pool buffer) -> fill
+//! ring; the fill ring holds all of them, so giving one back never waits. TX chunk `i` belongs to TX ring slot
+//! `i`: a slot is free again once the completion ring has reported as many frames as were sent before it
+//! (the kernel completes a socket's frames in order).
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Size of one UMEM chunk (one frame).
+pub(crate) const CHUNK_SIZE: u32 = 2048;
+/// Where the kernel puts received data in a chunk when the UMEM asks for no headroom of its own.
+pub(crate) const XDP_PACKET_HEADROOM: u32 = 256;
+/// Largest frame one chunk holds.
+pub(crate) const MAX_FRAME: u32 = CHUNK_SIZE - XDP_PACKET_HEADROOM;
+
+/// A mapping we own, unmapped on drop.
+#[derive(Debug)]
+struct Mapping {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` at page offset `offset`, or anonymous memory when `fd` is `None`.
+    fn new(len: usize, fd: Option<&OwnedFd>, offset: u64) -> io::Result<Mapping> {
+        let (flags, raw) = match fd {
+            Some(fd) => (libc::MAP_SHARED | libc::MAP_POPULATE, fd.as_raw_fd()),
+            None => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE, -1),
+        };
+        // SAFETY: a fresh mapping at an address the kernel picks; the result is checked.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, raw, offset as libc::off_t)
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        Ok(Mapping { base, len })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping; nothing references it once its owner is dropped.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// One mapped ring: its shared indices and flags, and `size` entries of `T` (u64 addresses or `xdp_desc`).
+#[derive(Debug)]
+pub(crate) struct Ring {
+    producer: NonNull<AtomicU32>,
+    consumer: NonNull<AtomicU32>,
+    flags: NonNull<AtomicU32>,
+    entries: NonNull<u8>,
+    mask: u32,
+    _map: Mapping,
+}
+
+impl Ring {
+    fn map(fd: &OwnedFd, off: &libc::xdp_ring_offset, size: u32, entry: usize, pgoff: u64) -> io::Result<Ring> {
+        let map = Mapping::new(off.desc as usize + size as usize * entry, Some(fd), pgoff)?;
+        let at = |o: u64| {
+            // SAFETY: the kernel's offsets lie inside the mapping it sized for this ring.
+            unsafe { NonNull::new_unchecked(map.base.as_ptr().add(o as usize)) }
+        };
+        Ok(Ring {
+            producer: at(off.producer).cast(),
+            consumer: at(off.consumer).cast(),
+            flags: at(off.flags).cast(),
+            entries: at(off.desc),
+            mask: size - 1,
+            _map: map,
+        })
+    }
+
+    #[inline(always)]
+    fn producer(&self) -> &AtomicU32 {
+        // SAFETY: an aligned u32 inside the live mapping, shared with the kernel and only accessed atomically.
+        unsafe { self.producer.as_ref() }
+    }
+
+    #[inline(always)]
+    fn consumer(&self) -> &AtomicU32 {
+        // SAFETY: as for `producer`.
+        unsafe { self.consumer.as_ref() }
+    }
+
+    /// Whether the kernel asked to be woken to process this ring.
+    #[inline(always)]
+    pub(crate) fn needs_wakeup(&self) -> bool {
+        // SAFETY: as for `producer`.
+        unsafe { self.flags.as_ref() }.load(Ordering::Relaxed) & libc::XDP_RING_NEED_WAKEUP != 0
+    }
+
+    /// Entry `idx` (taken modulo the ring size) as a `T`.
+    #[inline(always)]
+    fn entry<T>(&self, idx: u32) -> *mut T {
+        // SAFETY: (idx & mask) < size, so the entry lies inside the mapping.
+        unsafe { self.entries.as_ptr().cast::<T>().add((idx & self.mask) as usize) }
+    }
+}
+
+/// An AF_XDP socket bound to one queue of an interface, with its UMEM and rings.
+#[derive(Debug)]
+pub(crate) struct Xsk {
+    // Declared first so the socket closes before its UMEM and rings are unmapped.
+    fd: OwnedFd,
+    pub(crate) fill: Ring,
+    pub(crate) comp: Ring,
+    pub(crate) rx: Ring,
+    pub(crate) tx: Ring,
+    umem: Mapping,
+    /// UMEM chunks given to receiving; the TX chunks follow them.
+    rx_frames: u32,
+    /// Whether the kernel binds the socket in zero-copy mode.
+    pub(crate) zerocopy: bool,
+    /// Whether the socket uses preferred busy polling (every RX burst then enters the kernel to run the queue's
+    /// NAPI on the polling core).
+    pub(crate) busy_poll: bool,
+}
+
+// SAFETY: the fill and RX rings (and the RX chunks) are only used by the one RX queue handle, the TX and completion
+// rings (and the TX chunks) only by the one TX queue handle; the control plane only reads statistics through the
+// descriptor. Ring indices are atomics shared with the kernel.
+unsafe impl Send for Xsk {}
+// SAFETY: as above.
+unsafe impl Sync for Xsk {}
+
+/// Why a socket could not be made: the step and the OS error.
+#[derive(Debug)]
+pub(crate) struct XskError {
+    pub(crate) step: &'static str,
+    pub(crate) source: io::Error,
+}
+
+fn setsockopt<T>(fd: &OwnedFd, name: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: passes a pointer to a live `T` and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_XDP,
+            name,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as u32,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+fn getsockopt_u32(fd: &OwnedFd, name: libc::c_int) -> io::Result<u32> {
+    let mut v = 0u32;
+    let mut len = 4;
+    // SAFETY: the kernel writes at most `len` bytes into the live `v`.
+    let rc = unsafe { libc::getsockopt(fd.as_raw_fd(), libc::SOL_XDP, name, (&mut v as *mut u32).cast(), &mut len) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(v)
+    }
+}
+
+/// Counters the kernel keeps for a socket (XDP_STATISTICS).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct XskStats {
+    pub(crate) rx_dropped: u64,
+    pub(crate) rx_invalid_descs: u64,
+    pub(crate) tx_invalid_descs: u64,
+    pub(crate) rx_ring_full: u64,
+    pub(crate) rx_fill_ring_empty_descs: u64,
+    pub(crate) tx_ring_empty_descs: u64,
+}
+
+impl Xsk {
+    /// Creates a socket with `rx_frames` + `tx_frames` chunks (powers of two) and binds it to queue `queue` of
+    /// `ifindex`, zero-copy unless `force_copy` or the driver cannot.
+    pub(crate) fn open(
+        ifindex: i32,
+        queue: u32,
+        rx_frames: u32,
+        tx_frames: u32,
+        force_copy: bool,
+    ) -> Result<Xsk, XskError> {
+        let step = |step: &'static str| move |source: io::Error| XskError { step, source };
+        // SAFETY: plain socket(2) call; the result is checked.
+        let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if raw < 0 {
+            return Err(step("socket(AF_XDP)")(io::Error::last_os_error()));
+        }
+        // SAFETY: a fresh descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let umem_len = (rx_frames + tx_frames) as usize * CHUNK_SIZE as usize;
+        let umem = Mapping::new(umem_len, None, 0).map_err(step("UMEM mmap"))?;
+        let reg = libc::xdp_umem_reg {
+            addr: umem.base.as_ptr() as u64,
+            len: umem_len as u64,
+            chunk_size: CHUNK_SIZE,
+            headroom: 0,
+            flags: 0,
+            tx_metadata_len: 0,
+        };
+        setsockopt(&fd, libc::XDP_UMEM_REG, &reg).map_err(step("XDP_UMEM_REG"))?;
+        setsockopt(&fd, libc::XDP_UMEM_FILL_RING, &rx_frames).map_err(step("XDP_UMEM_FILL_RING"))?;
+        setsockopt(&fd, libc::XDP_UMEM_COMPLETION_RING, &tx_frames).map_err(step("XDP_UMEM_COMPLETION_RING"))?;
+        setsockopt(&fd, libc::XDP_RX_RING, &rx_frames).map_err(step("XDP_RX_RING"))?;
+        setsockopt(&fd, libc::XDP_TX_RING, &tx_frames).map_err(step("XDP_TX_RING"))?;
+        let off: libc::xdp_mmap_offsets = {
+            // SAFETY: xdp_mmap_offsets is plain old data; all-zero is valid.
+            let mut o: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
+            let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
+            // SAFETY: the kernel writes at most `len` bytes into `o`.
+            let rc = unsafe {
+                libc::getsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_XDP,
+                    libc::XDP_MMAP_OFFSETS,
+                    (&mut o as *mut libc::xdp_mmap_offsets).cast(),
+                    &mut len,
+                )
+            };
+            if rc < 0 {
+                return Err(step("XDP_MMAP_OFFSETS")(io::Error::last_os_error()));
+            }
+            o
+        };
+        let desc = std::mem::size_of::<libc::xdp_desc>();
+        let fill =
+            Ring::map(&fd, &off.fr, rx_frames, 8, libc::XDP_UMEM_PGOFF_FILL_RING).map_err(step("fill ring mmap"))?;
+        let comp = Ring::map(&fd, &off.cr, tx_frames, 8, libc::XDP_UMEM_PGOFF_COMPLETION_RING)
+            .map_err(step("completion ring mmap"))?;
+        let rx =
+            Ring::map(&fd, &off.rx, rx_frames, desc, libc::XDP_PGOFF_RX_RING as u64).map_err(step("RX ring mmap"))?;
+        let tx =
+            Ring::map(&fd, &off.tx, tx_frames, desc, libc::XDP_PGOFF_TX_RING as u64).map_err(step("TX ring mmap"))?;
+        // Every RX chunk starts on the fill ring, before bind, so the kernel has buffers from the first frame on.
+        for i in 0..rx_frames {
+            // SAFETY: fill-ring entry i < rx_frames = its size, not yet published to the kernel.
+            unsafe { fill.entry::<u64>(i).write(i as u64 * CHUNK_SIZE as u64) };
+        }
+        fill.producer().store(rx_frames, Ordering::Release);
+        let mode = if force_copy { libc::XDP_COPY } else { 0 };
+        let mut sxdp = libc::sockaddr_xdp {
+            sxdp_family: libc::AF_XDP as u16,
+            sxdp_flags: libc::XDP_USE_NEED_WAKEUP | mode,
+            sxdp_ifindex: ifindex as u32,
+            sxdp_queue_id: queue,
+            sxdp_shared_umem_fd: 0,
+        };
+        let bind = |sxdp: &libc::sockaddr_xdp| {
+            // SAFETY: binds our socket to a live, initialised sockaddr_xdp of the given size.
+            let rc = unsafe {
+                libc::bind(
+                    fd.as_raw_fd(),
+                    (sxdp as *const libc::sockaddr_xdp).cast(),
+                    std::mem::size_of::<libc::sockaddr_xdp>() as u32,
+                )
+            };
+            if rc < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        };
+        if let Err(e) = bind(&sxdp) {
+            // Kernels before need-wakeup (5.4) reject the flag: bind without it.
+            if e.raw_os_error() != Some(libc::EINVAL) {
+                return Err(step("bind")(e));
+            }
+            sxdp.sxdp_flags = mode;
+            bind(&sxdp).map_err(|_| step("bind")(e))?;
+        }
+        // struct xdp_options is one u32 of flags.
+        let zerocopy = getsockopt_u32(&fd, libc::XDP_OPTIONS).unwrap_or(0) & libc::XDP_OPTIONS_ZEROCOPY != 0;
+        Ok(Xsk { fd, fill, comp, rx, tx, umem, rx_frames, zerocopy, busy_poll: false })
+    }
+
+    /// Turns on preferred busy polling with `budget` frames per poll (0: off). Kernels before 5.11 lack it:
+    /// the error says so and the socket stays as it was.
+    pub(crate) fn set_busy_poll(&mut self, budget: u32) -> io::Result<()> {
+        const SO_PREFER_BUSY_POLL: libc::c_int = 69;
+        const SO_BUSY_POLL_BUDGET: libc::c_int = 70;
+        if budget == 0 {
+            return Ok(());
+        }
+        // Poll for up to 20 us per call, as DPDK does.
+        for (opt, v) in [(SO_PREFER_BUSY_POLL, 1), (libc::SO_BUSY_POLL, 20), (SO_BUSY_POLL_BUDGET, budget as i32)] {
+            let v: libc::c_int = v;
+            // SAFETY: passes a live c_int and its size.
+            let rc = unsafe {
+                libc::setsockopt(self.fd.as_raw_fd(), libc::SOL_SOCKET, opt, (&v as *const libc::c_int).cast(), 4)
+            };
+            if rc < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        self.busy_poll = true;
+        Ok(())
+    }
+
+    /// The socket descriptor (for the XSKMAP).
+    pub(crate) fn raw_fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+
+    /// The kernel's counters for this socket.
+    pub(crate) fn stats(&self) -> XskStats {
+        // SAFETY: xdp_statistics is plain old data.
+        let mut st: libc::xdp_statistics = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
+        // SAFETY: the kernel writes at most `len` bytes into `st`.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_XDP,
+                libc::XDP_STATISTICS,
+                (&mut st as *mut libc::xdp_statistics).cast(),
+                &mut len,
+            )
+        };
+        if rc < 0 {
+            return XskStats::default();
+        }
+        XskStats {
+            rx_dropped: st.rx_dropped,
+            rx_invalid_descs: st.rx_invalid_descs,
+            tx_invalid_descs: st.tx_invalid_descs,
+            rx_ring_full: st.rx_ring_full,
+            rx_fill_ring_empty_descs: st.rx_fill_ring_empty_descs,
+            tx_ring_empty_descs: st.tx_ring_empty_descs,
+        }
+    }
+
+    /// Wakes the kernel to refill from the fill ring (receive side).
+    pub(crate) fn wake_rx(&self) {
+        // SAFETY: recvfrom with no buffer only kicks the socket's receive processing.
+        unsafe {
+            libc::recvfrom(
+                self.fd.as_raw_fd(),
+                std::ptr::null_mut(),
+                0,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+    }
+
+    /// Wakes the kernel to send what is on the TX ring. EAGAIN/EBUSY/ENOBUFS leave the frames queued for the
+    /// next wake-up.
+    pub(crate) fn wake_tx(&self) {
+        // SAFETY: sendto with no buffer: the kernel takes the frames from the TX ring.
+        unsafe { libc::sendto(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT, std::ptr::null(), 0) };
+    }
+
+    /// Frame data at UMEM address `addr`, `len` bytes, as given by a descriptor the caller owns.
+    #[inline(always)]
+    pub(crate) fn frame(&self, addr: u64, len: u32) -> Option<&[u8]> {
+        let end = addr.checked_add(len as u64)?;
+        if end > self.rx_frames as u64 * CHUNK_SIZE as u64 {
+            return None;
+        }
+        // SAFETY: [addr, end) lies inside the RX part of the UMEM (checked), in a chunk the RX ring handed to us.
+        Some(unsafe { std::slice::from_raw_parts(self.umem.base.as_ptr().add(addr as usize), len as usize) })
+    }
+
+    /// The UMEM address of TX chunk `slot` (a TX ring index).
+    #[inline(always)]
+    pub(crate) fn tx_chunk(&self, slot: u32) -> u64 {
+        (self.rx_frames as u64 + (slot & self.tx.mask) as u64) * CHUNK_SIZE as u64
+    }
+
+    /// Copies `m` (at most CHUNK_SIZE bytes, checked by the caller) into TX chunk `slot`.
+    #[inline(always)]
+    pub(crate) fn tx_copy(&self, slot: u32, m: &mempool::Mbuf) {
+        let addr = self.tx_chunk(slot) as usize;
+        let len = (m.pkt_len() as usize).min(CHUNK_SIZE as usize);
+        // SAFETY: the chunk lies inside the UMEM; its TX ring slot is free (the caller checked against the
+        // completions), so the kernel is not reading it, and only the one TX queue handle writes TX chunks.
+        let out = unsafe { std::slice::from_raw_parts_mut(self.umem.base.as_ptr().add(addr), len) };
+        m.copy_to(out);
+    }
+}
+
+/// The consumer side of a ring (RX, completion): a cached view of the kernel's producer index.
+#[derive(Debug, Default)]
+pub(crate) struct Consumer {
+    cons: u32,
+    prod: u32,
+}
+
+impl Consumer {
+    pub(crate) fn attach(ring: &Ring) -> Consumer {
+        let cons = ring.consumer().load(Ordering::Relaxed);
+        Consumer { cons, prod: cons }
+    }
+
+    /// How many entries are ready (up to `max`), refreshing the producer index when the cached view is empty.
+    #[inline(always)]
+    pub(crate) fn peek(&mut self, ring: &Ring, max: u32) -> u32 {
+        if self.prod == self.cons {
+            self.prod = ring.producer().load(Ordering::Acquire);
+        }
+        self.prod.wrapping_sub(self.cons).min(max)
+    }
+
+    /// Entry `i` of the ones [`Consumer::peek`] reported.
+    #[inline(always)]
+    pub(crate) fn desc(&self, ring: &Ring, i: u32) -> libc::xdp_desc {
+        // SAFETY: the entry was published by the kernel (producer index read with Acquire) and not yet returned.
+        unsafe { ring.entry::<libc::xdp_desc>(self.cons.wrapping_add(i)).read() }
+    }
+
+    /// Our consumer index: entries before it were taken.
+    #[inline(always)]
+    pub(crate) fn index(&self) -> u32 {
+        self.cons
+    }
+
+    /// Gives `n` entries back to the kernel.
+    #[inline(always)]
+    pub(crate) fn release(&mut self, ring: &Ring, n: u32) {
+        self.cons = self.cons.wrapping_add(n);
+        ring.consumer().store(self.cons, Ordering::Release);
+    }
+}
+
+/// The producer side of a ring (fill, TX): a cached view of the kernel's consumer index.
+#[derive(Debug, Default)]
+pub(crate) struct Producer {
+    pub(crate) prod: u32,
+}
+
+impl Producer {
+    pub(crate) fn attach(ring: &Ring) -> Producer {
+        Producer { prod: ring.producer().load(Ordering::Relaxed) }
+    }
+
+    /// Writes a fill-ring address at position `i` past the producer index (not yet visible to the kernel).
+    #[inline(always)]
+    pub(crate) fn put_addr(&self, ring: &Ring, i: u32, addr: u64) {
+        // SAFETY: the caller keeps at most `size` entries outstanding, so this slot is not the kernel's.
+        unsafe { ring.entry::<u64>(self.prod.wrapping_add(i)).write(addr) }
+    }
+
+    /// Writes a TX descriptor at position `i` past the producer index.
+    #[inline(always)]
+    pub(crate) fn put_desc(&self, ring: &Ring, i: u32, desc: libc::xdp_desc) {
+        // SAFETY: as for `put_addr`.
+        unsafe { ring.entry::<libc::xdp_desc>(self.prod.wrapping_add(i)).write(desc) }
+    }
+
+    /// Publishes `n` written entries to the kernel.
+    #[inline(always)]
+    pub(crate) fn submit(&mut self, ring: &Ring, n: u32) {
+        self.prod = self.prod.wrapping_add(n);
+        ring.producer().store(self.prod, Ordering::Release);
+    }
+}
