@@ -45,7 +45,7 @@ pub(crate) struct Memo {
 }
 
 impl Memo {
-    fn of(status: u32, offload: u32) -> Memo {
+    pub(crate) fn of(status: u32, offload: u32) -> Memo {
         let (flags, ptype) = rx_flags(status, offload);
         Memo { status: cqe::DONE | (status & cqe::CSUM_ERR.mask()), offload, flags, ptype }
     }
@@ -94,6 +94,8 @@ pub struct RxRing<D: RegisterSpace> {
     headroom: u64,
     rearm: RxRearm,
     memo: Memo,
+    /// The CPU has AVX: the four-at-a-time groups use their AVX build (x86-64 only; false elsewhere).
+    avx: bool,
     pool: Mempool,
     db: Arc<D>,
     db_info: u32,
@@ -168,6 +170,7 @@ impl<D: RegisterSpace> RxRing<D> {
             headroom,
             rearm,
             memo: Memo::NONE,
+            avx: crate::rx_simd::avx(),
             pool: setup.pool.clone(),
             db: setup.db.clone(),
             db_info: doorbell::info(DbKind::Rq, setup.queue, 0),
@@ -244,7 +247,7 @@ impl<D: RegisterSpace> RxRing<D> {
         let (cqes, shadow) = (self.cqes.as_ptr().cast::<u32>(), self.shadow.as_ptr());
         // SAFETY: the caller's contract: n CQEs, slots and outputs from i; buf_len is a size of the buffer table.
         let (mut k, mut bytes) =
-            unsafe { crate::rx_simd::rx_groups(cqes.add(i * 8), shadow.add(i), n, out, buf_len, &memo) };
+            unsafe { crate::rx_simd::rx_groups(cqes.add(i * 8), shadow.add(i), n, out, buf_len, &memo, self.avx) };
         while k < n {
             // SAFETY: i + k < depth: CQE i + k of the array this ring owns (8 dwords each); the device writes it.
             let c = unsafe { cqes.add((i + k) * 8) };
