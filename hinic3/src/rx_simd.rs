@@ -304,7 +304,8 @@ mod tests {
 
     #[test]
     fn groups_stop_before_the_group_of_an_odd_entry() {
-        let odd: [(&str, fn(&mut RxCqe)); 7] = [
+        type Odd = (&'static str, fn(&mut RxCqe));
+        let odd: [Odd; 7] = [
             ("not done", |c| c.0[0] = 0),
             ("flushed", |c| c.0[0] |= cqe::FLUSH),
             ("LRO", |c| c.0[0] |= cqe::NUM_LRO.val(2)),
