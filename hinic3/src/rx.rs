@@ -246,8 +246,11 @@ impl<D: RegisterSpace> RxRing<D> {
         // Locals, so that the loop keeps the bases in registers across its stores.
         let (cqes, shadow) = (self.cqes.as_ptr().cast::<u32>(), self.shadow.as_ptr());
         // SAFETY: the caller's contract: n CQEs, slots and outputs from i; buf_len is a size of the buffer table.
-        let (mut k, mut bytes) =
-            unsafe { crate::rx_simd::rx_groups(cqes.add(i * 8), shadow.add(i), n, out, buf_len, &memo, self.avx) };
+        let (mut k, mut bytes) = if n >= 4 {
+            unsafe { crate::rx_simd::rx_groups(cqes.add(i * 8), shadow.add(i), n, out, buf_len, &memo, self.avx) }
+        } else {
+            (0, 0)
+        };
         while k < n {
             // SAFETY: i + k < depth: CQE i + k of the array this ring owns (8 dwords each); the device writes it.
             let c = unsafe { cqes.add((i + k) * 8) };

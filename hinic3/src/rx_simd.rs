@@ -34,8 +34,26 @@ pub(crate) unsafe fn rx_groups(
         unsafe { rx_groups_avx(cqes, shadow, n, out, buf_len, memo) }
     } else {
         // SAFETY: the caller's contract, passed on.
-        unsafe { rx_groups_body::<false>(cqes, shadow, n, out, buf_len, memo) }
+        unsafe { rx_groups_sse2(cqes, shadow, n, out, buf_len, memo) }
     }
+}
+
+/// [`rx_groups`] for SSE2 (every x86-64 CPU).
+///
+/// # Safety
+/// As [`rx_groups`].
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+unsafe fn rx_groups_sse2(
+    cqes: *mut u32,
+    shadow: *const NonNull<MbufHeader>,
+    n: usize,
+    out: *mut NonNull<MbufHeader>,
+    buf_len: u32,
+    memo: &Memo,
+) -> (usize, u64) {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { rx_groups_body::<false>(cqes, shadow, n, out, buf_len, memo) }
 }
 
 /// Whether the CPU has AVX (the groups then use its three-operand forms: fewer register copies).

@@ -361,7 +361,8 @@ impl<D: RegisterSpace> TxRing<D> {
         // SAFETY: n <= pkts.len() (caller).
         let pkts = unsafe { pkts.get_unchecked(..n) };
         // SAFETY: n packets of the batch, n free WQEBBs and shadow slots from pi (the caller's run).
-        let (mut k, mut bytes) = unsafe { tx_groups(pkts.as_ptr(), ring, shadow, n, pool_id, owner) };
+        let (mut k, mut bytes) =
+            if n >= 4 { unsafe { tx_groups(pkts.as_ptr(), ring, shadow, n, pool_id, owner) } } else { (0, 0) };
         while k < n {
             // SAFETY: k < n = pkts.len().
             let p = unsafe { *pkts.get_unchecked(k) };
