@@ -245,8 +245,8 @@ impl<D: RegisterSpace> RxRing<D> {
         let (memo, buf_len) = (self.memo, self.buf_len);
         // Locals, so that the loop keeps the bases in registers across its stores.
         let (cqes, shadow) = (self.cqes.as_ptr().cast::<u32>(), self.shadow.as_ptr());
-        // SAFETY: the caller's contract: n CQEs, slots and outputs from i; buf_len is a size of the buffer table.
         let (mut k, mut bytes) = if n >= 4 {
+            // SAFETY: the caller's contract: n CQEs, slots and outputs from i; buf_len is a size of the buffer table.
             unsafe { crate::rx_simd::rx_groups(cqes.add(i * 8), shadow.add(i), n, out, buf_len, &memo, self.avx) }
         } else {
             (0, 0)

@@ -360,9 +360,12 @@ impl<D: RegisterSpace> TxRing<D> {
         let (ring, shadow) = unsafe { (self.ring.as_ptr().add(pi).cast::<u64>(), self.shadow.as_mut_ptr().add(pi)) };
         // SAFETY: n <= pkts.len() (caller).
         let pkts = unsafe { pkts.get_unchecked(..n) };
-        // SAFETY: n packets of the batch, n free WQEBBs and shadow slots from pi (the caller's run).
-        let (mut k, mut bytes) =
-            if n >= 4 { unsafe { tx_groups(pkts.as_ptr(), ring, shadow, n, pool_id, owner) } } else { (0, 0) };
+        let (mut k, mut bytes) = if n >= 4 {
+            // SAFETY: n packets of the batch, n free WQEBBs and shadow slots from pi (the caller's run).
+            unsafe { tx_groups(pkts.as_ptr(), ring, shadow, n, pool_id, owner) }
+        } else {
+            (0, 0)
+        };
         while k < n {
             // SAFETY: k < n = pkts.len().
             let p = unsafe { *pkts.get_unchecked(k) };
