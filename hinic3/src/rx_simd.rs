@@ -1,7 +1,8 @@
 //! The four-at-a-time part of the RX fast run (docs/hw/hinic3.md §10.5): groups of four CQEs that each repeat the
 //! memo's status and offload word with a length of 1 to the buffer size, tested with one branch per group and the Mbuf
-//! RX blocks built with SSE2 from each CQE's first 16 bytes. Elsewhere (aarch64) no groups are taken and the scalar
-//! loop of `RxRing::fast_run` does every entry.
+//! RX blocks built with SIMD from each CQE's first 16 bytes: an SSE2 build, and an AVX build (three-operand forms,
+//! SSSE3 byte shuffles, one atomic 16-byte load per CQE) chosen at ring creation. Elsewhere (aarch64) no groups are
+//! taken and the scalar loop of `RxRing::fast_run` does every entry.
 
 use std::ptr::NonNull;
 
