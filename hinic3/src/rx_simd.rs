@@ -254,8 +254,10 @@ mod tests {
         memo: &Memo,
         avx: bool,
     ) -> (usize, u64, Vec<(u32, u16, u64, u32, u32, u16)>, Vec<u32>) {
-        let pool =
-            Mempool::new("rx-groups", &PoolConfig { size: 63, ..Default::default() }, &Allocator::no_huge()).unwrap();
+        // Pool names are global and tests run in parallel: a name of its own.
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let name = format!("hinic3-rx-groups-{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let pool = Mempool::new(&name, &PoolConfig { size: 63, ..Default::default() }, &Allocator::no_huge()).unwrap();
         assert!(pool.data_room() as u32 >= BUF);
         let mut shadow = vec![NonNull::dangling(); 16];
         assert!(pool.alloc_raw_bulk(&mut shadow));

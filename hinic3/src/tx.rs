@@ -517,3 +517,73 @@ impl<D: RegisterSpace> Drop for TxRing<D> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::FakeDb;
+    use mempool::PoolConfig;
+    use pktio::dma::IdentityMapper;
+
+    /// A batch with an offloaded packet and an empty one inside groups of four: the groups stop before them, the
+    /// packets around them still go out as compact WQEs in order, the offloaded one as an extended WQE, the empty one
+    /// dropped as an error.
+    #[test]
+    fn groups_stop_at_packets_that_are_not_plain_and_the_rest_go_out_in_order() {
+        let db = Arc::new(FakeDb::default());
+        let pool = Mempool::new(
+            "hinic3-tx-groups",
+            &PoolConfig { size: 127, cache_size: 0, ..Default::default() },
+            &Allocator::no_huge(),
+        )
+        .unwrap();
+        let mapper: Arc<dyn DmaMapper> = Arc::new(IdentityMapper);
+        let mut tx = TxRing::new(TxSetup {
+            db: &db,
+            allocator: &Allocator::no_huge(),
+            mapper: &mapper,
+            queue: 1,
+            depth: 64,
+            cos: 0,
+            pool: &pool,
+            stats: Default::default(),
+            port: "t",
+        })
+        .unwrap();
+        let mut b = PacketBatch::with_capacity(14);
+        let mut iovas = Vec::new();
+        for i in 0..14u16 {
+            let mut m = pool.alloc().unwrap();
+            assert!(m.set_len(if i == 9 { 0 } else { 60 + i }));
+            if i == 6 {
+                m.set_ol_flags(ol_flags::TX_IP_CKSUM | ol_flags::TX_IPV4);
+            }
+            iovas.push(m.data_iova());
+            b.push(m).unwrap();
+        }
+        assert_eq!(tx.tx_burst(&mut b), 14);
+        assert!(b.is_empty());
+        let wqe = |i: usize| {
+            // SAFETY: WQEBB i < 64 of the ring (IOVA = VA).
+            unsafe { (tx.ring_iova() as usize as *const SqWqebb).add(i).read_volatile() }
+        };
+        // Packets 0-5 in WQEBBs 0-5, packet 6 in 6 (control) and 7 (task), packets 7, 8 and 10-13 in 8 to 13.
+        let slots = [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13];
+        let pkts = [0, 1, 2, 3, 4, 5, 7, 8, 10, 11, 12, 13];
+        for (&w, &p) in slots.iter().zip(&pkts) {
+            assert_eq!(wqe(w), SqWqebb::compact(60 + p as u32, 1, iovas[p]), "packet {p} in WQEBB {w}");
+        }
+        let c = wqe(6).0;
+        assert_eq!(
+            c[0],
+            ctrl::BD0_LEN.val(66) | ctrl::EXTENDED | ctrl::BUFDESC_NUM.val(1) | ctrl::TASKSECT_LEN | 1 << 31
+        );
+        assert_eq!(wqe(7), SqWqebb::task(task::INNER_L3_CSUM, 0));
+        assert_eq!(db.last(crate::regs::DB_PAGE_SQ).unwrap().1, 14, "one doorbell, PI 14");
+        assert_eq!(tx.stats.errors.get(), 1, "the empty packet");
+        // SAFETY: the ring's CI slot.
+        unsafe { (tx.ci_iova() as usize as *mut u16).write_volatile(14u16.to_le()) };
+        drop(tx);
+        assert!(pool.is_full(), "every packet freed once");
+    }
+}
