@@ -58,6 +58,7 @@ pub mod regs;
 #[cfg(test)]
 mod ring_tests;
 pub mod rx;
+mod rx_simd;
 pub mod stats;
 pub mod testing;
 pub mod tx;

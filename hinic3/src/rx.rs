@@ -37,15 +37,15 @@ pub fn rx_buf_size_index(room: u32) -> Option<(u16, u32)> {
 /// The memo of the last (status, offload word) pair of a plain frame and the mbuf fields they give. The status is
 /// compared whole: a memo's status is DONE plus checksum bits, so a match also says "done, not flushed, no LRO".
 #[derive(Debug, Clone, Copy)]
-struct Memo {
-    status: u32,
-    offload: u32,
-    flags: u64,
-    ptype: u32,
+pub(crate) struct Memo {
+    pub(crate) status: u32,
+    pub(crate) offload: u32,
+    pub(crate) flags: u64,
+    pub(crate) ptype: u32,
 }
 
 impl Memo {
-    fn of(status: u32, offload: u32) -> Memo {
+    pub(crate) fn of(status: u32, offload: u32) -> Memo {
         let (flags, ptype) = rx_flags(status, offload);
         Memo { status: cqe::DONE | (status & cqe::CSUM_ERR.mask()), offload, flags, ptype }
     }
@@ -94,6 +94,8 @@ pub struct RxRing<D: RegisterSpace> {
     headroom: u64,
     rearm: RxRearm,
     memo: Memo,
+    /// The CPU has AVX: the four-at-a-time groups use their AVX build (x86-64 only; false elsewhere).
+    avx: bool,
     pool: Mempool,
     db: Arc<D>,
     db_info: u32,
@@ -168,6 +170,7 @@ impl<D: RegisterSpace> RxRing<D> {
             headroom,
             rearm,
             memo: Memo::NONE,
+            avx: crate::rx_simd::avx(),
             pool: setup.pool.clone(),
             db: setup.db.clone(),
             db_info: doorbell::info(DbKind::Rq, setup.queue, 0),
@@ -233,7 +236,8 @@ impl<D: RegisterSpace> RxRing<D> {
     }
 
     /// The common run: up to `n` entries from `i` (no wrap inside), each a completed single-buffer frame whose status
-    /// and offload word repeat the memo's. Moves their buffers to `out`; returns (count, bytes).
+    /// and offload word repeat the memo's. Moves their buffers to `out`; returns (count, bytes). Four at a time where
+    /// the CPU has SSE2 (`rx_simd`), then one at a time.
     ///
     /// # Safety `i + n <= depth`, every entry posted (its slot owns a buffer), `out` valid for `n` writes.
     #[inline(always)]
@@ -241,8 +245,12 @@ impl<D: RegisterSpace> RxRing<D> {
         let (memo, buf_len) = (self.memo, self.buf_len);
         // Locals, so that the loop keeps the bases in registers across its stores.
         let (cqes, shadow) = (self.cqes.as_ptr().cast::<u32>(), self.shadow.as_ptr());
-        let mut bytes = 0u64;
-        let mut k = 0;
+        let (mut k, mut bytes) = if n >= 4 {
+            // SAFETY: the caller's contract: n CQEs, slots and outputs from i; buf_len is a size of the buffer table.
+            unsafe { crate::rx_simd::rx_groups(cqes.add(i * 8), shadow.add(i), n, out, buf_len, &memo, self.avx) }
+        } else {
+            (0, 0)
+        };
         while k < n {
             // SAFETY: i + k < depth: CQE i + k of the array this ring owns (8 dwords each); the device writes it.
             let c = unsafe { cqes.add((i + k) * 8) };
@@ -402,14 +410,25 @@ impl<D: RegisterSpace> RxRing<D> {
                 break;
             }
             let (wqes, shadow, rearm, headroom) = (self.wqes.as_ptr(), self.shadow.as_ptr(), self.rearm, self.headroom);
-            let mut k = start;
-            while k < start + run {
-                // SAFETY: k < depth: a fresh buffer its slot owns and a WQE the device does not own.
+            // Four per loop round where they come in fours (the refill's runs usually do), then one at a time.
+            let post = |k: usize| {
+                // SAFETY: k < start + run <= depth: a fresh buffer its slot owns and a WQE the device does not own.
                 unsafe {
                     let h = *shadow.add(k);
                     rearm.apply(h);
                     std::ptr::addr_of_mut!((*wqes.add(k)).buf).write_volatile(hi_lo(buffer_iova(h, headroom)));
                 }
+            };
+            let mut k = start;
+            while k + 4 <= start + run {
+                post(k);
+                post(k + 1);
+                post(k + 2);
+                post(k + 3);
+                k += 4;
+            }
+            while k < start + run {
+                post(k);
                 k += 1;
             }
             self.pi = (start + run) & self.mask;
