@@ -123,7 +123,7 @@ pub use dma::IovaMap;
 pub use fault::{Fault, FaultLog};
 pub use pci::PciIdentity;
 pub use sp670::{
-    run_until_idle_sp670, Sp670, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar, Sp670Port,
+    run_until_idle_sp670, Sp670, Sp670Bar, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar, Sp670Port,
     Sp670RxError, Sp670Thread,
 };
 pub use x540::{

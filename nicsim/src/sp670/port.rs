@@ -271,6 +271,11 @@ impl Sp670Port {
     pub fn db_bar(&self) -> Sp670DbBar {
         Sp670DbBar { shared: self.shared.clone() }
     }
+    /// The three BARs as one type: (cfg, mgmt, doorbells).
+    pub fn bars(&self) -> (super::Sp670Bar, super::Sp670Bar, super::Sp670Bar) {
+        use super::Sp670Bar::*;
+        (Cfg(self.cfg_bar()), Mgmt(self.mgmt_bar()), Db(self.db_bar()))
+    }
     /// The IOVA map: give it to the driver as its DMA mapper.
     pub fn dma_mapper(&self) -> Arc<IovaMap> {
         self.shared.dma.clone()
