@@ -123,8 +123,8 @@ pub use dma::IovaMap;
 pub use fault::{Fault, FaultLog};
 pub use pci::PciIdentity;
 pub use sp670::{
-    run_until_idle_sp670, Sp670, Sp670Bar, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar, Sp670Port,
-    Sp670RxError, Sp670Thread,
+    run_until_idle_sp670, Sp670, Sp670Bar, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar,
+    Sp670Port, Sp670RxError, Sp670Thread,
 };
 pub use x540::{
     run_until_idle, Chip, LinkSpeed, ModelCounters, ModelThread, ResetRecord, RxError, SimBar, X540Config, X540Port,
