@@ -71,3 +71,26 @@ pub fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
 
 #[allow(unused_imports)] // each test binary uses a part
 pub use drvtest::{checksum, pseudo, tcp_frame, udp_frame};
+
+/// A packet holding `frame`, chained over data-room-sized segments.
+pub fn mbuf_from(pool: &Mempool, frame: &[u8]) -> mempool::Mbuf {
+    let room = pool.data_room() as usize;
+    let mut head: Option<mempool::Mbuf> = None;
+    for part in frame.chunks(room) {
+        let mut m = pool.alloc().expect("buffer");
+        m.data_room_mut()[..part.len()].copy_from_slice(part);
+        assert!(m.set_len(part.len() as u16));
+        match &mut head {
+            Some(h) => h.chain(m),
+            None => head = Some(m),
+        }
+    }
+    head.unwrap()
+}
+
+/// Every byte of a (possibly chained) packet.
+pub fn bytes(m: &mempool::Mbuf) -> Vec<u8> {
+    let mut v = vec![0u8; m.pkt_len() as usize];
+    assert_eq!(m.copy_to(&mut v), v.len());
+    v
+}
