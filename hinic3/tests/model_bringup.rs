@@ -41,7 +41,9 @@ fn brings_up_starts_stops_and_closes_cleanly() {
     assert!(p.model.sq_context(2).is_none(), "only the configured queues have contexts");
     let log = p.model.mgmt_log();
     assert!(log.iter().all(|&(_, _, status)| status == 0), "every command answered ok: {log:?}");
-    for (m, c, what) in [(module::COMM, 0, "FUNC_RESET"), (module::COMM, 21, "root context"), (14, 6, "MAG port enable")] {
+    for (m, c, what) in
+        [(module::COMM, 0, "FUNC_RESET"), (module::COMM, 21, "root context"), (14, 6, "MAG port enable")]
+    {
         assert!(log.iter().any(|&(lm, lc, _)| (lm, lc) == (m, c)), "{what} sent: {log:?}");
     }
     p.dev.stop().unwrap();
@@ -80,7 +82,8 @@ fn a_driver_that_misses_the_csr_byte_swap_is_refused_with_a_typed_error() {
     let model = Sp670::new(Sp670Config::default());
     let _thread = model.start_thread();
     let (cfg, mgmt, db) = model.bars();
-    let bars = Bars { cfg: Arc::new(Unswapped(cfg)), mgmt: Some(Arc::new(Unswapped(mgmt))), db: Arc::new(Unswapped(db)) };
+    let bars =
+        Bars { cfg: Arc::new(Unswapped(cfg)), mgmt: Some(Arc::new(Unswapped(mgmt))), db: Arc::new(Unswapped(db)) };
     let options = Options { name: "unswapped".into(), timing: Timing::fast() };
     let err = Hinic3::new(bars, model.dma_mapper(), Allocator::no_huge(), options).err().expect("bring-up must fail");
     // The ready bit (FUNC_ATTR1 bit 30) lands in another byte: the driver waits for it and gives up, typed.

@@ -99,6 +99,11 @@ impl Shared {
                     db.fetch_and(!DB_PENDING, Ordering::AcqRel);
                 }
             }
+            if std::mem::take(&mut core.drop_queue_doorbells) {
+                for db in self.sq_db.iter().chain(self.rq_db.iter()) {
+                    db.fetch_and(!DB_PENDING, Ordering::AcqRel);
+                }
+            }
             for q in 0..MAX_CMDQS {
                 let v = self.cmdq_db[q].load(Ordering::Acquire);
                 if v & DB_PENDING != 0 && !core.inject.cmdq_stalled {
