@@ -44,10 +44,13 @@ pub fn open_pair(config: Sp670Config) -> (Port, Port) {
     (p0, p1)
 }
 
-/// Drops the driver (stop and close) while the model runs, then checks the model saw a clean close.
+/// Drops the driver (stop and close) while the model runs, then checks the model saw a clean close: no fault (the
+/// close's own commands and register writes included) and no DMA mapping left in its IOVA map.
 pub fn close(port: Port) {
     let Port { dev, thread, model } = port;
+    let map = model.dma_mapper();
     drop(dev);
+    assert_eq!(map.region_count(), 0, "DMA mappings left after close");
     drop(thread);
     model.assert_no_faults();
 }
