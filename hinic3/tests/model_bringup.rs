@@ -49,6 +49,8 @@ fn brings_up_starts_stops_and_closes_cleanly() {
     p.dev.stop().unwrap();
     p.model.assert_no_faults();
     assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
+    assert!(p.model.sq_context(0).is_none() && p.model.rq_context(0).is_none(), "queue resources freed at stop");
+    assert!(!p.model.link_up(), "port disabled at stop (MAG 6)");
     // Restart after stop: the same port comes back with fresh contexts.
     p.dev.start(&pool).unwrap();
     wait_for(5, "link after restart", || p.dev.link().up);
