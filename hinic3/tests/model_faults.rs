@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::*;
 use hinic3::cmdq::ucode;
-use hinic3::mgmt::{comm, l2nic, module};
+use hinic3::mgmt::{l2nic, module};
 use hinic3::Error;
 use mempool::PacketBatch;
 use nicsim::{Sp670, Sp670Config};
@@ -224,5 +224,4 @@ fn firmware_ready_late_is_waited_for_and_a_ready_bit_that_never_comes_is_a_timeo
         other => panic!("{err}: {other:?}"),
     }
     model.assert_no_faults();
-    let _ = comm::FUNC_RESET;
 }
