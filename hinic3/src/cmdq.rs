@@ -154,7 +154,8 @@ impl<D: RegisterSpace> Cmdq<D> {
             if start.elapsed() >= self.timeout {
                 return Err(Error::CmdqTimeout { command: cmd, pi: pi as u16, budget: self.timeout });
             }
-            std::hint::spin_loop();
+            // Yield: the firmware takes milliseconds, and a model (or anything else) may need this core meanwhile.
+            std::thread::yield_now();
         }
         dma_rmb();
         let code = STATUS_ERR.get(self.read_u32(base + 8));

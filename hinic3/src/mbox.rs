@@ -380,7 +380,8 @@ impl<R: RegisterSpace> Mbox<R> {
                     budget: self.timing.writeback,
                 });
             }
-            std::hint::spin_loop();
+            // Yield: the firmware takes milliseconds, and a model (or anything else) may need this core meanwhile.
+            std::thread::yield_now();
         }
     }
 

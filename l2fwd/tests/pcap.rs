@@ -153,6 +153,11 @@ fn forwards_through_simulated_x710_ports() {
     forwards_through_simulated_ports("net_sim_x710,ports=2", "l2sim710");
 }
 
+#[test]
+fn forwards_through_simulated_sp670_ports() {
+    forwards_through_simulated_ports("net_sim_sp670,ports=2", "l2sim670");
+}
+
 fn forwards_through_simulated_ports(vdev: &str, tmp: &str) {
     // Ports 0, 1: two simulated NICs wired back to back (the real ixgbe or i40e driver on its model); ports 2, 3: pcap.
     // --portmap pairs 2 with 0 and 1 with 3: frames replayed on port 2 leave by sim port 0, cross the wire, arrive

@@ -332,8 +332,13 @@ fn forwards_through_simulated_x710_ports() {
     forwards_through_simulated_ports("net_sim_x710,ports=2", "l3sim710");
 }
 
+#[test]
+fn forwards_through_simulated_sp670_ports() {
+    forwards_through_simulated_ports("net_sim_sp670,ports=2", "l3sim670");
+}
+
 fn forwards_through_simulated_ports(vdev: &str, tmp: &str) {
-    // Ports 0, 1: two simulated NICs (X540 or X710) wired back to back (their vdev comes first); port 2: pcap. 198.18.0.0/24 -> port 0. A frame from the pcap
+    // Ports 0, 1: two simulated NICs (X540, X710 or SP670) wired back to back (their vdev comes first); port 2: pcap. 198.18.0.0/24 -> port 0. A frame from the pcap
     // leaves by sim port 0, crosses the wire, arrives on sim port 1 and is routed to port 0 again, TTL one less
     // each time, until its TTL reaches 1 and it is dropped: TTL 4 makes three trips through the driver. -P: the
     // frames carry the default destination 02:00:00:00:00:00, which the model filters out otherwise.

@@ -93,8 +93,9 @@
 //! [`Sp670::new`]`(`[`Sp670Config`]`)` makes one hinic3 PF (19e5:0222) as an [`Sp670Port`], whose three BARs are
 //! [`Sp670Port::cfg_bar`] (BAR1, the function CSRs, big-endian per 32-bit word as on the bus: a driver that forgets
 //! the swap reads garbage and its writes are refused as faults), [`Sp670Port::mgmt_bar`] (BAR3, PPF/MPF election)
-//! and [`Sp670Port::db_bar`] (BAR4, 64-bit doorbells); [`Sp670::pair`] wires two cards back to back. It is written
-//! from the project's notes, `docs/hw/hinic3.md`, independently of any hinic3 driver (see [`sp670`]). The management
+//! and [`Sp670Port::db_bar`] (BAR4, 64-bit doorbells), or all three as one type, [`Sp670Bar`], from
+//! [`Sp670Port::bars`]; [`Sp670::pair`] wires two cards back to back. It is written from the project's notes,
+//! `docs/hw/hinic3.md`, independently of any hinic3 driver (see [`sp670`]). The management
 //! CPU answers mailbox requests (inline segments or DMA mode) on the AEQ the request names, checks each request
 //! field by field against the notes' layouts, answers an unknown command with status 0xFF and a malformed one with
 //! [`sp670::STATUS_BAD`] and a fault; the command queue parses SQ/RQ contexts, the RSS tables and RQ flushes; SQs
@@ -124,8 +125,8 @@ pub use dma::IovaMap;
 pub use fault::{Fault, FaultLog};
 pub use pci::PciIdentity;
 pub use sp670::{
-    run_until_idle_sp670, Sp670, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar, Sp670Port,
-    Sp670RxError, Sp670Thread,
+    run_until_idle_sp670, Sp670, Sp670Bar, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar,
+    Sp670Port, Sp670RxError, Sp670Thread,
 };
 pub use x540::{
     run_until_idle, Chip, LinkSpeed, ModelCounters, ModelThread, ResetRecord, RxError, SimBar, X540Config, X540Port,

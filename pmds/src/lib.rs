@@ -75,8 +75,11 @@ mod tests {
         if cfg!(feature = "virtio") {
             pci.push("net_virtio");
         }
-        let vdevs: &[&str] =
-            if cfg!(feature = "sim") { &["net_sim_x540", "net_sim_82599", "net_sim_x710"] } else { &[] };
+        let vdevs: &[&str] = if cfg!(feature = "sim") {
+            &["net_sim_x540", "net_sim_82599", "net_sim_x710", "net_sim_sp670"]
+        } else {
+            &[]
+        };
         assert_eq!(r.pci_drivers().iter().map(|d| d.name).collect::<Vec<_>>(), pci);
         assert_eq!(r.vdev_names(), vdevs);
     }

@@ -4,6 +4,7 @@
 //!
 //! - [`x540`]: `net_sim_x540` and `net_sim_82599`, the ixgbe driver on the X540 model and its 82599 variant.
 //! - [`x710`]: `net_sim_x710`, the i40e driver on the X710 / XL710 / XXV710 model.
+//! - [`sp670`]: `net_sim_sp670`, the hinic3 driver on the SP670 model.
 //!
 //! [`VDEV_DRIVERS`] lists them for an application's [`pktio::driver::Registry`]. Not supported: models of other
 //! NICs (one module per model family joins these), PCI-style probing of a model (models are vdevs only).
@@ -11,6 +12,7 @@
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 mod port;
+pub mod sp670;
 pub mod x540;
 pub mod x710;
 
@@ -23,6 +25,7 @@ pub static VDEV_DRIVERS: &[VdevDriver] = &[
     VdevDriver { name: x540::VDEV_DRIVER, open: x540::open_vdev },
     VdevDriver { name: x540::VDEV_DRIVER_82599, open: x540::open_vdev_82599 },
     VdevDriver { name: x710::VDEV_DRIVER, open: x710::open_vdev },
+    VdevDriver { name: sp670::VDEV_DRIVER, open: sp670::open_vdev },
 ];
 
 #[cfg(test)]
@@ -50,6 +53,9 @@ mod tests {
         let x710 = open("net_sim_x710,ports=2,part=xxv710").unwrap();
         assert_eq!(x710[1].info().driver_name, "net_i40e");
         assert_eq!(x710[1].info().device_name, "net_sim_x710_p1");
+        let sp670 = open("net_sim_sp670,ports=2").unwrap();
+        assert_eq!(sp670[1].info().driver_name, "net_hinic3");
+        assert_eq!(sp670[1].info().device_name, "net_sim_sp670_p1");
     }
 
     #[test]

@@ -142,7 +142,7 @@ fn icmpecho_answers_ping_through_tap() {
 }
 
 /// The simulated NIC wired to a TAP: the kernel's ping crosses the TAP, the model's filters and RX ring, the real
-/// ixgbe driver, testpmd-rs's icmpecho, and back out through the driver's TX ring and the model.
+/// driver (ixgbe, i40e or hinic3), testpmd-rs's icmpecho, and back out through the driver's TX ring and the model.
 fn sim_tap_answers_ping(vdev_driver: &str, ns_name: &str, iface: &str, subnet: &str) {
     if !usable(true) {
         return;
@@ -174,4 +174,9 @@ fn icmpecho_answers_ping_through_sim_82599_on_a_tap() {
 #[test]
 fn icmpecho_answers_ping_through_sim_x710_on_a_tap() {
     sim_tap_answers_ping("net_sim_x710", "tpmd-simtap710", "simtap2", "10.195.0");
+}
+
+#[test]
+fn icmpecho_answers_ping_through_sim_sp670_on_a_tap() {
+    sim_tap_answers_ping("net_sim_sp670", "tpmd-simtap670", "simtap3", "10.194.0");
 }

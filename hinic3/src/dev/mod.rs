@@ -301,6 +301,18 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
         &self.state
     }
 
+    fn burst_mode(&self) -> pktio::BurstMode {
+        // CQEs four at a time in SSE2 on x86-64 (compiled for AVX where the CPU has it), scalar elsewhere.
+        let rx = if cfg!(not(target_arch = "x86_64")) {
+            "Scalar"
+        } else if crate::rx_simd::avx() {
+            "Vector SSE2 (AVX build)"
+        } else {
+            "Vector SSE2"
+        };
+        pktio::BurstMode { rx, tx: "Scalar (plain packets by 4, offloads one by one)" }
+    }
+
     fn state_mut(&mut self) -> &mut PortState {
         &mut self.state
     }

@@ -94,7 +94,10 @@ impl Sp670CfgBar {
             }
             AEQ_CI_SIMPLE_INDIR => {
                 let idx = AEQ_CI_IDX.get(v) as usize;
-                if idx >= c.config.num_aeqs || AEQ_CI_CI.get(v) >= c.aeqs[idx].len().max(1) {
+                let ci = AEQ_CI_CI.get(v);
+                // A queue being torn down (CTRL_1 = 0) gets its PROD_IDX back as the CI (docs/hw/hinic3.md §5.3).
+                let ok = |a: &Aeq| if a.len() == 0 { ci == a.pi } else { ci < a.len() };
+                if idx >= c.config.num_aeqs || !ok(&c.aeqs[idx]) {
                     c.fault(format!(
                         "AEQ_CI_SIMPLE_INDIR = {v:#010x}: AEQ {idx} / CI {} out of range",
                         AEQ_CI_CI.get(v)
@@ -336,5 +339,52 @@ impl RegisterSpace for Sp670DbBar {
     }
     fn len(&self) -> usize {
         DB_BAR_LEN
+    }
+}
+
+// ---- one type for the three BARs ----------------------------------------------------------------------------------------
+
+/// Any of the three BARs as one [`RegisterSpace`] type, for a driver that takes its BARs as one type (a VFIO device's
+/// BARs are all `VfioBar`). [`Sp670Port::bars`](super::Sp670Port::bars) hands out the three.
+#[derive(Debug, Clone)]
+pub enum Sp670Bar {
+    /// BAR1, the function CSRs.
+    Cfg(Sp670CfgBar),
+    /// BAR3, the PPF/MPF election.
+    Mgmt(Sp670MgmtBar),
+    /// BAR4, the doorbells.
+    Db(Sp670DbBar),
+}
+
+impl RegisterSpace for Sp670Bar {
+    fn read32(&self, offset: usize) -> u32 {
+        match self {
+            Sp670Bar::Cfg(b) => b.read32(offset),
+            Sp670Bar::Mgmt(b) => b.read32(offset),
+            Sp670Bar::Db(b) => b.read32(offset),
+        }
+    }
+    fn write32(&self, offset: usize, value: u32) {
+        match self {
+            Sp670Bar::Cfg(b) => b.write32(offset, value),
+            Sp670Bar::Mgmt(b) => b.write32(offset, value),
+            Sp670Bar::Db(b) => b.write32(offset, value),
+        }
+    }
+    fn write64(&self, offset: usize, value: u64) {
+        match self {
+            Sp670Bar::Db(b) => b.write64(offset, value),
+            _ => {
+                self.write32(offset, value as u32);
+                self.write32(offset + 4, (value >> 32) as u32);
+            }
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            Sp670Bar::Cfg(b) => b.len(),
+            Sp670Bar::Mgmt(b) => b.len(),
+            Sp670Bar::Db(b) => b.len(),
+        }
     }
 }

@@ -36,7 +36,7 @@ mod rx;
 mod stats;
 mod tx;
 
-pub use bars::{Sp670CfgBar, Sp670DbBar, Sp670MgmtBar};
+pub use bars::{Sp670Bar, Sp670CfgBar, Sp670DbBar, Sp670MgmtBar};
 pub use mgmt::{module, STATUS_BAD, STATUS_UNSUPPORTED};
 pub use port::{run_until_idle_sp670, Sp670, Sp670Port, Sp670Thread};
 pub use rx::hash_type;
@@ -271,6 +271,8 @@ pub(crate) struct Core {
     pub cmdq_log: Vec<(u8, u32)>,
     /// Set by a function reset: doorbells rung before it are forgotten.
     pub drop_doorbells: bool,
+    /// Set when the queue resources are freed (CLEAR_QP_RESOURCE): SQ/RQ doorbells rung before are forgotten.
+    pub drop_queue_doorbells: bool,
 }
 
 /// Counters kept under the model lock (copied out as [`Sp670Counters`]).
@@ -310,6 +312,7 @@ impl Core {
             mgmt_log: Vec::new(),
             cmdq_log: Vec::new(),
             drop_doorbells: false,
+            drop_queue_doorbells: false,
         }
     }
 
@@ -343,8 +346,11 @@ impl Core {
         self.clear_queues();
     }
 
-    /// L2NIC 11 CLEAR_QP_RESOURCE: every queue context and started queue goes.
+    /// L2NIC 11 CLEAR_QP_RESOURCE: every queue resource of the function goes (docs/hw/hinic3.md §7.3): contexts,
+    /// started queues, CI write-back addresses and doorbells not yet taken (a stale PI must not run a later context).
     fn clear_queues(&mut self) {
+        self.drop_queue_doorbells = true;
+        self.mgmt.sq_ci_addr.iter_mut().for_each(|a| *a = None);
         self.sq_ctx.iter_mut().for_each(|c| *c = None);
         self.rq_ctx.iter_mut().for_each(|c| *c = None);
         self.sqs.iter_mut().for_each(|c| *c = None);

@@ -99,6 +99,11 @@ impl Shared {
                     db.fetch_and(!DB_PENDING, Ordering::AcqRel);
                 }
             }
+            if std::mem::take(&mut core.drop_queue_doorbells) {
+                for db in self.sq_db.iter().chain(self.rq_db.iter()) {
+                    db.fetch_and(!DB_PENDING, Ordering::AcqRel);
+                }
+            }
             for q in 0..MAX_CMDQS {
                 let v = self.cmdq_db[q].load(Ordering::Acquire);
                 if v & DB_PENDING != 0 && !core.inject.cmdq_stalled {
@@ -270,6 +275,11 @@ impl Sp670Port {
     /// The doorbell BAR (BAR4).
     pub fn db_bar(&self) -> Sp670DbBar {
         Sp670DbBar { shared: self.shared.clone() }
+    }
+    /// The three BARs as one type: (cfg, mgmt, doorbells).
+    pub fn bars(&self) -> (super::Sp670Bar, super::Sp670Bar, super::Sp670Bar) {
+        use super::Sp670Bar::*;
+        (Cfg(self.cfg_bar()), Mgmt(self.mgmt_bar()), Db(self.db_bar()))
     }
     /// The IOVA map: give it to the driver as its DMA mapper.
     pub fn dma_mapper(&self) -> Arc<IovaMap> {

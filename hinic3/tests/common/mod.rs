@@ -1,0 +1,99 @@
+//! Shared by the model tests: the hinic3 driver opened on the independent SP670 model of nicsim.
+
+#![allow(dead_code)] // each test binary uses a part
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hinic3::{Bars, Hinic3, Options, Timing};
+use hugepage::Allocator;
+use mempool::{Mempool, PoolConfig};
+use nicsim::{Sp670, Sp670Bar, Sp670Config, Sp670Port, Sp670Thread};
+
+/// A driver on a model port whose thread runs for as long as this lives. Field order: the driver drops (and
+/// quiesces its rings, closes the function) before the model thread stops.
+pub struct Port {
+    pub dev: Hinic3<Sp670Bar>,
+    pub thread: Sp670Thread,
+    pub model: Sp670Port,
+}
+
+/// Opens the driver on `model` with the model thread running.
+pub fn open(name: &str, model: Sp670Port) -> pktio::Result<Port> {
+    let thread = model.start_thread();
+    let (cfg, mgmt, db) = model.bars();
+    let bars = Bars { cfg: Arc::new(cfg), mgmt: Some(Arc::new(mgmt)), db: Arc::new(db) };
+    let options = Options { name: name.to_string(), timing: Timing::fast() };
+    let dev = Hinic3::new(bars, model.dma_mapper(), Allocator::no_huge(), options)?;
+    Ok(Port { dev, thread, model })
+}
+
+pub fn open_one(config: Sp670Config) -> Port {
+    let port = open("model0", Sp670::new(config)).expect("bring-up against the model");
+    port.model.assert_no_faults();
+    port
+}
+
+pub fn open_pair(config: Sp670Config) -> (Port, Port) {
+    let (m0, m1) = Sp670::pair(config);
+    let p0 = open("model0", m0).expect("bring-up of port 0");
+    let p1 = open("model1", m1).expect("bring-up of port 1");
+    p0.model.assert_no_faults();
+    p1.model.assert_no_faults();
+    (p0, p1)
+}
+
+/// Drops the driver (stop and close) while the model runs, then checks the model saw a clean close: no fault (the
+/// close's own commands and register writes included) and no DMA mapping left in its IOVA map.
+pub fn close(port: Port) {
+    let Port { dev, thread, model } = port;
+    let map = model.dma_mapper();
+    drop(dev);
+    assert_eq!(map.region_count(), 0, "DMA mappings left after close");
+    drop(thread);
+    model.assert_no_faults();
+}
+
+pub fn pool(name: &str, size: u32) -> Mempool {
+    // Unique per call: tests of one binary run in parallel and may share a helper (and so a name).
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("{name}-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    Mempool::new(&name, &PoolConfig { size, cache_size: 0, ..Default::default() }, &Allocator::no_huge()).unwrap()
+}
+
+/// Polls `f` until it is true or `secs` pass.
+#[track_caller]
+pub fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+#[allow(unused_imports)] // each test binary uses a part
+pub use drvtest::{checksum, pseudo, tcp_frame, udp_frame};
+
+/// A packet holding `frame`, chained over data-room-sized segments.
+pub fn mbuf_from(pool: &Mempool, frame: &[u8]) -> mempool::Mbuf {
+    let room = pool.data_room() as usize;
+    let mut head: Option<mempool::Mbuf> = None;
+    for part in frame.chunks(room) {
+        let mut m = pool.alloc().expect("buffer");
+        m.data_room_mut()[..part.len()].copy_from_slice(part);
+        assert!(m.set_len(part.len() as u16));
+        match &mut head {
+            Some(h) => h.chain(m),
+            None => head = Some(m),
+        }
+    }
+    head.unwrap()
+}
+
+/// Every byte of a (possibly chained) packet.
+pub fn bytes(m: &mempool::Mbuf) -> Vec<u8> {
+    let mut v = vec![0u8; m.pkt_len() as usize];
+    assert_eq!(m.copy_to(&mut v), v.len());
+    v
+}
