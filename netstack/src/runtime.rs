@@ -24,6 +24,12 @@ pub trait App: Send + 'static {
     fn on_poll(&mut self, stack: &mut Stack) {
         let _ = stack;
     }
+
+    /// The application's own counters as `name value` lines, printed on Ctrl-C after the lcore's stack
+    /// counters. Empty by default.
+    fn report(&self) -> String {
+        String::new()
+    }
 }
 
 /// What the runtime was asked to do.
@@ -166,8 +172,8 @@ where
     }
     let mut total = Counters::default();
     let mut out = String::new();
-    for (lcore, counters, active) in &results {
-        out.push_str(&format!("== {program}: lcore {lcore} ==\nconnections_active       {active}\n{counters}"));
+    for (lcore, counters, active, report) in &results {
+        out.push_str(&format!("== {program}: lcore {lcore} ==\nconnections_active       {active}\n{counters}{report}"));
         total.add(counters);
     }
     if results.len() > 1 {
@@ -179,14 +185,15 @@ where
     Ok(total)
 }
 
-/// One lcore's run-to-completion loop; returns its counters and the connections still open at the stop.
+/// One lcore's run-to-completion loop; returns its counters, the connections still open at the stop and the
+/// application's report.
 fn lcore_loop<A: App>(
     lcore: u32,
     mut stack: Stack,
     mut app: A,
     mut control: ControlServer,
     idle: Option<Duration>,
-) -> (u32, Counters, usize) {
+) -> (u32, Counters, usize, String) {
     let mut events = Vec::with_capacity(256);
     let mut n: u32 = 0;
     while !eal::stop_requested() {
@@ -206,7 +213,7 @@ fn lcore_loop<A: App>(
         }
     }
     let active = stack.active_connections();
-    (lcore, *stack.counters(), active)
+    (lcore, *stack.counters(), active, app.report())
 }
 
 /// `main` for a sample server: parses `std::env::args`, runs, and turns errors into a message and exit code 1.
