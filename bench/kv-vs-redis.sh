@@ -5,10 +5,11 @@
 #
 # Usage (as root): bash bench/kv-vs-redis.sh
 # Knobs: KV_BENCH_REQUESTS (default 1000000; e.g. 50000 for a quick run), KV_BENCH_CLIENTS (50),
-# KV_BENCH_PIPELINES ("1 16"), KV_SERVER_CMD: the command line of kv-server on netstack (not yet built; until it
-# is set, its columns read n/a). It is run with BENCH_IFACE (the host-side veth, which it owns; the kernel keeps no
-# address on it), BENCH_IP and BENCH_PORT in its environment; KV_SERVER_MODE=kernel instead puts HOST_IP on the
-# host veth for a kernel-stack stand-in (to check this harness before netstack serves).
+# KV_BENCH_PIPELINES ("1 16"), KV_SERVER_ARGS (extra kv-server options, e.g. "--idle-sleep-us 0"), NETSTACK_LCORES
+# (the lcore kv-server polls on, default 1). kv-server is built in release mode and owns the host-side veth through
+# net_af_packet (the kernel keeps no address on it). KV_SERVER_CMD replaces it with another command line, run with
+# BENCH_IFACE, BENCH_IP and BENCH_PORT in its environment; KV_SERVER_MODE=kernel then puts HOST_IP on the host
+# veth for a kernel-stack stand-in.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/bench/lib.sh"
@@ -43,12 +44,11 @@ bench_system() {
 netns_setup
 bench_system redis-server kernel redis-server --bind "$HOST_IP" --port "$BENCH_PORT" --save "" --appendonly no \
   --protected-mode no --daemonize no --dir "$TMP"
-if [ -n "${KV_SERVER_CMD:-}" ]; then
-  # shellcheck disable=SC2086 # the command line is given as one string
-  bench_system kv-server "${KV_SERVER_MODE:-own}" $KV_SERVER_CMD
-else
-  say "KV_SERVER_CMD not set: kv-server columns are n/a"
+if [ -z "${KV_SERVER_CMD:-}" ]; then
+  KV_SERVER_CMD="$(netstack_server kv-server) --config $TMP/kv-server.toml --port $BENCH_PORT ${KV_SERVER_ARGS:-}"
 fi
+# shellcheck disable=SC2086 # the command line is given as one string
+bench_system kv-server "${KV_SERVER_MODE:-own}" $KV_SERVER_CMD
 
 get() { awk -v t="$2" -v c="$3" '$1 == t { print $c }' "$TMP/$1" 2>/dev/null; }
 printf '%-5s %-4s | %12s %8s %8s | %12s %8s %8s | %6s\n' test P redis-rps p50-ms p99-ms kv-rps p50-ms p99-ms ratio
