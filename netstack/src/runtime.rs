@@ -214,6 +214,12 @@ fn lcore_loop<A: App>(
 ) -> (u32, Counters, usize, String) {
     let mut events = Vec::with_capacity(256);
     let mut n: u32 = 0;
+    if matches!(idle, Idle::Sleep(_)) {
+        // The kernel pads a sleep by the thread's timer slack (50 us by default), which would swamp a sleep of a
+        // few microseconds; 1 us keeps an idle server's wake-up close to what was asked.
+        // SAFETY: PR_SET_TIMERSLACK takes a plain integer and touches no memory of ours.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0) };
+    }
     while !eal::stop_requested() {
         let received = stack.poll(&mut events);
         if !events.is_empty() {
