@@ -101,17 +101,25 @@ impl<P: Protocol> Server<P> {
 
     fn accept_all(&mut self, stack: &mut Stack) {
         while let Ok(h) = stack.accept(self.listener) {
-            let i = h.index();
-            if self.conns.len() <= i {
-                self.conns.resize_with(i + 1, || None);
-            }
-            let session = self.proto.open(self.next_id);
-            self.next_id += 1;
-            let out = self.spare.pop().unwrap_or_default();
-            self.conns[i] = Some(Conn { handle: h, session, out, sent: 0, closing: false, eof: false });
-            self.stats.accepted += 1;
-            self.stats.active += 1;
+            self.open(h);
+            // Events reported while the connection waited to be accepted (data, the peer's FIN or a reset: the
+            // last two are reported once) named a handle we did not know yet: read now, which finds all three.
+            self.read(stack, h);
         }
+    }
+
+    /// Starts serving the connection `h` just accepted.
+    fn open(&mut self, h: Handle) {
+        let i = h.index();
+        if self.conns.len() <= i {
+            self.conns.resize_with(i + 1, || None);
+        }
+        let session = self.proto.open(self.next_id);
+        self.next_id += 1;
+        let out = self.spare.pop().unwrap_or_default();
+        self.conns[i] = Some(Conn { handle: h, session, out, sent: 0, closing: false, eof: false });
+        self.stats.accepted += 1;
+        self.stats.active += 1;
     }
 
     fn conn(&mut self, h: Handle) -> Option<&mut Conn<P::Session>> {

@@ -295,6 +295,9 @@ fn kv_server_serves_redis_cli_redis_benchmark_and_survives_rough_clients() {
     assert_eq!(text(&set).trim(), "OK");
     let get = net.exec("redis-cli", &["-h", &ip, "-p", "6390", "GET", "greeting"]);
     assert_eq!(text(&get).trim(), "hello netstack");
+    // A key that expires while nobody reads it: the sweep on the poll's clock removes it (counted at the end).
+    let set = net.exec("redis-cli", &["-h", &ip, "-p", "6390", "SET", "short-lived", "x", "PX", "300"]);
+    assert_eq!(text(&set).trim(), "OK");
 
     // Every default test of redis-benchmark: each prints a rate, and nothing reports an error.
     let bench = net.exec("redis-benchmark", &["-h", &ip, "-p", "6390", "-q", "-n", "100000", "-c", "50"]);
@@ -306,7 +309,10 @@ fn kv_server_serves_redis_cli_redis_benchmark_and_survives_rough_clients() {
     for t in tests.iter().chain(&more) {
         // LRANGE_100 prints as "LRANGE_100 (first 100 elements): ...", MSET as "MSET (10 keys): ...".
         let line = results.iter().find(|l| l.starts_with(&format!("{t}:")) || l.starts_with(&format!("{t} (")));
-        let rate = line.and_then(|l| l.split_whitespace().nth(1)).and_then(|r| r.parse::<f64>().ok());
+        let rate = line
+            .and_then(|l| l.split_once(": "))
+            .and_then(|(_, r)| r.split_whitespace().next())
+            .and_then(|r| r.parse::<f64>().ok());
         assert!(rate.is_some_and(|r| r > 0.0), "redis-benchmark: no rate for {t}:\n{}", results.join("\n"));
     }
     let bad: Vec<&str> = out.lines().filter(|l| l.to_lowercase().contains("error")).collect();
@@ -325,6 +331,7 @@ fn kv_server_serves_redis_cli_redis_benchmark_and_survives_rough_clients() {
 
     let report = server.interrupt();
     assert!(counter(&report, "kv_commands") >= 19 * 100_000, "{report}");
+    assert!(counter(&report, "kv_expired_keys") >= 1, "the unread key with PX 300 was not swept: {report}");
     assert!(counter(&report, "icmp_echo_replies") >= 3, "{report}");
     assert_eq!(counter(&report, "server_active"), 0, "{report}");
     assert_eq!(counter(&report, "server_accepted"), counter(&report, "server_released"), "{report}");

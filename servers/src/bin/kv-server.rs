@@ -12,7 +12,7 @@ use servers::kv::{Session, Store};
 use servers::serve::{Protocol, ServeStats, Server};
 use servers::SessionAction;
 
-/// Keys with a deadline removed per poll at most by the active sweep (a bounded share of each poll).
+/// Keys with a deadline removed at most per sweep (one sweep per millisecond of poll time: a bounded share).
 const SWEEP_PER_POLL: usize = 32;
 
 struct Kv {
@@ -35,8 +35,12 @@ impl Protocol for Kv {
     }
 
     fn tick(&mut self, stack: &Stack, _stats: &ServeStats) {
-        self.now_ms = self.base.1 + stack.now().saturating_duration_since(self.base.0).as_millis() as u64;
-        self.store.sweep_expired(self.now_ms, SWEEP_PER_POLL);
+        let now_ms = self.base.1 + stack.now().saturating_duration_since(self.base.0).as_millis() as u64;
+        // Deadlines are in milliseconds: sweep once per millisecond, not on every idle poll.
+        if now_ms != self.now_ms {
+            self.now_ms = now_ms;
+            self.store.sweep_expired(now_ms, SWEEP_PER_POLL);
+        }
     }
 
     fn report(&self) -> String {
