@@ -5,10 +5,11 @@
 #
 # Usage (as root): bash bench/http-vs-nginx.sh
 # Knobs: HTTP_BENCH_SECONDS (10), HTTP_BENCH_CONNECTIONS (50), HTTP_BENCH_THREADS (2), HTTP_BENCH_PAGE_BYTES
-# (1024: the page size on both sides), HTTP_SERVER_CMD: the command line of http-server on netstack (not yet built;
-# until it is set, its columns read n/a), run with BENCH_IFACE (the host-side veth, which it owns), BENCH_IP,
-# BENCH_PORT and BENCH_PAGE_BYTES in its environment; HTTP_SERVER_MODE=kernel puts HOST_IP on the host veth for a
-# kernel-stack stand-in instead.
+# (1024: the page size on both sides), BENCH_ROUNDS (1: rounds alternate the systems, figures are medians),
+# HTTP_SERVER_ARGS (extra http-server options), NETSTACK_LCORES (default 1).
+# http-server is built in release mode and owns the host-side veth through net_af_packet. HTTP_SERVER_CMD replaces
+# it with another command line, run with BENCH_IFACE, BENCH_IP, BENCH_PORT and BENCH_PAGE_BYTES in its
+# environment; HTTP_SERVER_MODE=kernel puts HOST_IP on the host veth for a kernel-stack stand-in instead.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/bench/lib.sh"
@@ -64,24 +65,29 @@ bench_system() {
   local got
   got=$(ip netns exec "$NS" curl -sf "http://$HOST_IP:$BENCH_PORT/" | wc -c)
   [ "$got" = "$BENCH_PAGE_BYTES" ] || die "$name serves a $got-byte page, not $BENCH_PAGE_BYTES"
-  run_client >"$TMP/$name.res"
+  run_client >>"$TMP/$name.res"
   netns_stop_server
 }
 
 netns_setup
 nginx_conf
-bench_system nginx kernel nginx -p "$TMP/nginx" -c "$TMP/nginx.conf" -e "$TMP/nginx/logs/error.log"
-if [ -n "${HTTP_SERVER_CMD:-}" ]; then
+if [ -z "${HTTP_SERVER_CMD:-}" ]; then
+  HTTP_SERVER_CMD="$(netstack_server http-server) --config $TMP/http-server.toml --port $BENCH_PORT"
+  HTTP_SERVER_CMD="$HTTP_SERVER_CMD --page-bytes $BENCH_PAGE_BYTES ${HTTP_SERVER_ARGS:-}"
+fi
+for round in $(seq "${BENCH_ROUNDS:-1}"); do
+  say "round $round of ${BENCH_ROUNDS:-1}"
+  bench_system nginx kernel nginx -p "$TMP/nginx" -c "$TMP/nginx.conf" -e "$TMP/nginx/logs/error.log"
   # shellcheck disable=SC2086 # the command line is given as one string
   bench_system http-server "${HTTP_SERVER_MODE:-own}" $HTTP_SERVER_CMD
-else
-  say "HTTP_SERVER_CMD not set: http-server columns are n/a"
-fi
+done
 
-col() { awk -v c="$2" '{ print $c }' "$TMP/$1.res" 2>/dev/null; }
+# The median over the rounds of column $2 of result file $1.
+col() { awk -v c="$2" '{ print $c }' "$TMP/$1.res" 2>/dev/null | median; }
 printf '%12s %8s %8s | %12s %8s %8s | %6s\n' nginx-rps p50-ms p99-ms http-rps p50-ms p99-ms ratio
 printf '%12s %8s %8s | %12s %8s %8s | %6s\n' \
   "$(fmt "$(col nginx 1)" 0)" "$(fmt "$(col nginx 2)" 3)" "$(fmt "$(col nginx 3)" 3)" \
   "$(fmt "$(col http-server 1)" 0)" "$(fmt "$(col http-server 2)" 3)" "$(fmt "$(col http-server 3)" 3)" \
   "$(ratio "$(col http-server 1)" "$(col nginx 1)")"
-echo "(wrk -t$THREADS -c$CONNS -d${DURATION}s in namespace $NS over a veth, $BENCH_PAGE_BYTES-byte page; ratio = http-server / nginx)"
+echo "(wrk -t$THREADS -c$CONNS -d${DURATION}s in namespace $NS over a veth, $BENCH_PAGE_BYTES-byte page, median of" \
+  "${BENCH_ROUNDS:-1} alternating rounds; ratio = http-server / nginx)"

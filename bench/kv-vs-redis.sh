@@ -4,11 +4,13 @@
 # `-t set,get -c 50 -n N` with -P 1 and -P 16; requests/s, p50 and p99 (from --csv) per system, and the ratio.
 #
 # Usage (as root): bash bench/kv-vs-redis.sh
-# Knobs: KV_BENCH_REQUESTS (default 1000000; e.g. 50000 for a quick run), KV_BENCH_CLIENTS (50),
-# KV_BENCH_PIPELINES ("1 16"), KV_SERVER_CMD: the command line of kv-server on netstack (not yet built; until it
-# is set, its columns read n/a). It is run with BENCH_IFACE (the host-side veth, which it owns; the kernel keeps no
-# address on it), BENCH_IP and BENCH_PORT in its environment; KV_SERVER_MODE=kernel instead puts HOST_IP on the
-# host veth for a kernel-stack stand-in (to check this harness before netstack serves).
+# Knobs: KV_BENCH_REQUESTS (default 1000000; e.g. 50000 for a quick run), KV_BENCH_CLIENTS (50), BENCH_ROUNDS (1:
+# rounds alternate the two systems and each figure is the median over the rounds, for a shared, noisy machine),
+# KV_BENCH_PIPELINES ("1 16"), KV_SERVER_ARGS (extra kv-server options, e.g. "--idle-sleep-us 0"), NETSTACK_LCORES
+# (the lcore kv-server polls on, default 1). kv-server is built in release mode and owns the host-side veth through
+# net_af_packet (the kernel keeps no address on it). KV_SERVER_CMD replaces it with another command line, run with
+# BENCH_IFACE, BENCH_IP and BENCH_PORT in its environment; KV_SERVER_MODE=kernel then puts HOST_IP on the host
+# veth for a kernel-stack stand-in.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/bench/lib.sh"
@@ -26,7 +28,7 @@ run_client() {
     --csv 2>/dev/null | awk -F, 'NR > 1 { gsub(/"/, ""); print $1, $2, $5, $7 }'
 }
 
-# Runs every pipeline depth against one system; writes "$TMP/<system>.P<depth>" result files.
+# Runs every pipeline depth against one system; appends to "$TMP/<system>.P<depth>" result files (a line per round).
 bench_system() {
   local name=$1 mode=$2
   shift 2
@@ -34,23 +36,27 @@ bench_system() {
   netns_start_server "$mode" "$@"
   netns_wait_ready redis-cli -h "$HOST_IP" -p "$BENCH_PORT" ping
   for p in $PIPELINES; do
-    run_client "$p" >"$TMP/$name.P$p"
-    [ -s "$TMP/$name.P$p" ] || die "$name -P $p: redis-benchmark printed no results"
+    run_client "$p" >"$TMP/round"
+    [ -s "$TMP/round" ] || die "$name -P $p: redis-benchmark printed no results"
+    cat "$TMP/round" >>"$TMP/$name.P$p"
   done
   netns_stop_server
 }
 
 netns_setup
-bench_system redis-server kernel redis-server --bind "$HOST_IP" --port "$BENCH_PORT" --save "" --appendonly no \
-  --protected-mode no --daemonize no --dir "$TMP"
-if [ -n "${KV_SERVER_CMD:-}" ]; then
+if [ -z "${KV_SERVER_CMD:-}" ]; then
+  KV_SERVER_CMD="$(netstack_server kv-server) --config $TMP/kv-server.toml --port $BENCH_PORT ${KV_SERVER_ARGS:-}"
+fi
+for round in $(seq "${BENCH_ROUNDS:-1}"); do
+  say "round $round of ${BENCH_ROUNDS:-1}"
+  bench_system redis-server kernel redis-server --bind "$HOST_IP" --port "$BENCH_PORT" --save "" --appendonly no \
+    --protected-mode no --daemonize no --dir "$TMP"
   # shellcheck disable=SC2086 # the command line is given as one string
   bench_system kv-server "${KV_SERVER_MODE:-own}" $KV_SERVER_CMD
-else
-  say "KV_SERVER_CMD not set: kv-server columns are n/a"
-fi
+done
 
-get() { awk -v t="$2" -v c="$3" '$1 == t { print $c }' "$TMP/$1" 2>/dev/null; }
+# The median over the rounds of column $3 of test $2's lines in result file $1.
+get() { awk -v t="$2" -v c="$3" '$1 == t { print $c }' "$TMP/$1" 2>/dev/null | median; }
 printf '%-5s %-4s | %12s %8s %8s | %12s %8s %8s | %6s\n' test P redis-rps p50-ms p99-ms kv-rps p50-ms p99-ms ratio
 for p in $PIPELINES; do
   for t in SET GET; do
@@ -61,4 +67,5 @@ for p in $PIPELINES; do
       "$(ratio "$(get "$k" $t 2)" "$(get "$r" $t 2)")"
   done
 done
-echo "(requests/s and latency from redis-benchmark -c $CLIENTS -n $N in namespace $NS over a veth; ratio = kv / redis)"
+echo "(requests/s and latency from redis-benchmark -c $CLIENTS -n $N in namespace $NS over a veth, median of" \
+  "${BENCH_ROUNDS:-1} alternating rounds; ratio = kv / redis)"

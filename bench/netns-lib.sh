@@ -29,6 +29,34 @@ netns_setup() {
   ip -n "$NS" link set lo up
   ip -n "$NS" link set "$VETH_NS" up
   ip link set "$VETH_HOST" up
+  # veth leaves checksums to "hardware" that is not there; af_packet would hand a userspace stack half-done sums.
+  # Off for both systems, so both see the same path.
+  ip netns exec "$NS" ethtool -K "$VETH_NS" tx off >/dev/null
+}
+
+# Builds the release binary $1 of the servers crate (once) and writes a netstack config for it owning the host
+# veth: $TMP/$1.toml. Prints the binary's path. NETSTACK_LCORES (default "1": with 2 cores, the client keeps the
+# other) picks the lcore.
+netstack_server() {
+  local bin=$1
+  if [ ! -x "$ROOT/target/release/$bin" ] || [ -z "${NETSTACK_NO_BUILD:-}" ]; then
+    (cd "$ROOT" && cargo build --release -q -p servers --bin "$bin") >&2 || die "cargo build --release -p servers --bin $bin failed"
+  fi
+  cat >"$TMP/$bin.toml" <<CONF
+lcores = "${NETSTACK_LCORES:-1}"
+[port]
+device = "net_af_packet0,iface=$VETH_HOST"
+[ipv4]
+address = "$HOST_IP/24"
+[memory]
+pool_size = 16383
+[tcp]
+backlog = 128
+[control]
+name = "bench-$bin"
+dir = "$TMP"
+CONF
+  echo "$ROOT/target/release/$bin"
 }
 
 host_addr_up() { ip addr replace "$HOST_IP/24" dev "$VETH_HOST"; }

@@ -150,6 +150,7 @@ pub fn report(stack: &Stack, lcore: u32, command: &str) -> String {
     }
     if all || command == "counters" {
         let _ = writeln!(out, "connections_active       {}", stack.active_connections());
+        let _ = writeln!(out, "mbufs_in_use             {} of {}", stack.pool().in_use(), stack.pool().size());
         let _ = write!(out, "{}", stack.counters());
     }
     if out.is_empty() {

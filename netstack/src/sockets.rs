@@ -27,6 +27,14 @@ pub struct Handle {
     generation: u32,
 }
 
+impl Handle {
+    /// The slot number: small and dense (slots are reused), so an application can index its own per-socket
+    /// state by it; compare the whole handle to tell a reused slot from the socket it held before.
+    pub fn index(&self) -> usize {
+        self.index as usize
+    }
+}
+
 impl fmt::Display for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.index)

@@ -10,12 +10,16 @@
 //! A session is fed the bytes a connection received and appends its replies to the caller's buffer; it answers
 //! [`SessionAction`] so the caller knows when to close. Time is a millisecond clock the caller passes in.
 //!
+//! [`serve`] puts the sessions behind netstack's sockets (back-pressure, many connections); the binaries
+//! `kv-server` and `http-server` (src/bin/) run it on `netstack::runtime` with `--config FILE`.
+//!
 //! Not supported: RESP3, persistence, replication, pub/sub, transactions, scripting, databases other than 0;
 //! HTTP chunked request bodies, TLS, HTTP/2.
 
 pub mod http;
 pub mod kv;
 pub mod resp;
+pub mod serve;
 
 mod error;
 pub use error::ProtocolError;

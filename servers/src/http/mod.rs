@@ -8,4 +8,4 @@ mod parse;
 mod session;
 
 pub use parse::{parse_request, Limits, Request};
-pub use session::{Session, Site};
+pub use session::{Session, Site, STATUS_CODES};

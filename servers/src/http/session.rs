@@ -40,6 +40,15 @@ pub struct Session {
     pending: Vec<u8>,
     closing: bool,
     requests: u64,
+    /// Responses sent per code of [`STATUS_CODES`] since [`Session::take_responses`] last took them.
+    responses: [u64; STATUS_CODES.len()],
+}
+
+/// Every status code a session answers with, in the order of [`Session::take_responses`].
+pub const STATUS_CODES: [u16; 8] = [200, 400, 404, 405, 413, 431, 501, 505];
+
+fn status_slot(code: u16) -> usize {
+    STATUS_CODES.iter().position(|&c| c == code).unwrap_or(0)
 }
 
 impl Session {
@@ -74,7 +83,8 @@ impl Session {
                 Ok(Some((req, used))) => {
                     off += used;
                     self.requests += 1;
-                    respond(&req, site, status, out);
+                    let code = respond(&req, site, status, out);
+                    self.responses[status_slot(code)] += 1;
                     if !req.keep_alive {
                         self.closing = true;
                         break;
@@ -83,6 +93,7 @@ impl Session {
                 Ok(None) => break,
                 Err(e) => {
                     let code = e.http_status();
+                    self.responses[status_slot(code)] += 1;
                     write_response(out, code, "text/plain", format!("{e}\n").as_bytes(), false, false, &[]);
                     self.closing = true;
                     break;
@@ -111,9 +122,16 @@ impl Session {
     pub fn requests(&self) -> u64 {
         self.requests
     }
+
+    /// Responses sent per status code (in the order of [`STATUS_CODES`]) since the last call, and resets them:
+    /// a server adds them to its totals after each feed.
+    pub fn take_responses(&mut self) -> [u64; STATUS_CODES.len()] {
+        std::mem::take(&mut self.responses)
+    }
 }
 
-fn respond(req: &Request<'_>, site: &Site, status: &[(&str, u64)], out: &mut Vec<u8>) {
+/// Appends the response to `req` and returns its status code.
+fn respond(req: &Request<'_>, site: &Site, status: &[(&str, u64)], out: &mut Vec<u8>) -> u16 {
     let path = req.target.split('?').next().unwrap_or_default();
     let head_only = req.method == "HEAD";
     let keep = req.keep_alive;
@@ -123,7 +141,7 @@ fn respond(req: &Request<'_>, site: &Site, status: &[(&str, u64)], out: &mut Vec
     if known && req.method != "GET" && !head_only {
         let body = b"method not allowed\n";
         write_response(out, 405, "text/plain", body, keep, say_keep, &[("Allow", "GET, HEAD")]);
-        return;
+        return 405;
     }
     let (code, ctype, body): (u16, &str, std::borrow::Cow<'_, [u8]>) = match path {
         "/" | "/index.html" => (200, "text/html", site.index().into()),
@@ -141,6 +159,7 @@ fn respond(req: &Request<'_>, site: &Site, status: &[(&str, u64)], out: &mut Vec
     } else {
         write_response(out, code, ctype, &body, keep, say_keep, &[]);
     }
+    code
 }
 
 fn reason(code: u16) -> &'static str {
@@ -251,6 +270,11 @@ mod tests {
         );
         assert_eq!(out, want);
         assert_eq!(s.requests(), 3);
+        let mut want = [0u64; STATUS_CODES.len()];
+        want[status_slot(200)] = 2;
+        want[status_slot(404)] = 1;
+        assert_eq!(s.take_responses(), want);
+        assert_eq!(s.take_responses(), [0; STATUS_CODES.len()], "taken counts start again from zero");
     }
 
     #[test]
@@ -272,9 +296,12 @@ mod tests {
             (&b"garbage\r\n\r\n"[..], "400 Bad Request"),
             (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2000000\r\n\r\n", "413 Content Too Large"),
         ] {
-            let (out, a) = feed_all(&mut Session::new(), &site, req);
+            let mut s = Session::new();
+            let (out, a) = feed_all(&mut s, &site, req);
             assert_eq!(a, SessionAction::CloseAfterFlush);
             assert!(out.starts_with(&format!("HTTP/1.1 {code}\r\n")), "{out}");
+            let counted = code[..3].parse::<u16>().unwrap();
+            assert_eq!(s.take_responses()[status_slot(counted)], 1, "{code} counted");
             assert!(out.contains("Connection: close\r\n"));
         }
         let mut s = Session::new();
