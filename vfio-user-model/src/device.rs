@@ -94,8 +94,8 @@ impl Model for X710Model {
     fn dma(&self) -> Arc<IovaMap> {
         self.port.dma_mapper()
     }
-    fn set_irq_sink(&self, _sink: Option<IrqSink>) {
-        // Nothing to connect: the X710 model has no interrupt output (see the type's docs).
+    fn set_irq_sink(&self, sink: Option<IrqSink>) {
+        self.port.set_irq_sink(sink);
     }
     fn reset(&self) {
         use nicsim::x710::regs::{PFGEN_CTRL, PFGEN_CTRL_PFSWR};

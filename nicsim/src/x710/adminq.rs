@@ -43,6 +43,8 @@ pub mod opcode {
     pub const RX_CTL_READ: u16 = 0x0206;
     /// RX Control Register Write.
     pub const RX_CTL_WRITE: u16 = 0x0207;
+    /// Debug Read Register (docs/hw/i40e.md §18.2).
+    pub const DEBUG_READ_REG: u16 = 0xFF03;
     /// Update VSI.
     pub const UPDATE_VSI: u16 = 0x0211;
     /// Get VSI Parameters.
@@ -557,8 +559,7 @@ impl Core {
         }
         self.aq.arq.head = (ring.head + 1) % n;
         shared.counters().arq_events += 1;
-        let icr = self.reg(PFINT_ICR0) | PFINT_ICR0_ADMINQ.mask();
-        self.set_reg(PFINT_ICR0, icr);
+        self.raise_icr0(shared, PFINT_ICR0_ADMINQ);
     }
 }
 

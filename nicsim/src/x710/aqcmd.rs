@@ -135,6 +135,17 @@ impl Core {
                 ok(p, true)
             }
             Command::SetSwitchConfig { .. } => ok(p, false),
+            Command::DebugReadReg { address } => {
+                // docs/hw/i40e.md §18.2: absolute addresses; the value's high word at 8, low word at 12.
+                let value = if let Some(port) = prtgen_cnf_port(address) {
+                    PRTGEN_CNF_PORT_DIS.val((port >= c.part.ports()).into())
+                } else {
+                    self.reg(address)
+                };
+                put32(&mut p, 8, 0);
+                put32(&mut p, 12, value);
+                ok(p, false)
+            }
             Command::RxCtl { write, address, value } => {
                 if !rx_ctl_register(address) {
                     return fail(self, AqRc::Einval, format!("register {address:#x} is not an RX control register"));
@@ -571,4 +582,10 @@ impl Core {
         r[10] = if self.link.crc_en { 0x04 } else { 0 };
         r
     }
+}
+
+/// The port whose PRTGEN_CNF `address` is (docs/hw/i40e.md §18.2), if it is one.
+fn prtgen_cnf_port(address: usize) -> Option<usize> {
+    let rel = address.checked_sub(PRTGEN_CNF)?;
+    (rel.is_multiple_of(4) && rel / 4 < 4).then_some(rel / 4)
 }

@@ -59,6 +59,7 @@ pub(super) fn spec(op: u16, api: (u16, u16)) -> Option<Spec> {
         SET_RSS_LUT => s(Buf::Set, &[(0, 4)]),
         GET_RSS_KEY => s(Buf::GetRdAllowed, &[(0, 2)]),
         GET_RSS_LUT => s(Buf::GetRdAllowed, &[(0, 4)]),
+        DEBUG_READ_REG => s(Buf::None, &[(4, 4)]),
         _ => None,
     }
 }
@@ -107,6 +108,10 @@ pub(super) enum Command {
     SetSwitchConfig {
         flags: u16,
         valid_flags: u16,
+    },
+    /// docs/hw/i40e.md §18.2: the register's address at 4.
+    DebugReadReg {
+        address: usize,
     },
     /// docs/hw/i40e.md §6.11: register address at 4, value at 12.
     RxCtl {
@@ -237,6 +242,7 @@ impl Command {
                 }
                 Command::SetSwitchConfig { flags: le16(p, 0), valid_flags }
             }
+            DEBUG_READ_REG => Command::DebugReadReg { address: le32(p, 4) as usize },
             RX_CTL_READ | RX_CTL_WRITE => {
                 Command::RxCtl { write: op == RX_CTL_WRITE, address: le32(p, 4) as usize, value: le32(p, 12) }
             }
