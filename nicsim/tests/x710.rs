@@ -1629,3 +1629,22 @@ fn msix_vectors_signal_once_until_reenabled() {
     assert!(r.port.irq_counts()[1] >= 3);
     r.port.assert_no_faults();
 }
+
+#[test]
+fn vsi_bandwidth_limit_and_flow_director_input_sets() {
+    let mut r = ready(X710Config::default(), 1, 1);
+    // docs/hw/i40e.md §6.12: SEID at 0, credits at 4 (0 = no limit), max_credit at 8.
+    let seid = r.learnt.vsi_seid.to_le_bytes();
+    r.direct(0x0400, [seid[0], seid[1], 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]).ok();
+    r.direct(0x0400, [0x99, 0x09, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]).failed(AqRc::Enoent);
+    r.direct(0x0400, [seid[0], seid[1], 0, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).failed(AqRc::Einval);
+    // docs/hw/i40e.md §6.11: PRTQF_FD_INSET(63, 1) is an RX control register.
+    let mut p = [0u8; 16];
+    p[4..8].copy_from_slice(&(0x25_0000u32 + 63 * 64 + 32).to_le_bytes());
+    p[12..16].copy_from_slice(&0x1234u32.to_le_bytes());
+    r.direct(0x0207, p).ok();
+    p[12..16].fill(0);
+    assert_eq!(r.direct(0x0206, p).p32(12), 0x1234);
+    let faults = protocol_faults(&r.port);
+    assert_eq!(faults.len(), 2, "the two refused limits: {faults:?}");
+}

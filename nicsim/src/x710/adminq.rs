@@ -55,6 +55,8 @@ pub mod opcode {
     pub const REMOVE_MACVLAN: u16 = 0x0251;
     /// Set VSI Promiscuous Modes.
     pub const SET_VSI_PROMISC: u16 = 0x0254;
+    /// Configure VSI Bandwidth Limit (docs/hw/i40e.md §6.12).
+    pub const VSI_BW_LIMIT: u16 = 0x0400;
     /// Configure VSI TC Bandwidth.
     pub const VSI_TC_BW: u16 = 0x0407;
     /// Get PHY Abilities.

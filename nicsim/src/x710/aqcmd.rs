@@ -45,6 +45,7 @@ fn rx_ctl_register(addr: usize) -> bool {
         || addr == pfqf_hena(1)
         || (0x26_7600..0x26_7600 + 8 * 64).contains(&addr)
         || (0x26_7A00..0x26_7A00 + 8 * 64).contains(&addr)
+        || (PRTQF_FD_INSET..PRTQF_FD_INSET + 64 * 64).contains(&addr)
 }
 
 impl Core {
@@ -170,6 +171,20 @@ impl Core {
                     return fail(self, AqRc::Einval, "per-VLAN promiscuous mode is not modelled".into());
                 }
                 self.vsi.promisc = (self.vsi.promisc & !valid_flags) | (flags & valid_flags);
+                ok(p, false)
+            }
+            Command::VsiBwLimit { seid, credit, .. } => {
+                if seid != vsi_seid(c) {
+                    return fail(self, AqRc::Enoent, format!("seid {seid:#x} is not the VSI's ({:#x})", vsi_seid(c)));
+                }
+                // The model does not shape: only "no limit" is something it does.
+                if credit != 0 {
+                    return fail(
+                        self,
+                        AqRc::Einval,
+                        format!("a limit of {credit} × 50 Mb/s: TX shaping is not modelled"),
+                    );
+                }
                 ok(p, false)
             }
             Command::VsiTcBw { seid } => {

@@ -47,6 +47,7 @@ pub(super) fn spec(op: u16, api: (u16, u16)) -> Option<Spec> {
         ADD_MACVLAN | REMOVE_MACVLAN => s(Buf::Set, &[(0, 8)]),
         SET_VSI_PROMISC => s(Buf::None, &[(0, 8)]),
         VSI_TC_BW => s(Buf::Set, &[(0, 2)]),
+        VSI_BW_LIMIT => s(Buf::None, &[(0, 2), (4, 2), (8, 1)]),
         GET_PHY_ABILITIES => s(Buf::Get, &[(0, 2)]),
         SET_PHY_CONFIG => s(Buf::None, &[(0, 15)]),
         SET_MAC_CONFIG => s(Buf::None, &[(0, 8)]),
@@ -140,6 +141,12 @@ pub(super) enum Command {
     /// docs/hw/i40e.md §6.6: the VSI's SEID.
     VsiTcBw {
         seid: u16,
+    },
+    /// docs/hw/i40e.md §6.12: the VSI, its limit in 50 Mb/s credits (0: none), the burst exponent.
+    VsiBwLimit {
+        seid: u16,
+        credit: u16,
+        max_credit: u8,
     },
     /// docs/hw/i40e.md §7.1: param0 bit 0 qualified modules, bit 1 initial values.
     GetPhyAbilities {
@@ -242,6 +249,7 @@ impl Command {
                 }
                 Command::SetSwitchConfig { flags: le16(p, 0), valid_flags }
             }
+            VSI_BW_LIMIT => Command::VsiBwLimit { seid: le16(p, 0), credit: le16(p, 4), max_credit: p[8] },
             DEBUG_READ_REG => Command::DebugReadReg { address: le32(p, 4) as usize },
             RX_CTL_READ | RX_CTL_WRITE => {
                 Command::RxCtl { write: op == RX_CTL_WRITE, address: le32(p, 4) as usize, value: le32(p, 12) }

@@ -81,6 +81,9 @@ pub const GLNVM_ULD: usize = 0x0B_6008;
 pub const GLNVM_FLA: usize = 0x0B_6108;
 /// GLNVM_FLA.LOCKED: the NVM is in normal (locked) mode; 0 means blank-programming mode.
 pub const GLNVM_FLA_LOCKED: Field = Field::bit(6);
+/// PRTQF_FD_INSET(i, j): flow-director input set of PCTYPE i (0..63), word j (0..1) at + 64 i + 32 j, written
+/// through RX Control Register Write (docs/hw/i40e.md §6.11).
+pub const PRTQF_FD_INSET: usize = 0x25_0000;
 /// PRTGEN_CNF of port 0; port n's is 4 n above (docs/hw/i40e.md §18.2).
 pub const PRTGEN_CNF: usize = 0x0B_8120;
 /// PRTGEN_CNF.PORT_DIS: the port is disabled (absent on this board).
