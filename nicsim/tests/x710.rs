@@ -1555,6 +1555,7 @@ fn shadow_ram_reads_through_srctl_with_a_valid_checksum() {
     let gens = r.rd(GLNVM_GENS);
     assert_eq!(gens & 1, 1, "NVM_PRES");
     let words = (1u32 << ((gens >> 5) & 7)) * 512;
+    assert_eq!(words % 2048, 0, "whole 4 KB sectors: a checksum pass reads sector by sector (docs/hw/i40e.md §18.1)");
     let image: Vec<u16> = (0..words).map(|a| sr_word(&r, a)).collect();
     assert_eq!((image[0] >> 6) & 3, 0b01, "control word: valid image");
     let (vpd, alt) = (usize::from(image[0x2F]), usize::from(image[0x3E]));
@@ -1589,6 +1590,8 @@ fn debug_register_read_reports_the_board_ports() {
         })
         .collect();
     assert_eq!(port_dis, [0, 0, 1, 1], "a two-port board");
+    // docs/hw/i40e.md §18.3: GLHMC_FCOEFMAX holds at least 1024 hash filters + 512 contexts.
+    assert!(r.rd(0x0C_20D0) & 0xFFFF >= 1536);
     r.port.assert_no_faults();
 }
 

@@ -98,6 +98,8 @@ impl Core {
             (GLHMC_LANTXOBJSZ, 7),
             (GLHMC_LANRXOBJSZ, 5),
             (GLHMC_LANQMAX, GLHMC_CNT.val(c.num_queues.into())),
+            // docs/hw/i40e.md §18.3: room for the smallest FCoE tables (1K filters + 512 contexts) a driver validates.
+            (GLHMC_FCOEFMAX, GLHMC_FCOEFMAX_PMFCOEFMAX.val(0x1000)),
             (glhmc_sdpart(c.pf_id.into()), GLHMC_SDPART_PMSDBASE.val(0) | GLHMC_SDPART_PMSDSIZE.val(64)),
             (GLQF_CTL, GLQF_CTL_HTOEP.val(1)),
             (PRTMAC_MACC, PRTMAC_MACC_25G.val((c.part == X710Part::Xxv710Sfp28).into())),
@@ -261,7 +263,7 @@ impl Core {
             }
             GLNVM_SRCTL | GLNVM_SRDATA => self.nvm_write(shared, offset, value),
             GLNVM_ULD | GLNVM_FLA | GLNVM_GENS | GLGEN_RSTAT | GL_FWSTS | PRTMAC_LINKSTA | PFGEN_PORTNUM
-            | PF_FUNC_RID | PFLAN_QALLOC | GLHMC_LANQMAX | GLHMC_LANTXOBJSZ | GLHMC_LANRXOBJSZ => {
+            | PF_FUNC_RID | PFLAN_QALLOC | GLHMC_LANQMAX | GLHMC_FCOEFMAX | GLHMC_LANTXOBJSZ | GLHMC_LANRXOBJSZ => {
                 shared.fault(format!("write of {value:#x} to read-only register {offset:#x}"))
             }
             PF_ATQH | PF_ATQT | PF_ATQLEN | PF_ARQH | PF_ARQT | PF_ARQLEN | PF_ATQBAL | PF_ATQBAH | PF_ARQBAL

@@ -5,9 +5,10 @@
 use super::regs::*;
 use super::{Core, Shared};
 
-/// GLNVM_GENS.SR_SIZE of the model: 2 KB (1024 words). Real parts have more; the driver takes the size from the
-/// register, and a small image keeps the full checksum pass of a probe short.
-pub(super) const SR_SIZE_LOG2_KB: u32 = 1;
+/// GLNVM_GENS.SR_SIZE of the model: 4 KB (2048 words), one 4 KB sector. Real parts have 64 KB; the driver takes the
+/// size from the register and a small image keeps a probe's checksum pass short, but it reads whole sectors, so the
+/// image is at least one (docs/hw/i40e.md §18.1).
+pub(super) const SR_SIZE_LOG2_KB: u32 = 2;
 /// Words in the shadow RAM.
 pub(super) const SR_WORDS: usize = (1 << SR_SIZE_LOG2_KB) * 512;
 
@@ -142,7 +143,7 @@ mod tests {
         let mut words = vec![1u16; SR_WORDS];
         words[word::PCIE_ALT_PTR] = ABSENT;
         words[word::VPD_PTR] = 0x100;
-        // 1024 words of 1, less the checksum word, the 512 VPD words; the pointer words themselves count.
+        // 2048 words of 1, less the checksum word, the 512 VPD words; the pointer words themselves count.
         let counted = ((SR_WORDS - 1 - 512 - 2) as u16).wrapping_add(0x100).wrapping_add(ABSENT);
         assert_eq!(checksum(&words), CHECKSUM_BASE.wrapping_sub(counted));
     }

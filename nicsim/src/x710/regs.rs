@@ -81,6 +81,10 @@ pub const GLNVM_ULD: usize = 0x0B_6008;
 pub const GLNVM_FLA: usize = 0x0B_6108;
 /// GLNVM_FLA.LOCKED: the NVM is in normal (locked) mode; 0 means blank-programming mode.
 pub const GLNVM_FLA_LOCKED: Field = Field::bit(6);
+/// GLHMC_FCOEFMAX: the FCoE filter entries the HMC can hold (docs/hw/i40e.md §8.2, §18.3).
+pub const GLHMC_FCOEFMAX: usize = 0x0C_20D0;
+/// GLHMC_FCOEFMAX.PMFCOEFMAX.
+pub const GLHMC_FCOEFMAX_PMFCOEFMAX: Field = Field::new(0, 16);
 /// PRTQF_FD_INSET(i, j): flow-director input set of PCTYPE i (0..63), word j (0..1) at + 64 i + 32 j, written
 /// through RX Control Register Write (docs/hw/i40e.md §6.11).
 pub const PRTQF_FD_INSET: usize = 0x25_0000;
