@@ -74,8 +74,7 @@ impl Model for X540Model {
     }
 }
 
-/// An X710-family PF model (its BAR0 register space and handle). It signals no interrupts (nicsim's X710 model
-/// latches causes only), so a guest driver that waits for one (Linux's i40e for admin-queue events) gets none.
+/// An X710-family PF model (its BAR0 register space and handle); its MSI-X messages go to the client's eventfds.
 #[derive(Debug)]
 pub struct X710Model {
     /// The register space.

@@ -3,7 +3,8 @@
 //!
 //! Layout: `regs` (the model's register map), `adminq` (both admin rings, the generic descriptor checks, ARQ
 //! events), `aqdecode` (typed per-opcode decode), `aqcmd` (what each command does), `hmc` (segment descriptors and
-//! queue-context unpacking), `core` (register semantics, PF reset, link, queue enable handshakes), `rx` / `tx`
+//! queue-context unpacking), `core` (register semantics, PF reset, link, queue enable handshakes), `intr` (MSI-X
+//! messages), `nvm` (the shadow RAM), `rx` / `tx`
 //! (rings, RSS, filters), `stats` (48/32-bit counters), `port` (the BAR and port handles), this module (config,
 //! shared state, wires, the model thread).
 //!
