@@ -1651,3 +1651,19 @@ fn vsi_bandwidth_limit_and_flow_director_input_sets() {
     let faults = protocol_faults(&r.port);
     assert_eq!(faults.len(), 2, "the two refused limits: {faults:?}");
 }
+
+#[test]
+fn vsi_bandwidth_queries_report_tc0_only() {
+    let mut r = ready(X710Config::default(), 1, 1);
+    let seid = r.learnt.vsi_seid.to_le_bytes();
+    // docs/hw/i40e.md §6.13: 0x0408 (64 bytes) names TC0's queue set; 0x040A (32 bytes) TC0's share.
+    let q = r.indirect(0x0408, false, [seid[0], seid[1], 0, 0, 0, 0, 0, 0], &[0xAA; 64]);
+    q.ok();
+    assert_eq!(q.buf[0], 0x01, "TC0 valid");
+    assert_eq!(le16(&q.buf, 16), r.learnt.qs_handle, "TC0's queue-set handle");
+    let e = r.indirect(0x040A, false, [seid[0], seid[1], 0, 0, 0, 0, 0, 0], &[0xAA; 32]);
+    e.ok();
+    assert_eq!((e.buf[0], e.buf[4]), (0x01, 1), "TC0 valid with its share");
+    r.indirect(0x0408, false, [0x99, 0x09, 0, 0, 0, 0, 0, 0], &[0; 64]).failed(AqRc::Enoent);
+    assert_eq!(protocol_faults(&r.port).len(), 1);
+}

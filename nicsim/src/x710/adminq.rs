@@ -57,6 +57,10 @@ pub mod opcode {
     pub const SET_VSI_PROMISC: u16 = 0x0254;
     /// Configure VSI Bandwidth Limit (docs/hw/i40e.md §6.12).
     pub const VSI_BW_LIMIT: u16 = 0x0400;
+    /// Query VSI Bandwidth Configuration (docs/hw/i40e.md §6.13).
+    pub const QUERY_VSI_BW: u16 = 0x0408;
+    /// Query VSI ETS SLA Configuration (docs/hw/i40e.md §6.13).
+    pub const QUERY_VSI_ETS_SLA: u16 = 0x040A;
     /// Configure VSI TC Bandwidth.
     pub const VSI_TC_BW: u16 = 0x0407;
     /// Get PHY Abilities.

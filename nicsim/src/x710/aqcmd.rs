@@ -187,6 +187,27 @@ impl Core {
                 }
                 ok(p, false)
             }
+            Command::QueryVsiBw { seid, ets } => {
+                if seid != vsi_seid(c) {
+                    return fail(self, AqRc::Enoent, format!("seid {seid:#x} is not the VSI's ({:#x})", vsi_seid(c)));
+                }
+                // docs/hw/i40e.md §6.13: TC0 only, no limits; the plain form also names TC0's queue set.
+                let need = if ets { 32 } else { 64 };
+                if buf.len() < need {
+                    return fail(self, AqRc::Einval, format!("buffer of {} bytes, {need} needed", buf.len()));
+                }
+                buf.fill(0);
+                buf[0] = 0x01;
+                if ets {
+                    buf[4] = 1; // TC0's share credits
+                } else {
+                    put16(buf, 16, qs_handle(c));
+                    for tc in 1..8 {
+                        put16(buf, 16 + 2 * tc, 0xFFFF);
+                    }
+                }
+                ok(p, true)
+            }
             Command::VsiTcBw { seid } => {
                 if seid != vsi_seid(c) {
                     return fail(self, AqRc::Enoent, format!("seid {seid:#x} is not the VSI's ({:#x})", vsi_seid(c)));

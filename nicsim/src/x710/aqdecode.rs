@@ -48,6 +48,7 @@ pub(super) fn spec(op: u16, api: (u16, u16)) -> Option<Spec> {
         SET_VSI_PROMISC => s(Buf::None, &[(0, 8)]),
         VSI_TC_BW => s(Buf::Set, &[(0, 2)]),
         VSI_BW_LIMIT => s(Buf::None, &[(0, 2), (4, 2), (8, 1)]),
+        QUERY_VSI_BW | QUERY_VSI_ETS_SLA => s(Buf::Get, &[(0, 2)]),
         GET_PHY_ABILITIES => s(Buf::Get, &[(0, 2)]),
         SET_PHY_CONFIG => s(Buf::None, &[(0, 15)]),
         SET_MAC_CONFIG => s(Buf::None, &[(0, 8)]),
@@ -141,6 +142,11 @@ pub(super) enum Command {
     /// docs/hw/i40e.md §6.6: the VSI's SEID.
     VsiTcBw {
         seid: u16,
+    },
+    /// docs/hw/i40e.md §6.13: the VSI; `ets` for the per-TC (ETS SLA) form.
+    QueryVsiBw {
+        seid: u16,
+        ets: bool,
     },
     /// docs/hw/i40e.md §6.12: the VSI, its limit in 50 Mb/s credits (0: none), the burst exponent.
     VsiBwLimit {
@@ -249,6 +255,7 @@ impl Command {
                 }
                 Command::SetSwitchConfig { flags: le16(p, 0), valid_flags }
             }
+            QUERY_VSI_BW | QUERY_VSI_ETS_SLA => Command::QueryVsiBw { seid: le16(p, 0), ets: op == QUERY_VSI_ETS_SLA },
             VSI_BW_LIMIT => Command::VsiBwLimit { seid: le16(p, 0), credit: le16(p, 4), max_credit: p[8] },
             DEBUG_READ_REG => Command::DebugReadReg { address: le32(p, 4) as usize },
             RX_CTL_READ | RX_CTL_WRITE => {
