@@ -85,7 +85,8 @@
 //! inject: [`X710Port::inject_aq_error`], [`X710Port::stall_admin_queue`], [`X710Port::link_flap`],
 //! [`X710Port::set_cable`], [`X710Port::inject_error`], [`X710Port::tx_hang`], [`X710Port::set_stat`]; detected
 //! driver faults land in the same [`FaultLog`] as the X540's (including malicious-driver detection on TX).
-//! Not modelled: interrupts (causes are latched in PFINT_ICR0 only), VFs and SR-IOV, more than one VSI or TC,
+//! MSI-X messages go to [`X710Port::set_irq_sink`] (vector 0 for PFINT_ICR0 causes, queue vectors by QINT_*CTL);
+//! the NVM shadow RAM reads through GLNVM_SRCTL. Not modelled: interrupt throttling, VFs and SR-IOV, more than one VSI or TC,
 //! flow director, header split, TSO, SCTP CRC offload, hash (non-perfect) MAC filters, the X722.
 //!
 //! # The SP670 (hinic3) model

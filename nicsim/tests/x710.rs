@@ -1524,3 +1524,146 @@ fn the_nvm_reads_programmed_not_blank() {
     assert_eq!(port.take_faults().len(), 1, "a write to the read-only GLNVM_FLA is a fault");
     assert_ne!(bar.read32(regs::GLNVM_FLA) & regs::GLNVM_FLA_LOCKED.mask(), 0);
 }
+
+// ---- what a vendor driver's probe reads: NVM shadow RAM, debug register reads, interrupts --------------------------
+
+const GLNVM_GENS: usize = 0x0B_6100;
+const GLNVM_SRCTL: usize = 0x0B_6110;
+const GLNVM_SRDATA: usize = 0x0B_6114;
+const PFINT_ICR0: usize = 0x03_8780;
+const PFINT_ICR0_ENA: usize = 0x03_8800;
+const PFINT_DYN_CTL0: usize = 0x03_8480;
+fn pfint_dyn_ctln(n: usize) -> usize {
+    0x03_4800 + 4 * n
+}
+fn qint_rqctl(q: usize) -> usize {
+    0x03_A000 + 4 * q
+}
+
+/// docs/hw/i40e.md §18.1: one shadow RAM word through GLNVM_SRCTL (ADDR 28:14, START 30, DONE 31) and SRDATA 31:16.
+fn sr_word(r: &Rig, addr: u32) -> u16 {
+    assert_ne!(r.rd(GLNVM_SRCTL) & 1 << 31, 0, "DONE while idle");
+    r.wr(GLNVM_SRCTL, addr << 14 | 1 << 30);
+    poll("GLNVM_SRCTL.DONE", || r.rd(GLNVM_SRCTL) & 1 << 31 != 0);
+    (r.rd(GLNVM_SRDATA) >> 16) as u16
+}
+
+#[test]
+fn shadow_ram_reads_through_srctl_with_a_valid_checksum() {
+    let r = Rig::new(X710Config::default());
+    r.reset();
+    let gens = r.rd(GLNVM_GENS);
+    assert_eq!(gens & 1, 1, "NVM_PRES");
+    let words = (1u32 << ((gens >> 5) & 7)) * 512;
+    assert_eq!(words % 2048, 0, "whole 4 KB sectors: a checksum pass reads sector by sector (docs/hw/i40e.md §18.1)");
+    let image: Vec<u16> = (0..words).map(|a| sr_word(&r, a)).collect();
+    assert_eq!((image[0] >> 6) & 3, 0b01, "control word: valid image");
+    let (vpd, alt) = (usize::from(image[0x2F]), usize::from(image[0x3E]));
+    let sum = image
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != 0x3F && !(vpd..vpd + 512).contains(&i) && !(alt..alt + 512).contains(&i))
+        .fold(0u16, |a, (_, &w)| a.wrapping_add(w));
+    assert_eq!(sum.wrapping_add(image[0x3F]), 0xBABA, "checksum word 0x3F");
+    r.port.assert_no_faults();
+    // A write, and a word past the size the register gives, are faults.
+    r.wr(GLNVM_SRCTL, 3 << 14 | 1 << 29 | 1 << 30);
+    r.wr(GLNVM_SRCTL, words << 14 | 1 << 30);
+    let faults = protocol_faults(&r.port);
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    assert!(faults[0].contains("GLNVM_SRCTL") && faults[1].contains("past the shadow RAM"), "{faults:?}");
+}
+
+#[test]
+fn debug_register_read_reports_the_board_ports() {
+    let mut r = Rig::new(X710Config::default());
+    r.reset();
+    r.init_aq();
+    // docs/hw/i40e.md §18.2: PRTGEN_CNF(n) at 0xB8120 + 4n, PORT_DIS bit 0; the value's low word at 12.
+    let port_dis: Vec<u32> = (0..4)
+        .map(|n| {
+            let mut p = [0u8; 16];
+            p[4..8].copy_from_slice(&(0x0B_8120u32 + 4 * n).to_le_bytes());
+            let d = r.direct(0xFF03, p);
+            d.ok();
+            d.p32(12) & 1
+        })
+        .collect();
+    assert_eq!(port_dis, [0, 0, 1, 1], "a two-port board");
+    // docs/hw/i40e.md §18.3: GLHMC_FCOEFMAX holds at least 1024 hash filters + 512 contexts.
+    assert!(r.rd(0x0C_20D0) & 0xFFFF >= 1536);
+    r.port.assert_no_faults();
+}
+
+#[test]
+fn msix_vectors_signal_once_until_reenabled() {
+    let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut r = ready(X710Config::default(), 1, 1);
+    let log = sent.clone();
+    r.port.set_irq_sink(Some(Arc::new(move |v| log.lock().unwrap().push(v))));
+    let taken = || std::mem::take(&mut *sent.lock().unwrap());
+    // docs/hw/i40e.md §14: RX queue 0 to vector 1 (QINT_RQCTL MSIX_INDX 7:0, CAUSE_ENA 30), DYN_CTLN(0).INTENA.
+    r.wr(qint_rqctl(0), 1 << 30 | 1);
+    r.wr(pfint_dyn_ctln(0), 1);
+    let g = udp(MAC, 5, 6, 60);
+    r.port.inject(&g);
+    r.step();
+    assert!(r.recv(0).is_some());
+    assert_eq!(taken(), [1], "one message on vector 1");
+    r.port.inject(&g);
+    r.step();
+    assert!(r.recv(0).is_some());
+    assert_eq!(taken(), [] as [u16; 0], "INTENA cleared itself when the vector fired");
+    r.wr(pfint_dyn_ctln(0), 1 << 31 | 1);
+    assert_eq!(taken(), [] as [u16; 0], "INTENA_MSK: the write leaves INTENA alone");
+    r.wr(pfint_dyn_ctln(0), 1);
+    assert_eq!(taken(), [1], "the cause that came while disabled is signalled on re-enable");
+    r.wr(pfint_dyn_ctln(0), 1 | 1 << 2);
+    assert_eq!(taken(), [1], "SWINT_TRIG");
+    // Vector 0: the admin queue cause (PFINT_ICR0 bit 30) once enabled in PFINT_ICR0_ENA and DYN_CTL0.INTENA.
+    r.wr(PFINT_ICR0_ENA, 1 << 30);
+    r.wr(PFINT_DYN_CTL0, 1);
+    r.port.link_flap(Duration::from_millis(50));
+    r.step();
+    assert!(r.next_event().is_some(), "link event on the ARQ");
+    assert_eq!(taken(), [0], "vector 0 for the ARQ event");
+    assert_ne!(r.rd(PFINT_ICR0) & 1 << 30, 0, "ADMINQ latched");
+    assert_eq!(r.rd(PFINT_ICR0) & 1 << 30, 0, "cleared by reading");
+    assert!(r.port.irq_counts()[1] >= 3);
+    r.port.assert_no_faults();
+}
+
+#[test]
+fn vsi_bandwidth_limit_and_flow_director_input_sets() {
+    let mut r = ready(X710Config::default(), 1, 1);
+    // docs/hw/i40e.md §6.12: SEID at 0, credits at 4 (0 = no limit), max_credit at 8.
+    let seid = r.learnt.vsi_seid.to_le_bytes();
+    r.direct(0x0400, [seid[0], seid[1], 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]).ok();
+    r.direct(0x0400, [0x99, 0x09, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]).failed(AqRc::Enoent);
+    r.direct(0x0400, [seid[0], seid[1], 0, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).failed(AqRc::Einval);
+    // docs/hw/i40e.md §6.11: PRTQF_FD_INSET(63, 1) is an RX control register.
+    let mut p = [0u8; 16];
+    p[4..8].copy_from_slice(&(0x25_0000u32 + 63 * 64 + 32).to_le_bytes());
+    p[12..16].copy_from_slice(&0x1234u32.to_le_bytes());
+    r.direct(0x0207, p).ok();
+    p[12..16].fill(0);
+    assert_eq!(r.direct(0x0206, p).p32(12), 0x1234);
+    let faults = protocol_faults(&r.port);
+    assert_eq!(faults.len(), 2, "the two refused limits: {faults:?}");
+}
+
+#[test]
+fn vsi_bandwidth_queries_report_tc0_only() {
+    let mut r = ready(X710Config::default(), 1, 1);
+    let seid = r.learnt.vsi_seid.to_le_bytes();
+    // docs/hw/i40e.md §6.13: 0x0408 (64 bytes) names TC0's queue set; 0x040A (32 bytes) TC0's share.
+    let q = r.indirect(0x0408, false, [seid[0], seid[1], 0, 0, 0, 0, 0, 0], &[0xAA; 64]);
+    q.ok();
+    assert_eq!(q.buf[0], 0x01, "TC0 valid");
+    assert_eq!(le16(&q.buf, 16), r.learnt.qs_handle, "TC0's queue-set handle");
+    let e = r.indirect(0x040A, false, [seid[0], seid[1], 0, 0, 0, 0, 0, 0], &[0xAA; 32]);
+    e.ok();
+    assert_eq!((e.buf[0], e.buf[4]), (0x01, 1), "TC0 valid with its share");
+    r.indirect(0x0408, false, [0x99, 0x09, 0, 0, 0, 0, 0, 0], &[0; 64]).failed(AqRc::Enoent);
+    assert_eq!(protocol_faults(&r.port).len(), 1);
+}

@@ -74,8 +74,7 @@ impl Model for X540Model {
     }
 }
 
-/// An X710-family PF model (its BAR0 register space and handle). It signals no interrupts (nicsim's X710 model
-/// latches causes only), so a guest driver that waits for one (Linux's i40e for admin-queue events) gets none.
+/// An X710-family PF model (its BAR0 register space and handle); its MSI-X messages go to the client's eventfds.
 #[derive(Debug)]
 pub struct X710Model {
     /// The register space.
@@ -94,8 +93,8 @@ impl Model for X710Model {
     fn dma(&self) -> Arc<IovaMap> {
         self.port.dma_mapper()
     }
-    fn set_irq_sink(&self, _sink: Option<IrqSink>) {
-        // Nothing to connect: the X710 model has no interrupt output (see the type's docs).
+    fn set_irq_sink(&self, sink: Option<IrqSink>) {
+        self.port.set_irq_sink(sink);
     }
     fn reset(&self) {
         use nicsim::x710::regs::{PFGEN_CTRL, PFGEN_CTRL_PFSWR};

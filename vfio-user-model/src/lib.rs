@@ -13,7 +13,7 @@
 //! Not supported: DMA through messages (memory a client maps without a file descriptor stays outside the model's
 //! IOVA map: the model faults on DMA there),
 //! mmap of BARs, migration, the 82599's I/O BAR (reads 0), INTx level semantics (a message per rising edge only),
-//! more than one client per server; the X710 model is served ([`X710Model`]) but signals no interrupts.
+//! more than one client per server.
 
 #![deny(unsafe_code)]
 

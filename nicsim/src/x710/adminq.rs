@@ -43,6 +43,8 @@ pub mod opcode {
     pub const RX_CTL_READ: u16 = 0x0206;
     /// RX Control Register Write.
     pub const RX_CTL_WRITE: u16 = 0x0207;
+    /// Debug Read Register (docs/hw/i40e.md §18.2).
+    pub const DEBUG_READ_REG: u16 = 0xFF03;
     /// Update VSI.
     pub const UPDATE_VSI: u16 = 0x0211;
     /// Get VSI Parameters.
@@ -53,6 +55,12 @@ pub mod opcode {
     pub const REMOVE_MACVLAN: u16 = 0x0251;
     /// Set VSI Promiscuous Modes.
     pub const SET_VSI_PROMISC: u16 = 0x0254;
+    /// Configure VSI Bandwidth Limit (docs/hw/i40e.md §6.12).
+    pub const VSI_BW_LIMIT: u16 = 0x0400;
+    /// Query VSI Bandwidth Configuration (docs/hw/i40e.md §6.13).
+    pub const QUERY_VSI_BW: u16 = 0x0408;
+    /// Query VSI ETS SLA Configuration (docs/hw/i40e.md §6.13).
+    pub const QUERY_VSI_ETS_SLA: u16 = 0x040A;
     /// Configure VSI TC Bandwidth.
     pub const VSI_TC_BW: u16 = 0x0407;
     /// Get PHY Abilities.
@@ -557,8 +565,7 @@ impl Core {
         }
         self.aq.arq.head = (ring.head + 1) % n;
         shared.counters().arq_events += 1;
-        let icr = self.reg(PFINT_ICR0) | PFINT_ICR0_ADMINQ.mask();
-        self.set_reg(PFINT_ICR0, icr);
+        self.raise_icr0(shared, PFINT_ICR0_ADMINQ);
     }
 }
 

@@ -45,6 +45,7 @@ fn rx_ctl_register(addr: usize) -> bool {
         || addr == pfqf_hena(1)
         || (0x26_7600..0x26_7600 + 8 * 64).contains(&addr)
         || (0x26_7A00..0x26_7A00 + 8 * 64).contains(&addr)
+        || (PRTQF_FD_INSET..PRTQF_FD_INSET + 64 * 64).contains(&addr)
 }
 
 impl Core {
@@ -135,6 +136,17 @@ impl Core {
                 ok(p, true)
             }
             Command::SetSwitchConfig { .. } => ok(p, false),
+            Command::DebugReadReg { address } => {
+                // docs/hw/i40e.md §18.2: absolute addresses; the value's high word at 8, low word at 12.
+                let value = if let Some(port) = prtgen_cnf_port(address) {
+                    PRTGEN_CNF_PORT_DIS.val((port >= c.part.ports()).into())
+                } else {
+                    self.reg(address)
+                };
+                put32(&mut p, 8, 0);
+                put32(&mut p, 12, value);
+                ok(p, false)
+            }
             Command::RxCtl { write, address, value } => {
                 if !rx_ctl_register(address) {
                     return fail(self, AqRc::Einval, format!("register {address:#x} is not an RX control register"));
@@ -160,6 +172,41 @@ impl Core {
                 }
                 self.vsi.promisc = (self.vsi.promisc & !valid_flags) | (flags & valid_flags);
                 ok(p, false)
+            }
+            Command::VsiBwLimit { seid, credit, .. } => {
+                if seid != vsi_seid(c) {
+                    return fail(self, AqRc::Enoent, format!("seid {seid:#x} is not the VSI's ({:#x})", vsi_seid(c)));
+                }
+                // The model does not shape: only "no limit" is something it does.
+                if credit != 0 {
+                    return fail(
+                        self,
+                        AqRc::Einval,
+                        format!("a limit of {credit} × 50 Mb/s: TX shaping is not modelled"),
+                    );
+                }
+                ok(p, false)
+            }
+            Command::QueryVsiBw { seid, ets } => {
+                if seid != vsi_seid(c) {
+                    return fail(self, AqRc::Enoent, format!("seid {seid:#x} is not the VSI's ({:#x})", vsi_seid(c)));
+                }
+                // docs/hw/i40e.md §6.13: TC0 only, no limits; the plain form also names TC0's queue set.
+                let need = if ets { 32 } else { 64 };
+                if buf.len() < need {
+                    return fail(self, AqRc::Einval, format!("buffer of {} bytes, {need} needed", buf.len()));
+                }
+                buf.fill(0);
+                buf[0] = 0x01;
+                if ets {
+                    buf[4] = 1; // TC0's share credits
+                } else {
+                    put16(buf, 16, qs_handle(c));
+                    for tc in 1..8 {
+                        put16(buf, 16 + 2 * tc, 0xFFFF);
+                    }
+                }
+                ok(p, true)
             }
             Command::VsiTcBw { seid } => {
                 if seid != vsi_seid(c) {
@@ -571,4 +618,10 @@ impl Core {
         r[10] = if self.link.crc_en { 0x04 } else { 0 };
         r
     }
+}
+
+/// The port whose PRTGEN_CNF `address` is (docs/hw/i40e.md §18.2), if it is one.
+fn prtgen_cnf_port(address: usize) -> Option<usize> {
+    let rel = address.checked_sub(PRTGEN_CNF)?;
+    (rel.is_multiple_of(4) && rel / 4 < 4).then_some(rel / 4)
 }

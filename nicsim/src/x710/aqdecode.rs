@@ -47,6 +47,8 @@ pub(super) fn spec(op: u16, api: (u16, u16)) -> Option<Spec> {
         ADD_MACVLAN | REMOVE_MACVLAN => s(Buf::Set, &[(0, 8)]),
         SET_VSI_PROMISC => s(Buf::None, &[(0, 8)]),
         VSI_TC_BW => s(Buf::Set, &[(0, 2)]),
+        VSI_BW_LIMIT => s(Buf::None, &[(0, 2), (4, 2), (8, 1)]),
+        QUERY_VSI_BW | QUERY_VSI_ETS_SLA => s(Buf::Get, &[(0, 2)]),
         GET_PHY_ABILITIES => s(Buf::Get, &[(0, 2)]),
         SET_PHY_CONFIG => s(Buf::None, &[(0, 15)]),
         SET_MAC_CONFIG => s(Buf::None, &[(0, 8)]),
@@ -59,6 +61,7 @@ pub(super) fn spec(op: u16, api: (u16, u16)) -> Option<Spec> {
         SET_RSS_LUT => s(Buf::Set, &[(0, 4)]),
         GET_RSS_KEY => s(Buf::GetRdAllowed, &[(0, 2)]),
         GET_RSS_LUT => s(Buf::GetRdAllowed, &[(0, 4)]),
+        DEBUG_READ_REG => s(Buf::None, &[(4, 4)]),
         _ => None,
     }
 }
@@ -108,6 +111,10 @@ pub(super) enum Command {
         flags: u16,
         valid_flags: u16,
     },
+    /// docs/hw/i40e.md §18.2: the register's address at 4.
+    DebugReadReg {
+        address: usize,
+    },
     /// docs/hw/i40e.md §6.11: register address at 4, value at 12.
     RxCtl {
         write: bool,
@@ -135,6 +142,17 @@ pub(super) enum Command {
     /// docs/hw/i40e.md §6.6: the VSI's SEID.
     VsiTcBw {
         seid: u16,
+    },
+    /// docs/hw/i40e.md §6.13: the VSI; `ets` for the per-TC (ETS SLA) form.
+    QueryVsiBw {
+        seid: u16,
+        ets: bool,
+    },
+    /// docs/hw/i40e.md §6.12: the VSI, its limit in 50 Mb/s credits (0: none), the burst exponent.
+    VsiBwLimit {
+        seid: u16,
+        credit: u16,
+        max_credit: u8,
     },
     /// docs/hw/i40e.md §7.1: param0 bit 0 qualified modules, bit 1 initial values.
     GetPhyAbilities {
@@ -237,6 +255,9 @@ impl Command {
                 }
                 Command::SetSwitchConfig { flags: le16(p, 0), valid_flags }
             }
+            QUERY_VSI_BW | QUERY_VSI_ETS_SLA => Command::QueryVsiBw { seid: le16(p, 0), ets: op == QUERY_VSI_ETS_SLA },
+            VSI_BW_LIMIT => Command::VsiBwLimit { seid: le16(p, 0), credit: le16(p, 4), max_credit: p[8] },
+            DEBUG_READ_REG => Command::DebugReadReg { address: le32(p, 4) as usize },
             RX_CTL_READ | RX_CTL_WRITE => {
                 Command::RxCtl { write: op == RX_CTL_WRITE, address: le32(p, 4) as usize, value: le32(p, 12) }
             }

@@ -80,6 +80,8 @@ impl Core {
             rx_blocked: None,
             hang_all: false,
             reset_delay: config.reset_delay,
+            sr: super::nvm::ShadowRam::new(),
+            intr: super::intr::Intr::new(config.msix_vectors.into()),
         };
         core.power_on_registers(config);
         core
@@ -96,6 +98,8 @@ impl Core {
             (GLHMC_LANTXOBJSZ, 7),
             (GLHMC_LANRXOBJSZ, 5),
             (GLHMC_LANQMAX, GLHMC_CNT.val(c.num_queues.into())),
+            // docs/hw/i40e.md §18.3: room for the smallest FCoE tables (1K filters + 512 contexts) a driver validates.
+            (GLHMC_FCOEFMAX, GLHMC_FCOEFMAX_PMFCOEFMAX.val(0x1000)),
             (glhmc_sdpart(c.pf_id.into()), GLHMC_SDPART_PMSDBASE.val(0) | GLHMC_SDPART_PMSDSIZE.val(64)),
             (GLQF_CTL, GLQF_CTL_HTOEP.val(1)),
             (PRTMAC_MACC, PRTMAC_MACC_25G.val((c.part == X710Part::Xxv710Sfp28).into())),
@@ -146,6 +150,7 @@ impl Core {
         self.link.event_mask = 0;
         self.link.loopback = 0;
         self.rx_blocked = None;
+        self.intr.reset();
         let mut inbound = shared.inbound.lock().unwrap_or_else(|e| e.into_inner());
         let lost = inbound.frames.len();
         *inbound = Inbound::default();
@@ -166,8 +171,7 @@ impl Core {
             return;
         }
         self.link.last_up = up;
-        let icr = self.reg(PFINT_ICR0) | PFINT_ICR0_LINK_STAT_CHANGE.mask();
-        self.set_reg(PFINT_ICR0, icr);
+        self.raise_icr0(shared, PFINT_ICR0_LINK_STAT_CHANGE);
         // Mask bit 0x0002 suppresses link up/down events (docs/hw/i40e.md §7.6).
         if self.link.lse && self.link.event_mask & adminq::PHY_EVENT_LINK_UPDOWN == 0 {
             let params = self.link_status_params(shared, up);
@@ -189,6 +193,7 @@ impl Core {
             GLGEN_RSTAT | GL_FWSTS => 0,
             // A programmed NVM: normal mode, not blank programming (docs/hw/i40e.md §18).
             GLNVM_FLA => GLNVM_FLA_LOCKED.val(1),
+            GLNVM_GENS | GLNVM_SRCTL | GLNVM_SRDATA => self.nvm_read(offset),
             PRTMAC_LINKSTA => {
                 self.update_link(shared, now);
                 if self.link_up(shared, now) {
@@ -239,6 +244,10 @@ impl Core {
         if Stats::owns(offset) {
             return; // read-only counters
         }
+        if let Some(vector) = self.dyn_ctl_vector(offset) {
+            self.write_dyn_ctl(shared, vector, value);
+            return;
+        }
         match offset {
             PFGEN_CTRL => {
                 if PFGEN_CTRL_PFSWR.is_set(value) {
@@ -252,14 +261,16 @@ impl Core {
                     ))
                 }
             }
-            GLNVM_ULD | GLNVM_FLA | GLGEN_RSTAT | GL_FWSTS | PRTMAC_LINKSTA | PFGEN_PORTNUM | PF_FUNC_RID
-            | PFLAN_QALLOC | GLHMC_LANQMAX | GLHMC_LANTXOBJSZ | GLHMC_LANRXOBJSZ => {
+            GLNVM_SRCTL | GLNVM_SRDATA => self.nvm_write(shared, offset, value),
+            GLNVM_ULD | GLNVM_FLA | GLNVM_GENS | GLGEN_RSTAT | GL_FWSTS | PRTMAC_LINKSTA | PFGEN_PORTNUM
+            | PF_FUNC_RID | PFLAN_QALLOC | GLHMC_LANQMAX | GLHMC_FCOEFMAX | GLHMC_LANTXOBJSZ | GLHMC_LANRXOBJSZ => {
                 shared.fault(format!("write of {value:#x} to read-only register {offset:#x}"))
             }
             PF_ATQH | PF_ATQT | PF_ATQLEN | PF_ARQH | PF_ARQT | PF_ARQLEN | PF_ATQBAL | PF_ATQBAH | PF_ARQBAL
             | PF_ARQBAH => self.aq.write(shared, offset, value),
             PFHMC_SDCMD => self.write_sdcmd(shared, value),
             PFINT_ICR0 => {}
+            PFINT_ICR0_ENA => self.write_icr0_ena(shared, value),
             _ if (gllan_txpre_qdis(0)..gllan_txpre_qdis(12)).contains(&offset) => {
                 self.write_txpre_qdis(shared, (offset - gllan_txpre_qdis(0)) / 4, value)
             }

@@ -3,7 +3,8 @@
 //!
 //! Layout: `regs` (the model's register map), `adminq` (both admin rings, the generic descriptor checks, ARQ
 //! events), `aqdecode` (typed per-opcode decode), `aqcmd` (what each command does), `hmc` (segment descriptors and
-//! queue-context unpacking), `core` (register semantics, PF reset, link, queue enable handshakes), `rx` / `tx`
+//! queue-context unpacking), `core` (register semantics, PF reset, link, queue enable handshakes), `intr` (MSI-X
+//! messages), `nvm` (the shadow RAM), `rx` / `tx`
 //! (rings, RSS, filters), `stats` (48/32-bit counters), `port` (the BAR and port handles), this module (config,
 //! shared state, wires, the model thread).
 //!
@@ -15,6 +16,8 @@ mod aqcmd;
 mod aqdecode;
 mod core;
 pub mod hmc;
+mod intr;
+mod nvm;
 mod port;
 pub mod regs;
 mod rx;
@@ -93,6 +96,11 @@ impl X710Part {
             X710Part::Xl710QsfpA | X710Part::Xl710QsfpB => 0x19,
             X710Part::Xxv710Sfp28 => 0x21,
         }
+    }
+
+    /// Ports of the board (docs/hw/i40e.md §18.2): the model is a two-port card of each part.
+    pub(crate) fn ports(self) -> usize {
+        2
     }
 
     /// PRTMAC_LINKSTA speed code (docs/hw/i40e.md §7.4): 10G 2, 40G and 25G 3.
@@ -257,6 +265,8 @@ pub(crate) struct Shared {
     counters: Mutex<X710Counters>,
     parked: AtomicBool,
     thread: Mutex<Option<Thread>>,
+    /// Where interrupt messages go (docs/hw/i40e.md §14.1); none: nowhere.
+    irq: Mutex<Option<crate::x540::IrqSink>>,
 }
 
 impl Shared {
@@ -474,6 +484,9 @@ pub(crate) struct Core {
     rx_blocked: Option<rx::Classified>,
     hang_all: bool,
     reset_delay: Duration,
+    /// The NVM shadow RAM behind GLNVM_SRCTL (docs/hw/i40e.md §18.1).
+    sr: nvm::ShadowRam,
+    intr: intr::Intr,
 }
 
 /// SEIDs and numbers the model's firmware hands out (docs/hw/i40e.md §6.5, §6.6).

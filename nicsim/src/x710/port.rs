@@ -126,6 +126,7 @@ impl X710 {
             counters: Mutex::new(X710Counters::default()),
             parked: AtomicBool::new(false),
             thread: Mutex::new(None),
+            irq: Mutex::new(None),
             config,
         });
         (X710Bar { shared: shared.clone() }, X710Port { shared })
@@ -166,6 +167,17 @@ impl X710Port {
             bars: [c.bar0_len, 0, 0, BAR3_LEN, 0, 0],
             msix_vectors: c.msix_vectors,
         }
+    }
+
+    /// Sends the port's MSI-X messages to `sink` (called with the vector number) instead of nowhere; `None`
+    /// disconnects it. The model signals from its own thread or the register caller's.
+    pub fn set_irq_sink(&self, sink: Option<crate::x540::IrqSink>) {
+        *self.shared.irq.lock().unwrap_or_else(|e| e.into_inner()) = sink;
+    }
+
+    /// Messages signalled so far on each MSI-X vector, whether or not a sink was connected.
+    pub fn irq_counts(&self) -> Vec<u64> {
+        self.shared.lock().intr.sent.clone()
     }
 
     /// The configuration.

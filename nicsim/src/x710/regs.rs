@@ -81,6 +81,39 @@ pub const GLNVM_ULD: usize = 0x0B_6008;
 pub const GLNVM_FLA: usize = 0x0B_6108;
 /// GLNVM_FLA.LOCKED: the NVM is in normal (locked) mode; 0 means blank-programming mode.
 pub const GLNVM_FLA_LOCKED: Field = Field::bit(6);
+/// GLHMC_FCOEFMAX: the FCoE filter entries the HMC can hold (docs/hw/i40e.md §8.2, §18.3).
+pub const GLHMC_FCOEFMAX: usize = 0x0C_20D0;
+/// GLHMC_FCOEFMAX.PMFCOEFMAX.
+pub const GLHMC_FCOEFMAX_PMFCOEFMAX: Field = Field::new(0, 16);
+/// PRTQF_FD_INSET(i, j): flow-director input set of PCTYPE i (0..63), word j (0..1) at + 64 i + 32 j, written
+/// through RX Control Register Write (docs/hw/i40e.md §6.11).
+pub const PRTQF_FD_INSET: usize = 0x25_0000;
+/// PRTGEN_CNF of port 0; port n's is 4 n above (docs/hw/i40e.md §18.2).
+pub const PRTGEN_CNF: usize = 0x0B_8120;
+/// PRTGEN_CNF.PORT_DIS: the port is disabled (absent on this board).
+pub const PRTGEN_CNF_PORT_DIS: Field = Field::bit(0);
+/// GLNVM_GENS, NVM general status (docs/hw/i40e.md §18.1).
+pub const GLNVM_GENS: usize = 0x0B_6100;
+/// GLNVM_GENS.NVM_PRES: an NVM is present.
+pub const GLNVM_GENS_NVM_PRES: Field = Field::bit(0);
+/// GLNVM_GENS.SR_SIZE: the shadow RAM holds 2^SR_SIZE KB.
+pub const GLNVM_GENS_SR_SIZE: Field = Field::new(5, 3);
+/// GLNVM_SRCTL, shadow RAM access control (docs/hw/i40e.md §18.1).
+pub const GLNVM_SRCTL: usize = 0x0B_6110;
+/// GLNVM_SRCTL.ADDR: the word address.
+pub const GLNVM_SRCTL_ADDR: Field = Field::new(14, 15);
+/// GLNVM_SRCTL.WRITE: the access is a write.
+pub const GLNVM_SRCTL_WRITE: Field = Field::bit(29);
+/// GLNVM_SRCTL.START: start the access.
+pub const GLNVM_SRCTL_START: Field = Field::bit(30);
+/// GLNVM_SRCTL.DONE: the last access finished (1 when idle).
+pub const GLNVM_SRCTL_DONE: Field = Field::bit(31);
+/// GLNVM_SRDATA, shadow RAM data (docs/hw/i40e.md §18.1).
+pub const GLNVM_SRDATA: usize = 0x0B_6114;
+/// GLNVM_SRDATA.WRDATA: the word to write.
+pub const GLNVM_SRDATA_WRDATA: Field = Field::new(0, 16);
+/// GLNVM_SRDATA.RDDATA: the word read.
+pub const GLNVM_SRDATA_RDDATA: Field = Field::new(16, 16);
 /// GLNVM_ULD.CONF_CORE_DONE.
 pub const GLNVM_ULD_CONF_CORE_DONE: Field = Field::bit(3);
 /// GLNVM_ULD.CONF_GLOBAL_DONE.
@@ -430,7 +463,7 @@ pub mod stat {
     pub const GLV_TEPC: usize = 0x34_4000;
 }
 
-// ---- docs/hw/i40e.md §14 interrupts (stored, never signalled) --------------------------------------------------
+// ---- docs/hw/i40e.md §14 interrupts (signalled by x710/intr.rs) --------------------------------------------------
 
 /// Interrupt causes of vector 0, cleared by reading.
 pub const PFINT_ICR0: usize = 0x03_8780;
@@ -442,8 +475,22 @@ pub const PFINT_ICR0_LINK_STAT_CHANGE: Field = Field::bit(25);
 pub const PFINT_ICR0_MAL_DETECT: Field = Field::bit(19);
 /// PFINT_ICR0.HMC_ERR.
 pub const PFINT_ICR0_HMC_ERR: Field = Field::bit(26);
+/// Enables of the vector 0 causes, PFINT_ICR0's bit positions (CORER).
+pub const PFINT_ICR0_ENA: usize = 0x03_8800;
 /// Vector 0 dynamic control (PFR).
 pub const PFINT_DYN_CTL0: usize = 0x03_8480;
+/// PFINT_DYN_CTL0/N.INTENA: the vector may signal.
+pub const DYN_CTL_INTENA: Field = Field::bit(0);
+/// PFINT_DYN_CTL0/N.CLEARPBA: clear the vector's pending bit.
+pub const DYN_CTL_CLEARPBA: Field = Field::bit(1);
+/// PFINT_DYN_CTL0/N.SWINT_TRIG: software interrupt.
+pub const DYN_CTL_SWINT_TRIG: Field = Field::bit(2);
+/// PFINT_DYN_CTL0/N.INTENA_MSK: this write leaves INTENA as it is.
+pub const DYN_CTL_INTENA_MSK: Field = Field::bit(31);
+/// QINT_RQCTL/TQCTL.MSIX_INDX: the MSI-X vector of the queue's cause.
+pub const QINT_MSIX_INDX: Field = Field::new(0, 8);
+/// QINT_RQCTL/TQCTL.CAUSE_ENA.
+pub const QINT_CAUSE_ENA: Field = Field::bit(30);
 /// Vector 0 queue list (PFR).
 pub const PFINT_LNKLST0: usize = 0x03_8500;
 /// Queue list of vector n+1 (PFR).

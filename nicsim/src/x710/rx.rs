@@ -362,6 +362,7 @@ impl Core {
             &c.data[0..6],
         );
         shared.counters().rx_delivered += 1;
+        self.queue_cause(shared, q, true);
         Delivery::Done
     }
 

@@ -138,6 +138,7 @@ impl Core {
                 if r.is_err() {
                     return done as usize;
                 }
+                self.queue_cause(shared, q, false);
             }
         }
         done as usize

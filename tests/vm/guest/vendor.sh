@@ -4,7 +4,7 @@
 
 fail() {
     echo "FAIL: $*"
-    dmesg | grep -iE "ixgbe|i40e|$bdf|$if" | tail -40
+    dmesg | grep -iE "ixgbe|i40e|$bdf|$if" | tail -80
     # The host then reports the model's faults (the registers the driver used in a way the model rejects).
     [ -n "$model" ] && echo "@@vmtest model-stats $model -1 -1"
     exit 1
@@ -39,7 +39,12 @@ vendor_nic() {
     got=$(cat "/sys/class/net/$if/address")
     echo "$driver probed $bdf as $if, MAC $got"
     [ "$got" = "$mac" ] || fail "$if has MAC $got; the model's NVM holds $mac"
-    ip link set "$if" up || fail "ip link set $if up"
+    # In the background: a driver stuck in its open path (uninterruptible) must not take the test's output with it.
+    ip link set "$if" up &
+    up_pid=$!
+    up_done() { ! kill -0 "$up_pid" 2>/dev/null; }
+    poll 20 up_done || fail "ip link set $if up did not return within 20 s (the driver's open path is stuck)"
+    wait "$up_pid" || fail "ip link set $if up"
     carrier() { [ "$(cat "/sys/class/net/$if/carrier" 2>/dev/null)" = 1 ]; }
     poll 30 carrier || fail "the link of $if did not come up"
     echo "link up at $(cat "/sys/class/net/$if/speed") Mb/s"
