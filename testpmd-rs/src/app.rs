@@ -390,6 +390,7 @@ impl App {
                 }
             }
             println!("Port {id}: {}", port.dev.mac_addr());
+            self.eal.publish_port(id, &*port.dev, &pool);
         }
         if self.set.link_check && (ids.len() > 1 || errors.is_empty()) {
             println!("Checking link statuses...");
