@@ -25,6 +25,7 @@
 
 pub mod bar;
 pub mod barrier;
+pub mod capture;
 mod dev;
 pub mod devargs;
 pub mod dma;
