@@ -7,9 +7,12 @@
 //! thread publishes ([`Telemetry::publish_port`]). The lock around those descriptions is taken only by the
 //! control thread and the telemetry threads, never by a forwarding lcore.
 //!
+//! Beyond DPDK's commands: `/pktio/capture` ([`capture`]) starts and stops a live pcapng capture.
+//!
 //! Not supported: the legacy v1 socket, `/eal/heap_*` and `/eal/memzone_*`, driver-specific commands (`/cnxk/...`),
 //! and hardware-only counters of PCI ports (their `/ethdev/stats` are the queue counters).
 
+pub mod capture;
 mod json;
 mod server;
 
@@ -21,7 +24,7 @@ use pktio::stats::{PortStats, RxQueueStats, TxQueueStats};
 use pktio::{EthDev, LinkStatus, MacAddr};
 
 pub use json::Value;
-pub use server::{socket_path, Server};
+pub use server::{connect, recv, runtime_dir, send, socket_path, Server, SOCKET_NAME};
 
 /// The version string `/info` reports (the client only shows it).
 pub const VERSION: &str = concat!("DPDK 22.11 (pktio-rs ", env!("CARGO_PKG_VERSION"), ")");
@@ -183,6 +186,11 @@ impl Telemetry {
         reg.ports[i] = Some(view);
     }
 
+    /// The device name of port `id`, if published.
+    pub fn port_name(&self, id: u16) -> Option<String> {
+        self.registry().ports.get(id as usize)?.as_ref().map(|p| p.name.clone())
+    }
+
     /// Forgets port `id` (closed).
     pub fn remove_port(&self, id: u16) {
         if let Some(p) = self.registry().ports.get_mut(id as usize) {
@@ -290,6 +298,7 @@ impl Telemetry {
         self.add("/mempool/list", "Returns list of available mempool. Takes no parameters", |t, _| {
             Value::Array(t.registry().pools.iter().map(|p| Value::from(p.name.as_str())).collect())
         });
+        capture::register(self);
         self.add("/mempool/info", "Returns mempool info. Parameters: pool_name", |t, p| {
             let reg = t.registry();
             match reg.pools.iter().find(|m| Some(m.name.as_str()) == p) {
