@@ -119,13 +119,15 @@ impl Sink {
     fn take(&self, port: u16, dir: Direction, packets: &[Mbuf]) {
         let Some(iface) = self.interfaces.get(&(port, dir)) else { return };
         let ts_ns = now_ns();
+        // Counted per burst, not per packet: one shared update each.
+        let (mut recv, mut drop) = (0u64, 0u64);
         for m in packets {
             if !self.claim() {
-                return;
+                break;
             }
-            iface.recv.fetch_add(1, Ordering::Relaxed);
+            recv += 1;
             let Some(mut data) = self.free.pop() else {
-                iface.drop.fetch_add(1, Ordering::Relaxed);
+                drop += 1;
                 continue;
             };
             let bytes = m.data();
@@ -133,9 +135,13 @@ impl Sink {
             data.extend_from_slice(&bytes[..bytes.len().min(self.snaplen)]);
             let rec = Record { interface: iface.id, ts_ns, orig_len: m.pkt_len(), data };
             if let Err(rec) = self.full.push(rec) {
-                iface.drop.fetch_add(1, Ordering::Relaxed);
+                drop += 1;
                 let _ = self.free.push(rec.data);
             }
+        }
+        iface.recv.fetch_add(recv, Ordering::Relaxed);
+        if drop > 0 {
+            iface.drop.fetch_add(drop, Ordering::Relaxed);
         }
     }
 }
