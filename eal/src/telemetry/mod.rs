@@ -329,7 +329,7 @@ fn flag(b: bool) -> Value {
 }
 
 fn ethdev_info(id: u16, p: &PortView) -> Value {
-    let states = |n: usize| Value::uints(std::iter::repeat(p.started as u64).take(n));
+    let states = |n: usize| Value::uints(vec![p.started as u64; n]);
     Value::object([
         ("name", Value::from(p.name.as_str())),
         // RTE_ETH_DEV_ATTACHED.

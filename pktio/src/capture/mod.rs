@@ -164,8 +164,11 @@ impl Tap {
     }
 }
 
-fn taps() -> &'static Mutex<HashMap<(u16, Direction), Arc<Tap>>> {
-    static TAPS: OnceLock<Mutex<HashMap<(u16, Direction), Arc<Tap>>>> = OnceLock::new();
+/// Every tap of the process, by port and direction.
+type Taps = Mutex<HashMap<(u16, Direction), Arc<Tap>>>;
+
+fn taps() -> &'static Taps {
+    static TAPS: OnceLock<Taps> = OnceLock::new();
     TAPS.get_or_init(Default::default)
 }
 
