@@ -17,7 +17,7 @@ mod json;
 mod server;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use mempool::Mempool;
 use pktio::stats::{PortStats, RxQueueStats, TxQueueStats};
@@ -52,8 +52,10 @@ pub struct PortView {
     rss_hf: u64,
     rx_mbuf_size_min: u32,
     xstats_extra: Vec<String>,
-    rx: Vec<Arc<RxQueueStats>>,
-    tx: Vec<Arc<TxQueueStats>>,
+    // Weak: a port tells whether its queues are still handed out by counting the strong references to their
+    // counters, so telemetry must not hold one beyond the instant of a read.
+    rx: Vec<Weak<RxQueueStats>>,
+    tx: Vec<Weak<TxQueueStats>>,
     base: PortStats,
 }
 
@@ -62,8 +64,8 @@ impl PortView {
     /// it has one).
     pub fn of(dev: &dyn EthDev, rx_mbuf_size_min: u32) -> PortView {
         let st = dev.state();
-        let rx = (0..st.config.rx_queues).filter_map(|q| st.rx_stats(q).cloned()).collect();
-        let tx = (0..st.config.tx_queues).filter_map(|q| st.tx_stats(q).cloned()).collect();
+        let rx = (0..st.config.rx_queues).filter_map(|q| st.rx_stats(q).map(Arc::downgrade)).collect();
+        let tx = (0..st.config.tx_queues).filter_map(|q| st.tx_stats(q).map(Arc::downgrade)).collect();
         // The reset base: raw - (raw - base).
         let raw = st.queue_counters();
         let since = st.since_reset(raw.clone());
@@ -88,9 +90,11 @@ impl PortView {
         }
     }
 
-    /// Counters since the last reset, read from the queues' atomics.
+    /// Counters since the last reset, read from the queues' atomics (a port closed since reads as zero).
     pub fn stats(&self) -> PortStats {
-        PortStats::from_queues(self.rx.iter().map(|s| &**s), self.tx.iter().map(|s| &**s)).since(&self.base)
+        let rx: Vec<_> = self.rx.iter().map(|w| w.upgrade().unwrap_or_default()).collect();
+        let tx: Vec<_> = self.tx.iter().map(|w| w.upgrade().unwrap_or_default()).collect();
+        PortStats::from_queues(rx.iter().map(|s| &**s), tx.iter().map(|s| &**s)).since(&self.base)
     }
 }
 
