@@ -23,7 +23,9 @@ bench_setup_memory
 say "building testpmd-rs and pktio-dumpcap (release)"
 cargo build --release -p testpmd-rs --quiet
 BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
-RUN_FOR=$((WARMUP + SECS + 1))
+# The poller and the capture run from before "start" to the end of the measured window, and end before testpmd-rs
+# quits (testpmd_run quits it 0.5 s after the window).
+RUN_FOR=$((WARMUP + SECS))
 
 args() { # $1: extra EAL arguments
   echo -l 0,1 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" $1 --vdev net_null0,size=64 --vdev net_null1,size=64 \
@@ -36,10 +38,13 @@ import socket, sys, time, os
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect(sys.argv[1]); s.recv(1024)
 end = time.time() + float(sys.argv[2]); n = 0
-while time.time() < end:
-    for p in (0, 1):
-        s.send(b"/ethdev/stats,%d" % p); s.recv(16384); n += 1
-    time.sleep(0.01)
+try:
+    while time.time() < end:
+        for p in (0, 1):
+            s.send(b"/ethdev/stats,%d" % p); s.recv(16384); n += 1
+        time.sleep(0.01)
+except OSError as e:
+    print("error=%s" % e)
 print("answers=%d" % n)
 '
 if [ -n "${RUNTIME_DIRECTORY:-}" ]; then SOCK=$RUNTIME_DIRECTORY/dpdk/$PREFIX/dpdk_telemetry.v2
@@ -47,8 +52,12 @@ else SOCK=/var/run/dpdk/$PREFIX/dpdk_telemetry.v2; fi
 
 declare -A res
 CASES="plain idle polled capture"
+# The order of the cases rotates from round to round, so that none always runs right after another (on a shared
+# machine, the load of the moment moves every figure; medians over rotated rounds cancel an order effect).
+ORDER=($CASES)
 for r in $(seq 1 "$ROUNDS"); do
-  for c in $CASES; do
+  k=$(((r - 1) % ${#ORDER[@]}))
+  for c in "${ORDER[@]:$k}" "${ORDER[@]:0:$k}"; do
     hook=
     extra=
     case $c in
