@@ -9,7 +9,8 @@
 # Prints Mpps per case (median of BENCH_ROUNDS, cases interleaved per round) and the slowdown against plain.
 #
 # Usage (as root): bash bench/telemetry-capture.sh
-# Knobs (bench/lib.sh): BENCH_SECONDS=5, BENCH_WARMUP=1, BENCH_ROUNDS=3, BENCH_MEM=huge|nohuge, BENCH_LOG_DIR.
+# Knobs (bench/lib.sh): BENCH_SECONDS=5, BENCH_WARMUP=1, BENCH_ROUNDS=3, BENCH_MEM=huge|nohuge, BENCH_LOG_DIR;
+# BENCH_TC_CASES (default "plain idle polled capture"; plain must be among them).
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -51,7 +52,7 @@ if [ -n "${RUNTIME_DIRECTORY:-}" ]; then SOCK=$RUNTIME_DIRECTORY/dpdk/$PREFIX/dp
 else SOCK=/var/run/dpdk/$PREFIX/dpdk_telemetry.v2; fi
 
 declare -A res
-CASES="plain idle polled capture"
+CASES=${BENCH_TC_CASES:-plain idle polled capture}
 # The order of the cases rotates from round to round, so that none always runs right after another (on a shared
 # machine, the load of the moment moves every figure; medians over rotated rounds cancel an order effect).
 ORDER=($CASES)
@@ -83,5 +84,6 @@ for c in $CASES; do
   slow=$(awk -v a="$m" -v b="$plain" 'BEGIN { if (b + 0 == 0) print "n/a"; else printf "%+.1f%%\n", (a / b - 1) * 100 }')
   printf '%-8s | %8s | %9s | %s\n' "$c" "$(fmt "$m" 1)" "$slow" "${res[$c]}"
 done
-echo "polled: $(cat "$LOG"/tc_poll_*.txt | tr '\n' ' ')"
-echo "capture: $(grep -h 'Packets' "$LOG"/tc_dumpcap_*.txt | tr '\n' ' ')"
+[ -n "${res[polled]:-}" ] && echo "polled: $(cat "$LOG"/tc_poll_*.txt | tr '\n' ' ')"
+[ -n "${res[capture]:-}" ] && echo "capture: $(grep -h 'Packets' "$LOG"/tc_dumpcap_*.txt | tr '\n' ' ')"
+true
