@@ -12,6 +12,7 @@ command -v ethtool >/dev/null || need_apt+=(ethtool)
 command -v python3 >/dev/null || need_apt+=(python3)
 command -v cc >/dev/null || need_apt+=(gcc)
 command -v dpdk-testpmd >/dev/null || need_apt+=(dpdk)
+[ -x /usr/bin/dpdk-telemetry.py ] || need_apt+=(dpdk-dev)
 command -v stdbuf >/dev/null || need_apt+=(coreutils)
 # Real clients of the sample servers (servers/tests/real_clients.rs) and the systems bench/ compares against.
 command -v redis-cli >/dev/null || need_apt+=(redis-tools)

@@ -111,6 +111,8 @@ pub struct EalConfig {
     pub print_version: bool,
     /// `--force-max-simd-bitwidth`, if given (recorded; this build's vector width is fixed when it is compiled).
     pub max_simd_bitwidth: Option<u16>,
+    /// Serve DPDK's telemetry socket (default; `--no-telemetry` turns it off).
+    pub telemetry: bool,
     /// One line for each option given that means nothing here (accepted so that DPDK scripts run), to be printed
     /// once at start-up.
     pub notes: Vec<String>,
@@ -147,6 +149,7 @@ impl Default for EalConfig {
             page_size: None,
             print_version: false,
             max_simd_bitwidth: None,
+            telemetry: true,
             notes: Vec::new(),
         }
     }
@@ -176,12 +179,14 @@ EAL options:
   --iova-mode va|pa      device addressing: va (IOMMU, default) or pa (physical, no IOMMU; needs root)
   --file-prefix NAME     prefix of hugepage files (run several processes side by side)
   --log-level LEVEL      global log level 1-8 or a name; PATTERN:LEVEL (glob) or REGEX,LEVEL for components
+  --no-telemetry         no telemetry socket (default: DPDK's dpdk_telemetry.v2 for the file prefix, which
+                         dpdk-telemetry.py -f PREFIX reads); --telemetry turns it back on
   -v                     print the version at start-up
   -h, --help             this text
 
 Accepted for DPDK scripts, meaning nothing here (each says so once on stderr): -n N, -d LIB (drivers are built in),
   --in-memory, --no-shconf, --proc-type primary|auto, --single-file-segments, --legacy-mem, --base-virtaddr ADDR,
-  --vfio-intr legacy|msi|msix, --telemetry, --no-telemetry, --force-max-simd-bitwidth N, --no-hpet,
+  --vfio-intr legacy|msi|msix, --force-max-simd-bitwidth N, --no-hpet,
   --huge-unlink[=MODE], --match-allocations, --syslog[=FACILITY], --vmware-tsc-map, --create-uio-dev.
   Virtual device names also take DPDK's eth_ aliases (eth_null0 = net_null0).",
         drivers = crate::vdev::known_names(registry).join(", ")
@@ -382,9 +387,8 @@ pub fn parse(args: &[String], available_cpus: &[u32]) -> Result<(EalConfig, Vec<
                 }
                 note(&mut cfg, &name, "ports are polled; no interrupt is set up");
             }
-            "--telemetry" | "--no-telemetry" => {
-                note(&mut cfg, "--telemetry", "there is no telemetry socket; statistics come from the application")
-            }
+            "--telemetry" => cfg.telemetry = true,
+            "--no-telemetry" => cfg.telemetry = false,
             "--force-max-simd-bitwidth" => {
                 let bits = value.parse::<u16>().ok().filter(|b| *b == 0 || (b.is_power_of_two() && *b >= 64));
                 cfg.max_simd_bitwidth = Some(bits.ok_or_else(|| {
@@ -672,7 +676,6 @@ mod tests {
             "--legacy-mem",
             "--base-virtaddr",
             "--vfio-intr",
-            "--telemetry",
             "--force-max-simd-bitwidth",
             "--no-hpet",
             "--huge-unlink",
@@ -686,9 +689,11 @@ mod tests {
             assert_eq!(n, 1, "{option}: {:?}", cfg.notes);
         }
         assert!(cfg.notes.iter().any(|n| n.contains("drivers are built in")), "{:?}", cfg.notes);
+        assert!(!cfg.telemetry, "the last of --telemetry/--no-telemetry wins");
         // Nothing meaningful: no notes.
         let (cfg, _) = parse(&args("-l 0 --no-huge"), &[0]).unwrap();
         assert!(cfg.notes.is_empty() && !cfg.print_version);
+        assert!(cfg.telemetry, "telemetry is on by default, as in DPDK");
     }
 
     proptest::proptest! {

@@ -17,8 +17,12 @@
 //!
 //! PCI devices: those given with `-a` (with their `key=value` device arguments, which reach the driver), or with no
 //! `-a` every device bound to vfio-pci whose ID a registered driver supports, minus `-b`, as DPDK scans. DPDK
-//! options that mean nothing here (`-n`, `-d`, `--legacy-mem`, `--telemetry`, ...) are accepted and each says so
+//! options that mean nothing here (`-n`, `-d`, `--legacy-mem`, ...) are accepted and each says so
 //! once on stderr.
+//!
+//! Unless `--no-telemetry` is given, the EAL serves DPDK's telemetry socket for its file prefix ([`telemetry`]):
+//! ports and pools are published at init; an application that configures its ports afterwards republishes them
+//! with [`Eal::publish_port`] once they are started.
 //!
 //! Not supported: hot-plug (devices are probed once, at init), devices bound to uio drivers, multi-process
 //! (primary/secondary), interrupts, loading drivers at run time (`-d`).
@@ -31,6 +35,7 @@ pub mod cpu;
 mod error;
 pub mod pci;
 pub mod signal;
+pub mod telemetry;
 pub mod vdev;
 
 use std::sync::mpsc;
@@ -69,6 +74,9 @@ pub struct Eal {
     allocator: Allocator,
     ports: Vec<Option<Port>>,
     memory_used: usize,
+    telemetry: Option<telemetry::Telemetry>,
+    // Dropped before the lcore guard: the socket goes away with the environment.
+    _telemetry_server: Option<telemetry::Server>,
     _main_lcore: LcoreGuard,
 }
 
@@ -170,7 +178,37 @@ where
         .map_err(|e| Error::Lcore { lcore: config.main_lcore, reason: e.to_string() })?;
     cpu::pin_current_thread_to(config.main_lcore, &config.cpus_of(config.main_lcore))?;
     signal::install_handlers();
-    Ok((Eal { config, allocator, ports, memory_used: 0, _main_lcore: main }, app_args))
+    let (telemetry, server) = start_telemetry(&config, &args, &ports);
+    let eal = Eal { config, allocator, ports, memory_used: 0, telemetry, _telemetry_server: server, _main_lcore: main };
+    Ok((eal, app_args))
+}
+
+/// The telemetry state and its socket, unless `--no-telemetry`. A socket that cannot be made is a warning, not a
+/// failure: the application runs without it.
+fn start_telemetry(
+    config: &EalConfig,
+    args: &[String],
+    ports: &[Option<Port>],
+) -> (Option<telemetry::Telemetry>, Option<telemetry::Server>) {
+    if !config.telemetry {
+        return (None, None);
+    }
+    let program = std::env::args().next().unwrap_or_else(|| "app".into());
+    let params = std::iter::once(program).chain(args.iter().take_while(|a| *a != "--").cloned()).collect();
+    let t = telemetry::Telemetry::new(params, config.lcores.clone());
+    for (id, port) in ports.iter().enumerate() {
+        if let Some(p) = port {
+            t.publish_port(id as u16, &*p.dev, 0);
+        }
+    }
+    match telemetry::Server::start(t.clone(), &config.file_prefix) {
+        Ok(server) => (Some(t), Some(server)),
+        Err(e) => {
+            let path = telemetry::socket_path(&config.file_prefix);
+            eprintln!("EAL: telemetry: cannot listen on {}: {e}; running without it", path.display());
+            (Some(t), None)
+        }
+    }
 }
 
 /// The arguments part of a device string (after the name and its comma).
@@ -243,6 +281,19 @@ impl Eal {
         self.ports.get_mut(id as usize)?.as_mut()
     }
 
+    /// The telemetry state (`None` with `--no-telemetry`), to register commands of the application's own.
+    pub fn telemetry(&self) -> Option<&telemetry::Telemetry> {
+        self.telemetry.as_ref()
+    }
+
+    /// Tells telemetry about port `id` as it is now: call it after (re)configuring and starting a port taken with
+    /// [`Eal::take_ports`], with the pool its RX queues take buffers from.
+    pub fn publish_port(&self, id: u16, dev: &dyn EthDev, rx_pool: &Mempool) {
+        if let Some(t) = &self.telemetry {
+            t.publish_port(id, dev, u32::from(rx_pool.headroom()) + u32::from(rx_pool.data_room()));
+        }
+    }
+
     /// Takes every port still here, in port-id order (apps that own their ports).
     pub fn take_ports(&mut self) -> Vec<Port> {
         self.ports.iter_mut().filter_map(Option::take).collect()
@@ -265,6 +316,9 @@ impl Eal {
             }
         }
         self.memory_used += bytes;
+        if let Some(t) = &self.telemetry {
+            t.publish_pool(&pool);
+        }
         Ok(pool)
     }
 

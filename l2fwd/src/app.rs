@@ -164,6 +164,7 @@ impl App {
         dev.configure(&cfg).map_err(err)?;
         dev.start(pool).map_err(err)?;
         dev.set_promiscuous(true).map_err(err)?;
+        self.eal.publish_port(id, &**dev, pool);
         println!("done: \nPort {id}, MAC address: {}\n", dev.mac_addr());
         let mode = dev.burst_mode();
         println!("Port {id}: RX burst mode: {}, TX burst mode: {}", mode.rx, mode.tx);

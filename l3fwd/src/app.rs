@@ -203,6 +203,7 @@ impl App {
             if params.promiscuous {
                 dev.set_promiscuous(true).map_err(err)?;
             }
+            eal.publish_port(p, &**dev, &pool);
             println!("Address:{}, Destination:{}", dev.mac_addr(), eth_dest[p as usize]);
             let mode = dev.burst_mode();
             println!("Port {p}: driver {}, RX burst mode: {}, TX burst mode: {}", info.driver_name, mode.rx, mode.tx);

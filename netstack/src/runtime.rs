@@ -125,6 +125,7 @@ where
     port.dev.configure(&port_config)?;
     let pool = eal.pktmbuf_pool("netstack", config.pool_size, 256, mempool::DEFAULT_DATA_ROOM)?;
     port.dev.start(&pool)?;
+    eal.publish_port(0, &*port.dev, &pool);
     let port_mac = port.dev.mac_addr();
     if config.mac.is_some_and(|m| m != port_mac) {
         // Frames to a MAC the port does not own arrive only in promiscuous mode.

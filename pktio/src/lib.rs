@@ -13,6 +13,8 @@
 //! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), PCI identity
 //! ([`pci`]), and packet headers as zero-copy views with checksums ([`wire`]: Ethernet/VLAN, ARP, IPv4, IPv6, UDP,
 //! TCP, ICMP) for forwarding engines and stacks.
+//! Live pcapng capture of running queues ([`capture`]: the application wraps the queues it polls; a capture started
+//! and stopped at any time copies their packets to a writer thread).
 //!
 //! The VFIO kernel ABI (structs, flags) comes from `vfio-bindings` and device mappings from `memmap2`;
 //! `vfio-ioctls` is not used: its container refuses no-IOMMU mode (which `--iova-mode pa` supports) and it calls
@@ -25,6 +27,7 @@
 
 pub mod bar;
 pub mod barrier;
+pub mod capture;
 mod dev;
 pub mod devargs;
 pub mod dma;

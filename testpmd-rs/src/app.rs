@@ -376,8 +376,14 @@ impl App {
                 continue;
             }
             let (nrx, ntx) = (port.dev.config().rx_queues, port.dev.config().tx_queues);
-            let rx: Result<Vec<_>, _> = (0..nrx).map(|q| port.dev.rx_queue(q).map(Some)).collect();
-            let tx: Result<Vec<_>, _> = (0..ntx).map(|q| port.dev.tx_queue(q).map(Some)).collect();
+            // With telemetry on, queues are wrapped so that /pktio/capture (pktio-dumpcap) can see them.
+            let tap = self.eal.telemetry().is_some();
+            let rx: Result<Vec<_>, _> = (0..nrx)
+                .map(|q| port.dev.rx_queue(q).map(|r| Some(if tap { pktio::capture::wrap_rx(id, r) } else { r })))
+                .collect();
+            let tx: Result<Vec<_>, _> = (0..ntx)
+                .map(|q| port.dev.tx_queue(q).map(|t| Some(if tap { pktio::capture::wrap_tx(id, t) } else { t })))
+                .collect();
             match (rx, tx) {
                 (Ok(rx), Ok(tx)) => {
                     port.rxq = rx;
@@ -390,6 +396,7 @@ impl App {
                 }
             }
             println!("Port {id}: {}", port.dev.mac_addr());
+            self.eal.publish_port(id, &*port.dev, &pool);
         }
         if self.set.link_check && (ids.len() > 1 || errors.is_empty()) {
             println!("Checking link statuses...");

@@ -1,0 +1,108 @@
+//! Live capture of a forwarding testpmd-rs with `pktio-dumpcap`: port 0 replays a pcap of distinct frames, io
+//! forwarding sends them out of port 1, and a capture of port 1's TX started while that runs is read back with
+//! tcpdump: it holds the forwarded frames byte for byte, in order, with the count asked for.
+//!
+//! Needs tcpdump. Without it the test says so and passes, unless DPDK_TESTS_REQUIRED=1 (scripts/test.sh).
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use pktio::pcap_file::{read_all, PcapWriter};
+
+const DUMPCAP: &str = env!("CARGO_BIN_EXE_pktio-dumpcap");
+
+fn tcpdump() -> bool {
+    if Command::new("tcpdump").arg("--version").output().is_ok() {
+        return true;
+    }
+    if std::env::var("DPDK_TESTS_REQUIRED").as_deref() == Ok("1") {
+        panic!("DPDK_TESTS_REQUIRED=1 but tcpdump is missing: apt-get install tcpdump");
+    }
+    eprintln!("skipped: needs tcpdump (apt-get install tcpdump)");
+    false
+}
+
+/// 40 frames of different lengths, each marked with its index.
+fn frames() -> Vec<Vec<u8>> {
+    (0..40u8)
+        .map(|i| {
+            let mut f = vec![0u8; 60 + i as usize * 17];
+            f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0xcc, i]);
+            f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0xdd, i]);
+            f[12..14].copy_from_slice(&[0x88, 0xb5]);
+            for (k, b) in f[14..].iter_mut().enumerate() {
+                *b = i.wrapping_mul(31).wrapping_add(k as u8);
+            }
+            f
+        })
+        .collect()
+}
+
+#[test]
+fn capture_while_forwarding_holds_the_forwarded_frames() {
+    if !tcpdump() {
+        return;
+    }
+    let dir = TempDir::new("capture");
+    let input = dir.path("in.pcap");
+    let mut w = PcapWriter::create(&input).unwrap();
+    let sent = frames();
+    for (i, f) in sent.iter().enumerate() {
+        w.write_packet(1_700_000_000_000_000_000 + i as u64 * 1000, f).unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    let prefix = format!("tpmd-cap-{}", std::process::id());
+    let rx = format!("net_pcap0,rx_pcap={input},infinite_rx=1");
+    let mut s = boot(&["--file-prefix", &prefix, "--vdev", &rx, "--vdev", "net_null1"], &["-i", "--forward-mode=io"]);
+    s.cmd("start");
+    wait_port_rx(&mut s, 0, 1000);
+    let out = dir.path("cap.pcapng");
+    let dump = Command::new(DUMPCAP)
+        .args(["--file-prefix", &prefix, "-i", "1", "--tx", "-s", "1500", "-c", "200", "-w", &out])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&dump.stdout).into_owned() + &String::from_utf8_lossy(&dump.stderr);
+    assert!(dump.status.success(), "{text}");
+    assert!(text.contains("Packets written: 200"), "{text}");
+    // Still forwarding after the capture.
+    let before = nic_stats(&s.cmd("show port stats 1"), 1).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let after = nic_stats(&s.cmd("show port stats 1"), 1).unwrap();
+    assert!(after.1 > before.1, "port 1 still sends: {before:?} -> {after:?}");
+    s.cmd("stop");
+    quit(s);
+
+    // tcpdump reads the pcapng; its classic-pcap copy is read back here.
+    let copy = dir.path("copy.pcap");
+    let td = Command::new("tcpdump").args(["-r", &out, "-w", &copy]).output().unwrap();
+    assert!(td.status.success(), "tcpdump: {}", String::from_utf8_lossy(&td.stderr));
+    let got: Vec<Vec<u8>> = read_all(&copy).unwrap().into_iter().map(|r| r.data).collect();
+    assert_eq!(got.len(), 200, "the count limit");
+    let first = got[0][5] as usize;
+    for (k, f) in got.iter().enumerate() {
+        assert_eq!(f, &sent[(first + k) % sent.len()], "captured frame {k} is the forwarded one, in order");
+    }
+    let summary = Command::new("tcpdump").args(["-r", &out, "-c", "1", "-n", "-e"]).output().unwrap();
+    assert!(summary.status.success());
+}
+
+#[test]
+fn dumpcap_says_why_it_cannot_capture() {
+    let prefix = format!("tpmd-cap-none-{}", std::process::id());
+    let dump = Command::new(DUMPCAP).args(["--file-prefix", &prefix, "-c", "1"]).output().unwrap();
+    assert!(!dump.status.success());
+    let err = String::from_utf8_lossy(&dump.stderr);
+    assert!(err.contains("cannot connect") && err.contains(&prefix), "{err}");
+
+    let mut s = boot(&["--file-prefix", &prefix, "--vdev", "net_null0"], &["-i"]);
+    let dump = Command::new(DUMPCAP).args(["--file-prefix", &prefix, "-i", "5", "-c", "1"]).output().unwrap();
+    assert!(!dump.status.success());
+    let err = String::from_utf8_lossy(&dump.stderr);
+    assert!(err.contains("port 5"), "{err}");
+    s.cmd("stop");
+    quit(s);
+}
