@@ -35,7 +35,7 @@ pub(super) fn power_up_link(
     defaults: &[u32],
     now: Instant,
 ) -> (Option<LinkSpeed>, Option<Instant>) {
-    let speed = lms_speed(defaults[AUTOC / 4], config.partner_speed);
+    let speed = lms_speed(defaults[AUTOC / 4], config.partner_speed).filter(|_| config.sfp_module);
     let ready = (!config.phy_powered_down && speed.is_some()).then(|| now + config.link_up_delay);
     (speed, ready)
 }
@@ -60,7 +60,8 @@ impl Core {
 
     /// AUTOC.AN_RESTART: the link retrains with the mode in AUTOC.LMS.
     pub(super) fn restart_an_82599(&mut self, config: &X540Config) {
-        self.link.speed = lms_speed(self.reg(AUTOC), config.partner_speed);
+        // No module in the cage: nothing to train against.
+        self.link.speed = lms_speed(self.reg(AUTOC), config.partner_speed).filter(|_| config.sfp_module);
         self.link.ready_at = self.link.speed.map(|_| Instant::now() + config.link_up_delay);
     }
 
@@ -85,6 +86,9 @@ impl Core {
                 }
             }
             ANLP1 => u32::from(self.link.ready_at.is_some()) << ANLP1_AN_STATE_SHIFT,
+            // SDP2 is the cage's module-present input: it reads the cage, whatever was written.
+            ESDP => (self.reg(ESDP) & !ESDP_SDP2) | if self.sfp_eeprom.is_some() { ESDP_SDP2 } else { 0 },
+            I2CCTL => self.i2c.read(),
             _ => return None,
         })
     }
@@ -142,6 +146,7 @@ impl Core {
                 self.set_reg(SECRXCTRL, value);
             }
             SECRXSTAT | ANLP1 => {} // read-only
+            I2CCTL => self.i2c.write(value, self.sfp_eeprom.as_deref()),
             MSCA => {
                 // No MDIO PHY on an SFP+ 82599: the cycle completes and reads all ones.
                 if value & MSCA_MDI_COMMAND != 0 {
