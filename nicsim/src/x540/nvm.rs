@@ -39,7 +39,7 @@ const FW_PATCH_VERSION_4: usize = 0x7;
 const SFP_INIT_PTR: usize = 0x2B;
 const SFP_INIT_LIST: usize = 0x80;
 const SFP_INIT_SEQUENCE: usize = 0x90;
-/// Module types listed (§18.4): passive DA cable and SR/LR optics, on LAN port 0 and 1.
+/// Module types listed (docs/hw/ixgbe.md §18.4): passive DA cable and SR/LR optics, on LAN port 0 and 1.
 const SFP_INIT_TYPES: [u16; 4] = [3, 4, 5, 6];
 /// Ends the list and a sequence.
 const SFP_INIT_END: u16 = 0xFFFF;

@@ -4,7 +4,7 @@
 //!
 //! The module is a passive direct-attach copper cable (SFP+ "DA", 10 Gb/s, no laser): the drivers' identification
 //! accepts such a cable from any vendor by its cable-technology byte, where an optical module must carry the NIC
-//! vendor's OUI or the NVM must allow any module (§18.3). The bus is a single slave with no clock stretching; writes
+//! vendor's OUI or the NVM must allow any module (docs/hw/ixgbe.md §18.3). The bus is a single slave with no clock stretching; writes
 //! to the EEPROM only move its address pointer (the ID page is read-only); page A2h (diagnostics) is absent.
 
 use super::regs::*;

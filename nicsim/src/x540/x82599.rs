@@ -6,6 +6,8 @@
 //!   LINK_DISABLE bits clear, at both ends of a wire. A laser or LINK_DISABLE change does not retrain by itself.
 //!   The model is stricter than the NVM-driven hardware: after a link reset (or a power-up with the laser off) the
 //!   link stays down until the driver restarts auto-negotiation.
+//! - SFP+ cage (`sfp`, docs/hw/ixgbe.md §18): ESDP.SDP2 reads the module-present pin; I2CCTL reaches the module's ID
+//!   EEPROM. With the cage empty ([`X540Config::sfp_module`] false) the link never trains.
 //! - Reset: CTRL.RST resets the MAC and keeps the link trained; CTRL.LNK_RST resets the MAC and the link. docs/hw/ixgbe.md §3.2 step 4
 //!   has the driver use LNK_RST only while the link is down (resetting the link while it is up can upset
 //!   manageability traffic), so LNK_RST with the link up is recorded as a fault. The SDP pins (ESDP) keep their state
