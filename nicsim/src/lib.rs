@@ -62,13 +62,14 @@
 //!
 //! Interrupts beyond what docs/hw/ixgbe.md §12.1 lists (LLI, the real EITR counter, INTx level semantics), TSO, SCTP CRC offload, header split, RSC,
 //! flow director, DCB/VMDq/SR-IOV pools, flow control (PAUSE frames are neither sent nor honoured), link timing of a
-//! real 10GBASE-T PHY; of the 82599's differences: SFP module identification over I2C, LESM firmware
+//! real 10GBASE-T PHY; of the 82599's differences: modules other than one passive DA cable, SFP+ hot-plug, LESM firmware
 //! and its AUTOC semaphore, backplane/copper media, the UDP zero-checksum errata, the SDP interrupt bits.
 //!
 //! # The 82599 variant
 //!
 //! [`X540Config::x82599`] (or [`Chip::X82599`]) makes an 82599ES SFP+ port (8086:10FB, BAR0 512 KiB) on the same
-//! register map: MAC link through AUTOC/AUTOC2 and the TX laser on ESDP.SDP3, CTRL.LNK_RST versus CTRL.RST, and the
+//! register map: MAC link through AUTOC/AUTOC2 and the TX laser on ESDP.SDP3, an SFP+ cage holding a passive DA cable
+//! (ESDP.SDP2, its ID EEPROM bit-banged over I2CCTL), CTRL.LNK_RST versus CTRL.RST, and the
 //! RX security-block errata handshake (SECRXCTRL.RX_DIS / SECRXSTAT.SECRX_RDY around RXCTRL.RXEN), with faults
 //! for its misuse. See [`x540`]'s `x82599` module docs for the exact rules.
 //!

@@ -296,3 +296,77 @@ fn udp_zero_checksum_errata_flags_l4e_on_the_82599_only() {
     let (st, _) = rx_status(x540, &wrong);
     assert_eq!(st & l4, RXD_STAT_L4CS | RXD_STAT_UDPCS | RXD_STAT_UDPV | RXD_ERR_L4E);
 }
+
+/// Bit-bangs a one-byte random read of the SFP+ module's page A0h through I2CCTL, the way the drivers clock the
+/// two-wire bus (data changed with the clock low, sampled with it high); `None` when the module does not acknowledge.
+fn sfp_read(r: &Rig, offset: u8) -> Option<u8> {
+    let line = |scl: bool, sda: bool| {
+        r.wr(I2CCTL, if scl { I2CCTL_CLK_OUT } else { 0 } | if sda { I2CCTL_DATA_OUT } else { 0 });
+        r.rd(I2CCTL) & I2CCTL_DATA_IN != 0
+    };
+    let bit = |b: bool| {
+        line(false, b);
+        let v = line(true, b);
+        line(false, b);
+        v
+    };
+    let start = || {
+        line(false, true);
+        line(true, true);
+        line(true, false);
+        line(false, false);
+    };
+    let stop = || {
+        line(false, false);
+        line(true, false);
+        line(true, true);
+    };
+    let send = |byte: u8| {
+        (0..8).rev().for_each(|i| {
+            bit(byte >> i & 1 != 0);
+        });
+        !bit(true)
+    };
+    start();
+    let acked = send(0xA0) && send(offset) && {
+        start();
+        send(0xA1)
+    };
+    let v = acked.then(|| (0..8).fold(0u8, |b, _| b << 1 | u8::from(bit(true))));
+    if acked {
+        bit(true); // NACK: one byte only
+    }
+    stop();
+    v
+}
+
+#[test]
+fn sfp_cage_holds_a_passive_da_cable_identified_over_i2c() {
+    let r = Rig::new(cfg());
+    assert_ne!(r.rd(ESDP) & ESDP_SDP2, 0, "ESDP.SDP2: module present");
+    // Writing the pin does not empty the cage (it is an input).
+    r.clear(ESDP, ESDP_SDP2);
+    assert_ne!(r.rd(ESDP) & ESDP_SDP2, 0);
+    assert_eq!(sfp_read(&r, SFF_IDENTIFIER as u8), Some(SFF_IDENTIFIER_SFP));
+    assert_eq!(sfp_read(&r, SFF_CABLE_TECHNOLOGY as u8), Some(SFF_DA_PASSIVE_CABLE));
+    assert_eq!(sfp_read(&r, SFF_10GBE_COMP_CODES as u8), Some(0), "a cable, not an optic");
+    assert_eq!(sfp_read(&r, SFF_1GBE_COMP_CODES as u8), Some(0));
+    let base: u8 = (0..63).map(|i| sfp_read(&r, i).unwrap()).fold(0, u8::wrapping_add);
+    assert_eq!(sfp_read(&r, SFF_CC_BASE as u8), Some(base), "CC_BASE checks bytes 0..=62");
+    // The module is on the link side: a MAC reset leaves it readable.
+    r.set(CTRL, CTRL_RST);
+    assert_eq!(sfp_read(&r, SFF_IDENTIFIER as u8), Some(SFF_IDENTIFIER_SFP));
+    assert!(link_up(&r));
+    r.port.assert_no_faults();
+}
+
+#[test]
+fn empty_sfp_cage_reads_absent_and_never_links() {
+    let r = Rig::new(X540Config { sfp_module: false, ..cfg() });
+    assert_eq!(r.rd(ESDP) & ESDP_SDP2, 0, "ESDP.SDP2: cage empty");
+    assert_eq!(sfp_read(&r, 0), None, "nobody acknowledges address 0xA0");
+    assert!(!link_up(&r));
+    r.set(AUTOC, AUTOC_AN_RESTART);
+    stays("no link without a module", Duration::from_millis(50), || !link_up(&r));
+    r.port.assert_no_faults();
+}

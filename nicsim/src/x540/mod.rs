@@ -8,6 +8,7 @@ mod nvm;
 mod phy;
 pub mod regs;
 mod rx;
+mod sfp;
 mod shutdown;
 mod tx;
 mod x82599;
@@ -122,6 +123,9 @@ pub struct X540Config {
     /// 82599: management firmware is active and sets MMNGC.MNG_VETO; turning the SFP+ laser off is then a fault
     /// (docs/hw/ixgbe.md §5.6).
     pub mng_veto: bool,
+    /// 82599: a module is seated in the SFP+ cage (a passive direct-attach cable, docs/hw/ixgbe.md §18): ESDP.SDP2
+    /// reads 1 and its serial-ID EEPROM answers on I2CCTL. Without one the link never comes up.
+    pub sfp_module: bool,
 }
 
 impl Default for X540Config {
@@ -144,6 +148,7 @@ impl Default for X540Config {
             gio_stuck: false,
             fw_phy_semaphore_hold: Duration::ZERO,
             mng_veto: false,
+            sfp_module: true,
         }
     }
 }
@@ -441,6 +446,9 @@ pub(crate) struct Core {
     intr: intr::Intr,
     /// The NVM image EERD reads.
     nvm: Vec<u16>,
+    /// 82599: the SFP+ module's two-wire bus, and the module's serial-ID page (`None`: the cage is empty).
+    i2c: sfp::I2cBus,
+    sfp_eeprom: Option<Box<[u8; 256]>>,
 }
 
 /// How each statistics register reads.
@@ -566,6 +574,9 @@ impl Core {
                 .then(|| now.checked_add(config.fw_phy_semaphore_hold).unwrap_or(now + Duration::from_secs(1 << 30))),
             intr: intr::Intr::default(),
             nvm: nvm::image(config),
+            i2c: sfp::I2cBus::new(),
+            sfp_eeprom: (config.chip == Chip::X82599 && config.sfp_module)
+                .then(|| Box::new(sfp::passive_da_cable_eeprom())),
         }
     }
 

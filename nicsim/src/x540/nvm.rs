@@ -4,7 +4,7 @@
 //! The image holds what a driver reads at probe: the control words with their checksum (words 0x00..0x3F summing to
 //! 0xBABA, no pointed-to sections: every section pointer reads 0xFFFF, "not present"), the LAN MAC addresses in
 //! words 0x40..0x45 (port 0) and 0x48..0x4D (port 1) as this model's layout (RAL/RAH(0) are loaded from them at every
-//! reset), no SAN MAC or alternate MAC; on the 82599 a firmware module with its patch version (no LESM parameters).
+//! reset), no SAN MAC or alternate MAC; on the 82599 a firmware module with its patch version (no LESM parameters) and the SFP+ init-sequence list.
 
 use super::regs::*;
 use super::{Core, X540Config};
@@ -34,6 +34,15 @@ const FW_PATCH_VERSION: u16 = 0x0006;
 const FW_LESM_PARAMETERS_PTR: usize = 0x2;
 const FW_PASSTHROUGH_PATCH_CONFIG_PTR: usize = 0x4;
 const FW_PATCH_VERSION_4: usize = 0x7;
+/// The SFP+ module init-sequence list pointer (docs/hw/ixgbe.md §18.4), where this model places the list, and the
+/// (empty) sequence every listed module type shares.
+const SFP_INIT_PTR: usize = 0x2B;
+const SFP_INIT_LIST: usize = 0x80;
+const SFP_INIT_SEQUENCE: usize = 0x90;
+/// Module types listed (docs/hw/ixgbe.md §18.4): passive DA cable and SR/LR optics, on LAN port 0 and 1.
+const SFP_INIT_TYPES: [u16; 4] = [3, 4, 5, 6];
+/// Ends the list and a sequence.
+const SFP_INIT_END: u16 = 0xFFFF;
 /// Where this model keeps port `lan_id`'s MAC address (three little-endian words).
 pub(super) const fn mac_word(lan_id: u8) -> usize {
     0x40 + 8 * (lan_id as usize & 1)
@@ -51,6 +60,15 @@ pub(super) fn image(config: &X540Config) -> Vec<u16> {
         w[FW_MODULE + FW_LESM_PARAMETERS_PTR] = 0;
         w[FW_MODULE + FW_PASSTHROUGH_PATCH_CONFIG_PTR] = FW_PATCH_CONFIG as u16;
         w[FW_PATCH_CONFIG + FW_PATCH_VERSION_4] = FW_PATCH_VERSION;
+        // The SFP+ init-sequence list: (module type, sequence) pairs after a header word, all sharing one sequence
+        // with no CORECTL writes (the model has no analog front end to tune).
+        w[SFP_INIT_PTR] = SFP_INIT_LIST as u16;
+        for (i, t) in SFP_INIT_TYPES.iter().enumerate() {
+            w[SFP_INIT_LIST + 1 + 2 * i] = *t;
+            w[SFP_INIT_LIST + 2 + 2 * i] = SFP_INIT_SEQUENCE as u16;
+        }
+        w[SFP_INIT_LIST + 1 + 2 * SFP_INIT_TYPES.len()] = SFP_INIT_END;
+        w[SFP_INIT_SEQUENCE + 1] = SFP_INIT_END;
     }
     let m = config.mac;
     let at = mac_word(config.lan_id);
@@ -134,6 +152,19 @@ mod tests {
         assert!(eerd(&bar, cfg + FW_PATCH_VERSION_4) > 5);
         let sum = (0..=CHECKSUM_WORD).map(|i| eerd(&bar, i)).fold(0u16, |s, x| s.wrapping_add(x));
         assert_eq!(sum, CHECKSUM_SUM, "the firmware pointer is outside the checksum's sections but inside its words");
+        // The SFP+ init-sequence list names the passive DA cable on port 0 (type 3) with a sequence that ends at once.
+        let list = eerd(&bar, SFP_INIT_PTR) as usize;
+        assert!(list != 0 && list != 0xFFFF && list < WORDS);
+        let mut at = list + 1;
+        let seq = loop {
+            match eerd(&bar, at) {
+                SFP_INIT_END => panic!("type 3 not listed"),
+                3 => break eerd(&bar, at + 1) as usize,
+                _ => at += 2,
+            }
+        };
+        assert!(seq != 0 && seq != 0xFFFF && seq + 1 < WORDS);
+        assert_eq!(eerd(&bar, seq + 1), SFP_INIT_END);
         // The X540 has no firmware module.
         let (x540, _p) = X540::new(X540Config::default());
         assert_eq!(eerd(&x540, FW_PTR), 0xFFFF);

@@ -281,6 +281,51 @@ pub const SW_FW_SYNC_REGSMP: u32 = 1 << 31;
 pub const ESDP: usize = 0x00020;
 /// ESDP.SDP3 bit 3: SFP+ TX laser, clear = laser on (docs/hw/ixgbe.md §5.6).
 pub const ESDP_SDP3: u32 = 1 << 3;
+/// ESDP.SDP2 bit 2: the SFP+ cage's module-present input, 1 while a module is seated (docs/hw/ixgbe.md §18.1).
+pub const ESDP_SDP2: u32 = 1 << 2;
+
+// ---- 82599 only: SFP+ module two-wire bus and serial-ID EEPROM (docs/hw/ixgbe.md §18) ----------
+
+/// I2CCTL, bit-banged two-wire bus to the SFP+ module (docs/hw/ixgbe.md §18.1).
+pub const I2CCTL: usize = 0x00028;
+/// I2CCTL.CLK_IN bit 0: the clock line's level.
+pub const I2CCTL_CLK_IN: u32 = 1 << 0;
+/// I2CCTL.CLK_OUT bit 1: the clock the MAC drives (1 = released).
+pub const I2CCTL_CLK_OUT: u32 = 1 << 1;
+/// I2CCTL.DATA_IN bit 2: the data line's level.
+pub const I2CCTL_DATA_IN: u32 = 1 << 2;
+/// I2CCTL.DATA_OUT bit 3: the data the MAC drives (1 = released).
+pub const I2CCTL_DATA_OUT: u32 = 1 << 3;
+/// SFF-8472 page A0h byte offsets and values (docs/hw/ixgbe.md §18.2).
+pub const SFF_IDENTIFIER: usize = 0;
+/// Identifier value of an SFP/SFP+ module.
+pub const SFF_IDENTIFIER_SFP: u8 = 0x03;
+/// Extended identifier.
+pub const SFF_EXT_IDENTIFIER: usize = 1;
+/// Connector type.
+pub const SFF_CONNECTOR: usize = 2;
+/// Connector value of a copper pigtail (direct-attach cable).
+pub const SFF_CONNECTOR_COPPER_PIGTAIL: u8 = 0x21;
+/// 10G Ethernet compliance codes (bit 4 10GBASE-SR, bit 5 10GBASE-LR).
+pub const SFF_10GBE_COMP_CODES: usize = 3;
+/// 1G Ethernet compliance codes.
+pub const SFF_1GBE_COMP_CODES: usize = 6;
+/// SFP+ cable technology (bit 2 passive, bit 3 active cable).
+pub const SFF_CABLE_TECHNOLOGY: usize = 8;
+/// Cable technology: passive direct-attach cable.
+pub const SFF_DA_PASSIVE_CABLE: u8 = 1 << 2;
+/// Nominal bit rate in units of 100 Mb/s.
+pub const SFF_BIT_RATE_NOMINAL: usize = 12;
+/// Length of a copper cable in metres.
+pub const SFF_LENGTH_COPPER: usize = 18;
+/// Vendor IEEE OUI (3 bytes).
+pub const SFF_VENDOR_OUI: usize = 37;
+/// Cable specification compliance of a passive or active cable.
+pub const SFF_CABLE_SPEC_COMP: usize = 60;
+/// Check code over bytes 0..=62.
+pub const SFF_CC_BASE: usize = 63;
+/// Check code over bytes 64..=94.
+pub const SFF_CC_EXT: usize = 95;
 
 /// AUTOC, auto-negotiation control of the 82599's MAC link (docs/hw/ixgbe.md §2, §5.6).
 pub const AUTOC: usize = 0x042A0;

@@ -6,6 +6,8 @@
 //!   LINK_DISABLE bits clear, at both ends of a wire. A laser or LINK_DISABLE change does not retrain by itself.
 //!   The model is stricter than the NVM-driven hardware: after a link reset (or a power-up with the laser off) the
 //!   link stays down until the driver restarts auto-negotiation.
+//! - SFP+ cage (`sfp`, docs/hw/ixgbe.md §18): ESDP.SDP2 reads the module-present pin; I2CCTL reaches the module's ID
+//!   EEPROM. With the cage empty ([`X540Config::sfp_module`] false) the link never trains.
 //! - Reset: CTRL.RST resets the MAC and keeps the link trained; CTRL.LNK_RST resets the MAC and the link. docs/hw/ixgbe.md §3.2 step 4
 //!   has the driver use LNK_RST only while the link is down (resetting the link while it is up can upset
 //!   manageability traffic), so LNK_RST with the link up is recorded as a fault. The SDP pins (ESDP) keep their state
@@ -35,7 +37,7 @@ pub(super) fn power_up_link(
     defaults: &[u32],
     now: Instant,
 ) -> (Option<LinkSpeed>, Option<Instant>) {
-    let speed = lms_speed(defaults[AUTOC / 4], config.partner_speed);
+    let speed = lms_speed(defaults[AUTOC / 4], config.partner_speed).filter(|_| config.sfp_module);
     let ready = (!config.phy_powered_down && speed.is_some()).then(|| now + config.link_up_delay);
     (speed, ready)
 }
@@ -60,7 +62,8 @@ impl Core {
 
     /// AUTOC.AN_RESTART: the link retrains with the mode in AUTOC.LMS.
     pub(super) fn restart_an_82599(&mut self, config: &X540Config) {
-        self.link.speed = lms_speed(self.reg(AUTOC), config.partner_speed);
+        // No module in the cage: nothing to train against.
+        self.link.speed = lms_speed(self.reg(AUTOC), config.partner_speed).filter(|_| config.sfp_module);
         self.link.ready_at = self.link.speed.map(|_| Instant::now() + config.link_up_delay);
     }
 
@@ -85,6 +88,9 @@ impl Core {
                 }
             }
             ANLP1 => u32::from(self.link.ready_at.is_some()) << ANLP1_AN_STATE_SHIFT,
+            // SDP2 is the cage's module-present input: it reads the cage, whatever was written.
+            ESDP => (self.reg(ESDP) & !ESDP_SDP2) | if self.sfp_eeprom.is_some() { ESDP_SDP2 } else { 0 },
+            I2CCTL => self.i2c.read(),
             _ => return None,
         })
     }
@@ -142,6 +148,7 @@ impl Core {
                 self.set_reg(SECRXCTRL, value);
             }
             SECRXSTAT | ANLP1 => {} // read-only
+            I2CCTL => self.i2c.write(value, self.sfp_eeprom.as_deref()),
             MSCA => {
                 // No MDIO PHY on an SFP+ 82599: the cycle completes and reads all ones.
                 if value & MSCA_MDI_COMMAND != 0 {
