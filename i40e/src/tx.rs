@@ -84,7 +84,7 @@ impl TxDescriptor for TxDesc {
         not_single == 0 && flags & TX_OFFLOAD_FLAGS == 0 && len_keys >> LEN_PLAIN_BITS == 0
     }
 
-    /// The length minus the smallest packet, wrapping (see [`LEN_PLAIN_BITS`]).
+    /// The length minus the smallest packet, wrapping (see `LEN_PLAIN_BITS`).
     #[inline(always)]
     fn len_key(len: u16) -> u64 {
         (len as u64).wrapping_sub(tx::MIN_PKT_LEN as u64)

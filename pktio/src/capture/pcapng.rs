@@ -17,7 +17,7 @@ pub const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
 /// LINKTYPE_ETHERNET.
 pub const LINKTYPE_ETHERNET: u16 = 1;
 
-/// Option codes used here (pcapng spec, section 4).
+/// Option codes used here (the pcapng specification, draft-ietf-opsawg-pcapng: its options chapter).
 mod opt {
     pub const END: u16 = 0;
     pub const COMMENT: u16 = 1;
