@@ -6,7 +6,7 @@
 //! its own thread, as the management CPU would; its own delays are zero, so this is the driver's, the protocol's and
 //! the model thread's cost, not a prediction for hardware (real firmware takes milliseconds per command).
 //!
-//! `cargo run --release -p hinic3 --example model-bringup [rounds]` prints the median and the range.
+//! `cargo run --release -p hinic3 --example sp670-bringup [rounds]` prints the median and the range.
 
 use std::sync::Arc;
 use std::time::Instant;
