@@ -1667,3 +1667,26 @@ fn vsi_bandwidth_queries_report_tc0_only() {
     r.indirect(0x0408, false, [0x99, 0x09, 0, 0, 0, 0, 0, 0], &[0; 64]).failed(AqRc::Enoent);
     assert_eq!(protocol_faults(&r.port).len(), 1);
 }
+
+#[test]
+fn suspend_port_tx_holds_frames_until_resume() {
+    let mut r = ready(X710Config::default(), 1, 1);
+    // docs/hw/i40e.md §6.14: Suspend Port TX names the port's MAC element (SEID 2 + port, §6.5).
+    r.direct(0x041B, [0x99, 0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).failed(AqRc::Enoent);
+    r.direct(0x041B, [2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).ok();
+    let f = udp([0x02, 0, 0, 0, 0, 0x99], 1, 2, 50);
+    let i = r.send(&f, 0, 0);
+    r.step();
+    assert!(!r.tx_done(i), "a suspended port transmits nothing");
+    assert!(r.port.take_tx().is_empty());
+    // Resume Port TX has no parameters; the held frame then goes out.
+    r.direct(0x041C, [0; 16]).ok();
+    r.step();
+    assert!(r.tx_done(i));
+    assert_eq!(r.port.take_tx(), vec![f]);
+    // Resuming a port that is not suspended also succeeds (Linux resumes after every DCB attempt).
+    r.direct(0x041C, [0; 16]).ok();
+    // A parameter in a reserved byte is refused.
+    r.direct(0x041C, [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).failed(AqRc::Einval);
+    assert_eq!(protocol_faults(&r.port).len(), 2, "the wrong SEID and the reserved byte");
+}

@@ -71,6 +71,9 @@ impl Core {
     /// Processes every enabled TX queue up to its tail. Returns the number of descriptors handled.
     pub(crate) fn process_tx(&mut self, shared: &Shared, now: Instant) -> usize {
         let mut work = 0;
+        if self.tx_suspended {
+            return 0;
+        }
         for q in 0..self.txq.len() {
             let t = &self.txq[q];
             if t.ctx.is_none() || t.hung || !t.ena.stat(now) {
