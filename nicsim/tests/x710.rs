@@ -1690,3 +1690,29 @@ fn suspend_port_tx_holds_frames_until_resume() {
     r.direct(0x041C, [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).failed(AqRc::Einval);
     assert_eq!(protocol_faults(&r.port).len(), 2, "the wrong SEID and the reserved byte");
 }
+
+#[test]
+fn timesync_queue_enables_and_transmits_but_tsyn_is_refused() {
+    // docs/hw/i40e.md §8.5: timesync_ena (bit 90) = 1 is how a driver with IEEE 1588 sets up its LAN queues.
+    let mut r = Rig::new(X710Config::default());
+    r.bring_up(1);
+    r.setup_tx(0, |c| pack(c, 90, 1, 1));
+    r.enable_tx(0);
+    r.port.assert_no_faults();
+    let f = udp([0x02, 0, 0, 0, 0, 0x99], 1, 2, 50);
+    let i = r.send(&f, 0, 0);
+    r.step();
+    assert!(r.tx_done(i));
+    assert_eq!(r.port.take_tx(), vec![f]);
+    // A context descriptor asking for a timestamp (CMD TSYN, docs/hw/i40e.md §10.4) is not modelled: a fault.
+    let at = r.tx_next;
+    let qw1: u64 = 0x1 | 0x02 << 4;
+    let mut d = [0u8; 16];
+    d[8..16].copy_from_slice(&qw1.to_le_bytes());
+    r.write_mem(TX_RING + at as usize * 16, &d);
+    r.tx_next = (at + 1) % RING;
+    r.wr(qtx_tail(0), r.tx_next);
+    r.step();
+    let faults: Vec<String> = r.port.take_faults().iter().map(|f| format!("{f:?}")).collect();
+    assert!(faults.iter().any(|f| f.contains("TSYN")), "{faults:?}");
+}

@@ -50,6 +50,8 @@ mod txd {
     pub const IPLEN: (u32, u32) = (7, 7);
     /// Context descriptor CMD bit TSO (docs/hw/i40e.md §10.4).
     pub const CTX_CMD_TSO: u64 = 0x01;
+    /// Context descriptor CMD bit TSYN: timestamp this packet (docs/hw/i40e.md §10.4).
+    pub const CTX_CMD_TSYN: u64 = 0x02;
 }
 
 fn get(qw: u64, (lsb, width): (u32, u32)) -> u64 {
@@ -112,6 +114,14 @@ impl Core {
                     if get(qw1, txd::CMD) & txd::CTX_CMD_TSO != 0 {
                         return self.mdd(shared, q, format!("TSO context descriptor {idx}: TSO is not modelled"))
                             + done as usize;
+                    }
+                    if get(qw1, txd::CMD) & txd::CTX_CMD_TSYN != 0 {
+                        let why = if ctx.timesync {
+                            "IEEE 1588 TX timestamps are not modelled"
+                        } else {
+                            "the queue's context has timesync_ena = 0 (docs/hw/i40e.md §8.5)"
+                        };
+                        return self.mdd(shared, q, format!("TSYN context descriptor {idx}: {why}")) + done as usize;
                     }
                 }
                 txd::DTYPE_DONE => {
