@@ -1716,3 +1716,33 @@ fn timesync_queue_enables_and_transmits_but_tsyn_is_refused() {
     let faults: Vec<String> = r.port.take_faults().iter().map(|f| format!("{f:?}")).collect();
     assert!(faults.iter().any(|f| f.contains("TSYN")), "{faults:?}");
 }
+
+#[test]
+fn head_write_back_follows_packets_without_rs() {
+    // docs/hw/i40e.md §10.5: with head_wb_ena the head word tracks the processed descriptors, RS or not.
+    let mut r = Rig::new(X710Config::default());
+    r.bring_up(1);
+    let word = TX_RING + RING as usize * 16;
+    let iova = r.iova(word);
+    r.setup_tx(0, |c| {
+        pack(c, 160, 1, 1);
+        pack(c, 192, 64, iova);
+    });
+    r.write_mem(word, &[0xEE; 4]);
+    r.enable_tx(0);
+    r.port.assert_no_faults();
+    let f = udp([0x02, 0, 0, 0, 0, 0x99], 1, 2, 50);
+    r.write_mem(TX_BUF, &f);
+    // EOP | ICRC, no RS (docs/hw/i40e.md §10.3).
+    let qw1 = (0x5u64 << 4) | (f.len() as u64) << 34;
+    let mut d = [0u8; 16];
+    d[0..8].copy_from_slice(&r.iova(TX_BUF).to_le_bytes());
+    d[8..16].copy_from_slice(&qw1.to_le_bytes());
+    r.write_mem(TX_RING, &d);
+    r.wr(qtx_tail(0), 1);
+    r.step();
+    assert_eq!(r.port.take_tx(), vec![f]);
+    assert_eq!(le32(&r.read_mem(word, 4), 0), 1, "the head word names the next descriptor");
+    assert_eq!(le64(&r.read_mem(TX_RING, 16), 8) & 0xF, 0, "no DD write-back in head write-back mode");
+    r.port.assert_no_faults();
+}

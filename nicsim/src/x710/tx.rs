@@ -154,6 +154,13 @@ impl Core {
                 self.queue_cause(shared, q, false);
             }
         }
+        // Head write-back without RS (docs/hw/i40e.md §10.5): the head word follows the processed descriptors even
+        // when none of them asked for a report, as with WB_ON_ITR; Linux's i40e sets RS only every few packets and
+        // finds the others complete through this word.
+        if let (Some(addr), true) = (ctx.head_wb, done > 0) {
+            let head = self.txq[q].head;
+            let _ = shared.dma.write_u32(addr, head, &|| format!("TX head write-back, queue {q}"));
+        }
         done as usize
     }
 
