@@ -1667,3 +1667,82 @@ fn vsi_bandwidth_queries_report_tc0_only() {
     r.indirect(0x0408, false, [0x99, 0x09, 0, 0, 0, 0, 0, 0], &[0; 64]).failed(AqRc::Enoent);
     assert_eq!(protocol_faults(&r.port).len(), 1);
 }
+
+#[test]
+fn suspend_port_tx_holds_frames_until_resume() {
+    let mut r = ready(X710Config::default(), 1, 1);
+    // docs/hw/i40e.md §6.14: Suspend Port TX names the port's MAC element (SEID 2 + port, §6.5).
+    r.direct(0x041B, [0x99, 0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).failed(AqRc::Enoent);
+    r.direct(0x041B, [2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).ok();
+    let f = udp([0x02, 0, 0, 0, 0, 0x99], 1, 2, 50);
+    let i = r.send(&f, 0, 0);
+    r.step();
+    assert!(!r.tx_done(i), "a suspended port transmits nothing");
+    assert!(r.port.take_tx().is_empty());
+    // Resume Port TX has no parameters; the held frame then goes out.
+    r.direct(0x041C, [0; 16]).ok();
+    r.step();
+    assert!(r.tx_done(i));
+    assert_eq!(r.port.take_tx(), vec![f]);
+    // Resuming a port that is not suspended also succeeds (Linux resumes after every DCB attempt).
+    r.direct(0x041C, [0; 16]).ok();
+    // A parameter in a reserved byte is refused.
+    r.direct(0x041C, [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).failed(AqRc::Einval);
+    assert_eq!(protocol_faults(&r.port).len(), 2, "the wrong SEID and the reserved byte");
+}
+
+#[test]
+fn timesync_queue_enables_and_transmits_but_tsyn_is_refused() {
+    // docs/hw/i40e.md §8.5: timesync_ena (bit 90) = 1 is how a driver with IEEE 1588 sets up its LAN queues.
+    let mut r = Rig::new(X710Config::default());
+    r.bring_up(1);
+    r.setup_tx(0, |c| pack(c, 90, 1, 1));
+    r.enable_tx(0);
+    r.port.assert_no_faults();
+    let f = udp([0x02, 0, 0, 0, 0, 0x99], 1, 2, 50);
+    let i = r.send(&f, 0, 0);
+    r.step();
+    assert!(r.tx_done(i));
+    assert_eq!(r.port.take_tx(), vec![f]);
+    // A context descriptor asking for a timestamp (CMD TSYN, docs/hw/i40e.md §10.4) is not modelled: a fault.
+    let at = r.tx_next;
+    let qw1: u64 = 0x1 | 0x02 << 4;
+    let mut d = [0u8; 16];
+    d[8..16].copy_from_slice(&qw1.to_le_bytes());
+    r.write_mem(TX_RING + at as usize * 16, &d);
+    r.tx_next = (at + 1) % RING;
+    r.wr(qtx_tail(0), r.tx_next);
+    r.step();
+    let faults: Vec<String> = r.port.take_faults().iter().map(|f| format!("{f:?}")).collect();
+    assert!(faults.iter().any(|f| f.contains("TSYN")), "{faults:?}");
+}
+
+#[test]
+fn head_write_back_follows_packets_without_rs() {
+    // docs/hw/i40e.md §10.5: with head_wb_ena the head word tracks the processed descriptors, RS or not.
+    let mut r = Rig::new(X710Config::default());
+    r.bring_up(1);
+    let word = TX_RING + RING as usize * 16;
+    let iova = r.iova(word);
+    r.setup_tx(0, |c| {
+        pack(c, 160, 1, 1);
+        pack(c, 192, 64, iova);
+    });
+    r.write_mem(word, &[0xEE; 4]);
+    r.enable_tx(0);
+    r.port.assert_no_faults();
+    let f = udp([0x02, 0, 0, 0, 0, 0x99], 1, 2, 50);
+    r.write_mem(TX_BUF, &f);
+    // EOP | ICRC, no RS (docs/hw/i40e.md §10.3).
+    let qw1 = (0x5u64 << 4) | (f.len() as u64) << 34;
+    let mut d = [0u8; 16];
+    d[0..8].copy_from_slice(&r.iova(TX_BUF).to_le_bytes());
+    d[8..16].copy_from_slice(&qw1.to_le_bytes());
+    r.write_mem(TX_RING, &d);
+    r.wr(qtx_tail(0), 1);
+    r.step();
+    assert_eq!(r.port.take_tx(), vec![f]);
+    assert_eq!(le32(&r.read_mem(word, 4), 0), 1, "the head word names the next descriptor");
+    assert_eq!(le64(&r.read_mem(TX_RING, 16), 8) & 0xF, 0, "no DD write-back in head write-back mode");
+    r.port.assert_no_faults();
+}

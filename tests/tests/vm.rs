@@ -26,8 +26,8 @@ const GUEST_TESTS: &[&str] = &[
 ];
 
 /// The vendor-driver tests (guest/NAME.sh) and the models their boot serves.
-const VENDOR_TESTS: &[&str] = &["ixgbe-x540", "ixgbe-82599"];
-const VENDOR_MODELS: &str = "x540,82599";
+const VENDOR_TESTS: &[&str] = &["ixgbe-x540", "ixgbe-82599", "i40e-x710"];
+const VENDOR_MODELS: &str = "x540,82599,x710";
 
 struct VmRun {
     skipped: Option<String>,
@@ -210,4 +210,11 @@ fn vm_linux_ixgbe_drives_the_x540_model() {
 #[test]
 fn vm_linux_ixgbe_drives_the_82599_model() {
     check_in(vendor_run(), "ixgbe-82599");
+}
+
+/// Linux's i40e probes the X710 model over vfio-user: MAC from the model's firmware, link up, ping (also
+/// full-size frames) through the model's wire to a TAP, an MSI-X queue vector, counters equal to the model's.
+#[test]
+fn vm_linux_i40e_drives_the_x710_model() {
+    check_in(vendor_run(), "i40e-x710");
 }

@@ -63,6 +63,10 @@ pub mod opcode {
     pub const QUERY_VSI_ETS_SLA: u16 = 0x040A;
     /// Configure VSI TC Bandwidth.
     pub const VSI_TC_BW: u16 = 0x0407;
+    /// Suspend Port TX (docs/hw/i40e.md §6.14).
+    pub const SUSPEND_PORT_TX: u16 = 0x041B;
+    /// Resume Port TX (docs/hw/i40e.md §6.14).
+    pub const RESUME_PORT_TX: u16 = 0x041C;
     /// Get PHY Abilities.
     pub const GET_PHY_ABILITIES: u16 = 0x0600;
     /// Set PHY Config.

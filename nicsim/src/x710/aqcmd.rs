@@ -112,6 +112,23 @@ impl Core {
                 ok(p, true)
             }
             Command::ClearPxeMode { .. } => ok(p, false),
+            Command::PortTx { suspend: Some(seid) } => {
+                let mac_seid = MAC_SEID_BASE + u16::from(c.port);
+                if seid != mac_seid {
+                    return fail(
+                        self,
+                        AqRc::Enoent,
+                        format!("seid {seid:#x} is not the port's MAC ({mac_seid:#x}, docs/hw/i40e.md §6.14)"),
+                    );
+                }
+                self.tx_suspended = true;
+                ok(p, false)
+            }
+            Command::PortTx { suspend: None } => {
+                // docs/hw/i40e.md §6.14: resuming a port that is not suspended succeeds.
+                self.tx_suspended = false;
+                ok(p, false)
+            }
             Command::GetSwitchConfig { start_seid } => {
                 if start_seid != 0 {
                     return fail(self, AqRc::Einval, format!("start SEID {start_seid}: the switch has one element"));

@@ -49,6 +49,8 @@ pub(super) fn spec(op: u16, api: (u16, u16)) -> Option<Spec> {
         VSI_TC_BW => s(Buf::Set, &[(0, 2)]),
         VSI_BW_LIMIT => s(Buf::None, &[(0, 2), (4, 2), (8, 1)]),
         QUERY_VSI_BW | QUERY_VSI_ETS_SLA => s(Buf::Get, &[(0, 2)]),
+        SUSPEND_PORT_TX => s(Buf::None, &[(0, 2)]),
+        RESUME_PORT_TX => s(Buf::None, &[]),
         GET_PHY_ABILITIES => s(Buf::Get, &[(0, 2)]),
         SET_PHY_CONFIG => s(Buf::None, &[(0, 15)]),
         SET_MAC_CONFIG => s(Buf::None, &[(0, 8)]),
@@ -154,6 +156,10 @@ pub(super) enum Command {
         credit: u16,
         max_credit: u8,
     },
+    /// docs/hw/i40e.md §6.14: `Some(seid)` suspends the port's TX (the SEID of its MAC), `None` resumes it.
+    PortTx {
+        suspend: Option<u16>,
+    },
     /// docs/hw/i40e.md §7.1: param0 bit 0 qualified modules, bit 1 initial values.
     GetPhyAbilities {
         qualified_modules: bool,
@@ -256,6 +262,8 @@ impl Command {
                 Command::SetSwitchConfig { flags: le16(p, 0), valid_flags }
             }
             QUERY_VSI_BW | QUERY_VSI_ETS_SLA => Command::QueryVsiBw { seid: le16(p, 0), ets: op == QUERY_VSI_ETS_SLA },
+            SUSPEND_PORT_TX => Command::PortTx { suspend: Some(le16(p, 0)) },
+            RESUME_PORT_TX => Command::PortTx { suspend: None },
             VSI_BW_LIMIT => Command::VsiBwLimit { seid: le16(p, 0), credit: le16(p, 4), max_credit: p[8] },
             DEBUG_READ_REG => Command::DebugReadReg { address: le32(p, 4) as usize },
             RX_CTL_READ | RX_CTL_WRITE => {

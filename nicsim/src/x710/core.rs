@@ -79,6 +79,7 @@ impl Core {
             },
             rx_blocked: None,
             hang_all: false,
+            tx_suspended: false,
             reset_delay: config.reset_delay,
             sr: super::nvm::ShadowRam::new(),
             intr: super::intr::Intr::new(config.msix_vectors.into()),

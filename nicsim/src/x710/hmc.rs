@@ -214,6 +214,8 @@ pub(crate) struct TxCtx {
     pub base: u64,
     pub qlen: u32,
     pub head_wb: Option<u64>,
+    /// timesync_ena: the queue may ask for IEEE 1588 TX timestamps (context descriptor TSYN).
+    pub timesync: bool,
 }
 
 /// The RX context as the model uses it.
@@ -234,7 +236,8 @@ pub(crate) const MAX_FRAME: u64 = 9728;
 /// Validates an unpacked TX context (docs/hw/i40e.md §8.5). `handles` are the queue-set handles the firmware handed out.
 pub(crate) fn tx_ctx(u: &Unpacked, what: &str, handles: &[u32]) -> Result<TxCtx, String> {
     check_qlen(u.get("qlen"), what)?;
-    for f in ["fc_ena", "timesync_ena", "fd_ena", "alt_vlan_ena", "rdylist_act"] {
+    // timesync_ena only allows TSYN context descriptors (docs/hw/i40e.md §8.5, §10.4); the TX path refuses those.
+    for f in ["fc_ena", "fd_ena", "alt_vlan_ena", "rdylist_act"] {
         if u.get(f) != 0 {
             return Err(format!(
                 "{what}: {f} = 1 (the model supports plain LAN queues only; docs/hw/i40e.md §8.5 wants 0)"
@@ -257,7 +260,7 @@ pub(crate) fn tx_ctx(u: &Unpacked, what: &str, handles: &[u32]) -> Result<TxCtx,
     if head_wb.is_some_and(|a| !a.is_multiple_of(4)) {
         return Err(format!("{what}: head_wb_addr {:#x} not 4-byte aligned", u.get("head_wb_addr")));
     }
-    Ok(TxCtx { base: u.get("base") << 7, qlen: u.get("qlen") as u32, head_wb })
+    Ok(TxCtx { base: u.get("base") << 7, qlen: u.get("qlen") as u32, head_wb, timesync: u.get("timesync_ena") == 1 })
 }
 
 /// Validates an unpacked RX context (docs/hw/i40e.md §8.6).

@@ -483,6 +483,8 @@ pub(crate) struct Core {
     /// A frame at the head of the packet buffer waiting for RX descriptors.
     rx_blocked: Option<rx::Classified>,
     hang_all: bool,
+    /// Suspend Port TX is in force: no queue transmits until Resume Port TX (docs/hw/i40e.md §6.14).
+    tx_suspended: bool,
     reset_delay: Duration,
     /// The NVM shadow RAM behind GLNVM_SRCTL (docs/hw/i40e.md §18.1).
     sr: nvm::ShadowRam,

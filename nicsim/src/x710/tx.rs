@@ -50,6 +50,8 @@ mod txd {
     pub const IPLEN: (u32, u32) = (7, 7);
     /// Context descriptor CMD bit TSO (docs/hw/i40e.md §10.4).
     pub const CTX_CMD_TSO: u64 = 0x01;
+    /// Context descriptor CMD bit TSYN: timestamp this packet (docs/hw/i40e.md §10.4).
+    pub const CTX_CMD_TSYN: u64 = 0x02;
 }
 
 fn get(qw: u64, (lsb, width): (u32, u32)) -> u64 {
@@ -71,6 +73,9 @@ impl Core {
     /// Processes every enabled TX queue up to its tail. Returns the number of descriptors handled.
     pub(crate) fn process_tx(&mut self, shared: &Shared, now: Instant) -> usize {
         let mut work = 0;
+        if self.tx_suspended {
+            return 0;
+        }
         for q in 0..self.txq.len() {
             let t = &self.txq[q];
             if t.ctx.is_none() || t.hung || !t.ena.stat(now) {
@@ -110,6 +115,14 @@ impl Core {
                         return self.mdd(shared, q, format!("TSO context descriptor {idx}: TSO is not modelled"))
                             + done as usize;
                     }
+                    if get(qw1, txd::CMD) & txd::CTX_CMD_TSYN != 0 {
+                        let why = if ctx.timesync {
+                            "IEEE 1588 TX timestamps are not modelled"
+                        } else {
+                            "the queue's context has timesync_ena = 0 (docs/hw/i40e.md §8.5)"
+                        };
+                        return self.mdd(shared, q, format!("TSYN context descriptor {idx}: {why}")) + done as usize;
+                    }
                 }
                 txd::DTYPE_DONE => {
                     return self.mdd(
@@ -140,6 +153,13 @@ impl Core {
                 }
                 self.queue_cause(shared, q, false);
             }
+        }
+        // Head write-back without RS (docs/hw/i40e.md §10.5): the head word follows the processed descriptors even
+        // when none of them asked for a report, as with WB_ON_ITR; Linux's i40e sets RS only every few packets and
+        // finds the others complete through this word.
+        if let (Some(addr), true) = (ctx.head_wb, done > 0) {
+            let head = self.txq[q].head;
+            let _ = shared.dma.write_u32(addr, head, &|| format!("TX head write-back, queue {q}"));
         }
         done as usize
     }
