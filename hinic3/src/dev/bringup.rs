@@ -138,6 +138,11 @@ impl<R: RegisterSpace> Hinic3<R> {
             )
             .at(&self.options.name));
         }
+        // COMM bit 3: from now on requests go inline in 48-byte segments, as Linux sends them (docs/hw/hinic3.md §6.3).
+        let inline = self.id.comm_features & crate::mbox::COMM_MBOX_SEGMENT != 0;
+        if let Some(c) = self.ctrl.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            c.mbox.set_inline(inline);
+        }
         self.call(module::COMM, comm::SET_FUNC_SVC_USED_STATE, &mgmt::svc_used_state(f, 0, true).0, &[])?;
         self.call(module::COMM, comm::SET_DMA_ATTR, &mgmt::set_dma_attr(f).0, &[])?;
         self.call(module::COMM, comm::CFG_PAGESIZE, &mgmt::cfg_pagesize(f, WQ_PAGE_LOG2_4K).0, &[])?;

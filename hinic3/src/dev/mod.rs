@@ -203,6 +203,12 @@ impl<R: RegisterSpace> Hinic3<R> {
         }
     }
 
+    /// What the mailbox has sent, by mode (inline when the firmware offers COMM feature bit 3).
+    pub fn mailbox_stats(&self) -> crate::mbox::MboxStats {
+        let c = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
+        c.as_ref().map(|c| c.mbox.stats()).unwrap_or_default()
+    }
+
     /// Sends a management command and returns its answer.
     pub(crate) fn call(&self, module: u8, cmd: u16, req: &[u8], ok: &[u8]) -> Result<Vec<u8>> {
         let mut c = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
