@@ -8,6 +8,7 @@ use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch, RxRearm};
@@ -440,6 +441,39 @@ impl<D: RegisterSpace> RxRing<D> {
             dma_wmb();
             self.ring_doorbell();
         }
+    }
+}
+
+impl<D: RegisterSpace> RxRing<D> {
+    /// After the RQ flush (docs/hw/hinic3.md §10.6): takes back every posted buffer as its CQE returns (flush bit or
+    /// done; a done frame over several buffers takes its following entries with it), clearing the CQE and freeing the
+    /// buffer, until all are back or `deadline` passes. Returns how many came back; the rest are freed by the drop.
+    pub fn reclaim_flushed(&mut self, deadline: Instant) -> usize {
+        let posted = self.mask - self.nb_hold;
+        let mut k = 0;
+        while k < posted {
+            let i = (self.next + k) & self.mask;
+            let status = self.status(i);
+            if status & (cqe::DONE | cqe::FLUSH) == 0 {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                std::thread::yield_now();
+                continue;
+            }
+            let len = if status & cqe::FLUSH != 0 { 0 } else { cqe::LEN.get(self.cqe_word(i, 1)) };
+            let n = (len as usize).div_ceil(self.buf_len as usize).clamp(1, posted - k);
+            for j in 0..n {
+                let e = (i + j) & self.mask;
+                self.clear(e);
+                // SAFETY: a posted slot owns its buffer; it is freed once, as `next` moves past it below.
+                unsafe { mempool::free_raw_bulk(std::slice::from_ref(&self.shadow[e])) };
+            }
+            k += n;
+        }
+        self.next = (self.next + k) & self.mask;
+        self.nb_hold += k;
+        k
     }
 }
 

@@ -115,6 +115,8 @@ pub(super) fn open<R: RegisterSpace>(
         rss_key: DEFAULT_RSS_KEY,
         reta: vec![0; 256],
         rss_on: false,
+        rqs_live: 0,
+        rx_flushed: 0,
         vport_base: VportStats::default(),
         closed: false,
         keep_alive: None,

@@ -154,6 +154,10 @@ pub struct Hinic3<R: RegisterSpace> {
     rss_key: [u8; 40],
     reta: Vec<u16>,
     rss_on: bool,
+    /// RQs whose contexts the device holds (set at start, zero after stop): the ones a stop flushes.
+    rqs_live: u16,
+    /// RX buffers that came back from the RQ flushes of the last stop.
+    rx_flushed: usize,
     /// The hardware counters at the last reset.
     vport_base: VportStats,
     closed: bool,
@@ -201,6 +205,12 @@ impl<R: RegisterSpace> Hinic3<R> {
                 };
             }
         }
+    }
+
+    /// RX buffers the last stop took back after flushing the RQs (docs/hw/hinic3.md §10.6, §14.6): the queues not
+    /// claimed, or given back, by then.
+    pub fn rx_buffers_flushed(&self) -> usize {
+        self.rx_flushed
     }
 
     /// What the mailbox has sent, by mode (inline when the firmware offers COMM feature bit 3).

@@ -96,6 +96,7 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
             dev.cmdq(ucode::MODIFY_QUEUE_CTX, &ctx::modify_queue_ctx(kind, (b * CTX_PER_CMD) as u16, chunk))?;
         }
     }
+    dev.rqs_live = cfg.rx_queues;
     // Step 6: clean TSO/LRO space for the function's queues.
     let most = dev.id.cap.max_sqs.max(dev.id.cap.max_rqs);
     dev.cmdq(ucode::CLEAN_QUEUE_CONTEXT, &ctx::clean_queue_ctx(QueueType::Sq, most))?;
@@ -203,6 +204,18 @@ fn hw_stop<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
         }
     }
     std::thread::sleep(dev.options.timing.vport_settle);
+    // RQ flush (docs/hw/hinic3.md §10.6, §14.6; cmdq 10, since NIC bit 25 HTN_FDIR is never negotiated): every
+    // posted buffer comes back, and is freed once back, before the contexts are cleared. Only the rings the port still
+    // holds: a claimed queue's handle took its ring, which went (memory and buffers) when the handle was dropped, so
+    // a flush would send the device into freed memory.
+    for q in 0..dev.rqs_live {
+        if dev.rx.get(q as usize).is_some_and(Option::is_some) {
+            keep(dev.cmdq(ucode::SET_RQ_FLUSH, &ctx::rq_flush(q)).map(|()| Vec::new()));
+        }
+    }
+    dev.rqs_live = 0;
+    let deadline = Instant::now() + dev.options.timing.drain;
+    dev.rx_flushed = dev.rx.iter_mut().flatten().map(|r| r.reclaim_flushed(deadline)).sum();
     keep(dev.call(module::L2NIC, l2nic::CLEAR_QP_RESOURCE, &mgmt::func_only(f).0, &[]));
     keep(dev.call(module::L2NIC, l2nic::SET_RX_MODE, &mgmt::set_rx_mode(f, 0).0, &[]));
     if dev.rss_on {
