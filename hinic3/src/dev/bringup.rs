@@ -117,6 +117,8 @@ pub(super) fn open<R: RegisterSpace>(
         rss_on: false,
         rqs_live: 0,
         rx_flushed: 0,
+        rx_csum: Vec::new(),
+        rx_csum_base: Vec::new(),
         vport_base: VportStats::default(),
         closed: false,
         keep_alive: None,

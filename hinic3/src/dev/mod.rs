@@ -17,6 +17,7 @@ use hugepage::Allocator;
 use mempool::Mempool;
 use pktio::bar::RegisterSpace;
 use pktio::dma::DmaMapper;
+use pktio::stats::Counter;
 use pktio::{
     offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result, RssConfig,
     RssHashFunctions, RxQueue, TxQueue, XStat,
@@ -158,6 +159,9 @@ pub struct Hinic3<R: RegisterSpace> {
     rqs_live: u16,
     /// RX buffers that came back from the RQ flushes of the last stop.
     rx_flushed: usize,
+    /// Per RX queue: checksum-error completions (xstat `rx_qN_csum_errors`), and their values at the last reset.
+    rx_csum: Vec<Arc<Counter>>,
+    rx_csum_base: Vec<u64>,
     /// The hardware counters at the last reset.
     vport_base: VportStats,
     closed: bool,
@@ -415,10 +419,15 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
     fn reset_stats(&mut self) {
         self.state.reset_stats();
         self.vport_base = self.vport_stats();
+        self.rx_csum_base = self.rx_csum.iter().map(|c| c.get()).collect();
     }
 
     fn xstats(&self) -> Vec<XStat> {
-        self.vport_stats().since(&self.vport_base).xstats()
+        let mut x = self.vport_stats().since(&self.vport_base).xstats();
+        for (q, (c, base)) in self.rx_csum.iter().zip(&self.rx_csum_base).enumerate() {
+            x.push(XStat::new(format!("rx_q{q}_csum_errors"), c.get().wrapping_sub(*base)));
+        }
+        x
     }
 
     fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {

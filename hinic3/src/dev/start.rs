@@ -72,6 +72,10 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
         })?;
         dev.tx.push(Some(ring));
     }
+    if dev.rx_csum.len() < cfg.rx_queues as usize {
+        dev.rx_csum.resize_with(cfg.rx_queues as usize, Default::default);
+        dev.rx_csum_base.resize(cfg.rx_queues as usize, 0);
+    }
     for q in 0..cfg.rx_queues {
         let stats = dev.state.rx_stats(q).cloned().unwrap_or_default();
         let ring = RxRing::new(RxSetup {
@@ -84,6 +88,7 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
             buf_len,
             port_id: dev.state.port_id,
             stats,
+            csum_errors: dev.rx_csum[q as usize].clone(),
             port: &name,
         })?;
         dev.rx.push(Some(ring));
