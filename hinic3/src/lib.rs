@@ -8,7 +8,8 @@
 //! [`mbox`], [`aeq`] and [`cmdq`] only; descriptors and management structures are little-endian.
 //!
 //! - [`regs`]: the cfg-BAR CSRs and [`regs::BeRegs`]; [`doorbell`]: the 64-bit doorbells.
-//! - [`aeq`]: the polled event queues; [`mbox`]: the mailbox (DMA-mode send, write-back, answer reassembly, event
+//! - [`aeq`]: the polled event queues; [`mbox`]: the mailbox (DMA-mode send, or inline 48-byte segments when the
+//!   firmware offers COMM feature bit 3; write-back, answer reassembly, event
 //!   acknowledgements, typed [`Error::Mgmt`] / [`Error::MgmtTimeout`]); [`mgmt`]: every management command as a
 //!   little-endian byte layout.
 //! - [`cmdq`]: the command queue; [`ctx`]: SQ/RQ contexts and the big-endian command buffers (contexts, RSS table).

@@ -430,8 +430,8 @@ impl<R: RegisterSpace> Mbox<R> {
         self.kick(h, (DMA_DESC_LEN + 8).div_ceil(4))
     }
 
-    /// Starts the send of what the window holds (`tx_dwords` of it) and waits for the write-back (docs/hw/hinic3.md
-    /// §6.2, §6.3 steps 6 and 7).
+    /// Starts the send of what the window holds (`tx_dwords` of it) and waits for the write-back
+    /// (docs/hw/hinic3.md §6.2, §6.3 steps 6 and 7).
     fn kick(&mut self, h: &Header, tx_dwords: u32) -> std::result::Result<(), Error> {
         let (module, cmd) = (h.module, h.cmd);
         self.regs.write(
