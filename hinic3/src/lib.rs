@@ -64,7 +64,7 @@ pub mod stats;
 pub mod testing;
 pub mod tx;
 
-pub use dev::{open_vfio, Bars, Hinic3, Hinic3RxQueue, Hinic3TxQueue, Identity, Options, Timing};
+pub use dev::{open_vfio, Bars, Hinic3, Hinic3RxQueue, Hinic3TxQueue, Identity, Options, QueueHandle, Timing};
 pub use error::{module_name, status_name, Error};
 
 use pktio::driver::{PciDriver, PciProbe};

@@ -152,13 +152,17 @@ fn stop_flushes_every_rq_and_takes_its_posted_buffers_back() {
     assert_eq!(p.dev.rx_buffers_flushed(), 2 * 127, "every posted buffer came back before it was freed");
     p.model.assert_no_faults();
     assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
-    // A second start and stop: nothing stale from the flush (CQEs cleared) turns into a packet.
+    // A second start: nothing stale from the flush (CQEs cleared) turns into a packet. A claimed queue whose handle
+    // was dropped gave its ring back to the port, so stop flushes it too and takes its buffers back.
     p.dev.start(&pool).unwrap();
     let mut rx = p.dev.rx_queue_typed(0).unwrap();
     let mut got = mempool::PacketBatch::new();
     assert_eq!(pktio::RxQueue::rx_burst(&mut rx, &mut got), 0);
     drop(rx);
+    assert_eq!(pool.in_use(), 2 * 127, "the dropped handle's ring still holds its posted buffers");
     p.dev.stop().unwrap();
+    assert_eq!(p.model.cmdq_log().iter().filter(|&&(c, st)| (c, st) == (10, 0)).count(), 4);
+    assert_eq!(p.dev.rx_buffers_flushed(), 2 * 127);
     p.model.assert_no_faults();
     assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
     close(p);

@@ -6,6 +6,7 @@
 //! through a [`pktio::dma::DmaMapper`].
 
 mod bringup;
+mod queue;
 mod start;
 #[cfg(test)]
 mod tests;
@@ -30,6 +31,8 @@ use crate::regs::BeRegs;
 use crate::rx::RxRing;
 use crate::stats::VportStats;
 use crate::tx::TxRing;
+pub use queue::QueueHandle;
+use queue::{lock, Slot};
 
 /// The register spaces of one function.
 #[derive(Debug)]
@@ -127,10 +130,10 @@ pub(crate) struct Ctrl<R: RegisterSpace> {
     pub(crate) cmdq: Option<Cmdq<R>>,
 }
 
-/// Typed RX queue.
-pub type Hinic3RxQueue<R> = RxRing<R>;
-/// Typed TX queue.
-pub type Hinic3TxQueue<R> = TxRing<R>;
+/// Typed RX queue: the ring, given back to the port when dropped.
+pub type Hinic3RxQueue<R> = QueueHandle<RxRing<R>>;
+/// Typed TX queue: the ring, given back to the port when dropped.
+pub type Hinic3TxQueue<R> = QueueHandle<TxRing<R>>;
 
 /// The default RSS key (docs/hw/hinic3.md §11).
 pub const DEFAULT_RSS_KEY: [u8; 40] = [
@@ -150,8 +153,9 @@ pub struct Hinic3<R: RegisterSpace> {
     ctrl: Mutex<Option<Ctrl<R>>>,
     id: Identity,
     link: Mutex<LinkStatus>,
-    rx: Vec<Option<RxRing<R>>>,
-    tx: Vec<Option<TxRing<R>>>,
+    /// The rings, here while no handle holds them; a dropped handle puts its ring back.
+    rx: Vec<Slot<RxRing<R>>>,
+    tx: Vec<Slot<TxRing<R>>>,
     rss_key: [u8; 40],
     reta: Vec<u16>,
     rss_on: bool,
@@ -182,12 +186,22 @@ impl<R: RegisterSpace> Hinic3<R> {
 
     /// Typed RX queue `queue` (static dispatch; once per start).
     pub fn rx_queue_typed(&mut self, queue: u16) -> Result<Hinic3RxQueue<R>> {
-        self.state.claim_rx(queue, |_| self.rx.get_mut(queue as usize)?.take())
+        let slot = self.rx.get(queue as usize).cloned();
+        self.state.claim_rx(queue, |_| {
+            let slot = slot?;
+            let ring = lock(&slot).take()?;
+            Some(QueueHandle::new(ring, slot))
+        })
     }
 
     /// Typed TX queue `queue` (static dispatch; once per start).
     pub fn tx_queue_typed(&mut self, queue: u16) -> Result<Hinic3TxQueue<R>> {
-        self.state.claim_tx(queue, |_| self.tx.get_mut(queue as usize)?.take())
+        let slot = self.tx.get(queue as usize).cloned();
+        self.state.claim_tx(queue, |_| {
+            let slot = slot?;
+            let ring = lock(&slot).take()?;
+            Some(QueueHandle::new(ring, slot))
+        })
     }
 
     /// Takes and handles what AEQ 0 holds (link events; docs/hw/hinic3.md §6.5), acknowledging where asked.
@@ -211,8 +225,7 @@ impl<R: RegisterSpace> Hinic3<R> {
         }
     }
 
-    /// RX buffers the last stop took back after flushing the RQs (docs/hw/hinic3.md §10.6, §14.6): the queues not
-    /// claimed, or given back, by then.
+    /// RX buffers the last stop took back after flushing the RQs (docs/hw/hinic3.md §10.6, §14.6).
     pub fn rx_buffers_flushed(&self) -> usize {
         self.rx_flushed
     }
