@@ -79,6 +79,18 @@ pub enum Error {
         /// What was wrong.
         reason: String,
     },
+    /// A request body the mailbox cannot carry.
+    #[error("request {module_name} {command} of {len} bytes: the mailbox carries 1 to 2040 (docs/hw/hinic3.md §6.1)")]
+    MboxBody {
+        /// Module ID.
+        module: u8,
+        /// Its name.
+        module_name: &'static str,
+        /// Command number.
+        command: u16,
+        /// The body's length.
+        len: usize,
+    },
     /// A command-queue command did not complete in time.
     #[error("command-queue command L2NIC {command} not completed within {budget:?} (WQE {pi})")]
     CmdqTimeout {

@@ -8,7 +8,8 @@
 //! [`mbox`], [`aeq`] and [`cmdq`] only; descriptors and management structures are little-endian.
 //!
 //! - [`regs`]: the cfg-BAR CSRs and [`regs::BeRegs`]; [`doorbell`]: the 64-bit doorbells.
-//! - [`aeq`]: the polled event queues; [`mbox`]: the mailbox (DMA-mode send, write-back, answer reassembly, event
+//! - [`aeq`]: the polled event queues; [`mbox`]: the mailbox (DMA-mode send, or inline 48-byte segments when the
+//!   firmware offers COMM feature bit 3; write-back, answer reassembly, event
 //!   acknowledgements, typed [`Error::Mgmt`] / [`Error::MgmtTimeout`]); [`mgmt`]: every management command as a
 //!   little-endian byte layout.
 //! - [`cmdq`]: the command queue; [`ctx`]: SQ/RQ contexts and the big-endian command buffers (contexts, RSS table).
@@ -63,7 +64,7 @@ pub mod stats;
 pub mod testing;
 pub mod tx;
 
-pub use dev::{open_vfio, Bars, Hinic3, Hinic3RxQueue, Hinic3TxQueue, Identity, Options, Timing};
+pub use dev::{open_vfio, Bars, Hinic3, Hinic3RxQueue, Hinic3TxQueue, Identity, Options, QueueHandle, Timing};
 pub use error::{module_name, status_name, Error};
 
 use pktio::driver::{PciDriver, PciProbe};

@@ -1,5 +1,6 @@
-//! The mailbox to the management CPU (docs/hw/hinic3.md §6): the 64-bit message header, a request sent in DMA mode
-//! through the big-endian MMIO window (docs/hw/hinic3.md §6.3), the write-back wait, and the answer reassembled from
+//! The mailbox to the management CPU (docs/hw/hinic3.md §6): the 64-bit message header, a request sent through the
+//! big-endian MMIO window in DMA mode or, when the firmware offers COMM feature bit 3 (MBOX_SEGMENT), inline in
+//! 48-byte segments (docs/hw/hinic3.md §6.3), the write-back wait per segment, and the answer reassembled from
 //! AEQ 1 segments (docs/hw/hinic3.md §6.4); events from AEQ 0 and their acknowledgements (§6.5). One request in flight
 //! at a time.
 
@@ -59,6 +60,10 @@ pub const SEG_MAX: usize = 48;
 pub const SEQ_MAX: u32 = 42;
 /// Largest message.
 pub const MSG_MAX: usize = 2048;
+/// Largest request body: the message less its 8-byte header (docs/hw/hinic3.md §6.1).
+pub const BODY_MAX: usize = MSG_MAX - 8;
+/// COMM feature bit 3 MBOX_SEGMENT: send to the management CPU inline (docs/hw/hinic3.md §6.3, §12).
+pub const COMM_MBOX_SEGMENT: u64 = 1 << 3;
 /// Seed of the DMA body's XOR checksum (docs/hw/hinic3.md §6.3 step 5).
 const XOR_SEED: u32 = 0x5A5A_5A5A;
 /// MSG_LEN = SEG_LEN of the DMA descriptor. Unverified (docs/hw/hinic3.md §17 item 5): 16 (DPDK) or 24 (Linux); 16
@@ -155,6 +160,42 @@ pub fn dma_window(h: &Header, body: &[u8], body_iova: u64) -> [u32; 8] {
     [v as u32, (v >> 32) as u32, dma_xor(body), (body_iova >> 32) as u32, body_iova as u32, body.len() as u32, 0, 0]
 }
 
+/// The headers and bytes of an inline send of `body` (docs/hw/hinic3.md §6.3, inline mode): MSG_LEN the whole body,
+/// SEG_LEN 48 except on the last segment, SEQID counting from 0, LAST on the final one, DATA_TYPE 0.
+pub fn inline_segments<'a>(h: &Header, body: &'a [u8]) -> impl Iterator<Item = (Header, &'a [u8])> {
+    let n = body.len().div_ceil(SEG_MAX);
+    let base = Header { msg_len: body.len() as u16, dma: false, ..*h };
+    body.chunks(SEG_MAX)
+        .enumerate()
+        .map(move |(i, c)| (Header { seg_len: c.len() as u8, seq_id: i as u8, last: i + 1 == n, ..base }, c))
+}
+
+/// The mailbox window dwords (CPU order) of one inline segment and how many to write: the header, then the data
+/// from dword 2 as little-endian dwords, the last partial one padded with zeros. The count is also the TX size.
+pub fn inline_window(h: &Header, seg: &[u8]) -> ([u32; 16], usize) {
+    let v = h.encode();
+    let mut w = [0u32; 16];
+    w[0] = v as u32;
+    w[1] = (v >> 32) as u32;
+    for (k, c) in seg.chunks(4).enumerate() {
+        let mut b = [0u8; 4];
+        b[..c.len()].copy_from_slice(c);
+        w[2 + k] = u32::from_le_bytes(b);
+    }
+    (w, 2 + seg.len().div_ceil(4))
+}
+
+/// What the mailbox has sent, by mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MboxStats {
+    /// Messages sent in DMA mode.
+    pub dma_messages: u64,
+    /// Messages sent inline.
+    pub inline_messages: u64,
+    /// Inline segments sent.
+    pub inline_segments: u64,
+}
+
 /// Time limits of the management channel (docs/hw/hinic3.md §15).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MboxTiming {
@@ -231,6 +272,9 @@ pub struct Mbox<R: RegisterSpace> {
     reasm_event: Reasm,
     /// Events seen on AEQ 0, for [`Mbox::take_events`].
     pending: Vec<Event>,
+    /// Send inline (COMM feature bit 3) instead of by DMA.
+    inline: bool,
+    stats: MboxStats,
 }
 
 impl<R: RegisterSpace> Mbox<R> {
@@ -261,7 +305,19 @@ impl<R: RegisterSpace> Mbox<R> {
             reasm_answer: Reasm::default(),
             reasm_event: Reasm::default(),
             pending: Vec::new(),
+            inline: false,
+            stats: MboxStats::default(),
         })
+    }
+
+    /// Chooses inline sends (the firmware offered COMM feature bit 3, docs/hw/hinic3.md §6.3) or DMA ones.
+    pub fn set_inline(&mut self, on: bool) {
+        self.inline = on;
+    }
+
+    /// What was sent so far.
+    pub fn stats(&self) -> MboxStats {
+        self.stats
     }
 
     /// Sends `req` (a whole management structure) to `module`/`cmd` and returns the answer's body, checked: matching
@@ -289,7 +345,7 @@ impl<R: RegisterSpace> Mbox<R> {
             last: true,
             ..Header::default()
         };
-        self.send_dma(&h, req)?;
+        self.send(&h, req)?;
         let deadline = Instant::now() + self.timing.answer;
         loop {
             if let Some(e) = self.answers.poll() {
@@ -331,10 +387,38 @@ impl<R: RegisterSpace> Mbox<R> {
         }
     }
 
+    /// Sends `body` with `h`'s module, command and MSG_ID, inline or by DMA as chosen. A DMA header (`h`) names the
+    /// descriptor's length; an inline send rewrites the length, segment and data-type fields per segment.
+    fn send(&mut self, h: &Header, body: &[u8]) -> std::result::Result<(), Error> {
+        if body.is_empty() || body.len() > BODY_MAX {
+            return Err(Error::MboxBody {
+                module: h.module,
+                module_name: module_name(h.module),
+                command: h.cmd,
+                len: body.len(),
+            });
+        }
+        if !self.inline {
+            self.stats.dma_messages += 1;
+            return self.send_dma(h, body);
+        }
+        for (sh, seg) in inline_segments(h, body) {
+            let (words, n) = inline_window(&sh, seg);
+            self.wb.fill(0, 16, 0);
+            dma_wmb();
+            for (i, w) in words[..n].iter().enumerate() {
+                self.regs.write(regs::mailbox_data(i), *w);
+            }
+            self.stats.inline_segments += 1;
+            self.kick(&sh, n as u32)?;
+        }
+        self.stats.inline_messages += 1;
+        Ok(())
+    }
+
     /// Writes `body` to the DMA buffer, the header and descriptor to the window, starts the send and waits for the
     /// write-back (docs/hw/hinic3.md §6.3 steps 2 to 7).
     fn send_dma(&mut self, h: &Header, body: &[u8]) -> std::result::Result<(), Error> {
-        let (module, cmd) = (h.module, h.cmd);
         self.body.fill(0, MSG_MAX, 0);
         self.body.write(0, body);
         self.wb.fill(0, 16, 0);
@@ -343,9 +427,16 @@ impl<R: RegisterSpace> Mbox<R> {
         for (i, w) in words.iter().enumerate() {
             self.regs.write(regs::mailbox_data(i), *w);
         }
+        self.kick(h, (DMA_DESC_LEN + 8).div_ceil(4))
+    }
+
+    /// Starts the send of what the window holds (`tx_dwords` of it) and waits for the write-back
+    /// (docs/hw/hinic3.md §6.2, §6.3 steps 6 and 7).
+    fn kick(&mut self, h: &Header, tx_dwords: u32) -> std::result::Result<(), Error> {
+        let (module, cmd) = (h.module, h.cmd);
         self.regs.write(
             regs::MAILBOX_INT_OFFSET,
-            mbox_int::TX_SIZE.val((DMA_DESC_LEN + 8).div_ceil(4)) | mbox_int::DST_AEQ.val(0) | mbox_int::WB_EN.val(1),
+            mbox_int::TX_SIZE.val(tx_dwords) | mbox_int::DST_AEQ.val(0) | mbox_int::WB_EN.val(1),
         );
         dma_wmb();
         self.regs.write(regs::MAILBOX_CONTROL, mbox_ctrl::TX_STATUS.val(1) | mbox_ctrl::DST_FUNC.val(MGMT_FUNC as u32));
@@ -418,7 +509,7 @@ impl<R: RegisterSpace> Mbox<R> {
                         ..fh
                     };
                     let echo = if body.is_empty() { vec![0] } else { body.clone() };
-                    let _ = self.send_dma(&ack, &echo);
+                    let _ = self.send(&ack, &echo);
                 }
                 self.pending.push(Event { module: fh.module, cmd: fh.cmd, body });
             }
@@ -505,6 +596,42 @@ mod tests {
         assert_eq!(dma_xor(&body), 0x5A5A_5A5A ^ 1 ^ 2 ^ 3);
         let w = dma_window(&Header::default(), &body, 0x1_2345_6000);
         assert_eq!(&w[2..], &[0x5A5A_5A5A ^ 1 ^ 2 ^ 3, 1, 0x2345_6000, 9, 0, 0]);
+    }
+
+    #[test]
+    fn inline_segments_carry_the_notes_fields_one_by_one() {
+        let h = Header { src: 5, source: true, aeq_id: 1, msg_id: 7, cmd: 0, module: 7, ..Header::default() };
+        let body: Vec<u8> = (0..=99u8).collect();
+        let segs: Vec<_> = inline_segments(&h, &body).collect();
+        assert_eq!(segs.len(), 3, "100 bytes: 48 + 48 + 4");
+        for (i, (sh, seg)) in segs.iter().enumerate() {
+            let v = sh.encode();
+            assert_eq!(v & 0x1FFF, 5, "SRC");
+            assert_eq!(v >> 15 & 1, 1, "SOURCE");
+            assert_eq!(v >> 16 & 3, 1, "AEQ_ID");
+            assert_eq!(v >> 18 & 0xF, 7, "MSG_ID");
+            assert_eq!(v >> 22 & 0x3FF, 0, "CMD");
+            assert_eq!(v >> 32 & 0x7FF, 100, "MSG_LEN is the whole body");
+            assert_eq!(v >> 43 & 0x1F, 7, "MODULE");
+            assert_eq!(v >> 48 & 0x3F, [48, 48, 4][i], "SEG_LEN");
+            assert_eq!(v >> 54 & 1, 0, "NO_ACK");
+            assert_eq!(v >> 55 & 1, 0, "DATA_TYPE inline");
+            assert_eq!(v >> 56 & 0x3F, i as u64, "SEQID");
+            assert_eq!(v >> 62 & 1, (i == 2) as u64, "LAST");
+            assert_eq!(v >> 63, 0, "a request");
+            assert_eq!(*seg, &body[i * 48..(i * 48 + 48).min(100)]);
+        }
+        // The window: header dwords, then the data as little-endian dwords; TX size (seg_len + 8) / 4 rounded up.
+        let (w, n) = inline_window(&segs[0].0, segs[0].1);
+        assert_eq!(n, 14);
+        assert_eq!((w[0], w[1]), (segs[0].0.encode() as u32, (segs[0].0.encode() >> 32) as u32));
+        assert_eq!((w[2], w[13]), (0x0302_0100, 0x2F2E_2D2C));
+        let (w, n) = inline_window(&Header { seg_len: 5, ..segs[2].0 }, &[1, 2, 3, 4, 5]);
+        assert_eq!((n, w[2], w[3], w[4]), (4, 0x0403_0201, 5, 0), "the partial dword padded with zeros");
+        // The largest body: 43 segments, the last of 2040 − 42 × 48 = 24 bytes.
+        let big = vec![0u8; BODY_MAX];
+        let last = inline_segments(&h, &big).last().unwrap().0;
+        assert_eq!((last.seq_id, last.seg_len, last.last, last.msg_len), (42, 24, true, 2040));
     }
 
     #[test]

@@ -8,18 +8,22 @@ use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch, RxRearm};
 use pktio::bar::RegisterSpace;
 use pktio::barrier::dma_wmb;
 use pktio::dma::{DmaMapper, DmaMapping};
-use pktio::stats::RxQueueStats;
+use pktio::stats::{Counter, RxQueueStats};
 use pktio::{Error, Result, RxQueue};
 
 use crate::desc::{cqe, hi_lo, rx_flags, RqWqe, RxCqe, CQE_SIZE, RQ_WQE_SHIFT};
 use crate::dma::DmaArea;
 use crate::doorbell::{self, DbKind};
+
+/// The mbuf flags of a checksum-error completion.
+const CSUM_BAD: u64 = ol_flags::RX_IP_CKSUM_BAD | ol_flags::RX_L4_CKSUM_BAD;
 
 /// Refill once this many entries are consumed.
 pub const RX_FREE_THRESH: usize = 32;
@@ -35,7 +39,8 @@ pub fn rx_buf_size_index(room: u32) -> Option<(u16, u32)> {
 }
 
 /// The memo of the last (status, offload word) pair of a plain frame and the mbuf fields they give. The status is
-/// compared whole: a memo's status is DONE plus checksum bits, so a match also says "done, not flushed, no LRO".
+/// compared whole: a memo's status is DONE plus checksum bits, so a match also says "done, not flushed, no LRO". A
+/// checksum-error completion never becomes the memo (it is counted on the scalar path).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Memo {
     pub(crate) status: u32,
@@ -74,6 +79,8 @@ pub struct RxSetup<'a, D> {
     pub port_id: u16,
     /// Counters.
     pub stats: Arc<RxQueueStats>,
+    /// Completions with a bad IP or L4 checksum (a per-queue xstat).
+    pub csum_errors: Arc<Counter>,
     /// Port name for errors.
     pub port: &'a str,
 }
@@ -101,6 +108,7 @@ pub struct RxRing<D: RegisterSpace> {
     db_info: u32,
     queue: u16,
     stats: Arc<RxQueueStats>,
+    csum_errors: Arc<Counter>,
     wq_mem: DmaArea,
     cq_mem: DmaArea,
     _pool_map: DmaMapping,
@@ -176,10 +184,16 @@ impl<D: RegisterSpace> RxRing<D> {
             db_info: doorbell::info(DbKind::Rq, setup.queue, 0),
             queue: setup.queue,
             stats: setup.stats,
+            csum_errors: setup.csum_errors,
             wq_mem,
             cq_mem,
             _pool_map: pool_map,
         })
+    }
+
+    /// Lets go of the queue's counters (the port keeps them), for a ring its handle gave back to the port.
+    pub(crate) fn detach_stats(&mut self) {
+        self.stats = Arc::new(RxQueueStats::default());
     }
 
     /// Function-local queue index.
@@ -330,9 +344,15 @@ impl<D: RegisterSpace> RxRing<D> {
             let mut m = unsafe { Mbuf::from_raw(*self.shadow.get_unchecked(i)) };
             // SAFETY: a single segment posted with our rearm word; len <= buf_len <= the data room (checked).
             unsafe { m.set_rx_unchecked(len as u16, self.memo.flags, self.memo.ptype, rss) };
-            if self.memo.flags & ol_flags::RX_VLAN_STRIPPED != 0 {
+            let flags = self.memo.flags;
+            if flags & ol_flags::RX_VLAN_STRIPPED != 0 {
                 m.set_vlan_tci(cqe::VLAN.get(w1) as u16);
                 // The tag differs per packet: VLAN frames always come this way.
+                self.memo = Memo::NONE;
+            }
+            if flags & CSUM_BAD != 0 {
+                // Counted here; with no memo, every such frame comes this way and none passes the fast path uncounted.
+                self.csum_errors.add(1);
                 self.memo = Memo::NONE;
             }
             self.clear(i);
@@ -385,6 +405,7 @@ impl<D: RegisterSpace> RxRing<D> {
         }
         let offload = self.cqe_word(i, 2);
         let (flags, ptype) = rx_flags(status, offload);
+        self.csum_errors.add((flags & CSUM_BAD != 0) as u64);
         m.set_ol_flags(flags);
         m.set_packet_type(ptype);
         m.set_rss_hash(self.cqe_word(i, 3));
@@ -440,6 +461,39 @@ impl<D: RegisterSpace> RxRing<D> {
             dma_wmb();
             self.ring_doorbell();
         }
+    }
+}
+
+impl<D: RegisterSpace> RxRing<D> {
+    /// After the RQ flush (docs/hw/hinic3.md §10.6): takes back every posted buffer as its CQE returns (flush bit or
+    /// done; a done frame over several buffers takes its following entries with it), clearing the CQE and freeing the
+    /// buffer, until all are back or `deadline` passes. Returns how many came back; the rest are freed by the drop.
+    pub fn reclaim_flushed(&mut self, deadline: Instant) -> usize {
+        let posted = self.mask - self.nb_hold;
+        let mut k = 0;
+        while k < posted {
+            let i = (self.next + k) & self.mask;
+            let status = self.status(i);
+            if status & (cqe::DONE | cqe::FLUSH) == 0 {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                std::thread::yield_now();
+                continue;
+            }
+            let len = if status & cqe::FLUSH != 0 { 0 } else { cqe::LEN.get(self.cqe_word(i, 1)) };
+            let n = (len as usize).div_ceil(self.buf_len as usize).clamp(1, posted - k);
+            for j in 0..n {
+                let e = (i + j) & self.mask;
+                self.clear(e);
+                // SAFETY: a posted slot owns its buffer; it is freed once, as `next` moves past it below.
+                unsafe { mempool::free_raw_bulk(std::slice::from_ref(&self.shadow[e])) };
+            }
+            k += n;
+        }
+        self.next = (self.next + k) & self.mask;
+        self.nb_hold += k;
+        k
     }
 }
 

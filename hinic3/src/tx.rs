@@ -119,6 +119,11 @@ impl<D: RegisterSpace> TxRing<D> {
         })
     }
 
+    /// Lets go of the queue's counters (the port keeps them), for a ring its handle gave back to the port.
+    pub(crate) fn detach_stats(&mut self) {
+        self.stats = Arc::new(TxQueueStats::default());
+    }
+
     /// Function-local queue index.
     pub fn queue(&self) -> u16 {
         self.queue

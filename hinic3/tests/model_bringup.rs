@@ -94,3 +94,76 @@ fn a_driver_that_misses_the_csr_byte_swap_is_refused_with_a_typed_error() {
         other => panic!("expected a FUNC_ATTR1 timeout, got {other:?} ({err})"),
     }
 }
+
+#[test]
+fn with_comm_bit_3_every_request_goes_inline_in_segments_and_the_model_takes_them() {
+    let pool = pool("inline", 1023);
+    // COMM feature bit 3 (MBOX_SEGMENT) offered: requests go inline (docs/hw/hinic3.md §6.3).
+    let mut p = open_one(Sp670Config { comm_features: hinic3::mbox::COMM_MBOX_SEGMENT, ..Default::default() });
+    p.dev
+        .configure(&PortConfig { rx_queues: 2, tx_queues: 1, rx_desc: 128, tx_desc: 128, ..Default::default() })
+        .unwrap();
+    p.dev.start(&pool).unwrap();
+    wait_for(5, "link", || p.dev.link().up);
+    p.dev.stop().unwrap();
+    let s = p.dev.mailbox_stats();
+    // Only FUNC_RESET and FEATURE_NEGO go by DMA, before the feature is known.
+    assert_eq!(s.dma_messages, 2, "{s:?}");
+    assert!(s.inline_messages > 20, "{s:?}");
+    // GET_DEV_CAP alone (336 bytes) takes 7 segments; RSS key (52), SET_FUNC_TBL (56) two each.
+    assert!(s.inline_segments >= s.inline_messages + 6 + 2, "{s:?}");
+    p.model.assert_no_faults();
+    let log = p.model.mgmt_log();
+    assert!(log.iter().any(|&(m, c, st)| (m, c, st) == (module::CFGM, 0, 0)), "GET_DEV_CAP answered: {log:?}");
+    assert!(log.iter().all(|&(_, _, st)| st == 0), "{log:?}");
+    assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
+    close(p);
+}
+
+#[test]
+fn without_comm_bit_3_requests_go_by_dma() {
+    let p = open_one(Sp670Config::default());
+    let s = p.dev.mailbox_stats();
+    assert_eq!((s.inline_messages, s.inline_segments), (0, 0), "{s:?}");
+    assert!(s.dma_messages > 10, "{s:?}");
+    close(p);
+}
+
+#[test]
+fn stop_flushes_every_rq_and_takes_its_posted_buffers_back() {
+    let pool = pool("flush", 1023);
+    let mut p = open_one(Sp670Config::default());
+    p.dev
+        .configure(&PortConfig { rx_queues: 2, tx_queues: 1, rx_desc: 128, tx_desc: 128, ..Default::default() })
+        .unwrap();
+    p.dev.start(&pool).unwrap();
+    wait_for(5, "link", || p.dev.link().up);
+    // Some buffers hold frames nobody received (done CQEs), the rest are empty: all come back.
+    let frame = udp_frame(p.model.config().mac, [2, 0, 0, 0, 0, 9], ([1, 1, 1, 1], [2, 2, 2, 2]), (5, 6), 64);
+    for _ in 0..3 {
+        assert!(p.model.inject(&frame));
+    }
+    wait_for(5, "three frames delivered", || p.model.counters().rx_delivered == 3);
+    assert_eq!(pool.in_use(), 2 * 127);
+    p.dev.stop().unwrap();
+    // cmdq 10 SET_RQ_FLUSH once per RQ, accepted (docs/hw/hinic3.md §10.6, §14.6).
+    let flushes: Vec<_> = p.model.cmdq_log().into_iter().filter(|&(c, _)| c == 10).collect();
+    assert_eq!(flushes, vec![(10, 0), (10, 0)]);
+    assert_eq!(p.dev.rx_buffers_flushed(), 2 * 127, "every posted buffer came back before it was freed");
+    p.model.assert_no_faults();
+    assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
+    // A second start: nothing stale from the flush (CQEs cleared) turns into a packet. A claimed queue whose handle
+    // was dropped gave its ring back to the port, so stop flushes it too and takes its buffers back.
+    p.dev.start(&pool).unwrap();
+    let mut rx = p.dev.rx_queue_typed(0).unwrap();
+    let mut got = mempool::PacketBatch::new();
+    assert_eq!(pktio::RxQueue::rx_burst(&mut rx, &mut got), 0);
+    drop(rx);
+    assert_eq!(pool.in_use(), 2 * 127, "the dropped handle's ring still holds its posted buffers");
+    p.dev.stop().unwrap();
+    assert_eq!(p.model.cmdq_log().iter().filter(|&&(c, st)| (c, st) == (10, 0)).count(), 4);
+    assert_eq!(p.dev.rx_buffers_flushed(), 2 * 127);
+    p.model.assert_no_faults();
+    assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
+    close(p);
+}

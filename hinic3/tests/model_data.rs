@@ -236,12 +236,23 @@ fn stats_count_packets_bytes_and_errors_and_reset() {
     drop(got);
     wait_for(2, "the FCS error counted", || b.dev.stats().ierrors == 1);
     assert_eq!(b.dev.stats().ipackets, 7);
+    // The per-queue xstat counts checksum-error completions, a run of identical ones included.
+    let delivered = b.model.counters().rx_delivered;
+    for _ in 0..6 {
+        assert!(b.model.inject_error(&f, nicsim::Sp670RxError::L4Checksum));
+    }
+    // All in the ring before one burst takes them, as the four-at-a-time path would.
+    wait_for(2, "six frames delivered", || b.model.counters().rx_delivered == delivered + 6);
+    drop(receive(&mut rx1, 6));
+    let csum = |p: &Port| p.dev.xstats().iter().find(|x| x.name == "rx_q0_csum_errors").map(|x| x.value);
+    assert_eq!(csum(&b), Some(8));
 
     a.dev.reset_stats();
     b.dev.reset_stats();
     let (s0, s1) = (a.dev.stats(), b.dev.stats());
     assert_eq!((s0.opackets, s0.obytes, s1.ipackets, s1.ierrors), (0, 0, 0, 0));
     assert!(a.dev.xstats().iter().all(|x| x.value == 0), "{:?}", a.dev.xstats());
+    assert_eq!(csum(&b), Some(0), "reset");
     drop((tx0, rx1));
     a.dev.stop().unwrap();
     b.dev.stop().unwrap();

@@ -126,6 +126,7 @@ fn main() {
         buf_len: 2048,
         port_id: 0,
         stats: Default::default(),
+        csum_errors: Default::default(),
         port: "bench0",
     })
     .expect("rx ring");

@@ -115,6 +115,10 @@ pub(super) fn open<R: RegisterSpace>(
         rss_key: DEFAULT_RSS_KEY,
         reta: vec![0; 256],
         rss_on: false,
+        rqs_live: 0,
+        rx_flushed: 0,
+        rx_csum: Vec::new(),
+        rx_csum_base: Vec::new(),
         vport_base: VportStats::default(),
         closed: false,
         keep_alive: None,
@@ -137,6 +141,11 @@ impl<R: RegisterSpace> Hinic3<R> {
                     .into(),
             )
             .at(&self.options.name));
+        }
+        // COMM bit 3: from now on requests go inline in 48-byte segments, as Linux sends them (docs/hw/hinic3.md §6.3).
+        let inline = self.id.comm_features & crate::mbox::COMM_MBOX_SEGMENT != 0;
+        if let Some(c) = self.ctrl.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            c.mbox.set_inline(inline);
         }
         self.call(module::COMM, comm::SET_FUNC_SVC_USED_STATE, &mgmt::svc_used_state(f, 0, true).0, &[])?;
         self.call(module::COMM, comm::SET_DMA_ATTR, &mgmt::set_dma_attr(f).0, &[])?;

@@ -6,6 +6,7 @@
 //! through a [`pktio::dma::DmaMapper`].
 
 mod bringup;
+mod queue;
 mod start;
 #[cfg(test)]
 mod tests;
@@ -17,6 +18,7 @@ use hugepage::Allocator;
 use mempool::Mempool;
 use pktio::bar::RegisterSpace;
 use pktio::dma::DmaMapper;
+use pktio::stats::Counter;
 use pktio::{
     offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result, RssConfig,
     RssHashFunctions, RxQueue, TxQueue, XStat,
@@ -29,6 +31,8 @@ use crate::regs::BeRegs;
 use crate::rx::RxRing;
 use crate::stats::VportStats;
 use crate::tx::TxRing;
+pub use queue::QueueHandle;
+use queue::{lock, Slot};
 
 /// The register spaces of one function.
 #[derive(Debug)]
@@ -126,10 +130,10 @@ pub(crate) struct Ctrl<R: RegisterSpace> {
     pub(crate) cmdq: Option<Cmdq<R>>,
 }
 
-/// Typed RX queue.
-pub type Hinic3RxQueue<R> = RxRing<R>;
-/// Typed TX queue.
-pub type Hinic3TxQueue<R> = TxRing<R>;
+/// Typed RX queue: the ring, given back to the port when dropped.
+pub type Hinic3RxQueue<R> = QueueHandle<RxRing<R>>;
+/// Typed TX queue: the ring, given back to the port when dropped.
+pub type Hinic3TxQueue<R> = QueueHandle<TxRing<R>>;
 
 /// The default RSS key (docs/hw/hinic3.md §11).
 pub const DEFAULT_RSS_KEY: [u8; 40] = [
@@ -149,11 +153,19 @@ pub struct Hinic3<R: RegisterSpace> {
     ctrl: Mutex<Option<Ctrl<R>>>,
     id: Identity,
     link: Mutex<LinkStatus>,
-    rx: Vec<Option<RxRing<R>>>,
-    tx: Vec<Option<TxRing<R>>>,
+    /// The rings, here while no handle holds them; a dropped handle puts its ring back.
+    rx: Vec<Slot<RxRing<R>>>,
+    tx: Vec<Slot<TxRing<R>>>,
     rss_key: [u8; 40],
     reta: Vec<u16>,
     rss_on: bool,
+    /// RQs whose contexts the device holds (set at start, zero after stop): the ones a stop flushes.
+    rqs_live: u16,
+    /// RX buffers that came back from the RQ flushes of the last stop.
+    rx_flushed: usize,
+    /// Per RX queue: checksum-error completions (xstat `rx_qN_csum_errors`), and their values at the last reset.
+    rx_csum: Vec<Arc<Counter>>,
+    rx_csum_base: Vec<u64>,
     /// The hardware counters at the last reset.
     vport_base: VportStats,
     closed: bool,
@@ -174,12 +186,22 @@ impl<R: RegisterSpace> Hinic3<R> {
 
     /// Typed RX queue `queue` (static dispatch; once per start).
     pub fn rx_queue_typed(&mut self, queue: u16) -> Result<Hinic3RxQueue<R>> {
-        self.state.claim_rx(queue, |_| self.rx.get_mut(queue as usize)?.take())
+        let slot = self.rx.get(queue as usize).cloned();
+        self.state.claim_rx(queue, |_| {
+            let slot = slot?;
+            let ring = lock(&slot).take()?;
+            Some(QueueHandle::new(ring, slot))
+        })
     }
 
     /// Typed TX queue `queue` (static dispatch; once per start).
     pub fn tx_queue_typed(&mut self, queue: u16) -> Result<Hinic3TxQueue<R>> {
-        self.state.claim_tx(queue, |_| self.tx.get_mut(queue as usize)?.take())
+        let slot = self.tx.get(queue as usize).cloned();
+        self.state.claim_tx(queue, |_| {
+            let slot = slot?;
+            let ring = lock(&slot).take()?;
+            Some(QueueHandle::new(ring, slot))
+        })
     }
 
     /// Takes and handles what AEQ 0 holds (link events; docs/hw/hinic3.md §6.5), acknowledging where asked.
@@ -201,6 +223,17 @@ impl<R: RegisterSpace> Hinic3<R> {
                 };
             }
         }
+    }
+
+    /// RX buffers the last stop took back after flushing the RQs (docs/hw/hinic3.md §10.6, §14.6).
+    pub fn rx_buffers_flushed(&self) -> usize {
+        self.rx_flushed
+    }
+
+    /// What the mailbox has sent, by mode (inline when the firmware offers COMM feature bit 3).
+    pub fn mailbox_stats(&self) -> crate::mbox::MboxStats {
+        let c = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
+        c.as_ref().map(|c| c.mbox.stats()).unwrap_or_default()
     }
 
     /// Sends a management command and returns its answer.
@@ -399,10 +432,15 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
     fn reset_stats(&mut self) {
         self.state.reset_stats();
         self.vport_base = self.vport_stats();
+        self.rx_csum_base = self.rx_csum.iter().map(|c| c.get()).collect();
     }
 
     fn xstats(&self) -> Vec<XStat> {
-        self.vport_stats().since(&self.vport_base).xstats()
+        let mut x = self.vport_stats().since(&self.vport_base).xstats();
+        for (q, (c, base)) in self.rx_csum.iter().zip(&self.rx_csum_base).enumerate() {
+            x.push(XStat::new(format!("rx_q{q}_csum_errors"), c.get().wrapping_sub(*base)));
+        }
+        x
     }
 
     fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {

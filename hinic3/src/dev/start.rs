@@ -6,6 +6,7 @@ use mempool::Mempool;
 use pktio::bar::RegisterSpace;
 use pktio::{Error, LinkStatus, Result, RssHashFunctions};
 
+use super::queue::{lock, slot};
 use super::Hinic3;
 use crate::cmdq::ucode;
 use crate::ctx::{self, QueueType, CTX_PER_CMD};
@@ -70,7 +71,11 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
             stats,
             port: &name,
         })?;
-        dev.tx.push(Some(ring));
+        dev.tx.push(slot(ring));
+    }
+    if dev.rx_csum.len() < cfg.rx_queues as usize {
+        dev.rx_csum.resize_with(cfg.rx_queues as usize, Default::default);
+        dev.rx_csum_base.resize(cfg.rx_queues as usize, 0);
     }
     for q in 0..cfg.rx_queues {
         let stats = dev.state.rx_stats(q).cloned().unwrap_or_default();
@@ -84,18 +89,21 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
             buf_len,
             port_id: dev.state.port_id,
             stats,
+            csum_errors: dev.rx_csum[q as usize].clone(),
             port: &name,
         })?;
-        dev.rx.push(Some(ring));
+        dev.rx.push(slot(ring));
     }
     // Step 5: contexts, SQs then RQs, in batches.
-    let sq: Vec<_> = dev.tx.iter().flatten().map(|t| ctx::sq_ctx(t.queue(), t.ring_iova())).collect();
-    let rq: Vec<_> = dev.rx.iter().flatten().map(|r| ctx::rq_ctx(r.ring_iova())).collect();
+    let sq: Vec<_> =
+        dev.tx.iter().filter_map(|t| lock(t).as_ref().map(|t| ctx::sq_ctx(t.queue(), t.ring_iova()))).collect();
+    let rq: Vec<_> = dev.rx.iter().filter_map(|r| lock(r).as_ref().map(|r| ctx::rq_ctx(r.ring_iova()))).collect();
     for (kind, ctxs) in [(QueueType::Sq, &sq), (QueueType::Rq, &rq)] {
         for (b, chunk) in ctxs.chunks(CTX_PER_CMD).enumerate() {
             dev.cmdq(ucode::MODIFY_QUEUE_CTX, &ctx::modify_queue_ctx(kind, (b * CTX_PER_CMD) as u16, chunk))?;
         }
     }
+    dev.rqs_live = cfg.rx_queues;
     // Step 6: clean TSO/LRO space for the function's queues.
     let most = dev.id.cap.max_sqs.max(dev.id.cap.max_rqs);
     dev.cmdq(ucode::CLEAN_QUEUE_CONTEXT, &ctx::clean_queue_ctx(QueueType::Sq, most))?;
@@ -103,7 +111,7 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
     // Step 7: root context.
     dev.call(module::COMM, mgmt::comm::SET_VAT, &mgmt::set_root_ctx(f, buf_idx, cfg.tx_desc, cfg.rx_desc).0, &[])?;
     // Step 8: CI attributes.
-    let cis: Vec<_> = dev.tx.iter().flatten().map(|t| (t.queue(), t.ci_iova())).collect();
+    let cis: Vec<_> = dev.tx.iter().filter_map(|t| lock(t).as_ref().map(|t| (t.queue(), t.ci_iova()))).collect();
     for (q, ci) in cis {
         dev.call(module::L2NIC, l2nic::SQ_CI_ATTR_SET, &mgmt::sq_ci_attr(f, q as u32, ci).0, &[])?;
     }
@@ -119,8 +127,10 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
         program_rss(dev)?;
     }
     // Step 12: buffers are posted; ring the RQ doorbells, then the indirection table.
-    for r in dev.rx.iter().flatten() {
-        r.ring_doorbell();
+    for r in &dev.rx {
+        if let Some(r) = lock(r).as_ref() {
+            r.ring_doorbell();
+        }
     }
     if dev.rss_on {
         program_reta(dev)?;
@@ -195,14 +205,28 @@ fn hw_stop<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
     };
     keep(dev.call(module::HILINK, mag::SET_PORT_ENABLE, &mgmt::set_port_enable(f, false).0, &[]));
     keep(dev.call(module::L2NIC, l2nic::SET_VPORT_ENABLE, &mgmt::set_vport_enable(f, false, 0).0, &[]));
-    // Drain: the hardware CI reaches each SQ's PI (the rings are back in the port: queue handles were dropped).
+    // Drain: the hardware CI reaches each SQ's PI (the rings are back in the port: a dropped handle gives its ring
+    // back, and the port refuses to stop while one is alive).
     let deadline = Instant::now() + dev.options.timing.drain;
-    for t in dev.tx.iter().flatten() {
-        while t.hw_ci() != t.pi() && Instant::now() < deadline {
-            std::thread::yield_now();
+    for t in &dev.tx {
+        if let Some(t) = lock(t).as_ref() {
+            while t.hw_ci() != t.pi() && Instant::now() < deadline {
+                std::thread::yield_now();
+            }
         }
     }
     std::thread::sleep(dev.options.timing.vport_settle);
+    // RQ flush (docs/hw/hinic3.md §10.6, §14.6; cmdq 10, since NIC bit 25 HTN_FDIR is never negotiated): every
+    // posted buffer comes back, and is freed once back, before the contexts are cleared. Only rings the port holds
+    // (a ring whose handle is somehow still alive is left alone: the device must not be sent to memory in use).
+    for q in 0..dev.rqs_live {
+        if dev.rx.get(q as usize).is_some_and(|r| lock(r).is_some()) {
+            keep(dev.cmdq(ucode::SET_RQ_FLUSH, &ctx::rq_flush(q)).map(|()| Vec::new()));
+        }
+    }
+    dev.rqs_live = 0;
+    let deadline = Instant::now() + dev.options.timing.drain;
+    dev.rx_flushed = dev.rx.iter().filter_map(|r| lock(r).as_mut().map(|r| r.reclaim_flushed(deadline))).sum();
     keep(dev.call(module::L2NIC, l2nic::CLEAR_QP_RESOURCE, &mgmt::func_only(f).0, &[]));
     keep(dev.call(module::L2NIC, l2nic::SET_RX_MODE, &mgmt::set_rx_mode(f, 0).0, &[]));
     if dev.rss_on {
