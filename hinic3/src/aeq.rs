@@ -11,8 +11,8 @@ use pktio::dma::DmaMapper;
 use pktio::reg::Field;
 use pktio::Result;
 
-use crate::dma::DmaArea;
 use crate::regs::{self, aeq_ci, aeq_ctrl0, aeq_ctrl1, BeRegs};
+use pktio::dma::DmaArea;
 
 /// Elements per AEQ (DPDK's length, docs/hw/hinic3.md §15).
 pub const AEQ_LEN: usize = 64;

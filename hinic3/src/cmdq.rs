@@ -13,10 +13,10 @@ use pktio::reg::{bit, Field};
 use pktio::Result;
 
 use crate::ctx::to_cmdq_buf;
-use crate::dma::DmaArea;
 use crate::doorbell::{self, DbKind};
 use crate::error::Error;
 use crate::regs::DB_PAGE_CMDQ;
+use pktio::dma::DmaArea;
 
 /// WQEs per command queue (DPDK's depth, docs/hw/hinic3.md §15).
 pub const CMDQ_DEPTH: usize = 64;

@@ -50,7 +50,6 @@ pub mod cmdq;
 pub mod ctx;
 pub mod desc;
 pub mod dev;
-mod dma;
 pub mod doorbell;
 mod error;
 pub mod mbox;

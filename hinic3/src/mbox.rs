@@ -15,9 +15,9 @@ use pktio::reg::Field;
 use pktio::Result;
 
 use crate::aeq::{desc, Aeq, AeqElem};
-use crate::dma::DmaArea;
 use crate::error::{module_name, status_name, Error};
 use crate::regs::{self, mbox_ctrl, mbox_int, BeRegs};
+use pktio::dma::DmaArea;
 
 /// Header fields (docs/hw/hinic3.md §6.1).
 pub mod hdr {

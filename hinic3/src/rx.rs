@@ -19,8 +19,8 @@ use pktio::stats::{Counter, RxQueueStats};
 use pktio::{Error, Result, RxQueue};
 
 use crate::desc::{cqe, hi_lo, rx_flags, RqWqe, RxCqe, CQE_SIZE, RQ_WQE_SHIFT};
-use crate::dma::DmaArea;
 use crate::doorbell::{self, DbKind};
+use pktio::dma::DmaArea;
 
 /// The mbuf flags of a checksum-error completion.
 const CSUM_BAD: u64 = ol_flags::RX_IP_CKSUM_BAD | ol_flags::RX_L4_CKSUM_BAD;

@@ -16,8 +16,8 @@ use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
 
 use crate::desc::{ctrl, queue_info, task, SqWqebb};
-use crate::dma::DmaArea;
 use crate::doorbell::{self, DbKind};
+use pktio::dma::DmaArea;
 
 /// Clean when fewer WQEBBs than this are free.
 pub const TX_FREE_THRESH: usize = 64;

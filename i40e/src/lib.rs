@@ -53,7 +53,6 @@
 pub mod adminq;
 pub mod desc;
 pub mod dev;
-mod dma;
 mod error;
 pub mod hmc;
 pub mod queue;

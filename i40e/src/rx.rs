@@ -21,7 +21,6 @@ use pktio::stats::RxQueueStats;
 use pktio::{Error, Result, RxQueue};
 
 use crate::desc::{rx, RxDesc};
-use crate::dma::DmaArea;
 use crate::hmc::{LanHmc, RxQueueContext, CTX_BASE_UNIT, DBUFF_UNIT};
 use crate::queue::switch_rx;
 use crate::regs::{self, PollTimeout, Regs};
@@ -30,6 +29,7 @@ use crate::rx_flags::RxMemo;
 #[cfg(target_arch = "x86_64")]
 use crate::rx_simd::rx_fast_run_avx;
 use crate::rx_simd::{rx_fast_run, rx_qw1};
+use pktio::dma::DmaArea;
 
 /// Largest RX data buffer (docs/hw/i40e.md §15: a multiple of 128, at most 16 KiB − 128).
 pub const MAX_RX_BUF: u32 = 16 * 1024 - 128;

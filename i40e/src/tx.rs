@@ -21,11 +21,11 @@ use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
 
 use crate::desc::{tx, TxDesc};
-use crate::dma::DmaArea;
 use crate::hmc::{LanHmc, TxQueueContext, CTX_BASE_UNIT};
 use crate::queue::switch_tx;
 use crate::regs::{self, qtx_ctl, PollTimeout, Regs};
 use crate::ring::RingConfig;
+use pktio::dma::DmaArea;
 
 /// Offload flags the data descriptor carries (checksums, VLAN insertion) or that need a context descriptor (TSO).
 const TX_OFFLOAD_FLAGS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_flags::TX_VLAN | ol_flags::TX_TCP_SEG;

@@ -21,9 +21,9 @@ use pktio::dma::DmaMapper;
 
 use self::cmds::{flags, status, BufAddr, Opcode, LB_THRESHOLD};
 use self::layout::aq_layout;
-use crate::dma::DmaArea;
 use crate::error::Error;
 use crate::regs::{self, aq_index, atqlen, Regs};
+use pktio::dma::DmaArea;
 
 /// Slots per ring (DPDK's choice, docs/hw/i40e.md §5.3).
 pub const RING_LEN: usize = 32;

@@ -30,6 +30,9 @@ use hugepage::DmaMemory;
 
 use crate::Result;
 
+mod area;
+pub use area::{DmaArea, AREA_ALIGN};
+
 /// Makes DMA memory reachable by one device (or one IOMMU domain).
 pub trait DmaMapper: Send + Sync {
     /// Maps `memory` so the device can read and write it at `memory.iova_at(..)`, until the returned guard drops.

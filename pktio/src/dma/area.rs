@@ -1,14 +1,16 @@
-//! DMA areas shared with the device (AEQ pages, the mailbox body and write-back, command-queue rings and buffers, SQ/RQ
-//! rings, CQE arrays, CI slots): allocated, zeroed, IOVA-contiguous, mapped for the device, and copied in and out with
-//! volatile accesses. The only `unsafe` of the control plane is here.
+//! DMA areas a driver shares with its device outside the packet buffers (admin/mailbox queues and their buffers,
+//! event queues, descriptor rings, backing pages): allocated, zeroed, IOVA-contiguous, 4 KiB-aligned, mapped for
+//! the device, and copied in and out with volatile accesses. The drivers' control planes have no `unsafe` of their
+//! own for this memory.
 
 use std::sync::Arc;
 
+use super::{DmaMapper, DmaMapping};
+use crate::{Error, Result};
 use hugepage::Allocator;
-use pktio::dma::{DmaMapper, DmaMapping};
-use pktio::{Error, Result};
 
-/// Alignment every area must have: an AEQ page's and a work queue's page frame (docs/hw/hinic3.md §5.3, §9.3).
+/// Alignment every area has: a 4 KiB page frame, which every ring, queue page and buffer the drivers place here
+/// needs at most (i40e's admin queue and HMC pages, hinic3's AEQ pages and work queues).
 pub const AREA_ALIGN: u64 = 4096;
 
 /// One contiguous, mapped DMA area. The mapping guard owns the memory: it is unmapped before it is freed.
@@ -93,5 +95,10 @@ impl DmaArea {
             // SAFETY: offset + i < len (checked): inside the live mapping this guard owns.
             unsafe { base.add(offset + i).write_volatile(value) };
         }
+    }
+
+    /// Writes `v` little-endian at `offset`.
+    pub fn write_u64(&self, offset: usize, v: u64) {
+        self.write(offset, &v.to_le_bytes());
     }
 }
