@@ -67,3 +67,60 @@ mod tests {
         assert_eq!(open("net_sim_x540,ports=2").unwrap()[0].info().speed_capa, vec![100, 1_000, 10_000]);
     }
 }
+
+/// Test support shared by the net_sim_* families.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::time::{Duration, Instant};
+
+    use hugepage::Allocator;
+    use mempool::{Mempool, PacketBatch, PoolConfig};
+    use pktio::{EthDev, PortConfig};
+
+    /// Two wired simulated ports opened from `devargs`, driven by `driver`, the first named `device`: 32 frames from port 0 reach port 1 byte
+    /// for byte at `speed`, and every buffer is back in the pool after stop.
+    pub(crate) fn forward_pair(mut ports: Vec<Box<dyn EthDev>>, devargs: &str, speed: u32, driver: &str, device: &str) {
+        assert_eq!(ports.len(), 2);
+        assert_eq!(ports[1].info().driver_name, driver);
+        assert_eq!(ports[0].info().device_name, device);
+        assert_ne!(ports[0].mac_addr(), ports[1].mac_addr());
+        let pool =
+            Mempool::new(&format!("sim-{devargs}"), &PoolConfig::with_size(4096), &Allocator::no_huge()).unwrap();
+        for p in ports.iter_mut() {
+            p.configure(&PortConfig { rx_desc: 256, tx_desc: 256, ..Default::default() }).unwrap();
+            p.set_promiscuous(true).unwrap();
+            p.start(&pool).unwrap();
+        }
+        let t = Instant::now();
+        while !(ports[0].link().up && ports[1].link().up) {
+            assert!(t.elapsed() < Duration::from_secs(5), "{devargs}: links stay down");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(ports[0].link().speed_mbps, speed, "{devargs}");
+        let mut tx0 = ports[0].tx_queue(0).unwrap();
+        let mut rx1 = ports[1].rx_queue(0).unwrap();
+        let mut b = PacketBatch::new();
+        assert!(b.alloc_from(&pool, 32));
+        for (i, m) in b.iter_mut().enumerate() {
+            m.data_room_mut()[..64].fill(i as u8);
+            m.set_len(64);
+        }
+        assert_eq!(tx0.tx_burst(&mut b), 32);
+        let mut got = 0;
+        while got < 32 {
+            assert!(t.elapsed() < Duration::from_secs(10), "{devargs}: received {got}");
+            rx1.rx_burst(&mut b);
+            for m in b.iter() {
+                assert_eq!(m.data(), &[got as u8; 64][..], "{devargs}: frame {got}");
+                got += 1;
+            }
+            b.clear();
+        }
+        drop((tx0, rx1));
+        for p in ports.iter_mut() {
+            p.stop().unwrap();
+        }
+        drop(ports);
+        assert!(pool.is_full(), "{devargs}: {} buffers leaked", pool.in_use());
+    }
+}
