@@ -1,14 +1,111 @@
-//! Test support for the NIC drivers' tests against the nicsim models (ixgbe, i40e): frame builders with correct
-//! checksums, and the threaded forwarding run both drivers' forward tests make (a generator and an exact-byte sink
-//! on one port, a MAC-swapping forwarder on the other, in its own thread). Opening a driver on its model stays
-//! in each driver's own `tests/common`. Not for production code: it panics on any mismatch.
+//! Test support for the NIC drivers' tests against the nicsim models (ixgbe, i40e, hinic3): frame builders with
+//! correct checksums, pools, polling with a deadline, chained packets, the RSS flow set and its per-queue check, and
+//! the threaded forwarding run the drivers' forward tests make (a generator and an exact-byte sink on one port, a
+//! MAC-swapping forwarder on the other, in its own thread). Opening a driver on its model stays in each driver's
+//! own `tests/common`. Not for production code: it panics on any mismatch.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mempool::{Mempool, PacketBatch};
+use hugepage::Allocator;
+use mempool::{ol_flags, Mbuf, Mempool, PacketBatch, PoolConfig};
 use pktio::{RxQueue, TxQueue};
+
+/// A pool of `size` buffers in ordinary memory, without a per-thread cache; the name gets a unique suffix, since
+/// tests of one binary run in parallel and may share a helper (and so a name).
+pub fn pool(name: &str, size: u32) -> Mempool {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("{name}-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    Mempool::new(&name, &PoolConfig { size, cache_size: 0, ..Default::default() }, &Allocator::no_huge()).unwrap()
+}
+
+/// Polls `f` until it is true; panics naming `what` once `secs` have passed.
+#[track_caller]
+pub fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// A packet holding `frame`, chained over data-room-sized segments.
+pub fn mbuf_from(pool: &Mempool, frame: &[u8]) -> Mbuf {
+    let room = pool.data_room() as usize;
+    let mut head: Option<Mbuf> = None;
+    for part in frame.chunks(room) {
+        let mut m = pool.alloc().expect("buffer");
+        m.data_room_mut()[..part.len()].copy_from_slice(part);
+        assert!(m.set_len(part.len() as u16));
+        match &mut head {
+            Some(h) => h.chain(m),
+            None => head = Some(m),
+        }
+    }
+    head.unwrap()
+}
+
+/// Every byte of a (possibly chained) packet.
+pub fn bytes(m: &Mbuf) -> Vec<u8> {
+    let mut v = vec![0u8; m.pkt_len() as usize];
+    assert_eq!(m.copy_to(&mut v), v.len());
+    v
+}
+
+/// One flow of the RSS tests: its frame and the Toeplitz input of it (IPv4 addresses then ports, as every NIC here
+/// hashes TCP/UDP over IPv4).
+pub struct RssFlow {
+    /// The hash input.
+    pub tuple: Vec<u8>,
+    /// The frame (to `mac`), a third of them TCP, the rest UDP of varying lengths.
+    pub frame: Vec<u8>,
+}
+
+/// The `n` flows the drivers' RSS tests inject, addressed to `mac`.
+pub fn rss_flows(mac: [u8; 6], n: u32) -> Vec<RssFlow> {
+    (0..n)
+        .map(|i| {
+            let ips = ([10, 0, (i >> 8) as u8, i as u8], [192, 168, 1, (i * 7) as u8]);
+            let ports = (1024 + i as u16 * 13, 80 + (i % 5) as u16);
+            let src = [2, 0, 0, 0, 0, 9];
+            let frame = if i % 3 == 0 {
+                tcp_frame(mac, src, ips, ports, 80)
+            } else {
+                udp_frame(mac, src, ips, ports, 64 + i as usize % 100)
+            };
+            let mut tuple = [ips.0, ips.1].concat();
+            tuple.extend_from_slice(&ports.0.to_be_bytes());
+            tuple.extend_from_slice(&ports.1.to_be_bytes());
+            RssFlow { tuple, frame }
+        })
+        .collect()
+}
+
+/// Drains every queue and requires, per queue, exactly the `(hash, frame)` pairs of `expected` in order, each
+/// packet flagged with its RSS hash, and every queue to have received some flows.
+pub fn assert_rss_spread<Q: RxQueue>(queues: &mut [Q], expected: &[Vec<(u32, Vec<u8>)>]) {
+    let mut total = 0;
+    for (q, rxq) in queues.iter_mut().enumerate() {
+        let mut got = Vec::new();
+        let mut batch = PacketBatch::with_capacity(64);
+        while rxq.rx_burst(&mut batch) > 0 {
+            for m in batch.iter() {
+                assert_eq!(m.ol_flags() & ol_flags::RX_RSS_HASH, ol_flags::RX_RSS_HASH);
+                got.push((m.rss_hash(), m.data().to_vec()));
+            }
+            batch.clear();
+        }
+        assert_eq!(got, expected[q], "queue {q}: hashes and frames in order");
+        total += got.len();
+    }
+    assert_eq!(total, expected.iter().map(Vec::len).sum::<usize>());
+    assert!(
+        expected.iter().all(|e| !e.is_empty()),
+        "every queue got flows: {:?}",
+        expected.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+}
 
 /// An Ethernet + IPv4 + UDP frame of `len` bytes (no FCS) from `src` to `dst` MAC, with the given addresses and
 /// ports; checksums correct.

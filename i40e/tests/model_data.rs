@@ -129,14 +129,6 @@ fn jumbo_9000_byte_frames_both_ways_as_chains() {
     close(b);
 }
 
-/// Toeplitz input of an IPv4 TCP/UDP frame: addresses then ports (docs/hw/i40e.md §12.2).
-fn tuple(ips: ([u8; 4], [u8; 4]), ports: (u16, u16)) -> Vec<u8> {
-    let mut v = [ips.0, ips.1].concat();
-    v.extend_from_slice(&ports.0.to_be_bytes());
-    v.extend_from_slice(&ports.1.to_be_bytes());
-    v
-}
-
 fn rss_run(nq: u16, reta: Option<Vec<u16>>) {
     let key: Vec<u8> = (0..52u8).map(|i| i.wrapping_mul(37).wrapping_add(11)).collect();
     let mut port = open_one(X710Config::default());
@@ -163,42 +155,16 @@ fn rss_run(nq: u16, reta: Option<Vec<u16>>) {
     let mac = port.dev.mac_addr().0;
     let mut queues: Vec<_> = (0..nq).map(|q| port.dev.rx_queue_typed(q).unwrap()).collect();
     let mut expected = vec![Vec::new(); nq as usize];
-    for i in 0..200u32 {
-        let ips = ([10, 0, (i >> 8) as u8, i as u8], [192, 168, 1, (i * 7) as u8]);
-        let ports = (1024 + i as u16 * 13, 80 + (i % 5) as u16);
-        let frame = if i % 3 == 0 {
-            tcp_frame(mac, [2, 0, 0, 0, 0, 9], ips, ports, 80)
-        } else {
-            udp_frame(mac, [2, 0, 0, 0, 0, 9], ips, ports, 64 + i as usize % 100)
-        };
-        let hash = nicsim::net::toeplitz(&key, &tuple(ips, ports));
-        expected[table[hash as usize % size] as usize].push((hash, frame.clone()));
-        assert!(port.model.inject(&frame));
+    for (i, flow) in drvtest::rss_flows(mac, 200).into_iter().enumerate() {
+        let hash = nicsim::net::toeplitz(&key, &flow.tuple);
+        assert!(port.model.inject(&flow.frame));
+        expected[table[hash as usize % size] as usize].push((hash, flow.frame));
         if i % 32 == 31 {
             wait_for(5, "the model to take the frames", || port.model.rx_pending() == 0);
         }
     }
     wait_for(5, "every frame delivered", || port.model.counters().rx_delivered == 200);
-    let mut total = 0;
-    for (q, rxq) in queues.iter_mut().enumerate() {
-        let mut got = Vec::new();
-        let mut batch = PacketBatch::with_capacity(64);
-        while rxq.rx_burst(&mut batch) > 0 {
-            for m in batch.iter() {
-                assert_eq!(m.ol_flags() & ol_flags::RX_RSS_HASH, ol_flags::RX_RSS_HASH);
-                got.push((m.rss_hash(), m.data().to_vec()));
-            }
-            batch.clear();
-        }
-        assert_eq!(got, expected[q], "queue {q}: hashes and frames in order");
-        total += got.len();
-    }
-    assert_eq!(total, 200);
-    assert!(
-        expected.iter().all(|e| !e.is_empty()),
-        "every queue got flows: {:?}",
-        expected.iter().map(Vec::len).collect::<Vec<_>>()
-    );
+    drvtest::assert_rss_spread(&mut queues, &expected);
     drop(queues);
     port.dev.stop().unwrap();
     assert!(pool.is_full(), "{} buffers leaked", pool.in_use());

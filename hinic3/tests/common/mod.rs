@@ -2,13 +2,10 @@
 
 #![allow(dead_code)] // each test binary uses a part
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use hinic3::{Bars, Hinic3, Options, Timing};
 use hugepage::Allocator;
-use mempool::{Mempool, PoolConfig};
 use nicsim::{Sp670, Sp670Bar, Sp670Config, Sp670Port, Sp670Thread};
 
 /// A driver on a model port whose thread runs for as long as this lives. Field order: the driver drops (and
@@ -55,45 +52,5 @@ pub fn close(port: Port) {
     model.assert_no_faults();
 }
 
-pub fn pool(name: &str, size: u32) -> Mempool {
-    // Unique per call: tests of one binary run in parallel and may share a helper (and so a name).
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let name = format!("{name}-{}", NEXT.fetch_add(1, Ordering::Relaxed));
-    Mempool::new(&name, &PoolConfig { size, cache_size: 0, ..Default::default() }, &Allocator::no_huge()).unwrap()
-}
-
-/// Polls `f` until it is true or `secs` pass.
-#[track_caller]
-pub fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !f() {
-        assert!(t.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
-
 #[allow(unused_imports)] // each test binary uses a part
-pub use drvtest::{checksum, pseudo, tcp_frame, udp_frame};
-
-/// A packet holding `frame`, chained over data-room-sized segments.
-pub fn mbuf_from(pool: &Mempool, frame: &[u8]) -> mempool::Mbuf {
-    let room = pool.data_room() as usize;
-    let mut head: Option<mempool::Mbuf> = None;
-    for part in frame.chunks(room) {
-        let mut m = pool.alloc().expect("buffer");
-        m.data_room_mut()[..part.len()].copy_from_slice(part);
-        assert!(m.set_len(part.len() as u16));
-        match &mut head {
-            Some(h) => h.chain(m),
-            None => head = Some(m),
-        }
-    }
-    head.unwrap()
-}
-
-/// Every byte of a (possibly chained) packet.
-pub fn bytes(m: &mempool::Mbuf) -> Vec<u8> {
-    let mut v = vec![0u8; m.pkt_len() as usize];
-    assert_eq!(m.copy_to(&mut v), v.len());
-    v
-}
+pub use drvtest::{bytes, checksum, mbuf_from, pool, pseudo, tcp_frame, udp_frame, wait_for};
