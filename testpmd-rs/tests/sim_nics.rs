@@ -1,5 +1,6 @@
-//! testpmd-rs forwarding between two simulated X710 ports (`--vdev net_sim_x710,ports=2`): the real i40e driver on
-//! the X710 model, each model port in its own thread. The TAP + ping variant is in netns.rs.
+//! testpmd-rs forwarding between two simulated NIC ports (`--vdev net_sim_x710,ports=2`, `net_sim_sp670`): the real
+//! driver (i40e, hinic3) on the independent model of its NIC, each model port in its own thread. The TAP + ping
+//! variants are in netns.rs.
 
 mod common;
 
@@ -7,10 +8,13 @@ use std::time::Duration;
 
 use common::*;
 
-fn forwards_on(vdev: &str, speed: &str) {
+/// Starts testpmd-rs on `vdev` (ports named `<sim>_p0`, ...), waits for the link at `speed`, checks the driver
+/// `driver` runs it, and forwards with tx_first.
+fn forwards_on(vdev: &str, driver: &str, speed: &str) {
+    let sim = vdev.split(',').next().unwrap();
     let mut s = Session::spawn(command(&["--vdev", vdev], &["-i"]));
     s.wait_for("testpmd> ", Duration::from_secs(30));
-    // The link comes up through the firmware's link events: poll, as a user would.
+    // The link comes up through the firmware's (management CPU's) link events: poll, as a user would.
     let end = std::time::Instant::now() + Duration::from_secs(10);
     let info = loop {
         let info = s.cmd("show port info 0");
@@ -19,8 +23,8 @@ fn forwards_on(vdev: &str, speed: &str) {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(info.contains("net_sim_x710_p0"), "{info}");
-    assert!(info.contains("net_i40e"), "{info}");
+    assert!(info.contains(&format!("{sim}_p0")), "{info}");
+    assert!(info.contains(driver), "{info}");
     assert!(info.contains(speed), "{vdev}: {info}");
     let fwd = s.cmd("show config fwd");
     assert!(fwd.contains("io packet forwarding - ports=2"), "{fwd}");
@@ -48,10 +52,20 @@ fn forwards_on(vdev: &str, speed: &str) {
 
 #[test]
 fn tx_first_forwards_between_two_simulated_x710_ports() {
-    forwards_on("net_sim_x710,ports=2", "10 Gbps");
+    forwards_on("net_sim_x710,ports=2", "net_i40e", "10 Gbps");
 }
 
 #[test]
 fn tx_first_forwards_between_two_simulated_xl710_ports() {
-    forwards_on("net_sim_x710,ports=2,part=xl710", "40 Gbps");
+    forwards_on("net_sim_x710,ports=2,part=xl710", "net_i40e", "40 Gbps");
+}
+
+#[test]
+fn tx_first_forwards_between_two_simulated_sp670_ports() {
+    forwards_on("net_sim_sp670,ports=2", "net_hinic3", "100 Gbps");
+}
+
+#[test]
+fn tx_first_forwards_between_two_simulated_sp670_ports_at_25g() {
+    forwards_on("net_sim_sp670,ports=2,speed=25000", "net_hinic3", "25 Gbps");
 }
