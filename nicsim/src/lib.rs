@@ -120,6 +120,7 @@ pub mod net;
 pub mod pci;
 pub mod sp670;
 mod tap;
+mod wire;
 pub mod x540;
 pub mod x710;
 

@@ -3,11 +3,9 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
-
-use crossbeam_queue::SegQueue;
 
 use super::bars::{Sp670CfgBar, Sp670DbBar, Sp670MgmtBar};
 use super::cmdq::MAX_CMDQS;
@@ -17,18 +15,12 @@ use super::{Core, Sp670Config, Sp670Counters, Sp670RxError, DEVICE_HINIC3_PF, VE
 use crate::dma::IovaMap;
 use crate::fault::{Fault, FaultLog};
 use crate::pci::PciIdentity;
-use crate::tap::TapWire;
+use crate::wire::{Sent, Wire};
 
 /// Frames waiting at the MAC (bounded like a packet buffer).
 const INBOUND_MAX: usize = 4096;
 /// A doorbell value waiting for the model: bit 31 set until it is taken.
 pub(super) const DB_PENDING: u32 = 1 << 31;
-
-enum Sink {
-    Capture,
-    Peer(Weak<Shared>),
-    Tap(Arc<TapWire>),
-}
 
 /// State shared by the BARs, the port handles and the model thread.
 pub(crate) struct Shared {
@@ -45,8 +37,8 @@ pub(crate) struct Shared {
     /// The low dword of a doorbell written as two 32-bit stores, per 8-byte slot.
     pub(super) db_low: Mutex<Vec<Option<u32>>>,
     pub(super) inbound: Mutex<VecDeque<(Vec<u8>, Option<Sp670RxError>)>>,
-    sink: Mutex<Sink>,
-    pub(super) captured: SegQueue<Vec<u8>>,
+    /// Where TX frames go.
+    wire: Wire<Shared>,
     pub(super) parked: AtomicBool,
     pub(super) thread: Mutex<Option<Thread>>,
 }
@@ -71,17 +63,9 @@ impl Shared {
     /// Processes everything pending now; returns the work done (0: idle).
     /// Frames the kernel sent into a TAP wire (at most 64 a step).
     fn pump_tap(&self) -> usize {
-        let tap = match &*self.sink.lock().unwrap_or_else(|e| e.into_inner()) {
-            Sink::Tap(tap) => tap.clone(),
-            _ => return 0,
-        };
-        let mut n = 0;
-        while n < 64 {
-            let Some(data) = tap.recv() else { break };
+        self.wire.pump(64, |data| {
             self.arrive(data, None);
-            n += 1;
-        }
-        n
+        })
     }
 
     fn step(&self) -> usize {
@@ -152,16 +136,13 @@ impl Shared {
         }
         work += out.len();
         if !out.is_empty() {
-            let sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
-            match &*sink {
-                Sink::Capture => out.into_iter().for_each(|f| self.captured.push(f)),
-                Sink::Tap(tap) => out.iter().for_each(|f| tap.send(f)),
-                Sink::Peer(p) => {
-                    if let Some(p) = p.upgrade() {
-                        out.into_iter().for_each(|f| {
-                            p.arrive(f, None);
-                        });
+            for frame in out {
+                match self.wire.send(frame) {
+                    Sent::Done => {}
+                    Sent::Peer(peer, data) => {
+                        peer.arrive(data, None);
                     }
+                    Sent::Failed(e) => self.fault(format!("pcap wire: {e}")),
                 }
             }
         }
@@ -216,8 +197,7 @@ impl Sp670 {
             db_disabled: AtomicBool::new(false),
             db_low: Mutex::new(vec![None; DB_BAR_LEN / 8]),
             inbound: Mutex::new(VecDeque::new()),
-            sink: Mutex::new(Sink::Capture),
-            captured: SegQueue::new(),
+            wire: Wire::default(),
             parked: AtomicBool::new(false),
             thread: Mutex::new(None),
         });
@@ -301,20 +281,17 @@ impl Sp670Port {
     }
     /// Wires this port's TX to `other`'s RX and back.
     pub fn wire_to(&self, other: &Sp670Port) {
-        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Peer(Arc::downgrade(&other.shared));
-        *other.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Peer(Arc::downgrade(&self.shared));
+        Wire::connect((&self.shared.wire, &self.shared), (&other.shared.wire, &other.shared));
     }
     /// Wires the port to a new TAP interface (the kernel is the link partner); returns its name.
     pub fn wire_to_tap(&self, name: &str) -> std::io::Result<String> {
-        let tap = TapWire::open(name)?;
-        let ifname = tap.name().to_string();
-        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Tap(Arc::new(tap));
+        let ifname = self.shared.wire.to_tap(name)?;
         self.shared.kick();
         Ok(ifname)
     }
     /// TX back to capture ([`Sp670Port::take_tx`]).
     pub fn unwire(&self) {
-        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Capture;
+        self.shared.wire.unwire();
     }
     /// A frame (no FCS) arrives from the wire; false when the MAC's buffer is full.
     pub fn inject(&self, frame: &[u8]) -> bool {
@@ -326,7 +303,7 @@ impl Sp670Port {
     }
     /// Frames transmitted while unwired.
     pub fn take_tx(&self) -> Vec<Vec<u8>> {
-        std::iter::from_fn(|| self.shared.captured.pop()).collect()
+        self.shared.wire.take_captured()
     }
     /// Frames waiting at the MAC for RX buffers.
     pub fn rx_pending(&self) -> usize {

@@ -17,22 +17,19 @@ pub use intr::IrqSink;
 pub use shutdown::ResetRecord;
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use crossbeam_queue::SegQueue;
 use pktio::bar::RegisterSpace;
-use pktio::pcap_file::{self, PcapError, PcapWriter};
+use pktio::pcap_file::{self, PcapError};
 
 use crate::dma::IovaMap;
 use crate::fault::{Fault, FaultLog};
 use crate::pci::PciIdentity;
-use crate::tap::TapWire;
+use crate::wire::{Sent, Wire};
 use phy::{Phy, PhyEvent};
 use regs::*;
 
@@ -181,18 +178,6 @@ pub(crate) struct WireFrame {
     pub error: Option<RxError>,
 }
 
-/// Where a port's transmitted frames go.
-enum Sink {
-    /// Kept for [`X540Port::take_tx`].
-    Capture,
-    /// The RX side of another port.
-    Peer(Weak<Shared>),
-    /// A pcap file.
-    Pcap(PcapWriter<BufWriter<File>>),
-    /// A TAP interface: the kernel on the other end (its frames come back through [`Shared::pump_wire`]).
-    Tap(Arc<TapWire>),
-}
-
 /// Model-side counters that never clear (unlike the statistics registers): handy for exact-count tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ModelCounters {
@@ -236,10 +221,9 @@ pub(crate) struct Shared {
     missed_at_arrival: AtomicU64,
     faults: Arc<FaultLog>,
     dma: Arc<IovaMap>,
-    sink: Mutex<Sink>,
-    /// TX frames kept for [`X540Port::take_tx`]: unbounded, pushed one at a time by the model, so a SegQueue
-    /// (the packet buffer `inbound` stays a Mutex: its byte count must change together with its frames).
-    captured: SegQueue<Vec<u8>>,
+    /// Where TX frames go (the packet buffer `inbound` stays a Mutex: its byte count must change together with its
+    /// frames).
+    wire: Wire<Shared>,
     /// The PHY is powered and not in a forced-down state: what the link partner sees of us.
     phy_active: AtomicBool,
     counters: Mutex<ModelCounters>,
@@ -287,10 +271,7 @@ impl Shared {
     }
 
     fn peer(&self) -> Option<Arc<Shared>> {
-        match &*self.sink.lock().unwrap_or_else(|e| e.into_inner()) {
-            Sink::Peer(w) => w.upgrade(),
-            _ => None,
-        }
+        self.wire.peer()
     }
 
     /// Sends a frame out of the MAC.
@@ -299,38 +280,21 @@ impl Shared {
             self.receive(frame);
             return;
         }
-        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
-        match &mut *sink {
-            Sink::Capture => self.captured.push(frame.data),
-            Sink::Peer(w) => {
-                if let Some(peer) = w.upgrade() {
-                    drop(sink);
-                    peer.receive(frame);
-                }
+        match self.wire.send(frame.data) {
+            Sent::Done => {}
+            Sent::Peer(peer, data) => {
+                peer.receive(WireFrame { data, error: frame.error });
             }
-            Sink::Pcap(writer) => {
-                if let Err(e) = writer.write_packet(pcap_file::now_ns(), &frame.data) {
-                    self.faults.record(Fault::Protocol { what: format!("pcap wire: {e}") });
-                }
-            }
-            Sink::Tap(tap) => tap.send(&frame.data),
+            Sent::Failed(e) => self.faults.record(Fault::Protocol { what: format!("pcap wire: {e}") }),
         }
     }
 
     /// Frames arriving from a wire that has its own source (a TAP): into the packet buffer, at most a burst per
     /// step. Returns how many arrived.
     fn pump_wire(&self) -> usize {
-        let tap = match &*self.sink.lock().unwrap_or_else(|e| e.into_inner()) {
-            Sink::Tap(tap) => tap.clone(),
-            _ => return 0,
-        };
-        let mut n = 0;
-        while n < 64 {
-            let Some(data) = tap.recv() else { break };
+        self.wire.pump(64, |data| {
             self.receive(WireFrame { data, error: None });
-            n += 1;
-        }
-        n
+        })
     }
 
     fn tail_doorbell(offset: usize) -> Option<(bool, usize)> {
@@ -1042,8 +1006,7 @@ impl X540 {
             missed_at_arrival: AtomicU64::new(0),
             dma: Arc::new(IovaMap::new(faults.clone())),
             faults,
-            sink: Mutex::new(Sink::Capture),
-            captured: SegQueue::new(),
+            wire: Wire::default(),
             phy_active: AtomicBool::new(!config.phy_powered_down),
             counters: Mutex::new(ModelCounters::default()),
             resets: Mutex::new(Vec::new()),
@@ -1107,15 +1070,12 @@ impl X540Port {
     /// Connects this port's TX to `other`'s RX and `other`'s TX to this port's RX (a cable). The link state of each
     /// side then also depends on the other's PHY.
     pub fn wire_to(&self, other: &X540Port) {
-        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Peer(Arc::downgrade(&other.shared));
-        *other.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Peer(Arc::downgrade(&self.shared));
+        Wire::connect((&self.shared.wire, &self.shared), (&other.shared.wire, &other.shared));
     }
 
     /// Sends this port's TX frames to a pcap file (created or truncated) instead.
     pub fn wire_to_pcap(&self, path: impl AsRef<Path>) -> Result<(), PcapError> {
-        let writer = PcapWriter::create(path)?;
-        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Pcap(writer);
-        Ok(())
+        self.shared.wire.to_pcap(path)
     }
 
     /// Wires this port to TAP interface `name` (created, or attached to if it exists and is persistent; a `%d`
@@ -1125,24 +1085,19 @@ impl X540Port {
     /// depends only on this port. Returns the interface's name; the interface goes away when the port is unwired
     /// or dropped. Needs CAP_NET_ADMIN; the TAP is made in the calling thread's network namespace.
     pub fn wire_to_tap(&self, name: &str) -> std::io::Result<String> {
-        let tap = TapWire::open(name)?;
-        let ifname = tap.name().to_string();
-        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Tap(Arc::new(tap));
+        let ifname = self.shared.wire.to_tap(name)?;
         self.shared.kick();
         Ok(ifname)
     }
 
     /// Flushes a pcap sink (call before reading the file while the port lives).
     pub fn flush_pcap(&self) -> Result<(), PcapError> {
-        if let Sink::Pcap(w) = &mut *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) {
-            w.flush()?;
-        }
-        Ok(())
+        self.shared.wire.flush_pcap()
     }
 
     /// Captures TX frames again (for [`X540Port::take_tx`]), undoing a wire.
     pub fn unwire(&self) {
-        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Capture;
+        self.shared.wire.unwire();
     }
 
     /// A frame arrives on the port's wire (Ethernet bytes without FCS). Returns false if the RX packet buffer was
@@ -1165,9 +1120,7 @@ impl X540Port {
 
     /// Frames transmitted while unwired (Ethernet bytes without FCS), oldest first; empties the capture.
     pub fn take_tx(&self) -> Vec<Vec<u8>> {
-        // What is there now: frames the model pushes meanwhile wait for the next call.
-        let q = &self.shared.captured;
-        (0..q.len()).map_while(|_| q.pop()).collect()
+        self.shared.wire.take_captured()
     }
 
     /// Frames waiting in the RX packet buffer (not yet written to a ring).

@@ -27,19 +27,14 @@ mod tx;
 pub use port::{run_until_idle_x710, X710Bar, X710Port, X710};
 
 use std::collections::{HashMap, VecDeque};
-use std::fs::File;
-use std::io::BufWriter;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use crossbeam_queue::SegQueue;
-use pktio::pcap_file::{self, PcapWriter};
-
 use crate::dma::IovaMap;
 use crate::fault::{Fault, FaultLog};
-use crate::tap::TapWire;
+use crate::wire::{Sent, Wire};
 use adminq::AdminQ;
 pub use adminq::{flag, opcode, AqRc};
 use hmc::{RxCtx, SdTable, TxCtx};
@@ -204,14 +199,6 @@ pub(crate) struct WireFrame {
     pub error: Option<X710RxError>,
 }
 
-/// Where a port's transmitted frames go.
-enum Sink {
-    Capture,
-    Peer(Weak<Shared>),
-    Pcap(PcapWriter<BufWriter<File>>),
-    Tap(Arc<TapWire>),
-}
-
 /// Model-side counters that never clear and never wrap: exact counts for tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct X710Counters {
@@ -256,8 +243,8 @@ pub(crate) struct Shared {
     inbound: Mutex<Inbound>,
     faults: Arc<FaultLog>,
     dma: Arc<IovaMap>,
-    sink: Mutex<Sink>,
-    captured: SegQueue<Vec<u8>>,
+    /// Where TX frames go.
+    pub(super) wire: Wire<Shared>,
     /// Our side of the link is administratively up with the cable in: what a wired peer sees of us.
     link_active: AtomicBool,
     /// Frames dropped at arrival, not yet added to GLPRT_RDPC.
@@ -325,10 +312,7 @@ impl Shared {
     }
 
     fn peer(&self) -> Option<Arc<Shared>> {
-        match &*self.sink.lock().unwrap_or_else(|e| e.into_inner()) {
-            Sink::Peer(w) => w.upgrade(),
-            _ => None,
-        }
+        self.wire.peer()
     }
 
     /// Sends a frame out of the MAC (or back into our RX with MAC/PHY loopback).
@@ -337,36 +321,19 @@ impl Shared {
             self.receive(frame);
             return;
         }
-        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
-        match &mut *sink {
-            Sink::Capture => self.captured.push(frame.data),
-            Sink::Peer(w) => {
-                if let Some(peer) = w.upgrade() {
-                    drop(sink);
-                    peer.receive(frame);
-                }
+        match self.wire.send(frame.data) {
+            Sent::Done => {}
+            Sent::Peer(peer, data) => {
+                peer.receive(WireFrame { data, error: frame.error });
             }
-            Sink::Pcap(writer) => {
-                if let Err(e) = writer.write_packet(pcap_file::now_ns(), &frame.data) {
-                    self.fault(format!("pcap wire: {e}"));
-                }
-            }
-            Sink::Tap(tap) => tap.send(&frame.data),
+            Sent::Failed(e) => self.fault(format!("pcap wire: {e}")),
         }
     }
 
     fn pump_wire(&self) -> usize {
-        let tap = match &*self.sink.lock().unwrap_or_else(|e| e.into_inner()) {
-            Sink::Tap(tap) => tap.clone(),
-            _ => return 0,
-        };
-        let mut n = 0;
-        while n < 64 {
-            let Some(data) = tap.recv() else { break };
+        self.wire.pump(64, |data| {
             self.receive(WireFrame { data, error: None });
-            n += 1;
-        }
-        n
+        })
     }
 
     /// Runs the device and firmware once: link, admin queue, TX rings, RX frames. Returns the work done.

@@ -6,17 +6,16 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crossbeam_queue::SegQueue;
 use pktio::bar::RegisterSpace;
-use pktio::pcap_file::{self, PcapError, PcapWriter};
+use pktio::pcap_file::{self, PcapError};
 
 use crate::dma::IovaMap;
 use crate::fault::{Fault, FaultLog};
 use crate::pci::{PciIdentity, VENDOR_INTEL};
-use crate::tap::TapWire;
+use crate::wire::Wire;
 
 use super::regs::*;
-use super::{AqRc, Core, Inbound, Shared, Sink, WireFrame, X710Config, X710Counters, X710RxError, X710Thread};
+use super::{AqRc, Core, Inbound, Shared, WireFrame, X710Config, X710Counters, X710RxError, X710Thread};
 
 /// The model's BAR0: a [`RegisterSpace`] for the driver.
 #[derive(Clone)]
@@ -119,8 +118,7 @@ impl X710 {
             inbound: Mutex::new(Inbound::default()),
             dma: Arc::new(IovaMap::new(faults.clone())),
             faults,
-            sink: Mutex::new(Sink::Capture),
-            captured: SegQueue::new(),
+            wire: Wire::default(),
             link_active: AtomicBool::new(config.link_enabled),
             missed: AtomicU64::new(0),
             counters: Mutex::new(X710Counters::default()),
@@ -187,37 +185,29 @@ impl X710Port {
 
     /// Wires this port to another back to back (frames both ways; each sees the other's link).
     pub fn wire_to(&self, other: &X710Port) {
-        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Peer(Arc::downgrade(&other.shared));
-        *other.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Peer(Arc::downgrade(&self.shared));
+        Wire::connect((&self.shared.wire, &self.shared), (&other.shared.wire, &other.shared));
     }
 
     /// Sends transmitted frames to a pcap file instead.
     pub fn wire_to_pcap(&self, path: impl AsRef<Path>) -> Result<(), PcapError> {
-        let writer = PcapWriter::create(path)?;
-        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Pcap(writer);
-        Ok(())
+        self.shared.wire.to_pcap(path)
     }
 
     /// Wires the port to a new TAP interface (the kernel is the link partner); returns its name.
     pub fn wire_to_tap(&self, name: &str) -> std::io::Result<String> {
-        let tap = TapWire::open(name)?;
-        let ifname = tap.name().to_string();
-        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Tap(Arc::new(tap));
+        let ifname = self.shared.wire.to_tap(name)?;
         self.shared.kick();
         Ok(ifname)
     }
 
     /// Flushes a pcap wire.
     pub fn flush_pcap(&self) -> Result<(), PcapError> {
-        if let Sink::Pcap(w) = &mut *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) {
-            w.flush()?;
-        }
-        Ok(())
+        self.shared.wire.flush_pcap()
     }
 
     /// Back to capturing transmitted frames for [`X710Port::take_tx`].
     pub fn unwire(&self) {
-        *self.shared.sink.lock().unwrap_or_else(|e| e.into_inner()) = Sink::Capture;
+        self.shared.wire.unwire();
     }
 
     /// A frame (no FCS) arrives on the wire. False if the packet buffer was full.
@@ -238,8 +228,7 @@ impl X710Port {
 
     /// Frames transmitted while unwired (without FCS), oldest first.
     pub fn take_tx(&self) -> Vec<Vec<u8>> {
-        let q = &self.shared.captured;
-        (0..q.len()).map_while(|_| q.pop()).collect()
+        self.shared.wire.take_captured()
     }
 
     /// Frames waiting in the packet buffer.
