@@ -53,6 +53,18 @@ pub fn bytes(m: &Mbuf) -> Vec<u8> {
     v
 }
 
+/// Receives exactly `n` packets on `rx` within 5 s (a burst never takes more than asked: the batch holds `n`).
+#[track_caller]
+pub fn receive<R: RxQueue + ?Sized>(rx: &mut R, n: usize) -> PacketBatch {
+    let mut got = PacketBatch::with_capacity(n.max(1));
+    wait_for(5, "frames", || {
+        rx.rx_burst(&mut got);
+        got.len() >= n
+    });
+    assert_eq!(got.len(), n);
+    got
+}
+
 /// One flow of the RSS tests: its frame and the Toeplitz input of it (IPv4 addresses then ports, as every NIC here
 /// hashes TCP/UDP over IPv4).
 pub struct RssFlow {

@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use mempool::{ol_flags, PacketBatch};
 use nicsim::Sp670Config;
-use pktio::{EthDev, PortConfig, RssConfig, RssHashFunctions, RxQueue, TxQueue};
+use pktio::{EthDev, PortConfig, RssConfig, RssHashFunctions, TxQueue};
 
 const IPS: ([u8; 4], [u8; 4]) = ([10, 0, 0, 1], [10, 0, 0, 2]);
 
@@ -19,18 +19,6 @@ fn started_pair(config: &PortConfig, pool: &mempool::Mempool) -> (Port, Port) {
     }
     wait_for(5, "both links up", || a.dev.link().up && b.dev.link().up);
     (a, b)
-}
-
-/// Receives exactly `n` packets on `rx` (within a deadline).
-fn receive<R: RxQueue + ?Sized>(rx: &mut R, n: usize) -> PacketBatch {
-    // Capacity n: a burst can never take more than asked.
-    let mut got = PacketBatch::with_capacity(n.max(1));
-    wait_for(5, "frames", || {
-        rx.rx_burst(&mut got);
-        got.len() >= n
-    });
-    assert_eq!(got.len(), n);
-    got
 }
 
 #[test]

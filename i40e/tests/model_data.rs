@@ -23,18 +23,6 @@ fn started_pair(config: &PortConfig, pool: &mempool::Mempool) -> (Port, Port) {
     (a, b)
 }
 
-/// Receives exactly `n` packets on `rx` (within a deadline).
-fn receive<R: RxQueue + ?Sized>(rx: &mut R, n: usize) -> PacketBatch {
-    // Capacity n: a burst can never take more than asked.
-    let mut got = PacketBatch::with_capacity(n.max(1));
-    wait_for(5, "frames", || {
-        rx.rx_burst(&mut got);
-        got.len() >= n
-    });
-    assert_eq!(got.len(), n);
-    got
-}
-
 #[test]
 fn frames_cross_each_way_byte_for_byte() {
     let pool = pool("model-each-way", 1023);
