@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # What telemetry and live capture cost the data path: testpmd-rs io forwarding on two net_null ports (64-byte
 # packets, burst 32, one forwarding lcore), in one run of this script:
-#   plain     --no-telemetry: no socket, queues not wrapped for capture
-#   idle      telemetry on (queues wrapped, the capture check once per burst), nobody asking
+#   plain     --no-telemetry: no socket, queues not tapped for capture (the loop without tap checks)
+#   idle      telemetry on (queues tapped: one capture check per burst each way), nobody asking
 #   polled    telemetry polled every 10 ms (/ethdev/stats of both ports, one persistent client)
 #   capture   a pktio-dumpcap capture of port 0 RX running for the whole window (snap length 128, to /dev/null so
 #             the disk does not set the pace; its received/dropped/written counts are printed)
-# Prints Mpps per case (median of BENCH_ROUNDS, cases interleaved per round) and the slowdown against plain.
+# Prints Mpps per case (median of BENCH_ROUNDS, cases interleaved per round) and the slowdown against plain. Then
+# runs bench/capture-callgrind.sh: the idle taps' cost in instructions (repeatable, which the wall clock here is
+# not on a shared machine); BENCH_TC_CALLGRIND=0 skips it.
 #
 # Usage (as root): bash bench/telemetry-capture.sh
 # Knobs (bench/lib.sh): BENCH_SECONDS=5, BENCH_WARMUP=1, BENCH_ROUNDS=3, BENCH_MEM=huge|nohuge, BENCH_LOG_DIR;
@@ -86,4 +88,8 @@ for c in $CASES; do
 done
 [ -n "${res[polled]:-}" ] && echo "polled: $(cat "$LOG"/tc_poll_*.txt | tr '\n' ' ')"
 [ -n "${res[capture]:-}" ] && echo "capture: $(grep -h 'Packets' "$LOG"/tc_dumpcap_*.txt | tr '\n' ' ')"
+if [ "${BENCH_TC_CALLGRIND:-1}" != 0 ]; then
+  echo
+  bash "$ROOT/bench/capture-callgrind.sh"
+fi
 true

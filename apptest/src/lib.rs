@@ -206,3 +206,76 @@ pub fn set_ipv4_checksum(h: &mut [u8]) {
     }
     h[10..12].copy_from_slice(&(!(s as u16)).to_be_bytes());
 }
+
+/// The `pktio-dumpcap` binary (built by the testpmd-rs package) of the target directory this test runs from;
+/// built there first when a narrower `cargo test -p` did not build it.
+pub fn dumpcap() -> std::path::PathBuf {
+    static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        // target/PROFILE/deps/TEST -> target/PROFILE
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf();
+        let bin = profile_dir.join("pktio-dumpcap");
+        if !bin.exists() {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args(["build", "--quiet", "-p", "testpmd-rs", "--bin", "pktio-dumpcap"]);
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            let target = profile_dir.parent().unwrap();
+            let out = cmd.env("CARGO_TARGET_DIR", target).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
+            assert!(out.status.success(), "building pktio-dumpcap: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        assert!(bin.exists(), "no {} after building it", bin.display());
+        bin
+    })
+    .clone()
+}
+
+/// True when tcpdump is installed; without it a capture test says so and passes, unless DPDK_TESTS_REQUIRED=1
+/// (scripts/test.sh) makes it fail.
+pub fn have_tcpdump() -> bool {
+    if Command::new("tcpdump").arg("--version").output().is_ok() {
+        return true;
+    }
+    if std::env::var("DPDK_TESTS_REQUIRED").as_deref() == Ok("1") {
+        panic!("DPDK_TESTS_REQUIRED=1 but tcpdump is missing: apt-get install tcpdump");
+    }
+    eprintln!("skipped: needs tcpdump (apt-get install tcpdump)");
+    false
+}
+
+/// Captures from the application running with EAL `--file-prefix prefix` with `pktio-dumpcap` (`args`: which
+/// ports and directions, the count) into `dir`, requires it to write `count` packets, and returns the frames as
+/// tcpdump reads them back from the pcapng file.
+pub fn dumpcap_frames(dir: &TempDir, prefix: &str, args: &[&str], count: usize) -> Vec<Vec<u8>> {
+    let name = format!("cap-{}.pcapng", args.join("").replace([' ', ','], "_"));
+    let out = dir.path(&name);
+    let n = count.to_string();
+    let res = Command::new(dumpcap())
+        // A capture that never reaches its count ends (and fails the check below) instead of hanging the test.
+        .args(["--file-prefix", prefix, "-s", "65535", "-c", &n, "-a", "duration:60", "-w", &out])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&res.stdout).into_owned() + &String::from_utf8_lossy(&res.stderr);
+    assert!(res.status.success(), "pktio-dumpcap {args:?}: {text}");
+    assert!(text.contains(&format!("Packets written: {count}")), "{text}");
+    let copy = dir.path(&format!("{name}.pcap"));
+    let td = Command::new("tcpdump").args(["-r", &out, "-w", &copy]).output().unwrap();
+    assert!(td.status.success(), "tcpdump: {}", String::from_utf8_lossy(&td.stderr));
+    read_frames(&copy)
+}
+
+/// Requires `got` to be `want` repeated in order from some frame on (an input replayed without end, captured
+/// from an arbitrary point): every frame byte for byte.
+pub fn assert_cyclic_run(got: &[Vec<u8>], want: &[Vec<u8>]) {
+    assert!(!got.is_empty(), "nothing captured");
+    let first = want.iter().position(|w| w == &got[0]).unwrap_or_else(|| {
+        panic!("captured frame 0 is none of the expected ones: {:02x?}", &got[0][..got[0].len().min(64)])
+    });
+    for (k, g) in got.iter().enumerate() {
+        assert_eq!(g, &want[(first + k) % want.len()], "captured frame {k} (from expected frame {first} on)");
+    }
+}

@@ -175,6 +175,8 @@ impl App {
     /// lcores, prints the statistics once more and closes the ports.
     pub fn run(mut self) -> Result<()> {
         let mut units_by_lcore = Vec::new();
+        // With telemetry on, the queues are tapped so that a running l2fwd can be captured (pktio-dumpcap).
+        let tapped = self.eal.telemetry().is_some();
         for (lcore, qs) in &self.plan {
             let mut units = Vec::new();
             for &(p, q) in qs {
@@ -183,7 +185,8 @@ impl App {
                 let err = |port, source| Error::Port { port, source };
                 let rx = self.ports[p as usize].port.dev.rx_queue(q).map_err(|e| err(p, e))?;
                 let tx = self.ports[d as usize].port.dev.tx_queue(q).map_err(|e| err(d, e))?;
-                units.push(Unit::new(p, q, d, rx, tx, tx_mac));
+                let unit = Unit::new(p, q, d, rx, tx, tx_mac);
+                units.push(if tapped { unit.tapped() } else { unit });
             }
             units_by_lcore.push((*lcore, units));
         }

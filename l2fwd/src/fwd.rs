@@ -1,11 +1,14 @@
 //! The forwarding loop: each lcore polls its RX queues ("units") and sends every burst through the paired port's
 //! TX queue of the same number, rewriting MAC addresses on the way when asked. One dynamic call per burst each way,
-//! no allocation, no lock.
+//! no allocation, no lock. With telemetry on, each unit's queues also have live-capture taps
+//! ([`pktio::capture::QueueTap`]) checked once per burst each way; without, the loop is a separate
+//! monomorphisation that checks nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use mempool::PacketBatch;
+use pktio::capture::QueueTap;
 use pktio::stats::Counter;
 use pktio::wire::EthernetFrame;
 use pktio::{MacAddr, RxQueue, TxQueue};
@@ -41,6 +44,10 @@ pub struct Unit {
     pub eth_addrs: [u8; 12],
     /// Counters.
     pub counters: Arc<UnitCounters>,
+    /// Live-capture taps of the RX and TX queue (detached until [`Unit::tapped`]).
+    rx_tap: QueueTap,
+    tx_tap: QueueTap,
+    tapped: bool,
 }
 
 impl Unit {
@@ -53,7 +60,26 @@ impl Unit {
         tx: Box<dyn TxQueue>,
         tx_mac: MacAddr,
     ) -> Unit {
-        Unit { rx_port, rx_queue, tx_port, rx, tx, eth_addrs: eth_addrs(tx_port, tx_mac), counters: Arc::default() }
+        Unit {
+            rx_port,
+            rx_queue,
+            tx_port,
+            rx,
+            tx,
+            eth_addrs: eth_addrs(tx_port, tx_mac),
+            counters: Arc::default(),
+            rx_tap: QueueTap::detached(),
+            tx_tap: QueueTap::detached(),
+            tapped: false,
+        }
+    }
+
+    /// The unit with its queues tapped for live capture (`/pktio/capture`, pktio-dumpcap).
+    pub fn tapped(mut self) -> Unit {
+        self.rx_tap = QueueTap::rx(self.rx_port);
+        self.tx_tap = QueueTap::tx(self.tx_port);
+        self.tapped = true;
+        self
     }
 }
 
@@ -66,10 +92,14 @@ pub fn eth_addrs(tx_port: u16, tx_mac: MacAddr) -> [u8; 12] {
     a
 }
 
-/// One burst of one unit.
+/// One burst of one unit; `TAP`: shown to the capture taps (every RX burst, empty ones too, so that a stopping
+/// capture is let go of promptly).
 #[inline(always)]
-fn burst<const MAC_UPDATING: bool>(u: &mut Unit, b: &mut PacketBatch) {
+fn burst<const MAC_UPDATING: bool, const TAP: bool>(u: &mut Unit, b: &mut PacketBatch) {
     let n = u.rx.rx_burst(b);
+    if TAP {
+        u.rx_tap.observe(b.as_slice());
+    }
     if n == 0 {
         return;
     }
@@ -82,6 +112,9 @@ fn burst<const MAC_UPDATING: bool>(u: &mut Unit, b: &mut PacketBatch) {
             }
         }
     }
+    if TAP {
+        u.tx_tap.observe(b.as_slice());
+    }
     let sent = u.tx.tx_burst(b);
     u.counters.tx.add(sent as u64);
     if !b.is_empty() {
@@ -91,11 +124,11 @@ fn burst<const MAC_UPDATING: bool>(u: &mut Unit, b: &mut PacketBatch) {
 }
 
 #[inline(never)]
-fn run<const MAC_UPDATING: bool>(units: &mut [Unit], stop: &AtomicBool, mut tick: impl FnMut()) {
+fn run<const MAC_UPDATING: bool, const TAP: bool>(units: &mut [Unit], stop: &AtomicBool, mut tick: impl FnMut()) {
     let mut b = PacketBatch::with_capacity(MAX_PKT_BURST);
     while !stop.load(Ordering::Relaxed) {
         for u in units.iter_mut() {
-            burst::<MAC_UPDATING>(u, &mut b);
+            burst::<MAC_UPDATING, TAP>(u, &mut b);
         }
         tick();
     }
@@ -104,10 +137,11 @@ fn run<const MAC_UPDATING: bool>(units: &mut [Unit], stop: &AtomicBool, mut tick
 /// What one lcore does until `stop`: poll `units`, calling `tick` after each round (the main lcore prints the
 /// statistics from it). Returns the units (and so the queues).
 pub fn lcore_main(mut units: Vec<Unit>, mac_updating: bool, stop: Arc<AtomicBool>, tick: impl FnMut()) -> Vec<Unit> {
-    if mac_updating {
-        run::<true>(&mut units, &stop, tick);
-    } else {
-        run::<false>(&mut units, &stop, tick);
+    match (mac_updating, units.iter().any(|u| u.tapped)) {
+        (true, true) => run::<true, true>(&mut units, &stop, tick),
+        (true, false) => run::<true, false>(&mut units, &stop, tick),
+        (false, true) => run::<false, true>(&mut units, &stop, tick),
+        (false, false) => run::<false, false>(&mut units, &stop, tick),
     }
     units
 }

@@ -16,7 +16,9 @@
 //!
 //! Differences: each received burst is sent at once instead of through DPDK's TX buffer with its 100 µs drain
 //! timer (batching differs, what goes out of which port does not); the statistics screen is printed once more on
-//! exit. Not supported: per-queue statistics on the screen (queues of a port are summed).
+//! exit. Beyond DPDK's sample: with telemetry on (the default), a running l2fwd's ports can be captured live with
+//! `pktio-dumpcap` (its queues are tapped; `--no-telemetry` runs the loop without taps). Not supported: per-queue
+//! statistics on the screen (queues of a port are summed).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 

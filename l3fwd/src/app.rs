@@ -16,6 +16,7 @@ use crate::lookup::{EmRouter, LpmRouter, Router};
 use crate::params::{LookupMode, Params};
 use crate::routes::{self, EmRoute};
 use crate::{Error, Result};
+use pktio::capture::{Direction, QueueTap};
 
 /// Per-lcore mempool cache (DPDK's l3fwd MEMPOOL_CACHE_SIZE).
 pub const MEMPOOL_CACHE_SIZE: u32 = 256;
@@ -228,6 +229,9 @@ impl App {
 
     fn run_with<R: Router>(mut self, router: Arc<R>) -> Result<()> {
         let nb_ports = self.ports.len();
+        // With telemetry on, the queues are tapped so that a running l3fwd can be captured (pktio-dumpcap).
+        let tapped = self.eal.telemetry().is_some();
+        let tap = |port: u16, dir| if tapped { QueueTap::new(port, dir) } else { QueueTap::detached() };
         let mut lcores = Vec::new();
         for (k, &lcore) in self.plan.lcores.iter().enumerate() {
             let mut out: Vec<Option<TxPort>> = Vec::with_capacity(nb_ports);
@@ -240,7 +244,7 @@ impl App {
                 let mut addrs = [0u8; 12];
                 addrs[..6].copy_from_slice(&self.eth_dest[p].0);
                 addrs[6..].copy_from_slice(&slot.port.dev.mac_addr().0);
-                out.push(Some(TxPort::new(tx, addrs)));
+                out.push(Some(TxPort::new(tx, addrs, tap(p as u16, Direction::Tx))));
             }
             let mut units = Vec::new();
             for t in self.plan.rx.iter().filter(|t| t.lcore == lcore) {
@@ -249,9 +253,10 @@ impl App {
                     .dev
                     .rx_queue(t.queue)
                     .map_err(|source| Error::Port { port: t.port, source })?;
-                units.push(RxUnit { port: t.port, queue: t.queue, rx });
+                units.push(RxUnit { port: t.port, queue: t.queue, rx, tap: tap(t.port, Direction::Rx) });
             }
-            lcores.push((lcore, Lcore { units, out, counters: Arc::new(LcoreCounters::new(nb_ports)) }));
+            let counters = Arc::new(LcoreCounters::new(nb_ports));
+            lcores.push((lcore, Lcore { units, out, counters, tapped }));
         }
         let counters: Vec<Arc<LcoreCounters>> = lcores.iter().map(|(_, l)| l.counters.clone()).collect();
         println!();
@@ -307,7 +312,8 @@ impl App {
                 let _ = std::io::stdout().flush();
             }
         };
-        let main_l = Lcore { units: Vec::new(), out: Vec::new(), counters: Arc::new(LcoreCounters::new(0)) };
+        let main_l =
+            Lcore { units: Vec::new(), out: Vec::new(), counters: Arc::new(LcoreCounters::new(0)), tapped: false };
         let done = fwd::lcore_main(main_work.unwrap_or(main_l), router.clone(), stop.clone(), tick);
         println!("\nSignal received, preparing to exit...");
         let mut all = vec![done];

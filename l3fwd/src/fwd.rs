@@ -1,11 +1,14 @@
 //! Per burst: validation, TTL and checksum per packet (a straight-line fast path for plain IPv4), then one bulk
 //! lookup per IP version, then the MAC rewrite; a burst bound for one port is sent as it is, a mixed one goes
-//! through one TX batch per output port. One dynamic call per burst each way, no allocation, no lock.
+//! through one TX batch per output port. One dynamic call per burst each way, no allocation, no lock. With
+//! telemetry on, every RX queue and TX port also has a live-capture tap ([`pktio::capture::QueueTap`]) checked once
+//! per burst; without, the loop is a separate monomorphisation that checks nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use mempool::{Mbuf, PacketBatch};
+use pktio::capture::QueueTap;
 use pktio::stats::Counter;
 use pktio::wire::{self, EtherType, EthernetFrame, Ipv4Packet, Ipv6Packet};
 use pktio::{RxQueue, TxQueue};
@@ -329,6 +332,8 @@ pub struct RxUnit {
     pub queue: u16,
     /// The queue.
     pub rx: Box<dyn RxQueue>,
+    /// Its live-capture tap ([`QueueTap::detached`] when the lcore is not [`Lcore::tapped`]).
+    pub tap: QueueTap,
 }
 
 /// One output port of an lcore: its TX queue, the batch being filled and the 12 bytes written into each frame.
@@ -338,12 +343,13 @@ pub struct TxPort {
     /// Destination MAC (`--eth-dest`) then the port's own MAC.
     pub eth_addrs: [u8; 12],
     batch: PacketBatch,
+    tap: QueueTap,
 }
 
 impl TxPort {
-    /// An output port.
-    pub fn new(tx: Box<dyn TxQueue>, eth_addrs: [u8; 12]) -> TxPort {
-        TxPort { tx, eth_addrs, batch: PacketBatch::with_capacity(MAX_PKT_BURST) }
+    /// An output port; `tap`: its live-capture tap ([`QueueTap::detached`] when the lcore is not tapped).
+    pub fn new(tx: Box<dyn TxQueue>, eth_addrs: [u8; 12], tap: QueueTap) -> TxPort {
+        TxPort { tx, eth_addrs, batch: PacketBatch::with_capacity(MAX_PKT_BURST), tap }
     }
 }
 
@@ -355,10 +361,15 @@ pub struct Lcore {
     pub out: Vec<Option<TxPort>>,
     /// Counters.
     pub counters: Arc<LcoreCounters>,
+    /// The taps of `units` and `out` are real: the loop checks them.
+    pub tapped: bool,
 }
 
 #[inline(always)]
-fn flush(t: &mut TxPort, port: usize, c: &LcoreCounters) {
+fn flush<const TAP: bool>(t: &mut TxPort, port: usize, c: &LcoreCounters) {
+    if TAP {
+        t.tap.observe(t.batch.as_slice());
+    }
     let sent = t.tx.tx_burst(&mut t.batch);
     c.tx[port].add(sent as u64);
     if !t.batch.is_empty() {
@@ -369,13 +380,13 @@ fn flush(t: &mut TxPort, port: usize, c: &LcoreCounters) {
 
 /// Puts one routed packet into its output batch, or drops it.
 #[inline(always)]
-fn forward(mut m: Mbuf, verdict: Result<u16, Drop>, out: &mut [Option<TxPort>], c: &LcoreCounters) {
+fn forward<const TAP: bool>(mut m: Mbuf, verdict: Result<u16, Drop>, out: &mut [Option<TxPort>], c: &LcoreCounters) {
     match verdict {
         Ok(port) => match out.get_mut(port as usize).and_then(Option::as_mut) {
             Some(t) => {
                 m.data_mut()[..12].copy_from_slice(&t.eth_addrs);
                 if let Err(m) = t.batch.push(m) {
-                    flush(t, port as usize, c);
+                    flush::<TAP>(t, port as usize, c);
                     let _ = t.batch.push(m);
                 }
             }
@@ -388,13 +399,16 @@ fn forward(mut m: Mbuf, verdict: Result<u16, Drop>, out: &mut [Option<TxPort>], 
 }
 
 #[inline(never)]
-fn run<R: Router>(l: &mut Lcore, router: &R, stop: &AtomicBool, mut tick: impl FnMut()) {
+fn run<R: Router, const TAP: bool>(l: &mut Lcore, router: &R, stop: &AtomicBool, mut tick: impl FnMut()) {
     let mut b = PacketBatch::with_capacity(MAX_PKT_BURST);
     let mut br = BurstRouter::<R>::default();
     let c = &*l.counters;
     while !stop.load(Ordering::Relaxed) {
         for u in l.units.iter_mut() {
             let n = u.rx.rx_burst(&mut b);
+            if TAP {
+                u.tap.observe(b.as_slice());
+            }
             if n == 0 {
                 continue;
             }
@@ -407,6 +421,9 @@ fn run<R: Router>(l: &mut Lcore, router: &R, stop: &AtomicBool, mut tick: impl F
                 for m in b.iter_mut() {
                     m.data_mut()[..12].copy_from_slice(&t.eth_addrs);
                 }
+                if TAP {
+                    t.tap.observe(b.as_slice());
+                }
                 let sent = t.tx.tx_burst(&mut b);
                 c.tx[port].add(sent as u64);
                 if !b.is_empty() {
@@ -417,13 +434,13 @@ fn run<R: Router>(l: &mut Lcore, router: &R, stop: &AtomicBool, mut tick: impl F
             }
             let mut i = 0;
             b.drain_front(n, |m| {
-                forward(m, br.output(i), out, c);
+                forward::<TAP>(m, br.output(i), out, c);
                 i += 1;
             });
             for (port, t) in out.iter_mut().enumerate() {
                 if let Some(t) = t {
                     if !t.batch.is_empty() {
-                        flush(t, port, c);
+                        flush::<TAP>(t, port, c);
                     }
                 }
             }
@@ -435,7 +452,11 @@ fn run<R: Router>(l: &mut Lcore, router: &R, stop: &AtomicBool, mut tick: impl F
 /// What one lcore does until `stop`, calling `tick` after each round over its queues (the main lcore prints the
 /// statistics from it). Returns what it owns (and so the queues).
 pub fn lcore_main<R: Router>(mut l: Lcore, router: Arc<R>, stop: Arc<AtomicBool>, tick: impl FnMut()) -> Lcore {
-    run(&mut l, &*router, &stop, tick);
+    if l.tapped {
+        run::<R, true>(&mut l, &*router, &stop, tick);
+    } else {
+        run::<R, false>(&mut l, &*router, &stop, tick);
+    }
     l
 }
 

@@ -19,6 +19,8 @@
 //! Routes are looked up a burst at a time (the `lpm` crate's bulk lookups); plain 20-byte IPv4 headers take a
 //! straight-line fast path, and a burst whose packets all go to one port is handed to that port whole (as DPDK's
 //! send_packets_multi groups them); each port's RX/TX burst modes (the driver's answer) are printed at start-up.
+//! With telemetry on (the default), a running l3fwd's ports can be captured live with `pktio-dumpcap` (its queues
+//! are tapped; `--no-telemetry` runs the loop without taps).
 //!
 //! Not supported: ACL lookup, event mode, `--hash-entry-num` flow generation (the option is accepted and sizes the
 //! EM table only), FIB's own table layout (FIB mode uses the LPM tables: DPDK's rte_fib is a different DIR-24-8 variant with the same results).

@@ -376,14 +376,8 @@ impl App {
                 continue;
             }
             let (nrx, ntx) = (port.dev.config().rx_queues, port.dev.config().tx_queues);
-            // With telemetry on, queues are wrapped so that /pktio/capture (pktio-dumpcap) can see them.
-            let tap = self.eal.telemetry().is_some();
-            let rx: Result<Vec<_>, _> = (0..nrx)
-                .map(|q| port.dev.rx_queue(q).map(|r| Some(if tap { pktio::capture::wrap_rx(id, r) } else { r })))
-                .collect();
-            let tx: Result<Vec<_>, _> = (0..ntx)
-                .map(|q| port.dev.tx_queue(q).map(|t| Some(if tap { pktio::capture::wrap_tx(id, t) } else { t })))
-                .collect();
+            let rx: Result<Vec<_>, _> = (0..nrx).map(|q| port.dev.rx_queue(q).map(Some)).collect();
+            let tx: Result<Vec<_>, _> = (0..ntx).map(|q| port.dev.tx_queue(q).map(Some)).collect();
             match (rx, tx) {
                 (Ok(rx), Ok(tx)) => {
                     port.rxq = rx;
@@ -394,6 +388,11 @@ impl App {
                     errors.push(format!("Fail to set up the queues of port {id}: {e}"));
                     continue;
                 }
+            }
+            // With telemetry on, the streams tap their queues so that /pktio/capture (pktio-dumpcap) sees them; a
+            // capture may start before forwarding does.
+            if self.eal.telemetry().is_some() {
+                pktio::capture::announce(id);
             }
             println!("Port {id}: {}", port.dev.mac_addr());
             self.eal.publish_port(id, &*port.dev, &pool);
@@ -584,6 +583,7 @@ impl App {
             burst_stats: self.set.record_burst_stats,
             core_cycles: self.set.record_core_cycles,
             txsplit_rand: self.set.txsplit == "rand",
+            capture: self.eal.telemetry().is_some(),
             retry: (self.set.retry && !self.set.mode.generates()).then(|| {
                 let (n, us) = self.set.retry_num_delay;
                 (n, std::time::Duration::from_micros(us as u64))

@@ -3,7 +3,9 @@
 //! A [`Stream`] owns one RX queue and one TX queue (moved in from the ports when forwarding starts and handed back
 //! when it stops). Each forwarding lcore runs [`lcore_main`] over its streams: one monomorphised loop per mode
 //! (the mode is matched once, outside the loop), one dynamic call per burst for RX and one for TX, no allocation
-//! and no lock per packet or per burst.
+//! and no lock per packet or per burst. With telemetry on, each stream also holds a live-capture tap per queue
+//! ([`pktio::capture::QueueTap`]), checked inline once per burst each way; the loop without taps is a separate
+//! monomorphisation (`TAP = false`) that does not check anything.
 
 use std::fmt;
 use std::str::FromStr;
@@ -11,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mempool::{Mempool, PacketBatch};
+use pktio::capture::QueueTap;
 use pktio::pcap_file::PcapWriter;
 use pktio::stats::Counter;
 use pktio::wire::EthernetFrame;
@@ -216,6 +219,8 @@ pub struct GenConfig {
     pub core_cycles: bool,
     /// `set txsplit rand`: each txonly packet takes a random number of the `txpkts` segments.
     pub txsplit_rand: bool,
+    /// Tap the streams' queues for live capture (`/pktio/capture`, pktio-dumpcap): on with telemetry.
+    pub capture: bool,
     /// `set fwd MODE retry`: when a TX queue takes only part of a burst, try again this many times, this long
     /// apart, before dropping the rest (`set burst tx delay D retry N`; DPDK's defaults 1 us and 64).
     pub retry: Option<(u32, std::time::Duration)>,
@@ -231,6 +236,11 @@ pub struct Stream {
     pub tx: Box<dyn TxQueue>,
     /// Its counters.
     pub counters: Arc<StreamCounters>,
+    /// Live-capture taps of the RX and TX queue (detached ones when capture is off).
+    rx_tap: QueueTap,
+    tx_tap: QueueTap,
+    /// The taps are real: the loop checks them.
+    tapped: bool,
     /// Destination (peer) and source (TX port) MAC, as written by mac and csum modes.
     eth_addrs: [u8; 12],
     /// MAC of the TX port (icmpecho answers ARP with it).
@@ -318,6 +328,9 @@ impl Stream {
             rx,
             tx,
             counters: Arc::new(StreamCounters::new(gen.burst_stats)),
+            rx_tap: if gen.capture { QueueTap::rx(spec.rx_port) } else { QueueTap::detached() },
+            tx_tap: if gen.capture { QueueTap::tx(spec.tx_port) } else { QueueTap::detached() },
+            tapped: gen.capture,
             eth_addrs,
             tx_mac,
             tx_template: tx_template.into_boxed_slice(),
@@ -353,9 +366,13 @@ impl Stream {
         (self.spec, self.rx, self.tx)
     }
 
-    /// Sends the batch; what the queue does not take is counted as dropped and freed.
+    /// Sends the batch; what the queue does not take is counted as dropped and freed. `TAP`: show it to the TX
+    /// capture tap first.
     #[inline(always)]
-    fn send(&mut self, b: &mut PacketBatch) {
+    fn send<const TAP: bool>(&mut self, b: &mut PacketBatch) {
+        if TAP {
+            self.tx_tap.observe(b.as_slice());
+        }
         if let Some(r) = &self.record {
             record(r, b);
         }
@@ -379,8 +396,11 @@ impl Stream {
     }
 
     #[inline(always)]
-    fn receive(&mut self, b: &mut PacketBatch) -> usize {
+    fn receive<const TAP: bool>(&mut self, b: &mut PacketBatch) -> usize {
         let n = self.rx.rx_burst(b);
+        if TAP {
+            self.rx_tap.observe(b.as_slice());
+        }
         self.counters.rx_packets.add(n as u64);
         // Empty bursts count too, as in DPDK (an empty slice when --record-burst-stats is off).
         if let Some(c) = self.counters.rx_bursts.get(n) {
@@ -425,19 +445,20 @@ fn record(r: &Recorder, b: &PacketBatch) {
 
 /// One forwarding mode's work on one burst of one stream.
 pub trait Engine {
-    /// Does one burst. `b` is empty on entry and must be empty on return.
-    fn burst(s: &mut Stream, b: &mut PacketBatch);
+    /// Does one burst. `b` is empty on entry and must be empty on return. `TAP`: show the bursts to the
+    /// stream's capture taps.
+    fn burst<const TAP: bool>(s: &mut Stream, b: &mut PacketBatch);
 }
 
 /// io.
 pub struct Io;
 impl Engine for Io {
     #[inline(always)]
-    fn burst(s: &mut Stream, b: &mut PacketBatch) {
-        if s.receive(b) == 0 {
+    fn burst<const TAP: bool>(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive::<TAP>(b) == 0 {
             return;
         }
-        s.send(b);
+        s.send::<TAP>(b);
     }
 }
 
@@ -445,8 +466,8 @@ impl Engine for Io {
 pub struct Mac;
 impl Engine for Mac {
     #[inline(always)]
-    fn burst(s: &mut Stream, b: &mut PacketBatch) {
-        if s.receive(b) == 0 {
+    fn burst<const TAP: bool>(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive::<TAP>(b) == 0 {
             return;
         }
         let addrs = s.eth_addrs;
@@ -455,7 +476,7 @@ impl Engine for Mac {
                 eth.set_addrs(&addrs);
             }
         }
-        s.send(b);
+        s.send::<TAP>(b);
     }
 }
 
@@ -463,8 +484,8 @@ impl Engine for Mac {
 pub struct MacSwap;
 impl Engine for MacSwap {
     #[inline(always)]
-    fn burst(s: &mut Stream, b: &mut PacketBatch) {
-        if s.receive(b) == 0 {
+    fn burst<const TAP: bool>(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive::<TAP>(b) == 0 {
             return;
         }
         for m in b.iter_mut() {
@@ -472,7 +493,7 @@ impl Engine for MacSwap {
                 eth.swap_addrs();
             }
         }
-        s.send(b);
+        s.send::<TAP>(b);
     }
 }
 
@@ -480,8 +501,8 @@ impl Engine for MacSwap {
 pub struct RxOnly;
 impl Engine for RxOnly {
     #[inline(always)]
-    fn burst(s: &mut Stream, b: &mut PacketBatch) {
-        if s.receive(b) != 0 {
+    fn burst<const TAP: bool>(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive::<TAP>(b) != 0 {
             b.clear();
         }
     }
@@ -491,7 +512,7 @@ impl Engine for RxOnly {
 pub struct TxOnly;
 impl Engine for TxOnly {
     #[inline(always)]
-    fn burst(s: &mut Stream, b: &mut PacketBatch) {
+    fn burst<const TAP: bool>(s: &mut Stream, b: &mut PacketBatch) {
         let n = b.capacity();
         if !b.alloc_from(&s.pool, n) {
             return;
@@ -519,7 +540,7 @@ impl Engine for TxOnly {
         if let Some((lcore, var)) = &mut s.multi_flow {
             vary_sources(b, *lcore, var);
         }
-        s.send(b);
+        s.send::<TAP>(b);
     }
 }
 
@@ -568,8 +589,8 @@ fn build_chain(m: &mut mempool::Mbuf, t: &[u8], segs: &[u16], pool: &Mempool) ->
 pub struct FlowGen;
 impl Engine for FlowGen {
     #[inline(always)]
-    fn burst(s: &mut Stream, b: &mut PacketBatch) {
-        if s.receive(b) != 0 {
+    fn burst<const TAP: bool>(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive::<TAP>(b) != 0 {
             b.clear();
         }
         let n = b.capacity();
@@ -587,6 +608,9 @@ impl Engine for FlowGen {
             if flow >= s.nb_flows {
                 flow = 0;
             }
+        }
+        if TAP {
+            s.tx_tap.observe(b.as_slice());
         }
         if let Some(r) = &s.record {
             record(r, b);
@@ -614,8 +638,8 @@ impl Engine for FlowGen {
 pub struct Csum;
 impl Engine for Csum {
     #[inline(always)]
-    fn burst(s: &mut Stream, b: &mut PacketBatch) {
-        if s.receive(b) == 0 {
+    fn burst<const TAP: bool>(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive::<TAP>(b) == 0 {
             return;
         }
         let (mut bad_ip, mut bad_l4) = (0u64, 0u64);
@@ -638,7 +662,7 @@ impl Engine for Csum {
         if bad_l4 != 0 {
             s.counters.bad_l4_csum.add(bad_l4);
         }
-        s.send(b);
+        s.send::<TAP>(b);
     }
 }
 
@@ -646,14 +670,14 @@ impl Engine for Csum {
 pub struct IcmpEcho;
 impl Engine for IcmpEcho {
     #[inline(always)]
-    fn burst(s: &mut Stream, b: &mut PacketBatch) {
-        if s.receive(b) == 0 {
+    fn burst<const TAP: bool>(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive::<TAP>(b) == 0 {
             return;
         }
         let mac = s.tx_mac;
         b.retain(|m| pkt::icmpecho_reply(m.data_mut(), &mac));
         if !b.is_empty() {
-            s.send(b);
+            s.send::<TAP>(b);
         }
     }
 }
@@ -662,14 +686,14 @@ impl Engine for IcmpEcho {
 pub struct FiveTupleSwap;
 impl Engine for FiveTupleSwap {
     #[inline(always)]
-    fn burst(s: &mut Stream, b: &mut PacketBatch) {
-        if s.receive(b) == 0 {
+    fn burst<const TAP: bool>(s: &mut Stream, b: &mut PacketBatch) {
+        if s.receive::<TAP>(b) == 0 {
             return;
         }
         for m in b.iter_mut() {
             pkt::five_tuple_swap(m.data_mut());
         }
-        s.send(b);
+        s.send::<TAP>(b);
     }
 }
 
@@ -677,18 +701,18 @@ impl Engine for FiveTupleSwap {
 pub struct Noisy;
 impl Engine for Noisy {
     #[inline(always)]
-    fn burst(s: &mut Stream, b: &mut PacketBatch) {
-        let n = s.receive(b);
+    fn burst<const TAP: bool>(s: &mut Stream, b: &mut PacketBatch) {
+        let n = s.receive::<TAP>(b);
         let Some(mut st) = s.noisy.take() else {
             if n > 0 {
-                s.send(b);
+                s.send::<TAP>(b);
             }
             return;
         };
         st.touch_memory(n);
         if !st.buffering() {
             if n > 0 {
-                s.send(b);
+                s.send::<TAP>(b);
             }
         } else {
             st.enqueue(b);
@@ -699,10 +723,10 @@ impl Engine for Noisy {
             }
             let now = std::time::Instant::now();
             while st.due(b, now) {
-                s.send(b);
+                s.send::<TAP>(b);
             }
             if !b.is_empty() {
-                s.send(b);
+                s.send::<TAP>(b);
             }
         }
         s.noisy = Some(st);
@@ -715,22 +739,22 @@ fn flush_noisy(streams: &mut [Stream], b: &mut PacketBatch) {
         let Some(mut st) = s.noisy.take() else { continue };
         while st.held() > 0 {
             st.drain_into(b);
-            s.send(b);
+            s.send::<true>(b);
         }
         s.noisy = Some(st);
     }
 }
 
 #[inline(never)]
-fn run<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool) {
+fn run<E: Engine, const TAP: bool>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool) {
     if let [s] = streams {
         while !stop.load(Ordering::Relaxed) {
-            E::burst(s, b);
+            E::burst::<TAP>(s, b);
         }
     } else {
         while !stop.load(Ordering::Relaxed) {
             for s in streams.iter_mut() {
-                E::burst(s, b);
+                E::burst::<TAP>(s, b);
             }
         }
     }
@@ -739,12 +763,12 @@ fn run<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool
 /// [`run`] timing each burst, for `--record-core-cycles`: as DPDK, a burst that moved no packet (an empty poll)
 /// is not counted.
 #[inline(never)]
-fn run_timed<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool) {
+fn run_timed<E: Engine, const TAP: bool>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         for s in streams.iter_mut() {
             let moved = s.counters.rx_packets.get() + s.counters.tx_packets.get();
             let t0 = crate::cycles::now();
-            E::burst(s, b);
+            E::burst::<TAP>(s, b);
             if s.counters.rx_packets.get() + s.counters.tx_packets.get() != moved {
                 s.counters.core_cycles.add(crate::cycles::now().wrapping_sub(t0));
             }
@@ -752,12 +776,15 @@ fn run_timed<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &Atom
     }
 }
 
-/// Runs engine `E` until `stop`, timed when the streams record cycles.
+/// Runs engine `E` until `stop`, timed when the streams record cycles, checking the capture taps when they are
+/// real.
 fn run_mode<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &AtomicBool) {
-    if streams.iter().any(|s| s.core_cycles) {
-        run_timed::<E>(streams, b, stop)
-    } else {
-        run::<E>(streams, b, stop)
+    let timed = streams.iter().any(|s| s.core_cycles);
+    match (timed, streams.iter().any(|s| s.tapped)) {
+        (true, true) => run_timed::<E, true>(streams, b, stop),
+        (true, false) => run_timed::<E, false>(streams, b, stop),
+        (false, true) => run::<E, true>(streams, b, stop),
+        (false, false) => run::<E, false>(streams, b, stop),
     }
 }
 
@@ -773,7 +800,7 @@ pub fn lcore_main(
     let mut b = PacketBatch::with_capacity(burst);
     for _ in 0..tx_first {
         for s in streams.iter_mut() {
-            TxOnly::burst(s, &mut b);
+            TxOnly::burst::<true>(s, &mut b);
         }
     }
     let (st, b) = (&mut streams[..], &mut b);

@@ -2,17 +2,17 @@
 //! (what `dpdk-dumpcap` does for DPDK; here driven through the telemetry socket's `/pktio/capture` and
 //! `pktio-dumpcap`).
 //!
-//! The data path: an application wraps the queues it polls with [`wrap_rx`]/[`wrap_tx`]. Each wrapper keeps the
-//! generation number of its port and direction's [`Tap`] and, per burst, compares it with the tap's current one:
-//! one relaxed load and a branch that is always taken the same way while nothing changes. Only when a capture
-//! starts or stops does the queue's thread fetch the new sink (a lock taken once per start/stop, never per burst).
-//! While a capture runs, each burst copies up to the snap length of every packet into buffers taken from a
-//! lock-free free list and pushes them on a lock-free ring; a writer thread turns them into pcapng blocks and
-//! returns the buffers. A full ring or an empty free list drops the copy (counted: the ISB's `ifdrop`), never
-//! the packet.
+//! The data path: an application keeps a [`QueueTap`] next to each queue it polls and calls
+//! [`QueueTap::observe`] inline, after `rx_burst` and before `tx_burst`. While no capture concerns the queue that
+//! call is one relaxed load, one compare and one branch taken the same way every burst (no call, no lock, no
+//! allocation); a start or a stop changes the compared value, and only then does the queue's thread fetch the new
+//! sink (a lock taken once per start or stop, never per burst). While a capture runs, each burst copies up to the
+//! snap length of every packet (all its segments) into buffers taken from a lock-free free list and pushes them on a
+//! lock-free ring; a writer thread turns them into pcapng blocks and returns the buffers. A full ring or an empty
+//! free list drops the copy (counted: the ISB's `ifdrop`), never the packet.
 //!
-//! Not supported: capture filters (BPF), multi-segment packets beyond their first segment's bytes, and ports
-//! whose queues the application does not wrap.
+//! Not supported: capture filters (BPF), and queues the application does not tap (testpmd-rs, l2fwd and l3fwd tap
+//! theirs unless run with `--no-telemetry`).
 
 pub mod pcapng;
 
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
 
-use crate::{Mbuf, PacketBatch, RxQueue, TxQueue};
+use crate::Mbuf;
 use pcapng::PcapngWriter;
 
 /// Which way packets go through a port.
@@ -57,8 +57,8 @@ pub enum CaptureError {
     /// Nothing to capture.
     #[error("no port or direction to capture: give at least one port and rx and/or tx")]
     Empty,
-    /// A port no application queue was wrapped for.
-    #[error("port {port} {dir}: no queue of it is wrapped for capture (the application does not poll it)")]
+    /// A port no application queue is tapped for.
+    #[error("port {port} {dir}: no queue of it is tapped for capture (the application does not poll it, or runs with --no-telemetry)")]
     UnknownPort {
         /// Port id.
         port: u16,
@@ -130,9 +130,7 @@ impl Sink {
                 drop += 1;
                 continue;
             };
-            let bytes = m.data();
-            data.clear();
-            data.extend_from_slice(&bytes[..bytes.len().min(self.snaplen)]);
+            copy_chain(m, self.snaplen, &mut data);
             let rec = Record { interface: iface.id, ts_ns, orig_len: m.pkt_len(), data };
             if let Err(rec) = self.full.push(rec) {
                 drop += 1;
@@ -146,113 +144,125 @@ impl Sink {
     }
 }
 
+/// Replaces `data` with the first `snaplen` bytes of the packet, across its segments.
+fn copy_chain(m: &Mbuf, snaplen: usize, data: &mut Vec<u8>) {
+    data.clear();
+    let mut left = snaplen;
+    for seg in m.segments() {
+        let n = seg.data.len().min(left);
+        data.extend_from_slice(&seg.data[..n]);
+        left -= n;
+        if left == 0 {
+            break;
+        }
+    }
+}
+
 fn now_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// The capture point of one port and direction, shared by the queues wrapped for it.
+/// The capture point of one port and direction, shared by the queues tapped for it. Its generation counts the
+/// starts and stops that concerned it (it never reaches [`ACTIVE`]).
 #[derive(Default)]
-pub struct Tap {
+struct Point {
     generation: AtomicU64,
     sink: Mutex<Option<Arc<Sink>>>,
 }
 
-impl Tap {
+impl Point {
     fn set(&self, sink: Option<Arc<Sink>>) {
         *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = sink;
         self.generation.fetch_add(1, Ordering::Release);
     }
 }
 
-/// Every tap of the process, by port and direction.
-type Taps = Mutex<HashMap<(u16, Direction), Arc<Tap>>>;
+/// Every capture point of the process, by port and direction.
+type Points = Mutex<HashMap<(u16, Direction), Arc<Point>>>;
 
-fn taps() -> &'static Taps {
-    static TAPS: OnceLock<Taps> = OnceLock::new();
-    TAPS.get_or_init(Default::default)
+fn points() -> &'static Points {
+    static POINTS: OnceLock<Points> = OnceLock::new();
+    POINTS.get_or_init(Default::default)
 }
 
-fn tap(port: u16, dir: Direction) -> Arc<Tap> {
-    taps().lock().unwrap_or_else(|e| e.into_inner()).entry((port, dir)).or_default().clone()
+fn point(port: u16, dir: Direction) -> Arc<Point> {
+    points().lock().unwrap_or_else(|e| e.into_inner()).entry((port, dir)).or_default().clone()
 }
 
-/// A queue's view of its tap: the generation it last saw and the sink of that generation.
-struct Hook {
-    port: u16,
-    dir: Direction,
-    tap: Arc<Tap>,
+/// What [`QueueTap::fast`] holds while its queue copies packets: a value no generation takes, so that every burst
+/// goes to the slow path.
+const ACTIVE: u64 = u64::MAX;
+
+/// A queue's capture hook, held by the application next to each queue it polls and called inline: after
+/// `rx_burst` with what it received, before `tx_burst` with what it offers (what a capture shows as sent is what
+/// was offered to the queue, as DPDK's TX callbacks see it; retries of the same packets are not seen again).
+///
+/// While no capture concerns the queue, [`QueueTap::observe`] is one relaxed load, one compare and one branch
+/// that goes the same way every burst: `fast` equals the point's generation only while this queue has no sink and
+/// nothing started or stopped since it last looked. Anything else (a start, a stop, a running capture) takes the
+/// out-of-line path, which fetches the sink under a lock once per start or stop and copies while it runs.
+pub struct QueueTap {
+    /// The generation last seen while idle, or [`ACTIVE`].
+    fast: u64,
+    point: Arc<Point>,
+    /// The generation of `sink`.
     seen: u64,
     sink: Option<Arc<Sink>>,
+    port: u16,
+    dir: Direction,
 }
 
-impl Hook {
-    fn new(port: u16, dir: Direction) -> Hook {
-        Hook { port, dir, tap: tap(port, dir), seen: 0, sink: None }
+impl QueueTap {
+    /// A tap on one queue of `port` in `dir`; from then on a capture of that port and direction may start.
+    pub fn new(port: u16, dir: Direction) -> QueueTap {
+        let point = point(port, dir);
+        // A capture already running for this point is picked up at the first burst (fast != its generation).
+        QueueTap { fast: ACTIVE, point, seen: ACTIVE, sink: None, port, dir }
     }
 
+    /// A tap no capture ever reaches: for a loop that keeps the same shape with capture off (it still costs
+    /// the idle check when called, so a loop that wants zero cost does not call it at all).
+    pub fn detached() -> QueueTap {
+        QueueTap { fast: ACTIVE, point: Arc::default(), seen: ACTIVE, sink: None, port: 0, dir: Direction::Rx }
+    }
+
+    /// [`QueueTap::new`] for an RX queue.
+    pub fn rx(port: u16) -> QueueTap {
+        QueueTap::new(port, Direction::Rx)
+    }
+
+    /// [`QueueTap::new`] for a TX queue.
+    pub fn tx(port: u16) -> QueueTap {
+        QueueTap::new(port, Direction::Tx)
+    }
+
+    /// Shows one burst to a running capture, if any. Call it for every burst, empty ones included, so that a
+    /// stopping capture sees this queue let go of it promptly.
     #[inline(always)]
-    fn observe(&mut self, packets: &[Mbuf]) {
-        // The one check per burst while no capture starts or stops.
-        if self.tap.generation.load(Ordering::Acquire) != self.seen {
-            self.refresh();
-        }
-        if let Some(sink) = &self.sink {
-            sink.take(self.port, self.dir, packets);
+    pub fn observe(&mut self, packets: &[Mbuf]) {
+        if self.point.generation.load(Ordering::Relaxed) != self.fast {
+            self.slow(packets);
         }
     }
 
     #[cold]
-    fn refresh(&mut self) {
-        let guard = self.tap.sink.lock().unwrap_or_else(|e| e.into_inner());
-        self.seen = self.tap.generation.load(Ordering::Acquire);
-        self.sink = guard.clone();
-    }
-}
-
-/// An RX queue whose received packets a capture can see.
-pub struct CapturedRx {
-    inner: Box<dyn RxQueue>,
-    hook: Hook,
-}
-
-impl RxQueue for CapturedRx {
-    #[inline]
-    fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize {
-        let before = batch.len();
-        let n = self.inner.rx_burst(batch);
-        if n > 0 {
-            self.hook.observe(&batch.as_slice()[before..]);
+    #[inline(never)]
+    fn slow(&mut self, packets: &[Mbuf]) {
+        if self.point.generation.load(Ordering::Acquire) != self.seen {
+            let guard = self.point.sink.lock().unwrap_or_else(|e| e.into_inner());
+            self.seen = self.point.generation.load(Ordering::Acquire);
+            self.sink = guard.clone();
         }
-        n
-    }
-}
-
-/// A TX queue whose sent packets a capture can see (those offered to the queue and accepted by it).
-pub struct CapturedTx {
-    inner: Box<dyn TxQueue>,
-    hook: Hook,
-}
-
-impl TxQueue for CapturedTx {
-    #[inline]
-    fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
-        // Copied before sending, since the queue takes the buffers: what is captured is what was offered to the
-        // queue (as DPDK's TX capture callbacks see it); packets it refuses and the caller retries are seen again.
-        if !batch.is_empty() {
-            self.hook.observe(batch.as_slice());
+        match &self.sink {
+            Some(sink) => {
+                self.fast = ACTIVE;
+                if !packets.is_empty() {
+                    sink.take(self.port, self.dir, packets);
+                }
+            }
+            None => self.fast = self.seen,
         }
-        self.inner.tx_burst(batch)
     }
-}
-
-/// Wraps RX queue of port `port` so that captures can see it.
-pub fn wrap_rx(port: u16, queue: Box<dyn RxQueue>) -> Box<dyn RxQueue> {
-    Box::new(CapturedRx { inner: queue, hook: Hook::new(port, Direction::Rx) })
-}
-
-/// Wraps TX queue of port `port` so that captures can see it.
-pub fn wrap_tx(port: u16, queue: Box<dyn TxQueue>) -> Box<dyn TxQueue> {
-    Box::new(CapturedTx { inner: queue, hook: Hook::new(port, Direction::Tx) })
 }
 
 /// What to capture.
@@ -301,9 +311,16 @@ fn current() -> &'static Mutex<Option<Running>> {
     CURRENT.get_or_init(Default::default)
 }
 
-/// True when `port` has a queue wrapped in `dir` (an application polls it).
-pub fn is_wrapped(port: u16, dir: Direction) -> bool {
-    taps().lock().unwrap_or_else(|e| e.into_inner()).contains_key(&(port, dir))
+/// Makes both directions of `port` capturable before any of its queues is tapped: an application that creates
+/// its taps only when forwarding starts calls it when the port starts, so that a capture may be started first.
+pub fn announce(port: u16) {
+    point(port, Direction::Rx);
+    point(port, Direction::Tx);
+}
+
+/// True when `port` can be captured in `dir`: a queue of it was tapped or the port [`announce`]d.
+pub fn is_capturable(port: u16, dir: Direction) -> bool {
+    points().lock().unwrap_or_else(|e| e.into_inner()).contains_key(&(port, dir))
 }
 
 /// Starts the process's capture (one at a time). `names` gives each port's device name for the interface blocks.
@@ -322,7 +339,7 @@ pub fn start(config: &CaptureConfig, names: &dyn Fn(u16) -> String) -> Result<()
         return Err(CaptureError::Empty);
     }
     for &(port, dir) in &config.interfaces {
-        if !is_wrapped(port, dir) {
+        if !is_capturable(port, dir) {
             return Err(CaptureError::UnknownPort { port, dir: dir.name() });
         }
     }
@@ -350,15 +367,15 @@ pub fn start(config: &CaptureConfig, names: &dyn Fn(u16) -> String) -> Result<()
     });
     let stop = Arc::new(AtomicBool::new(false));
     let written = Arc::new(AtomicU64::new(0));
-    let taps: Vec<Arc<Tap>> = config.interfaces.iter().map(|&(p, d)| tap(p, d)).collect();
+    let points: Vec<Arc<Point>> = config.interfaces.iter().map(|&(p, d)| point(p, d)).collect();
     let (s, st, wr) = (sink.clone(), stop.clone(), written.clone());
     let count = config.count;
     let writer = std::thread::Builder::new()
         .name("capture-writer".into())
-        .spawn(move || write_loop(w, s, st, wr, taps, count))
+        .spawn(move || write_loop(w, s, st, wr, points, count))
         .map_err(file_err)?;
     for &(p, d) in &config.interfaces {
-        tap(p, d).set(Some(sink.clone()));
+        point(p, d).set(Some(sink.clone()));
     }
     *cur = Some(Running { path: config.path.clone(), stop, written, sink, writer });
     Ok(())
@@ -369,7 +386,7 @@ fn write_loop(
     sink: Arc<Sink>,
     stop: Arc<AtomicBool>,
     written: Arc<AtomicU64>,
-    taps: Vec<Arc<Tap>>,
+    points: Vec<Arc<Point>>,
     count: Option<u64>,
 ) -> std::io::Result<()> {
     let start_ns = now_ns();
@@ -394,8 +411,8 @@ fn write_loop(
         }
     }
     // Detach, then wait (bounded) for every queue to drop its handle, so no copy lands after the last drain.
-    for t in &taps {
-        t.set(None);
+    for p in &points {
+        p.set(None);
     }
     let deadline = Instant::now() + Duration::from_secs(1);
     // Ours, the Running's, and the queue threads' until their next burst.
