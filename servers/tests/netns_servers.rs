@@ -398,7 +398,9 @@ fn http_server_serves_curl_and_a_thousand_concurrent_connections() {
     let status = text(&status);
     assert!(counter(&status, "responses_200") >= 1001, "{status}");
     assert_eq!(counter(&status, "responses_404"), 1, "{status}");
-    assert!(counter(&status, "connections_accepted") >= 1003, "{status}");
+    // The page is refreshed once per poll: the connection asking for it may have been accepted and read in the
+    // same poll, after the refresh (the exact count is checked in the report below).
+    assert!(counter(&status, "connections_accepted") >= 1002, "{status}");
     assert_drained(&server);
 
     let report = server.interrupt();
