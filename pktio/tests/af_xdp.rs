@@ -217,9 +217,8 @@ fn seq_of(f: &[u8]) -> Option<u32> {
         .then(|| u32::from_be_bytes(f[18..22].try_into().unwrap()))
 }
 
-fn pool(name: &str) -> Mempool {
-    Mempool::new(&format!("{name}-{}", std::process::id()), &PoolConfig::with_size(2048), &Allocator::no_huge())
-        .unwrap()
+fn sized_pool(name: &str, cfg: PoolConfig) -> Mempool {
+    Mempool::new(&format!("{name}-{}", std::process::id()), &cfg, &Allocator::no_huge()).unwrap()
 }
 
 const PEER: MacAddr = MacAddr([0x02, 0, 0, 0, 0xbb, 1]);
@@ -244,11 +243,16 @@ fn pump_rx(port: &dyn EthDev, rx: &mut dyn pktio::RxQueue, batch: &mut PacketBat
     got
 }
 
-fn exchange(mode: &str) {
-    let Some(veth) = VethPair::new(if mode == "skb" { "axs" } else { "axn" }) else { return };
-    let pool = pool(&format!("axdp-{mode}"));
+/// Frames both ways in XDP `mode` with UMEM `umem` (`own` or `pool`).
+fn exchange(mode: &str, umem: &str) {
+    let tag = format!("ax{}{}", &mode[..1], &umem[..1]);
+    let Some(veth) = VethPair::new(&tag) else { return };
+    // A pool UMEM keeps a quarter of the pool with the kernel: 1024 buffers, room for the N frames sent at once.
+    let pool = sized_pool(&format!("axdp-{mode}-{umem}"), PoolConfig::with_size(4096));
+    // TX also takes mbufs of a pool the port was not started with (a pool UMEM copies those).
+    let other = sized_pool(&format!("axdp-{mode}-{umem}-other"), PoolConfig::with_size(2048));
     let peer = veth.peer_socket();
-    let mut port = veth.open_port(&format!(",xdp_mode={mode},force_copy=1"));
+    let mut port = veth.open_port(&format!(",xdp_mode={mode},force_copy=1,umem={umem}"));
     assert_eq!(port.info().driver_name, "net_af_xdp");
     let shown = veth.link_a();
     assert!(shown.contains("prog/xdp id"), "the port attached its XDP program: {shown}");
@@ -280,7 +284,7 @@ fn exchange(mode: &str) {
     for chunk in (0..N).collect::<Vec<_>>().chunks(32) {
         for &i in chunk {
             let f = frame(PEER, mac, 10_000 + i, sizes(i + 7));
-            let mut m = pool.alloc().unwrap();
+            let mut m = if i % 3 == 0 { other.alloc() } else { pool.alloc() }.unwrap();
             m.append(f.len() as u16).unwrap().copy_from_slice(&f);
             batch.push(m).unwrap();
             out.push(f);
@@ -317,9 +321,11 @@ fn exchange(mode: &str) {
     assert_eq!(tx.tx_burst(&mut batch), 1);
     assert_eq!(port.stats().oerrors, 1);
 
-    // Stop and start again: new queue handles pick up the rings where the old ones left them, both ways.
+    // Stop and start again: new queue handles pick up the rings where the old ones left them (own UMEM) or new
+    // sockets start afresh (pool UMEM), both ways.
     drop((rx, tx));
     port.stop().unwrap();
+    assert!(pool.is_full() && other.is_full(), "after stop: {} + {} buffers out", pool.in_use(), other.in_use());
     port.start(&pool).unwrap();
     let mut rx = port.rx_queue(0).unwrap();
     let mut tx = port.tx_queue(0).unwrap();
@@ -346,12 +352,22 @@ fn exchange(mode: &str) {
 
 #[test]
 fn af_xdp_exchanges_frames_with_the_kernel_in_skb_mode() {
-    exchange("skb");
+    exchange("skb", "own");
 }
 
 #[test]
 fn af_xdp_exchanges_frames_with_the_kernel_in_native_mode() {
-    exchange("drv");
+    exchange("drv", "own");
+}
+
+#[test]
+fn af_xdp_pool_umem_exchanges_frames_with_the_kernel_in_skb_mode() {
+    exchange("skb", "pool");
+}
+
+#[test]
+fn af_xdp_pool_umem_exchanges_frames_with_the_kernel_in_native_mode() {
+    exchange("drv", "pool");
 }
 
 #[test]
@@ -395,6 +411,14 @@ fn af_xdp_errors_name_the_cause() {
     assert_eq!(veth.link_a(), before, "the failed open did not touch the first port's program");
     drop(first);
     assert!(!veth.link_a().contains("prog/xdp"));
+    // umem=pool with a pool whose buffers are too small for a chunk: start says so, and nothing is left behind.
+    let small = sized_pool("axdp-small", PoolConfig { data_room: 1024, ..PoolConfig::with_size(256) });
+    let mut port = veth.open_port(",umem=pool");
+    port.configure(&PortConfig::default()).unwrap();
+    let e = port.start(&small).expect_err("pool buffers below 2048 bytes").to_string();
+    assert!(e.contains("1152 bytes") && e.contains("umem=own"), "{e}");
+    drop(port);
+    assert!(small.is_full() && !veth.link_a().contains("prog/xdp"));
     // Missing privileges: a thread without capabilities (capset is per thread).
     let e = std::thread::scope(|s| {
         s.spawn(|| {
