@@ -10,7 +10,8 @@
 # (since last show)"), median of the rounds; ratios ours / DPDK. The host's load average is printed before and after.
 #
 # Usage (as root, on a Debian machine with the dpdk package): bash bench/af-xdp.sh
-# Knobs: BENCH_AFXDP_EXTRA (devargs appended to ours, e.g. ",busy_budget=0"), BENCH_SECONDS=5, BENCH_WARMUP=1, BENCH_ROUNDS=3, BENCH_MEM=nohuge (default here: ordinary pages, so it
+# Knobs: BENCH_AFXDP_EXTRA (devargs appended to ours, e.g. ",busy_budget=0"), BENCH_AFXDP_ONLY (a subset of the
+# forwarders, by name: pool-drv own-drv dpdk-xdp pool-skb own-skb pkt-ours pkt-dpdk), BENCH_SECONDS=5, BENCH_WARMUP=1, BENCH_ROUNDS=3, BENCH_MEM=nohuge (default here: ordinary pages, so it
 # runs beside other users of hugepages), BENCH_LOG_DIR (default target/bench-logs).
 set -eu
 
@@ -69,7 +70,9 @@ PKT_ARGS="qpairs=1,blocksz=4096,framesz=2048,framecnt=512,qdisc_bypass=1"
 PKT_VDEVS=(--vdev "net_af_packet0,iface=pa,$PKT_ARGS" --vdev "net_af_packet1,iface=pb,$PKT_ARGS")
 
 # The forwarders, in the order each round runs them: name and command line.
-NAMES=(pool-drv own-drv dpdk-xdp pool-skb own-skb pkt-ours pkt-dpdk)
+# BENCH_AFXDP_ONLY="pool-drv own-drv" runs a subset (the table then shows n/a for the others).
+# shellcheck disable=SC2206
+NAMES=(${BENCH_AFXDP_ONLY:-pool-drv own-drv dpdk-xdp pool-skb own-skb pkt-ours pkt-dpdk})
 # shellcheck disable=SC2046 # word splitting of our_xdp_vdevs is intended (no spaces in devargs)
 cmd_of() {
   case $1 in
@@ -99,14 +102,14 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 LOAD_AFTER=$(loadavg)
 declare -A M
-for n in "${NAMES[@]}"; do M[$n]=$(echo "${R[$n]}" | median); done
+for n in pool-drv own-drv dpdk-xdp pool-skb own-skb pkt-ours pkt-dpdk; do M[$n]=$(echo "${R[$n]:-}" | median); done
 
 echo
 echo "AF_XDP io forwarding over veth, testpmd-rs vs dpdk-testpmd $DPDK_VERSION ($(grep -m1 'model name' /proc/cpuinfo |
   cut -d: -f2 | sed 's/^ *//'), $(nproc) CPUs, kernel $(uname -r)); load average $LOAD_BEFORE before, $LOAD_AFTER after"
 row() { # $1 label, $2 ours, $3 reference
   printf '%-40s | %8s | %8s | %6s | %s\n' "$1" "$(fmt "${M[$2]}" 3)" "$(fmt "${M[$3]}" 3)" \
-    "$(ratio "${M[$2]}" "${M[$3]}")" "${R[$2]# } / ${R[$3]# }"
+    "$(ratio "${M[$2]}" "${M[$3]}")" "${R[$2]:-} / ${R[$3]:-}"
 }
 printf '%-40s | %8s | %8s | %6s | %s\n' "2 veth ports, 1 core, Rx Mpps sum" ours ref ratio "rounds ours / ref"
 printf '%s\n' "-----------------------------------------+----------+----------+--------+-------------------"

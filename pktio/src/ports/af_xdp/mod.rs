@@ -20,7 +20,9 @@
 //!
 //! The kernel side is zero-copy or copy as the driver allows ([`AfXdpPort::zerocopy`]). Receiving costs no system
 //! call unless the kernel asks to be woken (need-wakeup); sending wakes it once per burst when it asks. Not
-//! supported: shared UMEM between ports, custom XDP programs, frames larger than 1792 bytes.
+//! supported: shared UMEM between ports, custom XDP programs, frames larger than 1792 bytes. Not verified: a pool
+//! UMEM bound zero-copy (a real NIC's driver; veth is copy mode): the kernel releases a closed socket's buffer pool
+//! in deferred work, while stop gives the buffers the kernel held back to the mempool at once.
 //!
 //! Counters: ipackets/ibytes per frame taken; rx_nombuf when the pool is dry (the frame stays for the next burst);
 //! imissed = the kernel's rx_dropped + rx_ring_full; opackets/obytes per frame put on the TX ring; frames shorter
