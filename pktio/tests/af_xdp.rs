@@ -41,7 +41,7 @@ fn pump_rx(port: &dyn EthDev, rx: &mut dyn pktio::RxQueue, batch: &mut PacketBat
 fn exchange(mode: &str, umem: &str) {
     let tag = format!("ax{}{}", &mode[..1], &umem[..1]);
     let Some(veth) = VethPair::new(&tag, "net_af_xdp0") else { return };
-    // A pool UMEM keeps a quarter of the pool with the kernel: 1024 buffers, room for the N frames sent at once.
+    // A pool UMEM keeps a third of the pool with the kernel: 1365 buffers, room for the N frames sent at once.
     let pool = sized_pool(&format!("axdp-{mode}-{umem}"), PoolConfig::with_size(4096));
     // TX also takes mbufs of a pool the port was not started with (a pool UMEM copies those).
     let other = sized_pool(&format!("axdp-{mode}-{umem}-other"), PoolConfig::with_size(2048));

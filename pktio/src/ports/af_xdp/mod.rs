@@ -7,7 +7,7 @@
 //! [`MAX_QUEUES`]), `force_copy=0|1` (default 0: zero-copy when the driver can), `busy_budget=N` (default 64:
 //! preferred busy polling, frames per poll; 0 turns it off; as DPDK, silently off where the kernel lacks it). Our own: `xdp_mode=auto|drv|skb`
 //! (default auto: native driver mode, generic SKB mode when the driver has none); `umem=pool|own` (DPDK has no
-//! such choice; default [`DEFAULT_UMEM`], the faster one measured in BENCHMARKS.md):
+//! such choice; default `own`, see [`DEFAULT_UMEM`] for the measurement):
 //!
 //! - `umem=pool`: each socket registers the memory of the pool the port is started with as its UMEM
 //!   ([`pool_umem`](self)): the fill ring carries free mbufs' buffers, a received frame is the mbuf the kernel
@@ -76,8 +76,11 @@ pub enum UmemMode {
     Own,
 }
 
-/// The UMEM a port uses when `umem=` is not given: the faster one on veth, measured (BENCHMARKS.md, AF_XDP).
-pub const DEFAULT_UMEM: UmemMode = UmemMode::Pool;
+/// The UMEM a port uses when `umem=` is not given: its own. Measured on veth (copy mode, BENCHMARKS.md AF_XDP),
+/// the pool UMEM was no faster: even in native XDP mode, 0.89 times as fast in SKB mode; the kernel copies each
+/// frame either way, and what it saves in user space (a 64-byte copy each way) it pays in buffers that come back
+/// cold after a ring's worth of frames.
+pub const DEFAULT_UMEM: UmemMode = UmemMode::Own;
 
 /// Settings of an af_xdp port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -423,8 +426,11 @@ impl EthDev for AfXdpPort {
         if self.cfg.umem == UmemMode::Pool {
             let name = self.state.name().to_string();
             pool_umem::check(pool).map_err(|reason| Error::InvalidConfig { port: name.clone(), reason })?;
-            // Half a ring per queue, less when the pool is small: a quarter of it stays for the rest of the app.
-            let fill = (RING_SIZE / 2).min(pool.size() / (4 * u32::from(self.cfg.queue_count))).max(1);
+            // A full ring per queue, as an own UMEM keeps, where the pool has room (a third of it per port): the
+            // kernel drops what finds no buffer, and on a loaded host the buffers cover the forwarder's absences
+            // (measured: an eighth of the ring forwarded a third as much on veth, half a ring 0.8 times, a full ring
+            // as much as an own UMEM).
+            let fill = RING_SIZE.min(pool.size() / (3 * u32::from(self.cfg.queue_count))).max(1);
             self.socks = open_sockets(&name, &self.cfg, &self.netns, &self.xdp, || UmemSpec::Pool {
                 pool,
                 ring: RING_SIZE,

@@ -11,6 +11,8 @@ use crate::stats::{RxQueueStats, TxQueueStats};
 use super::pool_umem::PoolUmem;
 use super::xsk::{Consumer, Producer, Xsk};
 
+/// Descriptors located ahead of building their mbufs.
+const RX_STEP: usize = 32;
 /// Completions freed per pool call.
 const FREE_STEP: usize = 64;
 
@@ -38,16 +40,24 @@ impl RxQueue for AfXdpPoolRxQueue {
         let room = (batch.capacity() - batch.len()) as u32;
         let ready = self.rx.peek(&self.sock.rx, room);
         let (mut n, mut bytes, mut errors) = (0usize, 0u64, 0u64);
-        for i in 0..ready {
-            let desc = self.rx.desc(&self.sock.rx, i);
-            match umem.take_rx(desc.addr, desc.len) {
-                Some(mut m) => {
-                    m.set_port(self.port_id);
-                    bytes += u64::from(desc.len);
-                    let _ = batch.push(m);
-                    n += 1;
+        // Two passes per step: locate the buffers first (starting the loads of their headers), then build the mbufs.
+        let mut found = [None; RX_STEP];
+        for first in (0..ready).step_by(RX_STEP) {
+            let step = (ready - first).min(RX_STEP as u32);
+            for (i, slot) in (first..first + step).zip(found.iter_mut()) {
+                let desc = self.rx.desc(&self.sock.rx, i);
+                *slot = umem.element(desc.addr).map(|at| (at, desc.len));
+            }
+            for slot in &found[..step as usize] {
+                match slot.and_then(|(at, len)| umem.take_rx(at, len).map(|m| (m, len))) {
+                    Some((mut m, len)) => {
+                        m.set_port(self.port_id);
+                        bytes += u64::from(len);
+                        let _ = batch.push(m);
+                        n += 1;
+                    }
+                    None => errors += 1,
                 }
-                None => errors += 1,
             }
         }
         if ready > 0 {

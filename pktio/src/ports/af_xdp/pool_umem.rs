@@ -58,6 +58,26 @@ impl Held {
     }
 }
 
+/// Where a descriptor address points: the pool element and the byte's address.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Located {
+    index: u32,
+    hdr: NonNull<MbufHeader>,
+    data: usize,
+}
+
+/// Starts loading the cache line at `p` into the cache (a hint: no effect on what the program computes).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, whatever the address; it only warms the cache.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Why a pool cannot be a UMEM.
 pub(crate) fn check(pool: &Mempool) -> Result<(), String> {
     let buf_len = u32::from(pool.headroom()) + u32::from(pool.data_room());
@@ -133,16 +153,19 @@ impl PoolUmem {
         (m.data().as_ptr() as usize - m.headroom() as usize - self.base.as_ptr() as usize) as u64
     }
 
-    /// The pool element a descriptor address points into, and that byte's address.
+    /// The pool element a descriptor address points into, and that byte's address; starts loading the element's
+    /// header, which is written next (a buffer comes back a ring's worth of frames after it was posted, long out
+    /// of the cache: measured, that miss was the largest user-space cost of receiving).
     #[inline(always)]
-    fn element(&self, addr: u64) -> Option<(u32, NonNull<MbufHeader>, usize)> {
+    pub(crate) fn element(&self, addr: u64) -> Option<Located> {
         let off = (addr & ADDR_MASK) + (addr >> 48);
         if off >= self.len as u64 {
             return None;
         }
         let ptr = self.base.as_ptr() as usize + off as usize;
         let (index, hdr) = self.pool.element_of(ptr as *const u8)?;
-        Some((index, hdr, ptr))
+        prefetch(hdr.as_ptr().cast());
+        Some(Located { index, hdr, data: ptr })
     }
 
     /// Tops the buffers the kernel holds for receiving up to the target: fresh pool buffers onto the fill ring,
@@ -173,11 +196,11 @@ impl PoolUmem {
         want as u32
     }
 
-    /// The mbuf of a received frame (descriptor address and length), or `None` for a descriptor that does not
-    /// point into a buffer the kernel holds for receiving or whose frame does not fit it. RX side only.
+    /// The mbuf of a received frame (its [`PoolUmem::element`] and length), or `None` for a descriptor that does
+    /// not point into a buffer the kernel holds for receiving or whose frame does not fit it. RX side only.
     #[inline(always)]
-    pub(crate) fn take_rx(&self, addr: u64, len: u32) -> Option<Mbuf> {
-        let (index, hdr, data) = self.element(addr)?;
+    pub(crate) fn take_rx(&self, at: Located, len: u32) -> Option<Mbuf> {
+        let Located { index, hdr, data } = at;
         // SAFETY: RX side only, as in `refill`.
         let held = unsafe { &mut *self.rx.get() };
         if !held.take(index, hdr) {
@@ -206,7 +229,7 @@ impl PoolUmem {
     /// The mbuf a completion address gives back, or `None` if it is not one sent. TX side only.
     #[inline(always)]
     pub(crate) fn take_tx(&self, addr: u64) -> Option<NonNull<MbufHeader>> {
-        let (index, hdr, _) = self.element(addr)?;
+        let Located { index, hdr, .. } = self.element(addr)?;
         // SAFETY: TX side only, as in `give_tx`.
         let held = unsafe { &mut *self.tx.get() };
         held.take(index, hdr).then_some(hdr)
