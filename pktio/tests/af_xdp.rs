@@ -55,6 +55,10 @@ fn exchange(mode: &str, umem: &str) {
     let mac = port.mac_addr();
     port.configure(&PortConfig::default()).unwrap();
     port.start(&pool).unwrap();
+    // A pool UMEM hands the kernel the pool's own buffers to receive into (a full ring where the pool has room);
+    // an own UMEM takes none.
+    let posted = if umem == "pool" { 4096 / 3 } else { 0 };
+    assert_eq!(pool.in_use(), posted, "buffers with the kernel after start");
     let mut rx = port.rx_queue(0).unwrap();
     let mut tx = port.tx_queue(0).unwrap();
     let mut batch = PacketBatch::new();
