@@ -253,3 +253,45 @@ fn drop_capabilities() {
     let rc = unsafe { libc::syscall(libc::SYS_capset, &mut h as *mut Header, d.as_ptr()) };
     assert_eq!(rc, 0, "capset: {}", std::io::Error::last_os_error());
 }
+
+#[test]
+fn af_xdp_pool_umem_rides_out_a_dry_pool() {
+    let Some(veth) = VethPair::new("axd", "net_af_xdp0") else { return };
+    let pool = sized_pool("axdp-dry", PoolConfig { cache_size: 0, ..PoolConfig::with_size(300) });
+    let peer = veth.peer_socket();
+    let mut port = veth.open_port(",xdp_mode=skb,umem=pool");
+    let mac = port.mac_addr();
+    port.configure(&PortConfig::default()).unwrap();
+    port.start(&pool).unwrap();
+    assert_eq!(pool.in_use(), 100, "a third of the pool went to the fill ring");
+    // The application holds every other buffer: nothing is left to give the kernel back.
+    let hoard: Vec<_> = std::iter::from_fn(|| pool.alloc()).collect();
+    assert_eq!(hoard.len(), 200);
+    let mut rx = port.rx_queue(0).unwrap();
+    let mut batch = PacketBatch::new();
+    // SKB-mode XDP runs in the sender's transmit: by the time send returns the kernel has placed each frame into
+    // one of its 100 buffers, or dropped it.
+    let first: Vec<Vec<u8>> = (0..150).map(|i| frame(mac, PEER, i, 100)).collect();
+    for f in &first {
+        peer.send(f);
+    }
+    assert_eq!(rx.rx_burst(&mut batch), 32);
+    let head: Vec<Vec<u8>> = batch.iter().map(|m| m.data().to_vec()).collect();
+    assert!(head[..] == first[..32]);
+    let s = port.stats();
+    assert_eq!((s.imissed, s.rx_nombuf), (50, 32), "no buffer for 50 frames; the first refill found the pool dry");
+    batch.clear();
+    let rest = pump_rx(&*port, &mut *rx, &mut batch, 68);
+    assert!(rest[..] == first[32..100], "the frames the kernel had buffers for, in order");
+    // With buffers back, receiving goes on as before.
+    drop(hoard);
+    let again: Vec<Vec<u8>> = (0..50).map(|i| frame(mac, PEER, 1000 + i, 200)).collect();
+    for f in &again {
+        peer.send(f);
+    }
+    assert!(pump_rx(&*port, &mut *rx, &mut batch, 50) == again);
+    assert_eq!(port.stats().imissed, 50, "nothing more dropped");
+    drop((rx, batch));
+    port.stop().unwrap();
+    assert!(pool.is_full(), "{} buffers not returned", pool.in_use());
+}
