@@ -5,8 +5,8 @@
 //!
 //! Devargs (DPDK's): `iface=NAME` (required), `start_queue=Q` (default 0), `queue_count=N` (default 1, at most
 //! [`MAX_QUEUES`]), `force_copy=0|1` (default 0: zero-copy when the driver can), `busy_budget=N` (default 64:
-//! preferred busy polling, frames per poll; 0 turns it off; as DPDK, silently off where the kernel lacks it). Our own: `xdp_mode=auto|drv|skb`
-//! (default auto: native driver mode, generic SKB mode when the driver has none); `umem=pool|own` (DPDK has no
+//! preferred busy polling, frames per poll; 0 turns it off; as DPDK, silently off where the kernel lacks it). Our
+//! own: `xdp_mode=auto|drv|skb` (default auto: native driver mode, generic SKB mode when the driver has none); `umem=pool|own` (DPDK has no
 //! such choice; default `own`, see [`DEFAULT_UMEM`] for the measurement):
 //!
 //! - `umem=pool`: each socket registers the memory of the pool the port is started with as its UMEM
@@ -24,9 +24,11 @@
 //! UMEM bound zero-copy (a real NIC's driver; veth is copy mode): the kernel releases a closed socket's buffer pool
 //! in deferred work, while stop gives the buffers the kernel held back to the mempool at once.
 //!
-//! Counters: ipackets/ibytes per frame taken; rx_nombuf when the pool is dry (the frame stays for the next burst);
-//! imissed = the kernel's rx_dropped + rx_ring_full; opackets/obytes per frame put on the TX ring; frames shorter
-//! than 14 bytes or longer than a chunk count oerrors. xstats add the kernel's XDP_STATISTICS per queue.
+//! Counters: ipackets/ibytes per frame taken; rx_nombuf when the pool is dry (own UMEM: per frame, which stays for
+//! the next burst; pool UMEM: per buffer the fill ring could not get back, the kernel then drops what finds no
+//! buffer); imissed = the kernel's rx_dropped + rx_ring_full; opackets/obytes per frame put on the TX ring; frames
+//! shorter than 14 bytes or longer than a chunk count oerrors, as do (pool UMEM) foreign mbufs when the pool has no
+//! buffer to copy them into. xstats add the kernel's XDP_STATISTICS per queue.
 
 mod bpf;
 mod netlink;
