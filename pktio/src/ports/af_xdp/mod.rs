@@ -20,9 +20,11 @@
 //!
 //! The kernel side is zero-copy or copy as the driver allows ([`AfXdpPort::zerocopy`]). Receiving costs no system
 //! call unless the kernel asks to be woken (need-wakeup); sending wakes it once per burst when it asks. Not
-//! supported: shared UMEM between ports, custom XDP programs, frames larger than 1792 bytes. Not verified: a pool
-//! UMEM bound zero-copy (a real NIC's driver; veth is copy mode): the kernel releases a closed socket's buffer pool
-//! in deferred work, while stop gives the buffers the kernel held back to the mempool at once.
+//! supported: shared UMEM between ports, custom XDP programs, frames larger than 1792 bytes. A closed pool-UMEM
+//! socket's buffers go back to the mempool only once the kernel has detached its buffer pool from the queue (it
+//! does so in deferred work, a few milliseconds after close here; a zero-copy driver may write into them until
+//! then): the port probes the queue with throwaway copy-mode binds. Not verified on a NIC whose driver binds
+//! zero-copy (veth is copy mode).
 //!
 //! Counters: ipackets/ibytes per frame taken; rx_nombuf when the pool is dry (own UMEM: per frame, which stays for
 //! the next burst; pool UMEM: per buffer the fill ring could not get back, the kernel then drops what finds no

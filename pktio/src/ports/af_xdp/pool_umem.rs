@@ -17,7 +17,7 @@ use std::ptr::NonNull;
 
 use mempool::{Mbuf, MbufHeader, Mempool};
 
-use super::xsk::{Producer, Ring};
+use super::xsk::{Producer, QueueId, Ring};
 
 /// Descriptor address bits that hold the base (the rest hold the offset, unaligned mode).
 const ADDR_MASK: u64 = (1 << 48) - 1;
@@ -102,6 +102,8 @@ pub(crate) struct PoolUmem {
     fill_target: u32,
     rx: UnsafeCell<Held>,
     tx: UnsafeCell<Held>,
+    /// The queue the socket was bound to (none if bind failed: the kernel never saw the buffers).
+    queue: Option<QueueId>,
 }
 
 impl PoolUmem {
@@ -121,7 +123,13 @@ impl PoolUmem {
             fill_target,
             rx: UnsafeCell::new(Held::new(pool.size())),
             tx: UnsafeCell::new(Held::new(pool.size())),
+            queue: None,
         }
+    }
+
+    /// Records that the socket is bound to `queue`: on drop, the buffers wait for the kernel to let go of it.
+    pub(crate) fn bound(&mut self, queue: QueueId) {
+        self.queue = Some(queue);
     }
 
     /// The registration: the pool's whole region, unaligned chunks, no headroom of the UMEM's own.
@@ -243,9 +251,23 @@ impl PoolUmem {
 }
 
 impl Drop for PoolUmem {
-    /// Runs after the socket is closed and its rings unmapped ([`super::xsk::Xsk`]'s field order): the kernel no
-    /// longer touches the buffers it held, which go back to the pool.
+    /// Runs after the socket is closed and its rings unmapped ([`super::xsk::Xsk`]'s field order). The socket is
+    /// released then, but the kernel detaches its buffer pool from the queue later (deferred work), and until then
+    /// a zero-copy driver may still write into the buffers: they go back to the mempool once the queue is seen free,
+    /// or stay out (reported) if it is not within the wait.
     fn drop(&mut self) {
+        if let Some(queue) = &self.queue {
+            if !queue.wait_released() {
+                eprintln!(
+                    "net_af_xdp: the kernel still held the queue of a closed socket after {:?}; its buffers of mempool \
+                     {} are kept out of the pool",
+                    super::xsk::BIND_BUSY_WAIT,
+                    self.pool.name()
+                );
+                self.pool.allow_leak_on_drop();
+                return;
+            }
+        }
         let mut back = Vec::new();
         for held in [self.rx.get_mut(), self.tx.get_mut()] {
             back.extend(held.slots.iter().filter_map(|&p| NonNull::new(p)));

@@ -21,7 +21,7 @@ use mempool::Mempool;
 use super::pool_umem::PoolUmem;
 
 /// How long bind waits for a queue the kernel is still releasing.
-const BIND_BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+pub(crate) const BIND_BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 /// Size of one UMEM chunk (one frame).
 pub(crate) const CHUNK_SIZE: u32 = 2048;
 /// Where the kernel puts received data in a chunk when the UMEM asks for no headroom of its own.
@@ -181,6 +181,10 @@ impl NetNs {
         Ok(NetNs { file: std::fs::File::open("/proc/thread-self/ns/net")? })
     }
 
+    fn try_clone(&self) -> io::Result<NetNs> {
+        Ok(NetNs { file: self.file.try_clone()? })
+    }
+
     /// Whether the calling thread is in this namespace (same namespace inode).
     fn is_current(&self) -> io::Result<bool> {
         use std::os::unix::fs::MetadataExt;
@@ -216,6 +220,75 @@ fn xdp_socket() -> io::Result<OwnedFd> {
     }
     // SAFETY: a fresh descriptor we own.
     Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// One queue of one interface, in its namespace.
+#[derive(Debug)]
+pub(crate) struct QueueId {
+    netns: NetNs,
+    ifindex: i32,
+    queue: u32,
+}
+
+impl QueueId {
+    /// Waits, up to [`BIND_BUSY_WAIT`], until no AF_XDP buffer pool is attached to this queue any more: the kernel
+    /// detaches a closed socket's pool in deferred work, and a zero-copy driver may still write into its buffers
+    /// until then. Probes by binding throwaway copy-mode sockets (sharing one page of UMEM of their own). True when
+    /// the queue was seen free (or the interface is gone).
+    pub(crate) fn wait_released(&self) -> bool {
+        let Ok(page) = Mapping::new(2 * CHUNK_SIZE as usize, None, 0) else { return false };
+        let deadline = std::time::Instant::now() + BIND_BUSY_WAIT;
+        loop {
+            match self.probe(&page) {
+                Ok(()) => return true,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENODEV) | Some(libc::ENXIO)) => return true,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(_) => return false,
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// Binds a fresh socket with the two-chunk UMEM `page` to this queue in copy mode (a failed bind can leave a
+    /// socket unusable, so each attempt has its own).
+    fn probe(&self, page: &Mapping) -> io::Result<()> {
+        let fd = self.netns.socket()?;
+        let reg = libc::xdp_umem_reg {
+            addr: page.base.as_ptr() as u64,
+            len: page.len as u64,
+            chunk_size: CHUNK_SIZE,
+            headroom: 0,
+            flags: 0,
+            tx_metadata_len: 0,
+        };
+        setsockopt(&fd, libc::XDP_UMEM_REG, &reg)?;
+        for ring in [libc::XDP_UMEM_FILL_RING, libc::XDP_UMEM_COMPLETION_RING, libc::XDP_RX_RING] {
+            setsockopt(&fd, ring, &2u32)?;
+        }
+        let sxdp = libc::sockaddr_xdp {
+            sxdp_family: libc::AF_XDP as u16,
+            sxdp_flags: libc::XDP_COPY,
+            sxdp_ifindex: self.ifindex as u32,
+            sxdp_queue_id: self.queue,
+            sxdp_shared_umem_fd: 0,
+        };
+        // SAFETY: binds our socket to a live, initialised sockaddr_xdp of the given size.
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sxdp as *const libc::sockaddr_xdp).cast(),
+                std::mem::size_of::<libc::sockaddr_xdp>() as u32,
+            )
+        };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// Why a socket could not be made: the step and the OS error.
@@ -301,7 +374,7 @@ impl Xsk {
     ) -> Result<Xsk, XskError> {
         let step = |step: &'static str| move |source: io::Error| XskError { step, source };
         let fd = netns.socket().map_err(step("socket(AF_XDP)"))?;
-        let (umem, reg, rx_frames, tx_frames) = match spec {
+        let (mut umem, reg, rx_frames, tx_frames) = match spec {
             UmemSpec::Own { rx_frames, tx_frames } => {
                 let umem_len = (rx_frames + tx_frames) as usize * CHUNK_SIZE as usize;
                 let map = Mapping::new(umem_len, None, 0).map_err(step("UMEM mmap"))?;
@@ -409,6 +482,9 @@ impl Xsk {
             }
             sxdp.sxdp_flags = mode;
             bind(&sxdp).map_err(|_| step("bind")(e))?;
+        }
+        if let Umem::Pool(p) = &mut umem {
+            p.bound(QueueId { netns: netns.try_clone().map_err(step("dup of the namespace"))?, ifindex, queue });
         }
         // struct xdp_options is one u32 of flags.
         let zerocopy = getsockopt_u32(&fd, libc::XDP_OPTIONS).unwrap_or(0) & libc::XDP_OPTIONS_ZEROCOPY != 0;
