@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# AF_XDP io forwarding over veth pairs in a private network namespace, side by side in one run:
-#   testpmd-rs on our net_af_xdp | dpdk-testpmd on DPDK's net_af_xdp | testpmd-rs on our net_af_packet
-#   (| dpdk-testpmd on DPDK's net_af_packet, for reference)
+# AF_XDP io forwarding over veth pairs in a private network namespace, side by side in one run, each round running
+# every forwarder once in turn (alternating, so a change in the host's load hits all of them alike):
+#   testpmd-rs on our net_af_xdp with umem=pool and with umem=own, each with xdp_mode=drv (native) and skb
+#   | dpdk-testpmd on DPDK's net_af_xdp (its defaults) | testpmd-rs on our net_af_packet | dpdk-testpmd on DPDK's
+#   net_af_packet
 # Two veth pairs (ga-pa, gb-pb) in a namespace the script makes and removes; bench's `pktgen` sends 64-byte frames
 # into ga and gb (kernel side, CPU 0); the forwarder owns pa and pb (one forwarding core, lcore 1 = CPU 1, burst
 # 32) and forwards io between them. Figure: the forwarder's Rx-pps summed over both ports (testpmd's "Throughput
-# (since last show)"), median of the rounds; ratios ours / DPDK.
+# (since last show)"), median of the rounds; ratios ours / DPDK. The host's load average is printed before and after.
 #
 # Usage (as root, on a Debian machine with the dpdk package): bash bench/af-xdp.sh
-# Knobs: BENCH_AFXDP_EXTRA (devargs appended to ours, e.g. ",xdp_mode=skb"), BENCH_SECONDS=5, BENCH_WARMUP=1, BENCH_ROUNDS=3, BENCH_MEM=nohuge (default here: ordinary pages, so it
+# Knobs: BENCH_AFXDP_EXTRA (devargs appended to ours, e.g. ",busy_budget=0"), BENCH_AFXDP_ONLY (a subset of the
+# forwarders, by name: pool-drv own-drv dpdk-xdp pool-skb own-skb pkt-ours pkt-dpdk), BENCH_SECONDS=5, BENCH_WARMUP=1, BENCH_ROUNDS=3, BENCH_MEM=nohuge (default here: ordinary pages, so it
 # runs beside other users of hugepages), BENCH_LOG_DIR (default target/bench-logs).
 set -eu
 
@@ -58,38 +61,66 @@ tp() { # $1: binary, rest: vdevs
 }
 XDP_ARGS="start_queue=0,queue_count=1"
 XDP_VDEVS=(--vdev "net_af_xdp0,iface=pa,$XDP_ARGS" --vdev "net_af_xdp1,iface=pb,$XDP_ARGS")
-# Our extra devargs (BENCH_AFXDP_EXTRA, e.g. ",xdp_mode=skb"); DPDK's PMD gets the common ones only.
-OUR_XDP_VDEVS=(--vdev "net_af_xdp0,iface=pa,$XDP_ARGS${BENCH_AFXDP_EXTRA:-}"
-  --vdev "net_af_xdp1,iface=pb,$XDP_ARGS${BENCH_AFXDP_EXTRA:-}")
+# Ours: $1 = our extra devargs (umem, xdp_mode), then BENCH_AFXDP_EXTRA; DPDK's PMD gets the common ones only.
+our_xdp_vdevs() {
+  echo --vdev "net_af_xdp0,iface=pa,$XDP_ARGS,$1${BENCH_AFXDP_EXTRA:-}" \
+    --vdev "net_af_xdp1,iface=pb,$XDP_ARGS,$1${BENCH_AFXDP_EXTRA:-}"
+}
 PKT_ARGS="qpairs=1,blocksz=4096,framesz=2048,framecnt=512,qdisc_bypass=1"
 PKT_VDEVS=(--vdev "net_af_packet0,iface=pa,$PKT_ARGS" --vdev "net_af_packet1,iface=pb,$PKT_ARGS")
 
-say "AF_XDP / af_packet io forwarding over veth: $ROUNDS rounds x 4 forwarders, ${SECS} s after ${WARMUP} s warm-up"
-xo=() xd=() po=() pd=()
+# The forwarders, in the order each round runs them: name and command line.
+# BENCH_AFXDP_ONLY="pool-drv own-drv" runs a subset (the table then shows n/a for the others).
+# shellcheck disable=SC2206
+NAMES=(${BENCH_AFXDP_ONLY:-pool-drv own-drv dpdk-xdp pool-skb own-skb pkt-ours pkt-dpdk})
+# shellcheck disable=SC2046 # word splitting of our_xdp_vdevs is intended (no spaces in devargs)
+cmd_of() {
+  case $1 in
+    pool-drv) tp "$BIN/testpmd-rs" $(our_xdp_vdevs umem=pool,xdp_mode=drv) ;;
+    own-drv) tp "$BIN/testpmd-rs" $(our_xdp_vdevs umem=own,xdp_mode=drv) ;;
+    pool-skb) tp "$BIN/testpmd-rs" $(our_xdp_vdevs umem=pool,xdp_mode=skb) ;;
+    own-skb) tp "$BIN/testpmd-rs" $(our_xdp_vdevs umem=own,xdp_mode=skb) ;;
+    dpdk-xdp) tp dpdk-testpmd "${XDP_VDEVS[@]}" ;;
+    pkt-ours) tp "$BIN/testpmd-rs" "${PKT_VDEVS[@]}" ;;
+    pkt-dpdk) tp dpdk-testpmd "${PKT_VDEVS[@]}" ;;
+  esac
+}
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+LOAD_BEFORE=$(loadavg)
+say "AF_XDP / af_packet io forwarding over veth: $ROUNDS rounds x ${#NAMES[@]} forwarders, ${SECS} s after ${WARMUP} s warm-up (load average $LOAD_BEFORE)"
+declare -A R
 for r in $(seq 1 "$ROUNDS"); do
-  # shellcheck disable=SC2046
-  xo+=("$(fwd_run ours-xdp "afxdp_ours_$r" $(tp "$BIN/testpmd-rs" "${OUR_XDP_VDEVS[@]}"))")
-  # shellcheck disable=SC2046
-  xd+=("$(fwd_run dpdk-xdp "afxdp_dpdk_$r" $(tp dpdk-testpmd "${XDP_VDEVS[@]}"))")
-  # shellcheck disable=SC2046
-  po+=("$(fwd_run ours-pkt "afxdp_afpkt_ours_$r" $(tp "$BIN/testpmd-rs" "${PKT_VDEVS[@]}"))")
-  # shellcheck disable=SC2046
-  pd+=("$(fwd_run dpdk-pkt "afxdp_afpkt_dpdk_$r" $(tp dpdk-testpmd "${PKT_VDEVS[@]}"))")
-  say "  round $r: af_xdp ours ${xo[-1]} DPDK ${xd[-1]}; af_packet ours ${po[-1]} DPDK ${pd[-1]} (Mpps)"
+  line="  round $r:"
+  for n in "${NAMES[@]}"; do
+    # shellcheck disable=SC2046
+    v=$(fwd_run "$n" "afxdp_${n}_$r" $(cmd_of "$n"))
+    R[$n]="${R[$n]:-} $v"
+    line="$line $n $v"
+  done
+  say "$line (Mpps; load average $(loadavg))"
 done
-m_xo=$(echo "${xo[*]}" | median)
-m_xd=$(echo "${xd[*]}" | median)
-m_po=$(echo "${po[*]}" | median)
-m_pd=$(echo "${pd[*]}" | median)
+LOAD_AFTER=$(loadavg)
+declare -A M
+for n in pool-drv own-drv dpdk-xdp pool-skb own-skb pkt-ours pkt-dpdk; do M[$n]=$(echo "${R[$n]:-}" | median); done
 
 echo
 echo "AF_XDP io forwarding over veth, testpmd-rs vs dpdk-testpmd $DPDK_VERSION ($(grep -m1 'model name' /proc/cpuinfo |
-  cut -d: -f2 | sed 's/^ *//'), $(nproc) CPUs, kernel $(uname -r))"
-printf '%-44s | %10s | %10s | %6s | %s\n' "forwarder (2 veth ports, 1 core, Rx Mpps sum)" ours DPDK ratio "rounds ours / DPDK"
-printf '%s\n' "---------------------------------------------+------------+------------+--------+-------------------"
-printf '%-44s | %10s | %10s | %6s | %s\n' "net_af_xdp" "$(fmt "$m_xo" 3)" "$(fmt "$m_xd" 3)" "$(ratio "$m_xo" "$m_xd")" \
-  "${xo[*]} / ${xd[*]}"
-printf '%-44s | %10s | %10s | %6s | %s\n' "net_af_packet" "$(fmt "$m_po" 3)" "$(fmt "$m_pd" 3)" "$(ratio "$m_po" "$m_pd")" \
-  "${po[*]} / ${pd[*]}"
-printf '%-44s | %10s | %10s | %6s |\n' "net_af_xdp / net_af_packet" "$(ratio "$m_xo" "$m_po")" "$(ratio "$m_xd" "$m_pd")" ""
-echo "ratio > 1.0: ours is faster. Raw outputs (testpmd logs, pktgen offered load): $LOG"
+  cut -d: -f2 | sed 's/^ *//'), $(nproc) CPUs, kernel $(uname -r)); load average $LOAD_BEFORE before, $LOAD_AFTER after"
+row() { # $1 label, $2 ours, $3 reference
+  printf '%-40s | %8s | %8s | %6s | %s\n' "$1" "$(fmt "${M[$2]}" 3)" "$(fmt "${M[$3]}" 3)" \
+    "$(ratio "${M[$2]}" "${M[$3]}")" "${R[$2]:-} / ${R[$3]:-}"
+}
+printf '%-40s | %8s | %8s | %6s | %s\n' "2 veth ports, 1 core, Rx Mpps sum" ours ref ratio "rounds ours / ref"
+printf '%s\n' "-----------------------------------------+----------+----------+--------+-------------------"
+row "net_af_xdp umem=pool, native / DPDK" pool-drv dpdk-xdp
+row "net_af_xdp umem=own, native / DPDK" own-drv dpdk-xdp
+row "net_af_xdp umem=pool, skb / DPDK" pool-skb dpdk-xdp
+row "net_af_xdp umem=own, skb / DPDK" own-skb dpdk-xdp
+row "umem=pool / umem=own, native" pool-drv own-drv
+row "umem=pool / umem=own, skb" pool-skb own-skb
+row "net_af_packet / DPDK net_af_packet" pkt-ours pkt-dpdk
+row "net_af_xdp umem=pool native / our af_packet" pool-drv pkt-ours
+row "net_af_xdp umem=pool skb / our af_packet" pool-skb pkt-ours
+row "DPDK net_af_xdp / DPDK net_af_packet" dpdk-xdp pkt-dpdk
+echo "ratio > 1.0: the first is faster. Raw outputs (testpmd logs, pktgen offered load): $LOG"

@@ -212,6 +212,20 @@ impl PoolInner {
         cfg!(debug_assertions) || self.debug
     }
 
+    /// Index of the element whose bytes hold `offset` (from the start of the memory): the inverse of
+    /// [`element_offset`].
+    fn element_index(&self, offset: usize) -> Option<u32> {
+        let index = if self.memory.iova_mode() == IovaMode::Pa {
+            let page = self.memory.page_size().bytes();
+            let per_page = page / self.elt_size;
+            let slot = (offset % page) / self.elt_size;
+            (slot < per_page).then_some((offset / page) * per_page + slot)?
+        } else {
+            offset / self.elt_size
+        };
+        (index < self.size as usize).then_some(index as u32)
+    }
+
     fn element_header(&self, index: u32) -> NonNull<MbufHeader> {
         let offset = element_offset(index as usize, self.elt_size, &self.memory);
         // SAFETY: offset is inside the memory (computed at creation for every index < size).
@@ -489,6 +503,17 @@ impl Mempool {
     /// allocated until the guard drops (the device may still write there until then).
     pub fn memory(&self) -> &Arc<DmaMemory> {
         &self.inner().memory
+    }
+
+    /// The element whose memory holds `ptr`: its index and header, or `None` for an address outside every
+    /// element. For ports that give the pool's memory to the kernel by address (an AF_XDP UMEM) and get addresses
+    /// back; making the header an [`Mbuf`] again ([`Mbuf::from_raw`]) is the caller's business.
+    #[inline]
+    pub fn element_of(&self, ptr: *const u8) -> Option<(u32, NonNull<MbufHeader>)> {
+        let pool = self.inner();
+        let offset = (ptr as usize).checked_sub(pool.memory.as_ptr() as usize)?;
+        let index = pool.element_index(offset)?;
+        Some((index, pool.element_header(index)))
     }
 
     /// One buffer, or `None` when the pool is empty.

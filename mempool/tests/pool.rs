@@ -324,3 +324,28 @@ fn available_never_exceeds_size_under_churn() {
     assert!(worst <= 512, "available() reported {worst} free buffers in a pool of 512");
     assert!(p.is_full());
 }
+
+#[test]
+fn element_of_maps_every_byte_of_an_element_back_to_it() {
+    let p = new_pool("pool-element-of", PoolConfig::with_size(64));
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        let mut m = p.alloc().unwrap();
+        let idx = m.pool_index();
+        let room = m.data_room_mut();
+        let (first, last) = (room.as_ptr(), room.as_ptr().wrapping_add(room.len() - 1));
+        for ptr in [first, last] {
+            let (i, hdr) = p.element_of(ptr).expect("inside the pool");
+            assert_eq!(i, idx);
+            // The header found is this buffer's own (same data start).
+            // SAFETY: only compared, never used as an owner.
+            let again = unsafe { Mbuf::from_raw(hdr) };
+            assert_eq!(again.data_iova(), m.data_iova());
+            std::mem::forget(again);
+        }
+        held.push(m);
+    }
+    let base = p.memory().as_ptr();
+    assert!(p.element_of(base.wrapping_sub(1)).is_none(), "before the memory");
+    assert!(p.element_of(base.wrapping_add(64 * p.element_size())).is_none(), "past the last element");
+}

@@ -2,221 +2,24 @@
 //! port opens one end, a raw socket on the other end plays the kernel side. Needs root and `ip`; skipped with a
 //! message otherwise, or failed when NETNS_TESTS_REQUIRED=1 (scripts/test.sh sets it).
 
-use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::process::Command;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use hugepage::Allocator;
 use pktio::ports::open_vdev;
-use pktio::{EthDev, MacAddr, Mempool, PacketBatch, PoolConfig, PortConfig};
+use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig};
 
-/// Our experimental ethertype: frames the test injects carry it, so other traffic is easy to ignore.
-const ETHERTYPE: u16 = 0x88b5;
-const MAGIC: &[u8; 4] = b"PKIO";
-
-/// Skips the calling test with what it needs, or fails it when NETNS_TESTS_REQUIRED=1 (the project's test command
-/// sets it: there a missing tool or privilege is a broken machine, not a pass).
-fn skip(reason: &str) {
-    if std::env::var("NETNS_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("NETNS_TESTS_REQUIRED=1 but the test cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
-}
-
-fn ip_out(args: &[&str]) -> String {
-    String::from_utf8_lossy(&Command::new("ip").args(args).output().expect("run ip").stdout).into_owned()
-}
-
-/// Two namespaces joined by a veth pair, `a` in the first, `b` in the second, both up and quiet (no IPv6). Removed
-/// on drop; the thread returns to its own namespace.
-struct VethPair {
-    ns_a: String,
-    ns_b: String,
-    a: String,
-    b: String,
-    home: File,
-}
-
-impl VethPair {
-    fn new(tag: &str) -> Option<VethPair> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            skip("needs root to create network namespaces and veth pairs (run as root: sudo -E cargo test)");
-            return None;
-        }
-        if Command::new("ip").arg("-V").output().is_err() {
-            skip("the `ip` command is missing (apt-get install iproute2, or bash scripts/setup.sh)");
-            return None;
-        }
-        let id = std::process::id();
-        let pair = VethPair {
-            ns_a: format!("pktio-{tag}-a-{id}"),
-            ns_b: format!("pktio-{tag}-b-{id}"),
-            a: format!("{tag}a{}", id % 100_000),
-            b: format!("{tag}b{}", id % 100_000),
-            home: File::open("/proc/thread-self/ns/net").expect("own namespace"),
-        };
-        for ns in [&pair.ns_a, &pair.ns_b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-            ip(&["netns", "add", ns]);
-        }
-        ip(&[
-            "link", "add", &pair.a, "netns", &pair.ns_a, "type", "veth", "peer", "name", &pair.b, "netns", &pair.ns_b,
-        ]);
-        for (ns, dev) in [(&pair.ns_a, &pair.a), (&pair.ns_b, &pair.b)] {
-            pair.enter(ns);
-            // Quiet links: no IPv6 (router solicitations, DAD), so every frame seen is one the test sent.
-            std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1").ok();
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-        }
-        pair.leave();
-        Some(pair)
-    }
-
-    /// Moves this thread into namespace `ns`.
-    fn enter(&self, ns: &str) {
-        let f = File::open(format!("/run/netns/{ns}")).expect("namespace file");
-        // SAFETY: setns on a descriptor we opened; it changes only this thread's namespace.
-        assert_eq!(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) }, 0, "setns {ns}");
-    }
-
-    fn leave(&self) {
-        // SAFETY: back to the thread's own namespace.
-        unsafe { libc::setns(self.home.as_raw_fd(), libc::CLONE_NEWNET) };
-    }
-
-    /// Opens a port on end `a` (from inside its namespace).
-    fn open_port(&self, extra: &str) -> Box<dyn EthDev> {
-        self.enter(&self.ns_a);
-        let port = open_vdev(&format!("net_af_packet0,iface={}{extra}", self.a));
-        self.leave();
-        port.unwrap()
-    }
-
-    /// A raw socket on end `b` that sees only our ethertype.
-    fn peer_socket(&self) -> RawSocket {
-        self.enter(&self.ns_b);
-        let s = RawSocket::bind(&self.b, ETHERTYPE);
-        self.leave();
-        s
-    }
-}
-
-impl Drop for VethPair {
-    fn drop(&mut self) {
-        self.leave();
-        for ns in [&self.ns_a, &self.ns_b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
-    }
-}
-
-/// A plain AF_PACKET socket (one send or recv per frame): the kernel side of the test.
-struct RawSocket {
-    fd: OwnedFd,
-    ifindex: i32,
-}
-
-impl RawSocket {
-    fn bind(dev: &str, ethertype: u16) -> RawSocket {
-        let name = std::ffi::CString::new(dev).unwrap();
-        // SAFETY: plain libc calls with checked results.
-        unsafe {
-            let ifindex = libc::if_nametoindex(name.as_ptr()) as i32;
-            assert!(ifindex > 0, "interface {dev}");
-            let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, (ethertype.to_be()) as i32);
-            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-            let fd = OwnedFd::from_raw_fd(fd);
-            // Room for every frame a test sends before it reads (the default buffer holds about a hundred).
-            let size: i32 = 32 << 20;
-            let p = (&size as *const i32).cast();
-            libc::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, p, 4);
-            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
-            sll.sll_family = libc::AF_PACKET as u16;
-            sll.sll_protocol = ethertype.to_be();
-            sll.sll_ifindex = ifindex;
-            let rc = libc::bind(
-                fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as u32,
-            );
-            assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
-            RawSocket { fd, ifindex }
-        }
-    }
-
-    fn send(&self, frame: &[u8]) {
-        // SAFETY: sockaddr_ll is plain data; send from a live slice.
-        unsafe {
-            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
-            sll.sll_family = libc::AF_PACKET as u16;
-            sll.sll_ifindex = self.ifindex;
-            sll.sll_halen = 6;
-            let rc = libc::sendto(
-                self.fd.as_raw_fd(),
-                frame.as_ptr().cast(),
-                frame.len(),
-                0,
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as u32,
-            );
-            assert_eq!(rc, frame.len() as isize, "sendto: {}", std::io::Error::last_os_error());
-        }
-    }
-
-    /// The next frame, waiting up to `timeout`.
-    fn recv(&self, timeout: Duration) -> Option<Vec<u8>> {
-        let deadline = Instant::now() + timeout;
-        let mut buf = vec![0u8; 65536];
-        loop {
-            // SAFETY: receives into our buffer.
-            let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-            if n >= 0 {
-                buf.truncate(n as usize);
-                return Some(buf);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
-}
-
-/// A test frame: our ethertype, MAGIC, a sequence number, then filler up to `len`.
-fn frame(dst: MacAddr, src: MacAddr, seq: u32, len: usize) -> Vec<u8> {
-    let mut f = Vec::with_capacity(len);
-    f.extend(dst.0);
-    f.extend(src.0);
-    f.extend(ETHERTYPE.to_be_bytes());
-    f.extend(MAGIC);
-    f.extend(seq.to_be_bytes());
-    f.extend((f.len()..len).map(|i| (i as u32 ^ seq) as u8));
-    f
-}
-
-/// The sequence number of one of our frames.
-fn seq_of(f: &[u8]) -> Option<u32> {
-    (f.len() >= 22 && f[12..14] == ETHERTYPE.to_be_bytes() && &f[14..18] == MAGIC)
-        .then(|| u32::from_be_bytes(f[18..22].try_into().unwrap()))
-}
+use common::netns::{frame, ip, ip_out, seq_of, RawSocket, VethPair, MAGIC, PEER};
 
 fn pool(name: &str) -> Mempool {
     Mempool::new(&format!("{name}-{}", std::process::id()), &PoolConfig::with_size(2048), &Allocator::no_huge())
         .unwrap()
 }
 
-const PEER: MacAddr = MacAddr([0x02, 0, 0, 0, 0xbb, 1]);
-
 #[test]
 fn af_packet_exchanges_frames_with_the_kernel() {
-    let Some(veth) = VethPair::new("afp") else { return };
+    let Some(veth) = VethPair::new("afp", "net_af_packet0") else { return };
     let pool = pool("afp-x");
     let peer = veth.peer_socket();
     let mut port = veth.open_port("");
@@ -340,7 +143,7 @@ fn af_packet_exchanges_frames_with_the_kernel() {
 /// A ring with no room counts what the kernel dropped as imissed; what fit is delivered.
 #[test]
 fn af_packet_counts_ring_drops() {
-    let Some(veth) = VethPair::new("afd") else { return };
+    let Some(veth) = VethPair::new("afd", "net_af_packet0") else { return };
     let pool = pool("afp-drop");
     let peer = veth.peer_socket();
     // 8 frames per ring.
@@ -377,7 +180,7 @@ fn af_packet_counts_ring_drops() {
 /// Two queue pairs: the fanout group spreads flows over both, and together they see each frame once.
 #[test]
 fn af_packet_qpairs_fan_out() {
-    let Some(veth) = VethPair::new("afq") else { return };
+    let Some(veth) = VethPair::new("afq", "net_af_packet0") else { return };
     let pool = pool("afp-q");
     veth.enter(&veth.ns_b);
     let peer = RawSocket::bind(&veth.b, 0x0800);
@@ -451,7 +254,7 @@ fn af_packet_bad_input_gets_clear_errors() {
     assert!(devargs_reason(open_vdev("net_af_packet0,iface=waytoolongname012345")).contains("must be 1..=15 bytes"));
     // Each bad devarg on an interface that exists, next to the same port opening with a good value of it: only the
     // devarg can be what is refused.
-    let Some(veth) = VethPair::new("afe") else { return };
+    let Some(veth) = VethPair::new("afe", "net_af_packet0") else { return };
     veth.enter(&veth.ns_a);
     let open = |extra: &str| open_vdev(&format!("net_af_packet0,iface={}{extra}", veth.a));
     let cases = [

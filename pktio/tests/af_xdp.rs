@@ -3,226 +3,19 @@
 //! Needs root and `ip`; skipped with a message otherwise, or failed when NETNS_TESTS_REQUIRED=1 (scripts/test.sh
 //! sets it).
 
-use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::process::Command;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use hugepage::Allocator;
 use pktio::ports::open_vdev;
-use pktio::{EthDev, MacAddr, Mempool, PacketBatch, PoolConfig, PortConfig};
+use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig};
 
-/// Our experimental ethertype: frames the test injects carry it, so other traffic is easy to ignore.
-const ETHERTYPE: u16 = 0x88b5;
-const MAGIC: &[u8; 4] = b"PKIO";
+use common::netns::{frame, seq_of, VethPair, PEER};
 
-/// Skips the calling test with what it needs, or fails it when NETNS_TESTS_REQUIRED=1 (the project's test command
-/// sets it: there a missing tool or privilege is a broken machine, not a pass).
-fn skip(reason: &str) {
-    if std::env::var("NETNS_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("NETNS_TESTS_REQUIRED=1 but the test cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
+fn sized_pool(name: &str, cfg: PoolConfig) -> Mempool {
+    Mempool::new(&format!("{name}-{}", std::process::id()), &cfg, &Allocator::no_huge()).unwrap()
 }
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
-}
-
-fn ip_out(args: &[&str]) -> String {
-    String::from_utf8_lossy(&Command::new("ip").args(args).output().expect("run ip").stdout).into_owned()
-}
-
-/// Two namespaces joined by a veth pair, `a` in the first, `b` in the second, both up and quiet (no IPv6). Removed
-/// on drop; the thread returns to its own namespace.
-struct VethPair {
-    ns_a: String,
-    ns_b: String,
-    a: String,
-    b: String,
-    home: File,
-}
-
-impl VethPair {
-    fn new(tag: &str) -> Option<VethPair> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            skip("needs root to create network namespaces and veth pairs (run as root: sudo -E cargo test)");
-            return None;
-        }
-        if Command::new("ip").arg("-V").output().is_err() {
-            skip("the `ip` command is missing (apt-get install iproute2, or bash scripts/setup.sh)");
-            return None;
-        }
-        let id = std::process::id();
-        let pair = VethPair {
-            ns_a: format!("pktio-{tag}-a-{id}"),
-            ns_b: format!("pktio-{tag}-b-{id}"),
-            a: format!("{tag}a{}", id % 100_000),
-            b: format!("{tag}b{}", id % 100_000),
-            home: File::open("/proc/thread-self/ns/net").expect("own namespace"),
-        };
-        for ns in [&pair.ns_a, &pair.ns_b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-            ip(&["netns", "add", ns]);
-        }
-        ip(&[
-            "link", "add", &pair.a, "netns", &pair.ns_a, "type", "veth", "peer", "name", &pair.b, "netns", &pair.ns_b,
-        ]);
-        for (ns, dev) in [(&pair.ns_a, &pair.a), (&pair.ns_b, &pair.b)] {
-            pair.enter(ns);
-            // Quiet links: no IPv6 (router solicitations, DAD), so every frame seen is one the test sent.
-            std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1").ok();
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-        }
-        pair.leave();
-        Some(pair)
-    }
-
-    /// Moves this thread into namespace `ns`.
-    fn enter(&self, ns: &str) {
-        let f = File::open(format!("/run/netns/{ns}")).expect("namespace file");
-        // SAFETY: setns on a descriptor we opened; it changes only this thread's namespace.
-        assert_eq!(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) }, 0, "setns {ns}");
-    }
-
-    fn leave(&self) {
-        // SAFETY: back to the thread's own namespace.
-        unsafe { libc::setns(self.home.as_raw_fd(), libc::CLONE_NEWNET) };
-    }
-
-    /// Opens a port on end `a` (from inside its namespace).
-    fn open_port(&self, extra: &str) -> Box<dyn EthDev> {
-        self.try_open(extra).unwrap()
-    }
-
-    fn try_open(&self, extra: &str) -> pktio::Result<Box<dyn EthDev>> {
-        self.enter(&self.ns_a);
-        let port = open_vdev(&format!("net_af_xdp0,iface={}{extra}", self.a));
-        self.leave();
-        port
-    }
-
-    /// `ip -d link show` of end `a`, where an attached XDP program shows as `prog/xdp id N`.
-    fn link_a(&self) -> String {
-        ip_out(&["-n", &self.ns_a, "-d", "link", "show", &self.a])
-    }
-
-    /// A raw socket on end `b` that sees only our ethertype.
-    fn peer_socket(&self) -> RawSocket {
-        self.enter(&self.ns_b);
-        let s = RawSocket::bind(&self.b, ETHERTYPE);
-        self.leave();
-        s
-    }
-}
-
-impl Drop for VethPair {
-    fn drop(&mut self) {
-        self.leave();
-        for ns in [&self.ns_a, &self.ns_b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
-    }
-}
-
-/// A plain AF_PACKET socket (one send or recv per frame): the kernel side of the test.
-struct RawSocket {
-    fd: OwnedFd,
-    ifindex: i32,
-}
-
-impl RawSocket {
-    fn bind(dev: &str, ethertype: u16) -> RawSocket {
-        let name = std::ffi::CString::new(dev).unwrap();
-        // SAFETY: plain libc calls with checked results.
-        unsafe {
-            let ifindex = libc::if_nametoindex(name.as_ptr()) as i32;
-            assert!(ifindex > 0, "interface {dev}");
-            let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, (ethertype.to_be()) as i32);
-            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-            let fd = OwnedFd::from_raw_fd(fd);
-            // Room for every frame a test sends before it reads (the default buffer holds about a hundred).
-            let size: i32 = 32 << 20;
-            let p = (&size as *const i32).cast();
-            libc::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, p, 4);
-            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
-            sll.sll_family = libc::AF_PACKET as u16;
-            sll.sll_protocol = ethertype.to_be();
-            sll.sll_ifindex = ifindex;
-            let rc = libc::bind(
-                fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as u32,
-            );
-            assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
-            RawSocket { fd, ifindex }
-        }
-    }
-
-    fn send(&self, frame: &[u8]) {
-        // SAFETY: sockaddr_ll is plain data; send from a live slice.
-        unsafe {
-            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
-            sll.sll_family = libc::AF_PACKET as u16;
-            sll.sll_ifindex = self.ifindex;
-            sll.sll_halen = 6;
-            let rc = libc::sendto(
-                self.fd.as_raw_fd(),
-                frame.as_ptr().cast(),
-                frame.len(),
-                0,
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as u32,
-            );
-            assert_eq!(rc, frame.len() as isize, "sendto: {}", std::io::Error::last_os_error());
-        }
-    }
-
-    /// The next frame, waiting up to `timeout`.
-    fn recv(&self, timeout: Duration) -> Option<Vec<u8>> {
-        let deadline = Instant::now() + timeout;
-        let mut buf = vec![0u8; 65536];
-        loop {
-            // SAFETY: receives into our buffer.
-            let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-            if n >= 0 {
-                buf.truncate(n as usize);
-                return Some(buf);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
-}
-
-/// A test frame: our ethertype, MAGIC, a sequence number, then filler up to `len`.
-fn frame(dst: MacAddr, src: MacAddr, seq: u32, len: usize) -> Vec<u8> {
-    let mut f = Vec::with_capacity(len);
-    f.extend(dst.0);
-    f.extend(src.0);
-    f.extend(ETHERTYPE.to_be_bytes());
-    f.extend(MAGIC);
-    f.extend(seq.to_be_bytes());
-    f.extend((f.len()..len).map(|i| (i as u32 ^ seq) as u8));
-    f
-}
-
-/// The sequence number of one of our frames.
-fn seq_of(f: &[u8]) -> Option<u32> {
-    (f.len() >= 22 && f[12..14] == ETHERTYPE.to_be_bytes() && &f[14..18] == MAGIC)
-        .then(|| u32::from_be_bytes(f[18..22].try_into().unwrap()))
-}
-
-fn pool(name: &str) -> Mempool {
-    Mempool::new(&format!("{name}-{}", std::process::id()), &PoolConfig::with_size(2048), &Allocator::no_huge())
-        .unwrap()
-}
-
-const PEER: MacAddr = MacAddr([0x02, 0, 0, 0, 0xbb, 1]);
 
 fn pump_rx(port: &dyn EthDev, rx: &mut dyn pktio::RxQueue, batch: &mut PacketBatch, want: usize) -> Vec<Vec<u8>> {
     let mut got = Vec::new();
@@ -244,11 +37,16 @@ fn pump_rx(port: &dyn EthDev, rx: &mut dyn pktio::RxQueue, batch: &mut PacketBat
     got
 }
 
-fn exchange(mode: &str) {
-    let Some(veth) = VethPair::new(if mode == "skb" { "axs" } else { "axn" }) else { return };
-    let pool = pool(&format!("axdp-{mode}"));
+/// Frames both ways in XDP `mode` with UMEM `umem` (`own` or `pool`).
+fn exchange(mode: &str, umem: &str) {
+    let tag = format!("ax{}{}", &mode[..1], &umem[..1]);
+    let Some(veth) = VethPair::new(&tag, "net_af_xdp0") else { return };
+    // A pool UMEM keeps a third of the pool with the kernel: 1365 buffers, room for the N frames sent at once.
+    let pool = sized_pool(&format!("axdp-{mode}-{umem}"), PoolConfig::with_size(4096));
+    // TX also takes mbufs of a pool the port was not started with (a pool UMEM copies those).
+    let other = sized_pool(&format!("axdp-{mode}-{umem}-other"), PoolConfig::with_size(2048));
     let peer = veth.peer_socket();
-    let mut port = veth.open_port(&format!(",xdp_mode={mode},force_copy=1"));
+    let mut port = veth.open_port(&format!(",xdp_mode={mode},force_copy=1,umem={umem}"));
     assert_eq!(port.info().driver_name, "net_af_xdp");
     let shown = veth.link_a();
     assert!(shown.contains("prog/xdp id"), "the port attached its XDP program: {shown}");
@@ -257,6 +55,10 @@ fn exchange(mode: &str) {
     let mac = port.mac_addr();
     port.configure(&PortConfig::default()).unwrap();
     port.start(&pool).unwrap();
+    // A pool UMEM hands the kernel the pool's own buffers to receive into (a full ring where the pool has room);
+    // an own UMEM takes none.
+    let posted = if umem == "pool" { 4096 / 3 } else { 0 };
+    assert_eq!(pool.in_use(), posted, "buffers with the kernel after start");
     let mut rx = port.rx_queue(0).unwrap();
     let mut tx = port.tx_queue(0).unwrap();
     let mut batch = PacketBatch::new();
@@ -280,7 +82,7 @@ fn exchange(mode: &str) {
     for chunk in (0..N).collect::<Vec<_>>().chunks(32) {
         for &i in chunk {
             let f = frame(PEER, mac, 10_000 + i, sizes(i + 7));
-            let mut m = pool.alloc().unwrap();
+            let mut m = if i % 3 == 0 { other.alloc() } else { pool.alloc() }.unwrap();
             m.append(f.len() as u16).unwrap().copy_from_slice(&f);
             batch.push(m).unwrap();
             out.push(f);
@@ -317,9 +119,11 @@ fn exchange(mode: &str) {
     assert_eq!(tx.tx_burst(&mut batch), 1);
     assert_eq!(port.stats().oerrors, 1);
 
-    // Stop and start again: new queue handles pick up the rings where the old ones left them, both ways.
+    // Stop and start again: new queue handles pick up the rings where the old ones left them (own UMEM) or new
+    // sockets start afresh (pool UMEM), both ways.
     drop((rx, tx));
     port.stop().unwrap();
+    assert!(pool.is_full() && other.is_full(), "after stop: {} + {} buffers out", pool.in_use(), other.in_use());
     port.start(&pool).unwrap();
     let mut rx = port.rx_queue(0).unwrap();
     let mut tx = port.tx_queue(0).unwrap();
@@ -346,17 +150,27 @@ fn exchange(mode: &str) {
 
 #[test]
 fn af_xdp_exchanges_frames_with_the_kernel_in_skb_mode() {
-    exchange("skb");
+    exchange("skb", "own");
 }
 
 #[test]
 fn af_xdp_exchanges_frames_with_the_kernel_in_native_mode() {
-    exchange("drv");
+    exchange("drv", "own");
+}
+
+#[test]
+fn af_xdp_pool_umem_exchanges_frames_with_the_kernel_in_skb_mode() {
+    exchange("skb", "pool");
+}
+
+#[test]
+fn af_xdp_pool_umem_exchanges_frames_with_the_kernel_in_native_mode() {
+    exchange("drv", "pool");
 }
 
 #[test]
 fn af_xdp_detaches_its_program_when_a_panic_drops_the_port() {
-    let Some(veth) = VethPair::new("axp") else { return };
+    let Some(veth) = VethPair::new("axp", "net_af_xdp0") else { return };
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _port = veth.open_port("");
         assert!(veth.link_a().contains("prog/xdp id"));
@@ -376,7 +190,7 @@ fn open_err(veth: &VethPair, extra: &str) -> String {
 
 #[test]
 fn af_xdp_errors_name_the_cause() {
-    let Some(veth) = VethPair::new("axe") else { return };
+    let Some(veth) = VethPair::new("axe", "net_af_xdp0") else { return };
     // No such interface.
     veth.enter(&veth.ns_a);
     let e = open_vdev("net_af_xdp0,iface=nosuchif0").err().expect("no such interface").to_string();
@@ -395,6 +209,14 @@ fn af_xdp_errors_name_the_cause() {
     assert_eq!(veth.link_a(), before, "the failed open did not touch the first port's program");
     drop(first);
     assert!(!veth.link_a().contains("prog/xdp"));
+    // umem=pool with a pool whose buffers are too small for a chunk: start says so, and nothing is left behind.
+    let small = sized_pool("axdp-small", PoolConfig { data_room: 1024, ..PoolConfig::with_size(256) });
+    let mut port = veth.open_port(",umem=pool");
+    port.configure(&PortConfig::default()).unwrap();
+    let e = port.start(&small).expect_err("pool buffers below 2048 bytes").to_string();
+    assert!(e.contains("1152 bytes") && e.contains("umem=own"), "{e}");
+    drop(port);
+    assert!(small.is_full() && !veth.link_a().contains("prog/xdp"));
     // Missing privileges: a thread without capabilities (capset is per thread).
     let e = std::thread::scope(|s| {
         s.spawn(|| {
@@ -430,4 +252,46 @@ fn drop_capabilities() {
     // SAFETY: capset with a valid v3 header and two data words; affects only this thread.
     let rc = unsafe { libc::syscall(libc::SYS_capset, &mut h as *mut Header, d.as_ptr()) };
     assert_eq!(rc, 0, "capset: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn af_xdp_pool_umem_rides_out_a_dry_pool() {
+    let Some(veth) = VethPair::new("axd", "net_af_xdp0") else { return };
+    let pool = sized_pool("axdp-dry", PoolConfig { cache_size: 0, ..PoolConfig::with_size(300) });
+    let peer = veth.peer_socket();
+    let mut port = veth.open_port(",xdp_mode=skb,umem=pool");
+    let mac = port.mac_addr();
+    port.configure(&PortConfig::default()).unwrap();
+    port.start(&pool).unwrap();
+    assert_eq!(pool.in_use(), 100, "a third of the pool went to the fill ring");
+    // The application holds every other buffer: nothing is left to give the kernel back.
+    let hoard: Vec<_> = std::iter::from_fn(|| pool.alloc()).collect();
+    assert_eq!(hoard.len(), 200);
+    let mut rx = port.rx_queue(0).unwrap();
+    let mut batch = PacketBatch::new();
+    // SKB-mode XDP runs in the sender's transmit: by the time send returns the kernel has placed each frame into
+    // one of its 100 buffers, or dropped it.
+    let first: Vec<Vec<u8>> = (0..150).map(|i| frame(mac, PEER, i, 100)).collect();
+    for f in &first {
+        peer.send(f);
+    }
+    assert_eq!(rx.rx_burst(&mut batch), 32);
+    let head: Vec<Vec<u8>> = batch.iter().map(|m| m.data().to_vec()).collect();
+    assert!(head[..] == first[..32]);
+    let s = port.stats();
+    assert_eq!((s.imissed, s.rx_nombuf), (50, 32), "no buffer for 50 frames; the first refill found the pool dry");
+    batch.clear();
+    let rest = pump_rx(&*port, &mut *rx, &mut batch, 68);
+    assert!(rest[..] == first[32..100], "the frames the kernel had buffers for, in order");
+    // With buffers back, receiving goes on as before.
+    drop(hoard);
+    let again: Vec<Vec<u8>> = (0..50).map(|i| frame(mac, PEER, 1000 + i, 200)).collect();
+    for f in &again {
+        peer.send(f);
+    }
+    assert!(pump_rx(&*port, &mut *rx, &mut batch, 50) == again);
+    assert_eq!(port.stats().imissed, 50, "nothing more dropped");
+    drop((rx, batch));
+    port.stop().unwrap();
+    assert!(pool.is_full(), "{} buffers not returned", pool.in_use());
 }

@@ -5,21 +5,37 @@
 //!
 //! Devargs (DPDK's): `iface=NAME` (required), `start_queue=Q` (default 0), `queue_count=N` (default 1, at most
 //! [`MAX_QUEUES`]), `force_copy=0|1` (default 0: zero-copy when the driver can), `busy_budget=N` (default 64:
-//! preferred busy polling, frames per poll; 0 turns it off; as DPDK, silently off where the kernel lacks it). Our own: `xdp_mode=auto|drv|skb`
-//! (default auto: native driver mode, generic SKB mode when the driver has none).
+//! preferred busy polling, frames per poll; 0 turns it off; as DPDK, silently off where the kernel lacks it). Our
+//! own: `xdp_mode=auto|drv|skb` (default auto: native driver mode, generic SKB mode when the driver has none); `umem=pool|own` (DPDK has no
+//! such choice; default `own`, see [`DEFAULT_UMEM`] for the measurement):
 //!
-//! Each socket has a UMEM of its own (4096 chunks of 2 KiB: half for receiving, half for sending) and frames are
-//! copied between it and pool buffers, as af_packet does; the kernel side is zero-copy or copy as the driver allows
-//! ([`AfXdpPort::zerocopy`]). Receiving costs no system call unless the kernel asks to be woken (need-wakeup);
-//! sending wakes it once per burst when it asks. Not supported: a UMEM in the pool's own memory (the frames are
-//! copied), shared UMEM between ports, custom XDP programs, frames larger than 1792 bytes.
+//! - `umem=pool`: each socket registers the memory of the pool the port is started with as its UMEM
+//!   ([`pool_umem`](self)): the fill ring carries free mbufs' buffers, a received frame is the mbuf the kernel
+//!   wrote it into, a sent mbuf is posted as it is and freed from the completion ring. Mbufs of another pool (or
+//!   chained) are copied into one of the port's pool on TX. The sockets are made at start and closed at stop (a
+//!   UMEM belongs to one pool), which is when busy queues and bind errors show up; a pool whose buffers are under
+//!   2048 bytes (headroom + data room) makes start fail with a typed error that says to use `umem=own`.
+//! - `umem=own`: each socket has a UMEM of its own (4096 chunks of 2 KiB: half for receiving, half for sending),
+//!   made when the port opens, and frames are copied between it and pool buffers, as af_packet does.
 //!
-//! Counters: ipackets/ibytes per frame taken; rx_nombuf when the pool is dry (the frame stays for the next burst);
-//! imissed = the kernel's rx_dropped + rx_ring_full; opackets/obytes per frame put on the TX ring; frames shorter
-//! than 14 bytes or longer than a chunk count oerrors. xstats add the kernel's XDP_STATISTICS per queue.
+//! The kernel side is zero-copy or copy as the driver allows ([`AfXdpPort::zerocopy`]). Receiving costs no system
+//! call unless the kernel asks to be woken (need-wakeup); sending wakes it once per burst when it asks. Not
+//! supported: shared UMEM between ports, custom XDP programs, frames larger than 1792 bytes. A closed pool-UMEM
+//! socket's buffers go back to the mempool only once the kernel has detached its buffer pool from the queue (it
+//! does so in deferred work, a few milliseconds after close here; a zero-copy driver may write into them until
+//! then): the port probes the queue with throwaway copy-mode binds. Not verified on a NIC whose driver binds
+//! zero-copy (veth is copy mode).
+//!
+//! Counters: ipackets/ibytes per frame taken; rx_nombuf when the pool is dry (own UMEM: per frame, which stays for
+//! the next burst; pool UMEM: per buffer the fill ring could not get back, the kernel then drops what finds no
+//! buffer); imissed = the kernel's rx_dropped + rx_ring_full; opackets/obytes per frame put on the TX ring; frames
+//! shorter than 14 bytes or longer than a chunk count oerrors, as do (pool UMEM) foreign mbufs when the pool has no
+//! buffer to copy them into. xstats add the kernel's XDP_STATISTICS per queue.
 
 mod bpf;
 mod netlink;
+mod pool_queue;
+mod pool_umem;
 mod xsk;
 
 use std::io;
@@ -35,7 +51,8 @@ use crate::ports::netif::{self, mbuf_from_bytes, IfCtl};
 use crate::stats::{RxQueueStats, TxQueueStats, XStat};
 use crate::{Error, Result};
 
-use xsk::{Consumer, Producer, Xsk, XskStats, MAX_FRAME};
+pub use pool_queue::{AfXdpPoolRxQueue, AfXdpPoolTxQueue};
+use xsk::{Consumer, NetNs, Producer, UmemSpec, Xsk, XskStats, MAX_FRAME};
 
 /// Most queues of one port.
 pub const MAX_QUEUES: u16 = 16;
@@ -54,6 +71,21 @@ pub enum XdpMode {
     Skb,
 }
 
+/// What the sockets' UMEM is (devarg `umem=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UmemMode {
+    /// The port's mempool memory: no copies (`umem=pool`).
+    Pool,
+    /// A mapping of each socket's own, frames copied to and from mbufs (`umem=own`).
+    Own,
+}
+
+/// The UMEM a port uses when `umem=` is not given: its own. Measured on veth (copy mode, BENCHMARKS.md AF_XDP),
+/// the pool UMEM was no faster: even in native XDP mode, 0.89 times as fast in SKB mode; the kernel copies each
+/// frame either way, and what it saves in user space (a 64-byte copy each way) it pays in buffers that come back
+/// cold after a ring's worth of frames.
+pub const DEFAULT_UMEM: UmemMode = UmemMode::Own;
+
 /// Settings of an af_xdp port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AfXdpConfig {
@@ -69,6 +101,8 @@ pub struct AfXdpConfig {
     pub xdp_mode: XdpMode,
     /// Frames per busy poll (0: no busy polling).
     pub busy_budget: u32,
+    /// What the sockets' UMEM is.
+    pub umem: UmemMode,
 }
 
 /// Default busy-polling budget (DPDK's).
@@ -84,6 +118,7 @@ impl AfXdpConfig {
             force_copy: false,
             xdp_mode: XdpMode::Auto,
             busy_budget: DEFAULT_BUSY_BUDGET,
+            umem: DEFAULT_UMEM,
         }
     }
 }
@@ -127,6 +162,39 @@ fn rx_queues(iface: &str) -> Option<u32> {
     // SAFETY: SIOCETHTOOL reads and writes the ethtool_channels `ifr` points to, which outlives the call.
     let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCETHTOOL as _, &mut ifr as *mut libc::ifreq) };
     (rc == 0).then(|| ch[5] + ch[8]).filter(|&n| n > 0)
+}
+
+/// Opens one socket per queue of `cfg` with the UMEM `spec` makes for it and enters them in the program's XSKMAP.
+fn open_sockets<'a>(
+    name: &str,
+    cfg: &AfXdpConfig,
+    netns: &NetNs,
+    xdp: &XdpAttachment,
+    spec: impl Fn() -> UmemSpec<'a>,
+) -> Result<Vec<Arc<Xsk>>> {
+    let mut socks = Vec::with_capacity(cfg.queue_count as usize);
+    for q in cfg.start_queue..cfg.start_queue + cfg.queue_count {
+        let mut s = Xsk::open(netns, xdp.ifindex, q as u32, spec(), cfg.force_copy).map_err(|e| {
+            let range = match (e.step, e.source.raw_os_error()) {
+                ("bind", Some(libc::EINVAL)) => " (is the queue in range? see `ethtool -l`)",
+                ("bind", Some(libc::EBUSY)) => " (another AF_XDP socket is bound to this queue)",
+                ("XDP_UMEM_REG", Some(libc::EINVAL)) if cfg.umem == UmemMode::Pool => {
+                    " (the kernel refused the pool's memory as a UMEM: it needs unaligned chunks, Linux 5.4 or \
+                     later; use umem=own)"
+                }
+                _ => "",
+            };
+            os(format!("port {name}: {} of the AF_XDP socket for {} queue {q}{range}", e.step, cfg.iface), e.source)
+        })?;
+        // Where the kernel has no preferred busy polling the socket simply works without it.
+        let _ = s.set_busy_poll(cfg.busy_budget);
+        socks.push(Arc::new(s));
+    }
+    for (q, s) in (cfg.start_queue..).zip(&socks) {
+        bpf::xskmap_set(&xdp.map, q as u32, s.raw_fd())
+            .map_err(|e| os(format!("port {name}: XSKMAP update for queue {q}"), e))?;
+    }
+    Ok(socks)
 }
 
 /// The port's XDP program and map, attached to the interface; detached on drop.
@@ -202,11 +270,16 @@ pub struct AfXdpPort {
     state: PortState,
     cfg: AfXdpConfig,
     ctl: IfCtl,
+    /// Where the sockets are made.
+    netns: NetNs,
     // Declared before the sockets: the program is detached before they close.
     xdp: XdpAttachment,
     socks: Vec<Arc<Xsk>>,
     pool: Option<Mempool>,
+    /// Per queue: the kernel's counters at the last reset (of the live socket)...
     kernel_base: Vec<XskStats>,
+    /// ... and what sockets closed since then counted (pool UMEM: one socket per start).
+    kernel_acc: Vec<XskStats>,
 }
 
 impl AfXdpPort {
@@ -241,24 +314,14 @@ impl AfXdpPort {
         }
         // The program first: an interface that has one already is reported as such, not as a busy queue.
         let xdp = XdpAttachment::load_and_attach(name, cfg, ifindex)?;
-        let mut socks = Vec::with_capacity(cfg.queue_count as usize);
-        for q in cfg.start_queue..cfg.start_queue + cfg.queue_count {
-            let mut s = Xsk::open(ifindex, q as u32, RING_SIZE, RING_SIZE, cfg.force_copy).map_err(|e| {
-                let range = match (e.step, e.source.raw_os_error()) {
-                    ("bind", Some(libc::EINVAL)) => " (is the queue in range? see `ethtool -l`)",
-                    ("bind", Some(libc::EBUSY)) => " (another AF_XDP socket is bound to this queue)",
-                    _ => "",
-                };
-                os(format!("port {name}: {} of the AF_XDP socket for {} queue {q}{range}", e.step, cfg.iface), e.source)
-            })?;
-            // Where the kernel has no preferred busy polling the socket simply works without it.
-            let _ = s.set_busy_poll(cfg.busy_budget);
-            socks.push(Arc::new(s));
-        }
-        for (q, s) in (cfg.start_queue..).zip(&socks) {
-            bpf::xskmap_set(&xdp.map, q as u32, s.raw_fd())
-                .map_err(|e| os(format!("port {name}: XSKMAP update for queue {q}"), e))?;
-        }
+        let netns = NetNs::current().map_err(|e| Error::os(format!("port {name}: /proc/thread-self/ns/net"), e))?;
+        // An own UMEM needs nothing of the pool: its sockets are made now, where errors show at open.
+        let socks = match cfg.umem {
+            UmemMode::Own => {
+                open_sockets(name, cfg, &netns, &xdp, || UmemSpec::Own { rx_frames: RING_SIZE, tx_frames: RING_SIZE })?
+            }
+            UmemMode::Pool => Vec::new(),
+        };
         let mac = ctl.mac()?;
         let mtu = ctl.mtu()?;
         let mut info = DevInfo::software("net_af_xdp", name, cfg.queue_count);
@@ -272,14 +335,15 @@ impl AfXdpPort {
             ..PortConfig::default()
         };
         info.check(&config)?;
-        let kernel_base = vec![XskStats::default(); socks.len()];
+        let queues = cfg.queue_count as usize;
+        let (kernel_base, kernel_acc) = (vec![XskStats::default(); queues], vec![XskStats::default(); queues]);
         let state = PortState::new(info, mac, config);
-        Ok(AfXdpPort { state, cfg: cfg.clone(), ctl, xdp, socks, pool: None, kernel_base })
+        Ok(AfXdpPort { state, cfg: cfg.clone(), ctl, netns, xdp, socks, pool: None, kernel_base, kernel_acc })
     }
 
     /// Opens from devargs (`net_af_xdp0,iface=eth1,start_queue=0,queue_count=2`).
     pub fn from_devargs(args: &Devargs) -> Result<Self> {
-        args.check_keys(&["iface", "start_queue", "queue_count", "force_copy", "xdp_mode", "busy_budget"])?;
+        args.check_keys(&["iface", "start_queue", "queue_count", "force_copy", "xdp_mode", "busy_budget", "umem"])?;
         let Some(iface) = args.get("iface").filter(|s| !s.is_empty()) else {
             return Err(args.error("net_af_xdp needs iface=NAME (the kernel interface to attach to)"));
         };
@@ -289,6 +353,17 @@ impl AfXdpPort {
             "skb" | "generic" => XdpMode::Skb,
             other => return Err(args.error(format!("xdp_mode={other}: use auto, drv or skb"))),
         };
+        let umem = match args.get("umem") {
+            None => DEFAULT_UMEM,
+            Some("pool") => UmemMode::Pool,
+            Some("own") => UmemMode::Own,
+            Some(other) => {
+                return Err(args.error(format!(
+                    "umem={other}: use pool (the port's mempool memory, no copies) or own (a UMEM per socket, \
+                     frames copied)"
+                )))
+            }
+        };
         let cfg = AfXdpConfig {
             iface: iface.to_string(),
             start_queue: args.parse_or("start_queue", 0)?,
@@ -296,6 +371,7 @@ impl AfXdpPort {
             force_copy: args.flag("force_copy", false)?,
             xdp_mode,
             busy_budget: args.parse_or("busy_budget", DEFAULT_BUSY_BUDGET)?,
+            umem,
         };
         AfXdpPort::new(&args.name, &cfg)
     }
@@ -305,9 +381,14 @@ impl AfXdpPort {
         &self.cfg.iface
     }
 
-    /// Whether the sockets are bound in zero-copy mode.
+    /// Whether the sockets are bound in zero-copy mode (with `umem=pool`, known once started).
     pub fn zerocopy(&self) -> bool {
-        self.socks.iter().all(|s| s.zerocopy)
+        !self.socks.is_empty() && self.socks.iter().all(|s| s.zerocopy)
+    }
+
+    /// What the sockets' UMEM is.
+    pub fn umem(&self) -> UmemMode {
+        self.cfg.umem
     }
 
     /// Whether the XDP program runs in the driver (native) rather than generically.
@@ -315,25 +396,13 @@ impl AfXdpPort {
         self.xdp.native()
     }
 
-    /// Typed RX queue.
-    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<AfXdpRxQueue> {
-        let stats = self.state.claim_rx(queue, Some)?;
-        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
-        let sock = self.socks[queue as usize].clone();
-        let (rx, fill) = (Consumer::attach(&sock.rx), Producer::attach(&sock.fill));
-        Ok(AfXdpRxQueue { sock, rx, fill, pool, stats, port_id: self.state.port_id })
-    }
-
-    /// Typed TX queue.
-    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<AfXdpTxQueue> {
-        let stats = self.state.claim_tx(queue, Some)?;
-        let sock = self.socks[queue as usize].clone();
-        let (tx, comp) = (Producer::attach(&sock.tx), Consumer::attach(&sock.comp));
-        Ok(AfXdpTxQueue { sock, tx, comp, stats })
-    }
-
     fn kernel_stats(&self) -> Vec<XskStats> {
-        self.socks.iter().map(|s| s.stats()).collect()
+        (0..self.kernel_base.len())
+            .map(|q| {
+                let now = self.socks.get(q).map(|s| s.stats()).unwrap_or_default();
+                self.kernel_acc[q].plus(now.minus(self.kernel_base[q]))
+            })
+            .collect()
     }
 }
 
@@ -358,6 +427,20 @@ impl EthDev for AfXdpPort {
         if self.state.started {
             return Err(Error::Started { port: self.state.name().to_string() });
         }
+        if self.cfg.umem == UmemMode::Pool {
+            let name = self.state.name().to_string();
+            pool_umem::check(pool).map_err(|reason| Error::InvalidConfig { port: name.clone(), reason })?;
+            // A full ring per queue, as an own UMEM keeps, where the pool has room (a third of it per port): the
+            // kernel drops what finds no buffer, and on a loaded host the buffers cover the forwarder's absences
+            // (measured: an eighth of the ring forwarded a third as much on veth, half a ring 0.8 times, a full ring
+            // as much as an own UMEM).
+            let fill = RING_SIZE.min(pool.size() / (3 * u32::from(self.cfg.queue_count))).max(1);
+            self.socks = open_sockets(&name, &self.cfg, &self.netns, &self.xdp, || UmemSpec::Pool {
+                pool,
+                ring: RING_SIZE,
+                fill,
+            })?;
+        }
         self.ctl.change_flags(libc::IFF_UP, true)?;
         self.state.start()?;
         self.pool = Some(pool.clone());
@@ -367,15 +450,37 @@ impl EthDev for AfXdpPort {
     fn stop(&mut self) -> Result<()> {
         self.state.stop()?;
         self.pool = None;
+        if self.cfg.umem == UmemMode::Pool {
+            // Keep what the closing sockets counted; the next ones count from zero.
+            self.kernel_acc = self.kernel_stats();
+            self.kernel_base = vec![XskStats::default(); self.kernel_base.len()];
+            // Closed once the queue handles are gone too; the kernel's buffers go back to the pool then.
+            self.socks.clear();
+        }
         Ok(())
     }
 
     fn rx_queue(&mut self, queue: u16) -> Result<Box<dyn RxQueue>> {
-        Ok(Box::new(self.rx_queue_typed(queue)?))
+        let stats = self.state.claim_rx(queue, Some)?;
+        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
+        let sock = self.socks[queue as usize].clone();
+        let port_id = self.state.port_id;
+        if sock.pool_umem().is_some() {
+            return Ok(Box::new(AfXdpPoolRxQueue::new(sock, stats, port_id)));
+        }
+        let (rx, fill) = (Consumer::attach(&sock.rx), Producer::attach(&sock.fill));
+        Ok(Box::new(AfXdpRxQueue { sock, rx, fill, pool, stats, port_id }))
     }
 
     fn tx_queue(&mut self, queue: u16) -> Result<Box<dyn TxQueue>> {
-        Ok(Box::new(self.tx_queue_typed(queue)?))
+        let stats = self.state.claim_tx(queue, Some)?;
+        let sock = self.socks.get(queue as usize).cloned();
+        let sock = sock.ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
+        if sock.pool_umem().is_some() {
+            return Ok(Box::new(AfXdpPoolTxQueue::new(sock, stats)));
+        }
+        let (tx, comp) = (Producer::attach(&sock.tx), Consumer::attach(&sock.comp));
+        Ok(Box::new(AfXdpTxQueue { sock, tx, comp, stats }))
     }
 
     fn link(&self) -> LinkStatus {
@@ -416,36 +521,34 @@ impl EthDev for AfXdpPort {
 
     fn stats(&self) -> crate::PortStats {
         let mut s = self.state.stats();
-        for (now, base) in self.kernel_stats().iter().zip(&self.kernel_base) {
-            s.imissed += (now.rx_dropped + now.rx_ring_full).wrapping_sub(base.rx_dropped + base.rx_ring_full);
+        for k in self.kernel_stats() {
+            s.imissed += k.rx_dropped + k.rx_ring_full;
         }
         s
     }
 
     fn reset_stats(&mut self) {
         self.state.reset_stats();
-        self.kernel_base = self.kernel_stats();
+        self.kernel_base = self.socks.iter().map(|s| s.stats()).collect();
+        self.kernel_base.resize(self.kernel_acc.len(), XskStats::default());
+        self.kernel_acc.fill(XskStats::default());
     }
 
     fn xstats(&self) -> Vec<XStat> {
         let mut x = self.stats().generic_xstats();
-        for (q, (now, base)) in self.kernel_stats().iter().zip(&self.kernel_base).enumerate() {
-            let d = |a: u64, b: u64| a.wrapping_sub(b);
-            x.push(XStat::new(format!("rx_q{q}_xsk_dropped"), d(now.rx_dropped, base.rx_dropped)));
-            x.push(XStat::new(format!("rx_q{q}_xsk_invalid_descs"), d(now.rx_invalid_descs, base.rx_invalid_descs)));
-            x.push(XStat::new(format!("rx_q{q}_xsk_ring_full"), d(now.rx_ring_full, base.rx_ring_full)));
-            x.push(XStat::new(
-                format!("rx_q{q}_xsk_fill_ring_empty"),
-                d(now.rx_fill_ring_empty_descs, base.rx_fill_ring_empty_descs),
-            ));
-            x.push(XStat::new(format!("tx_q{q}_xsk_invalid_descs"), d(now.tx_invalid_descs, base.tx_invalid_descs)));
-            x.push(XStat::new(format!("tx_q{q}_xsk_ring_empty"), d(now.tx_ring_empty_descs, base.tx_ring_empty_descs)));
+        for (q, k) in self.kernel_stats().iter().enumerate() {
+            x.push(XStat::new(format!("rx_q{q}_xsk_dropped"), k.rx_dropped));
+            x.push(XStat::new(format!("rx_q{q}_xsk_invalid_descs"), k.rx_invalid_descs));
+            x.push(XStat::new(format!("rx_q{q}_xsk_ring_full"), k.rx_ring_full));
+            x.push(XStat::new(format!("rx_q{q}_xsk_fill_ring_empty"), k.rx_fill_ring_empty_descs));
+            x.push(XStat::new(format!("tx_q{q}_xsk_invalid_descs"), k.tx_invalid_descs));
+            x.push(XStat::new(format!("tx_q{q}_xsk_ring_empty"), k.tx_ring_empty_descs));
         }
         x
     }
 }
 
-/// RX side of an af_xdp port: takes frames from one socket's RX ring and gives their chunks back on the fill ring.
+/// RX side of an af_xdp port with its own UMEM (`umem=own`): takes frames from one socket's RX ring and gives their chunks back on the fill ring.
 #[derive(Debug)]
 pub struct AfXdpRxQueue {
     sock: Arc<Xsk>,
@@ -498,7 +601,7 @@ impl RxQueue for AfXdpRxQueue {
     }
 }
 
-/// TX side of an af_xdp port: copies frames into the TX chunks, wakes the kernel when it asks, and counts the
+/// TX side of an af_xdp port with its own UMEM (`umem=own`): copies frames into the TX chunks, wakes the kernel when it asks, and counts the
 /// completions that free the chunks again.
 #[derive(Debug)]
 pub struct AfXdpTxQueue {
@@ -602,5 +705,6 @@ mod tests {
         assert!(err("net_af_xdp0,iface=x,queue_count=0").contains("queue_count=0 must be 1..=16"));
         assert!(err("net_af_xdp0,iface=x,queue_count=17").contains("queue_count=17"));
         assert!(err("net_af_xdp0,iface=a/b").contains("does not allow"));
+        assert!(err("net_af_xdp0,iface=x,umem=shared").contains("umem=shared: use pool"));
     }
 }

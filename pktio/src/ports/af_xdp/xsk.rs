@@ -1,12 +1,12 @@
-//! One AF_XDP socket: its UMEM (an anonymous mapping of its own, split into RX and TX frames), the four rings
-//! mapped from the kernel, and the burst operations on them.
+//! One AF_XDP socket: its UMEM (an anonymous mapping of its own, split into RX and TX frames, or the port's pool
+//! memory: [`super::pool_umem`]), the four rings mapped from the kernel, and the burst operations on them.
 //!
 //! Ring protocol: each ring is a power-of-two array with a producer and a consumer index shared with the kernel.
 //! The side that produces writes entries, then publishes the new producer index with Release; the side that
 //! consumes reads the producer index with Acquire before reading entries, and returns them by storing its consumer
 //! index with Release. We produce on the fill and TX rings and consume the RX and completion rings.
 //!
-//! Frames: the first `rx_frames` UMEM chunks circulate fill ring -> RX ring -> (copied into a pool buffer) -> fill
+//! Frames of an own UMEM: the first `rx_frames` UMEM chunks circulate fill ring -> RX ring -> (copied into a pool buffer) -> fill
 //! ring; the fill ring holds all of them, so giving one back never waits. TX chunk `i` belongs to TX ring slot
 //! `i`: a slot is free again once the completion ring has reported as many frames as were sent before it
 //! (the kernel completes a socket's frames in order).
@@ -16,6 +16,12 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use mempool::Mempool;
+
+use super::pool_umem::PoolUmem;
+
+/// How long bind waits for a queue the kernel is still releasing.
+pub(crate) const BIND_BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 /// Size of one UMEM chunk (one frame).
 pub(crate) const CHUNK_SIZE: u32 = 2048;
 /// Where the kernel puts received data in a chunk when the UMEM asks for no headroom of its own.
@@ -103,6 +109,12 @@ impl Ring {
         unsafe { self.flags.as_ref() }.load(Ordering::Relaxed) & libc::XDP_RING_NEED_WAKEUP != 0
     }
 
+    /// Entries in the ring.
+    #[inline(always)]
+    fn size(&self) -> u32 {
+        self.mask + 1
+    }
+
     /// Entry `idx` (taken modulo the ring size) as a `T`.
     #[inline(always)]
     fn entry<T>(&self, idx: u32) -> *mut T {
@@ -111,16 +123,34 @@ impl Ring {
     }
 }
 
+/// What a socket's UMEM is made of.
+#[derive(Debug)]
+pub(crate) enum UmemSpec<'a> {
+    /// An anonymous mapping of its own: `rx_frames` chunks for receiving, `tx_frames` for sending (powers of two,
+    /// also the ring sizes).
+    Own { rx_frames: u32, tx_frames: u32 },
+    /// The memory of `pool`, rings of `ring` entries, `fill` buffers kept with the kernel for receiving.
+    Pool { pool: &'a Mempool, ring: u32, fill: u32 },
+}
+
+/// A socket's UMEM.
+#[derive(Debug)]
+enum Umem {
+    Own(Mapping),
+    Pool(PoolUmem),
+}
+
 /// An AF_XDP socket bound to one queue of an interface, with its UMEM and rings.
 #[derive(Debug)]
 pub(crate) struct Xsk {
-    // Declared first so the socket closes before its UMEM and rings are unmapped.
+    // Declared first so the socket closes before its UMEM and rings are unmapped; the socket is released when the
+    // last ring mapping goes, so a pool UMEM (last) gives its buffers back once the kernel is done with them.
     fd: OwnedFd,
     pub(crate) fill: Ring,
     pub(crate) comp: Ring,
     pub(crate) rx: Ring,
     pub(crate) tx: Ring,
-    umem: Mapping,
+    umem: Umem,
     /// UMEM chunks given to receiving; the TX chunks follow them.
     rx_frames: u32,
     /// Whether the kernel binds the socket in zero-copy mode.
@@ -136,6 +166,130 @@ pub(crate) struct Xsk {
 unsafe impl Send for Xsk {}
 // SAFETY: as above.
 unsafe impl Sync for Xsk {}
+
+/// The network namespace a port was opened in. A socket belongs to the namespace it was made in, and bind looks
+/// the interface index up there: a port started (`umem=pool` makes its sockets then) from a thread in another
+/// namespace must still make them in this one.
+#[derive(Debug)]
+pub(crate) struct NetNs {
+    file: std::fs::File,
+}
+
+impl NetNs {
+    /// The calling thread's namespace.
+    pub(crate) fn current() -> io::Result<NetNs> {
+        Ok(NetNs { file: std::fs::File::open("/proc/thread-self/ns/net")? })
+    }
+
+    fn try_clone(&self) -> io::Result<NetNs> {
+        Ok(NetNs { file: self.file.try_clone()? })
+    }
+
+    /// Whether the calling thread is in this namespace (same namespace inode).
+    fn is_current(&self) -> io::Result<bool> {
+        use std::os::unix::fs::MetadataExt;
+        let (here, ours) = (std::fs::metadata("/proc/thread-self/ns/net")?, self.file.metadata()?);
+        Ok((here.dev(), here.ino()) == (ours.dev(), ours.ino()))
+    }
+
+    /// A new AF_XDP socket in this namespace: made here, or by a short-lived thread that enters it (setns affects
+    /// only that thread).
+    fn socket(&self) -> io::Result<OwnedFd> {
+        if self.is_current()? {
+            return xdp_socket();
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // SAFETY: setns on a namespace descriptor we hold; it moves only this helper thread.
+                if unsafe { libc::setns(self.file.as_raw_fd(), libc::CLONE_NEWNET) } < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                xdp_socket()
+            })
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the thread making the socket panicked")))
+        })
+    }
+}
+
+fn xdp_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call; the result is checked.
+    let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// One queue of one interface, in its namespace.
+#[derive(Debug)]
+pub(crate) struct QueueId {
+    netns: NetNs,
+    ifindex: i32,
+    queue: u32,
+}
+
+impl QueueId {
+    /// Waits, up to [`BIND_BUSY_WAIT`], until no AF_XDP buffer pool is attached to this queue any more: the kernel
+    /// detaches a closed socket's pool in deferred work, and a zero-copy driver may still write into its buffers
+    /// until then. Probes by binding throwaway copy-mode sockets (sharing one page of UMEM of their own). True when
+    /// the queue was seen free (or the interface is gone).
+    pub(crate) fn wait_released(&self) -> bool {
+        let Ok(page) = Mapping::new(2 * CHUNK_SIZE as usize, None, 0) else { return false };
+        let deadline = std::time::Instant::now() + BIND_BUSY_WAIT;
+        loop {
+            match self.probe(&page) {
+                Ok(()) => return true,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENODEV) | Some(libc::ENXIO)) => return true,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(_) => return false,
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// Binds a fresh socket with the two-chunk UMEM `page` to this queue in copy mode (a failed bind can leave a
+    /// socket unusable, so each attempt has its own).
+    fn probe(&self, page: &Mapping) -> io::Result<()> {
+        let fd = self.netns.socket()?;
+        let reg = libc::xdp_umem_reg {
+            addr: page.base.as_ptr() as u64,
+            len: page.len as u64,
+            chunk_size: CHUNK_SIZE,
+            headroom: 0,
+            flags: 0,
+            tx_metadata_len: 0,
+        };
+        setsockopt(&fd, libc::XDP_UMEM_REG, &reg)?;
+        for ring in [libc::XDP_UMEM_FILL_RING, libc::XDP_UMEM_COMPLETION_RING, libc::XDP_RX_RING] {
+            setsockopt(&fd, ring, &2u32)?;
+        }
+        let sxdp = libc::sockaddr_xdp {
+            sxdp_family: libc::AF_XDP as u16,
+            sxdp_flags: libc::XDP_COPY,
+            sxdp_ifindex: self.ifindex as u32,
+            sxdp_queue_id: self.queue,
+            sxdp_shared_umem_fd: 0,
+        };
+        // SAFETY: binds our socket to a live, initialised sockaddr_xdp of the given size.
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sxdp as *const libc::sockaddr_xdp).cast(),
+                std::mem::size_of::<libc::sockaddr_xdp>() as u32,
+            )
+        };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+}
 
 /// Why a socket could not be made: the step and the OS error.
 #[derive(Debug)]
@@ -185,33 +339,60 @@ pub(crate) struct XskStats {
     pub(crate) tx_ring_empty_descs: u64,
 }
 
+impl XskStats {
+    fn zip(self, o: XskStats, f: impl Fn(u64, u64) -> u64) -> XskStats {
+        XskStats {
+            rx_dropped: f(self.rx_dropped, o.rx_dropped),
+            rx_invalid_descs: f(self.rx_invalid_descs, o.rx_invalid_descs),
+            tx_invalid_descs: f(self.tx_invalid_descs, o.tx_invalid_descs),
+            rx_ring_full: f(self.rx_ring_full, o.rx_ring_full),
+            rx_fill_ring_empty_descs: f(self.rx_fill_ring_empty_descs, o.rx_fill_ring_empty_descs),
+            tx_ring_empty_descs: f(self.tx_ring_empty_descs, o.tx_ring_empty_descs),
+        }
+    }
+
+    /// Counts since `base`.
+    pub(crate) fn minus(self, base: XskStats) -> XskStats {
+        self.zip(base, u64::wrapping_sub)
+    }
+
+    /// Both counts together.
+    pub(crate) fn plus(self, other: XskStats) -> XskStats {
+        self.zip(other, u64::wrapping_add)
+    }
+}
+
 impl Xsk {
-    /// Creates a socket with `rx_frames` + `tx_frames` chunks (powers of two) and binds it to queue `queue` of
-    /// `ifindex`, zero-copy unless `force_copy` or the driver cannot.
+    /// Creates a socket in network namespace `netns` with the UMEM `spec` asks for and binds it to queue `queue`
+    /// of `ifindex` (an interface of that namespace), zero-copy unless `force_copy` or the driver cannot.
     pub(crate) fn open(
+        netns: &NetNs,
         ifindex: i32,
         queue: u32,
-        rx_frames: u32,
-        tx_frames: u32,
+        spec: UmemSpec<'_>,
         force_copy: bool,
     ) -> Result<Xsk, XskError> {
         let step = |step: &'static str| move |source: io::Error| XskError { step, source };
-        // SAFETY: plain socket(2) call; the result is checked.
-        let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if raw < 0 {
-            return Err(step("socket(AF_XDP)")(io::Error::last_os_error()));
-        }
-        // SAFETY: a fresh descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let umem_len = (rx_frames + tx_frames) as usize * CHUNK_SIZE as usize;
-        let umem = Mapping::new(umem_len, None, 0).map_err(step("UMEM mmap"))?;
-        let reg = libc::xdp_umem_reg {
-            addr: umem.base.as_ptr() as u64,
-            len: umem_len as u64,
-            chunk_size: CHUNK_SIZE,
-            headroom: 0,
-            flags: 0,
-            tx_metadata_len: 0,
+        let fd = netns.socket().map_err(step("socket(AF_XDP)"))?;
+        let (mut umem, reg, rx_frames, tx_frames) = match spec {
+            UmemSpec::Own { rx_frames, tx_frames } => {
+                let umem_len = (rx_frames + tx_frames) as usize * CHUNK_SIZE as usize;
+                let map = Mapping::new(umem_len, None, 0).map_err(step("UMEM mmap"))?;
+                let reg = libc::xdp_umem_reg {
+                    addr: map.base.as_ptr() as u64,
+                    len: umem_len as u64,
+                    chunk_size: CHUNK_SIZE,
+                    headroom: 0,
+                    flags: 0,
+                    tx_metadata_len: 0,
+                };
+                (Umem::Own(map), reg, rx_frames, tx_frames)
+            }
+            UmemSpec::Pool { pool, ring, fill } => {
+                let umem = PoolUmem::new(pool, fill.min(ring));
+                let reg = umem.reg();
+                (Umem::Pool(umem), reg, ring, ring)
+            }
         };
         setsockopt(&fd, libc::XDP_UMEM_REG, &reg).map_err(step("XDP_UMEM_REG"))?;
         setsockopt(&fd, libc::XDP_UMEM_FILL_RING, &rx_frames).map_err(step("XDP_UMEM_FILL_RING"))?;
@@ -246,12 +427,21 @@ impl Xsk {
             Ring::map(&fd, &off.rx, rx_frames, desc, libc::XDP_PGOFF_RX_RING as u64).map_err(step("RX ring mmap"))?;
         let tx =
             Ring::map(&fd, &off.tx, tx_frames, desc, libc::XDP_PGOFF_TX_RING as u64).map_err(step("TX ring mmap"))?;
-        // Every RX chunk starts on the fill ring, before bind, so the kernel has buffers from the first frame on.
-        for i in 0..rx_frames {
-            // SAFETY: fill-ring entry i < rx_frames = its size, not yet published to the kernel.
-            unsafe { fill.entry::<u64>(i).write(i as u64 * CHUNK_SIZE as u64) };
+        // Receive buffers go on the fill ring before bind, so the kernel has them from the first frame on.
+        match &umem {
+            Umem::Own(_) => {
+                // Every RX chunk.
+                for i in 0..rx_frames {
+                    // SAFETY: fill-ring entry i < rx_frames = its size, not yet published to the kernel.
+                    unsafe { fill.entry::<u64>(i).write(i as u64 * CHUNK_SIZE as u64) };
+                }
+                fill.producer().store(rx_frames, Ordering::Release);
+            }
+            Umem::Pool(p) => {
+                // As many pool buffers as the target (fewer if the pool is short: receiving tops up later).
+                let _ = p.refill(&fill, &mut Producer::attach(&fill));
+            }
         }
-        fill.producer().store(rx_frames, Ordering::Release);
         let mode = if force_copy { libc::XDP_COPY } else { 0 };
         let mut sxdp = libc::sockaddr_xdp {
             sxdp_family: libc::AF_XDP as u16,
@@ -275,7 +465,17 @@ impl Xsk {
                 Ok(())
             }
         };
-        if let Err(e) = bind(&sxdp) {
+        // A socket closed on this queue a moment ago (a pool-UMEM port restarting) leaves it busy until the kernel's
+        // deferred release of its buffer pool has run (a workqueue, usually well under a millisecond): wait for that,
+        // with a deadline, before calling the queue busy.
+        let deadline = std::time::Instant::now() + BIND_BUSY_WAIT;
+        let mut first = bind(&sxdp);
+        while matches!(&first, Err(e) if e.raw_os_error() == Some(libc::EBUSY)) && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            first = bind(&sxdp);
+        }
+        if let Err(e) = first {
             // Kernels before need-wakeup (5.4) reject the flag: bind without it.
             if e.raw_os_error() != Some(libc::EINVAL) {
                 return Err(step("bind")(e));
@@ -283,9 +483,30 @@ impl Xsk {
             sxdp.sxdp_flags = mode;
             bind(&sxdp).map_err(|_| step("bind")(e))?;
         }
+        if let Umem::Pool(p) = &mut umem {
+            p.bound(QueueId { netns: netns.try_clone().map_err(step("dup of the namespace"))?, ifindex, queue });
+        }
         // struct xdp_options is one u32 of flags.
         let zerocopy = getsockopt_u32(&fd, libc::XDP_OPTIONS).unwrap_or(0) & libc::XDP_OPTIONS_ZEROCOPY != 0;
         Ok(Xsk { fd, fill, comp, rx, tx, umem, rx_frames, zerocopy, busy_poll: false })
+    }
+
+    /// The pool UMEM, when the socket has one.
+    #[inline(always)]
+    pub(crate) fn pool_umem(&self) -> Option<&PoolUmem> {
+        match &self.umem {
+            Umem::Pool(p) => Some(p),
+            Umem::Own(_) => None,
+        }
+    }
+
+    /// Base of an own UMEM (pool UMEMs have no chunks of the socket's own: never called for them).
+    #[inline(always)]
+    fn own_base(&self) -> *mut u8 {
+        match &self.umem {
+            Umem::Own(map) => map.base.as_ptr(),
+            Umem::Pool(_) => unreachable!("own-UMEM frame access on a pool UMEM"),
+        }
     }
 
     /// Turns on preferred busy polling with `budget` frames per poll (0: off). Kernels before 5.11 lack it:
@@ -374,7 +595,7 @@ impl Xsk {
             return None;
         }
         // SAFETY: [addr, end) lies inside the RX part of the UMEM (checked), in a chunk the RX ring handed to us.
-        Some(unsafe { std::slice::from_raw_parts(self.umem.base.as_ptr().add(addr as usize), len as usize) })
+        Some(unsafe { std::slice::from_raw_parts(self.own_base().add(addr as usize), len as usize) })
     }
 
     /// The UMEM address of TX chunk `slot` (a TX ring index).
@@ -390,7 +611,7 @@ impl Xsk {
         let len = (m.pkt_len() as usize).min(CHUNK_SIZE as usize);
         // SAFETY: the chunk lies inside the UMEM; its TX ring slot is free (the caller checked against the
         // completions), so the kernel is not reading it, and only the one TX queue handle writes TX chunks.
-        let out = unsafe { std::slice::from_raw_parts_mut(self.umem.base.as_ptr().add(addr), len) };
+        let out = unsafe { std::slice::from_raw_parts_mut(self.own_base().add(addr), len) };
         m.copy_to(out);
     }
 }
@@ -415,6 +636,13 @@ impl Consumer {
             self.prod = ring.producer().load(Ordering::Acquire);
         }
         self.prod.wrapping_sub(self.cons).min(max)
+    }
+
+    /// Address entry `i` (fill/completion rings) of the ones [`Consumer::peek`] reported.
+    #[inline(always)]
+    pub(crate) fn addr(&self, ring: &Ring, i: u32) -> u64 {
+        // SAFETY: as for `desc`.
+        unsafe { ring.entry::<u64>(self.cons.wrapping_add(i)).read() }
     }
 
     /// Entry `i` of the ones [`Consumer::peek`] reported.
@@ -442,11 +670,25 @@ impl Consumer {
 #[derive(Debug, Default)]
 pub(crate) struct Producer {
     pub(crate) prod: u32,
+    /// The kernel's consumer index as last read.
+    cons: u32,
 }
 
 impl Producer {
     pub(crate) fn attach(ring: &Ring) -> Producer {
-        Producer { prod: ring.producer().load(Ordering::Relaxed) }
+        Producer { prod: ring.producer().load(Ordering::Relaxed), cons: ring.consumer().load(Ordering::Acquire) }
+    }
+
+    /// Free entries (at least `want` if there are, reading the kernel's consumer index only when the cached one
+    /// shows fewer). Acquire: the kernel is done with the entries it consumed before we overwrite them.
+    #[inline(always)]
+    pub(crate) fn free(&mut self, ring: &Ring, want: u32) -> u32 {
+        let free = ring.size() - self.prod.wrapping_sub(self.cons);
+        if free >= want {
+            return free;
+        }
+        self.cons = ring.consumer().load(Ordering::Acquire);
+        ring.size() - self.prod.wrapping_sub(self.cons)
     }
 
     /// Writes a fill-ring address at position `i` past the producer index (not yet visible to the kernel).
