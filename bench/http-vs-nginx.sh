@@ -64,6 +64,7 @@ bench_system() {
   shift 2
   say "$name: $* (load $(cut -d' ' -f1 /proc/loadavg))"
   cut -d' ' -f1 /proc/loadavg >>"$TMP/load"
+  SERVER_LABEL=$name
   netns_start_server "$mode" "$@"
   netns_wait_ready curl -sf -o /dev/null "http://$HOST_IP:$BENCH_PORT/"
   local got
@@ -98,6 +99,9 @@ for v in "${VARIANTS[@]}"; do
     "$(fmt "$(col nginx 1)" 0)" "$(fmt "$(col nginx 2)" 3)" "$(fmt "$(col nginx 3)" 3)" \
     "$(fmt "$(col "$h" 1)" 0)" "$(fmt "$(col "$h" 2)" 3)" "$(fmt "$(col "$h" 3)" 3)" \
     "$(ratio "$(col "$h" 1)" "$(col nginx 1)")"
+done
+for v in "${VARIANTS[@]}"; do
+  echo "${v%%=*}: tcp_retransmissions per server run (median): $(netns_retx "${v%%=*}")"
 done
 echo "(wrk -t$THREADS -c$CONNS -d${DURATION}s in namespace $NS over a veth, $BENCH_PAGE_BYTES-byte page, median of" \
   "${BENCH_ROUNDS:-1} alternating rounds; ratio = http-server / nginx; load average at the server starts:" \

@@ -36,6 +36,7 @@ bench_system() {
   shift 2
   say "$name: $* (load $(cut -d' ' -f1 /proc/loadavg))"
   cut -d' ' -f1 /proc/loadavg >>"$TMP/load"
+  SERVER_LABEL=$name
   netns_start_server "$mode" "$@"
   netns_wait_ready redis-cli -h "$HOST_IP" -p "$BENCH_PORT" ping
   for p in $PIPELINES; do
@@ -76,6 +77,7 @@ for v in "${VARIANTS[@]}"; do
         "$(ratio "$(get "$k" $t 2)" "$(get "$r" $t 2)")"
     done
   done
+  echo "tcp_retransmissions per server run (median): $(netns_retx "$label")"
 done
 echo "(requests/s and latency from redis-benchmark -c $CLIENTS -n $N in namespace $NS over a veth, median of" \
   "${BENCH_ROUNDS:-1} alternating rounds; ratio = kv / redis; load average at the server starts:" \

@@ -74,13 +74,22 @@ netns_start_server() {
   SERVER_PID=$!
 }
 
+# Stops the server (SIGTERM: a netstack server prints its counters). With SERVER_LABEL set, the last
+# tcp_retransmissions counter the server printed goes to $TMP/retx as "LABEL N" (see netns_retx).
 netns_stop_server() {
   if [ -n "$SERVER_PID" ]; then
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
     SERVER_PID=
+    if [ -n "${SERVER_LABEL:-}" ]; then
+      awk -v l="$SERVER_LABEL" '$1 == "tcp_retransmissions" { n = $2 } END { if (n != "") print l, n }' \
+        "$TMP/server.log" >>"$TMP/retx"
+    fi
   fi
 }
+
+# The median of the retransmissions label $1's servers counted, one figure per server run ("n/a": none printed).
+netns_retx() { awk -v l="$1" '$1 == l { print $2 }' "$TMP/retx" 2>/dev/null | median; }
 
 # Polls (from the namespace) until $@ succeeds, for up to 10 s.
 netns_wait_ready() {
