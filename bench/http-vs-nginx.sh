@@ -10,9 +10,10 @@
 # http-server is built in release mode and owns the host-side veth through net_af_packet. HTTP_SERVER_CMD replaces
 # it with another command line, run with BENCH_IFACE, BENCH_IP, BENCH_PORT and BENCH_PAGE_BYTES in its
 # environment; HTTP_SERVER_MODE=kernel puts HOST_IP on the host veth for a kernel-stack stand-in instead.
-# HTTP_SERVER_VARIANTS="busy=--busy-poll;wake=" runs several http-server option sets (LABEL=ARGS, `;`-separated) in
-# every round after nginx, a line for each against the same nginx runs. The load average (1 min) is printed at each
-# server start and summed up at the end.
+# HTTP_SERVER_VARIANTS="busy=--busy-poll;wake=" runs several http-server option sets (LABEL=ARGS, `;`-separated;
+# ARGS may start with the absolute path of another build of http-server) in every round after nginx, a line for
+# each against the same nginx runs. The load average (1 min) is printed at each server start and its range at the
+# end, with each variant's retransmissions.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/bench/lib.sh"
@@ -86,7 +87,7 @@ for round in $(seq "${BENCH_ROUNDS:-1}"); do
   bench_system nginx kernel nginx -p "$TMP/nginx" -c "$TMP/nginx.conf" -e "$TMP/nginx/logs/error.log"
   for v in "${VARIANTS[@]}"; do
     # shellcheck disable=SC2086 # the command line is given as one string
-    bench_system "${v%%=*}" "${HTTP_SERVER_MODE:-own}" $HTTP_SERVER_CMD ${v#*=}
+    bench_system "${v%%=*}" "${HTTP_SERVER_MODE:-own}" $(variant_cmd "$HTTP_SERVER_CMD" "${v#*=}")
   done
 done
 

@@ -11,8 +11,9 @@
 # net_af_packet (the kernel keeps no address on it). KV_SERVER_CMD replaces it with another command line, run with
 # BENCH_IFACE, BENCH_IP and BENCH_PORT in its environment; KV_SERVER_MODE=kernel then puts HOST_IP on the host
 # veth for a kernel-stack stand-in. KV_SERVER_VARIANTS="busy=--busy-poll;wake=" runs several kv-server option
-# sets (LABEL=ARGS, `;`-separated) in every round after redis-server, a table for each against the same redis runs.
-# The load average (1 min) is printed at each server start and summed up at the end.
+# sets (LABEL=ARGS, `;`-separated; ARGS may start with the absolute path of another build of kv-server, e.g. a kept
+# copy of an older one) in every round after redis-server, a table for each against the same redis runs. The load
+# average (1 min) is printed at each server start and its range at the end, with each variant's retransmissions.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/bench/lib.sh"
@@ -58,7 +59,7 @@ for round in $(seq "${BENCH_ROUNDS:-1}"); do
     --protected-mode no --daemonize no --dir "$TMP"
   for v in "${VARIANTS[@]}"; do
     # shellcheck disable=SC2086 # the command line is given as one string
-    bench_system "${v%%=*}" "${KV_SERVER_MODE:-own}" $KV_SERVER_CMD ${v#*=}
+    bench_system "${v%%=*}" "${KV_SERVER_MODE:-own}" $(variant_cmd "$KV_SERVER_CMD" "${v#*=}")
   done
 done
 

@@ -59,6 +59,17 @@ CONF
   echo "$ROOT/target/release/$bin"
 }
 
+# A variant's command line: $1 the server command, $2 the variant's extra arguments; when $2 starts with the
+# absolute path of an executable, that binary replaces the command's first word (another build of the server).
+variant_cmd() {
+  local cmd=$1 first=${2%% *} rest=$2
+  if [ "${first#/}" != "$first" ] && [ -x "$first" ]; then
+    [ "$first" = "$2" ] && rest= || rest=${2#* }
+    cmd="$first ${cmd#* }"
+  fi
+  echo "$cmd $rest"
+}
+
 host_addr_up() { ip addr replace "$HOST_IP/24" dev "$VETH_HOST"; }
 host_addr_down() { ip addr flush dev "$VETH_HOST"; }
 
