@@ -37,8 +37,16 @@ pub trait App: Send + 'static {
     fn on_events(&mut self, stack: &mut Stack, events: &[Event]);
 
     /// Called once per poll, events or not (timers, sending on its own initiative). Does nothing by default.
+    /// A loop that sleeps when idle polls again on traffic, on the stack's timers and at
+    /// [`Self::next_deadline`], not on a schedule.
     fn on_poll(&mut self, stack: &mut Stack) {
         let _ = stack;
+    }
+
+    /// When the application next needs a poll although nothing arrives (its own timer); `None` (the default):
+    /// it acts only on events.
+    fn next_deadline(&self) -> Option<Instant> {
+        None
     }
 
     /// The application's own counters as `name value` lines, printed on Ctrl-C after the lcore's stack
@@ -299,7 +307,11 @@ fn lcore_loop<A: App>(
                     let since = *idle_since.get_or_insert(now);
                     if now.duration_since(since) >= spin {
                         control.serve(&stack);
-                        if let (Some(until), Some(fd)) = (stack.idle_until(), wake_fd) {
+                        let until = match (stack.idle_until(), app.next_deadline()) {
+                            (Some(s), Some(a)) => Some(s.min(a)),
+                            (until, _) => until,
+                        };
+                        if let (Some(until), Some(fd)) = (until, wake_fd) {
                             let cap = if control.has_clients() { CONTROL_CLIENT_SLEEP } else { MAX_SLEEP };
                             let timeout = until.saturating_duration_since(Instant::now()).min(cap);
                             sleeps += 1;
