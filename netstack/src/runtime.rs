@@ -315,6 +315,8 @@ fn lcore_loop<A: App>(
                             let cap = if control.has_clients() { CONTROL_CLIENT_SLEEP } else { MAX_SLEEP };
                             let timeout = until.saturating_duration_since(Instant::now()).min(cap);
                             sleeps += 1;
+                            // No lost wake-up: ppoll checks readiness after it starts waiting, so a frame that
+                            // arrived since the last (empty) burst makes it return at once.
                             if wait_readable(&[fd, control.wait_fd()], timeout) {
                                 // Traffic (or a tool): spin again for a while before the next sleep.
                                 wakeups += 1;
