@@ -10,6 +10,10 @@
 # http-server is built in release mode and owns the host-side veth through net_af_packet. HTTP_SERVER_CMD replaces
 # it with another command line, run with BENCH_IFACE, BENCH_IP, BENCH_PORT and BENCH_PAGE_BYTES in its
 # environment; HTTP_SERVER_MODE=kernel puts HOST_IP on the host veth for a kernel-stack stand-in instead.
+# HTTP_SERVER_VARIANTS="busy=--busy-poll;wake=" runs several http-server option sets (LABEL=ARGS, `;`-separated;
+# ARGS may start with the absolute path of another build of http-server) in every round after nginx, a line for
+# each against the same nginx runs. The load average (1 min) is printed at each server start and its range at the
+# end, with each variant's retransmissions.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/bench/lib.sh"
@@ -59,7 +63,9 @@ run_client() {
 bench_system() {
   local name=$1 mode=$2
   shift 2
-  say "$name: $*"
+  say "$name: $* (load $(cut -d' ' -f1 /proc/loadavg))"
+  cut -d' ' -f1 /proc/loadavg >>"$TMP/load"
+  SERVER_LABEL=$name
   netns_start_server "$mode" "$@"
   netns_wait_ready curl -sf -o /dev/null "http://$HOST_IP:$BENCH_PORT/"
   local got
@@ -75,19 +81,29 @@ if [ -z "${HTTP_SERVER_CMD:-}" ]; then
   HTTP_SERVER_CMD="$(netstack_server http-server) --config $TMP/http-server.toml --port $BENCH_PORT"
   HTTP_SERVER_CMD="$HTTP_SERVER_CMD --page-bytes $BENCH_PAGE_BYTES ${HTTP_SERVER_ARGS:-}"
 fi
+IFS=';' read -r -a VARIANTS <<<"${HTTP_SERVER_VARIANTS:-http-server=}"
 for round in $(seq "${BENCH_ROUNDS:-1}"); do
   say "round $round of ${BENCH_ROUNDS:-1}"
   bench_system nginx kernel nginx -p "$TMP/nginx" -c "$TMP/nginx.conf" -e "$TMP/nginx/logs/error.log"
-  # shellcheck disable=SC2086 # the command line is given as one string
-  bench_system http-server "${HTTP_SERVER_MODE:-own}" $HTTP_SERVER_CMD
+  for v in "${VARIANTS[@]}"; do
+    # shellcheck disable=SC2086 # the command line is given as one string
+    bench_system "${v%%=*}" "${HTTP_SERVER_MODE:-own}" $(variant_cmd "$HTTP_SERVER_CMD" "${v#*=}")
+  done
 done
 
 # The median over the rounds of column $2 of result file $1.
 col() { awk -v c="$2" '{ print $c }' "$TMP/$1.res" 2>/dev/null | median; }
-printf '%12s %8s %8s | %12s %8s %8s | %6s\n' nginx-rps p50-ms p99-ms http-rps p50-ms p99-ms ratio
-printf '%12s %8s %8s | %12s %8s %8s | %6s\n' \
-  "$(fmt "$(col nginx 1)" 0)" "$(fmt "$(col nginx 2)" 3)" "$(fmt "$(col nginx 3)" 3)" \
-  "$(fmt "$(col http-server 1)" 0)" "$(fmt "$(col http-server 2)" 3)" "$(fmt "$(col http-server 3)" 3)" \
-  "$(ratio "$(col http-server 1)" "$(col nginx 1)")"
+printf '%-12s | %12s %8s %8s | %12s %8s %8s | %6s\n' variant nginx-rps p50-ms p99-ms http-rps p50-ms p99-ms ratio
+for v in "${VARIANTS[@]}"; do
+  h=${v%%=*}
+  printf '%-12s | %12s %8s %8s | %12s %8s %8s | %6s\n' "$h" \
+    "$(fmt "$(col nginx 1)" 0)" "$(fmt "$(col nginx 2)" 3)" "$(fmt "$(col nginx 3)" 3)" \
+    "$(fmt "$(col "$h" 1)" 0)" "$(fmt "$(col "$h" 2)" 3)" "$(fmt "$(col "$h" 3)" 3)" \
+    "$(ratio "$(col "$h" 1)" "$(col nginx 1)")"
+done
+for v in "${VARIANTS[@]}"; do
+  echo "${v%%=*}: tcp_retransmissions per server run (median): $(netns_retx "${v%%=*}")"
+done
 echo "(wrk -t$THREADS -c$CONNS -d${DURATION}s in namespace $NS over a veth, $BENCH_PAGE_BYTES-byte page, median of" \
-  "${BENCH_ROUNDS:-1} alternating rounds; ratio = http-server / nginx)"
+  "${BENCH_ROUNDS:-1} alternating rounds; ratio = http-server / nginx; load average at the server starts:" \
+  "$(sort -g "$TMP/load" | head -1)-$(sort -g "$TMP/load" | tail -1))"

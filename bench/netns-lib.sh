@@ -59,6 +59,17 @@ CONF
   echo "$ROOT/target/release/$bin"
 }
 
+# A variant's command line: $1 the server command, $2 the variant's extra arguments; when $2 starts with the
+# absolute path of an executable, that binary replaces the command's first word (another build of the server).
+variant_cmd() {
+  local cmd=$1 first=${2%% *} rest=$2
+  if [ "${first#/}" != "$first" ] && [ -x "$first" ]; then
+    [ "$first" = "$2" ] && rest= || rest=${2#* }
+    cmd="$first ${cmd#* }"
+  fi
+  echo "$cmd $rest"
+}
+
 host_addr_up() { ip addr replace "$HOST_IP/24" dev "$VETH_HOST"; }
 host_addr_down() { ip addr flush dev "$VETH_HOST"; }
 
@@ -74,13 +85,22 @@ netns_start_server() {
   SERVER_PID=$!
 }
 
+# Stops the server (SIGTERM: a netstack server prints its counters). With SERVER_LABEL set, the last
+# tcp_retransmissions counter the server printed goes to $TMP/retx as "LABEL N" (see netns_retx).
 netns_stop_server() {
   if [ -n "$SERVER_PID" ]; then
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
     SERVER_PID=
+    if [ -n "${SERVER_LABEL:-}" ]; then
+      awk -v l="$SERVER_LABEL" '$1 == "tcp_retransmissions" { n = $2 } END { if (n != "") print l, n }' \
+        "$TMP/server.log" >>"$TMP/retx"
+    fi
   fi
 }
+
+# The median of the retransmissions label $1's servers counted, one figure per server run ("n/a": none printed).
+netns_retx() { awk -v l="$1" '$1 == l { print $2 }' "$TMP/retx" 2>/dev/null | median; }
 
 # Polls (from the namespace) until $@ succeeds, for up to 10 s.
 netns_wait_ready() {

@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 use std::io::{ErrorKind, Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -48,6 +49,17 @@ impl ControlServer {
     /// The socket path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The listening socket, for a loop that sleeps in `poll(2)`: readable when a tool connects.
+    pub fn wait_fd(&self) -> std::os::fd::RawFd {
+        self.listener.as_raw_fd()
+    }
+
+    /// Whether a client is connected and not answered yet (its line is still coming): a sleeping loop should
+    /// come back soon to read it.
+    pub fn has_clients(&self) -> bool {
+        !self.clients.is_empty()
     }
 
     /// Accepts and answers what is pending, without blocking.

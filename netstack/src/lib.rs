@@ -37,7 +37,9 @@
 //! [`Stack::write`], [`Stack::close`], [`Stack::abort`]; UDP: [`Stack::udp_bind`], [`Stack::recv_from`],
 //! [`Stack::send_to`]. Calls that cannot proceed return [`Error::WouldBlock`]. [`Stack::counters`] gives packets,
 //! bytes, drops by reason, TCP retransmissions (counted by us: smoltcp 0.12 does not expose them) and
-//! connections opened/closed; [`Stack::active_connections`] the connections held.
+//! connections opened/closed; [`Stack::active_connections`] the connections held. A loop that sleeps when idle
+//! waits on [`Stack::wait_fd`] (the RX queue's descriptor, where the port has one) until [`Stack::idle_until`];
+//! [`runtime`] does so by default.
 //!
 //! Two stacks on the two ends of a ring pair, a client and an echo server:
 //!

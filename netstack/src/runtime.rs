@@ -1,11 +1,20 @@
 //! The runtime every sample server uses: `--config FILE` (plus overrides), the port brought up through the EAL,
 //! one [`Stack`] per lcore polled in a run-to-completion loop that hands each poll's events to the
 //! application, a control socket per lcore, and the counters printed on Ctrl-C.
+//!
+//! Idle policy: on a port whose RX queue has a descriptor to wait on (af_packet, TAP, af_xdp), the loop
+//! busy-polls while traffic flows and, after [`DEFAULT_IDLE_SPIN`] without any, sleeps in `ppoll(2)` on that
+//! descriptor and the control socket until a packet or a tool arrives or the stack's next timer is due (DPDK's
+//! RX-interrupt mode, as l3fwd-power uses it). A spinning server on a core it shares with its clients and the
+//! kernel is a CPU hog the scheduler preempts for whole slices while requests wait; a sleeper is woken at once.
+//! Ports without a descriptor (NIC drivers, ring, null) busy-poll. `--busy-poll`, `--idle-yield` and
+//! `--idle-sleep-us` choose another policy.
 
 use std::io::Write as _;
+use std::os::fd::RawFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pktio::{PortConfig, RssConfig, RssHashFunctions};
 
@@ -14,6 +23,13 @@ use crate::{Config, Counters, Error, Event, Result, Stack};
 
 /// Polls between control-socket checks: the check is a non-blocking `accept`, kept off most iterations.
 const CONTROL_EVERY: u32 = 1024;
+/// How long a loop that can sleep keeps polling after the last packet before it sleeps (`--idle-spin-us`).
+pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(50);
+/// The longest sleep: the loop comes back at least this often although no timer asks (a safety net; the ARP
+/// tick asks every 100 ms anyway).
+const MAX_SLEEP: Duration = Duration::from_millis(200);
+/// The longest sleep while a control client has connected but not sent its full line.
+const CONTROL_CLIENT_SLEEP: Duration = Duration::from_millis(5);
 
 /// An application on the runtime: one value per lcore, driven by that lcore's poll loop.
 pub trait App: Send + 'static {
@@ -21,8 +37,16 @@ pub trait App: Send + 'static {
     fn on_events(&mut self, stack: &mut Stack, events: &[Event]);
 
     /// Called once per poll, events or not (timers, sending on its own initiative). Does nothing by default.
+    /// A loop that sleeps when idle polls again on traffic, on the stack's timers and at
+    /// [`Self::next_deadline`], not on a schedule.
     fn on_poll(&mut self, stack: &mut Stack) {
         let _ = stack;
+    }
+
+    /// When the application next needs a poll although nothing arrives (its own timer); `None` (the default):
+    /// it acts only on events.
+    fn next_deadline(&self) -> Option<Instant> {
+        None
     }
 
     /// The application's own counters as `name value` lines, printed on Ctrl-C after the lcore's stack
@@ -37,9 +61,13 @@ pub trait App: Send + 'static {
 pub struct RunOptions {
     /// The configuration, with command-line overrides applied.
     pub config: Config,
-    /// Sleep this long after a poll that received nothing and reported nothing (None: busy-poll, as a dataplane
-    /// does; a sleep spares a shared CPU in tests).
+    /// Sleep this long after a poll that received nothing and reported nothing (a fixed sleep instead of
+    /// waiting on the port's descriptor).
     pub idle_sleep: Option<Duration>,
+    /// Never sleep or yield: spin on the queue as a dataplane on a dedicated core does.
+    pub busy_poll: bool,
+    /// Where the port has a descriptor to wait on: poll this long without traffic before sleeping on it.
+    pub idle_spin: Duration,
     /// Yield the CPU (`sched_yield`) after an idle poll: still polling, but a client or the kernel's softirq
     /// work runnable on the same core gets it at once (where the server shares cores with its clients).
     pub idle_yield: bool,
@@ -52,14 +80,17 @@ pub const USAGE: &str = "\
   --config FILE         the TOML configuration (required; see the netstack crate docs)
   --lcores LIST         override `lcores` (DPDK corelist)
   --control-dir DIR     override `control.dir`
-  --idle-sleep-us N     sleep N microseconds after an idle poll (default: busy-poll)
-  --idle-yield          yield the CPU after an idle poll (busy-poll, but let the core's other work run)";
+  --idle-spin-us N      poll N microseconds without traffic, then sleep on the port's descriptor until a
+                        packet or a timer (the default, N = 50, on ports with one: af_packet, TAP, af_xdp)
+  --busy-poll           never sleep: spin on the queue (the default on ports without a descriptor)
+  --idle-sleep-us N     sleep N microseconds after an idle poll instead
+  --idle-yield          yield the CPU after an idle poll instead (spin, but let the core's other work run)";
 
 /// Parses the runtime's options out of `args` (without the program name); the rest go to the application.
 pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<RunOptions> {
     let mut args = args.into_iter();
     let (mut config_path, mut lcores, mut dir, mut idle_sleep) = (None, None, None, None);
-    let mut idle_yield = false;
+    let (mut idle_yield, mut busy_poll, mut idle_spin) = (false, false, DEFAULT_IDLE_SPIN);
     let mut app_args = Vec::new();
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| Error::Usage(format!("{name} needs a value")));
@@ -68,11 +99,9 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<RunOptions> 
             "--lcores" => lcores = Some(value("--lcores")?),
             "--control-dir" => dir = Some(PathBuf::from(value("--control-dir")?)),
             "--idle-yield" => idle_yield = true,
-            "--idle-sleep-us" => {
-                let v = value("--idle-sleep-us")?;
-                let us: u64 = v.parse().map_err(|_| Error::Usage(format!("--idle-sleep-us: `{v}` is not a number")))?;
-                idle_sleep = Some(Duration::from_micros(us));
-            }
+            "--busy-poll" => busy_poll = true,
+            "--idle-sleep-us" => idle_sleep = Some(micros("--idle-sleep-us", value("--idle-sleep-us")?)?),
+            "--idle-spin-us" => idle_spin = micros("--idle-spin-us", value("--idle-spin-us")?)?,
             _ => app_args.push(a),
         }
     }
@@ -84,7 +113,15 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<RunOptions> 
     if let Some(d) = dir {
         config.control_dir = d;
     }
-    Ok(RunOptions { config, idle_sleep, idle_yield, app_args })
+    if usize::from(busy_poll) + usize::from(idle_yield) + usize::from(idle_sleep.is_some()) > 1 {
+        return Err(Error::Usage("--busy-poll, --idle-yield and --idle-sleep-us exclude each other".into()));
+    }
+    Ok(RunOptions { config, idle_sleep, busy_poll, idle_spin, idle_yield, app_args })
+}
+
+fn micros(name: &str, v: String) -> Result<Duration> {
+    let us: u64 = v.parse().map_err(|_| Error::Usage(format!("{name}: `{v}` is not a number of microseconds")))?;
+    Ok(Duration::from_micros(us))
 }
 
 /// The EAL arguments the configuration stands for.
@@ -150,10 +187,15 @@ where
         lanes.push((lcore, stack, app, control));
     }
     let _ = std::io::stdout().flush();
-    let idle = match (options.idle_sleep, options.idle_yield) {
-        (Some(d), _) => Idle::Sleep(d),
-        (None, true) => Idle::Yield,
-        (None, false) => Idle::Busy,
+    let idle = if let Some(d) = options.idle_sleep {
+        Idle::Sleep(d)
+    } else if options.idle_yield {
+        Idle::Yield
+    } else if options.busy_poll {
+        Idle::Busy
+    } else {
+        // Per lane: `Wake` falls back to spinning where the queue has no descriptor.
+        Idle::Wake(options.idle_spin)
     };
     let main_lcore = eal.main_lcore();
     let mut threads = Vec::new();
@@ -202,6 +244,21 @@ enum Idle {
     Busy,
     Yield,
     Sleep(Duration),
+    /// Spin this long after the last traffic, then sleep on the queue's descriptor.
+    Wake(Duration),
+}
+
+/// Sleeps in `ppoll(2)` until one of `fds` is readable or `timeout` passes; true when a descriptor woke it.
+fn wait_readable(fds: &[RawFd], timeout: Duration) -> bool {
+    let mut set = [libc::pollfd { fd: -1, events: 0, revents: 0 }; 2];
+    for (p, &fd) in set.iter_mut().zip(fds) {
+        *p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    }
+    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as _ };
+    let n = fds.len().min(set.len());
+    // SAFETY: `set` and `ts` live on our stack for the call; a null signal mask keeps the thread's own.
+    let rc = unsafe { libc::ppoll(set.as_mut_ptr(), n as libc::nfds_t, &ts, std::ptr::null()) };
+    rc > 0
 }
 
 /// One lcore's run-to-completion loop; returns its counters, the connections still open at the stop and the
@@ -215,6 +272,14 @@ fn lcore_loop<A: App>(
 ) -> (u32, Counters, usize, String) {
     let mut events = Vec::with_capacity(256);
     let mut n: u32 = 0;
+    let wake_fd = stack.wait_fd();
+    let idle = match idle {
+        Idle::Wake(_) if wake_fd.is_none() => Idle::Busy,
+        other => other,
+    };
+    // When the current idle spell began (Wake mode), and how often the loop slept and was woken by a packet.
+    let mut idle_since: Option<Instant> = None;
+    let (mut sleeps, mut wakeups) = (0u64, 0u64);
     if matches!(idle, Idle::Sleep(_)) {
         // The kernel pads a sleep by the thread's timer slack (50 us by default), which would swamp a sleep of a
         // few microseconds; 1 us keeps an idle server's wake-up close to what was asked.
@@ -237,11 +302,40 @@ fn lcore_loop<A: App>(
                 Idle::Busy => {}
                 Idle::Yield => std::thread::yield_now(),
                 Idle::Sleep(d) => std::thread::sleep(d),
+                Idle::Wake(spin) => {
+                    let now = stack.now();
+                    let since = *idle_since.get_or_insert(now);
+                    if now.duration_since(since) >= spin {
+                        control.serve(&stack);
+                        let until = match (stack.idle_until(), app.next_deadline()) {
+                            (Some(s), Some(a)) => Some(s.min(a)),
+                            (until, _) => until,
+                        };
+                        if let (Some(until), Some(fd)) = (until, wake_fd) {
+                            let cap = if control.has_clients() { CONTROL_CLIENT_SLEEP } else { MAX_SLEEP };
+                            let timeout = until.saturating_duration_since(Instant::now()).min(cap);
+                            sleeps += 1;
+                            // No lost wake-up: ppoll checks readiness after it starts waiting, so a frame that
+                            // arrived since the last (empty) burst makes it return at once.
+                            if wait_readable(&[fd, control.wait_fd()], timeout) {
+                                // Traffic (or a tool): spin again for a while before the next sleep.
+                                wakeups += 1;
+                                idle_since = None;
+                            }
+                        }
+                    }
+                }
             }
+        } else {
+            idle_since = None;
         }
     }
     let active = stack.active_connections();
-    (lcore, *stack.counters(), active, app.report())
+    let mut report = String::new();
+    if matches!(idle, Idle::Wake(_)) {
+        report = format!("{:<24} {sleeps}\n{:<24} {wakeups}\n", "lcore_idle_sleeps", "lcore_idle_wakeups");
+    }
+    (lcore, *stack.counters(), active, report + &app.report())
 }
 
 /// `main` for a sample server: parses `std::env::args`, runs, and turns errors into a message and exit code 1.

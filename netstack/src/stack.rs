@@ -267,6 +267,22 @@ impl Stack {
         self.smol_deadline
     }
 
+    /// The descriptor `poll(2)` reports readable while the RX queue holds a packet (see
+    /// [`pktio::RxQueue::wait_fd`]); `None` for ports that must be polled.
+    pub fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.rx.wait_fd()
+    }
+
+    /// Until when the stack may sleep if nothing arrives: the earlier of smoltcp's next timer and the next ARP
+    /// aging tick. `None`: it has work now (unread data or connections still reported, socket calls smoltcp has
+    /// not run yet, frames waiting to be sent), so poll again at once.
+    pub fn idle_until(&self) -> Option<Instant> {
+        if self.rescan || self.smol_dirty || !self.dev.rx.is_empty() || !self.tx_batch.is_empty() {
+            return None;
+        }
+        Some(self.smol_deadline.map_or(self.next_arp_tick, |d| d.min(self.next_arp_tick)))
+    }
+
     fn smol_now(&self) -> smoltcp::time::Instant {
         smoltcp::time::Instant::from_micros(self.now.duration_since(self.epoch).as_micros() as i64)
     }

@@ -113,3 +113,33 @@ fn unreadable_file_says_which() {
     let e = Config::load(Path::new("/nonexistent/netstack.toml")).unwrap_err();
     assert!(e.to_string().contains("/nonexistent/netstack.toml"), "{e}");
 }
+
+/// The runtime's idle options: the default waits on the port after 50 us of spinning; `--busy-poll`,
+/// `--idle-yield` and `--idle-sleep-us` replace it and exclude each other; numbers are checked.
+#[test]
+fn idle_options_parse_and_exclude_each_other() {
+    use netstack::runtime::{parse_args, DEFAULT_IDLE_SPIN};
+    use std::time::Duration;
+    let dir = std::env::temp_dir().join(format!("netstack-idle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("c.toml");
+    std::fs::write(&file, "[port]\ndevice = \"net_null0\"\n[ipv4]\naddress = \"10.0.0.2/24\"\n").unwrap();
+    let path = file.to_str().unwrap();
+    let args = |extra: &[&str]| {
+        let mut a = vec!["--config".to_owned(), path.to_owned()];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        parse_args(a)
+    };
+    let o = args(&["--port", "7"]).unwrap();
+    assert_eq!((o.busy_poll, o.idle_yield, o.idle_sleep, o.idle_spin), (false, false, None, DEFAULT_IDLE_SPIN));
+    assert_eq!(o.app_args, ["--port", "7"]);
+    let o = args(&["--idle-spin-us", "200"]).unwrap();
+    assert_eq!(o.idle_spin, Duration::from_micros(200));
+    assert!(args(&["--busy-poll"]).unwrap().busy_poll);
+    assert_eq!(args(&["--idle-sleep-us", "5"]).unwrap().idle_sleep, Some(Duration::from_micros(5)));
+    let e = args(&["--busy-poll", "--idle-sleep-us", "5"]).unwrap_err().to_string();
+    assert!(e.contains("exclude each other"), "{e}");
+    let e = args(&["--idle-spin-us", "x"]).unwrap_err().to_string();
+    assert!(e.contains("--idle-spin-us") && e.contains("`x`"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -157,14 +157,21 @@ fn veth_pair(names: [&str; 2], subnet: &str) -> (Netns, String) {
     (ns, mac)
 }
 
-/// Writes the configuration and starts udp-echo on port 7007 in the server namespace; returns once it is up.
+/// Writes the configuration and starts udp-echo on port 7007 in the server namespace (sleeping 200 us after an
+/// idle poll); returns once it is up.
 fn spawn_echo(ns: &Netns, config_text: &str) -> (Server, PathBuf) {
+    spawn_echo_with(ns, config_text, &["--idle-sleep-us", "200"])
+}
+
+/// As [`spawn_echo`], with `idle_args` as the runtime's idle options.
+fn spawn_echo_with(ns: &Netns, config_text: &str, idle_args: &[&str]) -> (Server, PathBuf) {
     let config = ns.1.join("udp-echo.toml");
     std::fs::write(&config, config_text).unwrap();
     let mut child = Command::new("ip")
         .args(["netns", "exec", &ns.0[1], env!("CARGO_BIN_EXE_udp-echo"), "--config"])
         .arg(&config)
-        .args(["--idle-sleep-us", "200", "--port", "7007"])
+        .args(idle_args)
+        .args(["--port", "7007"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -282,4 +289,59 @@ fn udp_echo_on_two_lcores_answers_every_flow() {
     assert_eq!(per_lcore.len(), 2, "{out}");
     // Both stacks served flows: the one ARP never reached answered from what it learned off the IP frames.
     assert!(per_lcore.iter().all(|&n| n > 0), "flows per lcore {per_lcore:?}:\n{out}");
+}
+
+/// CPU time (user + system) the process `pid` has used so far.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces) start at state; utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<u64> = rest.split_whitespace().skip(11).take(2).map(|v| v.parse().unwrap()).collect();
+    // SAFETY: sysconf has no memory preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    Duration::from_millis((f[0] + f[1]) * 1000 / hz)
+}
+
+/// The default idle policy on an af_packet port: with no traffic the server sleeps on the socket (its CPU time over
+/// a second stays far below the second a spinning loop burns), and each ping and datagram wakes it through the
+/// descriptor (counted as wake-ups, which a timeout is not) and is answered.
+#[test]
+fn udp_echo_sleeps_on_the_port_fd_and_wakes_for_traffic() {
+    if !usable() {
+        return;
+    }
+    let (ns, _) = veth_pair(["nstk-cliw", "nstk-srvw"], "10.195.0");
+    let cli = &ns.0[0];
+    let text = format!(
+        "lcores = \"0\"\n[port]\ndevice = \"net_af_packet0,iface=vb\"\n[ipv4]\naddress = \"10.195.0.2/24\"\n\
+         [memory]\npool_size = 2048\n[control]\nname = \"echo-wake\"\ndir = \"{}\"\n",
+        ns.1.display()
+    );
+    let (mut server, config) = spawn_echo_with(&ns, &text, &[]);
+    let pid = server.child.id();
+    std::thread::sleep(Duration::from_millis(200));
+    let (cpu0, t0) = (cpu_time(pid), Instant::now());
+    std::thread::sleep(Duration::from_secs(1));
+    let (cpu, wall) = (cpu_time(pid) - cpu0, t0.elapsed());
+    assert!(cpu < wall / 10, "an idle server used {cpu:?} of CPU in {wall:?}: it spins instead of sleeping");
+
+    // Each ping comes 300 ms after the last: the server is asleep by then, and must be woken by the frame.
+    let start = Instant::now();
+    let ping = run("ip", &["netns", "exec", cli, "ping", "-c", "4", "-i", "0.3", "-W", "2", "10.195.0.2"]);
+    assert!(ping.contains("4 received"), "{ping}");
+    assert!(start.elapsed() < Duration::from_secs(5), "pings took {:?}:\n{ping}", start.elapsed());
+    let echo = Command::new("ip")
+        .args(["netns", "exec", cli, "python3", "-c", ECHO_CLIENT, "10.195.0.2", "7007"])
+        .output()
+        .unwrap();
+    assert!(echo.status.success(), "UDP echo: {}", String::from_utf8_lossy(&echo.stderr));
+    // The control socket wakes it too.
+    assert!(ctl(&config, "addr").contains("inet 10.195.0.2/24"));
+
+    let out = server.interrupt();
+    assert!(counter(&out, "icmp_echo_replies") >= 4, "{out}");
+    assert!(counter(&out, "udp_tx_datagrams") >= 1, "{out}");
+    assert!(counter(&out, "lcore_idle_sleeps") > 0, "{out}");
+    // Four pings, a datagram and a control request arrived while it slept: each one a wake-up by descriptor.
+    assert!(counter(&out, "lcore_idle_wakeups") >= 6, "{out}");
 }

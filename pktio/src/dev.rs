@@ -314,6 +314,15 @@ impl DevInfo {
 pub trait RxQueue: Send {
     /// Appends up to `batch.remaining()` received packets to `batch`; returns how many.
     fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize;
+
+    /// A file descriptor that `poll(2)` reports readable (`POLLIN`) while a packet waits on this queue, for a
+    /// loop that sleeps when idle instead of spinning (DPDK's RX interrupts). `None` (the default): the queue has
+    /// no such descriptor and must be polled. The descriptor stays owned by the queue. Because `poll(2)` checks
+    /// readiness after it starts waiting, a packet that arrives between an empty [`Self::rx_burst`] and the
+    /// `poll` wakes it; a wake-up may still find nothing (another reader, a frame the burst drops).
+    fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 /// The transmit side of one queue. Owned by one thread.
@@ -327,6 +336,10 @@ impl<Q: RxQueue + ?Sized> RxQueue for Box<Q> {
     #[inline(always)]
     fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize {
         (**self).rx_burst(batch)
+    }
+
+    fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
+        (**self).wait_fd()
     }
 }
 

@@ -289,3 +289,57 @@ fn tap_rejects_bad_devargs() {
         assert!(ns.link_gone("dtap0"));
     }
 }
+
+/// Whether `poll(2)` finds `fd` readable within `timeout_ms`.
+fn readable(fd: std::os::fd::RawFd, timeout_ms: i32) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd on our stack, for the duration of the call.
+    let rc = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    assert!(rc >= 0, "poll: {}", std::io::Error::last_os_error());
+    rc == 1 && p.revents & libc::POLLIN != 0
+}
+
+#[test]
+fn tap_wait_fd_wakes_on_a_frame() {
+    let Some(ns) = NetNs::enter("tapw") else { return };
+    let ifname = format!("ptw{}", std::process::id() % 100_000);
+    let pool = pool("tap-w");
+    let mut port = open_vdev(&format!("net_tap0,iface={ifname}")).unwrap();
+    // Quiet link: no IPv6 (router solicitations, DAD), so the only frames are the ones the test causes.
+    std::fs::write(format!("/proc/sys/net/ipv6/conf/{ifname}/disable_ipv6"), "1").ok();
+    port.configure(&PortConfig::default()).unwrap();
+    port.start(&pool).unwrap();
+    ns.ip(&["addr", "add", "10.77.0.1/24", "dev", &ifname]);
+    let mut rx = port.rx_queue(0).unwrap();
+    let fd = rx.wait_fd().expect("a TAP queue has a descriptor to wait on");
+    let mut batch = PacketBatch::new();
+
+    // Drain whatever the interface coming up sent, until the descriptor reads idle.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while readable(fd, 0) && Instant::now() < deadline {
+        rx.rx_burst(&mut batch);
+        batch.clear();
+    }
+    assert!(!readable(fd, 0), "drained, the TAP is not readable");
+
+    // A datagram from the kernel (its ARP request for 10.77.0.2 comes first) wakes a blocked poll(2).
+    let sock = UdpSocket::bind("10.77.0.1:0").unwrap();
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(150));
+            sock.send_to(b"wake", "10.77.0.2:9999").unwrap();
+        });
+        assert!(readable(fd, 5000), "woken by the kernel's frame");
+    });
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_millis(100), "poll returned before anything was sent ({waited:?})");
+    assert!(rx.rx_burst(&mut batch) >= 1, "the burst after the wake-up finds the frame");
+    assert!(
+        batch.iter().any(|m| parse_arp(m.data()).is_some_and(|(op, _, _, tpa)| op == 1 && tpa == PORT_IP)),
+        "the kernel's ARP request for the port's address"
+    );
+    batch.clear();
+    drop(rx);
+    port.stop().unwrap();
+}

@@ -647,6 +647,12 @@ impl RxQueue for AfPacketRxQueue {
         }
         n
     }
+
+    /// The queue's packet socket: with an RX ring, the kernel reports it readable while the last frame it
+    /// filled is still marked for us (`TP_STATUS_USER`), i.e. until the burst that takes it hands it back.
+    fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.sock.fd.as_raw_fd())
+    }
 }
 
 impl Drop for AfPacketRxQueue {

@@ -360,6 +360,11 @@ impl RxQueue for TapRxQueue {
         self.stats.bytes.add(bytes);
         n
     }
+
+    /// The queue's TAP descriptor: readable while the kernel holds a frame for it.
+    fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.fd.as_raw_fd())
+    }
 }
 
 /// TX side of a TAP port.

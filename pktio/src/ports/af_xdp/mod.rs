@@ -599,6 +599,10 @@ impl RxQueue for AfXdpRxQueue {
         }
         n
     }
+
+    fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.sock.raw_fd())
+    }
 }
 
 /// TX side of an af_xdp port with its own UMEM (`umem=own`): copies frames into the TX chunks, wakes the kernel when it asks, and counts the
