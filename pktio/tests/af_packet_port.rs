@@ -10,7 +10,7 @@ use hugepage::Allocator;
 use pktio::ports::open_vdev;
 use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig};
 
-use common::netns::{frame, ip, ip_out, seq_of, RawSocket, VethPair, MAGIC, PEER};
+use common::netns::{frame, ip, ip_out, readable, seq_of, RawSocket, VethPair, MAGIC, PEER};
 
 fn pool(name: &str) -> Mempool {
     Mempool::new(&format!("{name}-{}", std::process::id()), &PoolConfig::with_size(2048), &Allocator::no_huge())
@@ -278,18 +278,9 @@ fn af_packet_bad_input_gets_clear_errors() {
     assert!(err.contains("nosuchif0") && err.contains("no such network interface"), "{err}");
 }
 
-/// Whether `poll(2)` finds `fd` readable within `timeout_ms`.
-fn readable(fd: std::os::fd::RawFd, timeout_ms: i32) -> bool {
-    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    // SAFETY: one pollfd on our stack, for the duration of the call.
-    let rc = unsafe { libc::poll(&mut p, 1, timeout_ms) };
-    assert!(rc >= 0, "poll: {}", std::io::Error::last_os_error());
-    rc == 1 && p.revents & libc::POLLIN != 0
-}
-
 #[test]
 fn af_packet_wait_fd_wakes_on_a_frame() {
-    let Some(veth) = VethPair::new("afw") else { return };
+    let Some(veth) = VethPair::new("afw", "net_af_packet0") else { return };
     let pool = pool("afp-w");
     let peer = veth.peer_socket();
     let mut port = veth.open_port("");

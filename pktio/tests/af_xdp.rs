@@ -11,7 +11,7 @@ use hugepage::Allocator;
 use pktio::ports::open_vdev;
 use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig};
 
-use common::netns::{frame, seq_of, VethPair, PEER};
+use common::netns::{frame, readable, seq_of, VethPair, PEER};
 
 fn sized_pool(name: &str, cfg: PoolConfig) -> Mempool {
     Mempool::new(&format!("{name}-{}", std::process::id()), &cfg, &Allocator::no_huge()).unwrap()
@@ -294,4 +294,48 @@ fn af_xdp_pool_umem_rides_out_a_dry_pool() {
     drop((rx, batch));
     port.stop().unwrap();
     assert!(pool.is_full(), "{} buffers not returned", pool.in_use());
+}
+
+/// The queue's descriptor (what a sleeping netstack lcore polls) turns readable when a frame arrives, and not
+/// before; the burst after it has the frame.
+fn wait_fd_wakes_on_a_frame(umem: &str) {
+    let Some(veth) = VethPair::new(&format!("axw{}", &umem[..1]), "net_af_xdp0") else { return };
+    let pool = sized_pool(&format!("axdp-wait-{umem}"), PoolConfig::with_size(4096));
+    let peer = veth.peer_socket();
+    let mut port = veth.open_port(&format!(",xdp_mode=skb,force_copy=1,umem={umem}"));
+    let mac = port.mac_addr();
+    port.configure(&PortConfig::default()).unwrap();
+    port.start(&pool).unwrap();
+    let mut rx = port.rx_queue(0).unwrap();
+    let fd = rx.wait_fd().expect("an af_xdp queue has its socket to wait on");
+    let mut batch = PacketBatch::new();
+    rx.rx_burst(&mut batch);
+    batch.clear();
+    assert!(!readable(fd, 0), "an empty RX ring is not readable");
+
+    let sent = frame(mac, PEER, 7, 200);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(150));
+            peer.send(&sent);
+        });
+        assert!(readable(fd, 5000), "woken by the frame");
+    });
+    assert!(start.elapsed() >= Duration::from_millis(100), "poll returned before the frame was sent");
+    let got = pump_rx(&*port, &mut *rx, &mut batch, 1);
+    assert_eq!(got, vec![sent]);
+    assert!(!readable(fd, 0), "readable after the frame was taken");
+    drop(rx);
+    port.stop().unwrap();
+}
+
+#[test]
+fn af_xdp_own_umem_wait_fd_wakes_on_a_frame() {
+    wait_fd_wakes_on_a_frame("own");
+}
+
+#[test]
+fn af_xdp_pool_umem_wait_fd_wakes_on_a_frame() {
+    wait_fd_wakes_on_a_frame("pool");
 }

@@ -222,3 +222,12 @@ pub fn seq_of(f: &[u8]) -> Option<u32> {
     (f.len() >= 22 && f[12..14] == ETHERTYPE.to_be_bytes() && &f[14..18] == MAGIC)
         .then(|| u32::from_be_bytes(f[18..22].try_into().unwrap()))
 }
+
+/// Whether `poll(2)` finds `fd` readable within `timeout_ms`.
+pub fn readable(fd: std::os::fd::RawFd, timeout_ms: i32) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd on our stack, for the duration of the call.
+    let rc = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    assert!(rc >= 0, "poll: {}", std::io::Error::last_os_error());
+    rc == 1 && p.revents & libc::POLLIN != 0
+}

@@ -78,6 +78,10 @@ impl RxQueue for AfXdpPoolRxQueue {
         }
         n
     }
+
+    fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.sock.raw_fd())
+    }
 }
 
 /// TX side of an `umem=pool` port: mbufs of the registered pool are posted as they are and freed when the
