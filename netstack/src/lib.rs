@@ -39,7 +39,8 @@
 //! bytes, drops by reason, TCP retransmissions (counted by us: smoltcp 0.12 does not expose them) and
 //! connections opened/closed; [`Stack::active_connections`] the connections held. A loop that sleeps when idle
 //! waits on [`Stack::wait_fd`] (the RX queue's descriptor, where the port has one) until [`Stack::idle_until`];
-//! [`runtime`] does so by default.
+//! [`runtime`] does so by default. [`Stack::enable_capture`] lets `pktio-dumpcap` capture the stack's queues live;
+//! [`runtime`] enables it unless `--no-telemetry` (`--file-prefix NAME` names the process to capture).
 //!
 //! Two stacks on the two ends of a ring pair, a client and an echo server:
 //!

@@ -71,6 +71,9 @@ pub struct RunOptions {
     /// Yield the CPU (`sched_yield`) after an idle poll: still polling, but a client or the kernel's softirq
     /// work runnable on the same core gets it at once (where the server shares cores with its clients).
     pub idle_yield: bool,
+    /// Further EAL arguments: `--file-prefix NAME` (the telemetry socket's and `pktio-dumpcap`'s name for this
+    /// process) and `--no-telemetry`.
+    pub eal_extra: Vec<String>,
     /// Arguments left for the application.
     pub app_args: Vec<String>,
 }
@@ -84,14 +87,17 @@ pub const USAGE: &str = "\
                         packet or a timer (the default, N = 50, on ports with one: af_packet, TAP, af_xdp)
   --busy-poll           never sleep: spin on the queue (the default on ports without a descriptor)
   --idle-sleep-us N     sleep N microseconds after an idle poll instead
-  --idle-yield          yield the CPU after an idle poll instead (spin, but let the core's other work run)";
+  --idle-yield          yield the CPU after an idle poll instead (spin, but let the core's other work run)
+  --file-prefix NAME    the EAL file prefix: names the telemetry socket (dpdk-telemetry.py -f NAME) and the
+                        process `pktio-dumpcap --file-prefix NAME` captures from (default rte)
+  --no-telemetry        no telemetry socket (and no live capture)";
 
 /// Parses the runtime's options out of `args` (without the program name); the rest go to the application.
 pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<RunOptions> {
     let mut args = args.into_iter();
     let (mut config_path, mut lcores, mut dir, mut idle_sleep) = (None, None, None, None);
     let (mut idle_yield, mut busy_poll, mut idle_spin) = (false, false, DEFAULT_IDLE_SPIN);
-    let mut app_args = Vec::new();
+    let (mut app_args, mut eal_extra) = (Vec::new(), Vec::new());
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or_else(|| Error::Usage(format!("{name} needs a value")));
         match a.as_str() {
@@ -102,6 +108,8 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<RunOptions> 
             "--busy-poll" => busy_poll = true,
             "--idle-sleep-us" => idle_sleep = Some(micros("--idle-sleep-us", value("--idle-sleep-us")?)?),
             "--idle-spin-us" => idle_spin = micros("--idle-spin-us", value("--idle-spin-us")?)?,
+            "--file-prefix" => eal_extra.extend([a.clone(), value("--file-prefix")?]),
+            "--no-telemetry" => eal_extra.push(a),
             _ => app_args.push(a),
         }
     }
@@ -116,7 +124,7 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<RunOptions> 
     if usize::from(busy_poll) + usize::from(idle_yield) + usize::from(idle_sleep.is_some()) > 1 {
         return Err(Error::Usage("--busy-poll, --idle-yield and --idle-sleep-us exclude each other".into()));
     }
-    Ok(RunOptions { config, idle_sleep, busy_poll, idle_spin, idle_yield, app_args })
+    Ok(RunOptions { config, idle_sleep, busy_poll, idle_spin, idle_yield, eal_extra, app_args })
 }
 
 fn micros(name: &str, v: String) -> Result<Duration> {
@@ -145,7 +153,11 @@ where
     F: FnMut(&mut Stack, &[String]) -> Result<A>,
 {
     let config = &options.config;
-    let (mut eal, _) = eal::init_with(&pmds::registry(), eal_args(config))?;
+    let mut args = eal_args(config);
+    args.extend(options.eal_extra.iter().cloned());
+    let (mut eal, _) = eal::init_with(&pmds::registry(), args)?;
+    // With telemetry on, `pktio-dumpcap` can capture the port while the server runs.
+    let capturable = eal.telemetry().is_some();
     let mut ports = eal.take_ports();
     if ports.is_empty() {
         return Err(Error::Usage(format!("{}: port.device `{}` opened no port", config.file.display(), config.device)));
@@ -174,6 +186,9 @@ where
         let rx = port.dev.rx_queue(q as u16)?;
         let tx = port.dev.tx_queue(q as u16)?;
         let mut stack = Stack::new(stack_config.clone(), rx, tx, pool.clone());
+        if capturable {
+            stack.enable_capture(0);
+        }
         let app = make_app(&mut stack, &options.app_args)?;
         let control = ControlServer::bind(&config.control_socket(lcore), lcore)?;
         println!(

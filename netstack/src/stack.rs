@@ -6,6 +6,7 @@ use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 use mempool::{Mbuf, Mempool, PacketBatch};
+use pktio::capture::QueueTap;
 use pktio::wire::{
     ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr, IcmpPacket, IcmpType, IpProtocol,
     Ipv4Packet, Sum, TcpFlags, TcpPacket, UdpPacket,
@@ -104,6 +105,9 @@ pub struct Stack {
     /// Boxed so a poll can take it out (a pointer move) while it hands each packet to `&mut self`.
     rx_batch: Option<Box<PacketBatch>>,
     tx_batch: PacketBatch,
+    /// Live-capture taps of the queues ([`QueueTap::detached`] unless [`Stack::enable_capture`]).
+    rx_tap: QueueTap,
+    tx_tap: QueueTap,
     pub(crate) iface: Interface,
     pub(crate) sockets: SocketSet<'static>,
     dev: IpDevice,
@@ -166,6 +170,8 @@ impl Stack {
             pool,
             rx_batch: Some(Box::new(PacketBatch::with_capacity(BURST))),
             tx_batch: PacketBatch::with_capacity(BURST),
+            rx_tap: QueueTap::detached(),
+            tx_tap: QueueTap::detached(),
             iface,
             sockets: SocketSet::new(Vec::new()),
             dev,
@@ -185,6 +191,13 @@ impl Stack {
             smol_deadline: None,
             rescan: false,
         }
+    }
+
+    /// Lets a live capture (`pktio::capture`, `pktio-dumpcap`) see what this stack's queues receive and send, as
+    /// port `port`'s RX and TX. While no capture runs this costs one predictable branch per burst.
+    pub fn enable_capture(&mut self, port: u16) {
+        self.rx_tap = QueueTap::rx(port);
+        self.tx_tap = QueueTap::tx(port);
     }
 
     /// The configuration.
@@ -229,6 +242,7 @@ impl Stack {
         }
         let mut batch = self.rx_batch.take().expect("only poll takes the batch, and puts it back");
         self.rx.rx_burst(&mut batch);
+        self.rx_tap.observe(batch.as_slice());
         let n = batch.len();
         let udp_before = self.counters.udp_rx_datagrams;
         batch.drain_front(n, |m| self.input(m));
@@ -621,6 +635,7 @@ impl Stack {
             return;
         }
         let bytes: u64 = self.tx_batch.iter().map(|m| m.pkt_len() as u64).sum();
+        self.tx_tap.observe(self.tx_batch.as_slice());
         let sent = self.tx.tx_burst(&mut self.tx_batch);
         let unsent: u64 = self.tx_batch.iter().map(|m| m.pkt_len() as u64).sum();
         self.counters.tx_packets += sent as u64;

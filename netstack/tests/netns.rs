@@ -345,3 +345,85 @@ fn udp_echo_sleeps_on_the_port_fd_and_wakes_for_traffic() {
     // Four pings, a datagram and a control request arrived while it slept: each one a wake-up by descriptor.
     assert!(counter(&out, "lcore_idle_wakeups") >= 6, "{out}");
 }
+
+/// The UDP payload of an IPv4 frame (no options) to or from port 7007, with the port on the far side.
+fn udp_7007(frame: &[u8]) -> Option<(bool, &[u8])> {
+    let ip = frame.get(14..)?;
+    if frame.get(12..14)? != [0x08, 0x00] || ip.first()? != &0x45 || ip.get(9)? != &17 {
+        return None;
+    }
+    let udp = ip.get(20..)?;
+    let (src, dst) = (u16::from_be_bytes([udp[0], udp[1]]), u16::from_be_bytes([udp[2], udp[3]]));
+    let len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+    let payload = udp.get(8..len)?;
+    match (src, dst) {
+        (_, 7007) => Some((false, payload)),
+        (7007, _) => Some((true, payload)),
+        _ => None,
+    }
+}
+
+/// `pktio-dumpcap` captures a running udp-echo's port (RX and TX) while a kernel client talks to it: the capture
+/// holds the client's datagrams and udp-echo's replies (and nothing else but ARP), byte for byte, as tcpdump reads
+/// the file back.
+#[test]
+fn a_running_server_is_captured_by_pktio_dumpcap() {
+    if !usable() || !apptest::have_tcpdump() {
+        return;
+    }
+    let (ns, _) = veth_pair(["nstk-capc", "nstk-caps"], "10.193.2");
+    let cli = &ns.0[0];
+    let prefix = format!("nstk-cap-{}", std::process::id());
+    let text = format!(
+        "lcores = \"0\"\n[port]\ndevice = \"net_af_packet0,iface=vb\"\n[ipv4]\naddress = \"10.193.2.2/24\"\n\
+         [memory]\npool_size = 2048\n[control]\nname = \"cap-test\"\ndir = \"{}\"\n",
+        ns.1.display()
+    );
+    let (mut server, _config) = spawn_echo_with(&ns, &text, &["--file-prefix", &prefix]);
+    // Resolve ARP both ways first, so that the capture sees the datagrams.
+    let ping = run("ip", &["netns", "exec", cli, "ping", "-c", "1", "-W", "2", "10.193.2.2"]);
+    assert!(ping.contains("1 received"), "{ping}");
+
+    let file = ns.1.join("echo.pcapng");
+    let mut dumpcap = Command::new(apptest::dumpcap())
+        .args(["--file-prefix", &prefix, "-i", "0", "--rx", "--tx", "-c", "10", "-a", "duration:60", "-w"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Datagrams until the capture has its ten frames: it may start after the first ones.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while dumpcap.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the capture never got its 10 frames");
+        let echo = Command::new("ip")
+            .args(["netns", "exec", cli, "python3", "-c", ECHO_CLIENT, "10.193.2.2", "7007"])
+            .output()
+            .unwrap();
+        assert!(echo.status.success(), "UDP echo: {}", String::from_utf8_lossy(&echo.stderr));
+    }
+    let out = dumpcap.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && said.contains("Packets written: 10"), "pktio-dumpcap: {said}");
+    let pcap = ns.1.join("echo.pcap");
+    let td = Command::new("tcpdump").arg("-r").arg(&file).arg("-w").arg(&pcap).output().unwrap();
+    assert!(td.status.success(), "tcpdump: {}", String::from_utf8_lossy(&td.stderr));
+    let frames = pktio::pcap_file::read_all(&pcap).unwrap();
+    assert_eq!(frames.len(), 10);
+    let data: Vec<u8> = (0..=255u8).cycle().take(1024).chain(*b"netstack").collect();
+    let (mut requests, mut replies) = (0, 0);
+    for f in &frames {
+        if f.data.get(12..14) == Some(&[0x08, 0x06]) {
+            continue; // an ARP refresh may fall inside the capture
+        }
+        let (reply, payload) = udp_7007(&f.data).unwrap_or_else(|| panic!("not a 7007 datagram: {:02x?}", f.data));
+        assert_eq!(payload, &data[..], "the datagram's bytes");
+        if reply {
+            replies += 1;
+        } else {
+            requests += 1;
+        }
+    }
+    assert!(requests >= 4 && replies >= 4, "both directions captured: {requests} requests, {replies} replies");
+    server.interrupt();
+}

@@ -11,8 +11,8 @@
 //! lock-free ring; a writer thread turns them into pcapng blocks and returns the buffers. A full ring or an empty
 //! free list drops the copy (counted: the ISB's `ifdrop`), never the packet.
 //!
-//! Not supported: capture filters (BPF), and queues the application does not tap (testpmd-rs, l2fwd and l3fwd tap
-//! theirs unless run with `--no-telemetry`).
+//! Not supported: capture filters (BPF), and queues the application does not tap (testpmd-rs, l2fwd, l3fwd and
+//! the netstack servers tap theirs unless run with `--no-telemetry`).
 
 pub mod pcapng;
 
