@@ -2,31 +2,11 @@
 mod common;
 
 use common::*;
-use mempool::{ol_flags, Mbuf, Mempool, PacketBatch, TxOffload};
+use mempool::{ol_flags, PacketBatch, TxOffload};
 use nicsim::{run_until_idle, X540Config};
 use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
 
-fn mbuf_from(pool: &Mempool, frame: &[u8]) -> Mbuf {
-    // Chains of data-room-sized segments.
-    let room = pool.data_room() as usize;
-    let mut head: Option<Mbuf> = None;
-    for part in frame.chunks(room) {
-        let mut m = pool.alloc().expect("buffer");
-        m.data_room_mut()[..part.len()].copy_from_slice(part);
-        assert!(m.set_len(part.len() as u16));
-        match &mut head {
-            Some(h) => h.chain(m),
-            None => head = Some(m),
-        }
-    }
-    head.unwrap()
-}
-
-fn bytes(m: &Mbuf) -> Vec<u8> {
-    let mut v = vec![0u8; m.pkt_len() as usize];
-    assert_eq!(m.copy_to(&mut v), v.len());
-    v
-}
+use drvtest::{bytes, mbuf_from};
 
 #[test]
 fn jumbo_9000_byte_frames_both_directions_as_chains() {
