@@ -10,7 +10,7 @@ use hugepage::Allocator;
 use pktio::ports::open_vdev;
 use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig};
 
-use common::netns::{frame, ip, ip_out, readable, seq_of, RawSocket, VethPair, MAGIC, PEER};
+use common::netns::{assert_wait_fd_wakes, frame, ip, ip_out, seq_of, RawSocket, VethPair, MAGIC, PEER};
 
 fn pool(name: &str) -> Mempool {
     Mempool::new(&format!("{name}-{}", std::process::id()), &PoolConfig::with_size(2048), &Allocator::no_huge())
@@ -288,34 +288,7 @@ fn af_packet_wait_fd_wakes_on_a_frame() {
     port.configure(&PortConfig::default()).unwrap();
     port.start(&pool).unwrap();
     let mut rx = port.rx_queue(0).unwrap();
-    let fd = rx.wait_fd().expect("an af_packet queue has a descriptor to wait on");
-    let mut batch = PacketBatch::new();
-
-    // Drained, the socket is not readable (the link is quiet: nothing but our frames cross it).
-    rx.rx_burst(&mut batch);
-    batch.clear();
-    assert!(!readable(fd, 0), "an empty ring is not readable");
-
-    // A frame sent while we block in poll(2) wakes us, and the burst after it finds the frame.
-    let sent = frame(mac, PEER, 5, 128);
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            std::thread::sleep(Duration::from_millis(150));
-            peer.send(&sent);
-        });
-        assert!(readable(fd, 5000), "woken by the frame");
-    });
-    let waited = start.elapsed();
-    assert!(waited >= Duration::from_millis(100), "poll returned before the frame was sent ({waited:?})");
-    assert_eq!(rx.rx_burst(&mut batch), 1);
-    let mut data = vec![0u8; batch.as_slice()[0].pkt_len() as usize];
-    batch.as_slice()[0].copy_to(&mut data);
-    assert_eq!(data, sent);
-    batch.clear();
-
-    // The burst handed the frame back: readable no more (no lost or stuck readiness).
-    assert!(!readable(fd, 0), "readable after the frame was taken");
+    assert_wait_fd_wakes(&mut *rx, &peer, &frame(mac, PEER, 5, 128));
     drop(rx);
     port.stop().unwrap();
 }

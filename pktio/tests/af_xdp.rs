@@ -11,7 +11,7 @@ use hugepage::Allocator;
 use pktio::ports::open_vdev;
 use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig};
 
-use common::netns::{frame, readable, seq_of, VethPair, PEER};
+use common::netns::{assert_wait_fd_wakes, frame, seq_of, VethPair, PEER};
 
 fn sized_pool(name: &str, cfg: PoolConfig) -> Mempool {
     Mempool::new(&format!("{name}-{}", std::process::id()), &cfg, &Allocator::no_huge()).unwrap()
@@ -307,25 +307,7 @@ fn wait_fd_wakes_on_a_frame(umem: &str) {
     port.configure(&PortConfig::default()).unwrap();
     port.start(&pool).unwrap();
     let mut rx = port.rx_queue(0).unwrap();
-    let fd = rx.wait_fd().expect("an af_xdp queue has its socket to wait on");
-    let mut batch = PacketBatch::new();
-    rx.rx_burst(&mut batch);
-    batch.clear();
-    assert!(!readable(fd, 0), "an empty RX ring is not readable");
-
-    let sent = frame(mac, PEER, 7, 200);
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            std::thread::sleep(Duration::from_millis(150));
-            peer.send(&sent);
-        });
-        assert!(readable(fd, 5000), "woken by the frame");
-    });
-    assert!(start.elapsed() >= Duration::from_millis(100), "poll returned before the frame was sent");
-    let got = pump_rx(&*port, &mut *rx, &mut batch, 1);
-    assert_eq!(got, vec![sent]);
-    assert!(!readable(fd, 0), "readable after the frame was taken");
+    assert_wait_fd_wakes(&mut *rx, &peer, &frame(mac, PEER, 7, 200));
     drop(rx);
     port.stop().unwrap();
 }

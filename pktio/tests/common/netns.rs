@@ -231,3 +231,37 @@ pub fn readable(fd: std::os::fd::RawFd, timeout_ms: i32) -> bool {
     assert!(rc >= 0, "poll: {}", std::io::Error::last_os_error());
     rc == 1 && p.revents & libc::POLLIN != 0
 }
+
+/// The contract of `RxQueue::wait_fd` on a started port's queue `rx`: drained, its descriptor is not readable; a
+/// frame `peer` sends while a `poll(2)` waits wakes it (not before the frame); the next bursts hand over exactly
+/// that frame; then the descriptor is not readable again.
+pub fn assert_wait_fd_wakes(rx: &mut dyn pktio::RxQueue, peer: &RawSocket, sent: &[u8]) {
+    let fd = rx.wait_fd().expect("the queue has a descriptor to wait on");
+    let mut batch = pktio::PacketBatch::new();
+    // Drained, the descriptor is not readable (the link is quiet: nothing but our frames cross it).
+    rx.rx_burst(&mut batch);
+    batch.clear();
+    assert!(!readable(fd, 0), "an empty queue is not readable");
+
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            peer.send(sent);
+        });
+        assert!(readable(fd, 5000), "woken by the frame");
+    });
+    let waited = start.elapsed();
+    assert!(waited >= std::time::Duration::from_millis(100), "poll returned before the frame was sent ({waited:?})");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while batch.is_empty() && std::time::Instant::now() < deadline {
+        rx.rx_burst(&mut batch);
+    }
+    assert_eq!(batch.len(), 1, "the one frame sent");
+    let mut data = vec![0u8; batch.as_slice()[0].pkt_len() as usize];
+    batch.as_slice()[0].copy_to(&mut data);
+    assert_eq!(data, sent);
+    batch.clear();
+    // The burst handed the frame over: readable no more (no lost or stuck readiness).
+    assert!(!readable(fd, 0), "readable after the frame was taken");
+}
