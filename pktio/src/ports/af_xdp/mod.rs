@@ -588,20 +588,26 @@ impl RxQueue for AfXdpRxQueue {
             self.fill.submit(&self.sock.fill, taken);
             self.rx.release(&self.sock.rx, taken);
         }
-        // Busy polling: this call runs the queue's NAPI here, which is what brings the next frames in.
-        if self.sock.busy_poll || self.sock.fill.needs_wakeup() {
-            self.sock.wake_rx();
-        }
-        self.stats.packets.add(n as u64);
-        self.stats.bytes.add(bytes);
-        if errors > 0 {
-            self.stats.errors.add(errors);
-        }
+        end_rx_burst(&self.sock, &self.stats, n, bytes, errors);
         n
     }
 
     fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
         Some(self.sock.raw_fd())
+    }
+}
+
+/// The end of an RX burst of either UMEM: wakes the kernel when it asks (or always, busy polling: the call runs
+/// the queue's NAPI here, which is what brings the next frames in) and counts the burst.
+#[inline(always)]
+fn end_rx_burst(sock: &Xsk, stats: &RxQueueStats, n: usize, bytes: u64, errors: u64) {
+    if sock.busy_poll || sock.fill.needs_wakeup() {
+        sock.wake_rx();
+    }
+    stats.packets.add(n as u64);
+    stats.bytes.add(bytes);
+    if errors > 0 {
+        stats.errors.add(errors);
     }
 }
 

@@ -68,14 +68,7 @@ impl RxQueue for AfXdpPoolRxQueue {
         if short > 0 {
             self.stats.nombuf.add(u64::from(short));
         }
-        if self.sock.busy_poll || self.sock.fill.needs_wakeup() {
-            self.sock.wake_rx();
-        }
-        self.stats.packets.add(n as u64);
-        self.stats.bytes.add(bytes);
-        if errors > 0 {
-            self.stats.errors.add(errors);
-        }
+        super::end_rx_burst(&self.sock, &self.stats, n, bytes, errors);
         n
     }
 
