@@ -57,18 +57,6 @@ unsafe fn rx_groups_sse2(
     unsafe { rx_groups_body::<false>(cqes, shadow, n, out, buf_len, memo) }
 }
 
-/// Whether the CPU has AVX (the groups then use its three-operand forms: fewer register copies).
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn avx() -> bool {
-    std::arch::is_x86_feature_detected!("avx")
-}
-
-/// Elsewhere: no.
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) fn avx() -> bool {
-    false
-}
-
 /// [`rx_groups`] compiled for AVX.
 ///
 /// # Safety
@@ -287,7 +275,7 @@ mod tests {
     /// The builds to check: SSE2 always, AVX where the CPU has it (elsewhere no groups are taken).
     fn builds() -> Vec<bool> {
         if cfg!(target_arch = "x86_64") {
-            if avx() {
+            if pktio::ring::cpu_has_avx() {
                 vec![false, true]
             } else {
                 vec![false]

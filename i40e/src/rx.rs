@@ -158,10 +158,7 @@ impl<R: RegisterSpace> RxRing<R> {
             bufs,
             max_len: buf as u16,
             memo: RxMemo::of(0),
-            #[cfg(target_arch = "x86_64")]
-            avx: std::arch::is_x86_feature_detected!("avx"),
-            #[cfg(not(target_arch = "x86_64"))]
-            avx: false,
+            avx: pktio::ring::cpu_has_avx(),
             pending: None,
             pending_bad: false,
             tail_reg: regs::qrx_tail(q).0,

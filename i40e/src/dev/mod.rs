@@ -439,7 +439,7 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
     fn burst_mode(&self) -> pktio::BurstMode {
         let rx = if cfg!(not(target_arch = "x86_64")) {
             "Scalar"
-        } else if cpu_has_avx() {
+        } else if pktio::ring::cpu_has_avx() {
             "Vector SSE2 (AVX build)"
         } else {
             "Vector SSE2"
@@ -665,12 +665,4 @@ pub fn open_vfio(
     let mut port = I40e::new(Arc::new(bar), mapper, allocator, options)?;
     port.keep_alive(Box::new(dev));
     Ok(port)
-}
-
-/// True when the RX fast run takes its AVX build on this CPU (the same test the RX ring makes).
-fn cpu_has_avx() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx");
-    #[cfg(not(target_arch = "x86_64"))]
-    return false;
 }

@@ -133,7 +133,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             max_len: setup.pool.data_room(),
             memo: RxMemo::new::<F>(),
             udp_csum_zero_err: setup.udp_csum_zero_err,
-            avx: cpu_has_avx(),
+            avx: pktio::ring::cpu_has_avx(),
             pending: None,
             pending_bad: false,
             rdt: F::rdt(q).0,
@@ -359,21 +359,13 @@ impl<R: RegisterSpace, F: Family> Drop for RxRing<R, F> {
     }
 }
 
-/// Whether the RX fast run uses its AVX build on this CPU (decided once per ring, at creation).
-fn cpu_has_avx() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx");
-    #[cfg(not(target_arch = "x86_64"))]
-    return false;
-}
-
 /// The burst paths every ring of this driver runs on this CPU: RX takes runs of common frames four descriptors
 /// at a time with SSE2 shuffles (the AVX build when the CPU has it; one at a time off x86-64), TX places plain
 /// packets in groups of four and offloads or chains one by one, both in the same routine.
 pub fn burst_mode() -> pktio::BurstMode {
     let rx = if cfg!(not(target_arch = "x86_64")) {
         "Scalar"
-    } else if cpu_has_avx() {
+    } else if pktio::ring::cpu_has_avx() {
         "Vector SSE2 (AVX build)"
     } else {
         "Vector SSE2"

@@ -18,6 +18,15 @@ mod tx;
 pub use rx::{RxBuffers, RxDescriptor};
 pub use tx::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 
+/// Whether the CPU has AVX: the drivers' RX fast runs then take their AVX builds (three-operand forms of the
+/// same SSE2 steps). Decided per ring at creation; false off x86-64.
+pub fn cpu_has_avx() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx");
+    #[cfg(not(target_arch = "x86_64"))]
+    return false;
+}
+
 /// Ring index arithmetic. Ring sizes need not be powers of two (a multiple of 8 or of 32, as the hardware wants).
 pub mod idx {
     /// `i + k` modulo `n` (`i < n`, `k <= n`).
