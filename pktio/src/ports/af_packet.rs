@@ -493,11 +493,7 @@ impl EthDev for AfPacketPort {
     }
 
     fn configure(&mut self, config: &PortConfig) -> Result<()> {
-        self.state.configure(config)?;
-        if config.mtu as u32 != self.ctl.mtu()? {
-            self.ctl.set_mtu(config.mtu as u32)?;
-        }
-        Ok(())
+        self.ctl.configure_port(&mut self.state, config)
     }
 
     fn start(&mut self, pool: &Mempool) -> Result<()> {
@@ -536,12 +532,7 @@ impl EthDev for AfPacketPort {
     }
 
     fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {
-        if mac.is_multicast() || mac == MacAddr::ZERO {
-            return Err(self.state.invalid(format!("{mac} is not a unicast address")));
-        }
-        self.ctl.set_mac(mac)?;
-        self.state.mac = mac;
-        Ok(())
+        self.ctl.set_port_mac(&mut self.state, mac)
     }
 
     fn set_promiscuous(&mut self, on: bool) -> Result<()> {
@@ -565,10 +556,7 @@ impl EthDev for AfPacketPort {
     }
 
     fn set_mtu(&mut self, mtu: u16) -> Result<()> {
-        self.state.info.check_mtu(mtu)?;
-        self.ctl.set_mtu(mtu as u32)?;
-        self.state.config.mtu = mtu;
-        Ok(())
+        self.ctl.set_port_mtu(&mut self.state, mtu)
     }
 
     fn stats(&self) -> crate::PortStats {

@@ -9,7 +9,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use mempool::{Mbuf, Mempool};
 
-use crate::dev::{LinkStatus, MacAddr};
+use crate::dev::{LinkStatus, MacAddr, PortConfig};
+use crate::port_state::PortState;
 use crate::{Error, Result};
 
 /// Largest interface name, with its NUL.
@@ -196,6 +197,50 @@ impl IfCtl {
             })
             .unwrap_or((default_speed, true));
         LinkStatus { up: true, speed_mbps: speed, full_duplex: full, autoneg: false }
+    }
+
+    // What a port over a kernel interface does for the EthDev calls that are the interface's own settings: the
+    // kernel holds the setting, `state` the port's view of it.
+
+    /// `configure` after the port's own checks: the port state, then the interface's MTU where it differs.
+    pub(crate) fn configure_port(&self, state: &mut PortState, config: &PortConfig) -> Result<()> {
+        state.configure(config)?;
+        if u32::from(config.mtu) != self.mtu()? {
+            self.set_mtu(u32::from(config.mtu))?;
+        }
+        Ok(())
+    }
+
+    /// `set_mac_addr`: a unicast address only.
+    pub(crate) fn set_port_mac(&self, state: &mut PortState, mac: MacAddr) -> Result<()> {
+        if mac.is_multicast() || mac == MacAddr::ZERO {
+            return Err(state.invalid(format!("{mac} is not a unicast address")));
+        }
+        self.set_mac(mac)?;
+        state.mac = mac;
+        Ok(())
+    }
+
+    /// `set_promiscuous` through the interface flag.
+    pub(crate) fn set_port_promiscuous(&self, state: &mut PortState, on: bool) -> Result<()> {
+        self.change_flags(libc::IFF_PROMISC, on)?;
+        state.promiscuous = on;
+        Ok(())
+    }
+
+    /// `set_allmulticast` through the interface flag.
+    pub(crate) fn set_port_allmulticast(&self, state: &mut PortState, on: bool) -> Result<()> {
+        self.change_flags(libc::IFF_ALLMULTI, on)?;
+        state.allmulticast = on;
+        Ok(())
+    }
+
+    /// `set_mtu`: checked against the port's limits, then set on the interface.
+    pub(crate) fn set_port_mtu(&self, state: &mut PortState, mtu: u16) -> Result<()> {
+        state.info.check_mtu(mtu)?;
+        self.set_mtu(u32::from(mtu))?;
+        state.config.mtu = mtu;
+        Ok(())
     }
 }
 

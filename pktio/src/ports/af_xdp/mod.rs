@@ -416,11 +416,7 @@ impl EthDev for AfXdpPort {
     }
 
     fn configure(&mut self, config: &PortConfig) -> Result<()> {
-        self.state.configure(config)?;
-        if config.mtu as u32 != self.ctl.mtu()? {
-            self.ctl.set_mtu(config.mtu as u32)?;
-        }
-        Ok(())
+        self.ctl.configure_port(&mut self.state, config)
     }
 
     fn start(&mut self, pool: &Mempool) -> Result<()> {
@@ -492,31 +488,19 @@ impl EthDev for AfXdpPort {
     }
 
     fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {
-        if mac.is_multicast() || mac == MacAddr::ZERO {
-            return Err(self.state.invalid(format!("{mac} is not a unicast address")));
-        }
-        self.ctl.set_mac(mac)?;
-        self.state.mac = mac;
-        Ok(())
+        self.ctl.set_port_mac(&mut self.state, mac)
     }
 
     fn set_promiscuous(&mut self, on: bool) -> Result<()> {
-        self.ctl.change_flags(libc::IFF_PROMISC, on)?;
-        self.state.promiscuous = on;
-        Ok(())
+        self.ctl.set_port_promiscuous(&mut self.state, on)
     }
 
     fn set_allmulticast(&mut self, on: bool) -> Result<()> {
-        self.ctl.change_flags(libc::IFF_ALLMULTI, on)?;
-        self.state.allmulticast = on;
-        Ok(())
+        self.ctl.set_port_allmulticast(&mut self.state, on)
     }
 
     fn set_mtu(&mut self, mtu: u16) -> Result<()> {
-        self.state.info.check_mtu(mtu)?;
-        self.ctl.set_mtu(mtu as u32)?;
-        self.state.config.mtu = mtu;
-        Ok(())
+        self.ctl.set_port_mtu(&mut self.state, mtu)
     }
 
     fn stats(&self) -> crate::PortStats {
