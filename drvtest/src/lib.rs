@@ -65,6 +65,23 @@ pub fn receive<R: RxQueue + ?Sized>(rx: &mut R, n: usize) -> PacketBatch {
     got
 }
 
+/// Sends `frame` (chained over data-room-sized segments from `pool`) on `tx` and requires exactly one packet on
+/// `rx` within 5 s, holding the same bytes; returns it for further checks.
+#[track_caller]
+pub fn cross<T: TxQueue + ?Sized, R: RxQueue + ?Sized>(
+    pool: &Mempool,
+    tx: &mut T,
+    rx: &mut R,
+    frame: &[u8],
+) -> PacketBatch {
+    let mut out = PacketBatch::new();
+    out.push(mbuf_from(pool, frame)).unwrap();
+    assert_eq!(tx.tx_burst(&mut out), 1, "the {}-byte frame taken", frame.len());
+    let got = receive(rx, 1);
+    assert_eq!(bytes(got.iter().next().unwrap()), frame, "{}-byte frame", frame.len());
+    got
+}
+
 /// One flow of the RSS tests: its frame and the Toeplitz input of it (IPv4 addresses then ports, as every NIC here
 /// hashes TCP/UDP over IPv4).
 pub struct RssFlow {
