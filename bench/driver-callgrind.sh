@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Instructions per packet of a driver's rx_burst + tx_burst (DRIVER/src/bin/DRIVER-bench.rs: ixgbe, i40e), counted
-# by callgrind inside `burst_pair` only. Repeatable (no timing), so it is the figure BENCHMARKS.md quotes.
+# Instructions per packet of a driver's rx_burst + tx_burst (DRIVER/src/bin/DRIVER-bench.rs: ixgbe, i40e,
+# hinic3), counted by callgrind inside `burst_pair` only. Repeatable (no timing), so it is the figure BENCHMARKS.md quotes.
 #
 # Usage: bash bench/driver-callgrind.sh DRIVER [burst...]   (default bursts: 32 8 1; one line per burst)
-#        (bench/ixgbe-callgrind.sh and bench/i40e-callgrind.sh are this with DRIVER given)
+#        (bench/ixgbe-callgrind.sh, i40e-callgrind.sh and hinic3-callgrind.sh are this with DRIVER given)
 #
 # Method: the program runs ITERS and 2 x ITERS burst pairs after the same warm-up; the difference of the two
 # callgrind totals over the difference of the packets they report is the steady-state cost per packet (the
@@ -11,7 +11,7 @@
 #
 # Environment knobs:
 #   CG_ITERS=20000         burst pairs of the shorter run (the longer one runs twice as many); IXGBE_CG_ITERS /
-#                          I40E_CG_ITERS are read too, for the driver they name
+#                          I40E_CG_ITERS / HINIC3_CG_ITERS are read too, for the driver they name
 #   BENCH_LOG_DIR          where the callgrind files go (default: target/bench-logs), for callgrind_annotate
 #
 # Builds `cargo build --release -p DRIVER --bin DRIVER-bench` in the workspace's target dir (CARGO_TARGET_DIR if
@@ -23,7 +23,7 @@ ROOT=$PWD
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
 
-[ $# -gt 0 ] || die "usage: bash bench/driver-callgrind.sh DRIVER [burst...] (DRIVER: ixgbe, i40e)"
+[ $# -gt 0 ] || die "usage: bash bench/driver-callgrind.sh DRIVER [burst...] (DRIVER: ixgbe, i40e, hinic3)"
 DRIVER=$1
 shift
 [ -f "$ROOT/$DRIVER/src/bin/$DRIVER-bench.rs" ] || die "no bench program $DRIVER/src/bin/$DRIVER-bench.rs"
