@@ -1,72 +1,14 @@
 //! The function CSRs of the cfg BAR and the election registers of the mgmt BAR (docs/hw/hinic3.md §2, §3), named as the
-//! notes name them, and [`BeRegs`]: the one place where their big-endian byte order (docs/hw/hinic3.md §0.1) is
-//! handled. No other code swaps register bytes.
+//! notes name them, and [`BeRegs`]: the typed access through which all of them are read and written, in CPU order
+//! (their big-endian byte order, docs/hw/hinic3.md §0.1, is converted in pktio's `Regs`). No other code swaps
+//! register bytes.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use pktio::bar::RegisterSpace;
 pub use pktio::reg::{bit, Field, Reg};
 
-/// Typed, byte-swapping access to a big-endian register space (the cfg BAR, the mgmt BAR): every value the driver sees
-/// or writes is in CPU order; the bus carries it big-endian (docs/hw/hinic3.md §0.1).
-#[derive(Debug)]
-pub struct BeRegs<R> {
-    space: Arc<R>,
-}
-
-impl<R> Clone for BeRegs<R> {
-    fn clone(&self) -> Self {
-        BeRegs { space: self.space.clone() }
-    }
-}
-
-impl<R: RegisterSpace> BeRegs<R> {
-    /// Wraps a register space.
-    pub fn new(space: Arc<R>) -> Self {
-        BeRegs { space }
-    }
-
-    /// The underlying space.
-    pub fn space(&self) -> &Arc<R> {
-        &self.space
-    }
-
-    /// Reads a register (swapped to CPU order).
-    #[inline]
-    pub fn read(&self, reg: Reg) -> u32 {
-        u32::from_be(self.space.read32(reg.0))
-    }
-
-    /// Writes a register (given in CPU order).
-    #[inline]
-    pub fn write(&self, reg: Reg, value: u32) {
-        self.space.write32(reg.0, value.to_be())
-    }
-
-    /// Replaces field `f` (read-modify-write).
-    pub fn write_field(&self, reg: Reg, f: Field, value: u32) {
-        let v = self.read(reg);
-        self.write(reg, f.set(v, value));
-    }
-
-    /// Polls until `done(value)` (step `step`, at most `timeout`); `Err(last value)` on timeout.
-    pub fn poll(&self, reg: Reg, timeout: Duration, step: Duration, done: impl Fn(u32) -> bool) -> Result<u32, u32> {
-        let start = Instant::now();
-        loop {
-            let v = self.read(reg);
-            if done(v) {
-                return Ok(v);
-            }
-            if start.elapsed() >= timeout {
-                return Err(v);
-            }
-            if !step.is_zero() {
-                std::thread::sleep(step);
-            }
-        }
-    }
-}
+/// Typed access to a big-endian register space (the cfg BAR, the mgmt BAR): every value the driver sees or writes
+/// is in CPU order; the bus carries it big-endian (docs/hw/hinic3.md §0.1). pktio's [`Regs`](pktio::reg::Regs)
+/// does the conversion.
+pub type BeRegs<R> = pktio::reg::Regs<R, true>;
 
 /// FUNC_ATTR0: identity (docs/hw/hinic3.md §3.1).
 pub const FUNC_ATTR0: Reg = Reg(0x000);
@@ -244,7 +186,8 @@ pub const DB_PAGE_RQ: usize = 2;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
+    use pktio::bar::RegisterSpace;
+    use std::sync::{Arc, Mutex};
 
     /// Words as the bus carries them.
     struct Raw(Mutex<Vec<u32>>);

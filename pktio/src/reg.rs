@@ -61,19 +61,31 @@ pub struct PollTimeout {
     pub last: u32,
 }
 
-/// Typed access to a register space, shared by a device and its queues.
+/// Typed access to a register space, shared by a device and its queues. `BIG_ENDIAN`: the device's registers
+/// are big-endian on the bus (hinic3's CSRs); every value read or written here is then in CPU order, swapped in
+/// this one place (a constant, so a little-endian space pays nothing).
 #[derive(Debug)]
-pub struct Regs<R> {
+pub struct Regs<R, const BIG_ENDIAN: bool = false> {
     space: Arc<R>,
 }
 
-impl<R> Clone for Regs<R> {
+impl<R, const BIG_ENDIAN: bool> Clone for Regs<R, BIG_ENDIAN> {
     fn clone(&self) -> Self {
         Regs { space: self.space.clone() }
     }
 }
 
-impl<R: RegisterSpace> Regs<R> {
+impl<R: RegisterSpace, const BIG_ENDIAN: bool> Regs<R, BIG_ENDIAN> {
+    /// CPU order to bus order and back (the same conversion both ways).
+    #[inline(always)]
+    fn bus(v: u32) -> u32 {
+        if BIG_ENDIAN {
+            u32::from_be(v)
+        } else {
+            v
+        }
+    }
+
     /// Wraps a register space.
     pub fn new(space: Arc<R>) -> Self {
         Regs { space }
@@ -92,23 +104,23 @@ impl<R: RegisterSpace> Regs<R> {
     /// Reads a register.
     #[inline(always)]
     pub fn read(&self, reg: Reg) -> u32 {
-        self.space.read32(reg.0)
+        Self::bus(self.space.read32(reg.0))
     }
 
     /// Writes a register.
     #[inline(always)]
     pub fn write(&self, reg: Reg, value: u32) {
-        self.space.write32(reg.0, value)
+        self.space.write32(reg.0, Self::bus(value))
     }
 
     /// Sets `bits` (read-modify-write).
     pub fn set_bits(&self, reg: Reg, bits: u32) {
-        self.space.modify32(reg.0, 0, bits)
+        self.space.modify32(reg.0, 0, Self::bus(bits))
     }
 
     /// Clears `bits` (read-modify-write).
     pub fn clear_bits(&self, reg: Reg, bits: u32) {
-        self.space.modify32(reg.0, bits, 0)
+        self.space.modify32(reg.0, Self::bus(bits), 0)
     }
 
     /// Replaces field `f` (read-modify-write).

@@ -32,14 +32,14 @@ pub(super) fn open<R: RegisterSpace>(
     let regs = BeRegs::new(bars.cfg.clone());
     let fail = |e: Error| e.at(&name);
     // docs/hw/hinic3.md §3.2 step 1: firmware ready.
-    regs.poll(regs::FUNC_ATTR1, t.fw_ready, std::time::Duration::from_millis(1), |v| {
+    regs.poll_with(regs::FUNC_ATTR1, t.fw_ready, std::time::Duration::from_millis(1), |v| {
         v != u32::MAX && v & attr1::MGMT_INIT_DONE != 0
     })
-    .map_err(|last| {
+    .map_err(|e| {
         fail(Error::Timeout {
             what: "management CPU ready",
             register: "FUNC_ATTR1",
-            last_value: last,
+            last_value: e.last,
             budget: t.fw_ready,
         })
     })?;
@@ -62,8 +62,8 @@ pub(super) fn open<R: RegisterSpace>(
     for (reg, what, rname) in
         [(regs::FUNC_ATTR4, "doorbell enable", "FUNC_ATTR4"), (regs::FUNC_ATTR5, "outbound enable", "FUNC_ATTR5")]
     {
-        regs.poll(reg, t.db_outbound, std::time::Duration::from_millis(1), |v| v & ATTR45_DISABLED == 0)
-            .map_err(|last| fail(Error::Timeout { what, register: rname, last_value: last, budget: t.db_outbound }))?;
+        regs.poll_with(reg, t.db_outbound, std::time::Duration::from_millis(1), |v| v & ATTR45_DISABLED == 0)
+            .map_err(|e| fail(Error::Timeout { what, register: rname, last_value: e.last, budget: t.db_outbound }))?;
     }
     // Step 4: PPF election, then MPF (PF only, with the mgmt BAR).
     let mgmt_bar = bars.mgmt.as_ref().map(|m| BeRegs::new(m.clone()));
