@@ -14,17 +14,6 @@ use pktio::pcap_file::{read_all, PcapWriter};
 
 const DUMPCAP: &str = env!("CARGO_BIN_EXE_pktio-dumpcap");
 
-fn tcpdump() -> bool {
-    if Command::new("tcpdump").arg("--version").output().is_ok() {
-        return true;
-    }
-    if std::env::var("DPDK_TESTS_REQUIRED").as_deref() == Ok("1") {
-        panic!("DPDK_TESTS_REQUIRED=1 but tcpdump is missing: apt-get install tcpdump");
-    }
-    eprintln!("skipped: needs tcpdump (apt-get install tcpdump)");
-    false
-}
-
 /// 40 frames of different lengths, each marked with its index.
 fn frames() -> Vec<Vec<u8>> {
     (0..40u8)
@@ -43,7 +32,7 @@ fn frames() -> Vec<Vec<u8>> {
 
 #[test]
 fn capture_while_forwarding_holds_the_forwarded_frames() {
-    if !tcpdump() {
+    if !apptest::have_tcpdump() {
         return;
     }
     let dir = TempDir::new("capture");
