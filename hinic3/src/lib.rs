@@ -74,15 +74,7 @@ use pktio::EthDev;
 pub static PCI_DRIVERS: &[PciDriver] = &[PciDriver { name: "net_hinic3", ids: &HINIC3_IDS, probe: probe_hinic3 }];
 
 /// [`PCI_IDS`] as PCI IDs, so there is one table to edit.
-static HINIC3_IDS: [PciId; PCI_IDS.len()] = {
-    let mut ids = [PciId::new(0, 0); PCI_IDS.len()];
-    let mut i = 0;
-    while i < ids.len() {
-        ids[i] = PciId::new(PCI_IDS[i].0, PCI_IDS[i].1);
-        i += 1;
-    }
-    ids
-};
+static HINIC3_IDS: [PciId; PCI_IDS.len()] = pktio::pci_ids_of!(PCI_IDS);
 
 /// A hinic3 PF through the application's VFIO container and DMA memory.
 fn probe_hinic3(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {

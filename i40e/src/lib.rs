@@ -76,15 +76,7 @@ use pktio::EthDev;
 pub static PCI_DRIVERS: &[PciDriver] = &[PciDriver { name: "net_i40e", ids: &I40E_IDS, probe: probe_i40e }];
 
 /// [`PCI_IDS`] without the speeds, built at compile time so there is one table to edit.
-static I40E_IDS: [PciId; PCI_IDS.len()] = {
-    let mut ids = [PciId::new(0, 0); PCI_IDS.len()];
-    let mut i = 0;
-    while i < ids.len() {
-        ids[i] = PciId::new(PCI_IDS[i].0, PCI_IDS[i].1);
-        i += 1;
-    }
-    ids
-};
+static I40E_IDS: [PciId; PCI_IDS.len()] = pktio::pci_ids_of!(PCI_IDS);
 
 /// A 700-series PF through the application's VFIO container and DMA memory.
 fn probe_i40e(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {

@@ -69,15 +69,7 @@ pub static PCI_DRIVERS: &[PciDriver] = &[
 ];
 
 /// [`PCI_IDS`] without the MAC types, built at compile time so there is one table to edit.
-static IXGBE_IDS: [PciId; PCI_IDS.len()] = {
-    let mut ids = [PciId::new(0, 0); PCI_IDS.len()];
-    let mut i = 0;
-    while i < ids.len() {
-        ids[i] = PciId::new(PCI_IDS[i].0, PCI_IDS[i].1);
-        i += 1;
-    }
-    ids
-};
+static IXGBE_IDS: [PciId; PCI_IDS.len()] = pktio::pci_ids_of!(PCI_IDS);
 
 /// Device arguments (`-a ADDRESS,key=value`) these drivers take: none. DPDK's ixgbe and igb keys tune features this
 /// driver does not have (SR-IOV, fiber SDP3 handling), so any key is refused before the device is touched rather

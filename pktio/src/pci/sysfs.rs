@@ -24,6 +24,21 @@ impl PciId {
     }
 }
 
+/// The `[PciId; N]` of a driver's ID table whose entries start with `(vendor, device, ...)`, built at compile time,
+/// so that a driver keeps one table to edit: `static IDS: [PciId; TABLE.len()] = pktio::pci_ids_of!(TABLE);`.
+#[macro_export]
+macro_rules! pci_ids_of {
+    ($table:expr) => {{
+        let mut ids = [$crate::pci::PciId::new(0, 0); $table.len()];
+        let mut i = 0;
+        while i < ids.len() {
+            ids[i] = $crate::pci::PciId::new($table[i].0, $table[i].1);
+            i += 1;
+        }
+        ids
+    }};
+}
+
 impl fmt::Display for PciId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:04x}:{:04x}", self.vendor, self.device)
