@@ -20,11 +20,13 @@ fn encode(args: &[Vec<u8>]) -> Vec<u8> {
     v
 }
 
-/// A command from the implemented set (plus an unknown one), with arbitrary binary arguments.
+/// A command from the implemented set (plus an unknown one), with arbitrary binary arguments. Not SPOP: it takes
+/// a random member (as Redis's does), so two runs of the same input may rightly answer differently; SPOP is
+/// covered by the store's unit tests.
 fn command() -> impl Strategy<Value = Vec<Vec<u8>>> {
     let names = prop::sample::select(vec![
         "SET", "GET", "DEL", "EXISTS", "INCR", "DECR", "MSET", "MGET", "LPUSH", "RPUSH", "LPOP", "RPOP", "LRANGE",
-        "SADD", "SPOP", "HSET", "ZADD", "ZPOPMIN", "ECHO", "PING", "CONFIG", "NOSUCH", "set", "QUIT",
+        "SADD", "HSET", "ZADD", "ZPOPMIN", "ECHO", "PING", "CONFIG", "NOSUCH", "set", "QUIT",
     ]);
     let arg = prop_oneof![
         prop::collection::vec(any::<u8>(), 0..8),
