@@ -23,7 +23,7 @@ export BENCH_MEM
 . "$ROOT/bench/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "run as root (network namespace, veth pairs, XDP programs)"
-command -v dpdk-testpmd >/dev/null || bench_apt_install dpdk
+bench_setup
 DPDK_VERSION=$(dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo unknown)
 bench_setup_memory
 

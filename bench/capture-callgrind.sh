@@ -27,7 +27,7 @@ ROOT=$PWD
 . "$ROOT/bench/lib.sh"
 CG_SECS=${CG_SECONDS:-10}
 APPS=${CG_APPS:-testpmd-rs l2fwd l3fwd}
-command -v valgrind >/dev/null || bench_apt_install valgrind
+bench_setup
 
 for a in $APPS; do
   cargo build --release -p "$a" --quiet

@@ -15,7 +15,7 @@
 #   BENCH_LOG_DIR          where the callgrind files go (default: target/bench-logs), for callgrind_annotate
 #
 # Builds `cargo build --release -p DRIVER --bin DRIVER-bench` in the workspace's target dir (CARGO_TARGET_DIR if
-# set, as cargo metadata reports it). Installs valgrind with apt-get when it is missing.
+# set, as cargo metadata reports it). Needs valgrind (scripts/setup.sh installs it).
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -32,7 +32,7 @@ ITERS=${CG_ITERS:-${!OLD_KNOB:-20000}}
 BURSTS=("$@")
 [ ${#BURSTS[@]} -gt 0 ] || BURSTS=(32 8 1)
 
-command -v valgrind >/dev/null || bench_apt_install valgrind
+bench_setup
 
 cargo build --quiet --release -p "$DRIVER" --bin "$DRIVER-bench"
 TARGET=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')

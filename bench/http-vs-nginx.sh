@@ -24,8 +24,7 @@ CONNS=${HTTP_BENCH_CONNECTIONS:-50}
 THREADS=${HTTP_BENCH_THREADS:-2}
 export BENCH_PAGE_BYTES=${HTTP_BENCH_PAGE_BYTES:-1024}
 export BENCH_PORT=${HTTP_BENCH_PORT:-8080}
-command -v nginx >/dev/null && command -v wrk >/dev/null && command -v curl >/dev/null ||
-  bench_apt_install nginx wrk curl
+bench_setup
 
 # nginx with its own prefix in TMP: one worker (as the single-lcore server), no access log, the page at /.
 nginx_conf() {

@@ -23,7 +23,7 @@ N=${KV_BENCH_REQUESTS:-1000000}
 CLIENTS=${KV_BENCH_CLIENTS:-50}
 PIPELINES=${KV_BENCH_PIPELINES:-"1 16"}
 export BENCH_PORT=${KV_BENCH_PORT:-6379}
-command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || bench_apt_install redis-server redis-tools
+bench_setup
 
 # One redis-benchmark run from the namespace; prints "TEST rps p50 p99" lines.
 run_client() {

@@ -20,7 +20,7 @@ MODES=${L2L3_MODES:-lpm fib em}
 REF=$LOG/dpdk-ref/l3fwd/build/l3fwd
 PCAP=$LOG/l2l3-flows.pcap
 [ -x "$REF" ] && [ -f "$PCAP" ] || die "run bench/l3fwd.sh first (it builds $REF and writes $PCAP)"
-command -v valgrind >/dev/null || bench_apt_install valgrind
+bench_setup
 cargo build --release -p l3fwd --quiet
 BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
 EAL=(-l 1 -n 4 --no-pci --no-huge -m 1024 --vdev "net_pcap0,rx_pcap=$PCAP,infinite_rx=1")

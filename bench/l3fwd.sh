@@ -30,15 +30,8 @@ MODES=${L2L3_MODES:-lpm fib em}
 APPS=${L2L3_APPS:-l3fwd l2fwd}
 LCORE=${L2L3_LCORE:-1}
 
-[ "$(id -u)" = 0 ] || die "run as root (hugepages, apt-get)"
-need=()
-[ -d /usr/share/dpdk/examples/l3fwd ] || need+=(dpdk-doc)
-pkg-config --exists libdpdk 2>/dev/null || need+=(dpdk-dev)
-command -v make >/dev/null || need+=(make)
-command -v cc >/dev/null || need+=(gcc)
-command -v python3 >/dev/null || need+=(python3)
-command -v pkg-config >/dev/null || need+=(pkg-config)
-bench_apt_install "${need[@]}"
+[ "$(id -u)" = 0 ] || die "run as root (hugepages, scripts/setup.sh)"
+bench_setup
 DPDK_VERSION=$(pkg-config --modversion libdpdk)
 bench_setup_memory
 

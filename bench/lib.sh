@@ -16,12 +16,10 @@ die() {
   exit 1
 }
 
-# apt-get install the Debian packages given (nothing if none).
-bench_apt_install() {
-  [ $# -gt 0 ] || return 0
-  say "installing $*"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+# Everything the benchmarks run beside ours (Debian's dpdk, redis-server, nginx, wrk, valgrind, ...) comes from the
+# one prepare step, scripts/setup.sh: quick when it is all there, and it waits for a set-up already running.
+bench_setup() {
+  bash "$ROOT/scripts/setup.sh" >&2 || die "scripts/setup.sh failed: the benchmarks need what it installs"
 }
 
 # Memory for both sides: sets EAL_MEM (extra EAL arguments) from MEM (huge | nohuge); for hugepages, reserves

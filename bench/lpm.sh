@@ -35,9 +35,8 @@ REPORT_ONLY=${BENCH_LPM_REPORT_ONLY:-0}
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
 
-[ "$(id -u)" = 0 ] || die "run as root (hugepages, apt-get)"
-command -v dpdk-test >/dev/null || bench_apt_install dpdk dpdk-dev
-command -v stdbuf >/dev/null || bench_apt_install coreutils
+[ "$(id -u)" = 0 ] || die "run as root (hugepages, scripts/setup.sh)"
+bench_setup
 DPDK_VERSION=$(dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo unknown)
 bench_setup_memory
 

@@ -28,15 +28,10 @@ SPEED=${BENCH_FAKETIME_SPEED:-50}
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
 
-[ "$(id -u)" = 0 ] || die "run as root (hugepages, network namespaces, apt-get)"
+[ "$(id -u)" = 0 ] || die "run as root (hugepages, network namespaces, scripts/setup.sh)"
 
-# --- 1. what we need: DPDK 22.11 (runtime + dpdk-dev for dpdk-test), faketime, iproute2 -------------------------
-need=()
-command -v dpdk-testpmd >/dev/null || need+=(dpdk)
-command -v dpdk-test >/dev/null || need+=(dpdk-dev)
-dpkg -s libfaketime >/dev/null 2>&1 || need+=(faketime)
-command -v ip >/dev/null || need+=(iproute2)
-bench_apt_install "${need[@]}"
+# --- 1. what we need (DPDK 22.11 with dpdk-test, faketime, iproute2): scripts/setup.sh ----------------------------
+bench_setup
 DPDK_VERSION=$(dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo unknown)
 FAKETIME_LIB=$(dpkg -L libfaketime | grep '/libfaketime\.so\.1$' | head -1)
 STDBUF_LIB=$(dpkg -L coreutils | grep '/libstdbuf\.so$' | head -1)

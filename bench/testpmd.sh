@@ -23,12 +23,9 @@ SU_ROUNDS=${BENCH_STARTUP_ROUNDS:-5}
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
 
-[ "$(id -u)" = 0 ] || die "run as root (hugepages, apt-get)"
+[ "$(id -u)" = 0 ] || die "run as root (hugepages, scripts/setup.sh)"
 
-need=()
-command -v dpdk-testpmd >/dev/null || need+=(dpdk)
-command -v stdbuf >/dev/null || need+=(coreutils)
-bench_apt_install "${need[@]}"
+bench_setup
 DPDK_VERSION=$(dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo unknown)
 bench_setup_memory
 

@@ -2,9 +2,9 @@
 # Builds the drivers and what they need below them for aarch64 (Kunpeng hosts carry the SP670) and runs their
 # unit tests under qemu-user. Part of scripts/test.sh.
 #
-# Toolchain: rustup's aarch64 standard library when rustup is there; otherwise Debian's own route (arm64 as a
-# foreign architecture, rustc-web/cargo-web with libstd-rust-web-dev:arm64). Linker: gcc-aarch64-linux-gnu.
-# Runner: qemu-user-static. Skipped, with the reason printed, only where none of that can be installed.
+# Needs rustup's aarch64 standard library, gcc-aarch64-linux-gnu with libc6-dev-arm64-cross (the linker and the
+# C runtime) and qemu-user-static: scripts/setup.sh installs them all. When one is missing this says which and
+# fails under AARCH64_TESTS_REQUIRED=1 (set by scripts/test.sh), or skips with the reason otherwise.
 # Usage: bash scripts/aarch64.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,39 +14,25 @@ TARGET=aarch64-unknown-linux-gnu
 CRATES=(hugepage mempool pktio ixgbe i40e)
 [ -d hinic3 ] && CRATES+=(hinic3)
 
-skip() {
-  echo "aarch64: SKIPPED: $*" >&2
-  exit 0
-}
-
-apt_install() {
-  [ "$(id -u)" = 0 ] || return 1
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-}
-
-if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64-static >/dev/null; then
-  echo "aarch64: installing gcc-aarch64-linux-gnu qemu-user-static"
-  apt_install gcc-aarch64-linux-gnu qemu-user-static ||
-    { apt-get update -qq && apt_install gcc-aarch64-linux-gnu qemu-user-static; } ||
-    skip "cannot install gcc-aarch64-linux-gnu and qemu-user-static (not root, or no Debian archive reachable)"
-fi
-
-CARGO=cargo
+missing=()
+command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
+[ -e /usr/aarch64-linux-gnu/lib/crti.o ] || missing+=(libc6-dev-arm64-cross)
+command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
 if command -v rustup >/dev/null; then
-  rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET" >/dev/null 2>&1 ||
-    skip "rustup cannot add $TARGET (no access to the Rust distribution server)"
+  rustup target list --installed | grep -qx "$TARGET" || missing+=("rustup's $TARGET target")
 else
-  if [ ! -x /usr/bin/cargo ] || ! dpkg -s libstd-rust-web-dev:arm64 >/dev/null 2>&1; then
-    echo "aarch64: installing Debian's rustc-web/cargo-web and libstd-rust-web-dev:arm64"
-    [ "$(id -u)" = 0 ] || skip "not root: cannot add the arm64 architecture"
-    dpkg --add-architecture arm64
-    apt-get update -qq
-    apt_install rustc-web cargo-web libstd-rust-web-dev:arm64 ||
-      skip "Debian's rustc-web, cargo-web or libstd-rust-web-dev:arm64 cannot be installed"
-  fi
-  CARGO=/usr/bin/cargo
-  export RUSTC=/usr/bin/rustc
+  missing+=("rustup (for the $TARGET target)")
 fi
+if [ ${#missing[@]} -gt 0 ]; then
+  why="missing ${missing[*]}: run bash scripts/setup.sh (as root)"
+  if [ "${AARCH64_TESTS_REQUIRED:-0}" = 1 ]; then
+    echo "aarch64: FAILED: $why" >&2
+    exit 1
+  fi
+  echo "aarch64: SKIPPED: $why (AARCH64_TESTS_REQUIRED=1 makes this a failure)" >&2
+  exit 0
+fi
+CARGO=cargo
 
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64-static -L /usr/aarch64-linux-gnu"

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """VM test harness: real VFIO with an emulated IOMMU and emulated NICs inside a QEMU guest.
 
-Steps (each cached under target/vm-cache/ of the repository, or $VMTEST_CACHE):
-  1. host packages: qemu-system-x86 from <codename>-backports (the backports entry is derived from the
-     machine's own Debian apt source), a linux-image from backports (apt-get download + dpkg -x, never
-     installed) and busybox-static (dpkg -x);
+Steps (the run's files under target/vm-cache/ of the repository, or $VMTEST_CACHE):
+  1. host parts, from scripts/setup.sh (run once when something is missing; it waits for a set-up already
+     running): qemu-system-x86 from <codename>-backports, the QEMU with the vfio-user client, and the guest's
+     kernel and busybox-static unpacked under $PKTIO_CACHE/vm (default /var/cache/pktio/vm);
   2. the guest binaries: `cargo build --release --target x86_64-unknown-linux-musl -p vmtest ...`;
   3. a busybox initramfs: /init (tests/vm/init.sh), the 5 VFIO modules (decompressed), the binaries,
      tests/vm/guest/*.sh;
@@ -108,89 +108,26 @@ def out(cmd):
 
 
 # ---------------------------------------------------------------------------------------------- packages
+# Nothing is installed or downloaded here: scripts/setup.sh (the one prepare step, under its machine-wide lock) installs
+# QEMU and its firmware, downloads the guest kernel and busybox into $PKTIO_CACHE/vm and builds the vfio-user QEMU.
+# When something is missing the harness runs that set-up once (waiting for one already running) and looks again.
+
+PKTIO_CACHE = os.environ.get("PKTIO_CACHE", "/var/cache/pktio")
+GUEST_DOWNLOADS = os.path.join(PKTIO_CACHE, "vm")
+FIRMWARE = "/usr/share/seabios/bios-256k.bin"
 
 
-def os_codename():
-    with open("/etc/os-release") as f:
-        for line in f:
-            if line.startswith("VERSION_CODENAME="):
-                return line.split("=", 1)[1].strip().strip('"')
-    raise Skip("no VERSION_CODENAME in /etc/os-release: not a Debian system")
-
-
-def debian_sources(codename):
-    """(uri, signed_by) of each enabled apt entry for `codename` (main suite) of Debian's archive."""
-    found = []
-    files = glob.glob("/etc/apt/sources.list.d/*.sources")
-    for path in files:
-        with open(path) as f:
-            text = f.read()
-        for stanza in re.split(r"\n\s*\n", text):
-            fields = {}
-            for line in stanza.splitlines():
-                if line.startswith("#") or ":" not in line or line[0].isspace():
-                    continue
-                k, v = line.split(":", 1)
-                fields[k.strip().lower()] = v.strip()
-            if fields.get("enabled", "yes").lower() == "no" or "deb" not in fields.get("types", "").split():
-                continue
-            if codename in fields.get("suites", "").split():
-                for uri in fields.get("uris", "").split():
-                    found.append((uri, fields.get("signed-by")))
-    for path in ["/etc/apt/sources.list"] + glob.glob("/etc/apt/sources.list.d/*.list"):
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
-            for line in f:
-                line = line.split("#", 1)[0].strip()
-                m = re.match(r"deb\s+(?:\[([^\]]*)\]\s+)?(\S+)\s+(\S+)", line)
-                if m and m.group(3) == codename:
-                    opts = dict(o.split("=", 1) for o in (m.group(1) or "").split() if "=" in o)
-                    found.append((m.group(2), opts.get("signed-by")))
-    return found
-
-
-def backports_configured(codename):
-    suite = f"{codename}-backports"
-    for path in glob.glob("/etc/apt/sources.list.d/*") + ["/etc/apt/sources.list"]:
-        if os.path.isfile(path) and not path.endswith((".disabled", ".save")):
-            with open(path) as f:
-                if re.search(rf"(^|\s){re.escape(suite)}(\s|$)", f.read(), re.M):
-                    return True
-    return False
-
-
-def ensure_backports(codename):
-    if backports_configured(codename):
-        return False
-    srcs = [s for s in debian_sources(codename) if "security" not in s[0]]
-    if not srcs:
-        raise Skip(f"no Debian apt source for {codename} to derive {codename}-backports from")
-    uri, signed = srcs[0]
-    entry = f"Types: deb\nURIs: {uri}\nSuites: {codename}-backports\nComponents: main\n"
-    if signed:
-        entry += f"Signed-By: {signed}\n"
-    path = "/etc/apt/sources.list.d/vmtest-backports.sources"
-    log(f"adding {codename}-backports from {uri} to {path}")
-    with open(path, "w") as f:
-        f.write("# Added by the pktio VM test harness (tests/vm/harness.py), derived from the Debian source.\n")
-        f.write(entry)
-    return True
-
-
-class Apt:
-    def __init__(self, codename):
-        self.codename = codename
-        self.updated = False
-
-    def update(self):
-        if not self.updated:
-            run(["apt-get", "update", "-q"], stdout=subprocess.DEVNULL)
-            self.updated = True
-
-    def prepare(self):
-        if ensure_backports(self.codename):
-            self.update()
+def run_setup(what):
+    """Runs scripts/setup.sh for `what` is missing; a Skip with its last words when it cannot provide it."""
+    if os.geteuid() != 0:
+        raise Skip(f"{what} is missing and installing it needs root: run bash scripts/setup.sh as root")
+    log(f"{what} is missing: running scripts/setup.sh")
+    r = subprocess.run(["bash", os.path.join(REPO, "scripts", "setup.sh")], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    for line in r.stdout.splitlines()[-20:]:
+        log(f"setup| {line}")
+    if r.returncode != 0:
+        raise Skip(f"{what} is missing and scripts/setup.sh failed (exit {r.returncode}; its last lines are above)")
 
 
 def qemu_binary():
@@ -212,94 +149,49 @@ def given_qemu():
     if not q:
         return None
     if not (os.path.isfile(q) and os.access(q, os.X_OK)):
-        raise Skip(f"VMTEST_QEMU={q} is not an executable file (unset it to let the harness install "
-                   "qemu-system-x86 from backports, or point it at a qemu-system-x86_64 >= 8 with igb)")
+        raise Skip(f"VMTEST_QEMU={q} is not an executable file (unset it to use the qemu-system-x86 scripts/setup.sh "
+                   "installs, or point it at a qemu-system-x86_64 >= 8 with igb)")
     if not qemu_has_igb(q):
-        raise Skip(f"VMTEST_QEMU={q} has no igb device (QEMU >= 8 needed: apt-get install -t <codename>-backports "
-                   "qemu-system-x86)")
+        raise Skip(f"VMTEST_QEMU={q} has no igb device (QEMU >= 8 needed: bash scripts/setup.sh installs one)")
     return q
 
 
-def ensure_qemu(apt):
-    q = qemu_binary()
-    if q and qemu_has_igb(q):
-        return q
-    if os.geteuid() != 0:
-        raise Skip("qemu-system-x86_64 (with igb, QEMU >= 8) is not installed and installing it needs root (run as "
-                   "root, or apt-get install -t <codename>-backports qemu-system-x86)")
-    try:
-        apt.prepare()
-        apt.update()
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "-t", f"{apt.codename}-backports",
-             "qemu-system-x86"], env=env)
-    except (subprocess.CalledProcessError, OSError) as e:
-        raise Skip(f"qemu-system-x86 could not be installed: {e} (try by hand: apt-get install -t "
-                   f"{apt.codename}-backports qemu-system-x86)")
-    q = qemu_binary()
-    if not q:
-        raise Skip("qemu-system-x86_64 not found after installing qemu-system-x86")
-    return q
+def have_host_parts(vendor, system_qemu):
+    """What the boot needs from the set-up, missing ones named (empty when all is there)."""
+    missing = []
+    if system_qemu:
+        q = qemu_binary()
+        if not (q and qemu_has_igb(q)):
+            missing.append("qemu-system-x86_64 with igb (QEMU >= 8)")
+    if not os.path.exists(FIRMWARE):
+        missing.append(f"QEMU's firmware ({FIRMWARE})")
+    if not glob.glob(os.path.join(GUEST_DOWNLOADS, "kernel", "boot", "vmlinuz-*")):
+        missing.append(f"the guest kernel ({GUEST_DOWNLOADS}/kernel)")
+    if not os.access(os.path.join(GUEST_DOWNLOADS, "busybox", "bin", "busybox"), os.X_OK):
+        missing.append(f"the guest busybox ({GUEST_DOWNLOADS}/busybox)")
+    if vendor and subprocess.run(["bash", os.path.join(HERE, "qemu-vfio-user.sh"), "--cached"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode != 0:
+        missing.append("the QEMU with the vfio-user client (tests/vm/qemu-vfio-user.sh)")
+    return missing
 
 
-def fetch_deb(apt, cache, spec, name_glob):
-    """apt-get download `spec` into cache/debs unless a .deb matching name_glob is already there."""
-    d = os.path.join(cache, "debs")
-    os.makedirs(d, exist_ok=True)
-    have = sorted(glob.glob(os.path.join(d, name_glob)))
-    if have:
-        return have[-1]
-    apt.prepare()
-    try:
-        run(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", spec], cwd=d)
-    except subprocess.CalledProcessError:
-        apt.update()
-        run(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", spec], cwd=d)
-    have = sorted(glob.glob(os.path.join(d, name_glob)))
-    if not have:
-        raise RuntimeError(f"apt-get download {spec} produced no {name_glob}")
-    return have[-1]
-
-
-def extract(deb, dest):
-    stamp = os.path.join(dest, ".extracted-" + os.path.basename(deb))
-    if os.path.exists(stamp):
-        return
-    shutil.rmtree(dest, ignore_errors=True)
-    os.makedirs(dest)
-    run(["dpkg", "-x", deb, dest])
-    open(stamp, "w").close()
-
-
-def ensure_kernel(apt, cache):
-    kdir = os.path.join(cache, "kernel")
-    have = glob.glob(os.path.join(kdir, "boot", "vmlinuz-*"))
-    if have:
-        return kdir
-    bp = f"{apt.codename}-backports"
-    meta = fetch_deb(apt, cache, f"linux-image-amd64/{bp}", "linux-image-amd64_*.deb")
-    dep = out(["dpkg-deb", "-f", meta, "Depends"])
-    m = re.search(r"(linux-image-[0-9][^\s,(]*)", dep)
-    if not m:
-        raise RuntimeError(f"cannot find the kernel package in linux-image-amd64's Depends: {dep!r}")
-    deb = fetch_deb(apt, cache, m.group(1), m.group(1) + "_*.deb")
-    extract(deb, kdir)
-    return kdir
-
-
-def ensure_busybox(apt, cache):
-    bdir = os.path.join(cache, "busybox")
-    deb = fetch_deb(apt, cache, "busybox-static", "busybox-static_*.deb")
-    extract(deb, bdir)
-    return os.path.join(bdir, "bin", "busybox")
+def ensure_host_parts(vendor, system_qemu):
+    """(kernel dir, busybox) once everything the boot needs is there, running the set-up when it is not."""
+    missing = have_host_parts(vendor, system_qemu)
+    if missing:
+        run_setup(", ".join(missing))
+        missing = have_host_parts(vendor, system_qemu)
+        if missing:
+            raise Skip(f"still missing after scripts/setup.sh: {', '.join(missing)}")
+    return os.path.join(GUEST_DOWNLOADS, "kernel"), os.path.join(GUEST_DOWNLOADS, "busybox", "bin", "busybox")
 
 
 # ---------------------------------------------------------------------------------------------- build
 
 
 def guest_target(choice="auto"):
-    """(target triple, extra RUSTFLAGS): musl when its std is installed or rustup can add it, else glibc with
-    +crt-static (also a static binary; rustup may be unable to download on some machines)."""
+    """(target triple, extra RUSTFLAGS): musl when rustup has its std (scripts/setup.sh adds it), else glibc with
+    +crt-static (also a static binary)."""
     if choice == "gnu-static":
         return GNU, "-C target-feature=+crt-static"
     if choice == "musl":
@@ -310,12 +202,8 @@ def guest_target(choice="auto"):
         return MUSL, ""  # no rustup: hope the toolchain has the target
     if MUSL in installed:
         return MUSL, ""
-    try:
-        run(["rustup", "target", "add", MUSL])
-        return MUSL, ""
-    except subprocess.CalledProcessError:
-        log(f"rustup could not add {MUSL}: building static glibc binaries (+crt-static) instead")
-        return GNU, "-C target-feature=+crt-static"
+    log(f"rustup has no {MUSL} (bash scripts/setup.sh adds it): building static glibc binaries (+crt-static) instead")
+    return GNU, "-C target-feature=+crt-static"
 
 
 def build_guest(target_dir, packages, offline, choice="auto"):
@@ -842,17 +730,16 @@ def serve(args, peer, res):
 
 
 def vfio_user_qemu():
-    """A QEMU with the vfio-user client: $VMTEST_VFIO_USER_QEMU as is, else tests/vm/qemu-vfio-user.sh's cached
-    build (built from Debian's source package the first time: minutes)."""
+    """A QEMU with the vfio-user client: $VMTEST_VFIO_USER_QEMU as is, else the build scripts/setup.sh cached
+    (tests/vm/qemu-vfio-user.sh --cached)."""
     q = os.environ.get("VMTEST_VFIO_USER_QEMU")
     if not q:
-        t0 = time.time()
-        r = subprocess.run(["bash", os.path.join(HERE, "qemu-vfio-user.sh")], stdout=subprocess.PIPE, text=True)
+        r = subprocess.run(["bash", os.path.join(HERE, "qemu-vfio-user.sh"), "--cached"], stdout=subprocess.PIPE,
+                           text=True)
         if r.returncode != 0:
-            raise Skip(f"no QEMU with the vfio-user client: tests/vm/qemu-vfio-user.sh exited {r.returncode} "
-                       "(its messages are above; run it by hand as root)")
+            raise Skip("no QEMU with the vfio-user client: bash scripts/setup.sh builds it (tests/vm/qemu-vfio-user.sh)")
         q = r.stdout.strip().splitlines()[-1]
-        log(f"QEMU with vfio-user: {q} ({time.time() - t0:.1f} s)")
+        log(f"QEMU with vfio-user: {q}")
     try:
         help_out = subprocess.run([q, "-device", "help"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError) as e:
@@ -959,17 +846,15 @@ def main():
     try:
         if sys.platform != "linux" or os.uname().machine != "x86_64":
             raise Skip("the VM test needs an x86_64 Linux host")
-        # Before the lock: a given QEMU that cannot work is known at once, not after another harness's boot.
-        qemu = vfio_user_qemu() if vendor else given_qemu()
-        # One harness at a time per cache (apt, cargo, the initramfs file).
-        lockf = open(os.path.join(a.cache, ".lock"), "w")
-        fcntl.flock(lockf, fcntl.LOCK_EX)
-        apt = Apt(os_codename())
-        qemu = qemu or ensure_qemu(apt)
+        # Before anything else: a given QEMU that cannot work is known at once.
+        qemu = None if vendor else given_qemu()
         if os.geteuid() != 0:
             raise Skip("the VM test needs root (network namespace, TAPs, VFIO in the guest): run it as root")
-        kdir = ensure_kernel(apt, a.cache)
-        busybox = ensure_busybox(apt, a.cache)
+        kdir, busybox = ensure_host_parts(vendor, system_qemu=not vendor and qemu is None)
+        qemu = vfio_user_qemu() if vendor else (qemu or qemu_binary())
+        # One harness at a time per cache (cargo, the initramfs file).
+        lockf = open(os.path.join(a.cache, ".lock"), "w")
+        fcntl.flock(lockf, fcntl.LOCK_EX)
         packages = [p for p in a.packages.split(",") if p]
         bindir = build_guest(target_dir, packages, a.offline, a.guest_target) if packages else target_dir
         server = build_model_server(os.path.join(os.path.dirname(target_dir), "vm-host"), a.offline) if vendor else None

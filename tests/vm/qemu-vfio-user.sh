@@ -3,19 +3,20 @@
 # (`-device vfio-user-pci,socket=PATH`, QEMU >= 10.1), from Debian's own source package, and prints the
 # path of its qemu-system-x86_64 on stdout (last line). Later runs reuse the cached build.
 #
-# Where: $QEMU_VFIO_USER_CACHE (default /var/cache/pktio): src/ (source package), qemu-vfio-user-VERSION/
-# (install prefix; `.complete` marks a finished build). Which: $QEMU_VFIO_USER_VERSION (default 10.2.2, the
-# version issue 17 validated) when a source suite carries it, else the newest >= 10.1 there.
-# The deb-src entry is derived from the machine's own Debian source (same URI and keyring); no mirror host
-# is written here. Needs root (apt) only for a cold build.
+# Where: $QEMU_VFIO_USER_CACHE (default $PKTIO_CACHE, else /var/cache/pktio): src/ (source package),
+# qemu-vfio-user-VERSION/ (install prefix; `.complete` marks a finished build). Which: $QEMU_VFIO_USER_VERSION
+# (default 10.2.2, the version issue 17 validated) when a source suite carries it, else the newest >= 10.1 there.
+#
+# A cold build is a step of scripts/setup.sh, under its lock and with its private apt configuration (the deb-src
+# entries, the build dependencies in its package table): run by itself without a cached build, this script
+# says to run the set-up and exits 77. `--cached`: only print a finished build's path (exit 77 when none).
 set -euo pipefail
 
-CACHE=${QEMU_VFIO_USER_CACHE:-/var/cache/pktio}
+CACHE=${QEMU_VFIO_USER_CACHE:-${PKTIO_CACHE:-/var/cache/pktio}}
 WANT=${QEMU_VFIO_USER_VERSION:-10.2.2}
-SRC_LIST=/etc/apt/sources.list.d/pktio-qemu-src.sources
 log() { echo "qemu-vfio-user: $*" >&2; }
 
-# A finished build of the wanted version (or any, when apt is not reachable) answers at once.
+# A finished build of the wanted version (or any other one) answers at once.
 cached() {
     local d
     for d in "$CACHE/qemu-vfio-user-$WANT" "$CACHE"/qemu-vfio-user-*; do
@@ -27,47 +28,14 @@ cached() {
     return 1
 }
 if cached; then exit 0; fi
-
-[[ $(id -u) == 0 ]] || { log "a cold build needs root (apt-get); none cached under $CACHE"; exit 77; }
-
-# The machine's Debian archive URI and keyring: the first deb822 stanza or one-line entry of the main
-# archive (not -security/-updates/-backports), as the VM harness derives its backports entry.
-derive_source() {
-    local f uri="" key="" suite=""
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [[ -f $f && $f != "$SRC_LIST" ]] || continue
-        # Stanzas are separated by blank lines; take the first whose Suites has a bare codename.
-        read -r uri key suite < <(awk 'BEGIN{RS=""; FS="\n"}
-            { u=""; k=""; s="";
-              for (i=1;i<=NF;i++) { if ($i ~ /^URIs:/) { sub(/^URIs:[ \t]*/,"",$i); split($i,a," "); u=a[1] }
-                                    if ($i ~ /^Signed-By:/) { sub(/^Signed-By:[ \t]*/,"",$i); k=$i }
-                                    if ($i ~ /^Suites:/) { sub(/^Suites:[ \t]*/,"",$i); n=split($i,b," ");
-                                        for (j=1;j<=n;j++) if (b[j] !~ /-/) s=b[j] } }
-              if (u != "" && s != "") { print u, (k==""?"-":k), s; exit } }' "$f") || true
-        [[ -n $uri ]] && break
-    done
-    if [[ -z $uri && -f /etc/apt/sources.list ]]; then
-        read -r uri suite < <(awk '$1=="deb" { i=2; if ($2 ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
-            if ($(i+1) !~ /-/) { print $i, $(i+1); exit } }' /etc/apt/sources.list) || true
-        key=-
-    fi
-    [[ -n $uri ]] || { log "no Debian source entry found in /etc/apt to derive a deb-src entry from"; exit 77; }
-    echo "$uri $key"
-}
-
-if [[ ! -f $SRC_LIST ]]; then
-    read -r URI KEY < <(derive_source)
-    log "adding deb-src for trixie-backports and sid from $URI"
-    {
-        echo "# Added by tests/vm/qemu-vfio-user.sh (pktio): QEMU source with the vfio-user client."
-        echo "Types: deb-src"
-        echo "URIs: $URI"
-        echo "Suites: trixie-backports sid"
-        echo "Components: main"
-        [[ $KEY != - ]] && echo "Signed-By: $KEY"
-    } >"$SRC_LIST"
+if [[ ${1:-} == --cached ]]; then exit 77; fi
+if [[ ${PKTIO_SETUP_LOCKED:-} != "$CACHE" || -z ${APT_CONFIG:-} ]]; then
+    log "no QEMU with the vfio-user client under $CACHE yet: run bash scripts/setup.sh (as root) to build it"
+    exit 77
 fi
-apt-get update -qq >&2 || log "apt-get update failed; trying with the lists at hand"
+for tool in meson ninja dpkg-source cc pkg-config flex bison; do
+    command -v "$tool" >/dev/null || { log "$tool is missing: bash scripts/setup.sh installs it"; exit 1; }
+done
 
 # Pick the source version: the wanted upstream version if carried, else the newest >= 10.1.
 mapfile -t VERSIONS < <(apt-cache showsrc qemu 2>/dev/null | awk '/^Package: qemu$/{p=1} p && /^Version:/{print $2; p=0}')
@@ -82,29 +50,16 @@ if [[ -z $PICK ]]; then
         if [[ -z $PICK ]] || dpkg --compare-versions "$v" gt "$PICK"; then PICK=$v; fi
     done
 fi
-[[ -n $PICK ]] || { log "no qemu source >= 10.1 in the apt source lists (have: ${VERSIONS[*]:-none})"; exit 77; }
+[[ -n $PICK ]] || { log "no qemu source >= 10.1 in the apt source lists (have: ${VERSIONS[*]:-none})"; exit 1; }
 UP=${PICK#*:}; UP=${UP%%+*}; UP=${UP%%-*}
 PREFIX="$CACHE/qemu-vfio-user-$UP"
 log "building QEMU $PICK into $PREFIX"
-
-# Only what configure and the x86_64-softmmu build need (meson >= 1.5 comes from the codename's backports
-# on bookworm, which the VM harness's entry already provides).
-CODENAME=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-DEPS=(dpkg-dev build-essential ninja-build pkgconf python3-venv python3-distlib libglib2.0-dev
-      libpixman-1-dev libfdt-dev zlib1g-dev flex bison)
-MESON_OK=0
-if command -v meson >/dev/null && dpkg --compare-versions "$(meson --version)" ge 1.5; then MESON_OK=1; fi
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${DEPS[@]}" >&2
-if [[ $MESON_OK == 0 ]]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -t "$CODENAME-backports" meson >&2 \
-        || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends meson >&2
-fi
 
 mkdir -p "$CACHE/src"
 SRCDIR="$CACHE/src/qemu-$UP"
 if [[ ! -f $SRCDIR/.unpacked ]]; then
     rm -rf "$SRCDIR"
-    (cd "$CACHE/src" && apt-get source --download-only "qemu=$PICK" >&2 &&
+    (cd "$CACHE/src" && apt-get source --download-only "qemu=$PICK" 9>&- >&2 &&
         dpkg-source --no-check -x "qemu_${PICK#*:}.dsc" "qemu-$UP" >&2)
     touch "$SRCDIR/.unpacked"
 fi

@@ -1,0 +1,269 @@
+# The steps of scripts/setup.sh (sourced, not run). Expects ROOT (the repository) and CACHE (PKTIO_CACHE).
+# Nothing here changes the machine's apt sources: apt runs with the private configuration apt_prepare writes.
+
+say() { echo "setup: $*" >&2; }
+
+APT_DIR=$CACHE/apt
+APT_LOCK_TIMEOUT=${PKTIO_APT_LOCK_TIMEOUT:-600}
+CODENAME=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+RUST_TARGETS=(x86_64-unknown-linux-musl aarch64-unknown-linux-gnu)
+GUEST_DIR=$CACHE/vm
+
+# One set-up at a time on this machine: the others wait here (a parallel test binary, a benchmark), then find the
+# work done. A child of the set-up holding the lock (PKTIO_SETUP_LOCKED) does not take it again.
+setup_lock() {
+  [ "${PKTIO_SETUP_LOCKED:-}" = "$CACHE" ] && return 0
+  mkdir -p "$CACHE"
+  exec 9>"$CACHE/setup.lock"
+  if ! flock -n 9; then
+    say "waiting for the set-up already running (pid $(cat "$CACHE/setup.pid" 2>/dev/null || echo '?')) to finish"
+    local wait=${PKTIO_SETUP_LOCK_TIMEOUT:-5400}
+    flock -w "$wait" 9 || {
+      say "gave up after $wait s: another set-up still holds $CACHE/setup.lock (pid $(cat "$CACHE/setup.pid" 2>/dev/null || echo '?'))"
+      exit 1
+    }
+  fi
+  echo $$ >"$CACHE/setup.pid"
+  export PKTIO_SETUP_LOCKED=$CACHE
+}
+
+# --- what is missing -------------------------------------------------------------------------------------------
+
+# "name suite min" for each package of setup.sh's table.
+package_rows() { sed -e 's/#.*//' <<<"$PACKAGES" | awk 'NF >= 3 { print $1, $2, $3 }'; }
+
+# The packages of the table not installed (or older than their minimum), as "name suite" lines.
+missing_packages() {
+  local rows names
+  rows=$(package_rows)
+  mapfile -t names < <(echo "$rows" | awk '{ print $1 }')
+  declare -A have=()
+  local p st v
+  while read -r p st v; do
+    [ "$st" = installed ] && have[$p]=$v
+  done < <(dpkg-query -W -f='${Package} ${db:Status-Status} ${Version}\n' "${names[@]}" 2>/dev/null || true)
+  local name suite min
+  while read -r name suite min; do
+    if [ -z "${have[$name]:-}" ]; then
+      echo "$name $suite"
+    elif [ "$min" != - ] && ! dpkg --compare-versions "${have[$name]}" ge "$min"; then
+      echo "$name $suite"
+    fi
+  done <<<"$rows"
+}
+
+missing_rust_targets() {
+  command -v rustup >/dev/null || { echo "rustup (the aarch64 and musl targets come from it: https://rustup.rs)"; return; }
+  local installed t
+  installed=$(rustup target list --installed 2>/dev/null || true)
+  for t in "${RUST_TARGETS[@]}"; do
+    grep -qx "$t" <<<"$installed" || echo "$t"
+  done
+}
+
+guest_kernel_ok() { compgen -G "$GUEST_DIR/kernel/boot/vmlinuz-*" >/dev/null; }
+guest_busybox_ok() { [ -x "$GUEST_DIR/busybox/bin/busybox" ]; }
+
+# Everything missing, one line each (nothing when all is there).
+setup_missing() {
+  local p
+  while read -r p; do [ -n "$p" ] && echo "package ${p% *}"; done < <(missing_packages)
+  while read -r p; do [ -n "$p" ] && echo "rust target $p"; done < <(missing_rust_targets)
+  bash "$ROOT/tests/vm/qemu-vfio-user.sh" --cached >/dev/null 2>&1 ||
+    echo "QEMU with the vfio-user client under $CACHE (tests/vm/qemu-vfio-user.sh)"
+  guest_kernel_ok || echo "VM guest kernel under $GUEST_DIR/kernel"
+  guest_busybox_ok || echo "VM guest busybox under $GUEST_DIR/busybox"
+}
+
+# --- apt, privately --------------------------------------------------------------------------------------------
+
+# The machine's Debian archive (URI and keyring): the first stanza or line of the main archive (not -security,
+# -updates, -backports). Prints "URI KEYRING" (KEYRING "-" when none is given).
+derive_debian_source() {
+  local f uri="" key="" suite=""
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    read -r uri key suite < <(awk 'BEGIN{RS=""; FS="\n"}
+        { u=""; k=""; s="";
+          for (i=1;i<=NF;i++) { if ($i ~ /^URIs:/) { sub(/^URIs:[ \t]*/,"",$i); split($i,a," "); u=a[1] }
+                                if ($i ~ /^Signed-By:/) { sub(/^Signed-By:[ \t]*/,"",$i); k=$i }
+                                if ($i ~ /^Suites:/) { sub(/^Suites:[ \t]*/,"",$i); n=split($i,b," ");
+                                    for (j=1;j<=n;j++) if (b[j] !~ /-/) s=b[j] } }
+          if (u != "" && s != "" && u !~ /security/) { print u, (k==""?"-":k), s; exit } }' "$f") || true
+    [ -n "$uri" ] && break
+  done
+  if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
+    read -r uri suite < <(awk '$1=="deb" { i=2; if ($2 ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
+        if ($(i+1) !~ /-/ && $i !~ /security/) { print $i, $(i+1); exit } }' /etc/apt/sources.list) || true
+    key=-
+  fi
+  [ -n "$uri" ] || return 1
+  echo "$uri $key"
+}
+
+# Writes the private apt configuration (once per set-up run) and exports APT_CONFIG for apt_get: the machine's own
+# source entries (copied), plus <codename>-backports and the deb-src entries QEMU's source comes from (trixie-backports
+# and sid), lists and downloaded packages kept under $APT_DIR.
+APT_READY=0
+apt_prepare() {
+  [ $APT_READY = 1 ] && return 0
+  [ -n "$CODENAME" ] || { say "no VERSION_CODENAME in /etc/os-release: this set-up needs Debian"; exit 1; }
+  local src uri key
+  src=$(derive_debian_source) || {
+    say "no Debian archive entry in /etc/apt/sources.list(.d) to derive $CODENAME-backports from"
+    exit 1
+  }
+  read -r uri key <<<"$src"
+  mkdir -p "$APT_DIR/sources.list.d" "$APT_DIR/lists/partial" "$APT_DIR/archives/partial"
+  rm -f "$APT_DIR/sources.list.d/"*
+  local f
+  for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] && cp "$f" "$APT_DIR/sources.list.d/machine-$(basename "$f")"
+  done
+  if [ -f /etc/apt/sources.list ]; then cp /etc/apt/sources.list "$APT_DIR/sources.list"; else : >"$APT_DIR/sources.list"; fi
+  local signed=""
+  [ "$key" != - ] && signed="Signed-By: $key"
+  cat >"$APT_DIR/sources.list.d/pktio.sources" <<EOF
+# Written by scripts/setup.sh (pktio), derived from the machine's Debian source; used only through APT_CONFIG.
+Types: deb
+URIs: $uri
+Suites: $CODENAME-backports
+Components: main
+$signed
+
+Types: deb-src
+URIs: $uri
+Suites: trixie-backports sid
+Components: main
+$signed
+EOF
+  cat >"$APT_DIR/apt.conf" <<EOF
+// Written by scripts/setup.sh (pktio): apt with the machine's sources plus the project's, lists kept apart.
+Dir::Etc::SourceList "$APT_DIR/sources.list";
+Dir::Etc::SourceParts "$APT_DIR/sources.list.d";
+Dir::State::Lists "$APT_DIR/lists";
+Dir::Cache::Archives "$APT_DIR/archives";
+Dir::Cache::pkgcache "$APT_DIR/pkgcache.bin";
+Dir::Cache::srcpkgcache "$APT_DIR/srcpkgcache.bin";
+DPkg::Lock::Timeout "$APT_LOCK_TIMEOUT";
+APT::Sandbox::User "root";
+EOF
+  export APT_CONFIG=$APT_DIR/apt.conf
+  say "apt: updating the package lists ($CODENAME, $CODENAME-backports, deb-src trixie-backports and sid)"
+  apt_get update -qq || say "apt-get update reported errors; going on with the lists at hand"
+  APT_READY=1
+}
+
+# apt-get with the private configuration, waiting for a dpkg lock held by someone else. Our lock's descriptor is
+# closed for it, so no service a package starts can keep the set-up lock.
+apt_get() {
+  local err rc=0
+  err=$(mktemp)
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout="$APT_LOCK_TIMEOUT" "$@" 2> >(tee "$err" >&2) 9>&- || rc=$?
+  wait
+  if [ $rc != 0 ] && grep -q "Could not get lock" "$err"; then
+    say "apt waited $APT_LOCK_TIMEOUT s for a lock another program holds (named above: an apt-get, unattended-upgrades);"
+    say "let it finish or stop it, then run bash scripts/setup.sh again (PKTIO_APT_LOCK_TIMEOUT=seconds waits longer)"
+  fi
+  rm -f "$err"
+  return $rc
+}
+
+setup_apt_packages() {
+  local missing base=() bp=() name suite
+  missing=$(missing_packages)
+  [ -n "$missing" ] || return 0
+  while read -r name suite; do
+    case $suite in
+      backports) bp+=("$name") ;;
+      *) base+=("$name") ;;
+    esac
+  done <<<"$missing"
+  apt_prepare
+  if [ ${#base[@]} -gt 0 ]; then
+    say "installing ${base[*]}"
+    apt_get install -y -qq --no-install-recommends "${base[@]}" >/dev/null
+  fi
+  if [ ${#bp[@]} -gt 0 ]; then
+    say "installing from $CODENAME-backports: ${bp[*]}"
+    apt_get install -y -qq --no-install-recommends -t "$CODENAME-backports" "${bp[@]}" >/dev/null
+  fi
+  # redis-server and nginx are run only by bench/ on ports of its own: no service stays running or enabled.
+  local svc
+  for svc in redis-server nginx; do
+    if command -v systemctl >/dev/null; then systemctl disable --now "$svc" >/dev/null 2>&1 || true; fi
+    if command -v service >/dev/null; then service "$svc" stop >/dev/null 2>&1 || true; fi
+    if command -v update-rc.d >/dev/null; then update-rc.d "$svc" disable >/dev/null 2>&1 || true; fi
+  done
+}
+
+setup_rust_targets() {
+  command -v rustup >/dev/null || { say "no rustup: the aarch64 and musl targets cannot be added (https://rustup.rs)"; return 0; }
+  local t
+  for t in $(missing_rust_targets); do
+    say "rustup target add $t"
+    rustup target add "$t" >/dev/null 2>&1 || say "rustup could not add $t (no access to the Rust distribution server?)"
+  done
+}
+
+# The vendor-driver VM tests' QEMU (>= 10.1, the vfio-user client): built once from Debian's source package, its
+# output kept in a log (shown when it fails).
+setup_vfio_user_qemu() {
+  bash "$ROOT/tests/vm/qemu-vfio-user.sh" --cached >/dev/null 2>&1 && return 0
+  apt_prepare
+  local log=$CACHE/qemu-vfio-user-build.log t0=$SECONDS
+  say "building QEMU with the vfio-user client from Debian's source (once per machine; about 20 min on 2 cores): $log"
+  if ! bash "$ROOT/tests/vm/qemu-vfio-user.sh" >/dev/null 2>"$log"; then
+    tail -30 "$log" >&2
+    say "the QEMU build failed (whole log: $log)"
+    exit 1
+  fi
+  say "QEMU with the vfio-user client built in $((SECONDS - t0)) s"
+}
+
+# apt-get download PACKAGE into $GUEST_DIR/debs unless a .deb matching GLOB is there; prints its path.
+fetch_deb() {
+  local spec=$1 glob=$2 d=$GUEST_DIR/debs have
+  mkdir -p "$d"
+  have=$(compgen -G "$d/$glob" | sort | tail -1 || true)
+  if [ -z "$have" ]; then
+    (cd "$d" && apt_get download -q "$spec" >/dev/null)
+    have=$(compgen -G "$d/$glob" | sort | tail -1 || true)
+  fi
+  [ -n "$have" ] || { say "apt-get download $spec produced no $glob"; return 1; }
+  echo "$have"
+}
+
+# dpkg -x DEB into DEST (replaced whole, so a half-unpacked tree never counts as done).
+unpack_deb() {
+  rm -rf "$2.tmp" && mkdir -p "$2.tmp" && dpkg -x "$1" "$2.tmp" && rm -rf "$2" && mv "$2.tmp" "$2"
+}
+
+# The VM guest's kernel (the newest <codename>-backports linux-image-amd64 points at) and busybox, unpacked, never
+# installed.
+setup_guest_downloads() {
+  guest_kernel_ok && guest_busybox_ok && return 0
+  apt_prepare
+  if ! guest_kernel_ok; then
+    local meta dep img deb
+    meta=$(fetch_deb "linux-image-amd64/$CODENAME-backports" "linux-image-amd64_*.deb")
+    dep=$(dpkg-deb -f "$meta" Depends)
+    img=$(grep -oE 'linux-image-[0-9][^ ,(]*' <<<"$dep" | head -1)
+    [ -n "$img" ] || { say "cannot find the kernel package in linux-image-amd64's Depends: $dep"; exit 1; }
+    deb=$(fetch_deb "$img" "${img}_*.deb")
+    say "unpacking the guest kernel $(basename "$deb")"
+    unpack_deb "$deb" "$GUEST_DIR/kernel"
+  fi
+  if ! guest_busybox_ok; then
+    local bb
+    bb=$(fetch_deb busybox-static "busybox-static_*.deb")
+    unpack_deb "$bb" "$GUEST_DIR/busybox"
+  fi
+}
+
+# 2 MiB hugepages for the EAL's default (tests that need more reserve their own; --no-huge runs without).
+setup_hugepages() {
+  local nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+  [ -w $nr ] || return 0
+  if [ "$(cat $nr)" -lt 256 ]; then echo 256 >$nr || true; fi
+}
