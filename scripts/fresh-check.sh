@@ -57,7 +57,15 @@ debootstrap --variant=minbase --include=ca-certificates "$CODENAME" "$DIR" "$MIR
   { tail -20 "$LOG" >&2; say "debootstrap failed"; exit 1; }
 say "root built in $(($(date +%s) - T0)) s"
 
-# The root's own settings: no service starts from a package's postinst, the host's name resolution.
+# The root's own settings: no service starts from a package's postinst; the machine's apt sources and apt
+# settings (a fresh machine of this kind has them: the mirror, its keyring, proxy or validity settings), and its
+# name resolution.
+rm -f "$DIR/etc/apt/sources.list"
+cp -a /etc/apt/sources.list.d/. "$DIR/etc/apt/sources.list.d/"
+[ -f /etc/apt/sources.list ] && cp /etc/apt/sources.list "$DIR/etc/apt/sources.list"
+cp -a /etc/apt/apt.conf.d/. "$DIR/etc/apt/apt.conf.d/"
+cp -an /etc/apt/trusted.gpg.d/. "$DIR/etc/apt/trusted.gpg.d/" 2>/dev/null || true
+cp -an /usr/share/keyrings/. "$DIR/usr/share/keyrings/" 2>/dev/null || true
 printf '#!/bin/sh\nexit 101\n' >"$DIR/usr/sbin/policy-rc.d"
 chmod +x "$DIR/usr/sbin/policy-rc.d"
 cp /etc/resolv.conf "$DIR/etc/resolv.conf"
@@ -87,7 +95,7 @@ unshare --mount --pid --fork --propagation private bash -euo pipefail -c '
 ' fresh-check "$DIR" "$RUSTUP_HOME" "$CARGO_HOME" "$inner" 2>&1 | tee -a "$LOG" || rc=$?
 T2=$(date +%s)
 
-count=$(grep -E '^test result:' "$LOG" | awk '{p+=$4; f+=$6} END {printf "%d passed, %d failed", p, f}')
+count=$( (grep -E '^test result:' "$LOG" || true) | awk '{p+=$4; f+=$6} END {printf "%d passed, %d failed", p, f}')
 say "run inside: exit $rc after $((T2 - T1)) s (root built in $((T1 - T0)) s); cargo tests: $count; log: $LOG"
 if [ $KEEP = 0 ]; then
   rm -rf "$DIR"
