@@ -32,17 +32,17 @@ for a in "$@"; do
     *) DIR=$a ;;
   esac
 done
-say() { echo "fresh-check: $*" >&2; }
-[ "$(id -u)" = 0 ] || { say "run as root (debootstrap, chroot, namespaces)"; exit 1; }
-command -v debootstrap >/dev/null || { say "debootstrap is missing: bash scripts/setup.sh installs it"; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "fresh-check: run as root (debootstrap, chroot, namespaces)" >&2; exit 1; }
+command -v debootstrap >/dev/null || { echo "fresh-check: debootstrap is missing: bash scripts/setup.sh installs it" >&2; exit 1; }
 RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup}
 CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
 [ -x "$CARGO_HOME/bin/cargo" ] && [ -d "$RUSTUP_HOME/toolchains" ] ||
-  { say "no rustup toolchain at $CARGO_HOME and $RUSTUP_HOME to lend the root (set RUSTUP_HOME, CARGO_HOME)"; exit 1; }
+  { echo "fresh-check: no rustup toolchain at $CARGO_HOME and $RUSTUP_HOME to lend the root (set RUSTUP_HOME, CARGO_HOME)" >&2; exit 1; }
 
 CACHE=${PKTIO_CACHE:-/var/cache/pktio}
 # shellcheck source=scripts/lib/setup-lib.sh
 . "$ROOT/scripts/lib/setup-lib.sh"
+say() { echo "fresh-check: $*" >&2; }
 read -r MIRROR _ < <(derive_debian_source) || { say "no Debian archive entry in /etc/apt to debootstrap from"; exit 1; }
 
 LOG=$DIR.log
@@ -82,6 +82,8 @@ T1=$(date +%s)
 rc=0
 unshare --mount --pid --fork --propagation private bash -euo pipefail -c '
   d=$1 ru=$2 ch=$3 inner=$4
+  # The root a mount point of its own, as a real root is (`ip netns exec` remounts / as a slave).
+  mount --bind "$d" "$d"
   mount -t proc proc "$d/proc"
   mount --rbind /sys "$d/sys"
   mount --rbind /dev "$d/dev"
