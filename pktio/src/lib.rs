@@ -10,9 +10,8 @@
 //! driver's error type, distinct from the argument errors.
 //!
 //! Also here: software ports ([`ports`]: null, ring, pcap, af_packet, tap) opened from DPDK-style devargs, the
-//! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), PCI identity
-//! ([`pci`]), and packet headers as zero-copy views with checksums ([`wire`]: Ethernet/VLAN, ARP, IPv4, IPv6, UDP,
-//! TCP, ICMP) for forwarding engines and stacks.
+//! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), and PCI identity
+//! ([`pci`]). Packet headers are the `pkthdr` crate's; its [`MacAddr`] is the port API's MAC address.
 //! Live pcapng capture of running queues ([`capture`]: the application wraps the queues it polls; a capture started
 //! and stopped at any time copies their packets to a writer thread).
 //!
@@ -41,13 +40,13 @@ pub mod reg;
 pub mod ring;
 pub mod stats;
 pub mod vfio;
-pub mod wire;
 
 pub use dev::{
-    offload, BurstMode, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, MacParseError, PortConfig, RssConfig,
-    RssHashFunctions, RxQueue, TxQueue,
+    offload, BurstMode, DescLimits, DevInfo, EthDev, LinkStatus, PortConfig, RssConfig, RssHashFunctions, RxQueue,
+    TxQueue,
 };
 pub use error::{Error, Result};
 pub use mempool::{self, Mbuf, Mempool, PacketBatch, PoolConfig};
+pub use pkthdr::{MacAddr, MacParseError};
 pub use port_state::PortState;
 pub use stats::{PortStats, XStat};

@@ -31,11 +31,12 @@ use std::sync::Arc;
 
 use mempool::{Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
+use crate::dev::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
 use crate::devargs::Devargs;
 use crate::port_state::PortState;
 use crate::ports::netif::{self, mbuf_from_bytes, os_error, IfCtl};
 use crate::stats::{RxQueueStats, TxQueueStats};
+use crate::MacAddr;
 use crate::{Error, Result};
 
 /// Most queue pairs (sockets) of one port.

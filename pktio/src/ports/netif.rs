@@ -9,8 +9,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use mempool::{Mbuf, Mempool};
 
-use crate::dev::{LinkStatus, MacAddr, PortConfig};
+use crate::dev::{LinkStatus, PortConfig};
 use crate::port_state::PortState;
+use crate::MacAddr;
 use crate::{Error, Result};
 
 /// Largest interface name, with its NUL.

@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use mempool::{Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
+use crate::dev::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
 use crate::devargs::Devargs;
 use crate::port_state::PortState;
 use crate::stats::{RxQueueStats, TxQueueStats};
+use crate::MacAddr;
 use crate::{Error, Result};
 
 /// Most queues a null port offers.

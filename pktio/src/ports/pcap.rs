@@ -32,12 +32,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use mempool::{Mempool, PacketBatch};
 
-use crate::dev::{BurstMode, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
+use crate::dev::{BurstMode, DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
 use crate::devargs::Devargs;
 use crate::pcap_file::{self, PcapError, PcapReader, PcapWriter, RecordHeader, LINKTYPE_ETHERNET};
 use crate::port_state::PortState;
 use crate::ports::netif::mbuf_from_bytes;
 use crate::stats::{RxQueueStats, TxQueueStats};
+use crate::MacAddr;
 use crate::{Error, Result};
 
 /// Most RX (or TX) files, hence queues, of one pcap port.

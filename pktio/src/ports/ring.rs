@@ -13,10 +13,11 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use mempool::ring::Ring;
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
+use crate::dev::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
 use crate::devargs::Devargs;
 use crate::port_state::PortState;
 use crate::stats::{RxQueueStats, TxQueueStats};
+use crate::MacAddr;
 use crate::Result;
 
 /// Most queue pairs of a ring port.

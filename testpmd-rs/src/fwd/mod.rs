@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mempool::{Mempool, PacketBatch};
+use pkthdr::EthernetFrame;
 use pktio::capture::QueueTap;
 use pktio::pcap_file::PcapWriter;
 use pktio::stats::Counter;
-use pktio::wire::EthernetFrame;
 use pktio::{MacAddr, RxQueue, TxQueue};
 
 mod engines;

@@ -44,11 +44,12 @@ use std::sync::Arc;
 
 use mempool::{Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, RxQueue, TxQueue};
+use crate::dev::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
 use crate::devargs::Devargs;
 use crate::port_state::PortState;
 use crate::ports::netif::{self, mbuf_from_bytes, IfCtl};
 use crate::stats::{RxQueueStats, TxQueueStats, XStat};
+use crate::MacAddr;
 use crate::{Error, Result};
 
 pub use pool_queue::{AfXdpPoolRxQueue, AfXdpPoolTxQueue};

@@ -1,4 +1,7 @@
-//! Packet headers as zero-copy views over byte buffers, in the spirit of smoltcp's `wire`.
+//! Packet headers as zero-copy views over byte buffers, in the spirit of smoltcp's `wire`: what forwarding engines
+//! (l3fwd, testpmd-rs) and stacks (netstack) parse and build per packet. Safe code only (`forbid(unsafe_code)`):
+//! every access is a bounds-checked slice access that `new_checked` makes unable to fail. [`MacAddr`] is the port
+//! API's MAC address type too (`pktio::MacAddr`).
 //!
 //! Each header has a view `XxxPacket<T: AsRef<[u8]>>` (or [`EthernetFrame`]) over a buffer: `new_checked` checks
 //! the lengths (and version and header-length fields) once so that the named getters after it cannot panic,
@@ -14,8 +17,8 @@
 //!
 //! ```
 //! use std::net::Ipv4Addr;
-//! use pktio::wire::{EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr};
-//! use pktio::MacAddr;
+//! use pkthdr::{EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr};
+//! use pkthdr::MacAddr;
 //!
 //! // A UDP/IPv4 frame with 4 bytes of payload, built from Reprs.
 //! let mut buf = vec![0u8; 14 + 20 + 8 + 4];
@@ -47,6 +50,8 @@
 //! Not supported: IPv4 options and IPv6 extension headers are skipped, not parsed; TCP options are not parsed;
 //! reassembly, ICMP messages other than echo, and ARP for hardware or protocol types other than Ethernet/IPv4.
 
+#![forbid(unsafe_code)]
+
 pub mod arp;
 pub mod checksum;
 pub mod ethernet;
@@ -58,14 +63,12 @@ pub mod udp;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use checksum::Sum;
-pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, VlanTag};
+pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr, MacParseError, VlanTag};
 pub use icmp::{IcmpEchoRepr, IcmpPacket, IcmpType};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
 pub use tcp::{TcpFlags, TcpPacket};
 pub use udp::{UdpPacket, UdpRepr};
-
-pub use crate::MacAddr;
 
 /// Why a buffer is not a valid header of the kind asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

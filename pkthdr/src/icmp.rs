@@ -225,8 +225,8 @@ mod tests {
     use std::net::Ipv6Addr;
 
     use super::*;
-    use crate::wire::checksum::pseudo_header_v6;
-    use crate::wire::IpProtocol;
+    use crate::checksum::pseudo_header_v6;
+    use crate::IpProtocol;
     use proptest::prelude::*;
 
     /// A Linux `ping` echo request as captured (id 0x1c46, seq 1, 8 bytes of data "abcdefgh"), checksum worked out

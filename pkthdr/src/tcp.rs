@@ -252,8 +252,8 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use super::*;
-    use crate::wire::checksum::{pseudo_header_v4, Sum};
-    use crate::wire::IpProtocol;
+    use crate::checksum::{pseudo_header_v4, Sum};
+    use crate::IpProtocol;
     use proptest::prelude::*;
 
     /// A SYN from 192.0.2.1:40000 to 192.0.2.2:80 as captured, with one MSS option (1460), window 64240, and its

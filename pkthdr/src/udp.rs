@@ -201,8 +201,8 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use super::*;
-    use crate::wire::checksum::pseudo_header_v4;
-    use crate::wire::IpProtocol;
+    use crate::checksum::pseudo_header_v4;
+    use crate::IpProtocol;
     use proptest::prelude::*;
 
     /// A DNS query's UDP header and payload as captured: 10.0.0.2:54321 -> 10.0.0.1:53, 12 bytes, checksum worked
