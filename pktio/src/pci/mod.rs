@@ -6,9 +6,8 @@
 //!   against a root directory so that tests run against a fake tree ([`fake::FakeSysfs`]).
 //! - [`ConfigSpace`]: typed access to a function's configuration space (command register, bus mastering,
 //!   capability lists) over any byte-level backend: a VFIO config region, or memory in tests and models.
-//! - [`devbind`]: the logic of the `devbind` tool (status, bind to vfio-pci, unbind, back to the kernel driver).
-//! - [`doctor`]: the readiness check behind `pktio-doctor` (IOMMU, vfio-pci, hugepages, memlock, device binding,
-//!   IOMMU group viability), each failure with the command that fixes it.
+//!
+//! The `devbind` and `pktio-doctor` tools built on these are in the `tools` crate.
 //!
 //! ```no_run
 //! use pktio::pci::{PciAddress, Sysfs};
@@ -22,8 +21,6 @@
 
 mod address;
 pub mod config;
-pub mod devbind;
-pub mod doctor;
 mod error;
 pub mod fake;
 mod sysfs;
@@ -31,4 +28,4 @@ mod sysfs;
 pub use address::{PciAddress, PciAddressError};
 pub use config::{Capability, ConfigSpace};
 pub use error::PciError;
-pub use sysfs::{InterfaceState, PciDevice, PciId, Resource, Sysfs, WriteHook};
+pub use sysfs::{is_userspace_driver, InterfaceState, PciDevice, PciId, Resource, Sysfs, WriteHook};

@@ -22,9 +22,8 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::sysfs::is_userspace_driver;
-use super::{PciAddress, PciDevice, Sysfs};
-use crate::driver::Registry;
+use pktio::driver::Registry;
+use pktio::pci::{is_userspace_driver, PciAddress, PciDevice, Sysfs};
 
 /// The usage text.
 pub const USAGE: &str = "\

@@ -4,9 +4,9 @@
 use std::fs;
 use std::process::Command;
 
-use pktio::pci::devbind::{main_with, parse_args, Devbind};
 use pktio::pci::fake::{FakeDevice, FakeSysfs};
 use pktio::pci::{PciAddress, PciError};
+use tools::devbind::{main_with, parse_args, Devbind};
 
 fn addr(s: &str) -> PciAddress {
     s.parse().unwrap()

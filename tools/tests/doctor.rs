@@ -7,9 +7,9 @@ use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 
 use pktio::driver::{PciDriver, PciProbe, Registry};
-use pktio::pci::doctor::{self, Doctor, Finding, Item, Roots, Status};
 use pktio::pci::fake::{FakeDevice, FakeSysfs};
 use pktio::pci::{PciAddress, PciId};
+use tools::doctor::{self, Doctor, Finding, Item, Roots, Status};
 
 fn never_probe(_: &PciProbe<'_>) -> pktio::Result<Box<dyn pktio::EthDev>> {
     unreachable!("the doctor never opens a device")
@@ -405,7 +405,7 @@ fn suggested_tool_commands_use_real_options() {
     assert!(commands.iter().any(|c| c.starts_with("devbind -b")), "{commands:?}");
     assert!(commands.iter().any(|c| c.starts_with("hugepages --mount")), "{commands:?}");
     for c in &commands {
-        let usage = if c.starts_with("devbind") { pktio::pci::devbind::USAGE } else { hugepage::cli::USAGE };
+        let usage = if c.starts_with("devbind") { tools::devbind::USAGE } else { hugepage::cli::USAGE };
         for flag in c.split_whitespace().filter(|w| w.starts_with('-')) {
             assert!(usage.contains(&format!("{flag} ")) || usage.contains(&format!("{flag},")), "{c}: no {flag}");
         }

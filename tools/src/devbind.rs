@@ -17,8 +17,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::sysfs::is_userspace_driver;
-use super::{PciAddress, PciDevice, PciError, Sysfs};
+use pktio::pci::{is_userspace_driver, PciAddress, PciDevice, PciError, Sysfs};
 
 /// The usage text.
 pub const USAGE: &str = "\
