@@ -137,7 +137,7 @@ where
     let mut ports = Vec::new();
     if !config.no_pci {
         let vfio = pci::vfio_for(allocator.config().iova_mode);
-        let opened = pci::open_ports(&pktio::pci::Sysfs::system(), &vfio, &allocator, registry, &config)?;
+        let opened = pci::open_ports(&drvkit::pci::Sysfs::system(), &vfio, &allocator, registry, &config)?;
         for (addr, e) in &opened.skipped {
             eprintln!("EAL: {addr}: skipped (found without -a, cannot be used): {e}");
         }

@@ -12,10 +12,10 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
-use pktio::bar::RegisterSpace;
-use pktio::dma::{DmaMapper, DmaMapping};
 use pktio::ring::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
@@ -25,7 +25,7 @@ use crate::hmc::{LanHmc, TxQueueContext, CTX_BASE_UNIT};
 use crate::queue::switch_tx;
 use crate::regs::{self, qtx_ctl, PollTimeout, Regs};
 use crate::ring::RingConfig;
-use pktio::dma::DmaArea;
+use drvkit::dma::DmaArea;
 
 /// Offload flags the data descriptor carries (checksums, VLAN insertion) or that need a context descriptor (TSO).
 const TX_OFFLOAD_FLAGS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_flags::TX_VLAN | ol_flags::TX_TCP_SEG;

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::{Allocator, DmaMemory};
 use nicsim::x710::regs::{self, stat};
 use nicsim::{net, AqRc, Fault, X710Bar, X710Config, X710Part, X710Port, X710RxError, X710};
-use pktio::bar::RegisterSpace;
-use pktio::dma::{DmaMapper, DmaMapping};
 
 // ---- memory layout of the rig ------------------------------------------------------------------------------------
 

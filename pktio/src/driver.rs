@@ -6,27 +6,27 @@
 //! A PCI driver's probe receives a [`PciProbe`]:
 //!
 //! ```no_run
-//! use pktio::dma::DmaMapper;
+//! use drvkit::dma::DmaMapper;
 //!
 //! fn probe(ctx: &pktio::driver::PciProbe) -> pktio::Result<Box<dyn pktio::EthDev>> {
 //!     let dev = ctx.open_vfio()?;            // container + group + device fd, actionable errors
 //!     let _bar = dev.map_bar(0)?;            // registers
 //!     let rings = std::sync::Arc::new(ctx.allocator().allocate(64 << 10)?);
-//!     let mapper = dev.container().clone();  // a pktio::dma::DmaMapper for rings and mempools
+//!     let mapper = dev.container().clone();  // a drvkit::dma::DmaMapper for rings and mempools
 //!     let _ring_map = mapper.map(&rings)?;   // a guard owning `rings`: keep it until the queue is disabled
 //!     // ... reset, bring-up, then return the port:
 //!     Err(pktio::Error::NotSupported { port: ctx.address().to_string(), driver: "net_mine", what: "this sketch" })
 //! }
 //! pub static PCI_DRIVERS: &[pktio::driver::PciDriver] =
-//!     &[pktio::driver::PciDriver { name: "net_mine", ids: &[pktio::pci::PciId::new(0x8086, 0x1528)], probe }];
+//!     &[pktio::driver::PciDriver { name: "net_mine", ids: &[drvkit::pci::PciId::new(0x8086, 0x1528)], probe }];
 //! ```
 
 use hugepage::Allocator;
 
 use crate::devargs::Devargs;
-use crate::pci::{PciAddress, PciDevice, PciId};
-use crate::vfio::{Vfio, VfioDevice};
 use crate::{EthDev, Result};
+use drvkit::pci::{PciAddress, PciDevice, PciId};
+use drvkit::vfio::{Vfio, VfioDevice};
 
 /// What a PCI driver's probe function gets: the device as sysfs shows it, the application's DMA memory, VFIO, and
 /// the device arguments given after the address (`-a 0000:01:00.0,key=value`). A driver checks those arguments

@@ -10,36 +10,24 @@
 //! driver's error type, distinct from the argument errors.
 //!
 //! Also here: software ports ([`ports`]: null, ring, pcap, af_packet, tap) opened from DPDK-style devargs, the
-//! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), and PCI identity
-//! ([`pci`]). Packet headers are the `pkthdr` crate's; its [`MacAddr`] is the port API's MAC address.
-//! Live pcapng capture of running queues ([`capture`]: the application wraps the queues it polls; a capture started
-//! and stopped at any time copies their packets to a writer thread).
-//!
-//! The VFIO kernel ABI (structs, flags) comes from `vfio-bindings` and device mappings from `memmap2`;
-//! `vfio-ioctls` is not used: its container refuses no-IOMMU mode (which `--iova-mode pa` supports) and it calls
-//! the kernel directly, with no syscall seam for the fake kernel the VFIO tests run against.
-//! `bitfield` names the PCI command and status bits ([`pci::config::regs::Command`]); hot-path descriptors and
-//! single-bit register flags elsewhere stay named `const`s, since they are built or tested whole in one
-//! load or store and a generated getter per bit would say no more.
+//! driver registry ([`driver`]) through which driver crates make themselves known to the EAL, and live pcapng
+//! capture of running queues ([`capture`]: the application wraps the queues it polls; a capture started and stopped
+//! at any time copies their packets to a writer thread). What drivers are written against below this API (PCI,
+//! VFIO, DMA mapping, registers, barriers) is the `drvkit` crate; packet headers are the `pkthdr` crate's, whose
+//! [`MacAddr`] is the port API's MAC address.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-pub mod bar;
-pub mod barrier;
 pub mod capture;
 mod dev;
 pub mod devargs;
-pub mod dma;
 pub mod driver;
 mod error;
 pub mod pcap_file;
-pub mod pci;
 mod port_state;
 pub mod ports;
-pub mod reg;
 pub mod ring;
 pub mod stats;
-pub mod vfio;
 
 pub use dev::{
     offload, BurstMode, DescLimits, DevInfo, EthDev, LinkStatus, PortConfig, RssConfig, RssHashFunctions, RxQueue,

@@ -57,7 +57,7 @@ pub fn registry() -> Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pktio::pci::PciId;
+    use drvkit::pci::PciId;
 
     #[test]
     fn the_registry_holds_exactly_the_enabled_drivers() {

@@ -17,7 +17,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use pktio::pci::{is_userspace_driver, PciAddress, PciDevice, PciError, Sysfs};
+use drvkit::pci::{is_userspace_driver, PciAddress, PciDevice, PciError, Sysfs};
 
 /// The usage text.
 pub const USAGE: &str = "\

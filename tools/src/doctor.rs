@@ -22,8 +22,8 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use drvkit::pci::{is_userspace_driver, PciAddress, PciDevice, Sysfs};
 use pktio::driver::Registry;
-use pktio::pci::{is_userspace_driver, PciAddress, PciDevice, Sysfs};
 
 /// The usage text.
 pub const USAGE: &str = "\

@@ -4,8 +4,8 @@
 use std::fs;
 use std::process::Command;
 
-use pktio::pci::fake::{FakeDevice, FakeSysfs};
-use pktio::pci::{PciAddress, PciError};
+use drvkit::pci::fake::{FakeDevice, FakeSysfs};
+use drvkit::pci::{PciAddress, PciError};
 use tools::devbind::{main_with, parse_args, Devbind};
 
 fn addr(s: &str) -> PciAddress {

@@ -6,9 +6,9 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 
+use drvkit::pci::fake::{FakeDevice, FakeSysfs};
+use drvkit::pci::{PciAddress, PciId};
 use pktio::driver::{PciDriver, PciProbe, Registry};
-use pktio::pci::fake::{FakeDevice, FakeSysfs};
-use pktio::pci::{PciAddress, PciId};
 use tools::doctor::{self, Doctor, Finding, Item, Roots, Status};
 
 fn never_probe(_: &PciProbe<'_>) -> pktio::Result<Box<dyn pktio::EthDev>> {

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::Allocator;
-use pktio::bar::RegisterSpace;
-use pktio::dma::{DmaMapper, DmaMapping};
 use pktio::{Error, Result};
 
 use crate::regs::{Reg, Regs};

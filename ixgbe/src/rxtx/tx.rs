@@ -7,10 +7,10 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
-use pktio::bar::RegisterSpace;
-use pktio::dma::{DmaMapper, DmaMapping};
 use pktio::ring::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
@@ -325,8 +325,8 @@ mod tests {
     use super::*;
     use crate::testing::FakeRegs;
     use crate::IxgbeFamily;
+    use drvkit::dma::IdentityMapper;
     use mempool::PoolConfig;
-    use pktio::dma::IdentityMapper;
 
     /// An empty packet is not plain: inside a group of four (the group falls back to one at a time) and alone
     /// (the general path), it is dropped as an error while the others are sent, and nothing leaks.

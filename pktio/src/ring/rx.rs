@@ -12,8 +12,8 @@ use std::ptr::NonNull;
 use mempool::{Mbuf, MbufHeader, Mempool, RxRearm};
 
 use super::idx;
-use crate::barrier::dma_wmb;
 use crate::stats::Counter;
+use drvkit::barrier::dma_wmb;
 
 /// What the buffer core needs from a driver's RX descriptor.
 pub trait RxDescriptor: Copy {

@@ -22,8 +22,8 @@ use std::sync::Arc;
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
 
 use super::idx;
-use crate::barrier::dma_wmb;
 use crate::stats::TxQueueStats;
+use drvkit::barrier::dma_wmb;
 
 /// In an RS record: the group ending at this RS has slots without a packet (context descriptors, segments
 /// before a chain's last).

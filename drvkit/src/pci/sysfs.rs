@@ -25,7 +25,7 @@ impl PciId {
 }
 
 /// The `[PciId; N]` of a driver's ID table whose entries start with `(vendor, device, ...)`, built at compile time,
-/// so that a driver keeps one table to edit: `static IDS: [PciId; TABLE.len()] = pktio::pci_ids_of!(TABLE);`.
+/// so that a driver keeps one table to edit: `static IDS: [PciId; TABLE.len()] = drvkit::pci_ids_of!(TABLE);`.
 #[macro_export]
 macro_rules! pci_ids_of {
     ($table:expr) => {{
@@ -375,7 +375,7 @@ impl Sysfs {
     }
 
     /// Unbinds the device from its driver (nothing to do when it has none). No safety checks: see
-    /// [`super::devbind`] for those.
+    /// the `tools` crate's `devbind` for those.
     pub fn unbind(&self, addr: PciAddress) -> Result<(), PciError> {
         let dev = self.device(addr)?;
         if let Some(driver) = &dev.driver {
@@ -397,7 +397,7 @@ impl Sysfs {
 
     /// Binds the device to `driver` the way dpdk-devbind does: unbind from the current driver, set
     /// `driver_override`, `drivers_probe`, clear the override again, and check the result. Returns false when the
-    /// device was already bound to `driver`. No safety checks on interfaces in use: see [`super::devbind`].
+    /// device was already bound to `driver`. No safety checks on interfaces in use: see `tools::devbind`.
     pub fn bind(&self, addr: PciAddress, driver: &str) -> Result<bool, PciError> {
         let dev = self.device(addr)?;
         if dev.driver.as_deref() == Some(driver) {

@@ -3,10 +3,10 @@
 //!
 //! ```no_run
 //! use hugepage::{Allocator, DmaConfig, IovaMode};
-//! use pktio::bar::RegisterSpace;
-//! use pktio::dma::DmaMapper;
-//! use pktio::pci::ConfigSpace;
-//! use pktio::vfio::{Vfio, VfioConfig};
+//! use drvkit::bar::RegisterSpace;
+//! use drvkit::dma::DmaMapper;
+//! use drvkit::pci::ConfigSpace;
+//! use drvkit::vfio::{Vfio, VfioConfig};
 //!
 //! let vfio = Vfio::new(VfioConfig::default());                // IOVA = VA, IOMMU required
 //! let dev = vfio.open_device("0000:00:02.0".parse()?)?;        // container, group, device fd

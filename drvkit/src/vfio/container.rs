@@ -544,7 +544,7 @@ impl Drop for RegionGuard {
 
 /// The driver-facing seam: [`Container::map_memory`] with the framework's error.
 impl DmaMapper for Arc<Container> {
-    fn map(&self, memory: &Arc<DmaMemory>) -> crate::Result<DmaMapping> {
+    fn map(&self, memory: &Arc<DmaMemory>) -> crate::dma::Result<DmaMapping> {
         Ok(self.map_memory(memory)?)
     }
 }

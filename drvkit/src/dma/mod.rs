@@ -28,10 +28,30 @@ use std::sync::Arc;
 
 use hugepage::DmaMemory;
 
-use crate::Result;
+use crate::vfio::VfioError;
 
 mod area;
 pub use area::{DmaArea, AREA_ALIGN};
+
+/// Why memory could not be made reachable by a device. The port API carries it as `pktio::Error::Dma`.
+#[derive(Debug, thiserror::Error)]
+pub enum DmaError {
+    /// The VFIO container refused the mapping (outside the IOMMU's ranges, the MSI window, the locked-memory
+    /// limit): the message says which and what to do.
+    #[error(transparent)]
+    Vfio(#[from] VfioError),
+    /// A [`DmaArea`] could not be had for port `port`: no memory, or memory that is not IOVA-contiguous or aligned.
+    #[error("port {port}: {reason}")]
+    Area {
+        /// The port the area was for.
+        port: String,
+        /// What failed, and what to do (e.g. use larger hugepages).
+        reason: String,
+    },
+}
+
+/// Result of the DMA seam.
+pub type Result<T, E = DmaError> = std::result::Result<T, E>;
 
 /// Makes DMA memory reachable by one device (or one IOMMU domain).
 pub trait DmaMapper: Send + Sync {

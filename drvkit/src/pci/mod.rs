@@ -10,7 +10,7 @@
 //! The `devbind` and `pktio-doctor` tools built on these are in the `tools` crate.
 //!
 //! ```no_run
-//! use pktio::pci::{PciAddress, Sysfs};
+//! use drvkit::pci::{PciAddress, Sysfs};
 //! let sysfs = Sysfs::system();
 //! let addr: PciAddress = "0000:01:00.0".parse()?;
 //! let dev = sysfs.device(addr)?;

@@ -2,7 +2,7 @@
 //! binds them (devbind, VFIO probing, EAL probing).
 //!
 //! ```
-//! use pktio::pci::fake::{FakeDevice, FakeSysfs};
+//! use drvkit::pci::fake::{FakeDevice, FakeSysfs};
 //! let fake = FakeSysfs::new("doc");
 //! fake.add_driver("vfio-pci");
 //! fake.add_device(&FakeDevice::net("0000:01:00.0", 0x8086, 0x10fb).driver("ixgbe").iommu_group(12));

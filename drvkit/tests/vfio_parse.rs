@@ -2,11 +2,13 @@
 
 use std::sync::Arc;
 
+use drvkit::pci::fake::{FakeDevice, FakeSysfs};
+use drvkit::vfio::bindings::*;
+use drvkit::vfio::fake::{FakeGroup, FakeVfio, FakeVfioDevice};
+use drvkit::vfio::{
+    parse_iommu_info, parse_region_info, IommuInfo, IovaRange, SparseArea, Vfio, VfioConfig, VfioError,
+};
 use hugepage::{Allocator, IovaMode};
-use pktio::pci::fake::{FakeDevice, FakeSysfs};
-use pktio::vfio::bindings::*;
-use pktio::vfio::fake::{FakeGroup, FakeVfio, FakeVfioDevice};
-use pktio::vfio::{parse_iommu_info, parse_region_info, IommuInfo, IovaRange, SparseArea, Vfio, VfioConfig, VfioError};
 
 fn region(flags: u32, cap_offset: u32, size: u64) -> Vec<u8> {
     to_bytes(&vfio_region_info { argsz: 0, flags, index: 3, cap_offset, size, offset: 3 << 40 })
@@ -165,7 +167,7 @@ fn dma_range_checks() {
     assert!(old.check_range(0xfee0_0000, 0x1000).is_err());
 }
 
-fn open_one(tag: &str) -> (FakeSysfs, Arc<FakeVfio>, pktio::vfio::VfioDevice) {
+fn open_one(tag: &str) -> (FakeSysfs, Arc<FakeVfio>, drvkit::vfio::VfioDevice) {
     let sysfs = FakeSysfs::new(tag);
     sysfs.add_driver("vfio-pci");
     sysfs.add_device(&FakeDevice::net("0000:00:02.0", 0x8086, 0x10c9).driver("vfio-pci").iommu_group(2));
@@ -219,7 +221,7 @@ fn region_access_is_bounds_checked() {
     assert!(dev.write_region(9, 0, &buf).unwrap_err().to_string().contains("the device has 9 regions"));
     let bar0 = dev.map_bar(0).unwrap();
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        use pktio::bar::RegisterSpace;
+        use drvkit::bar::RegisterSpace;
         bar0.read32(128 << 10)
     }));
     assert!(caught.is_err(), "an access past the BAR panics instead of touching other memory");

@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::DmaMapper;
+use drvkit::pci::fake::{FakeDevice, FakeSysfs};
+use drvkit::pci::{ConfigSpace, PciAddress};
+use drvkit::vfio::bindings::*;
+use drvkit::vfio::fake::{FakeGroup, FakeVfio, FakeVfioDevice};
+use drvkit::vfio::{IommuMode, Vfio, VfioConfig, VfioError, MSIX_IRQ};
 use hugepage::{Allocator, IovaMode};
-use pktio::bar::RegisterSpace;
-use pktio::dma::DmaMapper;
-use pktio::pci::fake::{FakeDevice, FakeSysfs};
-use pktio::pci::{ConfigSpace, PciAddress};
-use pktio::vfio::bindings::*;
-use pktio::vfio::fake::{FakeGroup, FakeVfio, FakeVfioDevice};
-use pktio::vfio::{IommuMode, Vfio, VfioConfig, VfioError, MSIX_IRQ};
 
 const ADDR: &str = "0000:00:02.0";
 

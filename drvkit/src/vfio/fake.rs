@@ -4,9 +4,9 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use pktio::pci::fake::{FakeDevice, FakeSysfs};
-//! use pktio::vfio::fake::{FakeGroup, FakeVfio, FakeVfioDevice};
-//! use pktio::vfio::{Vfio, VfioConfig};
+//! use drvkit::pci::fake::{FakeDevice, FakeSysfs};
+//! use drvkit::vfio::fake::{FakeGroup, FakeVfio, FakeVfioDevice};
+//! use drvkit::vfio::{Vfio, VfioConfig};
 //!
 //! let sysfs = FakeSysfs::new("doc-vfio");
 //! sysfs.add_device(&FakeDevice::net("0000:00:02.0", 0x8086, 0x10c9).driver("vfio-pci").iommu_group(2));

@@ -5,8 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{DmaMapper, DmaMapping};
-use crate::{Error, Result};
+use super::{DmaError, DmaMapper, DmaMapping, Result};
 use hugepage::Allocator;
 
 /// Alignment every area has: a 4 KiB page frame, which every ring, queue page and buffer the drivers place here
@@ -34,7 +33,7 @@ impl DmaArea {
         port: &str,
         what: &str,
     ) -> Result<Self> {
-        let bad = |reason: String| Error::InvalidConfig { port: port.to_string(), reason };
+        let bad = |reason: String| DmaError::Area { port: port.to_string(), reason };
         let mem =
             allocator.allocate(bytes).map_err(|e| bad(format!("cannot allocate {bytes} bytes for {what}: {e}")))?;
         let iova = mem.iova_at(0);
