@@ -178,7 +178,7 @@ impl<D: RegisterSpace> RxRing<D> {
             headroom,
             rearm,
             memo: Memo::NONE,
-            avx: pktio::ring::cpu_has_avx(),
+            avx: ringkit::cpu_has_avx(),
             pool: setup.pool.clone(),
             db: setup.db.clone(),
             db_info: doorbell::info(DbKind::Rq, setup.queue, 0),

@@ -275,7 +275,7 @@ mod tests {
     /// The builds to check: SSE2 always, AVX where the CPU has it (elsewhere no groups are taken).
     fn builds() -> Vec<bool> {
         if cfg!(target_arch = "x86_64") {
-            if pktio::ring::cpu_has_avx() {
+            if ringkit::cpu_has_avx() {
                 vec![false, true]
             } else {
                 vec![false]

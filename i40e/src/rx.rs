@@ -16,9 +16,9 @@ use drvkit::barrier::{dma_rmb, dma_wmb};
 use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::Allocator;
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch};
-use pktio::ring::{RxBuffers, RxDescriptor};
 use pktio::stats::RxQueueStats;
 use pktio::{Error, Result, RxQueue};
+use ringkit::{RxBuffers, RxDescriptor};
 
 use crate::desc::{rx, RxDesc};
 use crate::hmc::{LanHmc, RxQueueContext, CTX_BASE_UNIT, DBUFF_UNIT};
@@ -158,7 +158,7 @@ impl<R: RegisterSpace> RxRing<R> {
             bufs,
             max_len: buf as u16,
             memo: RxMemo::of(0),
-            avx: pktio::ring::cpu_has_avx(),
+            avx: ringkit::cpu_has_avx(),
             pending: None,
             pending_bad: false,
             tail_reg: regs::qrx_tail(q).0,

@@ -26,7 +26,6 @@ mod error;
 pub mod pcap_file;
 mod port_state;
 pub mod ports;
-pub mod ring;
 pub mod stats;
 
 pub use dev::{

@@ -338,7 +338,7 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
         // CQEs four at a time in SSE2 on x86-64 (compiled for AVX where the CPU has it), scalar elsewhere.
         let rx = if cfg!(not(target_arch = "x86_64")) {
             "Scalar"
-        } else if pktio::ring::cpu_has_avx() {
+        } else if ringkit::cpu_has_avx() {
             "Vector SSE2 (AVX build)"
         } else {
             "Vector SSE2"

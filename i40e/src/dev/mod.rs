@@ -439,7 +439,7 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
     fn burst_mode(&self) -> pktio::BurstMode {
         let rx = if cfg!(not(target_arch = "x86_64")) {
             "Scalar"
-        } else if pktio::ring::cpu_has_avx() {
+        } else if ringkit::cpu_has_avx() {
             "Vector SSE2 (AVX build)"
         } else {
             "Vector SSE2"

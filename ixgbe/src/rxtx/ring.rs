@@ -10,8 +10,8 @@ use pktio::{Error, Result};
 
 use crate::regs::{Reg, Regs};
 
-/// Ring index arithmetic (shared with every driver: [`pktio::ring::idx`]).
-pub use pktio::ring::idx;
+/// Ring index arithmetic (shared with every driver: [`ringkit::idx`]).
+pub use ringkit::idx;
 
 /// Ring and threshold settings of one queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

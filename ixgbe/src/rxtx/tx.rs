@@ -1,4 +1,4 @@
-//! The TX ring: ixgbe's data and context descriptors on the shared TX core ([`pktio::ring::TxCore`]: the common
+//! The TX ring: ixgbe's data and context descriptors on the shared TX core ([`ringkit::TxCore`]: the common
 //! burst four at a time, RS groups, the cleanup that frees them); here the descriptor layout, the plain-packet
 //! test, checksum offloads through context descriptors, and the queue registers.
 
@@ -11,9 +11,9 @@ use drvkit::bar::RegisterSpace;
 use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
-use pktio::ring::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
+use ringkit::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 
 use super::ring::{disable_queue, split_iova, RingConfig, RingMemory};
 use super::Family;

@@ -11,9 +11,9 @@ use std::ptr::NonNull;
 
 use mempool::{Mbuf, MbufHeader, Mempool, RxRearm};
 
-use super::idx;
-use crate::stats::Counter;
+use crate::idx;
 use drvkit::barrier::dma_wmb;
+use pktio::stats::Counter;
 
 /// What the buffer core needs from a driver's RX descriptor.
 pub trait RxDescriptor: Copy {

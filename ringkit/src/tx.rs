@@ -21,9 +21,9 @@ use std::sync::Arc;
 
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
 
-use super::idx;
-use crate::stats::TxQueueStats;
+use crate::idx;
 use drvkit::barrier::dma_wmb;
+use pktio::stats::TxQueueStats;
 
 /// In an RS record: the group ending at this RS has slots without a packet (context descriptors, segments
 /// before a chain's last).

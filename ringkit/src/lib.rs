@@ -6,11 +6,14 @@
 //! and [`TxDescriptor`], traits of `#[inline(always)]` functions that the cores are monomorphised over: no
 //! dynamic call per packet.
 //!
-//! Here rather than in a crate of its own: it needs only what pktio already builds on (mempool, the DMA barriers,
-//! the queue counters), and every driver depends on pktio anyway.
+//! A crate of its own above the port API, apart from the rest of the driver kit (`drvkit`, below it): the cores
+//! count into the port API's queue counters ([`pktio::stats`]), and the queues drivers build on them implement
+//! its [`pktio::RxQueue`]/[`pktio::TxQueue`].
 //!
 //! Written for descriptor rings in the Intel style (a tail doorbell, a done bit written back to the descriptor
 //! that asked for a report, one buffer per descriptor); it knows nothing of any register or bit layout.
+//! Not supported: rings of other shapes (virtio's used ring, hinic3's RX completions in a queue of their own: those
+//! drivers walk their own), several buffers per descriptor (header split), and sharing a ring between threads.
 
 mod rx;
 mod tx;
