@@ -150,7 +150,7 @@ where
         // Registered vdevs first (they may yield several ports), then pktio's software ports.
         let devs = match vdev::find(registry, devargs)? {
             Some((driver, args)) => (driver.open)(&args, &allocator)?,
-            None => match pktio::ports::open_vdev(devargs) {
+            None => match swports::open_vdev(devargs) {
                 Ok(dev) => vec![dev],
                 // List the registered vdevs too: pktio only knows its own.
                 Err(pktio::Error::UnknownDriver { name, .. }) => {

@@ -255,7 +255,7 @@ mod tests {
     /// Opens a null port for devices on bus 0 slot 3, fails for the others (a device held elsewhere).
     fn picky_probe(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
         if ctx.address().to_string().starts_with("0000:00:03.") {
-            pktio::ports::open_vdev(&format!("net_null{}", ctx.address().function))
+            swports::open_vdev(&format!("net_null{}", ctx.address().function))
         } else {
             ctx.open_vfio()?;
             unreachable!("the fake VFIO has no group for it")

@@ -17,7 +17,7 @@ pub fn find(registry: &Registry, devargs: &str) -> Result<Option<(&'static VdevD
 
 /// Every virtual-device name known with `registry`: pktio's software ports, then the registered ones.
 pub fn known_names(registry: &Registry) -> Vec<&'static str> {
-    pktio::ports::VDEV_DRIVERS.iter().copied().chain(registry.vdev_names()).collect()
+    swports::VDEV_DRIVERS.iter().copied().chain(registry.vdev_names()).collect()
 }
 
 #[cfg(test)]
@@ -29,7 +29,7 @@ mod tests {
     /// A driver vdev made of `ports=N` null ports (named after the vdev, so duplicates show).
     fn open_nulls(args: &Devargs, _: &Allocator) -> pktio::Result<Vec<Box<dyn EthDev>>> {
         let n: u16 = args.parse_or("ports", 1)?;
-        (0..n).map(|i| pktio::ports::open_vdev(&format!("net_null{}{i}", args.name.len()))).collect()
+        (0..n).map(|i| swports::open_vdev(&format!("net_null{}{i}", args.name.len()))).collect()
     }
 
     static NULLS: &[VdevDriver] = &[VdevDriver { name: "net_nulls_x2", open: open_nulls }];

@@ -11,7 +11,7 @@ use pktio::EthDev;
 /// Two null ports named after the device (`net_twin3` gives `net_null30` and `net_null31`).
 fn open_twin(args: &Devargs, _: &Allocator) -> pktio::Result<Vec<Box<dyn EthDev>>> {
     let n = args.name.trim_start_matches("net_twin");
-    (0..2).map(|i| pktio::ports::open_vdev(&format!("net_null{n}{i}"))).collect()
+    (0..2).map(|i| swports::open_vdev(&format!("net_null{n}{i}"))).collect()
 }
 
 static TWIN: &[VdevDriver] = &[VdevDriver { name: "net_twin", open: open_twin }];

@@ -766,7 +766,7 @@ fn pcap_wire_and_injection() {
     }
     r.port.step();
     r.port.flush_pcap().unwrap();
-    let records = pktio::pcap_file::read_all(&path).unwrap();
+    let records = swports::pcap_file::read_all(&path).unwrap();
     assert_eq!(records.iter().map(|r| r.data.clone()).collect::<Vec<_>>(), frames);
     assert_eq!(r.port.inject_pcap(&path).unwrap(), 5);
     r.port.step();

@@ -1433,7 +1433,7 @@ fn transmitted_frames_to_a_pcap_file() {
     r.send(&f, 0, 0);
     r.step();
     r.port.flush_pcap().unwrap();
-    let records = pktio::pcap_file::read_all(&path).unwrap();
+    let records = swports::pcap_file::read_all(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].data, f);

@@ -9,12 +9,20 @@
 //! what is its own. A device's own failures (a register that never settles) come as [`Error::Driver`] carrying the
 //! driver's error type, distinct from the argument errors.
 //!
-//! Also here: software ports ([`ports`]: null, ring, pcap, af_packet, tap) opened from DPDK-style devargs, the
-//! driver registry ([`driver`]) through which driver crates make themselves known to the EAL, and live pcapng
-//! capture of running queues ([`capture`]: the application wraps the queues it polls; a capture started and stopped
-//! at any time copies their packets to a writer thread). What drivers are written against below this API (PCI,
-//! VFIO, DMA mapping, registers, barriers) is the `drvkit` crate; packet headers are the `pkthdr` crate's, whose
-//! [`MacAddr`] is the port API's MAC address.
+//! Also here: the driver registry ([`driver`]) through which driver crates make themselves known to the EAL,
+//! DPDK-style device arguments ([`devargs`]), port and queue counters with DPDK's names ([`stats`]), and live
+//! pcapng capture of running queues ([`capture`]: the application wraps the queues it polls; a capture started and
+//! stopped at any time copies their packets to a writer thread).
+//!
+//! The ports themselves live elsewhere: software ports (null, ring, pcap, af_packet, af_xdp, tap) in `swports`,
+//! NIC drivers in their own crates, written against `drvkit` (PCI, VFIO, DMA mapping, registers, barriers, below
+//! this crate) and `ringkit` (descriptor rings, above it). Re-exported for embedders, who should not need another
+//! crate to move packets: mempool's buffers and pools ([`Mbuf`], [`Mempool`], [`PacketBatch`], [`PoolConfig`]),
+//! and [`MacAddr`], which is the `pkthdr` crate's (the packet headers).
+//!
+//! Not supported: flow rules (`rte_flow`), starting and stopping single queues (deferred start), link-state-change
+//! callbacks (the link is polled with [`EthDev::link`]), VMDq pools, packet timestamps and PTP, traffic
+//! management, and ports shared with other processes (DPDK's secondary processes).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -23,9 +31,7 @@ mod dev;
 pub mod devargs;
 pub mod driver;
 mod error;
-pub mod pcap_file;
 mod port_state;
-pub mod ports;
 pub mod stats;
 
 pub use dev::{

@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use drvkit::bar::RegisterSpace;
-use pktio::pcap_file::{self, PcapError};
+use swports::pcap_file::{self, PcapError};
 
 use crate::dma::IovaMap;
 use crate::fault::FaultLog;

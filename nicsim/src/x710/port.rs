@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use drvkit::bar::RegisterSpace;
-use pktio::pcap_file::{self, PcapError};
+use swports::pcap_file::{self, PcapError};
 
 use crate::dma::IovaMap;
 use crate::fault::{Fault, FaultLog};

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use hugepage::Allocator;
-use pktio::ports::open_vdev;
 use pktio::{Error, EthDev, Mbuf, Mempool, PacketBatch, PoolConfig, PortConfig, RxQueue, TxQueue};
+use swports::open_vdev;
 
 fn pool(name: &str, size: u32) -> Mempool {
     Mempool::new(name, &PoolConfig::with_size(size), &Allocator::no_huge()).unwrap()

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use mempool::{Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
-use crate::devargs::Devargs;
-use crate::port_state::PortState;
-use crate::stats::{RxQueueStats, TxQueueStats};
-use crate::MacAddr;
-use crate::{Error, Result};
+use pktio::devargs::Devargs;
+use pktio::stats::{RxQueueStats, TxQueueStats};
+use pktio::MacAddr;
+use pktio::PortState;
+use pktio::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
+use pktio::{Error, Result};
 
 /// Most queues a null port offers.
 pub const MAX_QUEUES: u16 = 64;

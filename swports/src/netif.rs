@@ -9,10 +9,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use mempool::{Mbuf, Mempool};
 
-use crate::dev::{LinkStatus, PortConfig};
-use crate::port_state::PortState;
-use crate::MacAddr;
-use crate::{Error, Result};
+use pktio::MacAddr;
+use pktio::PortState;
+use pktio::{Error, Result};
+use pktio::{LinkStatus, PortConfig};
 
 /// Largest interface name, with its NUL.
 pub(crate) const IFNAMSIZ: usize = libc::IFNAMSIZ;

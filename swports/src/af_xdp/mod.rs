@@ -44,13 +44,13 @@ use std::sync::Arc;
 
 use mempool::{Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
-use crate::devargs::Devargs;
-use crate::port_state::PortState;
-use crate::ports::netif::{self, mbuf_from_bytes, IfCtl};
-use crate::stats::{RxQueueStats, TxQueueStats, XStat};
-use crate::MacAddr;
-use crate::{Error, Result};
+use crate::netif::{self, mbuf_from_bytes, IfCtl};
+use pktio::devargs::Devargs;
+use pktio::stats::{RxQueueStats, TxQueueStats, XStat};
+use pktio::MacAddr;
+use pktio::PortState;
+use pktio::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
+use pktio::{Error, Result};
 
 pub use pool_queue::{AfXdpPoolRxQueue, AfXdpPoolTxQueue};
 use xsk::{Consumer, NetNs, Producer, UmemSpec, Xsk, XskStats, MAX_FRAME};
@@ -504,7 +504,7 @@ impl EthDev for AfXdpPort {
         self.ctl.set_port_mtu(&mut self.state, mtu)
     }
 
-    fn stats(&self) -> crate::PortStats {
+    fn stats(&self) -> pktio::PortStats {
         let mut s = self.state.stats();
         for k in self.kernel_stats() {
             s.imissed += k.rx_dropped + k.rx_ring_full;

@@ -25,13 +25,13 @@ use std::sync::Arc;
 
 use mempool::{Mbuf, Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
-use crate::devargs::Devargs;
-use crate::port_state::PortState;
-use crate::ports::netif::{self, os_error, IfCtl};
-use crate::stats::{RxQueueStats, TxQueueStats};
-use crate::MacAddr;
-use crate::{Error, Result};
+use crate::netif::{self, os_error, IfCtl};
+use pktio::devargs::Devargs;
+use pktio::stats::{RxQueueStats, TxQueueStats};
+use pktio::MacAddr;
+use pktio::PortState;
+use pktio::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
+use pktio::{Error, Result};
 
 /// Most queue pairs of a TAP port.
 pub const MAX_QUEUES: u16 = 16;
@@ -124,7 +124,7 @@ impl TapPort {
         let mut info = DevInfo::software("net_tap", name, if multi_queue { MAX_QUEUES } else { 1 });
         info.max_mtu = 65_521;
         info.max_rx_pktlen = 65_535;
-        info.rx_offload_capa = crate::offload::RX_SCATTER;
+        info.rx_offload_capa = pktio::offload::RX_SCATTER;
         info.speed_capa = vec![10_000];
         let config = PortConfig { mtu: mtu.clamp(68, 65_521) as u16, ..PortConfig::default() };
         let mut state = PortState::new(info, mac, config);
@@ -143,7 +143,7 @@ impl TapPort {
                 Some(MacAddr([0x02, b'd', b't', b'a', b'p', n]))
             }
             Some(m) => {
-                let mac: MacAddr = m.parse().map_err(|e: crate::MacParseError| args.error(e.to_string()))?;
+                let mac: MacAddr = m.parse().map_err(|e: pktio::MacParseError| args.error(e.to_string()))?;
                 if mac.is_multicast() || mac == MacAddr::ZERO {
                     return Err(args.error(format!("mac={m} must be a unicast address")));
                 }

@@ -1,16 +1,32 @@
-//! Software ports, opened from DPDK devargs (`--vdev net_null0,size=64`).
+//! Software ports: [`pktio::EthDev`]s with no NIC behind them, opened from DPDK devargs (`--vdev net_null0,size=64`)
+//! by [`open_vdev`], which the EAL calls for every `--vdev` no registered driver claims. They let every application
+//! run and be tested without hardware, and let the kernel talk to a dataplane.
+//!
+//! - [`null`] (`net_null`): RX hands out fresh buffers, TX frees them (the framework's own cost).
+//! - [`ring`] (`net_ring`): ports joined by in-memory rings, zero-copy; a loopback alone, a cable in pairs.
+//! - [`pcap`] (`net_pcap`): RX from and TX to classic pcap files, read and written by [`pcap_file`] (no libpcap).
+//! - [`af_packet`] (`net_af_packet`): a kernel interface through TPACKET_V2 rings.
+//! - [`af_xdp`] (`net_af_xdp`): a kernel interface through AF_XDP sockets and an XDP program of our own.
+//! - [`tap`] (`net_tap`): a TAP interface the port creates, so ping, curl or tcpdump reach the dataplane.
+//!
+//! DPDK's older `eth_*` names are accepted as aliases ([`VDEV_ALIASES`]). Each module's documentation lists its
+//! devargs, counters and limits.
+//!
+//! Not supported: DPDK's other software PMDs (vhost, memif, bonding, failsafe, ...), pcap on live interfaces (use
+//! `net_af_packet`), pcapng files (pktio's live capture writes those), and AF_XDP UMEMs shared between ports.
 
 pub mod af_packet;
 pub mod af_xdp;
 pub(crate) mod netif;
 pub mod null;
 pub mod pcap;
+pub mod pcap_file;
 pub mod ring;
 pub mod tap;
 
-use crate::dev::EthDev;
-use crate::devargs::Devargs;
-use crate::{Error, Result};
+use pktio::devargs::Devargs;
+use pktio::EthDev;
+use pktio::{Error, Result};
 
 /// Driver names of the virtual devices this crate can open.
 pub const VDEV_DRIVERS: &[&str] = &["net_null", "net_ring", "net_pcap", "net_af_packet", "net_af_xdp", "net_tap"];

@@ -13,12 +13,12 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use mempool::ring::Ring;
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
-use crate::devargs::Devargs;
-use crate::port_state::PortState;
-use crate::stats::{RxQueueStats, TxQueueStats};
-use crate::MacAddr;
-use crate::Result;
+use pktio::devargs::Devargs;
+use pktio::stats::{RxQueueStats, TxQueueStats};
+use pktio::MacAddr;
+use pktio::PortState;
+use pktio::Result;
+use pktio::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
 
 /// Most queue pairs of a ring port.
 pub const MAX_QUEUES: u16 = 16;

@@ -9,8 +9,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use hugepage::Allocator;
-use pktio::ports::open_vdev;
 use pktio::{MacAddr, Mempool, PacketBatch, PoolConfig, PortConfig};
+use swports::open_vdev;
 
 /// Skips the calling test with what it needs, or fails it when NETNS_TESTS_REQUIRED=1 (the project's test command
 /// sets it: there a missing tool or privilege is a broken machine, not a pass).
@@ -282,7 +282,7 @@ fn tap_rejects_bad_devargs() {
     if let Some(ns) = _ns {
         // Without iface=, the kernel names it dtap0, dtap1, ... (in this fresh namespace: dtap0).
         let args = pktio::devargs::Devargs::parse("net_tap3").unwrap();
-        let port = pktio::ports::tap::TapPort::from_devargs(&args).unwrap();
+        let port = swports::tap::TapPort::from_devargs(&args).unwrap();
         assert_eq!(port.iface(), "dtap0");
         assert!(ns.has_link("dtap0"));
         drop(port);

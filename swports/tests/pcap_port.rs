@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use hugepage::Allocator;
-use pktio::pcap_file::{self, PcapWriter};
-use pktio::ports::open_vdev;
 use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig};
+use swports::open_vdev;
+use swports::pcap_file::{self, PcapWriter};
 
 /// A scratch directory removed on drop.
 struct TempDir(PathBuf);

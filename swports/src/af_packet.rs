@@ -31,13 +31,13 @@ use std::sync::Arc;
 
 use mempool::{Mempool, PacketBatch};
 
-use crate::dev::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
-use crate::devargs::Devargs;
-use crate::port_state::PortState;
-use crate::ports::netif::{self, mbuf_from_bytes, os_error, IfCtl};
-use crate::stats::{RxQueueStats, TxQueueStats};
-use crate::MacAddr;
-use crate::{Error, Result};
+use crate::netif::{self, mbuf_from_bytes, os_error, IfCtl};
+use pktio::devargs::Devargs;
+use pktio::stats::{RxQueueStats, TxQueueStats};
+use pktio::MacAddr;
+use pktio::PortState;
+use pktio::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
+use pktio::{Error, Result};
 
 /// Most queue pairs (sockets) of one port.
 pub const MAX_QUEUES: u16 = 16;
@@ -560,7 +560,7 @@ impl EthDev for AfPacketPort {
         self.ctl.set_port_mtu(&mut self.state, mtu)
     }
 
-    fn stats(&self) -> crate::PortStats {
+    fn stats(&self) -> pktio::PortStats {
         let mut s = self.state.stats();
         s.imissed += self.drops().wrapping_sub(self.drops_base);
         s

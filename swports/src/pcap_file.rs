@@ -6,7 +6,7 @@
 //! decide), modified ("Kuznetzov") pcap.
 //!
 //! ```no_run
-//! use pktio::pcap_file::{PcapReader, PcapWriter};
+//! use swports::pcap_file::{PcapReader, PcapWriter};
 //! let mut reader = PcapReader::open("in.pcap")?;
 //! let mut writer = PcapWriter::create("out.pcap")?;
 //! let mut buf = Vec::new();
@@ -14,7 +14,7 @@
 //!     writer.write_packet(rec.timestamp_ns, &buf)?;
 //! }
 //! writer.flush()?;
-//! # Ok::<(), pktio::pcap_file::PcapError>(())
+//! # Ok::<(), swports::pcap_file::PcapError>(())
 //! ```
 
 use std::fs::File;

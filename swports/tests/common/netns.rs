@@ -8,8 +8,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use pktio::ports::open_vdev;
 use pktio::{EthDev, MacAddr};
+use swports::open_vdev;
 
 /// The peer's MAC address in test frames.
 pub const PEER: MacAddr = MacAddr([0x02, 0, 0, 0, 0xbb, 1]);

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use mempool::{MbufHeader, PacketBatch};
 
-use crate::dev::{RxQueue, TxQueue};
-use crate::stats::{RxQueueStats, TxQueueStats};
+use pktio::stats::{RxQueueStats, TxQueueStats};
+use pktio::{RxQueue, TxQueue};
 
 use super::pool_umem::PoolUmem;
 use super::xsk::{Consumer, Producer, Xsk};

@@ -32,14 +32,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use mempool::{Mempool, PacketBatch};
 
-use crate::dev::{BurstMode, DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
-use crate::devargs::Devargs;
+use crate::netif::mbuf_from_bytes;
 use crate::pcap_file::{self, PcapError, PcapReader, PcapWriter, RecordHeader, LINKTYPE_ETHERNET};
-use crate::port_state::PortState;
-use crate::ports::netif::mbuf_from_bytes;
-use crate::stats::{RxQueueStats, TxQueueStats};
-use crate::MacAddr;
-use crate::{Error, Result};
+use pktio::devargs::Devargs;
+use pktio::stats::{RxQueueStats, TxQueueStats};
+use pktio::MacAddr;
+use pktio::PortState;
+use pktio::{BurstMode, DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
+use pktio::{Error, Result};
 
 /// Most RX (or TX) files, hence queues, of one pcap port.
 pub const MAX_QUEUES: u16 = 16;
@@ -113,7 +113,7 @@ impl PcapPort {
         let mut info = DevInfo::software("net_pcap", name, queues_rx.max(queues_tx));
         info.max_rx_queues = queues_rx;
         info.max_tx_queues = queues_tx;
-        info.rx_offload_capa = crate::offload::RX_SCATTER;
+        info.rx_offload_capa = pktio::offload::RX_SCATTER;
         // Every file is a queue: the default configuration uses them all.
         let config = PortConfig { rx_queues: queues_rx, tx_queues: queues_tx, ..PortConfig::default() };
         info.check(&config)?;

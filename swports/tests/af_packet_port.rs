@@ -7,8 +7,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use hugepage::Allocator;
-use pktio::ports::open_vdev;
 use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig};
+use swports::open_vdev;
 
 use common::netns::{assert_wait_fd_wakes, frame, ip, ip_out, seq_of, RawSocket, VethPair, MAGIC, PEER};
 
