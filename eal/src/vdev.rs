@@ -1,5 +1,5 @@
 //! Virtual devices provided by driver crates (pktio cannot know them: the drivers depend on pktio, not the reverse).
-//! The application registers them ([`pktio::driver::Registry`]); the EAL tries these before pktio's software
+//! The application registers them ([`pktio::driver::Registry`]); the EAL tries these before swports' software
 //! ports, and one `--vdev` may yield several ports.
 
 use pktio::devargs::Devargs;
@@ -15,7 +15,7 @@ pub fn find(registry: &Registry, devargs: &str) -> Result<Option<(&'static VdevD
     Ok(registry.vdev_driver_for(&args).map(|d| (d, args)))
 }
 
-/// Every virtual-device name known with `registry`: pktio's software ports, then the registered ones.
+/// Every virtual-device name known with `registry`: swports' software ports, then the registered ones.
 pub fn known_names(registry: &Registry) -> Vec<&'static str> {
     swports::VDEV_DRIVERS.iter().copied().chain(registry.vdev_names()).collect()
 }

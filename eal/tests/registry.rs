@@ -1,5 +1,5 @@
 //! The EAL opens what the application registered, and only that: a registered vdev yields its ports (in `--vdev`
-//! order, among pktio's software ports), `-h` and the unknown-device error list it, and [`eal::init`] (no registry)
+//! order, among swports' software ports), `-h` and the unknown-device error list it, and [`eal::init`] (no registry)
 //! does not know it. One test function: a successful init binds the main lcore, one per process.
 
 use eal::Error;

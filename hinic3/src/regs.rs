@@ -1,12 +1,12 @@
 //! The function CSRs of the cfg BAR and the election registers of the mgmt BAR (docs/hw/hinic3.md §2, §3), named as the
 //! notes name them, and [`BeRegs`]: the typed access through which all of them are read and written, in CPU order
-//! (their big-endian byte order, docs/hw/hinic3.md §0.1, is converted in pktio's `Regs`). No other code swaps
+//! (their big-endian byte order, docs/hw/hinic3.md §0.1, is converted in drvkit's `Regs`). No other code swaps
 //! register bytes.
 
 pub use drvkit::reg::{bit, Field, Reg};
 
 /// Typed access to a big-endian register space (the cfg BAR, the mgmt BAR): every value the driver sees or writes
-/// is in CPU order; the bus carries it big-endian (docs/hw/hinic3.md §0.1). pktio's [`Regs`](drvkit::reg::Regs)
+/// is in CPU order; the bus carries it big-endian (docs/hw/hinic3.md §0.1). drvkit's [`Regs`](drvkit::reg::Regs)
 /// does the conversion.
 pub type BeRegs<R> = drvkit::reg::Regs<R, true>;
 

@@ -110,7 +110,7 @@ impl std::fmt::Debug for PciDriver {
 /// Opens a driver-provided vdev: its ports (one `--vdev` may yield several), with DMA memory for rings.
 pub type VdevOpen = fn(&Devargs, &Allocator) -> Result<Vec<Box<dyn EthDev>>>;
 
-/// A virtual device provided by a driver crate (pktio's own software ports need no descriptor).
+/// A virtual device provided by a driver crate (swports' software ports need no descriptor).
 pub struct VdevDriver {
     /// Device-name prefix users type (`net_sim_x540`); an instance number may follow (`net_sim_x5401`).
     pub name: &'static str,
