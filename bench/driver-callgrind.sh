@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Instructions per packet of a driver's rx_burst + tx_burst (DRIVER/src/bin/DRIVER-bench.rs: ixgbe, i40e,
-# hinic3), counted by callgrind inside `burst_pair` only. Repeatable (no timing), so it is the figure BENCHMARKS.md quotes.
+# Instructions per packet of a driver's rx_burst + tx_burst (bench/src/bin/DRIVER-bench.rs on the shared harness
+# bench/src/driver.rs), counted by callgrind inside `burst_pair` only. Repeatable (no timing), so it is the figure
+# BENCHMARKS.md quotes.
 #
-# Usage: bash bench/driver-callgrind.sh DRIVER [burst...]   (default bursts: 32 8 1; one line per burst)
-#        (bench/ixgbe-callgrind.sh, i40e-callgrind.sh and hinic3-callgrind.sh are this with DRIVER given)
+# Usage: bash bench/driver-callgrind.sh DRIVER|all [burst...]   (default bursts: 32 8 1; one line per burst)
+#        DRIVER is a driver of pmds' list (pmds/Cargo.toml's features) with a DRIVER-bench binary in the bench
+#        package; `all` runs every such driver. Both lists come from cargo metadata, so a new driver's benchmark is
+#        its one file in bench/src/bin. (bench/ixgbe-callgrind.sh, i40e-callgrind.sh and hinic3-callgrind.sh are this
+#        with DRIVER given.)
 #
 # Method: the program runs ITERS and 2 x ITERS burst pairs after the same warm-up; the difference of the two
 # callgrind totals over the difference of the packets they report is the steady-state cost per packet (the
@@ -14,8 +18,8 @@
 #                          I40E_CG_ITERS / HINIC3_CG_ITERS are read too, for the driver they name
 #   BENCH_LOG_DIR          where the callgrind files go (default: target/bench-logs), for callgrind_annotate
 #
-# Builds `cargo build --release -p DRIVER --bin DRIVER-bench` in the workspace's target dir (CARGO_TARGET_DIR if
-# set, as cargo metadata reports it). Needs valgrind (scripts/setup.sh installs it).
+# Builds `cargo build --release -p bench --bin DRIVER-bench` in the workspace's target dir (CARGO_TARGET_DIR if set,
+# as cargo metadata reports it). Needs valgrind (scripts/setup.sh installs it) and python3 (reads cargo metadata).
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -23,10 +27,31 @@ ROOT=$PWD
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
 
-[ $# -gt 0 ] || die "usage: bash bench/driver-callgrind.sh DRIVER [burst...] (DRIVER: ixgbe, i40e, hinic3)"
+METADATA=$(cargo metadata --format-version 1 --no-deps)
+# The drivers with a benchmark: pmds' driver features (the one list of drivers of a build) for which the bench
+# package has a DRIVER-bench binary.
+DRIVERS=$(python3 -c '
+import json, sys
+packages = {p["name"]: p for p in json.load(sys.stdin)["packages"]}
+bins = {t["name"] for t in packages["bench"]["targets"] if "bin" in t["kind"]}
+drivers = [f for f in packages["pmds"]["features"] if f != "default" and f + "-bench" in bins]
+print(" ".join(drivers))' <<<"$METADATA")
+[ -n "$DRIVERS" ] || die "no driver of pmds/Cargo.toml has a benchmark in bench/src/bin"
+[ $# -gt 0 ] || die "usage: bash bench/driver-callgrind.sh DRIVER|all [burst...] (DRIVER: ${DRIVERS// /, })"
+if [ "$1" = all ]; then
+  shift
+  for d in $DRIVERS; do
+    echo "$d:"
+    bash "$0" "$d" "$@"
+  done
+  exit 0
+fi
 DRIVER=$1
 shift
-[ -f "$ROOT/$DRIVER/src/bin/$DRIVER-bench.rs" ] || die "no bench program $DRIVER/src/bin/$DRIVER-bench.rs"
+case " $DRIVERS " in
+*" $DRIVER "*) ;;
+*) die "no benchmark for driver $DRIVER (drivers with one: ${DRIVERS// /, })" ;;
+esac
 OLD_KNOB=$(echo "$DRIVER" | tr '[:lower:]' '[:upper:]')_CG_ITERS
 ITERS=${CG_ITERS:-${!OLD_KNOB:-20000}}
 BURSTS=("$@")
@@ -34,8 +59,8 @@ BURSTS=("$@")
 
 bench_setup
 
-cargo build --quiet --release -p "$DRIVER" --bin "$DRIVER-bench"
-TARGET=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+cargo build --quiet --release -p bench --bin "$DRIVER-bench"
+TARGET=$(sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p' <<<"$METADATA")
 BIN=$TARGET/release/$DRIVER-bench
 [ -x "$BIN" ] || die "no $BIN after the build"
 

@@ -1,9 +1,12 @@
-//! Helpers shared by the benchmark binaries: CPU pinning, the TSC, and DMA memory selection.
+//! Helpers shared by the benchmark binaries: CPU pinning, the TSC, and DMA memory selection; the harness of the
+//! driver benchmarks ([`driver`]).
 //!
 //! The binaries print one `RESULT key=value ...` line per figure; `bench/run.sh` parses those lines and prints
 //! the side-by-side table against DPDK.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod driver;
 
 use std::time::{Duration, Instant};
 

@@ -149,7 +149,7 @@ where
     for devargs in &config.vdevs {
         // Registered vdevs first (they may yield several ports), then swports' software ports.
         let devs = match vdev::find(registry, devargs)? {
-            Some((driver, args)) => (driver.open)(&args, &allocator)?,
+            Some((driver, args)) => driver.open_device(&args, &allocator)?,
             None => match swports::open_vdev(devargs) {
                 Ok(dev) => vec![dev],
                 // List the registered vdevs too: pktio only knows its own.

@@ -63,7 +63,9 @@ pub fn scan(sysfs: &Sysfs, registry: &Registry, block: &[PciAddress]) -> Result<
 }
 
 /// Opens the device at `addr` with the driver `registry` has for its ID, reading sysfs from `sysfs` and opening it
-/// through `vfio`; the driver gets `devargs` (from `-a ADDRESS,key=value`; [`Devargs::empty`] for none).
+/// through `vfio`; the driver gets `devargs` (from `-a ADDRESS,key=value`; [`Devargs::empty`] for none), whose keys
+/// must be the driver's own ([`PciDriver::probe_device`]: any other is refused, with the driver's list, before the
+/// device is opened).
 pub fn probe_with(
     sysfs: &Sysfs,
     vfio: &Vfio,
@@ -77,7 +79,7 @@ pub fn probe_with(
         return Err(unsupported(&device, registry));
     };
     let ctx = PciProbe::new(device, allocator, vfio).with_devargs(devargs.clone().for_driver(driver.name));
-    Ok((driver.probe)(&ctx)?)
+    Ok(driver.probe_device(&ctx)?)
 }
 
 /// The PCI ports [`open_ports`] opened, and the scanned devices it had to leave out.
@@ -158,7 +160,7 @@ mod tests {
     }
 
     static FAKE_DRIVERS: &[PciDriver] =
-        &[PciDriver { name: "net_fake", ids: &[PciId::new(0x1af4, 0x1041)], probe: fake_probe }];
+        &[PciDriver { name: "net_fake", ids: &[PciId::new(0x1af4, 0x1041)], devargs: &[], probe: fake_probe }];
 
     #[test]
     fn probing_finds_the_driver_by_id_and_lists_what_is_supported() {
@@ -197,7 +199,6 @@ mod tests {
 
     /// Records the devargs its probe was given, then fails (the fake device cannot be opened).
     fn devargs_probe(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
-        ctx.devargs().check_keys(&["rxq_hint"])?;
         Err(ctx.devargs().error(format!(
             "reached the driver as {:?} with {:?}",
             ctx.devargs().driver,
@@ -205,8 +206,12 @@ mod tests {
         )))
     }
 
-    static DEVARGS_DRIVERS: &[PciDriver] =
-        &[PciDriver { name: "net_fake", ids: &[PciId::new(0x1af4, 0x1041)], probe: devargs_probe }];
+    static DEVARGS_DRIVERS: &[PciDriver] = &[PciDriver {
+        name: "net_fake",
+        ids: &[PciId::new(0x1af4, 0x1041)],
+        devargs: &["rxq_hint", "burst"],
+        probe: devargs_probe,
+    }];
 
     #[test]
     fn devargs_after_the_address_reach_the_driver() {
@@ -226,8 +231,9 @@ mod tests {
         };
         let msg = open("0000:00:03.0,rxq_hint=4");
         assert!(msg.contains(r#"reached the driver as "net_fake" with [("rxq_hint", "4")]"#), "{msg}");
+        // A key the descriptor does not list is refused with the list, before the probe runs.
         let msg = open("00:03.0,bogus=1");
-        assert!(msg.contains(r#"unknown argument "bogus"; net_fake takes: rxq_hint"#), "{msg}");
+        assert!(msg.contains(r#"unknown argument "bogus"; net_fake takes: rxq_hint, burst"#), "{msg}");
     }
 
     #[test]
@@ -263,7 +269,7 @@ mod tests {
     }
 
     static PICKY: &[PciDriver] =
-        &[PciDriver { name: "net_picky", ids: &[PciId::new(0x1af4, 0x1041)], probe: picky_probe }];
+        &[PciDriver { name: "net_picky", ids: &[PciId::new(0x1af4, 0x1041)], devargs: &[], probe: picky_probe }];
 
     #[test]
     fn scanned_devices_that_cannot_open_are_skipped_but_allowed_ones_must_open() {

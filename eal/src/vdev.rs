@@ -32,14 +32,17 @@ mod tests {
         (0..n).map(|i| swports::open_vdev(&format!("net_null{}{i}", args.name.len()))).collect()
     }
 
-    static NULLS: &[VdevDriver] = &[VdevDriver { name: "net_nulls_x2", open: open_nulls }];
+    static NULLS: &[VdevDriver] = &[VdevDriver { name: "net_nulls_x2", devargs: &["ports"], open: open_nulls }];
 
     #[test]
     fn finds_registered_vdevs_by_name_and_opens_them() {
         let registry = Registry::new().with_vdevs(NULLS);
         let (driver, args) = find(&registry, "net_nulls_x21,ports=3").unwrap().unwrap();
         assert_eq!(driver.name, "net_nulls_x2");
-        assert_eq!((driver.open)(&args, &Allocator::no_huge()).unwrap().len(), 3);
+        assert_eq!(driver.open_device(&args, &Allocator::no_huge()).unwrap().len(), 3);
+        let (driver, args) = find(&registry, "net_nulls_x21,prots=3").unwrap().unwrap();
+        let err = driver.open_device(&args, &Allocator::no_huge()).err().unwrap().to_string();
+        assert!(err.contains(r#"unknown argument "prots"; net_nulls_x2 takes: ports"#), "{err}");
         assert!(find(&registry, "net_nulls_x2b").unwrap().is_none());
         assert!(find(&registry, "net_null0").unwrap().is_none());
         assert!(find(&Registry::new(), "net_nulls_x2").unwrap().is_none());

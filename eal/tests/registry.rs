@@ -14,7 +14,7 @@ fn open_twin(args: &Devargs, _: &Allocator) -> pktio::Result<Vec<Box<dyn EthDev>
     (0..2).map(|i| swports::open_vdev(&format!("net_null{n}{i}"))).collect()
 }
 
-static TWIN: &[VdevDriver] = &[VdevDriver { name: "net_twin", open: open_twin }];
+static TWIN: &[VdevDriver] = &[VdevDriver { name: "net_twin", devargs: &[], open: open_twin }];
 
 #[test]
 fn init_with_opens_the_registered_vdevs() {
@@ -25,6 +25,9 @@ fn init_with_opens_the_registered_vdevs() {
     }
     let err = eal::init_with(&registry, ["--no-huge", "--vdev", "net_bogus0"]).unwrap_err().to_string();
     assert!(err.contains("net_bogus0") && err.contains("net_tap, net_twin"), "{err}");
+    // A key the vdev's descriptor does not list: refused by the EAL, naming the driver's keys.
+    let err = eal::init_with(&registry, ["--no-huge", "--vdev", "net_twin3,copies=3"]).unwrap_err().to_string();
+    assert!(err.contains(r#"unknown argument "copies"; net_twin takes no device arguments"#), "{err}");
     let err = eal::init(["--no-huge", "--vdev", "net_twin3"]).unwrap_err().to_string();
     assert!(err.contains("no driver for device \"net_twin3\"") && !err.contains("net_twin,"), "{err}");
 

@@ -13,16 +13,16 @@
 //!   acknowledgements, typed [`Error::Mgmt`] / [`Error::MgmtTimeout`]); [`mgmt`]: every management command as a
 //!   little-endian byte layout.
 //! - [`cmdq`]: the command queue; [`ctx`]: SQ/RQ contexts and the big-endian command buffers (contexts, RSS table).
-//! - [`desc`], [`rx`], [`tx`]: the hot path: compact and extended SQ WQEs (checksum, VLAN, TSO), normal RQ WQEs with
-//!   separate 32-byte CQEs, multi-buffer (jumbo) frames, bulk refill, one doorbell per burst.
+//! - [`desc`], [`rxtx`]: the hot path: compact and extended SQ WQEs (checksum, VLAN, TSO), normal RQ WQEs with
+//!   separate 32-byte CQEs on the shared RX engine, multi-buffer (jumbo) frames, bulk refill, one doorbell per burst.
 //! - [`dev`]: bring-up, start/stop/close and [`Hinic3`], which implements [`pktio::EthDev`]; [`stats`]: vport counters.
-//! - [`testing`]: a fake doorbell BAR and a scripted firmware behind fake BARs, for tests and the benchmark (not a
+//! - `testing` (cargo feature `testing`): a fake doorbell BAR and a scripted firmware behind fake BARs, for tests and the benchmark (not a
 //!   model).
 //! - [`PCI_DRIVERS`]: `net_hinic3`, for an application's [`pktio::driver::Registry`].
 //!
 //! ```no_run
 //! # fn demo(vfio: &drvkit::vfio::Vfio, pool: mempool::Mempool) -> pktio::Result<()> {
-//! use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
+//! use pktio::{EthDev, PortConfig, RxQueue, TxQueue, TypedQueues};
 //! let addr = "0000:3b:00.0".parse().unwrap();
 //! let mut port = hinic3::open_vfio(vfio, addr, hugepage::Allocator::no_huge())?;
 //! port.configure(&PortConfig::default())?;
@@ -55,13 +55,10 @@ mod error;
 pub mod mbox;
 pub mod mgmt;
 pub mod regs;
-#[cfg(test)]
-mod ring_tests;
-pub mod rx;
-mod rx_simd;
+pub mod rxtx;
 pub mod stats;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod tx;
 
 pub use dev::{open_vfio, Bars, Hinic3, Hinic3RxQueue, Hinic3TxQueue, Identity, Options, QueueHandle, Timing};
 pub use error::{module_name, status_name, Error};
@@ -71,10 +68,15 @@ use pktio::driver::{PciDriver, PciProbe};
 use pktio::EthDev;
 
 /// The PCI driver of this crate: `net_hinic3`, IDs from [`PCI_IDS`].
-pub static PCI_DRIVERS: &[PciDriver] = &[PciDriver { name: "net_hinic3", ids: &HINIC3_IDS, probe: probe_hinic3 }];
+pub static PCI_DRIVERS: &[PciDriver] = &[HINIC3_DRIVER];
+
+/// The hinic3 PF driver. Device arguments: none (DPDK's hinic3 takes none either), so any key is refused before the
+/// device is touched rather than silently ignored.
+pub const HINIC3_DRIVER: PciDriver =
+    PciDriver { name: "net_hinic3", ids: &HINIC3_IDS, devargs: &[], probe: probe_hinic3 };
 
 /// [`PCI_IDS`] as PCI IDs, so there is one table to edit.
-static HINIC3_IDS: [PciId; PCI_IDS.len()] = drvkit::pci_ids_of!(PCI_IDS);
+const HINIC3_IDS: [PciId; PCI_IDS.len()] = drvkit::pci_ids_of!(PCI_IDS);
 
 /// A hinic3 PF through the application's VFIO container and DMA memory.
 fn probe_hinic3(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {

@@ -4,6 +4,7 @@
 //! register accesses miss the swap is refused.
 mod common;
 
+use pktio::TypedQueues;
 use std::sync::Arc;
 
 use common::*;
@@ -144,7 +145,8 @@ fn stop_flushes_every_rq_and_takes_its_posted_buffers_back() {
         assert!(p.model.inject(&frame));
     }
     wait_for(5, "three frames delivered", || p.model.counters().rx_delivered == 3);
-    assert_eq!(pool.in_use(), 2 * 127);
+    // Each ring holds a buffer per entry: 127 posted, one ready in the entry the next refill posts.
+    assert_eq!(pool.in_use(), 2 * 128);
     p.dev.stop().unwrap();
     // cmdq 10 SET_RQ_FLUSH once per RQ, accepted (docs/hw/hinic3.md §10.6, §14.6).
     let flushes: Vec<_> = p.model.cmdq_log().into_iter().filter(|&(c, _)| c == 10).collect();
@@ -159,7 +161,7 @@ fn stop_flushes_every_rq_and_takes_its_posted_buffers_back() {
     let mut got = mempool::PacketBatch::new();
     assert_eq!(pktio::RxQueue::rx_burst(&mut rx, &mut got), 0);
     drop(rx);
-    assert_eq!(pool.in_use(), 2 * 127, "the dropped handle's ring still holds its posted buffers");
+    assert_eq!(pool.in_use(), 2 * 128, "the dropped handle's ring still holds its buffers");
     p.dev.stop().unwrap();
     assert_eq!(p.model.cmdq_log().iter().filter(|&&(c, st)| (c, st) == (10, 0)).count(), 4);
     assert_eq!(p.dev.rx_buffers_flushed(), 2 * 127);

@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use nicsim::Sp670Config;
+use pktio::TypedQueues;
 use pktio::{EthDev, MacAddr, PortConfig, RssConfig, RssHashFunctions};
 
 #[test]

@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use mempool::{ol_flags, PacketBatch};
 use nicsim::Sp670Config;
+use pktio::TypedQueues;
 use pktio::{EthDev, PortConfig, RssConfig, RssHashFunctions, TxQueue};
 
 const IPS: ([u8; 4], [u8; 4]) = ([10, 0, 0, 1], [10, 0, 0, 2]);

@@ -3,6 +3,7 @@
 
 mod common;
 
+use pktio::TypedQueues;
 use std::time::Duration;
 
 use common::*;

@@ -17,16 +17,17 @@
 //! - [`hmc`]: the LAN HMC (FPM layout, direct or paged backing, segment descriptors) and the bit-exact TX and RX
 //!   queue contexts.
 //! - [`queue`]: queue enable and disable with the pre-disable and request/status handshakes.
-//! - [`desc`], [`rx`], [`tx`]: the hot path: 32-byte RX descriptors (multi-buffer frames, bulk refill),
-//!   16-byte TX data descriptors with RS batching and the malicious-driver-detection limits.
+//! - [`desc`], [`rxtx`]: the hot path: 32-byte RX descriptors (multi-buffer frames, bulk refill) on the shared RX
+//!   engine, 16-byte TX data descriptors with RS batching and the malicious-driver-detection limits on the shared
+//!   TX core.
 //! - [`stats`]: the 48- and 32-bit port and VSI counters, wrap-safe.
 //! - [`dev`]: bring-up and [`I40e`], which implements [`pktio::EthDev`].
-//! - [`testing`]: a fake register space with a scripted firmware, for tests and the benchmark (not a model).
+//! - `testing` (cargo feature `testing`): a fake register space with a scripted firmware, for tests and the benchmark (not a model).
 //! - [`PCI_DRIVERS`]: `net_i40e`, for an application's [`pktio::driver::Registry`].
 //!
 //! ```no_run
 //! # fn demo(bar: std::sync::Arc<drvkit::bar::MmioBar>, pool: mempool::Mempool) -> pktio::Result<()> {
-//! use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
+//! use pktio::{EthDev, PortConfig, RxQueue, TxQueue, TypedQueues};
 //! let mapper = std::sync::Arc::new(drvkit::dma::IdentityMapper);
 //! let mut port = i40e::I40e::new(bar, mapper, hugepage::Allocator::no_huge(), i40e::Options::new("0000:3b:00.0"))?;
 //! port.configure(&PortConfig::default())?;
@@ -57,13 +58,10 @@ mod error;
 pub mod hmc;
 pub mod queue;
 pub mod regs;
-pub mod ring;
-pub mod rx;
-mod rx_flags;
-mod rx_simd;
+pub mod rxtx;
 pub mod stats;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod tx;
 
 pub use dev::{max_speed_of, open_vfio, I40e, I40eRxQueue, I40eTxQueue, Identity, MainVsi, Options, Timing, PCI_IDS};
 pub use error::Error;
@@ -73,10 +71,15 @@ use pktio::driver::{PciDriver, PciProbe};
 use pktio::EthDev;
 
 /// The PCI driver of this crate: `net_i40e`, IDs from [`PCI_IDS`].
-pub static PCI_DRIVERS: &[PciDriver] = &[PciDriver { name: "net_i40e", ids: &I40E_IDS, probe: probe_i40e }];
+pub static PCI_DRIVERS: &[PciDriver] = &[I40E_DRIVER];
+
+/// The 700-series PF driver. Device arguments: none. DPDK's i40e keys select features this driver does not have
+/// (VF queue counts, flow-director and DDP tweaks, the vector-path switch), so any key is refused before the device
+/// is touched rather than silently ignored.
+pub const I40E_DRIVER: PciDriver = PciDriver { name: "net_i40e", ids: &I40E_IDS, devargs: &[], probe: probe_i40e };
 
 /// [`PCI_IDS`] without the speeds, built at compile time so there is one table to edit.
-static I40E_IDS: [PciId; PCI_IDS.len()] = drvkit::pci_ids_of!(PCI_IDS);
+const I40E_IDS: [PciId; PCI_IDS.len()] = drvkit::pci_ids_of!(PCI_IDS);
 
 /// A 700-series PF through the application's VFIO container and DMA memory.
 fn probe_i40e(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {

@@ -8,6 +8,7 @@ use common::*;
 use mempool::{ol_flags, PacketBatch};
 use nicsim::x710::regs::stat;
 use nicsim::X710Config;
+use pktio::TypedQueues;
 use pktio::{EthDev, PortConfig, RssConfig, RssHashFunctions, RxQueue, TxQueue};
 use std::time::Duration;
 

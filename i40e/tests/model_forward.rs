@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use nicsim::X710Config;
+use pktio::TypedQueues;
 use pktio::{EthDev, PortConfig};
 
 #[test]

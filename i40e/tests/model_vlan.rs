@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use mempool::PacketBatch;
 use nicsim::X710Config;
+use pktio::TypedQueues;
 use pktio::{EthDev, MacAddr, PortConfig, RxQueue};
 
 const IPS: ([u8; 4], [u8; 4]) = ([10, 0, 0, 1], [10, 0, 0, 2]);

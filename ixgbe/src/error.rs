@@ -36,16 +36,6 @@ pub enum Error {
         /// What failed, with the register value seen.
         reason: String,
     },
-    /// A PCI function this driver does not drive.
-    #[error("{vendor:04x}:{device:04x} is not {expected}")]
-    UnknownDevice {
-        /// PCI vendor ID.
-        vendor: u16,
-        /// PCI device ID.
-        device: u16,
-        /// What the driver takes.
-        expected: &'static str,
-    },
 }
 
 impl Error {

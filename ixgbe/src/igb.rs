@@ -9,11 +9,13 @@
 //! Scope: one queue pair, no RSS, no offloads on TX beyond checksum context descriptors, statistics (GPRC, GPTC,
 //! CRCERRS, RLEC, MPC...) accumulated from their clear-on-read registers.
 
+use pktio::TypedQueues;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use drvkit::bar::RegisterSpace;
 use drvkit::dma::DmaMapper;
+use drvkit::pci::PciId;
 use hugepage::Allocator;
 use mempool::Mempool;
 use pktio::{
@@ -22,12 +24,23 @@ use pktio::{
 };
 
 use crate::error::{self, Error as DevError};
+use pktio::driver::{open_pci, PciDriver, PciProbe};
 
 use crate::regs::{bit, Field, Reg, Regs};
 use crate::rxtx::{Family, RingConfig, RxRing, RxSetup, TxRing, TxSetup};
 
 /// 82576 PCI ID (QEMU's igb).
 pub const PCI_ID: (u16, u16) = (0x8086, 0x10c9);
+
+/// The 82576 driver (`net_igb`). Device arguments: none (DPDK's igb keys tune SR-IOV, which this driver does not
+/// have), so any key is refused before the device is touched.
+pub const IGB_DRIVER: PciDriver =
+    PciDriver { name: "net_igb", ids: &[PciId::new(PCI_ID.0, PCI_ID.1)], devargs: &[], probe: probe_igb };
+
+/// 82576 (QEMU's igb) through VFIO, on the shared ring code.
+fn probe_igb(ctx: &PciProbe<'_>) -> Result<Box<dyn EthDev>> {
+    Ok(Box::new(open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
+}
 
 /// 82576 registers.
 pub mod regs {
@@ -491,14 +504,19 @@ impl<R: RegisterSpace> Igb<R> {
         s.ierrors = hw.get(regs::STAT_CRCERRS).copied().unwrap_or(0) + hw.get(regs::STAT_RLEC).copied().unwrap_or(0);
         s
     }
+}
+
+impl<R: RegisterSpace + 'static> TypedQueues for Igb<R> {
+    type Rx = IgbRxQueue<R>;
+    type Tx = IgbTxQueue<R>;
 
     /// Typed RX queue 0.
-    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<IgbRxQueue<R>> {
+    fn rx_queue_typed(&mut self, queue: u16) -> Result<Self::Rx> {
         self.state.claim_rx(queue, |_| self.rx.take())
     }
 
     /// Typed TX queue 0.
-    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<IgbTxQueue<R>> {
+    fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx> {
         self.state.claim_tx(queue, |_| self.tx.take())
     }
 }
@@ -555,7 +573,7 @@ impl<R: RegisterSpace + 'static> EthDev for Igb<R> {
     }
 
     fn burst_mode(&self) -> pktio::BurstMode {
-        crate::rxtx::burst_mode()
+        ringkit::burst_mode()
     }
 
     fn link(&self) -> LinkStatus {
@@ -624,26 +642,17 @@ impl<R: RegisterSpace> Drop for Igb<R> {
     }
 }
 
-/// Opens the 82576 at `addr` through VFIO: enables bus mastering, maps BAR0, resets it and restarts PHY
-/// auto-negotiation (poll [`EthDev::link`]: QEMU's model brings the link up about 500 ms later).
+/// Opens the 82576 at `addr` through VFIO ([`open_pci`]: its ID checked, bus mastering on), maps BAR0, resets it and
+/// restarts PHY auto-negotiation (poll [`EthDev::link`]: QEMU's model brings the link up about 500 ms later).
 pub fn open_vfio(
     vfio: &drvkit::vfio::Vfio,
     addr: drvkit::pci::PciAddress,
     allocator: Allocator,
 ) -> Result<Igb<drvkit::vfio::VfioBar>> {
-    use drvkit::pci::ConfigSpace;
-    let dev = vfio.open_device(addr)?;
-    let cfg = |e: std::io::Error| pktio::Error::os(format!("{addr}: PCI config space"), e);
-    let id = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);
-    if id != PCI_ID {
-        let (vendor, device) = id;
-        return Err(DevError::UnknownDevice { vendor, device, expected: "an 82576 (8086:10c9)" }.at(&addr.to_string()));
-    }
-    dev.set_bus_master(true).map_err(cfg)?;
-    let bar = dev.map_bar(0)?;
-    let mapper: Arc<dyn DmaMapper> = Arc::new(dev.container().clone());
-    let mut port = Igb::new(Arc::new(bar), mapper, allocator, &addr.to_string(), IgbTiming::default())?;
-    port.keep_alive(Box::new(dev));
+    let pci = open_pci(vfio, addr, &IGB_DRIVER)?;
+    let bar = pci.device.map_bar(0)?;
+    let mut port = Igb::new(Arc::new(bar), pci.mapper, allocator, &addr.to_string(), IgbTiming::default())?;
+    port.keep_alive(Box::new(pci.device));
     Ok(port)
 }
 

@@ -22,7 +22,7 @@
 //!
 //! ```no_run
 //! # fn demo(bar: std::sync::Arc<drvkit::bar::MmioBar>, pool: mempool::Mempool) -> pktio::Result<()> {
-//! use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
+//! use pktio::{EthDev, PortConfig, RxQueue, TxQueue, TypedQueues};
 //! let allocator = hugepage::Allocator::no_huge();
 //! let mapper = std::sync::Arc::new(drvkit::dma::IdentityMapper);
 //! let mut port = ixgbe::Ixgbe::new(bar, mapper, allocator, ixgbe::Options::new("0000:01:00.0", ixgbe::MacType::X540))?;
@@ -50,6 +50,7 @@ pub mod igb;
 pub mod regs;
 pub mod rxtx;
 pub mod stats;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use dev::{
@@ -63,29 +64,18 @@ use pktio::driver::{PciDriver, PciProbe};
 use pktio::EthDev;
 
 /// The PCI drivers of this crate: X540/82599 (`net_ixgbe`, IDs from [`PCI_IDS`]) and the 82576 (`net_igb`).
-pub static PCI_DRIVERS: &[PciDriver] = &[
-    PciDriver { name: "net_ixgbe", ids: &IXGBE_IDS, probe: probe_ixgbe },
-    PciDriver { name: "net_igb", ids: &[PciId::new(igb::PCI_ID.0, igb::PCI_ID.1)], probe: probe_igb },
-];
+pub static PCI_DRIVERS: &[PciDriver] = &[IXGBE_DRIVER, igb::IGB_DRIVER];
+
+/// The X540/82599 driver. Device arguments: none. DPDK's ixgbe keys tune features this driver does not have (SR-IOV,
+/// fiber SDP3 handling), so any key is refused before the device is touched rather than silently ignored.
+pub const IXGBE_DRIVER: PciDriver = PciDriver { name: "net_ixgbe", ids: &IXGBE_IDS, devargs: &[], probe: probe_ixgbe };
 
 /// [`PCI_IDS`] without the MAC types, built at compile time so there is one table to edit.
-static IXGBE_IDS: [PciId; PCI_IDS.len()] = drvkit::pci_ids_of!(PCI_IDS);
-
-/// Device arguments (`-a ADDRESS,key=value`) these drivers take: none. DPDK's ixgbe and igb keys tune features this
-/// driver does not have (SR-IOV, fiber SDP3 handling), so any key is refused before the device is touched rather
-/// than silently ignored.
-const DEVARGS: &[&str] = &[];
+const IXGBE_IDS: [PciId; PCI_IDS.len()] = drvkit::pci_ids_of!(PCI_IDS);
 
 /// X540/82599 through the application's VFIO container and DMA memory.
 fn probe_ixgbe(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
-    ctx.devargs().clone().for_driver("net_ixgbe").check_keys(DEVARGS)?;
     Ok(Box::new(open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
-}
-
-/// 82576 (QEMU's igb) through VFIO, on the shared ring code.
-fn probe_igb(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
-    ctx.devargs().clone().for_driver("net_igb").check_keys(DEVARGS)?;
-    Ok(Box::new(igb::open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
 }
 
 #[cfg(test)]
@@ -101,34 +91,5 @@ mod tests {
         }
         assert_eq!(r.pci_driver_for(PciId::new(0x8086, 0x10c9)).map(|d| d.name), Some("net_igb"));
         assert!(r.pci_driver_for(PciId::new(0x8086, 0x10c8)).is_none());
-    }
-
-    /// `-a ADDRESS,key=value` reaches the probe, which refuses a key it does not know before opening anything.
-    #[test]
-    fn the_probe_rejects_unknown_devargs_before_touching_the_device() {
-        use drvkit::pci::fake::{FakeDevice, FakeSysfs};
-        use drvkit::vfio::{Vfio, VfioConfig};
-        let fake = FakeSysfs::new("ixgbe-devargs");
-        fake.add_device(&FakeDevice::net("0000:00:04.0", 0x8086, 0x1528).driver("vfio-pci").iommu_group(4));
-        let sysfs = fake.sysfs();
-        let device = sysfs.device("00:04.0".parse().unwrap()).unwrap();
-        let fake_vfio = std::sync::Arc::new(drvkit::vfio::fake::FakeVfio::new());
-        let vfio = Vfio::with_parts(fake_vfio.clone(), sysfs, VfioConfig::default());
-        let allocator = hugepage::Allocator::no_huge();
-        let driver =
-            pktio::driver::Registry::new().with_pci(PCI_DRIVERS).pci_driver_for(PciId::new(0x8086, 0x1528)).unwrap();
-        let (_, devargs) = pktio::devargs::Devargs::parse_pci("0000:00:04.0,fiber_sdp3_no_tx_disable=1").unwrap();
-        let ctx = PciProbe::new(device, &allocator, &vfio).with_devargs(devargs.for_driver(driver.name));
-        let err = (driver.probe)(&ctx).err().unwrap().to_string();
-        assert!(
-            err.contains(&format!(
-                "unknown argument \"fiber_sdp3_no_tx_disable\"; {} takes no device arguments",
-                driver.name
-            )),
-            "{err}"
-        );
-        assert!(err.starts_with("-a \"0000:00:04.0,fiber_sdp3_no_tx_disable=1\": "), "{err}");
-        assert_eq!(fake_vfio.state().open_fds(), 0, "nothing was opened");
-        assert!(fake_vfio.state().ioctls.is_empty(), "no VFIO call was made");
     }
 }

@@ -1,6 +1,7 @@
 //! Every fault the model injects leaves the driver running, or failing with a clear error, and leaks nothing.
 mod common;
 
+use pktio::TypedQueues;
 use std::time::Duration;
 
 use common::*;

@@ -4,6 +4,7 @@
 //! builds, or `IXGBE_FWD_PACKETS=n`.
 mod common;
 
+use pktio::TypedQueues;
 use std::time::Duration;
 
 use common::*;

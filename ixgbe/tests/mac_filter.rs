@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use mempool::PacketBatch;
 use nicsim::X540Config;
+use pktio::TypedQueues;
 use pktio::{EthDev, MacAddr, PortConfig, RxQueue};
 
 #[test]

@@ -4,6 +4,7 @@ mod common;
 use common::*;
 use mempool::{ol_flags, PacketBatch, TxOffload};
 use nicsim::{run_until_idle, X540Config};
+use pktio::TypedQueues;
 use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
 
 use drvtest::{bytes, mbuf_from};

@@ -5,6 +5,7 @@ mod common;
 use common::*;
 use mempool::{ol_flags, ptype, PacketBatch};
 use nicsim::X540Config;
+use pktio::TypedQueues;
 use pktio::{EthDev, PortConfig, RssConfig, RssHashFunctions, RxQueue};
 
 /// Microsoft's RSS verification key.

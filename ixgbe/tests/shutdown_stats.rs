@@ -2,6 +2,7 @@
 //! statistics as DPDK reports them (docs/hw/ixgbe.md §13), each checked against what the model saw or counted.
 mod common;
 
+use pktio::TypedQueues;
 use std::time::{Duration, Instant};
 
 use common::*;

@@ -5,6 +5,7 @@ mod common;
 use common::*;
 use mempool::{Mempool, PacketBatch};
 use nicsim::{X540Config, X540Port};
+use pktio::TypedQueues;
 use pktio::{EthDev, PortConfig, RxQueue};
 
 /// `frame` with an 802.1Q tag for `vid` inserted after the MAC addresses.

@@ -481,3 +481,19 @@ pub trait EthDev: Send {
         Err(self.state().unsupported("VLAN filter"))
     }
 }
+
+/// A port's queues as their own types: what [`EthDev::rx_queue`] and [`EthDev::tx_queue`] hand out boxed, without the
+/// box, so that an application that knows its driver polls with static dispatch (one call per burst the compiler
+/// can inline). Every port implements it; its `EthDev` queue methods box these.
+pub trait TypedQueues: EthDev {
+    /// The port's RX queue.
+    type Rx: RxQueue + 'static;
+    /// The port's TX queue.
+    type Tx: TxQueue + 'static;
+
+    /// Hands out RX queue `queue` (once per start), as [`EthDev::rx_queue`] does.
+    fn rx_queue_typed(&mut self, queue: u16) -> Result<Self::Rx>;
+
+    /// Hands out TX queue `queue` (once per start), as [`EthDev::tx_queue`] does.
+    fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx>;
+}

@@ -3,34 +3,43 @@
 //! hands to the EAL. The EAL therefore links no driver by name: a build carries exactly the drivers its registry
 //! was given.
 //!
-//! A PCI driver's probe receives a [`PciProbe`]:
+//! The contract is in the descriptors: the IDs a driver claims and the device-argument keys it takes, which the EAL
+//! checks before the driver sees the device ([`PciDriver::probe_device`], [`VdevDriver::open_device`]: `-a
+//! ADDRESS,typo=1` is refused with the driver's list of keys, never ignored). A PCI driver's probe receives a
+//! [`PciProbe`] and opens the function with [`open_pci`] (VFIO, its ID checked, bus mastering on, the DMA mapper):
 //!
 //! ```no_run
 //! use drvkit::dma::DmaMapper;
+//! use pktio::driver::{open_pci, PciDriver, PciProbe};
 //!
-//! fn probe(ctx: &pktio::driver::PciProbe) -> pktio::Result<Box<dyn pktio::EthDev>> {
-//!     let dev = ctx.open_vfio()?;            // container + group + device fd, actionable errors
-//!     let _bar = dev.map_bar(0)?;            // registers
+//! const MINE: PciDriver =
+//!     PciDriver { name: "net_mine", ids: &[drvkit::pci::PciId::new(0x8086, 0x1528)], devargs: &["rxq_hint"], probe };
+//! pub static PCI_DRIVERS: &[PciDriver] = &[MINE];
+//!
+//! fn probe(ctx: &PciProbe) -> pktio::Result<Box<dyn pktio::EthDev>> {
+//!     let hint: u16 = ctx.devargs().parse_or("rxq_hint", 1)?; // a key of MINE.devargs: checked already
+//!     let pci = open_pci(ctx.vfio(), ctx.address(), &MINE)?; // container + group + device, ID, bus master
+//!     let _bar = pci.device.map_bar(0)?;                    // registers
 //!     let rings = std::sync::Arc::new(ctx.allocator().allocate(64 << 10)?);
-//!     let mapper = dev.container().clone();  // a drvkit::dma::DmaMapper for rings and mempools
-//!     let _ring_map = mapper.map(&rings)?;   // a guard owning `rings`: keep it until the queue is disabled
-//!     // ... reset, bring-up, then return the port:
+//!     let _ring_map = pci.mapper.map(&rings)?;             // a guard owning `rings`: keep it until the queue is off
+//!     // ... reset, bring-up, then return the port (keeping `pci.device` alive with it):
 //!     Err(pktio::Error::NotSupported { port: ctx.address().to_string(), driver: "net_mine", what: "this sketch" })
 //! }
-//! pub static PCI_DRIVERS: &[pktio::driver::PciDriver] =
-//!     &[pktio::driver::PciDriver { name: "net_mine", ids: &[drvkit::pci::PciId::new(0x8086, 0x1528)], probe }];
 //! ```
+
+use std::sync::Arc;
 
 use hugepage::Allocator;
 
 use crate::devargs::Devargs;
-use crate::{EthDev, Result};
-use drvkit::pci::{PciAddress, PciDevice, PciId};
+use crate::{Error, EthDev, Result};
+use drvkit::dma::DmaMapper;
+use drvkit::pci::{ConfigSpace, PciAddress, PciDevice, PciId};
 use drvkit::vfio::{Vfio, VfioDevice};
 
 /// What a PCI driver's probe function gets: the device as sysfs shows it, the application's DMA memory, VFIO, and
-/// the device arguments given after the address (`-a 0000:01:00.0,key=value`). A driver checks those arguments
-/// before it touches the device and rejects keys it does not know ([`Devargs::check_keys`]).
+/// the device arguments given after the address (`-a 0000:01:00.0,key=value`), whose keys are the driver's own
+/// ([`PciDriver::probe_device`] checked them).
 pub struct PciProbe<'a> {
     device: PciDevice,
     allocator: &'a Allocator,
@@ -82,28 +91,89 @@ impl<'a> PciProbe<'a> {
         self.vfio
     }
 
-    /// Opens the device through VFIO.
+    /// Opens the device through VFIO (the container, group and device only; a driver opens its function with
+    /// [`open_pci`]).
     pub fn open_vfio(&self) -> Result<VfioDevice> {
         Ok(self.vfio.open_device(self.device.address)?)
     }
 }
 
+/// A PCI function opened for its driver ([`open_pci`]): the VFIO device with bus mastering on, its ID as config
+/// space reports it, and the DMA mapper of its container.
+pub struct PciFunction {
+    /// The device: BARs, config space. The driver keeps it alive as long as a BAR mapping is in use.
+    pub device: VfioDevice,
+    /// Vendor and device ID from config space: one of the driver's.
+    pub id: PciId,
+    /// The container's DMA mapper, for rings and mempools.
+    pub mapper: Arc<dyn DmaMapper>,
+}
+
+impl std::fmt::Debug for PciFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PciFunction").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+/// Opens the PCI function at `addr` for `driver`, as every driver's probe does: the device through `vfio` (IOMMU or
+/// no-IOMMU, as its container was set up), its vendor and device ID from config space (refused unless `driver`
+/// claims it: the device is not touched further), bus mastering on, and the container as the DMA mapper. The BARs
+/// are the driver's to map.
+pub fn open_pci(vfio: &Vfio, addr: PciAddress, driver: &PciDriver) -> Result<PciFunction> {
+    let device = vfio.open_device(addr)?;
+    let cfg = |e: std::io::Error| Error::os(format!("{addr}: PCI config space"), e);
+    let id = PciId::new(device.read16(0).map_err(cfg)?, device.read16(2).map_err(cfg)?);
+    if !driver.ids.contains(&id) {
+        return Err(Error::WrongDevice {
+            address: addr.to_string(),
+            id,
+            driver: driver.name,
+            takes: driver.describe_ids(),
+        });
+    }
+    device.set_bus_master(true).map_err(cfg)?;
+    let mapper: Arc<dyn DmaMapper> = Arc::new(device.container().clone());
+    Ok(PciFunction { device, id, mapper })
+}
+
 /// Opens a PCI device for a driver.
 pub type PciProbeFn = fn(&PciProbe<'_>) -> Result<Box<dyn EthDev>>;
 
-/// A PCI poll-mode driver: its name, the IDs it claims, and how it opens a device.
+/// A PCI poll-mode driver: its name, the IDs it claims, the device arguments it takes, and how it opens a device.
+#[derive(Clone, Copy)]
 pub struct PciDriver {
     /// Driver name (`net_ixgbe`), as `DevInfo::driver_name` reports it.
     pub name: &'static str,
     /// IDs it supports.
     pub ids: &'static [PciId],
-    /// Opens a device.
+    /// The device-argument keys it takes (`-a ADDRESS,key=value`); any other key is refused before the probe.
+    pub devargs: &'static [&'static str],
+    /// Opens a device (its arguments already checked).
     pub probe: PciProbeFn,
 }
 
 impl std::fmt::Debug for PciDriver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PciDriver").field("name", &self.name).field("ids", &self.ids).finish()
+        f.debug_struct("PciDriver")
+            .field("name", &self.name)
+            .field("ids", &self.ids)
+            .field("devargs", &self.devargs)
+            .finish()
+    }
+}
+
+impl PciDriver {
+    /// Probes the device of `ctx` with this driver: its device arguments are checked against [`PciDriver::devargs`]
+    /// first (an unknown key is refused with the list of keys, before anything is opened), then the driver's probe
+    /// runs. What the EAL calls for every PCI device.
+    pub fn probe_device(&self, ctx: &PciProbe<'_>) -> Result<Box<dyn EthDev>> {
+        ctx.devargs().clone().for_driver(self.name).check_keys(self.devargs)?;
+        (self.probe)(ctx)
+    }
+
+    /// The IDs it claims, for messages: `8086:1528, 8086:1560`.
+    pub fn describe_ids(&self) -> String {
+        self.ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -111,20 +181,31 @@ impl std::fmt::Debug for PciDriver {
 pub type VdevOpen = fn(&Devargs, &Allocator) -> Result<Vec<Box<dyn EthDev>>>;
 
 /// A virtual device provided by a driver crate (swports' software ports need no descriptor).
+#[derive(Clone, Copy)]
 pub struct VdevDriver {
     /// Device-name prefix users type (`net_sim_x540`); an instance number may follow (`net_sim_x5401`).
     pub name: &'static str,
-    /// Opens the device's ports.
+    /// The device-argument keys it takes (`--vdev NAME,key=value`); any other key is refused before it opens.
+    pub devargs: &'static [&'static str],
+    /// Opens the device's ports (its arguments already checked).
     pub open: VdevOpen,
 }
 
 impl std::fmt::Debug for VdevDriver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VdevDriver").field("name", &self.name).finish()
+        f.debug_struct("VdevDriver").field("name", &self.name).field("devargs", &self.devargs).finish()
     }
 }
 
 impl VdevDriver {
+    /// Opens the device `devargs` names: its arguments are checked against [`VdevDriver::devargs`] first (an
+    /// unknown key is refused with the list of keys), then the driver opens it. What the EAL calls for every
+    /// registered vdev.
+    pub fn open_device(&self, devargs: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
+        devargs.clone().for_driver(self.name).check_keys(self.devargs)?;
+        (self.open)(devargs, allocator)
+    }
+
     /// True if `device_name` is this driver's name, optionally followed by an instance number. Matched on the whole
     /// name, since names like `net_sim_x540` end in digits that are not an instance number.
     pub fn matches(&self, device_name: &str) -> bool {
@@ -212,8 +293,7 @@ impl Registry {
 
     /// What this registry supports, for "no driver" messages: `net_a (8086:1528, ...); net_b (...)`.
     pub fn describe_pci(&self) -> String {
-        let ids = |d: &PciDriver| d.ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
-        self.pci.iter().map(|d| format!("{} ({})", d.name, ids(d))).collect::<Vec<_>>().join("; ")
+        self.pci.iter().map(|d| format!("{} ({})", d.name, d.describe_ids())).collect::<Vec<_>>().join("; ")
     }
 }
 
@@ -230,16 +310,18 @@ mod tests {
         Err(crate::Error::UnknownDriver { name: args.name.clone(), known: "opened".into() })
     }
 
+    const fn driver(name: &'static str, ids: &'static [PciId]) -> PciDriver {
+        PciDriver { name, ids, devargs: &[], probe: never_probe }
+    }
+
     static A: &[PciDriver] = &[
-        PciDriver { name: "net_a", ids: &[PciId::new(0x8086, 0x1528), PciId::new(0x8086, 0x10fb)], probe: never_probe },
-        PciDriver { name: "net_b", ids: &[PciId::new(0x1af4, 0x1041)], probe: never_probe },
+        driver("net_a", &[PciId::new(0x8086, 0x1528), PciId::new(0x8086, 0x10fb)]),
+        driver("net_b", &[PciId::new(0x1af4, 0x1041)]),
     ];
     // Claims an ID net_a already has, and repeats net_b's name.
-    static B: &[PciDriver] = &[
-        PciDriver { name: "net_c", ids: &[PciId::new(0x8086, 0x1528)], probe: never_probe },
-        PciDriver { name: "net_b", ids: &[PciId::new(0x1234, 0x5678)], probe: never_probe },
-    ];
-    static V: &[VdevDriver] = &[VdevDriver { name: "net_sim_x540", open: open_named }];
+    static B: &[PciDriver] =
+        &[driver("net_c", &[PciId::new(0x8086, 0x1528)]), driver("net_b", &[PciId::new(0x1234, 0x5678)])];
+    static V: &[VdevDriver] = &[VdevDriver { name: "net_sim_x540", devargs: &["ports"], open: open_named }];
 
     #[test]
     fn finds_pci_drivers_by_id_first_registration_wins() {
@@ -264,7 +346,10 @@ mod tests {
         assert_eq!(find("net_sim_x54"), None);
         assert_eq!(find("net_null0"), None);
         let d = r.vdev_driver_for(&Devargs::parse("net_sim_x5407").unwrap()).unwrap();
-        match (d.open)(&Devargs::parse("net_sim_x5407").unwrap(), &Allocator::no_huge()) {
+        let err = d.open_device(&Devargs::parse("net_sim_x5407,prots=2").unwrap(), &Allocator::no_huge()).err();
+        let msg = err.map(|e| e.to_string()).unwrap_or_default();
+        assert!(msg.contains(r#"unknown argument "prots"; net_sim_x540 takes: ports"#), "{msg}");
+        match d.open_device(&Devargs::parse("net_sim_x5407,ports=2").unwrap(), &Allocator::no_huge()) {
             Err(crate::Error::UnknownDriver { name, known }) => {
                 assert_eq!((&*name, &*known), ("net_sim_x5407", "opened"))
             }

@@ -106,6 +106,19 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A PCI function whose ID the driver opening it does not claim (its config space disagrees with sysfs, or the
+    /// driver was called for a device it does not drive).
+    #[error("PCI device {address} is {id}, which {driver} does not drive (it takes {takes})")]
+    WrongDevice {
+        /// The device's address.
+        address: String,
+        /// Its vendor and device ID from config space.
+        id: drvkit::pci::PciId,
+        /// The driver.
+        driver: &'static str,
+        /// The IDs the driver claims.
+        takes: String,
+    },
     /// No driver for a device name.
     #[error("no driver for device {name:?}; known virtual devices: {known}")]
     UnknownDriver {

@@ -2,7 +2,8 @@
 //!
 //! A port is an [`EthDev`] (control plane: configure, start/stop, link, MAC, promiscuous, MTU, stats, xstats,
 //! RSS) that hands out owned [`RxQueue`]/[`TxQueue`] values after start: one thread owns each queue and moves
-//! packets in bursts through a fixed-capacity [`PacketBatch`], with at most one dynamic call per burst.
+//! packets in bursts through a fixed-capacity [`PacketBatch`], with at most one dynamic call per burst, or none
+//! through the port's own queue types ([`TypedQueues`]).
 //!
 //! Every port keeps its configuration, started flag, MAC, receive modes, queue hand-out and counter base in one
 //! [`PortState`], checked by [`DevInfo::check`]; [`EthDev`] answers its getters from it, so a port implements only
@@ -36,7 +37,7 @@ pub mod stats;
 
 pub use dev::{
     offload, BurstMode, DescLimits, DevInfo, EthDev, LinkStatus, PortConfig, RssConfig, RssHashFunctions, RxQueue,
-    TxQueue,
+    TxQueue, TypedQueues,
 };
 pub use error::{Error, Result};
 pub use mempool::{self, Mbuf, Mempool, PacketBatch, PoolConfig};

@@ -1,33 +1,42 @@
-//! The descriptor-ring kit that poll-mode drivers share: ring index arithmetic, the RX buffer core
-//! ([`RxBuffers`]: the mbuf shadow ring, which slots own their buffer, the bulk refill from the pool) and the TX
-//! ring core ([`TxCore`]: the mbuf shadow ring, the four-at-a-time placement of plain packets in runs, RS groups
-//! and their bulk cleanup). A driver keeps what is its own (descriptor layout, status bits, registers, the RX
-//! write-back decoding and fast run, offload and context descriptors) and plugs it in through [`RxDescriptor`]
-//! and [`TxDescriptor`], traits of `#[inline(always)]` functions that the cores are monomorphised over: no
-//! dynamic call per packet.
+//! The descriptor-ring kit that poll-mode drivers share: ring index arithmetic, the RX ring engine ([`rx`]:
+//! [`RxEngine`], the burst with its fast run and general path, chains and counters, over [`RxBuffers`], the mbuf
+//! shadow ring with its bulk refill) and the TX ring core ([`TxCore`]: the mbuf shadow ring, the four-at-a-time
+//! placement of plain packets in runs, RS groups and their bulk cleanup). A driver keeps what is its own
+//! (descriptor layout and encode, the write-back decode, status bits, registers and doorbells, offload and context
+//! descriptors) and plugs it in through [`RxFormat`], [`RxDescriptor`] and [`TxDescriptor`], traits of
+//! `#[inline(always)]` functions that the engine and the cores are monomorphised over: no dynamic call per packet.
 //!
 //! A crate of its own above the port API, apart from the rest of the driver kit (`drvkit`, below it): the cores
 //! count into the port API's queue counters ([`pktio::stats`]), and the queues drivers build on them implement
 //! its [`pktio::RxQueue`]/[`pktio::TxQueue`].
 //!
-//! Written for descriptor rings in the Intel style (a tail doorbell, a done bit written back to the descriptor
-//! that asked for a report, one buffer per descriptor); it knows nothing of any register or bit layout.
-//! Not supported: rings of other shapes (virtio's used ring, hinic3's RX completions in a queue of their own: those
-//! drivers walk their own), several buffers per descriptor (header split), and sharing a ring between threads.
+//! Written for descriptor rings with one buffer per slot and a tail doorbell; it knows nothing of any register or
+//! bit layout. RX completions may be the descriptors themselves (Intel) or one entry per slot elsewhere (hinic3's
+//! CQE array); the TX core wants a done bit written back to the descriptor that asked for a report (Intel).
+//! Not supported: rings of other shapes (virtio's used ring; hinic3's TX, completed through a consumer index the
+//! device writes and WQEs that span several slots: those drivers walk their own), several buffers per descriptor
+//! (header split), and sharing a ring between threads.
 
-mod rx;
+pub mod rx;
 mod tx;
 
-pub use rx::{RxBuffers, RxDescriptor};
+pub use rx::{RxBuffers, RxDescriptor, RxEngine, RxFormat};
 pub use tx::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 
-/// Whether the CPU has AVX: the drivers' RX fast runs then take their AVX builds (three-operand forms of the
-/// same SSE2 steps). Decided per ring at creation; false off x86-64.
+/// Whether the CPU has AVX: the RX fast runs then take their AVX builds (three-operand forms of the same SSE2
+/// steps; [`rx::IsaLevel`]). Decided per ring at creation; false off x86-64.
 pub fn cpu_has_avx() -> bool {
     #[cfg(target_arch = "x86_64")]
     return std::arch::is_x86_feature_detected!("avx");
     #[cfg(not(target_arch = "x86_64"))]
     return false;
+}
+
+/// The burst paths every ring on the shared engine and core runs on this CPU: RX takes runs of common frames
+/// through the format's SIMD groups ([`rx::IsaLevel::rx_name`]), TX places plain packets in groups of four and
+/// offloads or chains one by one, both in the same routine.
+pub fn burst_mode() -> pktio::BurstMode {
+    pktio::BurstMode { rx: rx::IsaLevel::detect().rx_name(), tx: "Scalar (plain packets by 4, offloads one by one)" }
 }
 
 /// Ring index arithmetic. Ring sizes need not be powers of two (a multiple of 8 or of 32, as the hardware wants).

@@ -22,10 +22,14 @@ use pktio::driver::VdevDriver;
 
 /// Every simulated port this crate provides.
 pub static VDEV_DRIVERS: &[VdevDriver] = &[
-    VdevDriver { name: x540::VDEV_DRIVER, open: x540::open_vdev },
-    VdevDriver { name: x540::VDEV_DRIVER_82599, open: x540::open_vdev_82599 },
-    VdevDriver { name: x710::VDEV_DRIVER, open: x710::open_vdev },
-    VdevDriver { name: sp670::VDEV_DRIVER, open: sp670::open_vdev },
+    VdevDriver { name: x540::VDEV_DRIVER, devargs: &["ports", "speed", "mac", "tap"], open: x540::open_vdev },
+    VdevDriver {
+        name: x540::VDEV_DRIVER_82599,
+        devargs: &["ports", "speed", "mac", "tap"],
+        open: x540::open_vdev_82599,
+    },
+    VdevDriver { name: x710::VDEV_DRIVER, devargs: &["ports", "part", "tap"], open: x710::open_vdev },
+    VdevDriver { name: sp670::VDEV_DRIVER, devargs: &["ports", "tap", "speed", "queues"], open: sp670::open_vdev },
 ];
 
 #[cfg(test)]

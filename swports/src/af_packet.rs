@@ -23,6 +23,7 @@
 //! shorter than 14 bytes or longer than a TX frame count oerrors and are freed. VLAN tags the kernel strips into
 //! the ring header are put back into the frame.
 
+use pktio::TypedQueues;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
@@ -462,8 +463,17 @@ impl AfPacketPort {
         &self.cfg.iface
     }
 
+    fn drops(&self) -> u64 {
+        self.sockets.iter().map(|s| s.poll_drops()).sum()
+    }
+}
+
+impl TypedQueues for AfPacketPort {
+    type Rx = AfPacketRxQueue;
+    type Tx = AfPacketTxQueue;
+
     /// Typed RX queue.
-    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<AfPacketRxQueue> {
+    fn rx_queue_typed(&mut self, queue: u16) -> Result<Self::Rx> {
         let stats = self.state.claim_rx(queue, Some)?;
         let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
         let sock = self.sockets[queue as usize].clone();
@@ -472,15 +482,11 @@ impl AfPacketPort {
     }
 
     /// Typed TX queue.
-    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<AfPacketTxQueue> {
+    fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx> {
         let stats = self.state.claim_tx(queue, Some)?;
         let sock = self.sockets[queue as usize].clone();
         let head = sock.tx_head.load(Ordering::Relaxed);
         Ok(AfPacketTxQueue { sock, head, stats })
-    }
-
-    fn drops(&self) -> u64 {
-        self.sockets.iter().map(|s| s.poll_drops()).sum()
     }
 }
 

@@ -4,6 +4,7 @@
 //! Devargs: `size=N` (packet length, default 64), `copy=0|1` (copy a template packet on RX and the data on TX, to
 //! include memory traffic), `no-rx=0|1` (RX returns nothing).
 
+use pktio::TypedQueues;
 use std::sync::Arc;
 
 use mempool::{Mempool, PacketBatch};
@@ -63,9 +64,14 @@ impl NullPort {
         let settings = NullConfig { size, copy: args.flag("copy", false)?, no_rx: args.flag("no-rx", false)? };
         Ok(NullPort::new(&args.name, settings))
     }
+}
+
+impl TypedQueues for NullPort {
+    type Rx = NullRxQueue;
+    type Tx = NullTxQueue;
 
     /// Typed RX queue (static dispatch for embedders).
-    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<NullRxQueue> {
+    fn rx_queue_typed(&mut self, queue: u16) -> Result<Self::Rx> {
         let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
         if self.settings.size > pool.data_room() {
             return Err(self.state.invalid(format!(
@@ -80,7 +86,7 @@ impl NullPort {
     }
 
     /// Typed TX queue.
-    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<NullTxQueue> {
+    fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx> {
         let stats = self.state.claim_tx(queue, Some)?;
         Ok(NullTxQueue { stats, copy: self.settings.copy, sink: vec![0u8; 65536] })
     }

@@ -24,6 +24,7 @@
 //! ierror; a pool running dry counts rx_nombuf and the record is delivered on a later burst. opackets/obytes per
 //! record written; a failed write (disk full) counts oerrors and frees the packet.
 
+use pktio::TypedQueues;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
@@ -156,35 +157,6 @@ impl PcapPort {
         PcapPort::new(&args.name, &rx, &tx, infinite)
     }
 
-    /// Typed RX queue.
-    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<PcapRxQueue> {
-        let stats = self.state.claim_rx(queue, Some)?;
-        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
-        let source = self.sources.get_mut(queue as usize).and_then(Option::take);
-        let (reader, replay) = match source {
-            Some(RxSource::Stream(r)) => (Some(r), None),
-            Some(RxSource::Memory(m)) => (None, Some(m)),
-            None => (None, None),
-        };
-        Ok(PcapRxQueue {
-            reader,
-            replay,
-            next: 0,
-            pool,
-            stats,
-            port_id: self.state.port_id,
-            buf: Vec::with_capacity(2048),
-            pending: None,
-            error_counted: false,
-        })
-    }
-
-    /// Typed TX queue.
-    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<PcapTxQueue> {
-        let stats = self.state.claim_tx(queue, Some)?;
-        Ok(PcapTxQueue { sink: self.tx_files.get(queue as usize).cloned(), stats })
-    }
-
     /// Writes buffered TX records to their files.
     pub fn flush(&self) -> Result<()> {
         for w in &self.tx_files {
@@ -269,6 +241,40 @@ fn pcap_error(port: &str, e: PcapError) -> Error {
     match e {
         PcapError::Io { path, source } => Error::os(format!("{port}: pcap file {}", path.display()), source),
         other => Error::InvalidConfig { port: port.to_string(), reason: other.to_string() },
+    }
+}
+
+impl TypedQueues for PcapPort {
+    type Rx = PcapRxQueue;
+    type Tx = PcapTxQueue;
+
+    /// Typed RX queue.
+    fn rx_queue_typed(&mut self, queue: u16) -> Result<Self::Rx> {
+        let stats = self.state.claim_rx(queue, Some)?;
+        let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
+        let source = self.sources.get_mut(queue as usize).and_then(Option::take);
+        let (reader, replay) = match source {
+            Some(RxSource::Stream(r)) => (Some(r), None),
+            Some(RxSource::Memory(m)) => (None, Some(m)),
+            None => (None, None),
+        };
+        Ok(PcapRxQueue {
+            reader,
+            replay,
+            next: 0,
+            pool,
+            stats,
+            port_id: self.state.port_id,
+            buf: Vec::with_capacity(2048),
+            pending: None,
+            error_counted: false,
+        })
+    }
+
+    /// Typed TX queue.
+    fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx> {
+        let stats = self.state.claim_tx(queue, Some)?;
+        Ok(PcapTxQueue { sink: self.tx_files.get(queue as usize).cloned(), stats })
     }
 }
 

@@ -6,6 +6,7 @@
 //! Devargs: `link=NAME` (pair with the other port of that name), `size=N` (ring slots per queue, default 1024),
 //! `queues=N` (queue pairs, default 1, at most 16).
 
+use pktio::TypedQueues;
 use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -174,18 +175,6 @@ impl RingPort {
             }
         }
     }
-
-    /// Typed RX queue.
-    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<RingRxQueue> {
-        let stats = self.state.claim_rx(queue, Some)?;
-        Ok(RingRxQueue { ring: self.rx_rings[queue as usize].clone(), stats, port_id: self.state.port_id })
-    }
-
-    /// Typed TX queue.
-    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<RingTxQueue> {
-        let stats = self.state.claim_tx(queue, Some)?;
-        Ok(RingTxQueue { ring: self.tx_rings[queue as usize].clone(), stats })
-    }
 }
 
 impl Link {
@@ -194,6 +183,23 @@ impl Link {
             a_to_b: (0..queues).map(|_| Arc::new(MbufRing::new(size))).collect(),
             b_to_a: (0..queues).map(|_| Arc::new(MbufRing::new(size))).collect(),
         })
+    }
+}
+
+impl TypedQueues for RingPort {
+    type Rx = RingRxQueue;
+    type Tx = RingTxQueue;
+
+    /// Typed RX queue.
+    fn rx_queue_typed(&mut self, queue: u16) -> Result<Self::Rx> {
+        let stats = self.state.claim_rx(queue, Some)?;
+        Ok(RingRxQueue { ring: self.rx_rings[queue as usize].clone(), stats, port_id: self.state.port_id })
+    }
+
+    /// Typed TX queue.
+    fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx> {
+        let stats = self.state.claim_tx(queue, Some)?;
+        Ok(RingTxQueue { ring: self.tx_rings[queue as usize].clone(), stats })
     }
 }
 

@@ -19,6 +19,7 @@
 //! Counters: ipackets/ibytes per frame read, opackets/obytes per frame written; a failed write (e.g. the interface
 //! is down) counts oerrors and frees the packet; a pool running dry counts rx_nombuf.
 
+use pktio::TypedQueues;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
@@ -165,9 +166,14 @@ impl TapPort {
     pub fn iface(&self) -> &str {
         self.ctl.name()
     }
+}
+
+impl TypedQueues for TapPort {
+    type Rx = TapRxQueue;
+    type Tx = TapTxQueue;
 
     /// Typed RX queue.
-    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<TapRxQueue> {
+    fn rx_queue_typed(&mut self, queue: u16) -> Result<Self::Rx> {
         let stats = self.state.claim_rx(queue, Some)?;
         let pool = self.pool.clone().ok_or_else(|| Error::NotStarted { port: self.state.name().to_string() })?;
         // Room for the largest frame the MTU allows (with a VLAN tag), in as many buffers as that takes.
@@ -185,7 +191,7 @@ impl TapPort {
     }
 
     /// Typed TX queue.
-    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<TapTxQueue> {
+    fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx> {
         let stats = self.state.claim_tx(queue, Some)?;
         Ok(TapTxQueue { fd: self.fds[queue as usize].clone(), stats, scratch: Vec::new() })
     }

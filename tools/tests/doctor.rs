@@ -18,6 +18,7 @@ fn never_probe(_: &PciProbe<'_>) -> pktio::Result<Box<dyn pktio::EthDev>> {
 static DRIVERS: &[PciDriver] = &[PciDriver {
     name: "net_ixgbe",
     ids: &[PciId::new(0x8086, 0x10fb), PciId::new(0x8086, 0x1528)],
+    devargs: &[],
     probe: never_probe,
 }];
 

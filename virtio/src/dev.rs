@@ -1,14 +1,16 @@
 //! Bring-up and the control plane of a virtio-net device: capabilities, feature negotiation, virtqueues, the
 //! control queue, and [`EthDev`].
 
+use pktio::driver::open_pci;
+use pktio::TypedQueues;
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use drvkit::dma::{DmaMapper, DmaMapping};
-use drvkit::pci::{ConfigSpace, PciAddress};
-use drvkit::vfio::{Vfio, VfioBar, VfioConfig};
-use hugepage::{Allocator, DmaConfig, IovaMode};
+use drvkit::pci::PciAddress;
+use drvkit::vfio::{Vfio, VfioBar};
+use hugepage::{Allocator, IovaMode};
 use mempool::Mempool;
 use pktio::{
     offload, BurstMode, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, RxQueue, TxQueue,
@@ -583,28 +585,6 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
         Ok(())
     }
 
-    /// Typed RX queue (static dispatch). Dropping it hands the ring back to the port.
-    pub fn rx_queue_typed(&mut self, queue: u16) -> pktio::Result<VirtioRxQueue<B>> {
-        let homes = &self.rx_homes;
-        let port_id = self.state.port_id;
-        self.state.claim_rx(queue, |_| {
-            let home = homes.get(queue as usize)?.clone();
-            let mut state = home.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-            state.port_id = port_id;
-            Some(VirtioRxQueue { state: Some(state), home })
-        })
-    }
-
-    /// Typed TX queue. Dropping it hands the ring back to the port.
-    pub fn tx_queue_typed(&mut self, queue: u16) -> pktio::Result<VirtioTxQueue<B>> {
-        let homes = &self.tx_homes;
-        self.state.claim_tx(queue, |_| {
-            let home = homes.get(queue as usize)?.clone();
-            let state = home.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-            Some(VirtioTxQueue { state: Some(state), home })
-        })
-    }
-
     /// True while a queue handle is out. The rings go home when their handle drops, holding their counters, so
     /// the state's reference-count check does not apply here.
     /// True while a queue handle is out.
@@ -635,6 +615,33 @@ impl<B: RegisterSpace> Drop for VirtioNet<B> {
         // Stop all DMA before the rings and buffers go.
         self.t.common.set_status(0);
         let _ = wait_until(Duration::from_millis(500), || self.t.common.status() == 0);
+    }
+}
+
+impl<B: RegisterSpace + 'static> TypedQueues for VirtioNet<B> {
+    type Rx = VirtioRxQueue<B>;
+    type Tx = VirtioTxQueue<B>;
+
+    /// Typed RX queue (static dispatch). Dropping it hands the ring back to the port.
+    fn rx_queue_typed(&mut self, queue: u16) -> pktio::Result<Self::Rx> {
+        let homes = &self.rx_homes;
+        let port_id = self.state.port_id;
+        self.state.claim_rx(queue, |_| {
+            let home = homes.get(queue as usize)?.clone();
+            let mut state = home.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+            state.port_id = port_id;
+            Some(VirtioRxQueue { state: Some(state), home })
+        })
+    }
+
+    /// Typed TX queue. Dropping it hands the ring back to the port.
+    fn tx_queue_typed(&mut self, queue: u16) -> pktio::Result<Self::Tx> {
+        let homes = &self.tx_homes;
+        self.state.claim_tx(queue, |_| {
+            let home = homes.get(queue as usize)?.clone();
+            let state = home.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+            Some(VirtioTxQueue { state: Some(state), home })
+        })
     }
 }
 
@@ -746,29 +753,12 @@ impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
     }
 }
 
-/// Opens the virtio-net device at `addr` through VFIO with `vfio`, DMA memory from `allocator`.
-pub fn open_vfio(vfio: &Vfio, addr: PciAddress, allocator: Allocator) -> VResult<VirtioNet<VfioBar>> {
+/// Opens the virtio-net device at `addr` through VFIO with `vfio` ([`open_pci`]: its ID checked, bus mastering on),
+/// DMA memory from `allocator`.
+pub fn open_vfio(vfio: &Vfio, addr: PciAddress, allocator: Allocator) -> pktio::Result<VirtioNet<VfioBar>> {
     let name = addr.to_string();
-    let dev = Arc::new(vfio.open_device(addr)?);
-    let cfg_err = |source| Error::Config { dev: name.clone(), source };
-    let vendor = dev.read16(0).map_err(cfg_err)?;
-    let device = dev.read16(2).map_err(cfg_err)?;
-    if vendor != VENDOR_ID || !(device == DEVICE_ID_NET_MODERN || device == DEVICE_ID_NET_TRANSITIONAL) {
-        return Err(Error::Device {
-            dev: name,
-            what: format!("{vendor:04x}:{device:04x} is not a virtio-net device (1af4:1041)"),
-        });
-    }
-    let caps = virtio_caps(&*dev).map_err(cfg_err)?;
-    dev.set_bus_master(true).map_err(cfg_err)?;
-    let t = Transport::new(&name, &caps, |n| Ok(Arc::new(dev.map_bar(n as u32)?)))?;
-    let mapper: Arc<dyn DmaMapper> = Arc::new(dev.container().clone());
-    VirtioNet::new(&name, t, allocator, mapper, Some(Box::new(dev)))
-}
-
-/// The EAL probe entry: VFIO and hugepage memory with the default settings (IOVA = VA).
-pub fn probe(addr: PciAddress) -> pktio::Result<Box<dyn EthDev>> {
-    let allocator = Allocator::new(DmaConfig::default()).map_err(Error::from)?;
-    let vfio = Vfio::new(VfioConfig::default());
-    Ok(Box::new(open_vfio(&vfio, addr, allocator)?))
+    let pci = open_pci(vfio, addr, &crate::VIRTIO_DRIVER)?;
+    let caps = virtio_caps(&pci.device).map_err(|source| Error::Config { dev: name.clone(), source })?;
+    let t = Transport::new(&name, &caps, |n| Ok(Arc::new(pci.device.map_bar(n as u32)?)))?;
+    Ok(VirtioNet::new(&name, t, allocator, pci.mapper, Some(Box::new(pci.device)))?)
 }

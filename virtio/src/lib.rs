@@ -18,7 +18,7 @@ pub mod regs;
 pub mod rxtx;
 pub mod virtqueue;
 
-pub use dev::{open_vfio, probe, Transport, VirtioNet, DRIVER_NAME};
+pub use dev::{open_vfio, Transport, VirtioNet, DRIVER_NAME};
 pub use error::{Error, Result};
 pub use rxtx::{VirtioRxQueue, VirtioTxQueue};
 
@@ -26,57 +26,23 @@ use drvkit::pci::PciId;
 use pktio::driver::{PciDriver, PciProbe};
 use pktio::EthDev;
 
-/// The PCI driver of this crate: modern virtio-net (`1af4:1041`).
-pub static PCI_DRIVERS: &[PciDriver] = &[PciDriver {
+/// The PCI driver of this crate: virtio-net (`1af4:1041` modern, and `1af4:1000` transitional through its modern
+/// interface, as DPDK's virtio PMD claims both).
+pub static PCI_DRIVERS: &[PciDriver] = &[VIRTIO_DRIVER];
+
+/// The virtio-net driver. Device arguments: none (DPDK's `vdpa`, `speed` and `vectorized` select features this driver
+/// does not have), so any key is refused before the device is touched.
+pub const VIRTIO_DRIVER: PciDriver = PciDriver {
     name: DRIVER_NAME,
-    ids: &[PciId::new(dev::VENDOR_ID, dev::DEVICE_ID_NET_MODERN)],
+    ids: &[
+        PciId::new(dev::VENDOR_ID, dev::DEVICE_ID_NET_MODERN),
+        PciId::new(dev::VENDOR_ID, dev::DEVICE_ID_NET_TRANSITIONAL),
+    ],
+    devargs: &[],
     probe: probe_virtio,
-}];
+};
 
-/// virtio-net through the application's VFIO container and DMA memory. Device arguments: none (DPDK's `vdpa`,
-/// `speed` and `vectorized` select features this driver does not have), so any key is refused before the device is
-/// touched.
+/// virtio-net through the application's VFIO container and DMA memory.
 fn probe_virtio(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
-    ctx.devargs().clone().for_driver(DRIVER_NAME).check_keys(&[])?;
     Ok(Box::new(open_vfio(ctx.vfio(), ctx.address(), ctx.allocator().clone())?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `-a ADDRESS,key=value` reaches the probe, which refuses a key it does not know before opening anything.
-    #[test]
-    fn the_probe_rejects_unknown_devargs_before_touching_the_device() {
-        use drvkit::pci::fake::{FakeDevice, FakeSysfs};
-        use drvkit::vfio::{Vfio, VfioConfig};
-        let fake = FakeSysfs::new("virtio-devargs");
-        fake.add_device(
-            &FakeDevice::net("0000:00:04.0", dev::VENDOR_ID, dev::DEVICE_ID_NET_MODERN)
-                .driver("vfio-pci")
-                .iommu_group(4),
-        );
-        let sysfs = fake.sysfs();
-        let device = sysfs.device("00:04.0".parse().unwrap()).unwrap();
-        let fake_vfio = std::sync::Arc::new(drvkit::vfio::fake::FakeVfio::new());
-        let vfio = Vfio::with_parts(fake_vfio.clone(), sysfs, VfioConfig::default());
-        let allocator = hugepage::Allocator::no_huge();
-        let driver = pktio::driver::Registry::new()
-            .with_pci(PCI_DRIVERS)
-            .pci_driver_for(PciId::new(dev::VENDOR_ID, dev::DEVICE_ID_NET_MODERN))
-            .unwrap();
-        let (_, devargs) = pktio::devargs::Devargs::parse_pci("0000:00:04.0,fiber_sdp3_no_tx_disable=1").unwrap();
-        let ctx = PciProbe::new(device, &allocator, &vfio).with_devargs(devargs.for_driver(driver.name));
-        let err = (driver.probe)(&ctx).err().unwrap().to_string();
-        assert!(
-            err.contains(&format!(
-                "unknown argument \"fiber_sdp3_no_tx_disable\"; {} takes no device arguments",
-                driver.name
-            )),
-            "{err}"
-        );
-        assert!(err.starts_with("-a \"0000:00:04.0,fiber_sdp3_no_tx_disable=1\": "), "{err}");
-        assert_eq!(fake_vfio.state().open_fds(), 0, "nothing was opened");
-        assert!(fake_vfio.state().ioctls.is_empty(), "no VFIO call was made");
-    }
 }

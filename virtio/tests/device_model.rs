@@ -3,6 +3,7 @@
 
 mod model;
 
+use pktio::TypedQueues;
 use std::sync::Arc;
 
 use hugepage::Allocator;

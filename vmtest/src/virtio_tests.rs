@@ -1,6 +1,7 @@
 //! virtio-net through real VFIO with the emulated IOMMU: the project's driver ([`virtio`]) against QEMU's
 //! virtio-net-pci, frames exchanged with the host peer on the TAPs.
 
+use pktio::TypedQueues;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 

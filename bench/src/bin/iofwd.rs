@@ -10,6 +10,7 @@
 //! two `show port stats` calls do). Cycles per packet are TSC cycles of the forwarding core (which polls without
 //! pause) divided by the packets received in the window. Prints one `RESULT ...` line.
 
+use pktio::TypedQueues;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -11,6 +11,8 @@ mod start;
 #[cfg(test)]
 mod tests;
 
+use pktio::driver::open_pci;
+use pktio::TypedQueues;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,9 +30,9 @@ use crate::cmdq::Cmdq;
 use crate::mbox::{Mbox, MboxTiming};
 use crate::mgmt::{self, module, DevCap};
 use crate::regs::BeRegs;
-use crate::rx::RxRing;
+use crate::rxtx::RxRing;
+use crate::rxtx::TxRing;
 use crate::stats::VportStats;
-use crate::tx::TxRing;
 pub use queue::QueueHandle;
 use queue::{lock, Slot};
 
@@ -184,26 +186,6 @@ impl<R: RegisterSpace> Hinic3<R> {
         &self.id
     }
 
-    /// Typed RX queue `queue` (static dispatch; once per start).
-    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<Hinic3RxQueue<R>> {
-        let slot = self.rx.get(queue as usize).cloned();
-        self.state.claim_rx(queue, |_| {
-            let slot = slot?;
-            let ring = lock(&slot).take()?;
-            Some(QueueHandle::new(ring, slot))
-        })
-    }
-
-    /// Typed TX queue `queue` (static dispatch; once per start).
-    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<Hinic3TxQueue<R>> {
-        let slot = self.tx.get(queue as usize).cloned();
-        self.state.claim_tx(queue, |_| {
-            let slot = slot?;
-            let ring = lock(&slot).take()?;
-            Some(QueueHandle::new(ring, slot))
-        })
-    }
-
     /// Takes and handles what AEQ 0 holds (link events; docs/hw/hinic3.md §6.5), acknowledging where asked.
     pub fn poll_events(&self) {
         let events = {
@@ -329,21 +311,38 @@ impl<R: RegisterSpace> Hinic3<R> {
     }
 }
 
+impl<R: RegisterSpace + 'static> TypedQueues for Hinic3<R> {
+    type Rx = Hinic3RxQueue<R>;
+    type Tx = Hinic3TxQueue<R>;
+
+    /// Typed RX queue `queue` (static dispatch; once per start).
+    fn rx_queue_typed(&mut self, queue: u16) -> Result<Self::Rx> {
+        let slot = self.rx.get(queue as usize).cloned();
+        self.state.claim_rx(queue, |_| {
+            let slot = slot?;
+            let ring = lock(&slot).take()?;
+            Some(QueueHandle::new(ring, slot))
+        })
+    }
+
+    /// Typed TX queue `queue` (static dispatch; once per start).
+    fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx> {
+        let slot = self.tx.get(queue as usize).cloned();
+        self.state.claim_tx(queue, |_| {
+            let slot = slot?;
+            let ring = lock(&slot).take()?;
+            Some(QueueHandle::new(ring, slot))
+        })
+    }
+}
+
 impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
     fn state(&self) -> &PortState {
         &self.state
     }
 
     fn burst_mode(&self) -> pktio::BurstMode {
-        // CQEs four at a time in SSE2 on x86-64 (compiled for AVX where the CPU has it), scalar elsewhere.
-        let rx = if cfg!(not(target_arch = "x86_64")) {
-            "Scalar"
-        } else if ringkit::cpu_has_avx() {
-            "Vector SSE2 (AVX build)"
-        } else {
-            "Vector SSE2"
-        };
-        pktio::BurstMode { rx, tx: "Scalar (plain packets by 4, offloads one by one)" }
+        ringkit::burst_mode()
     }
 
     fn state_mut(&mut self) -> &mut PortState {
@@ -483,31 +482,20 @@ const BAR_CFG: u32 = 1;
 const BAR_MGMT: u32 = 3;
 const BAR_DB: u32 = 4;
 
-/// Opens the PF at `addr` through the application's VFIO container: bus mastering on, BARs 1, 3 and 4 mapped, then
-/// [`Hinic3::new`].
+/// Opens the PF at `addr` through the application's VFIO container ([`open_pci`]: its ID checked, bus mastering on),
+/// maps BARs 1, 3 and 4, then [`Hinic3::new`].
 pub fn open_vfio(
     vfio: &drvkit::vfio::Vfio,
     addr: drvkit::pci::PciAddress,
     allocator: Allocator,
 ) -> Result<Hinic3<drvkit::vfio::VfioBar>> {
-    use drvkit::pci::ConfigSpace;
-    let dev = vfio.open_device(addr)?;
-    let cfg = |e: std::io::Error| pktio::Error::os(format!("{addr}: PCI config space"), e);
-    let (vendor, device) = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);
-    if !crate::PCI_IDS.contains(&(vendor, device)) {
-        return Err(crate::Error::Unsupported(format!(
-            "PCI {vendor:04x}:{device:04x} at {addr} is not a hinic3 PF this driver knows (19e5:0222)"
-        ))
-        .at(&addr.to_string()));
-    }
-    dev.set_bus_master(true).map_err(cfg)?;
+    let pci = open_pci(vfio, addr, &crate::HINIC3_DRIVER)?;
     let bars = Bars {
-        cfg: Arc::new(dev.map_bar(BAR_CFG)?),
-        mgmt: Some(Arc::new(dev.map_bar(BAR_MGMT)?)),
-        db: Arc::new(dev.map_bar(BAR_DB)?),
+        cfg: Arc::new(pci.device.map_bar(BAR_CFG)?),
+        mgmt: Some(Arc::new(pci.device.map_bar(BAR_MGMT)?)),
+        db: Arc::new(pci.device.map_bar(BAR_DB)?),
     };
-    let mapper: Arc<dyn DmaMapper> = Arc::new(dev.container().clone());
-    let mut port = Hinic3::new(bars, mapper, allocator, Options::new(&addr.to_string()))?;
-    port.keep_alive = Some(Box::new(dev));
+    let mut port = Hinic3::new(bars, pci.mapper, allocator, Options::new(&addr.to_string()))?;
+    port.keep_alive = Some(Box::new(pci.device));
     Ok(port)
 }

@@ -10,8 +10,8 @@ use drvkit::bar::RegisterSpace;
 use mempool::PacketBatch;
 use pktio::{RxQueue, TxQueue};
 
-use crate::rx::RxRing;
-use crate::tx::TxRing;
+use crate::rxtx::RxRing;
+use crate::rxtx::TxRing;
 
 /// Where a port keeps a ring while no handle holds it.
 pub(crate) type Slot<T> = Arc<Mutex<Option<T>>>;

@@ -11,8 +11,8 @@ use super::Hinic3;
 use crate::cmdq::ucode;
 use crate::ctx::{self, QueueType, CTX_PER_CMD};
 use crate::mgmt::{self, l2nic, mag, module, rss_type};
-use crate::rx::{rx_buf_size_index, RxRing, RxSetup};
-use crate::tx::{TxRing, TxSetup};
+use crate::rxtx::{rx_buf_size_index, RxRing, RxSetup};
+use crate::rxtx::{TxRing, TxSetup};
 
 /// SET_FUNC_TBL bits (docs/hw/hinic3.md §7.3).
 const FUNC_TBL_INIT: u32 = 1 << 0;

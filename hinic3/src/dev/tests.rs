@@ -1,6 +1,7 @@
 //! The port against the scripted [`FakeFw`]: bring-up order, refusals and errors, start/stop/close effects, link
 //! events.
 
+use pktio::TypedQueues;
 use std::sync::Arc;
 
 use drvkit::dma::IdentityMapper;

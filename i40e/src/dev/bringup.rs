@@ -12,7 +12,7 @@ use crate::adminq::{Buffer, BUF_LEN};
 use crate::error::Error as DevError;
 use crate::hmc::LanHmc;
 use crate::queue::{self, QueueTiming};
-use crate::ring::{RING_ALIGN, RING_MAX, RING_MIN};
+use crate::rxtx::{RING_ALIGN, RING_MAX, RING_MIN};
 use crate::stats::HwStats;
 
 impl<R: RegisterSpace> I40e<R> {

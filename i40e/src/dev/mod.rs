@@ -4,6 +4,8 @@
 //! [`EthDev`] implementation. Close (drop) undoes it in reverse and leaves the device as the kernel driver expects
 //! to find it.
 
+use pktio::driver::open_pci;
+use pktio::TypedQueues;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,8 +24,8 @@ use crate::error::{self, Error as DevError};
 use crate::hmc::{HmcMode, LanHmc};
 use crate::queue::QueueTiming;
 use crate::regs::*;
-use crate::ring::RingConfig;
-use crate::rx::{RxRing, RxSetup, MAX_FRAME};
+use crate::rxtx::RingConfig;
+use crate::rxtx::{RxRing, RxSetup, TxRing, TxSetup, MAX_FRAME};
 use crate::stats::{self, HwStats};
 
 mod bringup;
@@ -31,7 +33,6 @@ mod control;
 #[cfg(test)]
 mod tests;
 mod vlan;
-use crate::tx::{TxRing, TxSetup};
 
 /// PCI IDs this driver takes (docs/hw/i40e.md §1): every one of the XL710 MAC type, with its fastest speed.
 pub const PCI_IDS: &[(u16, u16, u32)] = &[
@@ -288,16 +289,6 @@ impl<R: RegisterSpace> I40e<R> {
         self.hmc.as_ref()
     }
 
-    /// Typed RX queue `queue` (static dispatch; once per start).
-    pub fn rx_queue_typed(&mut self, queue: u16) -> Result<I40eRxQueue<R>> {
-        self.state.claim_rx(queue, |_| self.rx.get_mut(queue as usize)?.take())
-    }
-
-    /// Typed TX queue `queue` (static dispatch; once per start).
-    pub fn tx_queue_typed(&mut self, queue: u16) -> Result<I40eTxQueue<R>> {
-        self.state.claim_tx(queue, |_| self.tx.get_mut(queue as usize)?.take())
-    }
-
     pub(super) fn name(&self) -> &str {
         &self.options.name
     }
@@ -432,19 +423,24 @@ fn link_of(l: &cmds::LinkStatus) -> LinkStatus {
     }
 }
 
+impl<R: RegisterSpace + 'static> TypedQueues for I40e<R> {
+    type Rx = I40eRxQueue<R>;
+    type Tx = I40eTxQueue<R>;
+
+    /// Typed RX queue `queue` (static dispatch; once per start).
+    fn rx_queue_typed(&mut self, queue: u16) -> Result<Self::Rx> {
+        self.state.claim_rx(queue, |_| self.rx.get_mut(queue as usize)?.take())
+    }
+
+    /// Typed TX queue `queue` (static dispatch; once per start).
+    fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx> {
+        self.state.claim_tx(queue, |_| self.tx.get_mut(queue as usize)?.take())
+    }
+}
+
 impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
-    /// The paths every ring of this driver runs on this CPU: RX takes runs of common frames four descriptors at a
-    /// time with SSE2 shuffles (the AVX build when the CPU has it; one at a time off x86-64); TX places the common
-    /// burst four at a time and offloads, chains and TSO out of line, in the same routine.
     fn burst_mode(&self) -> pktio::BurstMode {
-        let rx = if cfg!(not(target_arch = "x86_64")) {
-            "Scalar"
-        } else if ringkit::cpu_has_avx() {
-            "Vector SSE2 (AVX build)"
-        } else {
-            "Vector SSE2"
-        };
-        pktio::BurstMode { rx, tx: "Scalar (plain packets by 4, offloads one by one)" }
+        ringkit::burst_mode()
     }
 
     fn state(&self) -> &PortState {
@@ -643,26 +639,18 @@ impl<R: RegisterSpace> Drop for I40e<R> {
     }
 }
 
-/// Opens the 700-series PF at `addr` through VFIO (IOMMU or no-IOMMU, as the container was set up): checks its
-/// ID, enables bus mastering, maps BAR0 and brings the port up.
+/// Opens the 700-series PF at `addr` through VFIO ([`open_pci`]: its ID checked, bus mastering on; IOMMU or
+/// no-IOMMU, as the container was set up), maps BAR0 and brings the port up.
 pub fn open_vfio(
     vfio: &drvkit::vfio::Vfio,
     addr: drvkit::pci::PciAddress,
     allocator: Allocator,
 ) -> Result<I40e<drvkit::vfio::VfioBar>> {
-    use drvkit::pci::ConfigSpace;
-    let dev = vfio.open_device(addr)?;
-    let cfg = |e: std::io::Error| Error::os(format!("{addr}: PCI config space"), e);
-    let (vendor, device) = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);
-    let max_speed = max_speed_of(vendor, device).ok_or_else(|| {
-        DevError::UnknownDevice { vendor, device, expected: "a 700-series (X710/XL710/XXV710) PF this driver knows" }
-            .at(&addr.to_string())
-    })?;
-    dev.set_bus_master(true).map_err(cfg)?;
-    let bar = dev.map_bar(0)?;
-    let mapper: Arc<dyn DmaMapper> = Arc::new(dev.container().clone());
+    let pci = open_pci(vfio, addr, &crate::I40E_DRIVER)?;
+    let max_speed = max_speed_of(pci.id.vendor, pci.id.device).expect("an ID of the driver's table has a speed");
+    let bar = pci.device.map_bar(0)?;
     let options = Options { max_speed, ..Options::new(addr.to_string()) };
-    let mut port = I40e::new(Arc::new(bar), mapper, allocator, options)?;
-    port.keep_alive(Box::new(dev));
+    let mut port = I40e::new(Arc::new(bar), pci.mapper, allocator, options)?;
+    port.keep_alive(Box::new(pci.device));
     Ok(port)
 }

@@ -1,6 +1,7 @@
 //! Bring-up, start/stop, RSS, filters, link events and the data path against [`crate::testing::FakeRegs`] (a
 //! scripted firmware, not a model); the tests play the device's DMA through the ring addresses.
 
+use pktio::TypedQueues;
 use std::sync::Arc;
 
 use drvkit::dma::IdentityMapper;

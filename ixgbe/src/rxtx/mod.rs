@@ -13,29 +13,26 @@
 //! of the oldest RS descriptor only when fewer than `free_thresh` slots are free, and frees in bulk. One TDT write
 //! per burst, after [`dma_wmb`](drvkit::barrier::dma_wmb).
 //!
-//! Both paths have a fast loop for the common packet (one descriptor, no offload, no error) that walks the ring in
-//! contiguous runs without per-packet wrap checks, four packets per step with one test per four (`rx_fast_run` with
-//! SSE2 shuffles into the Mbuf fields on x86-64, built a second time for AVX and chosen by a flag set at creation,
-//! `tx_groups`); a burst that fits one run is one call of each, and anything else continues out of line
-//! (`rx_into_general`, `tx_from_general`), falling back to a general path (chains, errors, checksum contexts) per
-//! packet. Shadow rings hold owned raw pointers whose ownership follows the ring indices. RX buffers come from the
-//! pool's raw allocation (stale metadata, as in DPDK): the ring writes their rearm word when it posts them and every RX
-//! field when it receives into them. TX checks at enqueue that a packet is a single segment of the port's pool; RS
-//! groups of such packets go back with one bulk put and no per-buffer test (DPDK's fast free), others through
-//! `mempool::free_raw_bulk`. Neither path allocates, locks, or makes a dynamic call per packet.
+//! The bursts themselves are the shared ones: RX is [`ringkit::RxEngine`] over this write-back format
+//! ([`AdvRx`]: the common frame one at a time, four at a time with SSE2 shuffles into the Mbuf fields on x86-64,
+//! any completion for the general path), TX is [`ringkit::TxCore`] over this data descriptor. Neither path
+//! allocates, locks, or makes a dynamic call per packet.
 //!
-//! Files: `family` (the [`Family`] trait), `ring` (index arithmetic, ring settings and memory), `rx` (the RX
-//! ring), `rx_flags` (offload flags and packet type of a write-back), `rx_simd` (the RX fast run), `tx` (the TX
-//! ring).
+//! Files: `family` (the [`Family`] trait), `ring` (ring settings, queue disable), `rx` (the RX queue: set-up,
+//! enable, doorbell), `rx_decode` (the write-back format: offload flags and packet type, the memo, the common frame,
+//! the general decode), `rx_simd` (its groups of four on x86-64), `tx` (the TX queue and data/context descriptors).
 
 mod family;
 mod ring;
 mod rx;
-mod rx_flags;
+mod rx_decode;
+#[cfg(target_arch = "x86_64")]
 mod rx_simd;
 mod tx;
 
+pub use rx_decode::{AdvRx, RxMemo};
+
 pub use family::Family;
 pub use ring::{idx, RingConfig};
-pub use rx::{burst_mode, RxRing, RxSetup};
+pub use rx::{RxRing, RxSetup};
 pub use tx::{TxRing, TxSetup, MAX_TX_SEGS};

@@ -1,12 +1,8 @@
-//! What RX and TX rings share: index arithmetic, ring and threshold settings, descriptor memory, queue disable.
+//! What RX and TX rings share: index arithmetic, ring and threshold settings, queue disable.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use drvkit::bar::RegisterSpace;
-use drvkit::dma::{DmaMapper, DmaMapping};
-use hugepage::Allocator;
-use pktio::{Error, Result};
 
 use crate::regs::{Reg, Regs};
 
@@ -39,41 +35,6 @@ impl RingConfig {
             drop_en: true,
             enable_timeout: Duration::from_millis(10),
         }
-    }
-}
-
-/// Ring memory: allocated, zeroed, made reachable by the device. The mapping guard owns the memory, so it is
-/// unmapped before it is freed; the ring drops it only after its `Drop` disabled the queue.
-pub(super) struct RingMemory {
-    map: DmaMapping,
-}
-
-impl RingMemory {
-    pub(super) fn new(
-        allocator: &Allocator,
-        mapper: &Arc<dyn DmaMapper>,
-        bytes: usize,
-        what: &str,
-    ) -> Result<RingMemory> {
-        let mem = allocator.allocate(bytes).map_err(|e| Error::InvalidConfig {
-            port: what.to_string(),
-            reason: format!("cannot allocate {bytes} bytes of descriptor ring memory: {e}"),
-        })?;
-        if mem.iova_at(0).is_none() || mem.contiguous_from(0) < bytes {
-            return Err(Error::InvalidConfig {
-                port: what.to_string(),
-                reason: format!("descriptor ring of {bytes} bytes is not IOVA-contiguous; use larger hugepages"),
-            });
-        }
-        Ok(RingMemory { map: mapper.map(&Arc::new(mem))? })
-    }
-
-    pub(super) fn as_ptr(&self) -> *mut u8 {
-        self.map.memory().as_ptr()
-    }
-
-    pub(super) fn iova(&self) -> u64 {
-        self.map.memory().iova_at(0).unwrap_or(0)
     }
 }
 

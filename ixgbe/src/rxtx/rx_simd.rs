@@ -1,159 +1,20 @@
-//! The RX fast run: the leading run of common frames of a burst, four descriptors at a time with SSE2 shuffles
-//! into the Mbuf fields on x86-64 (built a second time for AVX), one at a time elsewhere and at the run's end.
+//! The groups of the RX fast run on x86-64: four advanced write-backs per test, the Mbuf fields built with SSE2
+//! shuffles (the engine builds this once for SSE2 and once for AVX). Elsewhere the engine takes every frame one at a
+//! time ([`super::rx_decode`]).
 
 use std::mem::offset_of;
-#[cfg(target_arch = "x86_64")]
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use drvkit::barrier::dma_rmb;
 use mempool::{Mbuf, MbufHeader};
 
-#[cfg(target_arch = "x86_64")]
-use super::rx_flags::{rx_csum_bits, RX_INFO_KEY};
-use super::rx_flags::{rx_flags, udp_zero_csum_error, RxMemo};
+use super::rx_decode::{rx_csum_bits, rx_status, RxMemo, RX_INFO_KEY};
 use super::Family;
 use crate::desc::{rx, RxDesc, RxWriteback};
 
-/// Reads the status dword of a descriptor the device may be writing (an atomic acquire load: the rest of the
-/// descriptor is read only after DD was seen, and [`dma_rmb`]).
-///
-/// # Safety
-/// `d` must point into ring memory that lives as long as the call.
-#[inline(always)]
-unsafe fn rx_status(d: *const RxDesc) -> u32 {
-    // SAFETY: an aligned dword of the ring memory (caller's contract).
-    unsafe { AtomicU32::from_ptr(RxDesc::status_ptr(d).cast_mut()).load(Ordering::Acquire) }
-}
-
-/// Write-back dword 0-1 (packet info, RSS hash) and the length of a descriptor whose DD was seen.
-///
-/// # Safety
-/// `d` must point into ring memory, and its DD must have been seen (then [`dma_rmb`]).
-#[inline(always)]
-unsafe fn rx_info_len(d: *const RxDesc) -> (u64, u16) {
-    // SAFETY: the caller's contract: the device is done with this descriptor. Fields read one by one.
-    unsafe {
-        (
-            std::ptr::addr_of!((*d).qw0).read_volatile(),
-            d.cast::<u8>().add(offset_of!(RxWriteback, length)).cast::<u16>().read_volatile(),
-        )
-    }
-}
-
-/// Receives the leading run of common frames among the `n` descriptors at `d`: each one descriptor with DD and
-/// EOP, no MAC error, a length that fits the buffer, and not a UDP zero-checksum error ([`udp_zero_csum_error`],
-/// whose flags depend on the queue; checked only on a flag-key miss). Each such frame's buffer (from `shadow`, same index)
-/// gets its metadata and is written to `out` (same index). Stops at the first other descriptor; returns how many
-/// it took and their bytes.
-///
-/// Four descriptors at a time ([`rx_groups_sse2`] on x86-64) while they repeat the memo's flag key (the common
-/// case: one traffic class per burst); from the first group that does not, one descriptor at a time to the end
-/// of the run, which updates the memo for the next burst.
-///
-/// Kept out of line so that its loop has the registers to itself.
-///
-/// # Safety
-/// `d`, `shadow` and `out` must be valid for `n` entries; the shadow entries must be owned buffers posted with
-/// the ring's rearm word, whose data room is at least `max_len` (ownership of those taken moves to `out`); the
-/// descriptors must be ring memory the device may write (read here with the DD-then-rest protocol).
-#[inline(never)]
-pub(super) unsafe fn rx_fast_run<F: Family>(
-    d: *const RxDesc,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    max_len: u16,
-    memo: &mut RxMemo,
-) -> (usize, u64) {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { rx_fast_run_body::<F>(d, shadow, n, out, max_len, memo) }
-}
-
-/// [`rx_fast_run`] compiled for AVX: the same code, but the SSE2 intrinsics of the groups get the VEX
-/// three-operand forms (no register copies before the destructive two-operand ones: about ten per group of four).
-/// Called when the CPU has AVX ([`super::RxRing`] checks once, at creation).
-///
-/// # Safety
-/// As [`rx_fast_run`], and the CPU must support AVX.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-#[inline(never)]
-pub(super) unsafe fn rx_fast_run_avx<F: Family>(
-    d: *const RxDesc,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    max_len: u16,
-    memo: &mut RxMemo,
-) -> (usize, u64) {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { rx_fast_run_body::<F>(d, shadow, n, out, max_len, memo) }
-}
-
-/// The body of [`rx_fast_run`] and [`rx_fast_run_avx`].
-///
-/// # Safety
-/// As [`rx_fast_run`].
-#[inline(always)]
-unsafe fn rx_fast_run_body<F: Family>(
-    d: *const RxDesc,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    max_len: u16,
-    memo: &mut RxMemo,
-) -> (usize, u64) {
-    const FAST: u32 = rx::STAT_DD | rx::STAT_EOP;
-    let mask = FAST | F::RX_ERR_RXE;
-    let mut m0 = *memo;
-    // Groups of four while they repeat the memo (x86-64: SSE2), then one at a time to the end of the run.
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the caller's contract, passed on.
-    let (mut k, mut bytes) = unsafe { rx_groups_sse2::<F>(d, shadow, n, out, max_len, &m0) };
-    #[cfg(not(target_arch = "x86_64"))]
-    let (mut k, mut bytes) = (0usize, 0u64);
-    while k < n {
-        // SAFETY: k < n: inside the ring.
-        let dk = unsafe { d.add(k) };
-        // SAFETY: ring memory.
-        let st = unsafe { rx_status(dk) };
-        if st & mask != FAST {
-            break;
-        }
-        dma_rmb();
-        // SAFETY: DD is set: the device is done with this descriptor.
-        let (qw0, len) = unsafe { rx_info_len(dk) };
-        if len > max_len {
-            break;
-        }
-        let info = RxDesc::pkt_info_of(qw0);
-        let key = RxMemo::key::<F>(info, st);
-        if key != m0.key {
-            if udp_zero_csum_error::<F>(info, st) {
-                // Its flags depend on the queue (the 82599's errata): the slow path knows it.
-                break;
-            }
-            let (flags, ptype) = rx_flags::<F>(info, st, false);
-            m0 = RxMemo { key, flags, ptype };
-        }
-        // SAFETY: k < n; the caller's contract: an owned buffer posted with the rearm word, whose ownership
-        // moves to `out[k]`.
-        let mut m = unsafe { Mbuf::from_raw(*shadow.add(k)) };
-        // SAFETY: len <= max_len, within the data room of a single segment.
-        unsafe { m.set_rx_unchecked(len, m0.flags, m0.ptype, RxDesc::rss_hash_of(qw0)) };
-        // SAFETY: k < n.
-        unsafe { out.add(k).write(m.into_raw()) };
-        bytes += len as u64;
-        k += 1;
-    }
-    *memo = m0;
-    (k, bytes)
-}
-
-/// The four-at-a-time part of [`rx_fast_run`]: takes groups of four descriptors while each repeats the memo's
-/// flag key, and returns how many descriptors it took (a multiple of four) and their bytes.
+/// Takes groups of four descriptors while each repeats the memo's flag key, and returns how many descriptors it
+/// took (a multiple of four) and their bytes.
 ///
 /// A group's four status dwords are read first (acquire loads) and tested together: DD, EOP, no MAC error, the
 /// memo's checksum bits. Only then are the four descriptors read whole (16-byte loads), and their packet info
@@ -163,10 +24,9 @@ unsafe fn rx_fast_run_body<F: Family>(
 /// = 0, rss_hash, tx_offload = 0]` from the descriptor's length and hash.
 ///
 /// # Safety
-/// As [`rx_fast_run`].
-#[cfg(target_arch = "x86_64")]
+/// As [`ringkit::RxFormat::groups`].
 #[inline(always)]
-unsafe fn rx_groups_sse2<F: Family>(
+pub(super) unsafe fn rx_groups_sse2<F: Family>(
     d: *const RxDesc,
     shadow: *const NonNull<MbufHeader>,
     n: usize,

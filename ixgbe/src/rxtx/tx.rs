@@ -8,17 +8,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use drvkit::bar::RegisterSpace;
-use drvkit::dma::{DmaMapper, DmaMapping};
+use drvkit::dma::{DmaArea, DmaMapper, DmaMapping};
 use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
 use ringkit::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 
-use super::ring::{disable_queue, split_iova, RingConfig, RingMemory};
+use super::ring::{disable_queue, split_iova, RingConfig};
 use super::Family;
 use crate::desc::{tx, TxContext, TxContextDesc, TxData, TxDesc};
-use crate::regs::{PollTimeout, Regs};
+use crate::regs::{PollTimeout, Reg, Regs};
 
 /// Most data descriptors per packet (DPDK's limit for ixgbe).
 pub const MAX_TX_SEGS: usize = 40;
@@ -120,11 +120,11 @@ pub struct TxRing<R: RegisterSpace, F: Family> {
     /// Context in slot 0 of the device, if any.
     ctx_key: Option<u64>,
     regs: Regs<R>,
-    tdt: usize,
+    tdt: Reg,
     queue: u16,
     config: RingConfig,
     // Dropped after `Drop::drop` disabled the queue and the core freed its packets.
-    _mem: RingMemory,
+    _mem: DmaArea,
     _pool_map: DmaMapping,
     _family: PhantomData<F>,
 }
@@ -165,12 +165,12 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             )));
         }
         let pool_map = setup.mapper.map(setup.pool.memory())?;
-        let mem = RingMemory::new(setup.allocator, setup.mapper, size * size_of::<TxDesc>(), setup.port)?;
+        let mem = DmaArea::new(setup.allocator, setup.mapper, size * size_of::<TxDesc>(), setup.port, "a TX ring")?;
         let ring = NonNull::new(mem.as_ptr().cast::<TxDesc>()).ok_or_else(|| bad("null ring".into()))?;
         let q = setup.queue;
         let regs = setup.regs.clone();
         disable_queue(&regs, F::txdctl(q), F::QUEUE_ENABLE, F::TXDCTL_DISABLE, config.enable_timeout);
-        let (lo, hi) = split_iova(mem.iova());
+        let (lo, hi) = split_iova(mem.iova(0));
         regs.write(F::tdbal(q), lo);
         regs.write(F::tdbah(q), hi);
         regs.write(F::tdlen(q), (size * size_of::<TxDesc>()) as u32);
@@ -182,7 +182,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
             // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
             core: unsafe { TxCore::new(ring, size, rs_thresh, free_thresh, setup.pool, setup.stats) },
             ctx_key: None,
-            tdt: F::tdt(q).0,
+            tdt: F::tdt(q),
             regs,
             queue: q,
             config,
@@ -301,7 +301,7 @@ impl<R: RegisterSpace, F: Family> TxQueue for TxRing<R, F> {
         let ctx_key = &mut self.ctx_key;
         let (taken, tail) = self.core.tx_burst(batch, |core, m, p| queue_packet(core, ctx_key, m, p));
         if let Some(tail) = tail {
-            self.regs.space().write32(self.tdt, tail);
+            self.regs.write(self.tdt, tail);
         }
         taken
     }

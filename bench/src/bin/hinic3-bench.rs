@@ -1,27 +1,23 @@
-//! Per-packet cost of `rx_burst` + `tx_burst` on the hinic3 rings with the device's own work excluded: the doorbells go
-//! to a [`hinic3::testing::FakeDb`], and between bursts this program plays the device: it completes every RQ entry the
-//! driver posted (a 60-byte IPv4/UDP CQE with an RSS hash, written at the CQE address the WQE names) and writes the
-//! SQ's consumer index up to the last SQ doorbell. Only [`burst_pair`] is the driver's work.
+//! The hinic3 (SP670) rings on the shared harness ([`bench::driver`]): the doorbells go to a
+//! [`hinic3::testing::FakeDb`], and between bursts this program completes every RQ entry the driver posted (a 60-byte
+//! IPv4/UDP CQE with an RSS hash, written at the CQE address the WQE names) and writes the SQ's consumer index up to
+//! the last SQ doorbell.
 //!
-//! Wall time: `cargo run --release -p hinic3 --bin hinic3-bench -- [iterations] [burst]` prints ns per packet, timed
-//! around `burst_pair` only. Instructions: `bash bench/hinic3-callgrind.sh [burst...]`.
+//! `hinic3-bench mgmt [rounds]` times the control plane instead: bring-up, start/stop and one management round trip
+//! against the scripted firmware.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use bench::driver::{self, Device, RING};
 use drvkit::dma::{DmaMapper, IdentityMapper};
 use hinic3::desc::{cqe, RqWqe, RxCqe, RQ_WQE_SHIFT};
 use hinic3::regs::{DB_PAGE_RQ, DB_PAGE_SQ};
-use hinic3::rx::{RxRing, RxSetup};
+use hinic3::rxtx::{RxRing, RxSetup, TxRing, TxSetup};
 use hinic3::testing::FakeDb;
-use hinic3::tx::{TxRing, TxSetup};
 use hugepage::Allocator;
-use mempool::{Mempool, PacketBatch, PoolConfig};
-use pktio::{RxQueue, TxQueue};
 
-const RING: u16 = 1024;
-
-/// The device side: completes RQ entries and SQ WQEs between bursts.
+/// The device side.
 struct FakeDevice {
     db: Arc<FakeDb>,
     rq: *const RqWqe,
@@ -30,7 +26,7 @@ struct FakeDevice {
     hash: u32,
 }
 
-impl FakeDevice {
+impl Device for FakeDevice {
     #[inline(never)]
     fn work(&mut self) {
         let n = RING as u32;
@@ -59,14 +55,6 @@ impl FakeDevice {
     }
 }
 
-/// The measured part: one receive burst and one transmit burst of what was received.
-#[inline(never)]
-fn burst_pair(rxq: &mut RxRing<FakeDb>, txq: &mut TxRing<FakeDb>, batch: &mut PacketBatch) -> usize {
-    let n = rxq.rx_burst(batch);
-    txq.tx_burst(batch);
-    n
-}
-
 /// The control-plane timings (see the crate doc).
 fn mgmt(rounds: u32) {
     use hinic3::testing::{Answer, FakeFw};
@@ -78,12 +66,7 @@ fn mgmt(rounds: u32) {
         hinic3::Hinic3::new(fw.bars(), Arc::new(IdentityMapper), Allocator::no_huge(), options).expect("bring-up");
     let bring_up = t.elapsed();
     let commands = fw.mgmt_log().len();
-    let pool = Mempool::new(
-        "bench-mgmt",
-        &PoolConfig { size: 4095, cache_size: 256, ..Default::default() },
-        &Allocator::no_huge(),
-    )
-    .expect("pool");
+    let pool = driver::pool("bench-mgmt");
     let t = Instant::now();
     dev.start(&pool).expect("start");
     dev.stop().expect("stop");
@@ -106,16 +89,13 @@ fn main() {
         let rounds = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(10_000);
         return mgmt(rounds);
     }
-    let mut args = std::env::args().skip(1);
-    let iters: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(2_000_000);
-    let burst: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(32);
-    let _lcore = mempool::lcore::bind_current_thread(0).expect("lcore 0");
+    let args = driver::Args::from_env();
+    let _lcore = driver::bind_lcore();
 
     let db = Arc::new(FakeDb::default());
     let mapper: Arc<dyn DmaMapper> = Arc::new(IdentityMapper);
     let alloc = Allocator::no_huge();
-    let pool =
-        Mempool::new("bench", &PoolConfig { size: 4095, cache_size: 256, ..Default::default() }, &alloc).expect("pool");
+    let pool = driver::pool("bench");
     let mut rxq = RxRing::new(RxSetup {
         db: &db,
         allocator: &alloc,
@@ -150,34 +130,7 @@ fn main() {
         rx_head: 0,
         hash: 1,
     };
-    let mut batch = PacketBatch::with_capacity(burst);
-
-    // Warm up (caches, the steady state of refills and cleanups).
-    for _ in 0..10_000 {
-        device.work();
-        burst_pair(&mut rxq, &mut txq, &mut batch);
-    }
-    let mut packets = 0u64;
-    let mut measured = Duration::ZERO;
-    for _ in 0..iters {
-        device.work();
-        let t = Instant::now();
-        packets += burst_pair(&mut rxq, &mut txq, &mut batch) as u64;
-        measured += t.elapsed();
-    }
-    assert!(batch.is_empty(), "TX left packets behind");
-    let mut overhead = Duration::ZERO;
-    for _ in 0..iters.min(1_000_000) {
-        let t = Instant::now();
-        overhead += t.elapsed();
-    }
-    let per_burst_overhead = overhead.as_nanos() as f64 / iters.min(1_000_000) as f64;
-    let ns = (measured.as_nanos() as f64 - per_burst_overhead * iters as f64) / packets as f64;
-    println!(
-        "burst={burst} iterations={iters} packets={packets} ns_per_packet={ns:.2} (raw {:.2}, timer overhead {:.1} ns per burst)",
-        measured.as_nanos() as f64 / packets as f64,
-        per_burst_overhead
-    );
+    driver::run(&mut rxq, &mut txq, &mut device, args);
     drop((rxq, txq));
     assert!(pool.is_full(), "buffers leaked");
 }

@@ -13,19 +13,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use drvkit::bar::RegisterSpace;
-use drvkit::dma::{DmaMapper, DmaMapping};
+use drvkit::dma::{DmaArea, DmaMapper, DmaMapping};
 use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
 use ringkit::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 
+use super::ring::RingConfig;
 use crate::desc::{tx, TxDesc};
 use crate::hmc::{LanHmc, TxQueueContext, CTX_BASE_UNIT};
 use crate::queue::switch_tx;
-use crate::regs::{self, qtx_ctl, PollTimeout, Regs};
-use crate::ring::RingConfig;
-use drvkit::dma::DmaArea;
+use crate::regs::{self, qtx_ctl, PollTimeout, Reg, Regs};
 
 /// Offload flags the data descriptor carries (checksums, VLAN insertion) or that need a context descriptor (TSO).
 const TX_OFFLOAD_FLAGS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_flags::TX_VLAN | ol_flags::TX_TCP_SEG;
@@ -117,7 +116,7 @@ impl TxDescriptor for TxDesc {
 pub struct TxRing<R: RegisterSpace> {
     core: TxCore<TxDesc>,
     regs: Regs<R>,
-    tail_reg: usize,
+    tail_reg: Reg,
     queue: u16,
     abs_queue: u32,
     config: RingConfig,
@@ -207,7 +206,7 @@ impl<R: RegisterSpace> TxRing<R> {
         Ok(TxRing {
             // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
             core: unsafe { TxCore::new(ring, size, rs, free, setup.pool, setup.stats) },
-            tail_reg: regs::qtx_tail(q).0,
+            tail_reg: regs::qtx_tail(q),
             regs,
             queue: q,
             abs_queue: setup.abs_queue,
@@ -313,7 +312,7 @@ impl<R: RegisterSpace> TxQueue for TxRing<R> {
     fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
         let (taken, tail) = self.core.tx_burst(batch, queue_packet);
         if let Some(tail) = tail {
-            self.regs.space().write32(self.tail_reg, tail);
+            self.regs.write(self.tail_reg, tail);
         }
         taken
     }

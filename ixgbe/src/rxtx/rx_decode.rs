@@ -1,10 +1,136 @@
-//! What a completed RX descriptor says about its frame: offload flags (checksums, RSS) and packet type, from the
-//! write-back's packet-info and status/error dwords, and the memo the fast run keeps of the last combination.
+//! The advanced RX write-back for the shared engine ([`ringkit::RxFormat`]): what a completed descriptor says about
+//! its frame (offload flags, packet type, from the packet-info and status/error dwords), the memo the fast run keeps
+//! of the last combination, the common frame one at a time and any completion for the general path. The groups of
+//! four are in [`super::rx_simd`].
 
-use mempool::{ol_flags, ptype};
+use std::marker::PhantomData;
+use std::mem::offset_of;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use drvkit::barrier::dma_rmb;
+use mempool::{ol_flags, ptype, MbufHeader};
+use ringkit::rx::{FastFrame, Isa, RxEntry, RxMeta};
+use ringkit::{RxDescriptor, RxFormat};
 
 use super::Family;
-use crate::desc::rx;
+use crate::desc::{rx, RxDesc, RxWriteback};
+
+/// The advanced descriptor's read format in the shared buffer core: packet address, header address 0 (the
+/// default post).
+impl RxDescriptor for RxDesc {}
+
+/// The advanced one-buffer write-back of family `F` (its error bits), for the shared RX engine.
+pub struct AdvRx<F: Family> {
+    /// The device has the 82599's UDP zero-checksum errata ([`rx_flags`]).
+    udp_csum_zero_err: bool,
+    _family: PhantomData<F>,
+}
+
+impl<F: Family> AdvRx<F> {
+    /// The format of a queue whose device has (or not) the 82599's UDP zero-checksum errata.
+    pub fn new(udp_csum_zero_err: bool) -> Self {
+        AdvRx { udp_csum_zero_err, _family: PhantomData }
+    }
+}
+
+/// Reads the status dword of a descriptor the device may be writing (an atomic acquire load: the rest of the
+/// descriptor is read only after DD was seen, and [`dma_rmb`]).
+///
+/// # Safety
+/// `d` must point into ring memory that lives as long as the call.
+#[inline(always)]
+pub(super) unsafe fn rx_status(d: *const RxDesc) -> u32 {
+    // SAFETY: an aligned dword of the ring memory (caller's contract).
+    unsafe { AtomicU32::from_ptr(RxDesc::status_ptr(d).cast_mut()).load(Ordering::Acquire) }
+}
+
+/// Write-back dword 0-1 (packet info, RSS hash) and the length of a descriptor whose DD was seen.
+///
+/// # Safety
+/// `d` must point into ring memory, and its DD must have been seen (then [`dma_rmb`]).
+#[inline(always)]
+unsafe fn rx_info_len(d: *const RxDesc) -> (u64, u16) {
+    // SAFETY: the caller's contract: the device is done with this descriptor. Fields read one by one.
+    unsafe {
+        (
+            std::ptr::addr_of!((*d).qw0).read_volatile(),
+            d.cast::<u8>().add(offset_of!(RxWriteback, length)).cast::<u16>().read_volatile(),
+        )
+    }
+}
+
+// SAFETY: fast_one and the groups take only descriptors with DD and EOP (one buffer), no MAC error and a length
+// of at most max_len, reading the rest after DD (acquire load, then dma_rmb).
+unsafe impl<F: Family> RxFormat for AdvRx<F> {
+    type Desc = RxDesc;
+    type Wb = RxDesc;
+    type Memo = RxMemo;
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn groups<I: Isa>(
+        &self,
+        wb: *mut RxDesc,
+        shadow: *const NonNull<MbufHeader>,
+        n: usize,
+        out: *mut NonNull<MbufHeader>,
+        max_len: u16,
+        memo: &RxMemo,
+    ) -> (usize, u64) {
+        // SAFETY: the trait's contract, passed on.
+        unsafe { super::rx_simd::rx_groups_sse2::<F>(wb, shadow, n, out, max_len, memo) }
+    }
+
+    /// DD and EOP, no MAC error, a length that fits the buffer, and not a UDP zero-checksum error
+    /// ([`udp_zero_csum_error`], whose flags depend on the queue; checked only on a flag-key miss).
+    #[inline(always)]
+    unsafe fn fast_one(&self, d: *mut RxDesc, max_len: u16, m0: &mut RxMemo) -> Option<FastFrame> {
+        const FAST: u32 = rx::STAT_DD | rx::STAT_EOP;
+        // SAFETY: ring memory (the trait's contract).
+        let st = unsafe { rx_status(d) };
+        if st & (FAST | F::RX_ERR_RXE) != FAST {
+            return None;
+        }
+        dma_rmb();
+        // SAFETY: DD is set: the device is done with this descriptor.
+        let (qw0, len) = unsafe { rx_info_len(d) };
+        if len > max_len {
+            return None;
+        }
+        let info = RxDesc::pkt_info_of(qw0);
+        let key = RxMemo::key::<F>(info, st);
+        if key != m0.key {
+            if udp_zero_csum_error::<F>(info, st) {
+                // Its flags depend on the queue (the 82599's errata): the general path knows it.
+                return None;
+            }
+            let (flags, ptype) = rx_flags::<F>(info, st, false);
+            *m0 = RxMemo { key, flags, ptype };
+        }
+        Some(FastFrame { len, flags: m0.flags, ptype: m0.ptype, rss: RxDesc::rss_hash_of(qw0) })
+    }
+
+    /// Any write-back: a chain's buffers (EOP clear), MAC errors (RXE, on the frame's last descriptor).
+    #[inline(always)]
+    unsafe fn decode(&mut self, d: *mut RxDesc, _memo: &mut RxMemo) -> RxEntry {
+        // SAFETY: ring memory (the trait's contract).
+        let st = unsafe { rx_status(d) };
+        if st & rx::STAT_DD == 0 {
+            return RxEntry::Pending;
+        }
+        dma_rmb();
+        // SAFETY: DD is set, so the device is done with it.
+        let wb = unsafe { d.read_volatile() }.as_writeback();
+        let last = st & rx::STAT_EOP != 0;
+        let mut meta = RxMeta::default();
+        if last {
+            (meta.flags, meta.ptype) = rx_flags::<F>(wb.pkt_info, st, self.udp_csum_zero_err);
+            meta.rss = wb.rss_hash;
+        }
+        RxEntry::Buf { len: wb.length, last, bad: last && st & F::RX_ERR_RXE != 0, meta }
+    }
+}
 
 /// Packet type from write-back dword 0 bits 9:4 ([`rx::PTYPE_L3_L4`]: IPv4, IPv4-ext, IPv6, IPv6-ext, TCP, UDP).
 const PTYPE_TABLE: [u32; 64] = {
@@ -98,9 +224,9 @@ pub(super) fn rx_flags<F: Family>(pkt_info: u32, status_error: u32, udp_csum_zer
 /// bits, no checksum bits) with its flags, so it is always a valid entry. Never a key of
 /// [`udp_zero_csum_error`]: the fast run leaves those frames to the slow path, whose flags depend on the queue.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct RxMemo {
+pub struct RxMemo {
     /// [`RxMemo::key`] of the frame these flags are for.
-    pub(super) key: u64,
+    key: u64,
     /// Its `ol_flags`.
     pub(super) flags: u64,
     /// Its packet type.

@@ -1,88 +1,27 @@
-//! The four-at-a-time part of the RX fast run (docs/hw/hinic3.md §10.5): groups of four CQEs that each repeat the
-//! memo's status and offload word with a length of 1 to the buffer size, tested with one branch per group and the Mbuf
-//! RX blocks built with SIMD from each CQE's first 16 bytes: an SSE2 build, and an AVX build (three-operand forms,
-//! SSSE3 byte shuffles, one atomic 16-byte load per CQE) chosen at ring creation. Elsewhere (aarch64) no groups are
-//! taken and the scalar loop of `RxRing::fast_run` does every entry.
+//! The groups of the RX fast run on x86-64 (docs/hw/hinic3.md §10.5): four CQEs that each repeat the memo's status
+//! and offload word with a length of 1 to the buffer size, tested with one branch per group and the Mbuf RX blocks
+//! built with SIMD from each CQE's first 16 bytes: an SSE2 build, and an AVX build (three-operand forms, SSSE3 byte
+//! shuffles, one atomic 16-byte load per CQE), the engine choosing per ring. Elsewhere (aarch64) no groups are taken
+//! and the engine takes every entry one at a time.
 
 use std::ptr::NonNull;
 
 use mempool::MbufHeader;
+use ringkit::rx::Isa;
 
-use crate::rx::Memo;
+use super::rx_decode::Memo;
 
 /// Takes groups of four completed single-buffer frames among the `n` CQEs at `cqes` (8 dwords each) while each
 /// repeats the memo's status (so done, not flushed, no LRO) and offload word with a length of 1 to `buf_len`;
 /// writes each buffer's RX fields, moves it from `shadow[k]` to `out[k]` and clears its done bit. Returns how many
-/// it took (a multiple of four) and their bytes.
+/// it took (a multiple of four) and their bytes. Built for SSE2 and for AVX (`I`).
 ///
 /// # Safety
 /// `cqes`, `shadow` and `out` valid for `n` entries; the shadow entries own buffers posted with the rearm word, whose
 /// data room is at least `buf_len` (at most 16384, a size of the buffer table); the CQEs are memory the device may
-/// write.
-#[cfg(target_arch = "x86_64")]
+/// write; the CPU runs `I`.
 #[inline(always)]
-pub(crate) unsafe fn rx_groups(
-    cqes: *mut u32,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    buf_len: u32,
-    memo: &Memo,
-    avx: bool,
-) -> (usize, u64) {
-    if avx {
-        // SAFETY: the caller's contract, passed on; `avx` says the CPU has AVX (checked at ring creation).
-        unsafe { rx_groups_avx(cqes, shadow, n, out, buf_len, memo) }
-    } else {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { rx_groups_sse2(cqes, shadow, n, out, buf_len, memo) }
-    }
-}
-
-/// [`rx_groups`] for SSE2 (every x86-64 CPU).
-///
-/// # Safety
-/// As [`rx_groups`].
-#[cfg(target_arch = "x86_64")]
-#[inline(never)]
-unsafe fn rx_groups_sse2(
-    cqes: *mut u32,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    buf_len: u32,
-    memo: &Memo,
-) -> (usize, u64) {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { rx_groups_body::<false>(cqes, shadow, n, out, buf_len, memo) }
-}
-
-/// [`rx_groups`] compiled for AVX.
-///
-/// # Safety
-/// As [`rx_groups`], and the CPU must support AVX.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-#[inline(never)]
-unsafe fn rx_groups_avx(
-    cqes: *mut u32,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    buf_len: u32,
-    memo: &Memo,
-) -> (usize, u64) {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { rx_groups_body::<true>(cqes, shadow, n, out, buf_len, memo) }
-}
-
-/// The body of [`rx_groups`], built for SSE2 and for AVX.
-///
-/// # Safety
-/// As [`rx_groups`].
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn rx_groups_body<const AVX: bool>(
+pub(super) unsafe fn rx_groups<I: Isa>(
     cqes: *mut u32,
     shadow: *const NonNull<MbufHeader>,
     n: usize,
@@ -148,7 +87,7 @@ unsafe fn rx_groups_body<const AVX: bool>(
         // load, which CPUs with AVX perform atomically (Intel SDM vol. 3, "guaranteed atomic operations"; AMD APM
         // vol. 2, "access atomicity"): its status and the rest come from one snapshot, and the status test below
         // includes the done bit.
-        if !AVX {
+        if !I::AVX {
             // SAFETY: k + 3 < n: status dwords of the CQE array, which the device writes (atomic view).
             let done = unsafe {
                 let st = |j: usize| AtomicU32::from_ptr(cqes.add((k + j) * 8)).load(Ordering::Acquire);
@@ -177,7 +116,7 @@ unsafe fn rx_groups_body<const AVX: bool>(
             // AVX (and so SSSE3; checked at ring creation).
             let (b1, b2) = unsafe {
                 // [ol_flags, packet_type, pkt_len] and [data_len, vlan_tci 0, rss_hash, tx_offload 0].
-                if AVX {
+                if I::AVX {
                     (_mm_or_si128(template, _mm_shuffle_epi8(v, to_b1)), _mm_shuffle_epi8(v, to_b2))
                 } else {
                     let t = _mm_srli_epi64::<LEN_SHIFT>(v);
@@ -207,30 +146,13 @@ unsafe fn rx_groups_body<const AVX: bool>(
     (k, bytes)
 }
 
-/// Without SSE2 no groups are taken: the scalar loop of the fast run does every entry.
-///
-/// # Safety
-/// None needed; kept `unsafe` to match the x86-64 build.
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-pub(crate) unsafe fn rx_groups(
-    _cqes: *mut u32,
-    _shadow: *const NonNull<MbufHeader>,
-    _n: usize,
-    _out: *mut NonNull<MbufHeader>,
-    _buf_len: u32,
-    _memo: &Memo,
-    _avx: bool,
-) -> (usize, u64) {
-    (0, 0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::desc::{cqe, RxCqe};
     use hugepage::Allocator;
     use mempool::{Mbuf, Mempool, PoolConfig};
+    use ringkit::rx::{Avx, Base};
 
     const BUF: u32 = 2048;
 
@@ -255,9 +177,16 @@ mod tests {
             unsafe { rearm.apply(h) };
         }
         let mut out = vec![NonNull::dangling(); 16];
-        // SAFETY: 16 CQEs, buffers and output slots; the data room is at least BUF.
-        let (n, bytes) =
-            unsafe { rx_groups(cqes.as_mut_ptr().cast(), shadow.as_ptr(), 16, out.as_mut_ptr(), BUF, memo, avx) };
+        let (c, sh, o) = (cqes.as_mut_ptr().cast(), shadow.as_ptr(), out.as_mut_ptr());
+        // SAFETY: 16 CQEs, buffers and output slots; the data room is at least BUF; the AVX build only where the
+        // CPU has it (`builds`).
+        let (n, bytes) = unsafe {
+            if avx {
+                groups_avx(c, sh, o, memo)
+            } else {
+                rx_groups::<Base>(c, sh, 16, o, BUF, memo)
+            }
+        };
         assert_eq!(n % 4, 0);
         let got = out[..n]
             .iter()
@@ -272,14 +201,25 @@ mod tests {
         (n, bytes, got, cqes.iter().map(|c| c.0[0]).collect())
     }
 
-    /// The builds to check: SSE2 always, AVX where the CPU has it (elsewhere no groups are taken).
+    /// The AVX build of the groups over 16 CQEs, as the engine's AVX fast run compiles them.
+    ///
+    /// # Safety
+    /// As [`rx_groups`], and the CPU must support AVX.
+    #[target_feature(enable = "avx")]
+    unsafe fn groups_avx(
+        cqes: *mut u32,
+        shadow: *const NonNull<MbufHeader>,
+        out: *mut NonNull<MbufHeader>,
+        memo: &Memo,
+    ) -> (usize, u64) {
+        // SAFETY: the caller's contract.
+        unsafe { rx_groups::<Avx>(cqes, shadow, 16, out, BUF, memo) }
+    }
+
+    /// The builds to check: SSE2 always, AVX where the CPU has it.
     fn builds() -> Vec<bool> {
-        if cfg!(target_arch = "x86_64") {
-            if ringkit::cpu_has_avx() {
-                vec![false, true]
-            } else {
-                vec![false]
-            }
+        if ringkit::cpu_has_avx() {
+            vec![false, true]
         } else {
             vec![false]
         }
@@ -297,10 +237,6 @@ mod tests {
             let (mut cqes, memo) = ring();
             cqes[15].0[1] = cqe::LEN.val(BUF);
             let (n, bytes, got, status) = run(&mut cqes, &memo, avx);
-            if !cfg!(target_arch = "x86_64") {
-                assert_eq!(n, 0, "no groups without SSE2");
-                continue;
-            }
             assert_eq!(n, 16, "avx {avx}: a length of exactly the buffer size is taken");
             assert_eq!(bytes, (60..75).sum::<u64>() + BUF as u64);
             for (i, g) in got.iter().enumerate() {
@@ -329,11 +265,24 @@ mod tests {
                 make(&mut cqes[6]);
                 let before: Vec<u32> = cqes.iter().map(|c| c.0[0]).collect();
                 let (n, bytes, _, status) = run(&mut cqes, &memo, avx);
-                let want = if cfg!(target_arch = "x86_64") { 4 } else { 0 };
-                assert_eq!(n, want, "avx {avx}: {what} at entry 6");
-                assert_eq!(bytes, (60..60 + want as u64).sum::<u64>());
+                assert_eq!(n, 4, "avx {avx}: {what} at entry 6");
+                assert_eq!(bytes, (60..64).sum::<u64>());
                 assert_eq!(status[n..], before[n..], "avx {avx}: {what}: entries not taken keep their status");
             }
+        }
+    }
+
+    /// The memo no CQE matches takes nothing, not even consumed CQEs (status 0) whose other words are stale, the
+    /// offload word 0 included (the AVX build reads no separate done bit).
+    #[test]
+    fn the_none_memo_takes_no_consumed_cqe() {
+        for avx in builds() {
+            let (mut cqes, _) = ring();
+            for c in &mut cqes {
+                (c.0[0], c.0[2]) = (0, 0);
+            }
+            let (n, bytes, _, _) = run(&mut cqes, &Memo::NONE, avx);
+            assert_eq!((n, bytes), (0, 0), "avx {avx}");
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The RX ring's buffers: the mbuf shadow ring (which buffer is posted in which slot), the indices that say which
-//! slots own theirs, and the bulk refill from the pool that moves the tail once. What a write-back means (status
-//! bits, lengths, flags, chains) stays in the driver, which walks the ring through [`RxBuffers::ring`] /
-//! [`RxBuffers::shadow`] and reports what it took with [`RxBuffers::consume`].
+//! slots own theirs, and the bulk refill from the pool that moves the tail once. What a write-back means is the
+//! descriptor format's ([`super::RxFormat`]); the engine ([`super::RxEngine`]) walks the ring through
+//! [`RxBuffers::ring`] / [`RxBuffers::shadow`] and reports what it took with [`RxBuffers::consume`].
 //!
 //! Buffers come from the pool's raw allocation with stale metadata: their rearm word is written when they are
 //! posted, and the driver writes every RX field when it receives into them.
@@ -15,14 +15,13 @@ use crate::idx;
 use drvkit::barrier::dma_wmb;
 use pktio::stats::Counter;
 
-/// What the buffer core needs from a driver's RX descriptor.
+/// What the buffer core needs from a driver's RX descriptor: how a buffer is posted in it.
 pub trait RxDescriptor: Copy {
-    /// The read format of a descriptor posting a buffer whose data starts at `iova` (header address 0).
-    fn read(iova: u64) -> Self;
-
-    /// Rewrites a consumed descriptor's read format for a buffer whose data starts at `iova`: the words the
-    /// device looks at (the rest is rewritten by its write-back). The default writes the Intel read format's first
-    /// two qwords, the packet address and a header address of 0; a layout that differs overrides it.
+    /// Writes the read format of a descriptor for a buffer whose data starts at `iova`: the words the device looks
+    /// at (the rest is zero in a fresh ring, or rewritten by the device's write-back). The default writes the Intel
+    /// read format's first two qwords, the packet address and a header address of 0; a layout that differs
+    /// overrides it (hinic3's RQ WQE rewrites its buffer address only: the CQE address it also holds is written once,
+    /// when the ring is made).
     ///
     /// # Safety
     /// `d` must be a descriptor of the ring the device does not own.
@@ -65,12 +64,13 @@ pub struct RxBuffers<D: RxDescriptor> {
 unsafe impl<D: RxDescriptor> Send for RxBuffers<D> {}
 
 impl<D: RxDescriptor> RxBuffers<D> {
-    /// Fills all `size` slots with buffers of `pool` stamped for port `port_id` and writes their read format
-    /// (next 0, tail `size - 1`, nothing held). `Err` names the shortage when the pool runs out.
+    /// Fills all `size` slots with buffers of `pool` stamped for port `port_id` and posts them ([`RxDescriptor::post`]:
+    /// next 0, tail `size - 1`, nothing held). `Err` names the shortage when the pool runs out.
     ///
     /// # Safety
     /// `ring` must point to `size` descriptors the caller keeps alive, unaliased, for the core's life, and that the
-    /// device does not own yet (queue disabled); `0 < free_thresh < size`.
+    /// device does not own yet (queue disabled); what `post` leaves alone is already what the device must read (a
+    /// zeroed ring, or the driver's per-slot words); `0 < free_thresh < size`.
     pub unsafe fn new(
         ring: NonNull<D>,
         size: usize,
@@ -92,7 +92,7 @@ impl<D: RxDescriptor> RxBuffers<D> {
             // SAFETY: a buffer of this pool the slot owns, fresh from its raw allocation.
             unsafe { rearm.apply(h) };
             // SAFETY: i < size: inside the ring memory, which the device does not own yet (caller's contract).
-            unsafe { ring.as_ptr().add(i).write_volatile(D::read(buffer_iova(h, headroom))) };
+            unsafe { D::post(ring.as_ptr().add(i), buffer_iova(h, headroom)) };
         }
         Ok(RxBuffers {
             ring,

@@ -1,144 +1,55 @@
-//! The RX fast run (docs/hw/i40e.md §10.2): the leading run of common frames of a burst (one descriptor, DD and
-//! EOF, no frame error, a length within the buffer), four descriptors per test while they repeat the memo's flag
-//! bits, the Mbuf RX fields built with SSE2 shuffles on x86-64 (built a second time for AVX), one at a time
-//! elsewhere and at the run's end.
+//! The groups of the RX fast run (docs/hw/i40e.md §10.2): four common frames per test (one descriptor, DD and EOF,
+//! no frame error, a length within the buffer) while they repeat the memo's flag bits, the Mbuf RX fields built with
+//! SSE2 shuffles on x86-64 (the engine builds this once for SSE2 and once for AVX), plain code elsewhere.
 
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use drvkit::barrier::dma_rmb;
 use mempool::{Mbuf, MbufHeader};
+use ringkit::rx::Isa;
 
+use super::rx_decode::{rx_qw1, RxMemo, FAST, FAST_MASK, KEY};
 use crate::desc::{rx, RxDesc};
-use crate::rx_flags::{RxMemo, KEY};
-
-/// qword-1 bits a fast frame must have as [`FAST`]: DD, EOF, and no frame error.
-pub(crate) const FAST_MASK: u64 = rx::DD | rx::EOF | rx::FRAME_ERRORS;
-/// DD and EOF.
-pub(crate) const FAST: u64 = rx::DD | rx::EOF;
-
-/// Qword 1 of a descriptor the device may be writing (an acquire load: the rest is read only after DD).
-///
-/// # Safety
-/// `d` must point into live ring memory.
-#[inline(always)]
-pub(crate) unsafe fn rx_qw1(d: *const RxDesc) -> u64 {
-    // SAFETY: an aligned qword of the ring memory (caller's contract).
-    unsafe { AtomicU64::from_ptr(std::ptr::addr_of!((*d).qw1).cast_mut()).load(Ordering::Acquire) }
-}
-
-/// Receives the leading run of common frames among the `n` descriptors at `d` (one descriptor, DD and EOF, no
-/// frame error, a length within `max_len`), writing each buffer's RX fields and moving it from `shadow[k]` to
-/// `out[k]`. Four descriptors per test while they repeat the memo's flag bits, then one at a time (updating the
-/// memo) to the end of the run. Returns how many it took and their bytes.
-///
-/// # Safety
-/// `d`, `shadow` and `out` valid for `n` entries; the shadow entries owned buffers posted with the rearm word whose
-/// data room is at least `max_len`; the descriptors ring memory the device may write.
-#[inline(never)]
-pub(crate) unsafe fn rx_fast_run(
-    d: *const RxDesc,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    max_len: u16,
-    memo: &mut RxMemo,
-) -> (usize, u64) {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { rx_fast_run_body::<false>(d, shadow, n, out, max_len, memo) }
-}
-
-/// [`rx_fast_run`] compiled for AVX: the SSE2 intrinsics of the groups get the VEX three-operand forms (no register
-/// copies). Called when the CPU has AVX ([`RxRing`] checks once, at creation).
-///
-/// # Safety
-/// As [`rx_fast_run`], and the CPU must support AVX.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-#[inline(never)]
-pub(crate) unsafe fn rx_fast_run_avx(
-    d: *const RxDesc,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    max_len: u16,
-    memo: &mut RxMemo,
-) -> (usize, u64) {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { rx_fast_run_body::<true>(d, shadow, n, out, max_len, memo) }
-}
 
 /// qword-1 bits above the length: the header length and SPH, zero without header split. The fast path requires
 /// them zero, so that qword 1 shifted right to the length is the length alone.
 #[cfg(target_arch = "x86_64")]
 const ABOVE_LEN: u64 = !((1u64 << (rx::LENGTH_PBUF.lo + rx::LENGTH_PBUF.width)) - 1);
 
-/// The body of [`rx_fast_run`] and [`rx_fast_run_avx`].
+/// The groups of four of the fast run: SSE2 (with an SSE4.1 blend in the AVX build) on x86-64, plain code
+/// elsewhere.
 ///
 /// # Safety
-/// As [`rx_fast_run`].
+/// As [`ringkit::RxFormat::groups`].
 #[inline(always)]
-unsafe fn rx_fast_run_body<const AVX: bool>(
+pub(super) unsafe fn rx_groups<I: Isa>(
     d: *const RxDesc,
     shadow: *const NonNull<MbufHeader>,
     n: usize,
     out: *mut NonNull<MbufHeader>,
     max_len: u16,
-    memo: &mut RxMemo,
+    m0: &RxMemo,
 ) -> (usize, u64) {
-    let mut m0 = *memo;
     #[cfg(target_arch = "x86_64")]
     // SAFETY: the caller's contract, passed on.
-    let (mut k, mut bytes) = unsafe { rx_groups_sse2::<AVX>(d, shadow, n, out, max_len, &m0) };
+    return unsafe { rx_groups_sse2::<I>(d, shadow, n, out, max_len, m0) };
     #[cfg(not(target_arch = "x86_64"))]
     // SAFETY: the caller's contract, passed on.
-    let (mut k, mut bytes) = unsafe { rx_groups_scalar(d, shadow, n, out, max_len, &m0) };
-    while k < n {
-        // SAFETY: k < n.
-        let q = unsafe { rx_qw1(d.add(k)) };
-        if (q ^ FAST) & FAST_MASK != 0 {
-            break;
-        }
-        let len = rx::LENGTH_PBUF.get(q);
-        if len > max_len as u64 {
-            break;
-        }
-        dma_rmb();
-        if q & KEY != m0.key {
-            m0 = RxMemo::of(q);
-        }
-        // SAFETY: DD seen (then dma_rmb); an owned buffer posted with the rearm word; len <= max_len, within its
-        // data room; ownership moves to out[k].
-        unsafe {
-            let qw0 = std::ptr::addr_of!((*d.add(k)).qw0).read_volatile();
-            let p = *shadow.add(k);
-            ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_unchecked(
-                len as u16,
-                m0.flags,
-                m0.ptype,
-                rx::RSS_HASH.get(qw0) as u32,
-            );
-            out.add(k).write(p);
-        }
-        bytes += len;
-        k += 1;
-    }
-    *memo = m0;
-    (k, bytes)
+    return unsafe { rx_groups_scalar(d, shadow, n, out, max_len, m0) };
 }
 
-/// The four-at-a-time part of [`rx_fast_run`] on x86-64: takes groups of four descriptors while each repeats
+/// The groups on x86-64: takes groups of four descriptors while each repeats
 /// the memo's flag bits, builds each buffer's two RX blocks with SSE2 from the descriptor (`[ol_flags,
 /// packet_type, pkt_len]` from the memo and the length, `[data_len, vlan_tci = 0, rss_hash, tx_offload = 0]`
 /// from the length and qword 0's high half) and stores them with [`Mbuf::set_rx_blocks`]. Returns how many it
 /// took (a multiple of four) and their bytes.
 ///
 /// # Safety
-/// As [`rx_fast_run`].
+/// As [`rx_groups`].
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn rx_groups_sse2<const AVX: bool>(
+unsafe fn rx_groups_sse2<I: Isa>(
     d: *const RxDesc,
     shadow: *const NonNull<MbufHeader>,
     n: usize,
@@ -186,7 +97,7 @@ unsafe fn rx_groups_sse2<const AVX: bool>(
                 let len = _mm_shuffle_epi32::<LEN_TO_LANE0>(t);
                 // The RSS hash (32-bit lane 1) from the descriptor, the rest from the length lane: one SSE4.1
                 // blend of the 16-bit words 2 and 3 in the AVX build, an AND and an OR otherwise.
-                let b2 = if AVX {
+                let b2 = if I::AVX {
                     _mm_blend_epi16::<0b0000_1100>(len, v)
                 } else {
                     _mm_or_si128(len, _mm_and_si128(v, rss_lane))
@@ -212,10 +123,10 @@ unsafe fn rx_groups_sse2<const AVX: bool>(
     (k, bytes)
 }
 
-/// The four-at-a-time part of [`rx_fast_run`] without SIMD.
+/// The groups without SIMD.
 ///
 /// # Safety
-/// As [`rx_fast_run`].
+/// As [`rx_groups`].
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 unsafe fn rx_groups_scalar(
@@ -267,12 +178,14 @@ unsafe fn rx_groups_scalar(
 
 #[cfg(test)]
 mod tests {
+    use super::super::rx_decode::Desc32;
     use super::*;
     use hugepage::Allocator;
     use mempool::Mempool;
     use mempool::{ol_flags, ptype as pt, PoolConfig};
+    use ringkit::rx::{fast_run, IsaLevel};
 
-    /// Both builds of the fast run take the same frames and write the same fields; each stops at a frame error,
+    /// Both builds of the fast run (the engine's skeleton over this format) take the same frames and write the same fields; each stops at a frame error,
     /// a chain and a flag change of the memo where it must.
     #[test]
     fn the_fast_run_builds_agree_and_stop_where_they_must() {
@@ -294,25 +207,20 @@ mod tests {
             }
             let mut out = vec![NonNull::dangling(); 16];
             let mut memo = RxMemo::of(0);
-            // SAFETY: 16 descriptors, buffers and output slots; the buffers' data room is the pool's.
+            let isa = if avx { IsaLevel::Avx } else { IsaLevel::Base };
+            // SAFETY: 16 descriptors, buffers and output slots; the buffers' data room is the pool's; the AVX build
+            // only where the CPU has it (checked by the caller).
             let (n, bytes) = unsafe {
-                if avx {
-                    #[cfg(target_arch = "x86_64")]
-                    {
-                        rx_fast_run_avx(
-                            ring.as_ptr(),
-                            shadow.as_ptr(),
-                            16,
-                            out.as_mut_ptr(),
-                            pool.data_room(),
-                            &mut memo,
-                        )
-                    }
-                    #[cfg(not(target_arch = "x86_64"))]
-                    unreachable!()
-                } else {
-                    rx_fast_run(ring.as_ptr(), shadow.as_ptr(), 16, out.as_mut_ptr(), pool.data_room(), &mut memo)
-                }
+                fast_run(
+                    &Desc32,
+                    isa,
+                    ring.as_mut_ptr(),
+                    shadow.as_ptr(),
+                    16,
+                    out.as_mut_ptr(),
+                    pool.data_room(),
+                    &mut memo,
+                )
             };
             let got: Vec<(u32, u16, u64, u32, u32)> = out[..n]
                 .iter()
@@ -332,8 +240,7 @@ mod tests {
         let udp = ol_flags::RX_RSS_HASH | ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_GOOD;
         assert_eq!(got[0], (60, 60, udp, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_UDP, 0x100));
         assert_eq!(got[12].3, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_TCP, "the memo follows the type change");
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx") {
+        if IsaLevel::detect() == IsaLevel::Avx {
             assert_eq!(run(true), (n, bytes, got));
         }
         assert!(pool.is_full());

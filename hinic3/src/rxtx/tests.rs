@@ -8,11 +8,10 @@ use hugepage::Allocator;
 use mempool::{ol_flags, ptype, Mempool, PacketBatch, PoolConfig, TxOffload};
 use pktio::{RxQueue, TxQueue};
 
+use super::{RxRing, RxSetup, TxRing, TxSetup};
 use crate::desc::{cqe, RqWqe, RxCqe, SqWqebb};
 use crate::regs::{DB_PAGE_RQ, DB_PAGE_SQ};
-use crate::rx::{RxRing, RxSetup};
 use crate::testing::FakeDb;
-use crate::tx::{TxRing, TxSetup};
 
 const DEPTH: u16 = 64;
 

@@ -1,0 +1,81 @@
+//! The ixgbe (X540) data path on the shared harness ([`bench::driver`]): the registers are an
+//! [`ixgbe::testing::FakeRegs`], and between bursts this program completes every RX descriptor the driver handed over
+//! (DD | EOP, 60 bytes, IPv4/UDP, RSS hash) and every TX descriptor up to TDT (DD).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bench::driver::{self, Device, RING};
+use drvkit::dma::IdentityMapper;
+use hugepage::Allocator;
+use ixgbe::desc::{rx, tx, RxDesc, RxWriteback, TxDesc};
+use ixgbe::regs;
+use ixgbe::testing::FakeRegs;
+use ixgbe::{Ixgbe, MacType, Options, Timing};
+use pktio::{EthDev, PortConfig, TypedQueues};
+
+/// The device side.
+struct FakeDevice {
+    regs: Arc<FakeRegs>,
+    rx_ring: *mut RxDesc,
+    tx_ring: *mut TxDesc,
+    rx_head: u32,
+    tx_head: u32,
+}
+
+impl Device for FakeDevice {
+    #[inline(never)]
+    fn work(&mut self) {
+        let n = RING as u32;
+        let rdt = self.regs.peek(regs::rdt(0));
+        while self.rx_head != rdt {
+            let wb = RxWriteback {
+                pkt_info: 7 | rx::PTYPE_IPV4 | rx::PTYPE_UDP, // RSS type IPv4/UDP
+                rss_hash: 0x1234_5678 ^ self.rx_head,
+                status_error: rx::STAT_DD | rx::STAT_EOP | rx::STAT_IPCS | rx::STAT_L4CS,
+                length: 60,
+                vlan: 0,
+            };
+            // SAFETY: rx_head < RING: a descriptor of the driver's ring that the device owns (before RDT).
+            unsafe { self.rx_ring.add(self.rx_head as usize).write_volatile(RxDesc::writeback(wb)) };
+            self.rx_head = (self.rx_head + 1) % n;
+        }
+        let tdt = self.regs.peek(regs::tdt(0));
+        while self.tx_head != tdt {
+            // SAFETY: tx_head < RING: a descriptor the driver handed over (before TDT).
+            unsafe {
+                let d = self.tx_ring.add(self.tx_head as usize);
+                let mut v = d.read_volatile();
+                v.olinfo_status |= tx::STA_DD;
+                d.write_volatile(v);
+            }
+            self.tx_head = (self.tx_head + 1) % n;
+        }
+    }
+}
+
+fn main() {
+    let args = driver::Args::from_env();
+    let _lcore = driver::bind_lcore();
+    let fake = Arc::new(FakeRegs::default());
+    let timing =
+        Timing { reset_settle: Duration::ZERO, mdio: Duration::from_micros(1), ..Timing::hardware(MacType::X540) };
+    let options = Options { timing, ..Options::new("bench0", MacType::X540) };
+    let mut dev = Ixgbe::new(fake.clone(), Arc::new(IdentityMapper), Allocator::no_huge(), options).expect("probe");
+    let pool = driver::pool("bench");
+    dev.configure(&PortConfig { rx_desc: RING, tx_desc: RING, ..Default::default() }).unwrap();
+    dev.start(&pool).unwrap();
+    let mut rxq = dev.rx_queue_typed(0).unwrap();
+    let mut txq = dev.tx_queue_typed(0).unwrap();
+    let mut device = FakeDevice {
+        rx_ring: fake.ring(regs::rdbal(0), regs::rdbah(0)),
+        tx_ring: fake.ring(regs::tdbal(0), regs::tdbah(0)),
+        regs: fake.clone(),
+        rx_head: 0,
+        tx_head: 0,
+    };
+    driver::run(&mut rxq, &mut txq, &mut device, args);
+    drop((rxq, txq));
+    dev.stop().unwrap();
+    assert!(pool.is_full(), "buffers leaked");
+}

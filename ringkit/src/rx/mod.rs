@@ -1,0 +1,20 @@
+//! The RX side of a ring, written once for every descriptor format:
+//!
+//! - [`RxBuffers`] (`buffers`): the mbuf shadow ring, which slots own their buffer, the bulk refill from the pool.
+//! - [`RxFormat`] (`format`): what a driver writes for its descriptor format: where the completions are, the
+//!   common frame one at a time ([`RxFormat::fast_one`]) and in groups through SIMD ([`RxFormat::groups`], per
+//!   instruction-set build [`Isa`]), and any completion for the general path ([`RxFormat::decode`]: chains,
+//!   errors, flushed buffers).
+//! - [`RxEngine`] (`engine`): the burst itself (the fast run over the common burst, the general path out of line,
+//!   chains across bursts, the counters, the refill), monomorphised over the format: no dynamic call per packet.
+//! - `fast`: the fast run's skeleton, built once per [`IsaLevel`] and chosen per ring.
+
+mod buffers;
+mod engine;
+mod fast;
+mod format;
+
+pub use buffers::{RxBuffers, RxDescriptor};
+pub use engine::RxEngine;
+pub use fast::fast_run;
+pub use format::{Avx, Base, FastFrame, Isa, IsaLevel, RxEntry, RxFormat, RxMeta};
