@@ -1,6 +1,8 @@
-//! Registers as data, for drivers: a [`Reg`] (an offset in a BAR), a [`Field`] (`hi:lo` bits) and [`bit`], and
-//! [`Regs`], typed read/write/read-modify-write and polling with a deadline over any [`RegisterSpace`] (a VFIO BAR
-//! or a model's). Each driver declares its own registers with these; none writes naked masks in its logic.
+//! Registers as data, for drivers: a [`Reg`] (an offset in a BAR) and a [`Reg64`] (a 64-bit doorbell), a [`Field`]
+//! (`hi:lo` bits of a 32-bit word) and [`bit`], their 64-bit forms for descriptor and message words ([`Field64`],
+//! [`bit64`], the dword halves [`lo32`], [`hi32`], [`qword`]), and [`Regs`], typed read/write/read-modify-write and
+//! polling with a deadline over any [`RegisterSpace`] (a VFIO BAR or a model's). Each driver declares its own
+//! registers with these; none writes naked shifts and masks in its logic.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,6 +12,10 @@ use crate::bar::RegisterSpace;
 /// A 32-bit register at a byte offset of BAR0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Reg(pub usize);
+
+/// A 64-bit register (a doorbell written in one store) at a byte offset of its BAR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Reg64(pub usize);
 
 /// A bit field `hi:lo` of a register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,11 +51,83 @@ impl Field {
     pub const fn set(self, reg: u32, value: u32) -> u32 {
         (reg & !self.mask()) | self.val(value)
     }
+
+    /// The largest value the field holds.
+    pub const fn max(self) -> u32 {
+        self.mask() >> self.lo
+    }
+
+    /// The field's bits of `reg` in place (the value as the documentation writes it when it lists the field's
+    /// values unshifted, e.g. error codes 0x100, 0x200 of a field 15:8).
+    pub const fn bits(self, reg: u32) -> u32 {
+        reg & self.mask()
+    }
 }
 
 /// Bit `n` as a mask.
 pub const fn bit(n: u32) -> u32 {
     1 << n
+}
+
+/// A bit field `hi:lo` of a 64-bit word (descriptors, message headers, context words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field64 {
+    /// Lowest bit.
+    pub lo: u32,
+    /// Width in bits.
+    pub width: u32,
+}
+
+impl Field64 {
+    /// The field `hi:lo`.
+    pub const fn new(hi: u32, lo: u32) -> Field64 {
+        Field64 { lo, width: hi - lo + 1 }
+    }
+
+    /// The field's mask in place.
+    pub const fn mask(self) -> u64 {
+        (((1u128 << self.width) - 1) as u64) << self.lo
+    }
+
+    /// The field's value in `w`.
+    pub const fn get(self, w: u64) -> u64 {
+        (w & self.mask()) >> self.lo
+    }
+
+    /// `value` placed in the field (truncated to its width).
+    pub const fn val(self, value: u64) -> u64 {
+        (value << self.lo) & self.mask()
+    }
+
+    /// `w` with the field replaced by `value`.
+    pub const fn set(self, w: u64, value: u64) -> u64 {
+        (w & !self.mask()) | self.val(value)
+    }
+
+    /// The field's bits of `w` in place (see [`Field::bits`]).
+    pub const fn bits(self, w: u64) -> u64 {
+        w & self.mask()
+    }
+}
+
+/// Bit `n` of a 64-bit word as a mask.
+pub const fn bit64(n: u32) -> u64 {
+    1 << n
+}
+
+/// The low dword of a 64-bit value (an IOVA or a header written as two dwords).
+pub const fn lo32(v: u64) -> u32 {
+    v as u32
+}
+
+/// The high dword of a 64-bit value.
+pub const fn hi32(v: u64) -> u32 {
+    (v >> 32) as u32
+}
+
+/// The 64-bit value of dwords `lo` and `hi`.
+pub const fn qword(lo: u32, hi: u32) -> u64 {
+    lo as u64 | (hi as u64) << 32
 }
 
 /// A register that did not reach the wanted state in time.
@@ -113,6 +191,13 @@ impl<R: RegisterSpace, const BIG_ENDIAN: bool> Regs<R, BIG_ENDIAN> {
         self.space.write32(reg.0, Self::bus(value))
     }
 
+    /// Writes a 64-bit register (a doorbell) in one store where the space can ([`RegisterSpace::write64`]).
+    #[inline(always)]
+    pub fn write64(&self, reg: Reg64, value: u64) {
+        let v = if BIG_ENDIAN { value.to_be() } else { value };
+        self.space.write64(reg.0, v)
+    }
+
     /// Sets `bits` (read-modify-write).
     pub fn set_bits(&self, reg: Reg, bits: u32) {
         self.space.modify32(reg.0, 0, Self::bus(bits))
@@ -156,5 +241,31 @@ impl<R: RegisterSpace, const BIG_ENDIAN: bool> Regs<R, BIG_ENDIAN> {
     pub fn poll(&self, reg: Reg, mask: u32, want: u32, timeout: Duration) -> Result<u32, PollTimeout> {
         let step = (timeout / 100).clamp(Duration::from_micros(1), Duration::from_millis(1));
         self.poll_with(reg, timeout, step, |v| v & mask == want)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_of_both_widths_place_and_take_their_bits() {
+        let f = Field::new(15, 8);
+        assert_eq!(
+            (f.mask(), f.max(), f.val(0x1ff), f.get(0xabcd), f.bits(0xabcd)),
+            (0xff00, 0xff, 0xff00, 0xab, 0xab00)
+        );
+        assert_eq!(f.set(0x1234, 0x56), 0x5634);
+        let g = Field64::new(51, 0);
+        assert_eq!(g.mask(), (1 << 52) - 1);
+        assert_eq!(Field64::new(63, 0).mask(), u64::MAX);
+        let h = Field64::new(47, 32);
+        assert_eq!(
+            (h.val(0x1_2345), h.get(0xdead_beef_0000_0000), h.set(u64::MAX, 0)),
+            (0x2345 << 32, 0xbeef, !h.mask())
+        );
+        assert_eq!(bit64(63), 1 << 63);
+        let v = 0x0123_4567_89ab_cdef;
+        assert_eq!((lo32(v), hi32(v), qword(lo32(v), hi32(v))), (0x89ab_cdef, 0x0123_4567, v));
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use drvkit::bar::RegisterSpace;
 use drvkit::barrier::{dma_rmb, dma_wmb};
 use drvkit::dma::DmaMapper;
-use drvkit::reg::{bit, Field};
+use drvkit::reg::{bit, hi32, lo32, Field, Regs};
 use hugepage::Allocator;
 use pktio::Result;
 
@@ -86,8 +86,8 @@ pub fn lcmd_wqe(module: u8, cmd: u8, pi: u16, wrapped: u32, buf_iova: u64, len: 
         | header::CTRL_LEN.val(1)
         | header::HW_BUSY.val(wrapped);
     w[3] = ctrl::PI.val(pi as u32) | ctrl::CMD.val(cmd as u32) | ctrl::MOD.val(module as u32) | ctrl::ACK_TYPE.val(0);
-    w[8] = (buf_iova >> 32) as u32;
-    w[9] = buf_iova as u32;
+    w[8] = hi32(buf_iova);
+    w[9] = lo32(buf_iova);
     w[10] = len;
     w
 }
@@ -96,7 +96,8 @@ pub fn lcmd_wqe(module: u8, cmd: u8, pi: u16, wrapped: u32, buf_iova: u64, len: 
 pub struct Cmdq<D: RegisterSpace> {
     ring: DmaArea,
     buf: DmaArea,
-    db: Arc<D>,
+    /// The doorbell BAR.
+    db: Regs<D>,
     pi: usize,
     wrapped: u32,
     timeout: Duration,
@@ -113,7 +114,7 @@ impl<D: RegisterSpace> Cmdq<D> {
     ) -> Result<Self> {
         let ring = DmaArea::new(allocator, mapper, CMDQ_DEPTH * CMDQ_WQE, port, "the command queue ring")?;
         let buf = DmaArea::new(allocator, mapper, CMDQ_BUF, port, "the command queue buffer")?;
-        Ok(Cmdq { ring, buf, db: db.clone(), pi: 0, wrapped: 1, timeout })
+        Ok(Cmdq { ring, buf, db: Regs::new(db.clone()), pi: 0, wrapped: 1, timeout })
     }
 
     /// IOVA of the ring (COMM 20).
@@ -143,7 +144,7 @@ impl<D: RegisterSpace> Cmdq<D> {
         }
         self.pi = next;
         dma_wmb();
-        doorbell::ring(&*self.db, DB_PAGE_CMDQ, doorbell::info(DbKind::Cmdq, 0, 0), next as u32);
+        doorbell::ring(&self.db, DB_PAGE_CMDQ, doorbell::info(DbKind::Cmdq, 0, 0), next as u32);
         let start = Instant::now();
         let mut ctrl_info;
         loop {
@@ -183,11 +184,13 @@ mod tests {
     #[test]
     fn lcmd_wqe_fields_follow_the_notes() {
         let w = lcmd_wqe(1, ucode::MODIFY_QUEUE_CTX, 5, 1, 0x1_2345_6000, 72);
-        assert_eq!(w[0], 2 | 1 << 23 | 3 << 27 | 1 << 29 | 1 << 31);
-        assert_eq!(w[3], 5 | 1 << 24);
+        // BUFDESC_LEN 2, COMPLETE_REQ (23), COMPLETE_SECT_LEN 3 (28:27), CTRL_LEN 1 (30:29), HW_BUSY (31).
+        assert_eq!(w[0], 0xB880_0002);
+        // PI 5, CMD MODIFY_QUEUE_CTX (0) in 23:16, MOD 1 in 28:24.
+        assert_eq!(w[3], 0x0100_0005);
         assert_eq!((w[8], w[9], w[10]), (1, 0x2345_6000, 72));
         assert_eq!((w[1], w[2], w[4], w[5]), (0, 0, 0, 0), "cookie, status and result zero");
-        assert_eq!(lcmd_wqe(1, 4, 63, 0, 0, 0)[0] >> 31, 0, "busy bit follows the wrapped flag");
-        assert_eq!(lcmd_wqe(1, 4, 63, 0, 0, 0)[3] >> 16 & 0xFF, 4);
+        assert_eq!(Field::new(31, 31).get(lcmd_wqe(1, 4, 63, 0, 0, 0)[0]), 0, "busy bit follows the wrapped flag");
+        assert_eq!(Field::new(23, 16).get(lcmd_wqe(1, 4, 63, 0, 0, 0)[3]), 4);
     }
 }

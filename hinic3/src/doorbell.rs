@@ -2,7 +2,7 @@
 //! low dword the information word, the high dword PI bits 15:8.
 
 use drvkit::bar::RegisterSpace;
-use drvkit::reg::Field;
+use drvkit::reg::{qword, Field, Reg64, Regs};
 
 use crate::regs::DB_PAGE;
 
@@ -38,18 +38,26 @@ pub const fn info(kind: DbKind, qid: u16, cos: u8) -> u32 {
     }
 }
 
-/// The 64-bit doorbell value and its offset in the doorbell BAR for producer index `pi` on `page`.
+/// PI bits 7:0: the doorbell's slot in its page (8 bytes each).
+pub const PI_LO: Field = Field::new(7, 0);
+/// PI bits 15:8: the high dword's [`PI_HI`].
+pub const PI_HIGH_BITS: Field = Field::new(15, 8);
+/// Bytes per doorbell slot.
+const SLOT: usize = 8;
+
+/// The doorbell register and its 64-bit value for producer index `pi` on `page`.
 #[inline(always)]
-pub const fn value(page: usize, info: u32, pi: u32) -> (usize, u64) {
-    let off = page * DB_PAGE + (pi as usize & 0xFF) * 8;
-    (off, info as u64 | (PI_HI.val(pi >> 8) as u64) << 32)
+pub const fn value(page: usize, info: u32, pi: u32) -> (Reg64, u64) {
+    let reg = Reg64(page * DB_PAGE + PI_LO.get(pi) as usize * SLOT);
+    (reg, qword(info, PI_HI.val(PI_HIGH_BITS.get(pi))))
 }
 
-/// Rings a doorbell (the caller has issued the store barrier that orders the WQEs before it).
+/// Rings a doorbell on the doorbell BAR `db` (the caller has issued the store barrier that orders the WQEs before
+/// it): one 64-bit store.
 #[inline(always)]
-pub fn ring<D: RegisterSpace + ?Sized>(db: &D, page: usize, info: u32, pi: u32) {
-    let (off, v) = value(page, info, pi);
-    db.write64(off, v);
+pub fn ring<D: RegisterSpace>(db: &Regs<D>, page: usize, info: u32, pi: u32) {
+    let (reg, v) = value(page, info, pi);
+    db.write64(reg, v);
 }
 
 #[cfg(test)]
@@ -58,15 +66,15 @@ mod tests {
 
     #[test]
     fn doorbell_words_follow_the_notes() {
-        let (off, v) = value(1, info(DbKind::Sq, 5, 3), 0x1234);
-        assert_eq!(off, 4096 + 0x34 * 8);
-        assert_eq!(v as u32, 5 | 3 << 24 | 1 << 27);
-        assert_eq!((v >> 32) as u32, 0x12);
-        let (off, v) = value(2, info(DbKind::Rq, 7, 0), 0x1FE);
-        assert_eq!(off, 2 * 4096 + 0xFE * 8);
-        assert_eq!(v as u32, 7 | 1 << 23 | 1 << 27);
-        assert_eq!(v >> 32, 1);
-        let (off, v) = value(0, info(DbKind::Cmdq, 0, 0), 3);
-        assert_eq!((off, v), (24, 1 << 23));
+        // Queue 5 (12:0), CoS 3 (26:24), source type 1 (31:27); PI 0x1234: slot 0x34, high dword 0x12.
+        let (reg, v) = value(1, info(DbKind::Sq, 5, 3), 0x1234);
+        assert_eq!(reg, Reg64(4096 + 0x34 * 8));
+        assert_eq!(v, 0x0000_0012_0B00_0005);
+        // Queue 7, CFLAG (23), source type 1; PI 0x1FE.
+        let (reg, v) = value(2, info(DbKind::Rq, 7, 0), 0x1FE);
+        assert_eq!(reg, Reg64(2 * 4096 + 0xFE * 8));
+        assert_eq!(v, 0x0000_0001_0880_0007);
+        let (reg, v) = value(0, info(DbKind::Cmdq, 0, 0), 3);
+        assert_eq!((reg, v), (Reg64(24), 0x0080_0000));
     }
 }

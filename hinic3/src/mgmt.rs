@@ -2,6 +2,8 @@
 //! little-endian byte layout of natural C alignment with the 8-byte head zeroed (docs/hw/hinic3.md §7.1, §16a). Every
 //! encoder returns the whole structure at the size the notes give, reserved bytes zero.
 
+use drvkit::reg::{bit, bit64, Field64};
+
 /// Module IDs (docs/hw/hinic3.md §7.1).
 pub mod module {
     /// COMM.
@@ -76,10 +78,42 @@ pub mod l2nic {
     pub const CFG_RSS_HASH_ENGINE: u16 = 64;
     /// SET_RSS_CTX_TBL_INTO_FUNC.
     pub const SET_RSS_CTX_TBL: u16 = 65;
-    /// The NIC feature bits a first driver keeps (docs/hw/hinic3.md §12, §12a: 19, 20, 21, 25, 27 declined). Unverified
-    /// (docs/hw/hinic3.md §17 item 10) that firmware offering them serves the classic formats once they are declined;
-    /// declining is the choice.
-    pub const FEATURES_KEPT: u64 = 0x3FC3FFF & !((1 << 19) | (1 << 20) | (1 << 21) | (1 << 25) | (1 << 27));
+    /// The NIC feature bits a first driver keeps of DPDK's mask (docs/hw/hinic3.md §12, §12a: the feature-gated formats
+    /// declined). Unverified (docs/hw/hinic3.md §17 item 10) that firmware offering them serves the classic formats once
+    /// they are declined; declining is the choice.
+    pub const FEATURES_KEPT: u64 = super::nic_feature::DPDK_MASK & !super::nic_feature::GATED_FORMATS;
+}
+
+/// NIC feature bits of L2NIC 15 (docs/hw/hinic3.md §12).
+pub mod nic_feature {
+    use super::bit64;
+    /// RSS.
+    pub const RSS: u64 = bit64(5);
+    /// TX_WQE_COMPACT_TASK (§12a.2).
+    pub const TX_WQE_COMPACT_TASK: u64 = bit64(19);
+    /// RX_HW_COMPACT_CQE (§12a.1).
+    pub const RX_HW_COMPACT_CQE: u64 = bit64(20);
+    /// HTN_CMDQ (§12a.4).
+    pub const HTN_CMDQ: u64 = bit64(21);
+    /// HTN_FDIR (§12a.4).
+    pub const HTN_FDIR: u64 = bit64(25);
+    /// RX_SW_COMPACT_CQE.
+    pub const RX_SW_COMPACT_CQE: u64 = bit64(27);
+    /// The features DPDK keeps of what the firmware offers.
+    pub const DPDK_MASK: u64 = 0x3FC3FFF;
+    /// The bits of the feature-gated formats (§12a), which a first driver declines.
+    pub const GATED_FORMATS: u64 = TX_WQE_COMPACT_TASK | RX_HW_COMPACT_CQE | HTN_CMDQ | HTN_FDIR | RX_SW_COMPACT_CQE;
+}
+
+/// The command queue context words of COMM 20 (docs/hw/hinic3.md §8.3).
+pub mod cmdq_ctxt {
+    use super::{bit64, Field64};
+    /// curr_wqe_page_pfn / wq_block_pfn: the ring's page frame number.
+    pub const PFN: Field64 = Field64::new(51, 0);
+    /// curr_wqe_page_pfn: hardware busy.
+    pub const HW_BUSY: u64 = bit64(63);
+    /// The page a PFN counts.
+    pub const PAGE: u64 = 4096;
 }
 
 /// HILINK commands (docs/hw/hinic3.md §7.2).
@@ -168,9 +202,9 @@ pub fn svc_used_state(func_id: u16, svc: u16, used: bool) -> Msg<48> {
 
 /// COMM 20 SET_CMDQ_CTXT (32 bytes, Linux's length): the two context words of docs/hw/hinic3.md §8.3.
 pub fn set_cmdq_ctxt(func_id: u16, cmdq_id: u8, ring_iova: u64) -> Msg<32> {
-    let pfn = (ring_iova >> 12) & ((1 << 52) - 1);
+    let pfn = cmdq_ctxt::PFN.val(ring_iova / cmdq_ctxt::PAGE);
     // EQ ID 0, CEQ arm 0, CEQ enable 0 (polled, as DPDK), hardware busy 1.
-    let curr = pfn | 1 << 63;
+    let curr = pfn | cmdq_ctxt::HW_BUSY;
     Msg::new().u16(8, func_id).u8(10, cmdq_id).u64(16, curr).u64(24, pfn)
 }
 
@@ -257,16 +291,17 @@ pub fn set_vport_enable(func_id: u16, enable: bool, num_rqs: u8) -> Msg<16> {
 
 /// RX mode bits of L2NIC 7.
 pub mod rx_mode {
+    use super::bit;
     /// Unicast.
-    pub const UCAST: u32 = 1 << 0;
+    pub const UCAST: u32 = bit(0);
     /// Multicast (filtered).
-    pub const MCAST: u32 = 1 << 1;
+    pub const MCAST: u32 = bit(1);
     /// Broadcast.
-    pub const BCAST: u32 = 1 << 2;
+    pub const BCAST: u32 = bit(2);
     /// All multicast.
-    pub const ALLMULTI: u32 = 1 << 3;
+    pub const ALLMULTI: u32 = bit(3);
     /// Promiscuous.
-    pub const PROMISC: u32 = 1 << 4;
+    pub const PROMISC: u32 = bit(4);
 }
 
 /// L2NIC 7 SET_RX_MODE (16 bytes).
@@ -274,9 +309,12 @@ pub fn set_rx_mode(func_id: u16, mode: u32) -> Msg<16> {
     Msg::new().u16(8, func_id).u32(12, mode)
 }
 
+/// The unit of L2NIC 8's CI address (docs/hw/hinic3.md §7.3: the IOVA of the CI write-back slot in 4-byte units).
+const CI_ADDR_UNIT: u64 = 4;
+
 /// L2NIC 8 SQ_CI_ATTR_SET (32 bytes), polled: pending 3, coalescing 16, no interrupt (DPDK's values).
 pub fn sq_ci_attr(func_id: u16, sq: u32, ci_iova: u64) -> Msg<32> {
-    Msg::new().u16(8, func_id).u8(11, 3).u8(12, 16).u32(16, sq).u64(24, ci_iova >> 2)
+    Msg::new().u16(8, func_id).u8(11, 3).u8(12, 16).u32(16, sq).u64(24, ci_iova / CI_ADDR_UNIT)
 }
 
 /// L2NIC 9/10/11: the 12-byte requests carrying only func_id.
@@ -316,20 +354,21 @@ pub fn rss_ctx_tbl(func_id: u16, context: u32) -> Msg<16> {
 
 /// RSS hash-type bits (docs/hw/hinic3.md §11).
 pub mod rss_type {
+    use super::bit;
     /// Valid.
-    pub const VALID: u32 = 1 << 23;
+    pub const VALID: u32 = bit(23);
     /// TCP over IPv6.
-    pub const TCP_IPV6: u32 = 1 << 26;
+    pub const TCP_IPV6: u32 = bit(26);
     /// IPv6.
-    pub const IPV6: u32 = 1 << 27;
+    pub const IPV6: u32 = bit(27);
     /// TCP over IPv4.
-    pub const TCP_IPV4: u32 = 1 << 28;
+    pub const TCP_IPV4: u32 = bit(28);
     /// IPv4.
-    pub const IPV4: u32 = 1 << 29;
+    pub const IPV4: u32 = bit(29);
     /// UDP over IPv6.
-    pub const UDP_IPV6: u32 = 1 << 30;
+    pub const UDP_IPV6: u32 = bit(30);
     /// UDP over IPv4.
-    pub const UDP_IPV4: u32 = 1 << 31;
+    pub const UDP_IPV4: u32 = bit(31);
 }
 
 /// MAG 6 SET_PORT_ENABLE (16 bytes): state 3 (TX and RX) or 0.
@@ -413,7 +452,7 @@ mod tests {
         let f = feature_nego(5, true, 0xABCD).0;
         assert_eq!((f.len(), f[10], get_u64(&f, 16)), (48, 1, 0xABCD));
         let c = set_cmdq_ctxt(1, 0, 0x1234_5000).0;
-        assert_eq!(get_u64(&c, 16), 0x12345 | 1 << 63, "PFN with hardware busy, CEQ off");
+        assert_eq!(get_u64(&c, 16), 0x8000_0000_0001_2345, "PFN with hardware busy (bit 63), CEQ off");
         assert_eq!(get_u64(&c, 24), 0x12345, "0-level CLA block = the ring, CI 0");
         let d = set_cmdq_depth(1, 64).0;
         assert_eq!((d[10], d[11]), (1, 6));
@@ -468,8 +507,9 @@ mod tests {
     #[test]
     fn declined_feature_bits_are_not_kept() {
         for b in [19, 20, 21, 25, 27] {
-            assert_eq!(l2nic::FEATURES_KEPT & 1 << b, 0, "bit {b}");
+            assert_eq!(l2nic::FEATURES_KEPT & bit64(b), 0, "bit {b}");
         }
-        assert_ne!(l2nic::FEATURES_KEPT & 1 << 5, 0, "RSS kept");
+        assert_ne!(l2nic::FEATURES_KEPT & bit64(5), 0, "RSS kept");
+        assert_eq!(l2nic::FEATURES_KEPT & nic_feature::RSS, nic_feature::RSS);
     }
 }

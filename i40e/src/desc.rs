@@ -1,36 +1,8 @@
 //! Descriptor formats (docs/hw/i40e.md §10): the 32-byte RX descriptor (read format and write-back), the 16-byte
 //! TX data descriptor and the TX context descriptor, with every field named.
 
-/// A bit field `hi:lo` of a 64-bit descriptor word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Field64 {
-    /// Lowest bit.
-    pub lo: u32,
-    /// Width in bits.
-    pub width: u32,
-}
-
-impl Field64 {
-    /// The field `hi:lo`.
-    pub const fn new(hi: u32, lo: u32) -> Field64 {
-        Field64 { lo, width: hi - lo + 1 }
-    }
-
-    /// The field's mask in place.
-    pub const fn mask(self) -> u64 {
-        (((1u128 << self.width) - 1) as u64) << self.lo
-    }
-
-    /// The field's value in `w`.
-    pub const fn get(self, w: u64) -> u64 {
-        (w & self.mask()) >> self.lo
-    }
-
-    /// `value` placed in the field (truncated to its width).
-    pub const fn val(self, value: u64) -> u64 {
-        (value << self.lo) & self.mask()
-    }
-}
+/// A bit field `hi:lo` of a 64-bit descriptor word (the driver kit's).
+pub use drvkit::reg::Field64;
 
 /// A 32-byte RX descriptor: read format (qw0 packet buffer, qw1 header buffer, qw2-3 zero) or write-back.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use drvkit::bar::RegisterSpace;
 use drvkit::dma::{DmaArea, DmaMapper, DmaMapping};
+use drvkit::reg::Regs;
 use hugepage::Allocator;
 use mempool::{Mempool, PacketBatch};
 use pktio::stats::{Counter, RxQueueStats};
@@ -64,7 +65,8 @@ pub struct RxSetup<'a, D> {
 pub struct RxRing<D: RegisterSpace> {
     /// The shared engine: buffers, bursts, chains, counters.
     engine: RxEngine<Cqe32>,
-    db: Arc<D>,
+    /// The doorbell BAR.
+    db: Regs<D>,
     db_info: u32,
     queue: u16,
     // Dropped after the engine freed the buffers (the port stopped the queue first).
@@ -114,7 +116,7 @@ impl<D: RegisterSpace> RxRing<D> {
         let engine = unsafe { RxEngine::new(bufs, cqes, format, Memo::NONE, setup.buf_len as u16, setup.stats) };
         Ok(RxRing {
             engine,
-            db: setup.db.clone(),
+            db: Regs::new(setup.db.clone()),
             db_info: doorbell::info(DbKind::Rq, setup.queue, 0),
             queue: setup.queue,
             wq_mem,
@@ -164,7 +166,7 @@ impl<D: RegisterSpace> RxRing<D> {
     #[inline(always)]
     fn doorbell(&self, pi: u32) {
         let units = (pi << RQ_WQE_SHIFT) & ((self.depth() as u32) << RQ_WQE_SHIFT).wrapping_sub(1);
-        doorbell::ring(&*self.db, crate::regs::DB_PAGE_RQ, self.db_info, units);
+        doorbell::ring(&self.db, crate::regs::DB_PAGE_RQ, self.db_info, units);
     }
 }
 

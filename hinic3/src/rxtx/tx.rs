@@ -10,6 +10,7 @@ use std::sync::Arc;
 use drvkit::bar::RegisterSpace;
 use drvkit::barrier::{dma_rmb, dma_wmb};
 use drvkit::dma::DmaMapper;
+use drvkit::reg::Regs;
 use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
 use pktio::stats::TxQueueStats;
@@ -74,7 +75,8 @@ pub struct TxRing<D: RegisterSpace> {
     /// Most completions of plain packets one clean frees: the pool's lcore cache size. Freeing a whole ring's worth
     /// at once would spill the cache into the pool's shared ring, and the RX refill would take them back from there.
     clean_max: usize,
-    db: Arc<D>,
+    /// The doorbell BAR.
+    db: Regs<D>,
     db_info: u32,
     queue: u16,
     stats: Arc<TxQueueStats>,
@@ -110,7 +112,7 @@ impl<D: RegisterSpace> TxRing<D> {
             mixed: false,
             fast_off: (setup.pool.data_room() as u32 > ctrl::COMPACT_MAX_LEN) as usize,
             clean_max: if setup.pool.cache_size() == 0 { depth } else { setup.pool.cache_size().max(TX_FREE_THRESH) },
-            db: setup.db.clone(),
+            db: Regs::new(setup.db.clone()),
             db_info: doorbell::info(DbKind::Sq, setup.queue, setup.cos),
             queue: setup.queue,
             stats: setup.stats,
@@ -422,7 +424,7 @@ impl<D: RegisterSpace> TxRing<D> {
         }
         if n > 0 {
             dma_wmb();
-            doorbell::ring(&*self.db, crate::regs::DB_PAGE_SQ, self.db_info, self.pi as u32);
+            doorbell::ring(&self.db, crate::regs::DB_PAGE_SQ, self.db_info, self.pi as u32);
             self.stats.packets.add(n as u64);
             self.stats.bytes.add(bytes);
         }
