@@ -89,19 +89,19 @@ pub mod nic_feature {
     use super::bit64;
     /// RSS.
     pub const RSS: u64 = bit64(5);
-    /// TX_WQE_COMPACT_TASK (§12a.2).
+    /// TX_WQE_COMPACT_TASK (docs/hw/hinic3.md §12a.2).
     pub const TX_WQE_COMPACT_TASK: u64 = bit64(19);
-    /// RX_HW_COMPACT_CQE (§12a.1).
+    /// RX_HW_COMPACT_CQE (docs/hw/hinic3.md §12a.1).
     pub const RX_HW_COMPACT_CQE: u64 = bit64(20);
-    /// HTN_CMDQ (§12a.4).
+    /// HTN_CMDQ (docs/hw/hinic3.md §12a.4).
     pub const HTN_CMDQ: u64 = bit64(21);
-    /// HTN_FDIR (§12a.4).
+    /// HTN_FDIR (docs/hw/hinic3.md §12a.4).
     pub const HTN_FDIR: u64 = bit64(25);
     /// RX_SW_COMPACT_CQE.
     pub const RX_SW_COMPACT_CQE: u64 = bit64(27);
     /// The features DPDK keeps of what the firmware offers.
     pub const DPDK_MASK: u64 = 0x3FC3FFF;
-    /// The bits of the feature-gated formats (§12a), which a first driver declines.
+    /// The bits of the feature-gated formats (docs/hw/hinic3.md §12a), which a first driver declines.
     pub const GATED_FORMATS: u64 = TX_WQE_COMPACT_TASK | RX_HW_COMPACT_CQE | HTN_CMDQ | HTN_FDIR | RX_SW_COMPACT_CQE;
 }
 

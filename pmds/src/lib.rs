@@ -1,15 +1,18 @@
-//! The poll-mode drivers (PMDs) of this build, in one list. Each driver crate is an optional dependency behind a
-//! default cargo feature (`ixgbe`: net_ixgbe and net_igb; `i40e`: net_i40e; `hinic3`: net_hinic3; `virtio`: net_virtio; `sim`: the net_sim_* vdevs on
-//! behavioural models), and [`registry()`] gathers the enabled ones for the EAL:
+//! The poll-mode drivers (PMDs) of this build, in one list. Each driver crate is an optional dependency and a default
+//! cargo feature of the same name (`ixgbe`: net_ixgbe and net_igb; `i40e`: net_i40e; `hinic3`: net_hinic3; `virtio`:
+//! net_virtio), `sim` an opt-in one (the net_sim_* vdevs on the behavioural models: the applications turn it on for
+//! their tests and for users without a NIC, production builds leave it off), and [`registry()`] gathers the enabled
+//! ones for the EAL:
 //!
 //! ```no_run
 //! let (mut eal, app_args) = eal::init_with(&pmds::registry(), ["-l", "0-1", "-a", "0000:01:00.0"])?;
 //! # Ok::<(), eal::Error>(())
 //! ```
 //!
-//! Adding a driver: write its crate (exporting `PCI_DRIVERS` and/or `VDEV_DRIVERS`), add it here as an optional
-//! dependency with a feature of the same name, and add one line to [`registry()`]. Neither the EAL nor any
-//! application changes.
+//! Adding a driver: write its crate (exporting `PCI_DRIVERS`), add it to pmds/Cargo.toml as an optional dependency
+//! (its feature) and to `default`; `registry()` is written from the enabled features by build.rs, and the scripts
+//! that list drivers read pmds/Cargo.toml through cargo metadata. Neither the EAL nor any application changes
+//! (docs/writing-a-driver.md).
 //!
 //! # Only ixgbe
 //!
@@ -37,20 +40,12 @@
 
 use pktio::driver::Registry;
 
-/// The drivers enabled in this build, PCI drivers and vdevs, in the order listed here.
+/// The drivers enabled in this build: the PCI drivers in the alphabetical order of their features, then the vdevs.
 pub fn registry() -> Registry {
     #[allow(unused_mut)]
     let mut registry = Registry::new();
-    #[cfg(feature = "ixgbe")]
-    registry.add_pci(ixgbe::PCI_DRIVERS);
-    #[cfg(feature = "i40e")]
-    registry.add_pci(i40e::PCI_DRIVERS);
-    #[cfg(feature = "hinic3")]
-    registry.add_pci(hinic3::PCI_DRIVERS);
-    #[cfg(feature = "virtio")]
-    registry.add_pci(virtio::PCI_DRIVERS);
-    #[cfg(feature = "sim")]
-    registry.add_vdevs(simports::VDEV_DRIVERS);
+    // One `add_pci` per enabled driver feature, one `add_vdevs` with `sim` (build.rs).
+    include!(concat!(env!("OUT_DIR"), "/registry.rs"));
     registry
 }
 
@@ -59,28 +54,31 @@ mod tests {
     use super::*;
     use drvkit::pci::PciId;
 
+    /// The drivers of this workspace are in the registry exactly when their feature is on, once each; PCI drivers in
+    /// the alphabetical order of their features (a driver added to the list needs nothing here).
     #[test]
     fn the_registry_holds_exactly_the_enabled_drivers() {
         let r = registry();
-        let mut pci = Vec::new();
-        if cfg!(feature = "ixgbe") {
-            pci.extend(["net_ixgbe", "net_igb"]);
+        let pci: Vec<&str> = r.pci_drivers().iter().map(|d| d.name).collect();
+        let known: [(bool, &[&str]); 4] = [
+            (cfg!(feature = "hinic3"), &["net_hinic3"]),
+            (cfg!(feature = "i40e"), &["net_i40e"]),
+            (cfg!(feature = "ixgbe"), &["net_ixgbe", "net_igb"]),
+            (cfg!(feature = "virtio"), &["net_virtio"]),
+        ];
+        for (on, names) in known {
+            for name in names {
+                assert_eq!(pci.iter().filter(|&&n| n == *name).count(), on as usize, "{name} in {pci:?}");
+            }
         }
-        if cfg!(feature = "i40e") {
-            pci.push("net_i40e");
-        }
-        if cfg!(feature = "hinic3") {
-            pci.push("net_hinic3");
-        }
-        if cfg!(feature = "virtio") {
-            pci.push("net_virtio");
-        }
+        let enabled: Vec<&str> = known.iter().filter(|(on, _)| *on).flat_map(|(_, n)| n.iter().copied()).collect();
+        let positions: Vec<usize> = enabled.iter().map(|n| pci.iter().position(|p| p == n).unwrap()).collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "alphabetical order of the features: {pci:?}");
         let vdevs: &[&str] = if cfg!(feature = "sim") {
             &["net_sim_x540", "net_sim_82599", "net_sim_x710", "net_sim_sp670"]
         } else {
             &[]
         };
-        assert_eq!(r.pci_drivers().iter().map(|d| d.name).collect::<Vec<_>>(), pci);
         assert_eq!(r.vdev_names(), vdevs);
     }
 

@@ -1,5 +1,5 @@
-//! The driver list is the embedder's choice: the EAL links no driver, ixgbe links no model, and an "only ixgbe" build
-//! of this crate holds net_ixgbe/net_igb and nothing else. Checked through cargo itself (dependency graphs, a build
+//! The driver list is the embedder's choice: the EAL links no driver, ixgbe links no model, the default build of
+//! this crate holds every driver and no model, and an "only ixgbe" build holds net_ixgbe/net_igb and nothing else. Checked through cargo itself (dependency graphs, a build
 //! and the unit tests with only the `ixgbe` feature), so a stray dependency fails here, not in an embedder's build.
 
 use std::path::PathBuf;
@@ -49,10 +49,16 @@ fn the_eal_and_the_drivers_link_only_what_the_embedder_asked_for() {
     assert!(only_ixgbe.iter().any(|d| d == "ixgbe"), "{only_ixgbe:?}");
     assert_none_of("pmds (features = [\"ixgbe\"])", &only_ixgbe, &["nicsim", "simports", "virtio"]);
 
-    // The full build does have them: the checks above would notice a renamed crate.
-    let all = normal_deps("pmds", &[]);
-    for want in ["ixgbe", "virtio", "simports", "nicsim"] {
-        assert!(all.iter().any(|d| d == want), "default pmds lacks {want}: {all:?}");
+    // The default (production) build has every driver and no model: `sim` is opt-in.
+    let default = normal_deps("pmds", &[]);
+    for want in ["hinic3", "i40e", "ixgbe", "virtio"] {
+        assert!(default.iter().any(|d| d == want), "default pmds lacks {want}: {default:?}");
+    }
+    assert_none_of("pmds (default features)", &default, &["nicsim", "simports"]);
+    // With `sim` the models are there: the checks above would notice a renamed crate.
+    let sim = normal_deps("pmds", &["--features", "sim"]);
+    for want in ["simports", "nicsim"] {
+        assert!(sim.iter().any(|d| d == want), "pmds with sim lacks {want}: {sim:?}");
     }
 }
 

@@ -2,8 +2,8 @@
 //! statistics, and the [`EthDev`] implementation that hands out the [`crate::rxtx`] rings as owned queues.
 //!
 //! Files: this one (identity tables, options, [`Ixgbe`] and its construction, [`open_vfio`]), `bringup` (reset and
-//! initialisation, §3.1 to §3.4), `link` (semaphores, MDIO, PHY, the 82599's MAC link), `start` (filters, MTU, RSS, the
-//! rings, §3.5 to §3.7), `counters` (the clear-on-read counters and the queue counter sets), `ethdev` (the port API).
+//! initialisation), `link` (semaphores, MDIO, PHY, the 82599's MAC link), `start` (filters, MTU, RSS, the rings),
+//! `counters` (the clear-on-read counters and the queue counter sets), `ethdev` (the port API).
 
 mod bringup;
 mod counters;
