@@ -5,13 +5,14 @@
 //! first CQE says so), flushed buffers, LRO. The driver clears each consumed CQE's status (the device does not). The
 //! groups of four are in [`super::rx_simd`].
 
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use mempool::{ol_flags, MbufHeader};
+use mempool::ol_flags;
 use pktio::stats::Counter;
-use ringkit::rx::{FastFrame, Isa, RxEntry, RxMeta};
+use ringkit::rx::{FastFrame, RxEntry, RxMeta};
+#[cfg(target_arch = "x86_64")]
+use ringkit::rx::{Isa, RxRun};
 use ringkit::{RxDescriptor, RxFormat};
 
 use crate::desc::{cqe, hi_lo, rx_flags, RqWqe, RxCqe};
@@ -117,17 +118,9 @@ unsafe impl RxFormat for Cqe32 {
 
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    unsafe fn groups<I: Isa>(
-        &self,
-        wb: *mut RxCqe,
-        shadow: *const NonNull<MbufHeader>,
-        n: usize,
-        out: *mut NonNull<MbufHeader>,
-        max_len: u16,
-        memo: &Memo,
-    ) -> (usize, u64) {
+    unsafe fn groups<I: Isa>(&self, run: RxRun<RxCqe>, memo: &Memo) -> (usize, u64) {
         // SAFETY: the trait's contract, passed on; max_len is buf_len, a size of the buffer table.
-        unsafe { super::rx_simd::rx_groups::<I>(wb.cast(), shadow, n, out, max_len as u32, memo) }
+        unsafe { super::rx_simd::rx_groups::<I>(run, memo) }
     }
 
     /// The memo's status and offload word (done, not flushed, no LRO, the same flags; a VLAN-stripped frame's memo

@@ -4,39 +4,26 @@
 //! shuffles, one atomic 16-byte load per CQE), the engine choosing per ring. Elsewhere (aarch64) no groups are taken
 //! and the engine takes every entry one at a time.
 
-use std::ptr::NonNull;
-
-use mempool::MbufHeader;
-use ringkit::rx::Isa;
+use ringkit::rx::{Isa, RxRun};
 
 use super::rx_decode::Memo;
+use crate::desc::RxCqe;
 
-/// Takes groups of four completed single-buffer frames among the `n` CQEs at `cqes` (8 dwords each) while each
-/// repeats the memo's status (so done, not flushed, no LRO) and offload word with a length of 1 to `buf_len`;
-/// writes each buffer's RX fields, moves it from `shadow[k]` to `out[k]` and clears its done bit. Returns how many
-/// it took (a multiple of four) and their bytes. Built for SSE2 and for AVX (`I`).
+/// Takes groups of four completed single-buffer frames at the start of `run` (its CQEs, 8 dwords each) while each
+/// repeats the memo's status (so done, not flushed, no LRO) and offload word with a length of 1 to the buffer size;
+/// clears their done bits, and gives each buffer's RX blocks to the engine's skeleton ([`RxRun::simd_groups`]),
+/// which writes them and moves the buffers to `out`. Returns how many it took (a multiple of four) and their bytes.
+/// Built for SSE2 and for AVX (`I`).
 ///
 /// # Safety
-/// `cqes`, `shadow` and `out` valid for `n` entries; the shadow entries own buffers posted with the rearm word, whose
-/// data room is at least `buf_len` (at most 16384, a size of the buffer table); the CQEs are memory the device may
-/// write; the CPU runs `I`.
+/// As [`ringkit::RxFormat::groups`]; `run.max_len` is the buffer size, a size of the buffer table (at most 16384).
 #[inline(always)]
-pub(super) unsafe fn rx_groups<I: Isa>(
-    cqes: *mut u32,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    buf_len: u32,
-    memo: &Memo,
-) -> (usize, u64) {
+pub(super) unsafe fn rx_groups<I: Isa>(run: RxRun<RxCqe>, memo: &Memo) -> (usize, u64) {
     use std::arch::x86_64::{
-        __m128i, _mm_add_epi32, _mm_cmpeq_epi8, _mm_cvtsi128_si32, _mm_load_si128, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set_epi16, _mm_set_epi32, _mm_set_epi64x, _mm_set_epi8, _mm_setzero_si128, _mm_shuffle_epi32,
-        _mm_shuffle_epi8, _mm_srli_epi64, _mm_srli_si128, _mm_sub_epi16, _mm_subs_epu16, _mm_unpacklo_epi32,
+        __m128i, _mm_cmpeq_epi8, _mm_load_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi16, _mm_set_epi32,
+        _mm_set_epi64x, _mm_set_epi8, _mm_setzero_si128, _mm_shuffle_epi32, _mm_shuffle_epi8, _mm_srli_epi64,
+        _mm_srli_si128, _mm_sub_epi16, _mm_subs_epu16, _mm_unpacklo_epi32,
     };
-    use std::mem::ManuallyDrop;
-
-    use mempool::Mbuf;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use crate::desc::cqe;
@@ -51,8 +38,11 @@ pub(super) unsafe fn rx_groups<I: Isa>(
     const LEN_TO_LANE3: i32 = 0b00_01_01_01;
     // The same with byte shuffles (AVX build): the length is CQE bytes 6 and 7, the hash bytes 12 to 15; -128 zeroes.
     const Z: i8 = -128;
+    /// Dwords per CQE.
+    const DW: usize = size_of::<RxCqe>() / 4;
 
-    let (status, offload) = (memo.status, memo.offload);
+    let cqes = run.wb.cast::<u32>();
+    let (status, offload, buf_len) = (memo.status, memo.offload, run.max_len);
     #[allow(unused_unsafe)]
     // SAFETY: no memory operands.
     let (to_b1, to_b2) = unsafe {
@@ -68,38 +58,36 @@ pub(super) unsafe fn rx_groups<I: Isa>(
     let (want, limit, template, zero) = unsafe {
         (
             // Subtracted word by word: 0 where the CQE matches; the length word becomes length − 1 (wrapping).
-            _mm_set_epi32(0, offload as i32, 1 << 16, status as i32),
+            _mm_set_epi32(0, offload as i32, cqe::LEN.val(1) as i32, status as i32),
             // Then a saturating subtraction of this: the status and offload words stay as they were (non-zero on a
             // mismatch), the VLAN and hash words become 0, and length − 1 is non-zero past buf_len − 1 (a length of
             // 0 wrapped to 0xFFFF included).
-            _mm_set_epi16(-1, -1, 0, 0, (buf_len - 1) as u16 as i16, -1, 0, 0),
+            _mm_set_epi16(-1, -1, 0, 0, (buf_len - 1) as i16, -1, 0, 0),
             // ol_flags, packet_type; pkt_len comes from the CQE.
             _mm_set_epi64x(memo.ptype as i64, memo.flags as i64),
             _mm_setzero_si128(),
         )
     };
-    let mut sum = zero;
-    let mut k = 0;
-    let end = n & !3;
-    while k != end {
+    let group = |k: usize| {
         // The SSE2 build reads the status dwords first, with acquire order (docs/hw/hinic3.md §10.6: the rest of a CQE
         // is valid once its done bit is), then the CQEs. The AVX build reads each CQE's first 16 bytes in one aligned
         // load, which CPUs with AVX perform atomically (Intel SDM vol. 3, "guaranteed atomic operations"; AMD APM
         // vol. 2, "access atomicity"): its status and the rest come from one snapshot, and the status test below
         // includes the done bit.
         if !I::AVX {
-            // SAFETY: k + 3 < n: status dwords of the CQE array, which the device writes (atomic view).
+            // SAFETY: k + 3 < n (the skeleton's groups): status dwords of the CQE array, which the device writes
+            // (atomic view).
             let done = unsafe {
-                let st = |j: usize| AtomicU32::from_ptr(cqes.add((k + j) * 8)).load(Ordering::Acquire);
+                let st = |j: usize| AtomicU32::from_ptr(cqes.add((k + j) * DW)).load(Ordering::Acquire);
                 st(0) & st(1) & st(2) & st(3)
             };
             if done & cqe::DONE == 0 {
-                break;
+                return None;
             }
             dma_rmb();
         }
         // SAFETY: k + 3 < n: CQEs of the array, 32-byte aligned; read as said above.
-        let v: [__m128i; 4] = unsafe { std::array::from_fn(|j| _mm_load_si128(cqes.add((k + j) * 8).cast())) };
+        let v: [__m128i; 4] = unsafe { std::array::from_fn(|j| _mm_load_si128(cqes.add((k + j) * DW).cast())) };
         #[allow(unused_unsafe)]
         // SAFETY: no memory operands.
         let odd = unsafe {
@@ -108,51 +96,42 @@ pub(super) unsafe fn rx_groups<I: Isa>(
             _mm_movemask_epi8(_mm_cmpeq_epi8(acc, zero)) != 0xFFFF
         };
         if odd {
-            break;
+            return None;
         }
-        for (j, &v) in v.iter().enumerate() {
+        Some(std::array::from_fn(|j| {
+            // SAFETY: k + j < n: a CQE of the array, consumed: the driver clears its done bit (docs/hw/hinic3.md §10.6
+            // step 3).
+            unsafe { cqes.add((k + j) * DW).write_volatile(0) };
             #[allow(unused_unsafe)]
             // SAFETY: no memory operands; the SSSE3 byte shuffle only in the AVX build, which runs only on CPUs with
             // AVX (and so SSSE3; checked at ring creation).
-            let (b1, b2) = unsafe {
+            unsafe {
                 // [ol_flags, packet_type, pkt_len] and [data_len, vlan_tci 0, rss_hash, tx_offload 0].
                 if I::AVX {
-                    (_mm_or_si128(template, _mm_shuffle_epi8(v, to_b1)), _mm_shuffle_epi8(v, to_b2))
+                    (_mm_or_si128(template, _mm_shuffle_epi8(v[j], to_b1)), _mm_shuffle_epi8(v[j], to_b2))
                 } else {
-                    let t = _mm_srli_epi64::<LEN_SHIFT>(v);
+                    let t = _mm_srli_epi64::<LEN_SHIFT>(v[j]);
                     (
                         _mm_or_si128(template, _mm_shuffle_epi32::<LEN_TO_LANE3>(t)),
-                        _mm_unpacklo_epi32(t, _mm_srli_si128::<12>(v)),
+                        _mm_unpacklo_epi32(t, _mm_srli_si128::<12>(v[j])),
                     )
                 }
-            };
-            // SAFETY: no memory operands. The length is lane 0 of the second block.
-            sum = unsafe { _mm_add_epi32(sum, b2) };
-            // SAFETY: slot k + j owns a buffer posted with the rearm word, a single segment; its length is 1 to
-            // buf_len (checked), within its data room; pkt_len = data_len. Ownership moves to out[k + j]; then the
-            // driver clears the done bit (docs/hw/hinic3.md §10.6 step 3).
-            unsafe {
-                let p = *shadow.add(k + j);
-                ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_blocks(b1, b2);
-                out.add(k + j).write(p);
-                cqes.add((k + j) * 8).write_volatile(0);
             }
-        }
-        k += 4;
-    }
-    #[allow(unused_unsafe)]
-    // SAFETY: no memory operands.
-    let bytes = unsafe { _mm_cvtsi128_si32(sum) } as u32 as u64;
-    (k, bytes)
+        }))
+    };
+    // SAFETY: the caller's contract; `group` takes four done CQEs of one buffer each (1 to buf_len bytes) that repeat
+    // the memo, clears them, and gives their blocks (pkt_len = data_len).
+    unsafe { run.simd_groups::<4>(group) }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::desc::{cqe, RxCqe};
+    use crate::desc::cqe;
     use hugepage::Allocator;
     use mempool::{Mbuf, Mempool, PoolConfig};
     use ringkit::rx::{Avx, Base};
+    use std::ptr::NonNull;
 
     const BUF: u32 = 2048;
 
@@ -177,14 +156,15 @@ mod tests {
             unsafe { rearm.apply(h) };
         }
         let mut out = vec![NonNull::dangling(); 16];
-        let (c, sh, o) = (cqes.as_mut_ptr().cast(), shadow.as_ptr(), out.as_mut_ptr());
+        let run =
+            RxRun { wb: cqes.as_mut_ptr(), shadow: shadow.as_ptr(), out: out.as_mut_ptr(), n: 16, max_len: BUF as u16 };
         // SAFETY: 16 CQEs, buffers and output slots; the data room is at least BUF; the AVX build only where the
         // CPU has it (`builds`).
         let (n, bytes) = unsafe {
             if avx {
-                groups_avx(c, sh, o, memo)
+                groups_avx(run, memo)
             } else {
-                rx_groups::<Base>(c, sh, 16, o, BUF, memo)
+                rx_groups::<Base>(run, memo)
             }
         };
         assert_eq!(n % 4, 0);
@@ -206,14 +186,9 @@ mod tests {
     /// # Safety
     /// As [`rx_groups`], and the CPU must support AVX.
     #[target_feature(enable = "avx")]
-    unsafe fn groups_avx(
-        cqes: *mut u32,
-        shadow: *const NonNull<MbufHeader>,
-        out: *mut NonNull<MbufHeader>,
-        memo: &Memo,
-    ) -> (usize, u64) {
+    unsafe fn groups_avx(run: RxRun<RxCqe>, memo: &Memo) -> (usize, u64) {
         // SAFETY: the caller's contract.
-        unsafe { rx_groups::<Avx>(cqes, shadow, 16, out, BUF, memo) }
+        unsafe { rx_groups::<Avx>(run, memo) }
     }
 
     /// The builds to check: SSE2 always, AVX where the CPU has it.

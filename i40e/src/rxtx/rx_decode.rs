@@ -3,12 +3,11 @@
 //! last combination, the common frame one at a time and any completion for the general path. The groups of four
 //! are in [`super::rx_simd`].
 
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use drvkit::barrier::dma_rmb;
-use mempool::{ol_flags, ptype as pt, MbufHeader};
-use ringkit::rx::{FastFrame, Isa, RxEntry, RxMeta};
+use mempool::{ol_flags, ptype as pt};
+use ringkit::rx::{FastFrame, Isa, RxEntry, RxMeta, RxRun};
 use ringkit::{RxDescriptor, RxFormat};
 
 use crate::desc::{ptype, rx, RxDesc};
@@ -54,17 +53,9 @@ unsafe impl RxFormat for Desc32 {
     type Memo = RxMemo;
 
     #[inline(always)]
-    unsafe fn groups<I: Isa>(
-        &self,
-        wb: *mut RxDesc,
-        shadow: *const NonNull<MbufHeader>,
-        n: usize,
-        out: *mut NonNull<MbufHeader>,
-        max_len: u16,
-        memo: &RxMemo,
-    ) -> (usize, u64) {
+    unsafe fn groups<I: Isa>(&self, run: RxRun<RxDesc>, memo: &RxMemo) -> (usize, u64) {
         // SAFETY: the trait's contract, passed on.
-        unsafe { super::rx_simd::rx_groups::<I>(wb, shadow, n, out, max_len, memo) }
+        unsafe { super::rx_simd::rx_groups::<I>(run, memo) }
     }
 
     /// One descriptor, DD and EOF, no frame error, a length within `max_len`.

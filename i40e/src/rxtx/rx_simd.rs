@@ -2,20 +2,26 @@
 //! no frame error, a length within the buffer) while they repeat the memo's flag bits, the Mbuf RX fields built with
 //! SSE2 shuffles on x86-64 (the engine builds this once for SSE2 and once for AVX), plain code elsewhere.
 
+#[cfg(not(target_arch = "x86_64"))]
 use std::mem::ManuallyDrop;
-use std::ptr::NonNull;
 
 use drvkit::barrier::dma_rmb;
-use mempool::{Mbuf, MbufHeader};
-use ringkit::rx::Isa;
+#[cfg(target_arch = "x86_64")]
+use drvkit::reg::Field64;
+#[cfg(not(target_arch = "x86_64"))]
+use mempool::Mbuf;
+use ringkit::rx::{Isa, RxRun};
 
 use super::rx_decode::{rx_qw1, RxMemo, FAST, FAST_MASK, KEY};
 use crate::desc::{rx, RxDesc};
 
 /// qword-1 bits above the length: the header length and SPH, zero without header split. The fast path requires
-/// them zero, so that qword 1 shifted right to the length is the length alone.
+/// them zero, so that the length and what is above it, read as one field, is the length alone.
 #[cfg(target_arch = "x86_64")]
-const ABOVE_LEN: u64 = !((1u64 << (rx::LENGTH_PBUF.lo + rx::LENGTH_PBUF.width)) - 1);
+const ABOVE_LEN: u64 = Field64::new(63, rx::LENGTH_PBUF.lo + rx::LENGTH_PBUF.width).mask();
+/// The length and every bit above it.
+#[cfg(target_arch = "x86_64")]
+const LEN_AND_ABOVE: Field64 = Field64::new(63, rx::LENGTH_PBUF.lo);
 
 /// The groups of four of the fast run: SSE2 (with an SSE4.1 blend in the AVX build) on x86-64, plain code
 /// elsewhere.
@@ -23,43 +29,28 @@ const ABOVE_LEN: u64 = !((1u64 << (rx::LENGTH_PBUF.lo + rx::LENGTH_PBUF.width)) 
 /// # Safety
 /// As [`ringkit::RxFormat::groups`].
 #[inline(always)]
-pub(super) unsafe fn rx_groups<I: Isa>(
-    d: *const RxDesc,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    max_len: u16,
-    m0: &RxMemo,
-) -> (usize, u64) {
+pub(super) unsafe fn rx_groups<I: Isa>(run: RxRun<RxDesc>, m0: &RxMemo) -> (usize, u64) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: the caller's contract, passed on.
-    return unsafe { rx_groups_sse2::<I>(d, shadow, n, out, max_len, m0) };
+    return unsafe { rx_groups_sse2::<I>(run, m0) };
     #[cfg(not(target_arch = "x86_64"))]
     // SAFETY: the caller's contract, passed on.
-    return unsafe { rx_groups_scalar(d, shadow, n, out, max_len, m0) };
+    return unsafe { rx_groups_scalar(run, m0) };
 }
 
-/// The groups on x86-64: takes groups of four descriptors while each repeats
-/// the memo's flag bits, builds each buffer's two RX blocks with SSE2 from the descriptor (`[ol_flags,
-/// packet_type, pkt_len]` from the memo and the length, `[data_len, vlan_tci = 0, rss_hash, tx_offload = 0]`
-/// from the length and qword 0's high half) and stores them with [`Mbuf::set_rx_blocks`]. Returns how many it
-/// took (a multiple of four) and their bytes.
+/// The groups on x86-64, on the engine's skeleton ([`RxRun::simd_groups`]): takes groups of four descriptors while
+/// each repeats the memo's flag bits, builds each buffer's two RX blocks with SSE2 from the descriptor (`[ol_flags,
+/// packet_type, pkt_len]` from the memo and the length, `[data_len, vlan_tci = 0, rss_hash, tx_offload = 0]` from
+/// the length and qword 0's high half).
 ///
 /// # Safety
 /// As [`rx_groups`].
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn rx_groups_sse2<I: Isa>(
-    d: *const RxDesc,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    max_len: u16,
-    m0: &RxMemo,
-) -> (usize, u64) {
+unsafe fn rx_groups_sse2<I: Isa>(run: RxRun<RxDesc>, m0: &RxMemo) -> (usize, u64) {
     use std::arch::x86_64::{
-        _mm_add_epi32, _mm_and_si128, _mm_blend_epi16, _mm_cvtsi128_si32, _mm_load_si128, _mm_or_si128, _mm_set_epi32,
-        _mm_set_epi64x, _mm_setzero_si128, _mm_shuffle_epi32, _mm_srli_epi64,
+        _mm_and_si128, _mm_blend_epi16, _mm_load_si128, _mm_or_si128, _mm_set_epi32, _mm_set_epi64x, _mm_shuffle_epi32,
+        _mm_srli_epi64,
     };
     const MASK: u64 = FAST_MASK | KEY | ABOVE_LEN;
     const LEN_SHIFT: i32 = rx::LENGTH_PBUF.lo as i32;
@@ -68,31 +59,30 @@ unsafe fn rx_groups_sse2<I: Isa>(
     // ... or lane 3 <- 2, the rest <- 3.
     const LEN_TO_LANE3: i32 = 0b10_11_11_11;
     let want = FAST | m0.key;
+    let (d, max_len) = (run.wb.cast_const(), run.max_len as u64);
     #[allow(unused_unsafe)]
     // SAFETY: no memory operands.
-    let (template, rss_lane, mut sum) =
-        unsafe { (_mm_set_epi64x(m0.ptype as i64, m0.flags as i64), _mm_set_epi32(0, 0, -1, 0), _mm_setzero_si128()) };
-    let mut k = 0;
-    let end = n & !3;
-    while k != end {
-        // SAFETY: k + 3 < n: inside the ring.
+    let (template, rss_lane) =
+        unsafe { (_mm_set_epi64x(m0.ptype as i64, m0.flags as i64), _mm_set_epi32(0, 0, -1, 0)) };
+    let group = |k: usize| {
+        // SAFETY: k + 3 < n (the skeleton's groups): inside the ring.
         let (q0, q1, q2, q3) =
             unsafe { (rx_qw1(d.add(k)), rx_qw1(d.add(k + 1)), rx_qw1(d.add(k + 2)), rx_qw1(d.add(k + 3))) };
         if ((q0 ^ want) | (q1 ^ want) | (q2 ^ want) | (q3 ^ want)) & MASK != 0 {
-            break;
+            return None;
         }
-        // Nothing above the lengths (checked): the OR of the shifted words bounds each length.
-        if (q0 | q1 | q2 | q3) >> LEN_SHIFT > max_len as u64 {
-            break;
+        // Nothing above the lengths (checked): the OR of the words bounds each length.
+        if LEN_AND_ABOVE.get(q0 | q1 | q2 | q3) > max_len {
+            return None;
         }
         dma_rmb();
-        for j in 0..4 {
+        Some(std::array::from_fn(|j| {
             // SAFETY: DD seen on this descriptor (then dma_rmb); descriptors are 32-byte aligned.
             let v = unsafe { _mm_load_si128(d.add(k + j).cast()) };
             #[allow(unused_unsafe)]
             // SAFETY: no memory operands; the SSE4.1 blend only in the AVX instantiation, which runs only on CPUs with
             // AVX (and so SSE4.1; checked at ring creation).
-            let (b1, b2, len) = unsafe {
+            unsafe {
                 let t = _mm_srli_epi64::<LEN_SHIFT>(v);
                 let len = _mm_shuffle_epi32::<LEN_TO_LANE0>(t);
                 // The RSS hash (32-bit lane 1) from the descriptor, the rest from the length lane: one SSE4.1
@@ -102,25 +92,13 @@ unsafe fn rx_groups_sse2<I: Isa>(
                 } else {
                     _mm_or_si128(len, _mm_and_si128(v, rss_lane))
                 };
-                let b1 = _mm_or_si128(template, _mm_shuffle_epi32::<LEN_TO_LANE3>(t));
-                (b1, b2, len)
-            };
-            // SAFETY: no memory operands.
-            sum = unsafe { _mm_add_epi32(sum, len) };
-            // SAFETY: an owned buffer posted with the rearm word; its length is at most max_len (checked), within
-            // its data room; pkt_len and data_len both the length. Ownership moves to out[k + j].
-            unsafe {
-                let p = *shadow.add(k + j);
-                ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_blocks(b1, b2);
-                out.add(k + j).write(p);
+                (_mm_or_si128(template, _mm_shuffle_epi32::<LEN_TO_LANE3>(t)), b2)
             }
-        }
-        k += 4;
-    }
-    #[allow(unused_unsafe)]
-    // SAFETY: no memory operands.
-    let bytes = unsafe { _mm_cvtsi128_si32(sum) } as u32 as u64;
-    (k, bytes)
+        }))
+    };
+    // SAFETY: the caller's contract; `group` takes four descriptors with DD and EOF, no frame error, the memo's flag
+    // bits and lengths of at most max_len, and gives their blocks (pkt_len and data_len both the length).
+    unsafe { run.simd_groups::<4>(group) }
 }
 
 /// The groups without SIMD.
@@ -129,14 +107,8 @@ unsafe fn rx_groups_sse2<I: Isa>(
 /// As [`rx_groups`].
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-unsafe fn rx_groups_scalar(
-    d: *const RxDesc,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    max_len: u16,
-    m0: &RxMemo,
-) -> (usize, u64) {
+unsafe fn rx_groups_scalar(run: RxRun<RxDesc>, m0: &RxMemo) -> (usize, u64) {
+    let RxRun { wb: d, shadow, out, n, max_len } = run;
     let mut k = 0;
     let mut bytes = 0u64;
     let end = n & !3;
@@ -181,12 +153,13 @@ mod tests {
     use super::super::rx_decode::Desc32;
     use super::*;
     use hugepage::Allocator;
-    use mempool::Mempool;
     use mempool::{ol_flags, ptype as pt, PoolConfig};
+    use mempool::{Mbuf, Mempool};
     use ringkit::rx::{fast_run, IsaLevel};
+    use std::ptr::NonNull;
 
-    /// Both builds of the fast run (the engine's skeleton over this format) take the same frames and write the same fields; each stops at a frame error,
-    /// a chain and a flag change of the memo where it must.
+    /// Both builds of the fast run (the engine's skeleton over this format) take the same frames and write the same
+    /// fields; each stops at a frame error, a chain and a flag change of the memo where it must.
     #[test]
     fn the_fast_run_builds_agree_and_stop_where_they_must() {
         let pool =
@@ -208,20 +181,16 @@ mod tests {
             let mut out = vec![NonNull::dangling(); 16];
             let mut memo = RxMemo::of(0);
             let isa = if avx { IsaLevel::Avx } else { IsaLevel::Base };
+            let run = RxRun {
+                wb: ring.as_mut_ptr(),
+                shadow: shadow.as_ptr(),
+                out: out.as_mut_ptr(),
+                n: 16,
+                max_len: pool.data_room(),
+            };
             // SAFETY: 16 descriptors, buffers and output slots; the buffers' data room is the pool's; the AVX build
             // only where the CPU has it (checked by the caller).
-            let (n, bytes) = unsafe {
-                fast_run(
-                    &Desc32,
-                    isa,
-                    ring.as_mut_ptr(),
-                    shadow.as_ptr(),
-                    16,
-                    out.as_mut_ptr(),
-                    pool.data_room(),
-                    &mut memo,
-                )
-            };
+            let (n, bytes) = unsafe { fast_run(&Desc32, isa, run, &mut memo) };
             let got: Vec<(u32, u16, u64, u32, u32)> = out[..n]
                 .iter()
                 .map(|&p| {

@@ -5,12 +5,13 @@
 
 use std::marker::PhantomData;
 use std::mem::offset_of;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use drvkit::barrier::dma_rmb;
-use mempool::{ol_flags, ptype, MbufHeader};
-use ringkit::rx::{FastFrame, Isa, RxEntry, RxMeta};
+use mempool::{ol_flags, ptype};
+use ringkit::rx::{FastFrame, RxEntry, RxMeta};
+#[cfg(target_arch = "x86_64")]
+use ringkit::rx::{Isa, RxRun};
 use ringkit::{RxDescriptor, RxFormat};
 
 use super::Family;
@@ -69,17 +70,9 @@ unsafe impl<F: Family> RxFormat for AdvRx<F> {
 
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    unsafe fn groups<I: Isa>(
-        &self,
-        wb: *mut RxDesc,
-        shadow: *const NonNull<MbufHeader>,
-        n: usize,
-        out: *mut NonNull<MbufHeader>,
-        max_len: u16,
-        memo: &RxMemo,
-    ) -> (usize, u64) {
+    unsafe fn groups<I: Isa>(&self, run: RxRun<RxDesc>, memo: &RxMemo) -> (usize, u64) {
         // SAFETY: the trait's contract, passed on.
-        unsafe { super::rx_simd::rx_groups_sse2::<F>(wb, shadow, n, out, max_len, memo) }
+        unsafe { super::rx_simd::rx_groups_sse2::<F>(run, memo) }
     }
 
     /// DD and EOP, no MAC error, a length that fits the buffer, and not a UDP zero-checksum error

@@ -3,11 +3,9 @@
 //! time ([`super::rx_decode`]).
 
 use std::mem::offset_of;
-use std::mem::ManuallyDrop;
-use std::ptr::NonNull;
 
 use drvkit::barrier::dma_rmb;
-use mempool::{Mbuf, MbufHeader};
+use ringkit::rx::RxRun;
 
 use super::rx_decode::{rx_csum_bits, rx_status, RxMemo, RX_INFO_KEY};
 use super::Family;
@@ -19,24 +17,17 @@ use crate::desc::{rx, RxDesc, RxWriteback};
 /// A group's four status dwords are read first (acquire loads) and tested together: DD, EOP, no MAC error, the
 /// memo's checksum bits. Only then are the four descriptors read whole (16-byte loads), and their packet info
 /// (the memo's key bits) and lengths (their OR bounds each one: at most `max_len`) tested together. The Mbuf
-/// fields are then built with SSE2 shuffles, two 16-byte stores per buffer ([`Mbuf::set_rx_blocks`]), as
+/// fields are then built with SSE2 shuffles, two 16-byte stores per buffer (`Mbuf::set_rx_blocks`), as
 /// DPDK's vector path does: `[ol_flags, packet_type, pkt_len]` from the memo and the length, `[data_len, vlan_tci
 /// = 0, rss_hash, tx_offload = 0]` from the descriptor's length and hash.
 ///
 /// # Safety
 /// As [`ringkit::RxFormat::groups`].
 #[inline(always)]
-pub(super) unsafe fn rx_groups_sse2<F: Family>(
-    d: *const RxDesc,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    max_len: u16,
-    m0: &RxMemo,
-) -> (usize, u64) {
+pub(super) unsafe fn rx_groups_sse2<F: Family>(run: RxRun<RxDesc>, m0: &RxMemo) -> (usize, u64) {
     use std::arch::x86_64::{
-        __m128i, _mm_add_epi32, _mm_and_si128, _mm_cvtsi128_si32, _mm_load_si128, _mm_or_si128, _mm_set_epi32,
-        _mm_set_epi64x, _mm_setzero_si128, _mm_shuffle_epi32, _mm_xor_si128,
+        __m128i, _mm_and_si128, _mm_cvtsi128_si32, _mm_load_si128, _mm_or_si128, _mm_set_epi32, _mm_set_epi64x,
+        _mm_shuffle_epi32, _mm_xor_si128,
     };
     const FAST: u32 = rx::STAT_DD | rx::STAT_EOP;
     // Write-back dwords as vector lanes, and the length in its dword.
@@ -49,6 +40,7 @@ pub(super) unsafe fn rx_groups_sse2<F: Family>(
     // The status every descriptor of a group must have in `group_mask`, and the packet info in RX_INFO_KEY.
     let group_status = FAST | m0.key_status();
     let group_mask = FAST | F::RX_ERR_RXE | rx_csum_bits::<F>();
+    let (d, max_len) = (run.wb.cast_const(), run.max_len);
     // Value operations on SSE2 (part of x86-64) registers: safe intrinsics on current compilers, `unsafe` on
     // older ones, hence the allowance.
     #[allow(unused_unsafe)]
@@ -66,19 +58,13 @@ pub(super) unsafe fn rx_groups_sse2<F: Family>(
     };
     // Shuffle: lanes (length|vlan, rss_hash, pkt_info, length|vlan) of the write-back.
     const SHUF: i32 = DW_LEN | DW_RSS << 2 | DW_INFO << 4 | DW_LEN << 6;
-    let mut k = 0;
-    let end = n & !3;
-    // Lane 0: the lengths of the groups taken (at most 2^16 descriptors of less than 2^16 bytes: no overflow).
-    #[allow(unused_unsafe)]
-    // SAFETY: no memory operands.
-    let mut sum = unsafe { _mm_setzero_si128() };
-    while k != end {
-        // SAFETY: k + 3 < n: inside the ring.
+    let group = |k: usize| {
+        // SAFETY: k + 3 < n (the skeleton's groups): inside the ring.
         let g = unsafe { d.add(k) };
         // SAFETY: as above.
         let (s0, s1, s2, s3) = unsafe { (rx_status(g), rx_status(g.add(1)), rx_status(g.add(2)), rx_status(g.add(3))) };
         if ((s0 ^ group_status) | (s1 ^ group_status) | (s2 ^ group_status) | (s3 ^ group_status)) & group_mask != 0 {
-            break;
+            return None;
         }
         dma_rmb();
         // SAFETY: DD was seen on all four (then dma_rmb): the device is done with them; descriptors are 16-byte
@@ -96,27 +82,17 @@ pub(super) unsafe fn rx_groups_sse2<F: Family>(
         // The OR of the lengths bounds each of them, so one compare covers four (a false alarm only sends the
         // group down the one-at-a-time path).
         if info_diff & RX_INFO_KEY != 0 || lens > max_len {
-            break;
+            return None;
         }
-        for (j, &sj) in sv.iter().enumerate() {
-            #[allow(unused_unsafe)]
-            // SAFETY: no memory operands.
-            let (b1, b2) = unsafe { (_mm_or_si128(_mm_and_si128(sj, m1), template), _mm_and_si128(sj, m2)) };
-            // SAFETY: no memory operands.
-            sum = unsafe { _mm_add_epi32(sum, b2) };
-            // SAFETY: k + j < n: an owned buffer posted with the rearm word (caller's contract), whose ownership
-            // moves to `out[k + j]`; its length is at most `lens` <= max_len, within its data room; pkt_len and
-            // data_len both come from the length lane.
-            unsafe {
-                let p = *shadow.add(k + j);
-                ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_blocks(b1, b2);
-                out.add(k + j).write(p);
-            }
-        }
-        k += 4;
-    }
-    #[allow(unused_unsafe)]
-    // SAFETY: no memory operands.
-    let bytes = unsafe { _mm_cvtsi128_si32(sum) } as u32 as u64;
-    (k, bytes)
+        // [ol_flags, packet_type, pkt_len] and [data_len (vlan cleared), rss_hash, tx_offload 0]; pkt_len and
+        // data_len both come from the length lane.
+        #[allow(unused_unsafe)]
+        // SAFETY: no memory operands.
+        Some(std::array::from_fn(|j| unsafe {
+            (_mm_or_si128(_mm_and_si128(sv[j], m1), template), _mm_and_si128(sv[j], m2))
+        }))
+    };
+    // SAFETY: the caller's contract; `group` takes four descriptors with DD and EOP, no MAC error, the memo's flag
+    // key and lengths of at most max_len, and gives their blocks.
+    unsafe { run.simd_groups::<4>(group) }
 }

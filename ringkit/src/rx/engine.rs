@@ -9,7 +9,7 @@ use std::sync::Arc;
 use mempool::{ol_flags, Mbuf, MbufHeader, PacketBatch};
 use pktio::stats::RxQueueStats;
 
-use super::fast::fast_run;
+use super::fast::{fast_run, RxRun};
 use super::format::{IsaLevel, RxEntry, RxFormat, RxMeta};
 use super::RxBuffers;
 
@@ -161,10 +161,11 @@ impl<F: RxFormat> RxEngine<F> {
     unsafe fn fast_run(&mut self, i: usize, n: usize, out: *mut NonNull<MbufHeader>) -> (usize, u64) {
         // SAFETY: the caller's contract: slot i and the n after it are inside the ring, the shadow array and the
         // completions.
-        let (wb, sh) = unsafe { (self.wb.as_ptr().add(i), self.bufs.shadow().add(i)) };
+        let (wb, shadow) = unsafe { (self.wb.as_ptr().add(i), self.bufs.shadow().add(i)) };
+        let run = RxRun { wb, shadow, out, n, max_len: self.max_len };
         // SAFETY: the caller's contract; the buffers' data room is at least max_len (new's contract); the level is
         // one the CPU runs (detected, or checked by set_isa).
-        unsafe { fast_run(&self.fmt, self.isa, wb, sh, n, out, self.max_len, &mut self.memo) }
+        unsafe { fast_run(&self.fmt, self.isa, run, &mut self.memo) }
     }
 
     /// The rest of [`RxEngine::rx_into`] from slot `i` with `left` slots to look at, after `done` were consumed

@@ -1,5 +1,6 @@
 //! The RX fast run: the leading run of common frames of a burst, the format's groups first (SIMD, several
-//! entries per test) and then one entry at a time, built once per [`Isa`] and chosen per ring ([`IsaLevel`]).
+//! entries per test, on the skeleton [`RxRun::simd_groups`]) and then one entry at a time, built once per [`Isa`]
+//! and chosen per ring ([`IsaLevel`]).
 
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
@@ -10,6 +11,84 @@ use mempool::{Mbuf, MbufHeader};
 use super::format::Avx;
 use super::format::{Base, Isa, IsaLevel, RxFormat};
 
+/// The entries a fast run looks at: `n` completions from `wb`, the buffers posted in their slots (`shadow`, same
+/// index), where the packets go (`out`, same index), and the longest buffer the device writes. A value the engine
+/// builds per run; a format's [`RxFormat::groups`] takes it whole.
+#[derive(Debug)]
+pub struct RxRun<W> {
+    /// The first completion.
+    pub wb: *mut W,
+    /// The buffer of each completion's slot.
+    pub shadow: *const NonNull<MbufHeader>,
+    /// Where each packet taken goes.
+    pub out: *mut NonNull<MbufHeader>,
+    /// Entries.
+    pub n: usize,
+    /// Longest buffer (at most the buffers' data room).
+    pub max_len: u16,
+}
+
+impl<W> Clone for RxRun<W> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<W> Copy for RxRun<W> {}
+
+impl<W> RxRun<W> {
+    /// The groups' skeleton on x86-64: groups of `G` entries from the start of the run while `group(k)` takes the
+    /// entries `k .. k + G` whole and returns each buffer's two RX blocks; each buffer gets them
+    /// ([`Mbuf::set_rx_blocks`]) and moves to `out`. Returns how many it took (a multiple of `G`) and their bytes
+    /// (summed from the blocks' length lane). A format's `groups` is this with its test and its shuffles in `group`.
+    ///
+    /// # Safety
+    /// The run's pointers valid for `n` entries, the shadow entries owned buffers posted with the rearm word whose
+    /// data room is at least `max_len`; `group(k)` returns `Some` only for `G` common frames (each one buffer of at
+    /// most `max_len` bytes, consumed as the format wants it: a completion bit it clears is cleared), the blocks
+    /// `[ol_flags, packet_type, pkt_len]` and `[data_len, vlan_tci, rss_hash, tx_offload]` with `pkt_len = data_len`,
+    /// the length (the low half of lane 0 of the second block) at most `max_len`.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub unsafe fn simd_groups<const G: usize>(
+        self,
+        mut group: impl FnMut(usize) -> Option<[SimdBlocks; G]>,
+    ) -> (usize, u64) {
+        use std::arch::x86_64::{_mm_add_epi32, _mm_cvtsi128_si32, _mm_setzero_si128};
+        let mut k = 0;
+        let end = self.n - self.n % G;
+        // Lane 0: the lengths of the groups taken (at most 2^16 entries of less than 2^16 bytes: no overflow).
+        #[allow(unused_unsafe)]
+        // SAFETY: no memory operands.
+        let mut sum = unsafe { _mm_setzero_si128() };
+        while k != end {
+            let Some(blocks) = group(k) else { break };
+            for (j, &(b1, b2)) in blocks.iter().enumerate() {
+                #[allow(unused_unsafe)]
+                // SAFETY: no memory operands.
+                let s = unsafe { _mm_add_epi32(sum, b2) };
+                sum = s;
+                // SAFETY: k + j < n: an owned buffer posted with the rearm word (the caller's contract), whose
+                // ownership moves to `out[k + j]`; its length is at most max_len, within its data room.
+                unsafe {
+                    let p = *self.shadow.add(k + j);
+                    ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_blocks(b1, b2);
+                    self.out.add(k + j).write(p);
+                }
+            }
+            k += G;
+        }
+        #[allow(unused_unsafe)]
+        // SAFETY: no memory operands.
+        let bytes = unsafe { _mm_cvtsi128_si32(sum) } as u32 as u64;
+        (k, bytes)
+    }
+}
+
+/// A buffer's two RX blocks for [`RxRun::simd_groups`].
+#[cfg(target_arch = "x86_64")]
+pub type SimdBlocks = (std::arch::x86_64::__m128i, std::arch::x86_64::__m128i);
+
 /// Receives the leading run of common frames among the `n` entries at `wb` into `out`, with the build `isa`:
 /// each frame's buffer (from `shadow`, same index) gets its RX fields and moves to `out` (same index). Returns how
 /// many it took and their bytes; `memo` is the format's memo, updated for the next burst.
@@ -19,23 +98,16 @@ use super::format::{Base, Isa, IsaLevel, RxFormat};
 /// ring's rearm word, whose data room is at least `max_len` (ownership of those taken moves to `out`); the entries
 /// must be completions the device may write; `isa` must be a build this CPU runs ([`IsaLevel::detect`]).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // What the run works on, each in a register of its own: a struct would be unpacked again.
-pub unsafe fn fast_run<F: RxFormat>(
-    fmt: &F,
-    isa: IsaLevel,
-    wb: *mut F::Wb,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    max_len: u16,
-    memo: &mut F::Memo,
-) -> (usize, u64) {
+pub unsafe fn fast_run<F: RxFormat>(fmt: &F, isa: IsaLevel, run: RxRun<F::Wb>, memo: &mut F::Memo) -> (usize, u64) {
+    // The builds take the run's fields one by one: a struct of five words would be passed through memory, and
+    // stored and loaded again on every call.
+    let RxRun { wb, shadow, out, n, max_len } = run;
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the caller's contract; the CPU has AVX (the level says so).
-        IsaLevel::Avx => unsafe { fast_run_avx(fmt, wb, shadow, n, out, max_len, memo) },
+        IsaLevel::Avx => unsafe { fast_run_avx(fmt, wb, shadow, out, n, max_len, memo) },
         // SAFETY: the caller's contract.
-        _ => unsafe { fast_run_base(fmt, wb, shadow, n, out, max_len, memo) },
+        _ => unsafe { fast_run_base(fmt, wb, shadow, out, n, max_len, memo) },
     }
 }
 
@@ -49,13 +121,13 @@ unsafe fn fast_run_base<F: RxFormat>(
     fmt: &F,
     wb: *mut F::Wb,
     shadow: *const NonNull<MbufHeader>,
-    n: usize,
     out: *mut NonNull<MbufHeader>,
+    n: usize,
     max_len: u16,
     memo: &mut F::Memo,
 ) -> (usize, u64) {
     // SAFETY: the caller's contract, passed on.
-    unsafe { fast_run_body::<F, Base>(fmt, wb, shadow, n, out, max_len, memo) }
+    unsafe { fast_run_body::<F, Base>(fmt, RxRun { wb, shadow, out, n, max_len }, memo) }
 }
 
 /// [`fast_run`] compiled for AVX: the same code, but the format's SSE intrinsics get the VEX three-operand forms
@@ -70,13 +142,13 @@ unsafe fn fast_run_avx<F: RxFormat>(
     fmt: &F,
     wb: *mut F::Wb,
     shadow: *const NonNull<MbufHeader>,
-    n: usize,
     out: *mut NonNull<MbufHeader>,
+    n: usize,
     max_len: u16,
     memo: &mut F::Memo,
 ) -> (usize, u64) {
     // SAFETY: the caller's contract, passed on.
-    unsafe { fast_run_body::<F, Avx>(fmt, wb, shadow, n, out, max_len, memo) }
+    unsafe { fast_run_body::<F, Avx>(fmt, RxRun { wb, shadow, out, n, max_len }, memo) }
 }
 
 /// The body of every build: the format's groups while they repeat the memo (the common case: one traffic class
@@ -87,18 +159,11 @@ unsafe fn fast_run_avx<F: RxFormat>(
 /// # Safety
 /// As [`fast_run`], and the CPU runs `I`.
 #[inline(always)]
-unsafe fn fast_run_body<F: RxFormat, I: Isa>(
-    fmt: &F,
-    wb: *mut F::Wb,
-    shadow: *const NonNull<MbufHeader>,
-    n: usize,
-    out: *mut NonNull<MbufHeader>,
-    max_len: u16,
-    memo: &mut F::Memo,
-) -> (usize, u64) {
+unsafe fn fast_run_body<F: RxFormat, I: Isa>(fmt: &F, run: RxRun<F::Wb>, memo: &mut F::Memo) -> (usize, u64) {
+    let RxRun { wb, shadow, out, n, max_len } = run;
     let mut m0 = *memo;
     // SAFETY: the caller's contract, passed on.
-    let (mut k, mut bytes) = unsafe { fmt.groups::<I>(wb, shadow, n, out, max_len, &m0) };
+    let (mut k, mut bytes) = unsafe { fmt.groups::<I>(run, &m0) };
     while k < n {
         // SAFETY: k < n: an entry of the completions (caller's contract).
         let Some(f) = (unsafe { fmt.fast_one(wb.add(k), max_len, &mut m0) }) else { break };

@@ -2,10 +2,6 @@
 //! fast run (one common frame at a time, or a group through SIMD) and for the general path (any completion, chains
 //! and errors included).
 
-use std::ptr::NonNull;
-
-use mempool::MbufHeader;
-
 use super::RxDescriptor;
 
 /// The instruction-set build of a fast run ([`RxFormat::groups`] is compiled once per build the engine can pick;
@@ -128,25 +124,18 @@ pub unsafe trait RxFormat: Send {
     /// and the `ol_flags` and packet type it gives, since a burst mostly repeats one.
     type Memo: Copy;
 
-    /// Takes groups of common frames at once from the `n` entries at `wb` (each like [`RxFormat::fast_one`] would
-    /// take, with `memo`): writes each buffer's RX fields, moves it from `shadow[k]` to `out[k]`, and returns how
-    /// many it took and their bytes. Stops at the first group it cannot take whole; the engine goes on one at a
-    /// time from there. The default takes none: a format without a vector path.
+    /// Takes groups of common frames at once from the start of `run` (each like [`RxFormat::fast_one`] would take,
+    /// with `memo`): writes each buffer's RX fields, moves it from the run's `shadow[k]` to its `out[k]`, and returns
+    /// how many it took and their bytes. Stops at the first group it cannot take whole; the engine goes on one at a
+    /// time from there. On x86-64 a format writes its test and its shuffles into the skeleton
+    /// [`super::RxRun::simd_groups`]. The default takes none: a format without a vector path.
     ///
     /// # Safety
-    /// `wb`, `shadow` and `out` valid for `n` entries; the shadow entries own buffers posted with the rearm word,
-    /// whose data room is at least `max_len`; the entries are memory the device may write; the CPU runs `I`.
+    /// The run's pointers valid for its `n` entries; the shadow entries own buffers posted with the rearm word, whose
+    /// data room is at least the run's `max_len`; the entries are memory the device may write; the CPU runs `I`.
     #[inline(always)]
-    unsafe fn groups<I: Isa>(
-        &self,
-        wb: *mut Self::Wb,
-        shadow: *const NonNull<MbufHeader>,
-        n: usize,
-        out: *mut NonNull<MbufHeader>,
-        max_len: u16,
-        memo: &Self::Memo,
-    ) -> (usize, u64) {
-        let _ = (wb, shadow, n, out, max_len, memo);
+    unsafe fn groups<I: Isa>(&self, run: super::RxRun<Self::Wb>, memo: &Self::Memo) -> (usize, u64) {
+        let _ = (run, memo);
         (0, 0)
     }
 

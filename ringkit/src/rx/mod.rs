@@ -7,7 +7,8 @@
 //!   errors, flushed buffers).
 //! - [`RxEngine`] (`engine`): the burst itself (the fast run over the common burst, the general path out of line,
 //!   chains across bursts, the counters, the refill), monomorphised over the format: no dynamic call per packet.
-//! - `fast`: the fast run's skeleton, built once per [`IsaLevel`] and chosen per ring.
+//! - `fast`: the fast run's skeleton, built once per [`IsaLevel`] and chosen per ring, and the skeleton of the
+//!   formats' SIMD groups ([`RxRun::simd_groups`]).
 
 mod buffers;
 mod engine;
@@ -16,5 +17,7 @@ mod format;
 
 pub use buffers::{RxBuffers, RxDescriptor};
 pub use engine::RxEngine;
-pub use fast::fast_run;
+#[cfg(target_arch = "x86_64")]
+pub use fast::SimdBlocks;
+pub use fast::{fast_run, RxRun};
 pub use format::{Avx, Base, FastFrame, Isa, IsaLevel, RxEntry, RxFormat, RxMeta};
