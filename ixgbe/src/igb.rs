@@ -322,14 +322,8 @@ impl<R: RegisterSpace> Igb<R> {
             min_mtu: 68,
             max_mtu: 9216,
             max_rx_pktlen: 9216 + 18,
-            rx_offload_capa: offload::RX_IPV4_CKSUM
-                | offload::RX_UDP_CKSUM
-                | offload::RX_TCP_CKSUM
-                | offload::RX_SCATTER,
-            tx_offload_capa: offload::TX_IPV4_CKSUM
-                | offload::TX_UDP_CKSUM
-                | offload::TX_TCP_CKSUM
-                | offload::TX_MULTI_SEGS,
+            rx_offload_capa: offload::RX_CKSUM | offload::RX_SCATTER,
+            tx_offload_capa: offload::TX_CKSUM | offload::TX_MULTI_SEGS,
             max_mac_addrs: 1,
             flow_type_rss_offloads: RssHashFunctions(0),
             reta_size: 0,

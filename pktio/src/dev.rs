@@ -94,6 +94,10 @@ pub mod offload {
     pub const TX_MULTI_SEGS: u64 = 1 << 15;
     /// TX: the driver may free buffers as soon as they are sent (no reference counts).
     pub const TX_MBUF_FAST_FREE: u64 = 1 << 16;
+    /// RX: the IPv4, UDP and TCP checksums checked (what a NIC with checksum offload reports together).
+    pub const RX_CKSUM: u64 = RX_IPV4_CKSUM | RX_UDP_CKSUM | RX_TCP_CKSUM;
+    /// TX: the IPv4, UDP and TCP checksums computed.
+    pub const TX_CKSUM: u64 = TX_IPV4_CKSUM | TX_UDP_CKSUM | TX_TCP_CKSUM;
 }
 
 /// What a port is asked to be (`rte_eth_dev_configure` plus queue setup).

@@ -206,6 +206,17 @@ impl PortState {
         claim(&mut self.tx, port, "tx", started, queue, take)
     }
 
+    /// Claims RX queue `queue` out of the rings a driver built at start (`rings[queue]`, taken), as
+    /// [`PortState::claim_rx`].
+    pub fn take_rx<T>(&mut self, queue: u16, rings: &mut [Option<T>]) -> Result<T> {
+        self.claim_rx(queue, |_| rings.get_mut(queue as usize)?.take())
+    }
+
+    /// Claims TX queue `queue` out of the rings a driver built at start, as [`PortState::take_rx`].
+    pub fn take_tx<T>(&mut self, queue: u16, rings: &mut [Option<T>]) -> Result<T> {
+        self.claim_tx(queue, |_| rings.get_mut(queue as usize)?.take())
+    }
+
     /// Counters of RX queue `queue`, for the queue object a driver builds at start.
     pub fn rx_stats(&self, queue: u16) -> Option<&Arc<RxQueueStats>> {
         self.rx.stats.get(queue as usize)

@@ -290,16 +290,8 @@ impl<R: RegisterSpace> Hinic3<R> {
             min_mtu: 256,
             max_mtu: 9600,
             max_rx_pktlen: 9600 + 14 + 4 + 8,
-            rx_offload_capa: offload::RX_IPV4_CKSUM
-                | offload::RX_UDP_CKSUM
-                | offload::RX_TCP_CKSUM
-                | offload::RX_SCATTER
-                | offload::RX_RSS_HASH,
-            tx_offload_capa: offload::TX_IPV4_CKSUM
-                | offload::TX_UDP_CKSUM
-                | offload::TX_TCP_CKSUM
-                | offload::TX_TCP_TSO
-                | offload::TX_MULTI_SEGS,
+            rx_offload_capa: offload::RX_CKSUM | offload::RX_SCATTER | offload::RX_RSS_HASH,
+            tx_offload_capa: offload::TX_CKSUM | offload::TX_TCP_TSO | offload::TX_MULTI_SEGS,
             flow_type_rss_offloads: RssHashFunctions::ALL,
             reta_size: 256,
             hash_key_size: 40,

@@ -350,14 +350,8 @@ impl<R: RegisterSpace> I40e<R> {
             min_mtu: 68,
             max_mtu: (MAX_FRAME_SIZE - FRAME_OVERHEAD) as u16,
             max_rx_pktlen: MAX_FRAME_SIZE,
-            rx_offload_capa: offload::RX_IPV4_CKSUM
-                | offload::RX_UDP_CKSUM
-                | offload::RX_TCP_CKSUM
-                | offload::RX_SCATTER
-                | offload::RX_RSS_HASH,
-            tx_offload_capa: offload::TX_IPV4_CKSUM
-                | offload::TX_UDP_CKSUM
-                | offload::TX_TCP_CKSUM
+            rx_offload_capa: offload::RX_CKSUM | offload::RX_SCATTER | offload::RX_RSS_HASH,
+            tx_offload_capa: offload::TX_CKSUM
                 | offload::TX_TCP_TSO
                 | offload::TX_MULTI_SEGS
                 | offload::TX_MBUF_FAST_FREE,

@@ -9,12 +9,12 @@ impl<R: RegisterSpace + 'static> TypedQueues for Ixgbe<R> {
 
     /// Typed RX queue `queue` (static dispatch; once per start).
     fn rx_queue_typed(&mut self, queue: u16) -> Result<Self::Rx> {
-        self.state.claim_rx(queue, |_| self.rx.get_mut(queue as usize)?.take())
+        self.state.take_rx(queue, &mut self.rx)
     }
 
     /// Typed TX queue `queue` (static dispatch; once per start).
     fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx> {
-        self.state.claim_tx(queue, |_| self.tx.get_mut(queue as usize)?.take())
+        self.state.take_tx(queue, &mut self.tx)
     }
 }
 

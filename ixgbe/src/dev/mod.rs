@@ -300,16 +300,8 @@ impl<R: RegisterSpace> Ixgbe<R> {
             min_mtu: 68,
             max_mtu: (MAX_FRAME - FRAME_OVERHEAD) as u16,
             max_rx_pktlen: MAX_FRAME,
-            rx_offload_capa: offload::RX_IPV4_CKSUM
-                | offload::RX_UDP_CKSUM
-                | offload::RX_TCP_CKSUM
-                | offload::RX_SCATTER
-                | offload::RX_RSS_HASH,
-            tx_offload_capa: offload::TX_IPV4_CKSUM
-                | offload::TX_UDP_CKSUM
-                | offload::TX_TCP_CKSUM
-                | offload::TX_MULTI_SEGS
-                | offload::TX_MBUF_FAST_FREE,
+            rx_offload_capa: offload::RX_CKSUM | offload::RX_SCATTER | offload::RX_RSS_HASH,
+            tx_offload_capa: offload::TX_CKSUM | offload::TX_MULTI_SEGS | offload::TX_MBUF_FAST_FREE,
             max_mac_addrs: RAR_ENTRIES as u32,
             flow_type_rss_offloads: RssHashFunctions::ALL,
             reta_size: RETA_ENTRIES as u16,
