@@ -14,6 +14,8 @@ mod buffers;
 mod engine;
 mod fast;
 mod format;
+#[cfg(test)]
+mod tests;
 
 pub use buffers::{RxBuffers, RxDescriptor};
 pub use engine::RxEngine;
