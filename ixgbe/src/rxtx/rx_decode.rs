@@ -23,7 +23,7 @@ impl RxDescriptor for RxDesc {}
 
 /// The advanced one-buffer write-back of family `F` (its error bits), for the shared RX engine.
 pub struct AdvRx<F: Family> {
-    /// The device has the 82599's UDP zero-checksum errata ([`rx_flags`]).
+    /// The device has the 82599's UDP zero-checksum errata (`rx_flags`).
     udp_csum_zero_err: bool,
     _family: PhantomData<F>,
 }
@@ -76,7 +76,7 @@ unsafe impl<F: Family> RxFormat for AdvRx<F> {
     }
 
     /// DD and EOP, no MAC error, a length that fits the buffer, and not a UDP zero-checksum error
-    /// ([`udp_zero_csum_error`], whose flags depend on the queue; checked only on a flag-key miss).
+    /// (`udp_zero_csum_error`, whose flags depend on the queue; checked only on a flag-key miss).
     #[inline(always)]
     unsafe fn fast_one(&self, d: *mut RxDesc, max_len: u16, m0: &mut RxMemo) -> Option<FastFrame> {
         const FAST: u32 = rx::STAT_DD | rx::STAT_EOP;
@@ -192,7 +192,7 @@ pub(super) fn udp_zero_csum_error<F: Family>(pkt_info: u32, status_error: u32) -
 }
 
 /// Offload flags and packet type of a completed descriptor. `udp_csum_zero_err`: the queue's device has the
-/// 82599's UDP zero-checksum errata ([`udp_zero_csum_error`]), so such an error is not reported as
+/// 82599's UDP zero-checksum errata (`udp_zero_csum_error`), so such an error is not reported as
 /// `RX_L4_CKSUM_BAD` but as unknown (neither flag), as DPDK does (`rx_udp_csum_zero_err`). DPDK masks every UDP
 /// L4 error on the 82599; testing UDPV keeps a wrong non-zero checksum reported bad.
 #[inline(always)]
@@ -215,7 +215,7 @@ pub(super) fn rx_flags<F: Family>(pkt_info: u32, status_error: u32, udp_csum_zer
 /// The last fast-path frame's flag key with its offload flags and packet type: those depend only on a few status
 /// bits and the packet-info bits, and a burst mostly repeats one combination. Starts as key 0 (no packet-info
 /// bits, no checksum bits) with its flags, so it is always a valid entry. Never a key of
-/// [`udp_zero_csum_error`]: the fast run leaves those frames to the slow path, whose flags depend on the queue.
+/// `udp_zero_csum_error`: the fast run leaves those frames to the slow path, whose flags depend on the queue.
 #[derive(Debug, Clone, Copy)]
 pub struct RxMemo {
     /// [`RxMemo::key`] of the frame these flags are for.
