@@ -559,6 +559,10 @@ impl State {
                 }
                 return Err(self.epipe(flags));
             }
+            if !nonblock {
+                // A blocking writer may wait in the kernel next (not in the stack): the data goes now.
+                up.stack.flush_writes();
+            }
             if sent == total || closed || (sent > 0 && nonblock) {
                 return Ok(sent);
             }
@@ -691,6 +695,8 @@ impl State {
                         if self.polls_here() {
                             let up = self.up.as_mut().expect("polls_here");
                             let _ = if s.opts.linger == Some(0) { up.stack.abort(h) } else { up.stack.close(h) };
+                            // The FIN (or reset) goes now: the application may not call into the stack again soon.
+                            up.stack.flush_writes();
                         }
                     }
                 }
@@ -732,6 +738,9 @@ impl State {
         s.shut_rd |= rd;
         s.shut_wr |= wr;
         self.notify(i);
+        if wr && self.polls_here() {
+            self.up.as_mut().expect("polls_here").stack.flush_writes();
+        }
         Ok(())
     }
 

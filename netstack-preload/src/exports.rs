@@ -623,12 +623,12 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: usize) -> c_int
     match request {
         libc::FIONBIO => ret_int(with(|st| {
             // SAFETY: FIONBIO's argument is an int.
-            st.sock(fd)?.nonblock = unsafe { *p } != 0;
+            st.sock(fd)?.nonblock = unsafe { p.read_unaligned() } != 0;
             Ok(0)
         })),
         libc::FIONREAD => ret_int(with(|st| st.bytes_waiting(fd)).map(|n| {
             // SAFETY: FIONREAD's argument is an int to fill.
-            unsafe { *p = n.min(c_int::MAX as usize) as c_int };
+            unsafe { p.write_unaligned(n.min(c_int::MAX as usize) as c_int) };
             0
         })),
         _ => ret_int(with(|st| {

@@ -78,7 +78,7 @@
 
 pub mod calls;
 pub mod epoll;
-#[cfg(feature = "interpose")]
+#[cfg(all(feature = "interpose", not(test)))]
 mod exports;
 pub mod fdtable;
 pub mod lock;
