@@ -646,8 +646,9 @@ impl State {
                     }
                 }
                 Err(NsError::WouldBlock) => {
-                    // Make the stack report Writable when room comes back.
-                    let _ = up.stack.write(h, b"");
+                    // A write that finds no room makes the stack report Writable when room comes back (an
+                    // edge-triggered EPOLLOUT waiter needs it); with no room, the byte is not taken.
+                    let _ = up.stack.write(h, &[0]);
                     if nonblock || sent > 0 && nonblock {
                         break;
                     }

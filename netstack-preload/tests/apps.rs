@@ -507,7 +507,9 @@ fn redis_server_over_tap() {
 fn nginx_conf(net: &Net, master: bool) -> PathBuf {
     let d = net.dir.display();
     let text = format!(
-        "daemon off;\nmaster_process {};\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
+        // The worker brings the port up, so it keeps root (af_packet needs CAP_NET_RAW; nginx's default user
+        // would drop it).
+        "daemon off;\nuser root;\nmaster_process {};\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log stderr notice;\n\
          events {{ worker_connections 4096; }}\n\
          http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  keepalive_requests 100000;\n\
          client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;\n\
