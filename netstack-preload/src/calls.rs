@@ -166,8 +166,9 @@ impl State {
     /// `bind`.
     pub fn bind(&mut self, fd: c_int, addr: Option<SocketAddrV4>) -> Res<Option<()>> {
         if fdtable::kind(fd) == Kind::Stack {
-            let s = self.sock(fd)?;
-            return Err(if s.port != 0 || s.phase != Phase::Bound { libc::EINVAL } else { libc::EINVAL });
+            // Bound already (Linux: EINVAL).
+            self.sock(fd)?;
+            return Err(libc::EINVAL);
         }
         let Some(a) = addr else {
             self.to_kernel(fd);
@@ -649,7 +650,7 @@ impl State {
                     // A write that finds no room makes the stack report Writable when room comes back (an
                     // edge-triggered EPOLLOUT waiter needs it); with no room, the byte is not taken.
                     let _ = up.stack.write(h, &[0]);
-                    if nonblock || sent > 0 && nonblock {
+                    if nonblock {
                         break;
                     }
                     match self

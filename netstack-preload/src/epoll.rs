@@ -268,6 +268,7 @@ impl State {
             if kept > 0 {
                 // Kernel events are the caller's now (edge-triggered ones are not reported again): add the stack's.
                 self.poll_stack();
+                // SAFETY: the caller's array of `max` events.
                 let all = unsafe { std::slice::from_raw_parts_mut(out, max as usize) };
                 let more = if self.polls_here() { self.collect(epfd, &mut all[kept..]) } else { 0 };
                 return Ok(kept + more);

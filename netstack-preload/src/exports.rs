@@ -642,10 +642,9 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: usize) -> c_int
 /// As `dup(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
-    // SAFETY: as fcntl(F_DUPFD, 0), which is what dup is.
     match fdtable::kind(fd) {
-        Kind::Stack => unsafe { fcntl(fd, libc::F_DUPFD, 0) },
-        Kind::Pending => unsafe { fcntl(fd, libc::F_DUPFD, 0) },
+        // SAFETY: dup is fcntl(F_DUPFD, 0).
+        Kind::Stack | Kind::Pending => unsafe { fcntl(fd, libc::F_DUPFD, 0) },
         // SAFETY: forwarded as given.
         _ => unsafe { real::dup(fd) },
     }
@@ -732,6 +731,7 @@ fn with_mask<R>(mask: *const libc::sigset_t, f: impl FnOnce() -> R) -> R {
     }
     // SAFETY: a zeroed sigset_t is a valid out-parameter; `mask` is the caller's set.
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, mask, &mut old) };
     let r = f();
     // SAFETY: restoring the mask read above.
@@ -770,8 +770,12 @@ fn poll_timeout_ms(ms: c_int) -> Option<Duration> {
 #[no_mangle]
 pub unsafe extern "C" fn poll(fds: *mut libc::pollfd, n: libc::nfds_t, timeout: c_int) -> c_int {
     // SAFETY: the caller's array of `n`.
-    let arr =
-        if fds.is_null() || n == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(fds, n as usize) } };
+    let arr = if fds.is_null() || n == 0 {
+        &mut [][..]
+    } else {
+        // SAFETY: the caller's array of `n`.
+        unsafe { std::slice::from_raw_parts_mut(fds, n as usize) }
+    };
     if !has_stack_fd(arr) {
         // SAFETY: forwarded as given.
         return unsafe { real::poll(fds, n, timeout) };
@@ -794,8 +798,12 @@ pub unsafe extern "C" fn ppoll(
     mask: *const libc::sigset_t,
 ) -> c_int {
     // SAFETY: the caller's array of `n`.
-    let arr =
-        if fds.is_null() || n == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(fds, n as usize) } };
+    let arr = if fds.is_null() || n == 0 {
+        &mut [][..]
+    } else {
+        // SAFETY: the caller's array of `n`.
+        unsafe { std::slice::from_raw_parts_mut(fds, n as usize) }
+    };
     if !has_stack_fd(arr) {
         // SAFETY: forwarded as given.
         return unsafe { real::ppoll(fds, n, ts, mask) };

@@ -374,9 +374,10 @@ impl State {
             self.log_once(format!("the stack is down: {why}"));
             return Err(libc::ENETDOWN);
         }
-        // SAFETY: getpid and kill(pid, 0) have no memory preconditions; kill only checks that the pid exists.
+        // SAFETY: getpid has no preconditions.
         let me = unsafe { libc::getpid() };
         let owner = self.claim.load(Ordering::Acquire);
+        // SAFETY: kill(pid, 0) touches no memory; it only checks that the process exists.
         let owner_alive = owner != 0 && owner != me && unsafe { libc::kill(owner, 0) } == 0;
         if owner_alive || self.claim.compare_exchange(owner, me, Ordering::AcqRel, Ordering::Acquire).is_err() {
             let owner = self.claim.load(Ordering::Acquire);
@@ -423,7 +424,9 @@ impl State {
         // its affinity and its handlers (Redis saves on SIGTERM).
         // SAFETY: zeroed cpu_set_t and sigaction are valid out-parameters for the calls that fill them.
         let mut cpus: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `cpus` is a valid out-parameter of its size.
         let have_cpus = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut cpus) } == 0;
+        // SAFETY: zeroed sigactions are valid out-parameters.
         let mut saved: [libc::sigaction; 2] = unsafe { std::mem::zeroed() };
         for (sig, old) in [libc::SIGINT, libc::SIGTERM].into_iter().zip(saved.iter_mut()) {
             // SAFETY: a null new action only reads the current one into `old`.
