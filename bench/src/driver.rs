@@ -27,6 +27,21 @@ pub trait Device {
     fn work(&mut self);
 }
 
+/// Where the device side stands on a ring: the next slot it completes.
+#[derive(Debug, Default)]
+pub struct Head(u32);
+
+impl Head {
+    /// Calls `complete` with every slot from here up to (not including) the driver's `tail`, in ring order, and
+    /// stops at the tail.
+    pub fn advance_to(&mut self, tail: u32, mut complete: impl FnMut(usize)) {
+        while self.0 != tail {
+            complete(self.0 as usize);
+            self.0 = (self.0 + 1) % RING as u32;
+        }
+    }
+}
+
 /// The command line: `[iterations] [burst]`.
 #[derive(Debug, Clone, Copy)]
 pub struct Args {

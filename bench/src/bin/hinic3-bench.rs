@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bench::driver::{self, Device, RING};
+use bench::driver::{self, Device, Head, RING};
 use drvkit::dma::{DmaMapper, IdentityMapper};
 use hinic3::desc::{cqe, RqWqe, RxCqe, RQ_WQE_SHIFT};
 use hinic3::regs::{DB_PAGE_RQ, DB_PAGE_SQ};
@@ -22,31 +22,29 @@ struct FakeDevice {
     db: Arc<FakeDb>,
     rq: *const RqWqe,
     ci_slot: *mut u16,
-    rx_head: u32,
+    rx_head: Head,
     hash: u32,
 }
 
 impl Device for FakeDevice {
     #[inline(never)]
     fn work(&mut self) {
-        let n = RING as u32;
         if let Some((_, units)) = self.db.last(DB_PAGE_RQ) {
-            let tail = units >> RQ_WQE_SHIFT;
-            while self.rx_head != tail {
-                // SAFETY: rx_head < RING: an entry the driver posted; its CQE address is in our identity-mapped memory.
+            let (rq, hash) = (self.rq, &mut self.hash);
+            self.rx_head.advance_to(units >> RQ_WQE_SHIFT, |i| {
+                // SAFETY: i < RING: an entry the driver posted; its CQE address is in our identity-mapped memory.
                 unsafe {
-                    let w = self.rq.add(self.rx_head as usize).read_volatile();
+                    let w = rq.add(i).read_volatile();
                     let at = w.cqe.rotate_right(32) as usize as *mut RxCqe;
-                    self.hash = self.hash.wrapping_mul(2654435761).wrapping_add(1);
+                    *hash = hash.wrapping_mul(2654435761).wrapping_add(1);
                     at.write_volatile(RxCqe::done(
                         60,
                         0,
                         cqe::PKT_TYPE.val(cqe::PKT_UDP) | cqe::RSS_TYPE.val(1),
-                        self.hash,
+                        *hash,
                     ));
                 }
-                self.rx_head = (self.rx_head + 1) % n;
-            }
+            });
         }
         if let Some((_, pi)) = self.db.last(DB_PAGE_SQ) {
             // SAFETY: the CI slot of the SQ, identity-mapped.
@@ -127,7 +125,7 @@ fn main() {
         db: db.clone(),
         rq: rxq.ring_iova() as usize as *const RqWqe,
         ci_slot: txq.ci_iova() as usize as *mut u16,
-        rx_head: 0,
+        rx_head: Head::default(),
         hash: 1,
     };
     driver::run(&mut rxq, &mut txq, &mut device, args);

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use bench::driver::{self, Device, RING};
+use bench::driver::{self, Device, Head, RING};
 use drvkit::dma::IdentityMapper;
 use hugepage::Allocator;
 use i40e::desc::{tx, RxDesc, TxDesc};
@@ -19,33 +19,30 @@ struct FakeDevice {
     regs: Arc<FakeRegs>,
     rx_ring: *mut RxDesc,
     tx_ring: *mut TxDesc,
-    rx_head: u32,
-    tx_head: u32,
+    rx_head: Head,
+    tx_head: Head,
 }
 
 impl Device for FakeDevice {
     #[inline(never)]
     fn work(&mut self) {
-        let n = RING as u32;
-        let tail = self.regs.peek(regs::qrx_tail(0));
-        while self.rx_head != tail {
-            let wb = RxDesc::writeback(60, 24, Some(0x1234_5678 ^ self.rx_head), true, 0);
-            // SAFETY: rx_head < RING: a descriptor of the driver's ring that the device owns (before the tail).
-            unsafe { self.rx_ring.add(self.rx_head as usize).write_volatile(wb) };
-            self.rx_head = (self.rx_head + 1) % n;
-        }
-        let tail = self.regs.peek(regs::qtx_tail(0));
-        while self.tx_head != tail {
-            // SAFETY: tx_head < RING: a descriptor the driver handed over (before the tail).
+        let rx_ring = self.rx_ring;
+        self.rx_head.advance_to(self.regs.peek(regs::qrx_tail(0)), |i| {
+            let wb = RxDesc::writeback(60, 24, Some(0x1234_5678 ^ i as u32), true, 0);
+            // SAFETY: i < RING: a descriptor of the driver's ring that the device owns (before the tail).
+            unsafe { rx_ring.add(i).write_volatile(wb) };
+        });
+        let tx_ring = self.tx_ring;
+        self.tx_head.advance_to(self.regs.peek(regs::qtx_tail(0)), |i| {
+            // SAFETY: i < RING: a descriptor the driver handed over (before the tail).
             unsafe {
-                let d = self.tx_ring.add(self.tx_head as usize);
+                let d = tx_ring.add(i);
                 let v = d.read_volatile();
                 if v.qw1 & tx::CMD_RS != 0 {
                     d.write_volatile(TxDesc { qw0: v.qw0, qw1: tx::DTYPE_DONE });
                 }
             }
-            self.tx_head = (self.tx_head + 1) % n;
-        }
+        });
     }
 }
 
@@ -64,8 +61,8 @@ fn main() {
         rx_ring: rxq.ring_iova() as usize as *mut RxDesc,
         tx_ring: txq.ring_iova() as usize as *mut TxDesc,
         regs: fake.clone(),
-        rx_head: 0,
-        tx_head: 0,
+        rx_head: Head::default(),
+        tx_head: Head::default(),
     };
     driver::run(&mut rxq, &mut txq, &mut device, args);
     drop((rxq, txq));

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bench::driver::{self, Device, RING};
+use bench::driver::{self, Device, Head, RING};
 use drvkit::dma::IdentityMapper;
 use hugepage::Allocator;
 use ixgbe::desc::{rx, tx, RxDesc, RxWriteback, TxDesc};
@@ -19,38 +19,35 @@ struct FakeDevice {
     regs: Arc<FakeRegs>,
     rx_ring: *mut RxDesc,
     tx_ring: *mut TxDesc,
-    rx_head: u32,
-    tx_head: u32,
+    rx_head: Head,
+    tx_head: Head,
 }
 
 impl Device for FakeDevice {
     #[inline(never)]
     fn work(&mut self) {
-        let n = RING as u32;
-        let rdt = self.regs.peek(regs::rdt(0));
-        while self.rx_head != rdt {
+        let rx_ring = self.rx_ring;
+        self.rx_head.advance_to(self.regs.peek(regs::rdt(0)), |i| {
             let wb = RxWriteback {
                 pkt_info: 7 | rx::PTYPE_IPV4 | rx::PTYPE_UDP, // RSS type IPv4/UDP
-                rss_hash: 0x1234_5678 ^ self.rx_head,
+                rss_hash: 0x1234_5678 ^ i as u32,
                 status_error: rx::STAT_DD | rx::STAT_EOP | rx::STAT_IPCS | rx::STAT_L4CS,
                 length: 60,
                 vlan: 0,
             };
-            // SAFETY: rx_head < RING: a descriptor of the driver's ring that the device owns (before RDT).
-            unsafe { self.rx_ring.add(self.rx_head as usize).write_volatile(RxDesc::writeback(wb)) };
-            self.rx_head = (self.rx_head + 1) % n;
-        }
-        let tdt = self.regs.peek(regs::tdt(0));
-        while self.tx_head != tdt {
-            // SAFETY: tx_head < RING: a descriptor the driver handed over (before TDT).
+            // SAFETY: i < RING: a descriptor of the driver's ring that the device owns (before RDT).
+            unsafe { rx_ring.add(i).write_volatile(RxDesc::writeback(wb)) };
+        });
+        let tx_ring = self.tx_ring;
+        self.tx_head.advance_to(self.regs.peek(regs::tdt(0)), |i| {
+            // SAFETY: i < RING: a descriptor the driver handed over (before TDT).
             unsafe {
-                let d = self.tx_ring.add(self.tx_head as usize);
+                let d = tx_ring.add(i);
                 let mut v = d.read_volatile();
                 v.olinfo_status |= tx::STA_DD;
                 d.write_volatile(v);
             }
-            self.tx_head = (self.tx_head + 1) % n;
-        }
+        });
     }
 }
 
@@ -71,8 +68,8 @@ fn main() {
         rx_ring: fake.ring(regs::rdbal(0), regs::rdbah(0)),
         tx_ring: fake.ring(regs::tdbal(0), regs::tdbah(0)),
         regs: fake.clone(),
-        rx_head: 0,
-        tx_head: 0,
+        rx_head: Head::default(),
+        tx_head: Head::default(),
     };
     driver::run(&mut rxq, &mut txq, &mut device, args);
     drop((rxq, txq));
