@@ -135,6 +135,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod admission;
 pub mod arp;
 pub mod config;
 pub mod control;
@@ -144,6 +145,7 @@ mod error;
 pub mod runtime;
 mod sockets;
 mod stack;
+mod syncookie;
 
 pub use arp::{ArpConfig, ArpEntry};
 pub use config::Config;

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mempool::Mbuf;
 use pktio::wire::{IpProtocol, Ipv4Packet, UdpPacket, UdpRepr};
@@ -103,10 +103,10 @@ pub struct SocketInfo {
 
 pub(crate) struct Slot {
     generation: u32,
-    kind: SlotKind,
+    pub(crate) kind: SlotKind,
 }
 
-enum SlotKind {
+pub(crate) enum SlotKind {
     Free,
     Listener(Listener),
     Tcp(Conn),
@@ -125,14 +125,18 @@ impl SlotKind {
     }
 }
 
-struct Listener {
-    port: u16,
-    listening: Vec<SocketHandle>,
-    half_open: Vec<SocketHandle>,
-    ready: VecDeque<Handle>,
+pub(crate) struct Listener {
+    pub(crate) port: u16,
+    /// Sockets in smoltcp's LISTEN state, one per SYN a poll can take.
+    pub(crate) listening: Vec<SocketHandle>,
+    /// Sockets a SYN woke, and when: dropped if the handshake does not complete in `tcp_handshake_timeout`.
+    pub(crate) half_open: Vec<(SocketHandle, Instant)>,
+    pub(crate) ready: VecDeque<Handle>,
+    /// SYNs admitted since the last scan (each takes one of `listening`).
+    pub(crate) admitted: usize,
 }
 
-struct Conn {
+pub(crate) struct Conn {
     socket: SocketHandle,
     connecting: bool,
     established: bool,
@@ -142,9 +146,37 @@ struct Conn {
     app_closed: Option<Instant>,
     local_port: u16,
     owns_port: bool,
+    /// The application paused its Readable events ([`Stack::pause_reading`]).
+    read_paused: bool,
+    /// The send queue's length and since when it has not changed (for the user timeout); `None` while empty.
+    stalled: Option<(usize, Instant)>,
+    /// The state the last scan saw, to tell a timeout from an orderly end when smoltcp closes the socket.
+    last_state: tcp::State,
+    /// We reset it in this scan: its Closed event waits for the next one, after smoltcp sent the reset.
+    reset_pending: bool,
 }
 
-struct UdpSocket {
+impl Conn {
+    fn new(socket: SocketHandle, connecting: bool, writable: bool, local_port: u16, owns_port: bool) -> Conn {
+        Conn {
+            socket,
+            connecting,
+            established: !connecting,
+            writable,
+            peer_closed: false,
+            closed_reported: false,
+            app_closed: None,
+            local_port,
+            owns_port,
+            read_paused: false,
+            stalled: None,
+            last_state: if connecting { tcp::State::SynSent } else { tcp::State::Established },
+            reset_pending: false,
+        }
+    }
+}
+
+pub(crate) struct UdpSocket {
     port: u16,
     queue: VecDeque<Datagram>,
 }
@@ -214,10 +246,18 @@ impl Stack {
         let tx = tcp::SocketBuffer::new(vec![0; self.config.tcp_tx_buffer]);
         let mut s = tcp::Socket::new(rx, tx);
         s.set_nagle_enabled(false);
+        let smol = |d: Duration| smoltcp::time::Duration::from_micros(d.as_micros() as u64);
+        s.set_keep_alive(self.config.tcp_keepalive.map(smol));
+        // smoltcp's timeout counts the peer's silence while it waits for it: with keep-alive probes that is the
+        // dead-peer detection; without them it would close idle connections, so unacknowledged data alone is
+        // timed by the scan then (`Conn::stalled`).
+        if self.config.tcp_keepalive.is_some() {
+            s.set_timeout(self.config.tcp_user_timeout.map(smol));
+        }
         s
     }
 
-    fn listening_socket(&mut self, port: u16) -> SocketHandle {
+    pub(crate) fn listening_socket(&mut self, port: u16) -> SocketHandle {
         let mut s = self.tcp_socket();
         s.listen(IpListenEndpoint { addr: None, port }).expect("port is not zero and the socket is new");
         self.sockets.add(s)
@@ -225,6 +265,13 @@ impl Stack {
 
     fn conn(&self, h: Handle) -> Result<&Conn> {
         match self.slot(h)? {
+            SlotKind::Tcp(c) => Ok(c),
+            _ => Err(Error::BadHandle(h.index)),
+        }
+    }
+
+    fn conn_mut(&mut self, h: Handle) -> Result<&mut Conn> {
+        match self.slot_mut(h)? {
             SlotKind::Tcp(c) => Ok(c),
             _ => Err(Error::BadHandle(h.index)),
         }
@@ -241,12 +288,15 @@ impl Stack {
         }
         self.tcp_ports.insert(port);
         let listening = (0..self.config.tcp_backlog.max(1)).map(|_| self.listening_socket(port)).collect();
-        Ok(self.new_slot(SlotKind::Listener(Listener {
+        let h = self.new_slot(SlotKind::Listener(Listener {
             port,
             listening,
             half_open: Vec::new(),
             ready: VecDeque::new(),
-        })))
+            admitted: 0,
+        }));
+        self.listeners.insert(port, h.index);
+        Ok(h)
     }
 
     /// The next established connection of `listener`, or [`Error::WouldBlock`].
@@ -279,17 +329,8 @@ impl Stack {
         s.connect(self.iface.context(), remote_ep, port).map_err(|e| Error::Tcp(format!("connect: {e}")))?;
         self.tcp_ports.insert(port);
         let socket = self.sockets.add(s);
-        Ok(self.new_slot(SlotKind::Tcp(Conn {
-            socket,
-            connecting: true,
-            established: false,
-            writable: false,
-            peer_closed: false,
-            closed_reported: false,
-            app_closed: None,
-            local_port: port,
-            owns_port: true,
-        })))
+        self.tcp_conns += 1;
+        Ok(self.new_slot(SlotKind::Tcp(Conn::new(socket, true, false, port, true))))
     }
 
     /// Reads up to `buf.len()` bytes: `Ok(0)` at end of stream (the peer closed and everything was read),
@@ -377,6 +418,23 @@ impl Stack {
         Ok(if s.may_send() { s.send_capacity() - s.send_queue() } else { 0 })
     }
 
+    /// Stops reporting [`EventKind::Readable`] for the connection `h`: its input stays in the receive buffer and
+    /// TCP's window closes as the buffer fills (the peer is held back), and an idle loop can sleep although data
+    /// waits. For an application whose output to this peer backed up; [`Self::resume_reading`] undoes it.
+    pub fn pause_reading(&mut self, h: Handle) -> Result<()> {
+        self.conn_mut(h)?.read_paused = true;
+        Ok(())
+    }
+
+    /// Reports [`EventKind::Readable`] for `h` again (from the next poll, if data waits).
+    pub fn resume_reading(&mut self, h: Handle) -> Result<()> {
+        let c = self.conn_mut(h)?;
+        if std::mem::take(&mut c.read_paused) {
+            self.rescan = true;
+        }
+        Ok(())
+    }
+
     /// Closes a socket: a TCP connection sends FIN after its queued data and its resources go once the FIN
     /// exchange ends (TIME-WAIT is not kept: a late retransmitted FIN gets a reset) or after `tcp_linger`; a
     /// listener stops listening (connections not yet accepted are reset); a UDP socket frees its port and queue.
@@ -396,7 +454,9 @@ impl Stack {
             SlotKind::Free => unreachable!("slot_mut() refuses free slots"),
             SlotKind::Listener(l) => {
                 self.tcp_ports.remove(&l.port);
-                for s in l.listening.into_iter().chain(l.half_open) {
+                self.listeners.remove(&l.port);
+                self.half_open -= l.half_open.len() + l.admitted;
+                for s in l.listening.into_iter().chain(l.half_open.into_iter().map(|(s, _)| s)) {
                     self.sockets.get_mut::<tcp::Socket>(s).abort();
                     self.forget_flow(s);
                     self.sockets.remove(s);
@@ -428,6 +488,7 @@ impl Stack {
         let now = self.now;
         if let SlotKind::Tcp(c) = &mut self.slots[index as usize].kind {
             c.app_closed = Some(now);
+            c.last_state = tcp::State::Closed;
         }
         // Freed by the next poll's scan, after smoltcp sent the reset.
     }
@@ -435,16 +496,31 @@ impl Stack {
     /// Frees the connection in slot `index` once the application closed it and smoltcp is done with it; one that
     /// lingered too long is reset first (and freed by the poll after, once the reset went out).
     fn reap(&mut self, index: u32) {
-        let SlotKind::Tcp(c) = &self.slots[index as usize].kind else { return };
+        let SlotKind::Tcp(c) = &mut self.slots[index as usize].kind else { return };
         let Some(closed_at) = c.app_closed else { return };
         let s = self.sockets.get_mut::<tcp::Socket>(c.socket);
-        if !matches!(s.state(), tcp::State::Closed | tcp::State::TimeWait) {
+        let state = s.state();
+        let last = std::mem::replace(&mut c.last_state, state);
+        if !matches!(state, tcp::State::Closed | tcp::State::TimeWait) {
             if self.now.duration_since(closed_at) >= self.config.tcp_linger {
                 s.abort();
+                c.last_state = tcp::State::Closed;
+                self.counters.tcp_linger_aborts += 1;
+                self.smol_dirty = true;
+            } else if s.recv_queue() > 0 && s.send_queue() == 0 {
+                // Input nobody will read (sent after the close, or left unread at it): once what we sent is
+                // acknowledged, reset instead of letting the peer fill a window no one drains.
+                s.abort();
+                c.last_state = tcp::State::Closed;
+                self.counters.tcp_aborts_on_data += 1;
+                self.smol_dirty = true;
             }
             return;
         }
         let (socket, established, port, owns) = (c.socket, c.established, c.local_port, c.owns_port);
+        if state == tcp::State::Closed && last != tcp::State::Closed {
+            self.count_close(socket, last);
+        }
         self.forget_flow(socket);
         self.sockets.remove(socket);
         if owns {
@@ -453,13 +529,14 @@ impl Stack {
         if established {
             self.counters.connections_closed += 1;
         }
+        self.tcp_conns -= 1;
         self.free_slot(index);
     }
 
     fn forget_flow(&mut self, socket: SocketHandle) {
         let s = self.sockets.get::<tcp::Socket>(socket);
         if let (Some(local), Some(remote)) = (s.local_endpoint(), s.remote_endpoint()) {
-            self.snd_max.remove(&(v4(remote.addr), local.port, remote.port));
+            self.forget_flow_key((v4(remote.addr), local.port, remote.port));
         }
     }
 
@@ -539,14 +616,16 @@ impl Stack {
     }
 
     fn scan_listener(&mut self, handle: Handle, events: &mut Vec<Event>) {
+        let now = self.now;
         let SlotKind::Listener(l) = &mut self.slots[handle.index as usize].kind else { return };
         let (port, mut listening, mut half_open) =
             (l.port, std::mem::take(&mut l.listening), std::mem::take(&mut l.half_open));
+        self.half_open -= half_open.len() + std::mem::take(&mut l.admitted);
         // Listening sockets a SYN woke become half-open; fresh ones take their place.
         let mut i = 0;
         while i < listening.len() {
             if self.sockets.get::<tcp::Socket>(listening[i]).state() != tcp::State::Listen {
-                half_open.push(listening.swap_remove(i));
+                half_open.push((listening.swap_remove(i), now));
             } else {
                 i += 1;
             }
@@ -555,7 +634,13 @@ impl Stack {
             listening.push(self.listening_socket(port));
         }
         let mut ready = Vec::new();
-        half_open.retain(|&s| match self.sockets.get::<tcp::Socket>(s).state() {
+        let mut expired = Vec::new();
+        let timeout = self.config.tcp_handshake_timeout;
+        half_open.retain(|&(s, since)| match self.sockets.get::<tcp::Socket>(s).state() {
+            tcp::State::SynReceived if now.duration_since(since) >= timeout => {
+                expired.push(s);
+                false
+            }
             tcp::State::SynReceived => true,
             tcp::State::Closed | tcp::State::Listen => {
                 ready.push((s, false));
@@ -566,6 +651,13 @@ impl Stack {
                 false
             }
         });
+        self.half_open += half_open.len();
+        // The client never completed the handshake: dropped without a reset, as a SYN queue entry expires.
+        self.counters.tcp_handshake_timeouts += expired.len() as u64;
+        for s in expired {
+            self.forget_flow(s);
+            self.sockets.remove(s);
+        }
         let mut accepted = Vec::new();
         for (s, ok) in ready {
             if !ok {
@@ -574,18 +666,9 @@ impl Stack {
                 continue;
             }
             self.counters.connections_opened += 1;
+            self.tcp_conns += 1;
             let writable = self.sockets.get::<tcp::Socket>(s).can_send();
-            accepted.push(self.new_slot(SlotKind::Tcp(Conn {
-                socket: s,
-                connecting: false,
-                established: true,
-                writable,
-                peer_closed: false,
-                closed_reported: false,
-                app_closed: None,
-                local_port: port,
-                owns_port: false,
-            })));
+            accepted.push(self.new_slot(SlotKind::Tcp(Conn::new(s, false, writable, port, false))));
         }
         let SlotKind::Listener(l) = &mut self.slots[handle.index as usize].kind else { unreachable!() };
         l.listening = listening;
@@ -598,12 +681,14 @@ impl Stack {
 
     fn scan_conn(&mut self, handle: Handle, events: &mut Vec<Event>) {
         let index = handle.index;
+        let now = self.now;
+        let user_timeout = self.config.tcp_user_timeout;
         let SlotKind::Tcp(c) = &mut self.slots[index as usize].kind else { return };
         if c.app_closed.is_some() {
             self.reap(index);
             return;
         }
-        let s = self.sockets.get::<tcp::Socket>(c.socket);
+        let s = self.sockets.get_mut::<tcp::Socket>(c.socket);
         let state = s.state();
         if c.connecting && !matches!(state, tcp::State::SynSent | tcp::State::SynReceived | tcp::State::Closed) {
             c.connecting = false;
@@ -611,8 +696,27 @@ impl Stack {
             self.counters.connections_opened += 1;
             events.push(Event { handle, kind: EventKind::Connected });
         }
+        // User timeout: data queued that nothing has taken off the queue (acknowledged) for that long.
+        let queued = s.send_queue();
+        match (c.stalled, user_timeout) {
+            _ if queued == 0 || state == tcp::State::Closed => c.stalled = None,
+            (Some((q, since)), Some(limit)) if q == queued => {
+                if now.duration_since(since) >= limit {
+                    s.abort();
+                    self.smol_dirty = true;
+                    self.counters.tcp_user_timeouts += 1;
+                    c.stalled = None;
+                    c.last_state = tcp::State::Closed;
+                    c.reset_pending = true;
+                }
+            }
+            _ => c.stalled = Some((queued, now)),
+        }
+        let state = s.state();
         if s.can_recv() {
-            events.push(Event { handle, kind: EventKind::Readable });
+            if !c.read_paused {
+                events.push(Event { handle, kind: EventKind::Readable });
+            }
         } else if c.established && !s.may_recv() && !c.peer_closed && state != tcp::State::Closed {
             c.peer_closed = true;
             events.push(Event { handle, kind: EventKind::PeerClosed });
@@ -622,9 +726,28 @@ impl Stack {
             events.push(Event { handle, kind: EventKind::Writable });
         }
         c.writable = can_send;
-        if state == tcp::State::Closed && !c.closed_reported && !s.can_recv() {
+        if state == tcp::State::Closed && !c.closed_reported && !s.can_recv() && !std::mem::take(&mut c.reset_pending) {
             c.closed_reported = true;
             events.push(Event { handle, kind: EventKind::Closed });
+        }
+        let last = std::mem::replace(&mut c.last_state, state);
+        if state == tcp::State::Closed && last != tcp::State::Closed {
+            let socket = c.socket;
+            self.count_close(socket, last);
+        }
+    }
+
+    /// Counts why smoltcp closed a socket we did not abort: the peer's reset, or a timeout (smoltcp gives up on a
+    /// silent peer after the user timeout) from a state that expects an answer; an orderly end counts neither.
+    fn count_close(&mut self, socket: SocketHandle, last: tcp::State) {
+        let s = self.sockets.get::<tcp::Socket>(socket);
+        let reset = match (s.local_endpoint(), s.remote_endpoint()) {
+            (Some(l), Some(r)) => self.flows.get(&(v4(r.addr), l.port, r.port)).is_some_and(|f| f.reset),
+            _ => false,
+        };
+        use tcp::State::*;
+        if !reset && matches!(last, SynSent | SynReceived | Established | FinWait1 | FinWait2 | CloseWait | Closing) {
+            self.counters.tcp_timeouts += 1;
         }
     }
 
@@ -680,7 +803,12 @@ impl Stack {
 
     /// TCP connections held (established or closing, not yet released).
     pub fn active_connections(&self) -> usize {
-        self.slots.iter().filter(|s| matches!(s.kind, SlotKind::Tcp(_))).count()
+        self.tcp_conns
+    }
+
+    /// Half-open TCP connections held over every listener (SYN received, handshake not complete).
+    pub fn half_open_connections(&self) -> usize {
+        self.half_open
     }
 
     /// smoltcp sockets in the socket set (listening ones included): what every poll iterates over.
