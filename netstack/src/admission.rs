@@ -41,7 +41,8 @@ pub(crate) struct Flow {
 
 /// A valid cookie ACK waiting to become a connection.
 pub(crate) struct CookieAck {
-    ack: Mbuf,
+    /// The ACK, and the flow's segments that came after it in the same poll.
+    segments: Vec<Mbuf>,
     listener: u32,
     key: FlowKey,
     client_isn: u32,
@@ -154,8 +155,13 @@ impl Stack {
 
     /// An ACK to listener `li` of no known flow: kept (for [`Self::complete_cookies`]) when it carries a valid
     /// cookie, dropped when it does but the connection limit is reached; otherwise handed back for smoltcp,
-    /// which answers it with a reset.
+    /// which answers it with a reset. A segment of a flow whose cookie ACK came earlier in this poll waits
+    /// behind that ACK.
     fn cookie_ack(&mut self, m: Mbuf, li: u32, key: FlowKey, seq: u32, ack: u32, window: u16) -> Option<Mbuf> {
+        if let Some(a) = self.cookie_acks.iter_mut().find(|a| a.key == key) {
+            a.segments.push(m);
+            return None;
+        }
         if !self.tcp_checksum_ok(&m) {
             return Some(m);
         }
@@ -168,7 +174,15 @@ impl Stack {
             self.counters.drops.tcp_connection_limit += 1;
             return None;
         }
-        self.cookie_acks.push(CookieAck { ack: m, listener: li, key, client_isn, cookie, mss: d.mss, window });
+        self.cookie_acks.push(CookieAck {
+            segments: vec![m],
+            listener: li,
+            key,
+            client_isn,
+            cookie,
+            mss: d.mss,
+            window,
+        });
         None
     }
 
@@ -241,16 +255,18 @@ impl Stack {
             self.dev.rx.push_back(syn);
         }
         self.run_smoltcp();
-        for mut a in acks {
+        for a in acks {
             self.awaiting_syn_ack.remove(&a.key);
             let Some(shift) = self.flows.get(&a.key).and_then(|f| f.shift) else {
                 // smoltcp did not answer the SYN (no buffer for it): the client's retransmission comes back.
                 continue;
             };
-            let ip_len = Ipv4Packet::new_unchecked(a.ack.data()).header_len();
-            shift.inbound(&mut a.ack.data_mut()[ip_len..]);
             self.counters.tcp_syn_cookies_accepted += 1;
-            self.dev.rx.push_back(a.ack);
+            for mut m in a.segments {
+                let ip_len = Ipv4Packet::new_unchecked(m.data()).header_len();
+                shift.inbound(&mut m.data_mut()[ip_len..]);
+                self.dev.rx.push_back(m);
+            }
         }
     }
 

@@ -283,7 +283,10 @@ impl Stack {
     /// [`EventKind::Accepted`] on the returned handle and are taken with [`Self::accept`].
     pub fn listen(&mut self, port: u16) -> Result<Handle> {
         self.smol_dirty = true;
-        if port == 0 || self.tcp_ports.contains(&port) {
+        if port == 0 {
+            return Err(Error::PortZero);
+        }
+        if self.tcp_ports.contains(&port) {
             return Err(Error::PortInUse(port));
         }
         self.tcp_ports.insert(port);
@@ -544,7 +547,10 @@ impl Stack {
 
     /// Binds a UDP socket to `port`; datagrams come as [`EventKind::Readable`] and [`Self::recv_from`].
     pub fn udp_bind(&mut self, port: u16) -> Result<Handle> {
-        if port == 0 || self.udp_ports.contains_key(&port) {
+        if port == 0 {
+            return Err(Error::PortZero);
+        }
+        if self.udp_ports.contains_key(&port) {
             return Err(Error::PortInUse(port));
         }
         let h = self.new_slot(SlotKind::Udp(UdpSocket { port, queue: VecDeque::new() }));
@@ -726,7 +732,10 @@ impl Stack {
             events.push(Event { handle, kind: EventKind::Writable });
         }
         c.writable = can_send;
-        if state == tcp::State::Closed && !c.closed_reported && !s.can_recv() && !std::mem::take(&mut c.reset_pending) {
+        // Closed waits until the data that came before the end is read, unless the application paused reading
+        // (its input waits on output that will now never drain).
+        let unread = s.can_recv() && !c.read_paused;
+        if state == tcp::State::Closed && !c.closed_reported && !unread && !std::mem::take(&mut c.reset_pending) {
             c.closed_reported = true;
             events.push(Event { handle, kind: EventKind::Closed });
         }
