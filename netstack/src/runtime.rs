@@ -23,8 +23,12 @@ use crate::{Config, Counters, Error, Event, Result, Stack};
 
 /// Polls between control-socket checks: the check is a non-blocking `accept`, kept off most iterations.
 const CONTROL_EVERY: u32 = 1024;
-/// How long a loop that can sleep keeps polling after the last packet before it sleeps (`--idle-spin-us`).
-pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(50);
+/// How long a loop that can sleep keeps polling (yielding the core between polls) after the last packet before it
+/// sleeps (`--idle-spin-us`).
+pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(200);
+/// The largest `--idle-sleep-us` and `--idle-spin-us`: the loop sees Ctrl-C between sleeps.
+pub const MAX_IDLE_SLEEP: Duration = Duration::from_secs(1);
+const MAX_IDLE_SPIN: Duration = Duration::from_secs(1);
 /// The longest sleep: the loop comes back at least this often although no timer asks (a safety net; the ARP
 /// tick asks every 100 ms anyway).
 const MAX_SLEEP: Duration = Duration::from_millis(200);
@@ -106,8 +110,10 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<RunOptions> 
             "--control-dir" => dir = Some(PathBuf::from(value("--control-dir")?)),
             "--idle-yield" => idle_yield = true,
             "--busy-poll" => busy_poll = true,
-            "--idle-sleep-us" => idle_sleep = Some(micros("--idle-sleep-us", value("--idle-sleep-us")?)?),
-            "--idle-spin-us" => idle_spin = micros("--idle-spin-us", value("--idle-spin-us")?)?,
+            "--idle-sleep-us" => {
+                idle_sleep = Some(micros("--idle-sleep-us", value("--idle-sleep-us")?, MAX_IDLE_SLEEP)?)
+            }
+            "--idle-spin-us" => idle_spin = micros("--idle-spin-us", value("--idle-spin-us")?, MAX_IDLE_SPIN)?,
             "--file-prefix" => eal_extra.extend([a.clone(), value("--file-prefix")?]),
             "--no-telemetry" => eal_extra.push(a),
             _ => app_args.push(a),
@@ -127,9 +133,14 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<RunOptions> 
     Ok(RunOptions { config, idle_sleep, busy_poll, idle_spin, idle_yield, eal_extra, app_args })
 }
 
-fn micros(name: &str, v: String) -> Result<Duration> {
-    let us: u64 = v.parse().map_err(|_| Error::Usage(format!("{name}: `{v}` is not a number of microseconds")))?;
-    Ok(Duration::from_micros(us))
+/// `v` microseconds, at most `max` (a loop checks for Ctrl-C between sleeps, so a sleep must stay short).
+fn micros(name: &str, v: String, max: Duration) -> Result<Duration> {
+    let max_us = max.as_micros() as u64;
+    match v.parse::<u64>() {
+        Ok(us) if us <= max_us => Ok(Duration::from_micros(us)),
+        Ok(us) => Err(Error::Usage(format!("{name}: {us} microseconds: expected 0 to {max_us}"))),
+        Err(_) => Err(Error::Usage(format!("{name}: `{v}` is not a number of microseconds (0 to {max_us})"))),
+    }
 }
 
 /// The EAL arguments the configuration stands for.
@@ -320,7 +331,13 @@ fn lcore_loop<A: App>(
                 Idle::Wake(spin) => {
                     let now = stack.now();
                     let since = *idle_since.get_or_insert(now);
-                    if now.duration_since(since) >= spin {
+                    if now.duration_since(since) < spin {
+                        // Spinning on a core shared with the client or other work: whatever else is runnable here
+                        // gets the core at once instead of waiting for our slice to end (the client's request,
+                        // or the kernel's work on our reply, is often exactly that); with nothing else runnable
+                        // this returns at once.
+                        std::thread::yield_now();
+                    } else {
                         control.serve(&stack);
                         let until = match (stack.idle_until(), app.next_deadline()) {
                             (Some(s), Some(a)) => Some(s.min(a)),
