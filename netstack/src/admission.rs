@@ -306,19 +306,21 @@ impl Stack {
     }
 
     /// One segment smoltcp sent (`m` holds the IPv4 packet): counted (retransmissions: data ending at or below
-    /// what the flow sent before), shifted for a cookie flow; false when it is to be dropped (the SYN-ACK of a
+    /// what the flow sent before, keep-alive probes apart), shifted for a cookie flow; false when it is to be dropped (the SYN-ACK of a
     /// cookie connection being rebuilt).
     pub(crate) fn output_tcp(&mut self, m: &mut Mbuf) -> bool {
         self.counters.tcp_tx_segments += 1;
         let ip_len = Ipv4Packet::new_unchecked(m.data()).header_len();
-        let (key, flags, seq, seg_len) = {
+        let (key, flags, seq, seg_len, probe_like) = {
             let ip = Ipv4Packet::new_unchecked(m.data());
             let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return true };
             let flags = tcp.flags();
             let seg_len = tcp.payload().len() as u32
                 + flags.contains(TcpFlags::SYN) as u32
                 + flags.contains(TcpFlags::FIN) as u32;
-            ((ip.dst_addr(), tcp.src_port(), tcp.dst_port()), flags, tcp.seq_number(), seg_len)
+            // smoltcp's keep-alive probe: one zero byte just below what was sent.
+            let probe_like = tcp.payload() == [0] && !flags.contains(TcpFlags::SYN) && !flags.contains(TcpFlags::FIN);
+            ((ip.dst_addr(), tcp.src_port(), tcp.dst_port()), flags, tcp.seq_number(), seg_len, probe_like)
         };
         if flags.contains(TcpFlags::SYN) && !self.awaiting_syn_ack.is_empty() {
             if let Some(cookie) = self.awaiting_syn_ack.remove(&key) {
@@ -346,7 +348,9 @@ impl Stack {
                 }
                 std::collections::hash_map::Entry::Occupied(o) => {
                     let f = o.into_mut();
-                    if (end.wrapping_sub(f.snd_max) as i32) <= 0 {
+                    if probe_like && end == f.snd_max {
+                        self.counters.tcp_keepalive_probes += 1;
+                    } else if (end.wrapping_sub(f.snd_max) as i32) <= 0 {
                         self.counters.tcp_retransmissions += 1;
                     } else {
                         f.snd_max = end;

@@ -56,7 +56,8 @@ counters! {
         /// TCP segments smoltcp sent.
         tcp_tx_segments,
         /// TCP data segments sent again: an outgoing data segment that ends at or below the highest sequence number
-        /// already sent on its connection (smoltcp 0.12 does not count retransmissions itself).
+        /// already sent on its connection (smoltcp 0.12 does not count retransmissions itself); SYN-ACKs sent
+        /// again count too, keep-alive probes do not.
         tcp_retransmissions,
         /// Connections established (accepted or connected).
         connections_opened,
@@ -82,6 +83,8 @@ counters! {
         tcp_linger_aborts,
         /// Resets received.
         tcp_resets_received,
+        /// Keep-alive probes sent (not counted as retransmissions).
+        tcp_keepalive_probes,
     }
     extra {
         /// Drops by reason.

@@ -83,8 +83,7 @@ pub struct RunOptions {
 }
 
 /// The runtime's options, for `--help`.
-pub const USAGE: &str = "\
-  --config FILE         the TOML configuration (required; see the netstack crate docs)
+pub const USAGE: &str = "  --config FILE         the TOML configuration (required; see the netstack crate docs)
   --lcores LIST         override `lcores` (DPDK corelist)
   --control-dir DIR     override `control.dir`
   --idle-spin-us N      poll N microseconds without traffic, then sleep on the port's descriptor until a

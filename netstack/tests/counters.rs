@@ -20,7 +20,7 @@ fn counters_add_and_print() {
     assert!(!text.contains("drop_bad_udp"), "zero drops are left out:\n{text}");
     // Every field is printed or summed: a counter forgotten in `add` or `fields` shows up here.
     let names: Vec<_> = a.fields().into_iter().map(|(n, _)| n).collect();
-    assert_eq!(names.len(), 23 + 20);
+    assert_eq!(names.len(), 24 + 20);
     let unique: std::collections::HashSet<_> = names.iter().collect();
     assert_eq!(unique.len(), names.len(), "names are unique");
     let mut ones = Counters::default();
@@ -49,6 +49,7 @@ fn counters_add_and_print() {
             tcp_aborts_on_data: 1,
             tcp_linger_aborts: 1,
             tcp_resets_received: 1,
+            tcp_keepalive_probes: 1,
             ..Counters::default()
         };
         let d = &mut all.drops;

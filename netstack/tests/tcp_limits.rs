@@ -221,6 +221,8 @@ fn keepalive_finds_a_vanished_idle_peer() {
     poll_b_until(&mut p, 10, "the idle connection to time out", |p| p.b.counters().tcp_timeouts == 1);
     assert!(t0.elapsed() >= Duration::from_millis(300), "gave up before the user timeout: {:?}", t0.elapsed());
     assert_eq!(p.b.counters().tcp_user_timeouts, 0);
+    assert!(p.b.counters().tcp_keepalive_probes >= 2, "{}", p.b.counters());
+    assert_eq!(p.b.counters().tcp_retransmissions, 0, "probes are not retransmissions");
     p.finish();
 }
 

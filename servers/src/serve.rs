@@ -62,8 +62,8 @@ impl Default for ServeOptions {
 }
 
 /// The options [`ServeOptions::parse_arg`] knows, for `--help`.
-pub const SERVE_USAGE: &str = "\
-  --idle-timeout-s N    close a connection idle (nothing received or sent) for N s; 0: never
+pub const SERVE_USAGE: &str =
+    "  --idle-timeout-s N    close a connection idle (nothing received or sent) for N s; 0: never
   --request-timeout-s N close a connection holding part of a request for N s; 0: never
   --max-unsent-kb N     stop executing a connection's requests while N KiB of its output are unsent
   --max-pending-mb N    bytes of incomplete requests held over all connections of an lcore, MiB";
