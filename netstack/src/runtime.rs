@@ -2,13 +2,17 @@
 //! one [`Stack`] per lcore polled in a run-to-completion loop that hands each poll's events to the
 //! application, a control socket per lcore, and the counters printed on Ctrl-C.
 //!
-//! Idle policy: on a port whose RX queue has a descriptor to wait on (af_packet, TAP, af_xdp), the loop
-//! busy-polls while traffic flows and, after [`DEFAULT_IDLE_SPIN`] without any, sleeps in `ppoll(2)` on that
+//! Idle policy: on a port whose RX queue has a descriptor to wait on (af_packet, TAP, af_xdp), the loop polls
+//! while traffic flows and, after [`DEFAULT_IDLE_SPIN`] (200 us) without any, sleeps in `ppoll(2)` on that
 //! descriptor and the control socket until a packet or a tool arrives or the stack's next timer is due (DPDK's
 //! RX-interrupt mode, as l3fwd-power uses it). A spinning server on a core it shares with its clients and the
 //! kernel is a CPU hog the scheduler preempts for whole slices while requests wait; a sleeper is woken at once.
-//! Ports without a descriptor (NIC drivers, ring, null) busy-poll. `--busy-poll`, `--idle-yield` and
-//! `--idle-sleep-us` choose another policy.
+//! While it spins, the loop yields the core after each empty poll (`sched_yield`): the kernel wakes a client the
+//! server just answered on the server's own core (the reply's receive path runs in the server's `sendto`), and
+//! without the yield that client's next request waited for the server's slice to end (the 3-4 ms p99 of one
+//! connection before issue 28); with nothing else runnable the yield returns at once. Ports without a descriptor
+//! (NIC drivers, ring, null) busy-poll. `--busy-poll`, `--idle-yield` and `--idle-sleep-us` choose another
+//! policy.
 
 use std::io::Write as _;
 use std::os::fd::RawFd;
@@ -86,10 +90,11 @@ pub struct RunOptions {
 pub const USAGE: &str = "  --config FILE         the TOML configuration (required; see the netstack crate docs)
   --lcores LIST         override `lcores` (DPDK corelist)
   --control-dir DIR     override `control.dir`
-  --idle-spin-us N      poll N microseconds without traffic, then sleep on the port's descriptor until a
-                        packet or a timer (the default, N = 50, on ports with one: af_packet, TAP, af_xdp)
+  --idle-spin-us N      poll N microseconds without traffic (yielding the core between polls), then sleep on
+                        the port's descriptor until a packet or a timer (the default, N = 200, on ports with
+                        one: af_packet, TAP, af_xdp); 0 to 1000000
   --busy-poll           never sleep: spin on the queue (the default on ports without a descriptor)
-  --idle-sleep-us N     sleep N microseconds after an idle poll instead
+  --idle-sleep-us N     sleep N microseconds after an idle poll instead (0 to 1000000)
   --idle-yield          yield the CPU after an idle poll instead (spin, but let the core's other work run)
   --file-prefix NAME    the EAL file prefix: names the telemetry socket (dpdk-telemetry.py -f NAME) and the
                         process `pktio-dumpcap --file-prefix NAME` captures from (default rte)

@@ -114,7 +114,7 @@ fn unreadable_file_says_which() {
     assert!(e.to_string().contains("/nonexistent/netstack.toml"), "{e}");
 }
 
-/// The runtime's idle options: the default waits on the port after 50 us of spinning; `--busy-poll`,
+/// The runtime's idle options: the default waits on the port after 200 us of spinning; `--busy-poll`,
 /// `--idle-yield` and `--idle-sleep-us` replace it and exclude each other; numbers are checked.
 #[test]
 fn idle_options_parse_and_exclude_each_other() {
@@ -141,6 +141,12 @@ fn idle_options_parse_and_exclude_each_other() {
     assert!(e.contains("exclude each other"), "{e}");
     let e = args(&["--idle-spin-us", "x"]).unwrap_err().to_string();
     assert!(e.contains("--idle-spin-us") && e.contains("`x`"), "{e}");
+    // A sleep or spin too long to see Ctrl-C is refused with the range (the loop checks for it between sleeps).
+    let e = args(&["--idle-sleep-us", "99999999999999"]).unwrap_err().to_string();
+    assert!(e.contains("--idle-sleep-us") && e.contains("0 to 1000000"), "{e}");
+    let e = args(&["--idle-spin-us", "1000001"]).unwrap_err().to_string();
+    assert!(e.contains("0 to 1000000"), "{e}");
+    assert_eq!(args(&["--idle-sleep-us", "1000000"]).unwrap().idle_sleep, Some(Duration::from_secs(1)));
     std::fs::remove_dir_all(&dir).ok();
 }
 
