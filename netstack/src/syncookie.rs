@@ -1,4 +1,4 @@
-//! SYN cookies: the stateless answer to a SYN once a listener's SYN backlog is full (RFC 4987, section 3.6). The
+//! SYN cookies: the stateless answer to a SYN once a listener's SYN backlog is full (RFC 4987 section 3.6). The
 //! SYN-ACK's initial sequence number encodes what the connection needs to be rebuilt from the client's ACK alone:
 //! a coarse clock, the client's MSS (one of four values) and a keyed hash of the connection's addresses, ports and
 //! the client's own initial sequence number. Nothing is stored until an ACK carries a valid cookie back.
