@@ -123,7 +123,7 @@ row "  rounds (Mpps)" "${null_ours[*]}" "${null_dpdk[*]}" ""
 af_note=
 if [ "${BENCH_SKIP_AFPACKET:-0}" = 1 ]; then
   af_note="af_packet: skipped (BENCH_SKIP_AFPACKET=1)"
-elif ! grep -q '"net_af_packet"' pktio/src/ports/mod.rs; then
+elif ! grep -q '"net_af_packet"' swports/src/lib.rs; then
   af_note="af_packet: not yet available"
 else
   NS=$PREFIX

@@ -42,6 +42,7 @@ pkgconf                -          -        bench/l3fwd.sh (libdpdk.pc), QEMU's c
 coreutils              -          -        stdbuf (dpdk-testpmd's output unbuffered)
 curl                   -          -        http-server real-client tests
 xz-utils               -          -        unpacking the guest kernel's modules
+git                    -          -        scripts/check-setup.sh and check-citations.sh (git ls-files)
 debootstrap            -          -        scripts/fresh-check.sh (a clean Debian root to run the set-up in)
 
 # --- references and judges run side by side (never linked)

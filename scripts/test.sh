@@ -23,7 +23,12 @@ export RUST_BACKTRACE=1
 bash scripts/check-setup.sh
 bash scripts/check-citations.sh
 cargo build --workspace --all-targets
-cargo test --workspace --no-fail-fast
+# The output is kept (target/test.log) for the totals printed at the end.
+LOG=${CARGO_TARGET_DIR:-target}/test.log
+rc=0
+cargo test --workspace --no-fail-fast 2>&1 | tee "$LOG" || rc=1
 # The drivers and their foundations built for aarch64 (SP670 hosts are often Kunpeng), unit tests under qemu-user.
-bash scripts/aarch64.sh
-echo "test.sh: all passed in $(($(date +%s) - T0)) s"
+bash scripts/aarch64.sh 2>&1 | tee -a "$LOG" || rc=1
+(grep -E '^test result:' "$LOG" || true) | awk -v s=$(($(date +%s) - T0)) \
+  '{ p += $4; f += $6; i += $8 } END { printf "test.sh: %d passed, %d failed, %d ignored in %d s\n", p, f, i, s }'
+exit $rc

@@ -7,7 +7,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pktio::pcap_file::{read_all, PcapWriter};
+use swports::pcap_file::{read_all, PcapWriter};
 
 /// How long a test waits for the application: generous, the machine may be loaded.
 pub const DEADLINE: Duration = Duration::from_secs(60);

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use drvkit::pci::PciAddress;
 use hugepage::{IovaMode, PageSize};
 use pktio::devargs::Devargs;
-use pktio::pci::PciAddress;
 
 pub use crate::cores::{parse_corelist, parse_coremask, parse_lcores};
 use crate::{Error, Result};

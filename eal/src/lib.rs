@@ -10,7 +10,7 @@
 //! # Ok::<(), eal::Error>(())
 //! ```
 //!
-//! The EAL links no driver. [`init`] knows pktio's software ports only; [`init_with`] takes a
+//! The EAL links no driver. [`init`] knows the software ports of `swports` only; [`init_with`] takes a
 //! [`pktio::driver::Registry`] of the drivers the application wants: `pmds::registry()` for every driver of the
 //! build, or one the application assembles, e.g. for the ixgbe driver alone
 //! `Registry::new().with_pci(ixgbe::PCI_DRIVERS)` (see the `pmds` crate for that recipe).
@@ -86,7 +86,7 @@ impl std::fmt::Debug for Eal {
     }
 }
 
-/// [`init_with`] and no driver: pktio's software ports only (`--vdev net_null0`); `-a` finds no driver.
+/// [`init_with`] and no driver: the software ports of `swports` only (`--vdev net_null0`); `-a` finds no driver.
 pub fn init<I, S>(args: I) -> Result<(Eal, Vec<String>)>
 where
     I: IntoIterator<Item = S>,
@@ -96,7 +96,7 @@ where
 }
 
 /// Parses the EAL arguments (without the program name), sets up memory, opens the devices with the drivers in
-/// `registry` (pktio's software ports are always there) and binds the calling thread to the main lcore. Returns the
+/// `registry` (swports' software ports are always there) and binds the calling thread to the main lcore. Returns the
 /// environment and the application's arguments (those after `--`).
 pub fn init_with<I, S>(registry: &Registry, args: I) -> Result<(Eal, Vec<String>)>
 where
@@ -137,7 +137,7 @@ where
     let mut ports = Vec::new();
     if !config.no_pci {
         let vfio = pci::vfio_for(allocator.config().iova_mode);
-        let opened = pci::open_ports(&pktio::pci::Sysfs::system(), &vfio, &allocator, registry, &config)?;
+        let opened = pci::open_ports(&drvkit::pci::Sysfs::system(), &vfio, &allocator, registry, &config)?;
         for (addr, e) in &opened.skipped {
             eprintln!("EAL: {addr}: skipped (found without -a, cannot be used): {e}");
         }
@@ -147,10 +147,10 @@ where
         }));
     }
     for devargs in &config.vdevs {
-        // Registered vdevs first (they may yield several ports), then pktio's software ports.
+        // Registered vdevs first (they may yield several ports), then swports' software ports.
         let devs = match vdev::find(registry, devargs)? {
             Some((driver, args)) => (driver.open)(&args, &allocator)?,
-            None => match pktio::ports::open_vdev(devargs) {
+            None => match swports::open_vdev(devargs) {
                 Ok(dev) => vec![dev],
                 // List the registered vdevs too: pktio only knows its own.
                 Err(pktio::Error::UnknownDriver { name, .. }) => {

@@ -5,17 +5,17 @@
 
 use std::path::Path;
 
+use drvkit::pci::{PciAddress, PciDevice, Sysfs};
+use drvkit::vfio::{Vfio, VfioConfig};
 use hugepage::{Allocator, IovaMode};
 use pktio::devargs::Devargs;
 use pktio::driver::Registry;
-use pktio::pci::{PciAddress, PciDevice, Sysfs};
-use pktio::vfio::{Vfio, VfioConfig};
 use pktio::EthDev;
 
 use crate::{Error, Result};
 
+pub use drvkit::pci::PciId;
 pub use pktio::driver::{PciDriver, PciProbe};
-pub use pktio::pci::PciId;
 
 /// Reads a device's IDs from sysfs under `root` (normally `/sys`).
 pub fn read_pci_id(root: &Path, addr: PciAddress) -> Result<PciId> {
@@ -140,7 +140,7 @@ pub fn vfio_for(iova_mode: IovaMode) -> Vfio {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pktio::pci::fake::{FakeDevice, FakeSysfs};
+    use drvkit::pci::fake::{FakeDevice, FakeSysfs};
 
     #[test]
     fn reads_ids_from_a_fake_sysfs_and_reports_missing_devices() {
@@ -167,7 +167,7 @@ mod tests {
         fake.add_device(&FakeDevice::net("0000:00:03.0", 0x1af4, 0x1041).driver("virtio-pci").iommu_group(3));
         let sysfs = fake.sysfs();
         let vfio = Vfio::with_parts(
-            std::sync::Arc::new(pktio::vfio::fake::FakeVfio::new()),
+            std::sync::Arc::new(drvkit::vfio::fake::FakeVfio::new()),
             sysfs.clone(),
             VfioConfig::default(),
         );
@@ -214,7 +214,7 @@ mod tests {
         fake.add_device(&FakeDevice::net("0000:00:03.0", 0x1af4, 0x1041).driver("vfio-pci").iommu_group(3));
         let sysfs = fake.sysfs();
         let vfio = Vfio::with_parts(
-            std::sync::Arc::new(pktio::vfio::fake::FakeVfio::new()),
+            std::sync::Arc::new(drvkit::vfio::fake::FakeVfio::new()),
             sysfs.clone(),
             VfioConfig::default(),
         );
@@ -248,14 +248,14 @@ mod tests {
         assert_eq!(found, ["0000:00:03.0", "0000:00:05.0"]);
         assert!(scan(&fake.sysfs(), &Registry::new(), &[]).unwrap().is_empty(), "no driver, nothing to probe");
         // A sysfs without a PCI bus: nothing to probe, not an error.
-        let empty = pktio::pci::Sysfs::new(std::env::temp_dir().join("eal-scan-no-such-root"), "/proc");
+        let empty = drvkit::pci::Sysfs::new(std::env::temp_dir().join("eal-scan-no-such-root"), "/proc");
         assert!(scan(&empty, &registry, &[]).unwrap().is_empty());
     }
 
     /// Opens a null port for devices on bus 0 slot 3, fails for the others (a device held elsewhere).
     fn picky_probe(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {
         if ctx.address().to_string().starts_with("0000:00:03.") {
-            pktio::ports::open_vdev(&format!("net_null{}", ctx.address().function))
+            swports::open_vdev(&format!("net_null{}", ctx.address().function))
         } else {
             ctx.open_vfio()?;
             unreachable!("the fake VFIO has no group for it")
@@ -273,7 +273,7 @@ mod tests {
         fake.add_device(&FakeDevice::net("0000:00:03.1", 0x1af4, 0x1041).driver("vfio-pci").iommu_group(5));
         let sysfs = fake.sysfs();
         let vfio = Vfio::with_parts(
-            std::sync::Arc::new(pktio::vfio::fake::FakeVfio::new()),
+            std::sync::Arc::new(drvkit::vfio::fake::FakeVfio::new()),
             sysfs.clone(),
             VfioConfig::default(),
         );

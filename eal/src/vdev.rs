@@ -1,5 +1,5 @@
 //! Virtual devices provided by driver crates (pktio cannot know them: the drivers depend on pktio, not the reverse).
-//! The application registers them ([`pktio::driver::Registry`]); the EAL tries these before pktio's software
+//! The application registers them ([`pktio::driver::Registry`]); the EAL tries these before swports' software
 //! ports, and one `--vdev` may yield several ports.
 
 use pktio::devargs::Devargs;
@@ -15,9 +15,9 @@ pub fn find(registry: &Registry, devargs: &str) -> Result<Option<(&'static VdevD
     Ok(registry.vdev_driver_for(&args).map(|d| (d, args)))
 }
 
-/// Every virtual-device name known with `registry`: pktio's software ports, then the registered ones.
+/// Every virtual-device name known with `registry`: swports' software ports, then the registered ones.
 pub fn known_names(registry: &Registry) -> Vec<&'static str> {
-    pktio::ports::VDEV_DRIVERS.iter().copied().chain(registry.vdev_names()).collect()
+    swports::VDEV_DRIVERS.iter().copied().chain(registry.vdev_names()).collect()
 }
 
 #[cfg(test)]
@@ -29,7 +29,7 @@ mod tests {
     /// A driver vdev made of `ports=N` null ports (named after the vdev, so duplicates show).
     fn open_nulls(args: &Devargs, _: &Allocator) -> pktio::Result<Vec<Box<dyn EthDev>>> {
         let n: u16 = args.parse_or("ports", 1)?;
-        (0..n).map(|i| pktio::ports::open_vdev(&format!("net_null{}{i}", args.name.len()))).collect()
+        (0..n).map(|i| swports::open_vdev(&format!("net_null{}{i}", args.name.len()))).collect()
     }
 
     static NULLS: &[VdevDriver] = &[VdevDriver { name: "net_nulls_x2", open: open_nulls }];

@@ -1,5 +1,5 @@
 //! The EAL opens what the application registered, and only that: a registered vdev yields its ports (in `--vdev`
-//! order, among pktio's software ports), `-h` and the unknown-device error list it, and [`eal::init`] (no registry)
+//! order, among swports' software ports), `-h` and the unknown-device error list it, and [`eal::init`] (no registry)
 //! does not know it. One test function: a successful init binds the main lcore, one per process.
 
 use eal::Error;
@@ -11,7 +11,7 @@ use pktio::EthDev;
 /// Two null ports named after the device (`net_twin3` gives `net_null30` and `net_null31`).
 fn open_twin(args: &Devargs, _: &Allocator) -> pktio::Result<Vec<Box<dyn EthDev>>> {
     let n = args.name.trim_start_matches("net_twin");
-    (0..2).map(|i| pktio::ports::open_vdev(&format!("net_null{n}{i}"))).collect()
+    (0..2).map(|i| swports::open_vdev(&format!("net_null{n}{i}"))).collect()
 }
 
 static TWIN: &[VdevDriver] = &[VdevDriver { name: "net_twin", open: open_twin }];

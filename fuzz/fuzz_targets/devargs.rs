@@ -18,6 +18,6 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = args.check_keys(&["size", "copy", "no-rx", "link", "queues"]);
     if matches!(args.driver.as_str(), "net_null" | "net_ring") && text.len() < 256 {
-        let _ = pktio::ports::open_vdev(text);
+        let _ = swports::open_vdev(text);
     }
 });

@@ -5,7 +5,7 @@
 use std::io::Cursor;
 
 use libfuzzer_sys::fuzz_target;
-use pktio::pcap_file::PcapReader;
+use swports::pcap_file::PcapReader;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(mut reader) = PcapReader::new(Cursor::new(data)) else { return };

@@ -1,11 +1,11 @@
-//! Packet headers (`pktio::wire`) and testpmd-rs's per-packet rewrites on any byte string: the checked views never
+//! Packet headers (`pkthdr`) and testpmd-rs's per-packet rewrites on any byte string: the checked views never
 //! panic, a header that parses re-emits to one that parses back equal, a router TTL decrement keeps the IPv4
 //! checksum valid, and the forwarding modes' in-place rewrites (csum fix-up, 5-tuple swap, ICMP echo) never panic
 //! or change the frame's length.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pktio::wire::{
+use pkthdr::{
     ArpPacket, ArpRepr, EtherType, EthernetFrame, IcmpPacket, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, TcpPacket,
     UdpPacket,
 };

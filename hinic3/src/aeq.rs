@@ -4,15 +4,15 @@
 
 use std::sync::Arc;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::barrier::{dma_rmb, mb};
+use drvkit::dma::DmaMapper;
+use drvkit::reg::Field;
 use hugepage::Allocator;
-use pktio::bar::RegisterSpace;
-use pktio::barrier::{dma_rmb, mb};
-use pktio::dma::DmaMapper;
-use pktio::reg::Field;
 use pktio::Result;
 
 use crate::regs::{self, aeq_ci, aeq_ctrl0, aeq_ctrl1, BeRegs};
-use pktio::dma::DmaArea;
+use drvkit::dma::DmaArea;
 
 /// Elements per AEQ (DPDK's length, docs/hw/hinic3.md §15).
 pub const AEQ_LEN: usize = 64;

@@ -5,18 +5,18 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use drvkit::bar::RegisterSpace;
+use drvkit::barrier::{dma_rmb, dma_wmb};
+use drvkit::dma::DmaMapper;
+use drvkit::reg::{bit, Field};
 use hugepage::Allocator;
-use pktio::bar::RegisterSpace;
-use pktio::barrier::{dma_rmb, dma_wmb};
-use pktio::dma::DmaMapper;
-use pktio::reg::{bit, Field};
 use pktio::Result;
 
 use crate::ctx::to_cmdq_buf;
 use crate::doorbell::{self, DbKind};
 use crate::error::Error;
 use crate::regs::DB_PAGE_CMDQ;
-use pktio::dma::DmaArea;
+use drvkit::dma::DmaArea;
 
 /// WQEs per command queue (DPDK's depth, docs/hw/hinic3.md §15).
 pub const CMDQ_DEPTH: usize = 64;

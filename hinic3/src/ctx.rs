@@ -1,7 +1,7 @@
 //! SQ and RQ contexts (docs/hw/hinic3.md §9) and the command-queue data buffers that carry them (§8.6): built as
 //! little-endian dwords, then swapped per dword into the big-endian buffer ([`to_cmdq_buf`], the one place).
 
-use pktio::reg::Field;
+use drvkit::reg::Field;
 
 use crate::desc::RQ_WQE_TYPE_NORMAL;
 

@@ -3,7 +3,7 @@
 //! SQ's 16-byte WQEBBs (control, task, buffer descriptor), the normal 16-byte RQ WQE and the 32-byte RX CQE, with every
 //! field named.
 
-use pktio::reg::{bit, Field};
+use drvkit::reg::{bit, Field};
 
 /// One 16-byte SQ WQEBB as four little-endian dwords (docs/hw/hinic3.md §10.2).
 #[repr(C, align(16))]

@@ -1,8 +1,8 @@
 //! Doorbells (docs/hw/hinic3.md §8.4, §10.1): one native little-endian 64-bit store at `page + (PI & 0xFF) * 8`, the
 //! low dword the information word, the high dword PI bits 15:8.
 
-use pktio::bar::RegisterSpace;
-use pktio::reg::Field;
+use drvkit::bar::RegisterSpace;
+use drvkit::reg::Field;
 
 use crate::regs::DB_PAGE;
 

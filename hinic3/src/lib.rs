@@ -21,7 +21,7 @@
 //! - [`PCI_DRIVERS`]: `net_hinic3`, for an application's [`pktio::driver::Registry`].
 //!
 //! ```no_run
-//! # fn demo(vfio: &pktio::vfio::Vfio, pool: mempool::Mempool) -> pktio::Result<()> {
+//! # fn demo(vfio: &drvkit::vfio::Vfio, pool: mempool::Mempool) -> pktio::Result<()> {
 //! use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
 //! let addr = "0000:3b:00.0".parse().unwrap();
 //! let mut port = hinic3::open_vfio(vfio, addr, hugepage::Allocator::no_huge())?;
@@ -34,10 +34,10 @@
 //! # Ok(()) }
 //! ```
 //!
-//! A device model's glue calls [`Hinic3::new`] with its register spaces ([`Bars`]), a [`pktio::dma::DmaMapper`], a
+//! A device model's glue calls [`Hinic3::new`] with its register spaces ([`Bars`]), a [`drvkit::dma::DmaMapper`], a
 //! [`hugepage::Allocator`] and [`Options`] (with [`Timing::fast`] where the model answers at once).
 //!
-//! Barriers come from [`pktio::barrier`], which has the aarch64 (Kunpeng) `dmb` forms; nothing here is x86-only.
+//! Barriers come from [`drvkit::barrier`], which has the aarch64 (Kunpeng) `dmb` forms; nothing here is x86-only.
 //!
 //! Not supported: VFs (0x375F), the feature-gated formats of docs/hw/hinic3.md §12a (compact CQE, compact-task TX, the
 //! enhanced command queue, HTN commands: declined at negotiation or refused), LRO, interrupts, CEQs, direct WQEs,
@@ -66,15 +66,15 @@ pub mod tx;
 pub use dev::{open_vfio, Bars, Hinic3, Hinic3RxQueue, Hinic3TxQueue, Identity, Options, QueueHandle, Timing};
 pub use error::{module_name, status_name, Error};
 
+use drvkit::pci::PciId;
 use pktio::driver::{PciDriver, PciProbe};
-use pktio::pci::PciId;
 use pktio::EthDev;
 
 /// The PCI driver of this crate: `net_hinic3`, IDs from [`PCI_IDS`].
 pub static PCI_DRIVERS: &[PciDriver] = &[PciDriver { name: "net_hinic3", ids: &HINIC3_IDS, probe: probe_hinic3 }];
 
 /// [`PCI_IDS`] as PCI IDs, so there is one table to edit.
-static HINIC3_IDS: [PciId; PCI_IDS.len()] = pktio::pci_ids_of!(PCI_IDS);
+static HINIC3_IDS: [PciId; PCI_IDS.len()] = drvkit::pci_ids_of!(PCI_IDS);
 
 /// A hinic3 PF through the application's VFIO container and DMA memory.
 fn probe_hinic3(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {

@@ -7,17 +7,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use drvkit::bar::RegisterSpace;
+use drvkit::barrier::{dma_rmb, dma_wmb};
+use drvkit::dma::DmaMapper;
+use drvkit::reg::Field;
 use hugepage::Allocator;
-use pktio::bar::RegisterSpace;
-use pktio::barrier::{dma_rmb, dma_wmb};
-use pktio::dma::DmaMapper;
-use pktio::reg::Field;
 use pktio::Result;
 
 use crate::aeq::{desc, Aeq, AeqElem};
 use crate::error::{module_name, status_name, Error};
 use crate::regs::{self, mbox_ctrl, mbox_int, BeRegs};
-use pktio::dma::DmaArea;
+use drvkit::dma::DmaArea;
 
 /// Header fields (docs/hw/hinic3.md §6.1).
 pub mod hdr {

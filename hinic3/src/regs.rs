@@ -1,14 +1,14 @@
 //! The function CSRs of the cfg BAR and the election registers of the mgmt BAR (docs/hw/hinic3.md §2, §3), named as the
 //! notes name them, and [`BeRegs`]: the typed access through which all of them are read and written, in CPU order
-//! (their big-endian byte order, docs/hw/hinic3.md §0.1, is converted in pktio's `Regs`). No other code swaps
+//! (their big-endian byte order, docs/hw/hinic3.md §0.1, is converted in drvkit's `Regs`). No other code swaps
 //! register bytes.
 
-pub use pktio::reg::{bit, Field, Reg};
+pub use drvkit::reg::{bit, Field, Reg};
 
 /// Typed access to a big-endian register space (the cfg BAR, the mgmt BAR): every value the driver sees or writes
-/// is in CPU order; the bus carries it big-endian (docs/hw/hinic3.md §0.1). pktio's [`Regs`](pktio::reg::Regs)
+/// is in CPU order; the bus carries it big-endian (docs/hw/hinic3.md §0.1). drvkit's [`Regs`](drvkit::reg::Regs)
 /// does the conversion.
-pub type BeRegs<R> = pktio::reg::Regs<R, true>;
+pub type BeRegs<R> = drvkit::reg::Regs<R, true>;
 
 /// FUNC_ATTR0: identity (docs/hw/hinic3.md §3.1).
 pub const FUNC_ATTR0: Reg = Reg(0x000);
@@ -186,7 +186,7 @@ pub const DB_PAGE_RQ: usize = 2;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pktio::bar::RegisterSpace;
+    use drvkit::bar::RegisterSpace;
     use std::sync::{Arc, Mutex};
 
     /// Words as the bus carries them.

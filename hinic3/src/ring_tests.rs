@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use drvkit::dma::{DmaMapper, IdentityMapper};
 use hugepage::Allocator;
 use mempool::{ol_flags, ptype, Mempool, PacketBatch, PoolConfig, TxOffload};
-use pktio::dma::{DmaMapper, IdentityMapper};
 use pktio::{RxQueue, TxQueue};
 
 use crate::desc::{cqe, RqWqe, RxCqe, SqWqebb};

@@ -10,17 +10,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::barrier::dma_wmb;
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch, RxRearm};
-use pktio::bar::RegisterSpace;
-use pktio::barrier::dma_wmb;
-use pktio::dma::{DmaMapper, DmaMapping};
 use pktio::stats::{Counter, RxQueueStats};
 use pktio::{Error, Result, RxQueue};
 
 use crate::desc::{cqe, hi_lo, rx_flags, RqWqe, RxCqe, CQE_SIZE, RQ_WQE_SHIFT};
 use crate::doorbell::{self, DbKind};
-use pktio::dma::DmaArea;
+use drvkit::dma::DmaArea;
 
 /// The mbuf flags of a checksum-error completion.
 const CSUM_BAD: u64 = ol_flags::RX_IP_CKSUM_BAD | ol_flags::RX_L4_CKSUM_BAD;
@@ -178,7 +178,7 @@ impl<D: RegisterSpace> RxRing<D> {
             headroom,
             rearm,
             memo: Memo::NONE,
-            avx: pktio::ring::cpu_has_avx(),
+            avx: ringkit::cpu_has_avx(),
             pool: setup.pool.clone(),
             db: setup.db.clone(),
             db_info: doorbell::info(DbKind::Rq, setup.queue, 0),

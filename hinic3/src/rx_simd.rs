@@ -101,7 +101,7 @@ unsafe fn rx_groups_body<const AVX: bool>(
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use crate::desc::cqe;
-    use pktio::barrier::dma_rmb;
+    use drvkit::barrier::dma_rmb;
 
     // The CQE's first 16 bytes as eight 16-bit words: 0-1 status, 2 VLAN, 3 length, 4-5 offload word, 6-7 RSS hash.
     const _: () = assert!(cqe::VLAN.lo == 0 && cqe::LEN.lo == 16 && cqe::LEN.width == 16);
@@ -275,7 +275,7 @@ mod tests {
     /// The builds to check: SSE2 always, AVX where the CPU has it (elsewhere no groups are taken).
     fn builds() -> Vec<bool> {
         if cfg!(target_arch = "x86_64") {
-            if pktio::ring::cpu_has_avx() {
+            if ringkit::cpu_has_avx() {
                 vec![false, true]
             } else {
                 vec![false]

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use pktio::bar::RegisterSpace;
+use drvkit::bar::RegisterSpace;
 
 use crate::doorbell::PI_HI;
 use crate::regs::{attr1, attr2, DB_PAGE};

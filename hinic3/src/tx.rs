@@ -7,17 +7,17 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::barrier::{dma_rmb, dma_wmb};
+use drvkit::dma::DmaMapper;
 use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
-use pktio::bar::RegisterSpace;
-use pktio::barrier::{dma_rmb, dma_wmb};
-use pktio::dma::DmaMapper;
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
 
 use crate::desc::{ctrl, queue_info, task, SqWqebb};
 use crate::doorbell::{self, DbKind};
-use pktio::dma::DmaArea;
+use drvkit::dma::DmaArea;
 
 /// Clean when fewer WQEBBs than this are free.
 pub const TX_FREE_THRESH: usize = 64;
@@ -527,8 +527,8 @@ impl<D: RegisterSpace> Drop for TxRing<D> {
 mod tests {
     use super::*;
     use crate::testing::FakeDb;
+    use drvkit::dma::IdentityMapper;
     use mempool::PoolConfig;
-    use pktio::dma::IdentityMapper;
 
     /// A batch with an offloaded packet and an empty one inside groups of four: the groups stop before them, the
     /// packets around them still go out as compact WQEs in order, the offloaded one as an extended WQE, the empty one

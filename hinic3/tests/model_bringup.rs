@@ -7,11 +7,11 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
+use drvkit::bar::RegisterSpace;
 use hinic3::{Bars, Hinic3, Options, Timing};
 use hugepage::Allocator;
 use nicsim::sp670::module;
 use nicsim::{Sp670, Sp670Bar, Sp670Config};
-use pktio::bar::RegisterSpace;
 use pktio::{EthDev, PortConfig};
 
 #[test]

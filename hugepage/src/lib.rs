@@ -19,7 +19,7 @@
 //! ```
 //!
 //! When hugepages are missing, [`Error::NotEnoughHugepages`] names the exact command that reserves them. The
-//! `hugepages` binary ([`cli`]) shows, reserves, clears and mounts them per NUMA node, like `dpdk-hugepages.py`:
+//! `hugepages` tool (its logic is [`cli`]; the binary is in the tools crate) shows, reserves, clears and mounts them per NUMA node, like `dpdk-hugepages.py`:
 //! `hugepages --setup 1G` then `hugepages --show`. Tests that need real hugepages use [`testing::reserve`].
 //!
 //! Not supported yet: placing memory on a chosen NUMA node (pages come from wherever the kernel finds them), page

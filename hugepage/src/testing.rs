@@ -1,4 +1,4 @@
-//! Help for tests that need real hugepages.
+//! Help for tests that need real hugepages, and fake sysfs trees ([`fake_sysfs`]) for those that must not.
 //!
 //! Tests that reserve hugepages (write `nr_hugepages`) must not race each other, in this process or in another test
 //! binary running at the same time: [`reserve`] takes a machine-wide lock (`flock` on [`LOCK_PATH`]) for as long as
@@ -110,4 +110,35 @@ pub fn reserve(size: PageSize, pages: usize) -> Result<HugepageGuard, String> {
         return Err(format!("{pages} free {size} hugepages needed; the kernel reserved only {got} of {want}"));
     }
     Ok(guard)
+}
+
+fn write_counts(dir: &Path, total: usize, free: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("nr_hugepages"), format!("{total}\n")).unwrap();
+    std::fs::write(dir.join("free_hugepages"), format!("{free}\n")).unwrap();
+    std::fs::write(dir.join("surplus_hugepages"), "0\n").unwrap();
+}
+
+/// A fake sysfs root for tests of what reads and writes hugepage counts (this crate's sysfs code, the `hugepages`
+/// tool): `kernel/mm/hugepages` with 2M and 1G sizes (plus an unsupported 64K size), and `nodes.len()` NUMA nodes
+/// whose 2M/1G counts are `(total, free)` pairs. Panics if the tree cannot be written.
+pub fn fake_sysfs(root: &Path, nodes: &[[(usize, usize); 2]]) {
+    let system = root.join("kernel/mm/hugepages");
+    let sum = |i: usize| nodes.iter().fold((0, 0), |(t, f), n| (t + n[i].0, f + n[i].1));
+    for (i, kib) in [2048, 1048576].into_iter().enumerate() {
+        let (t, f) = sum(i);
+        let dir = system.join(format!("hugepages-{kib}kB"));
+        write_counts(&dir, t, f);
+        std::fs::write(dir.join("resv_hugepages"), "0\n").unwrap();
+        std::fs::write(dir.join("nr_overcommit_hugepages"), "0\n").unwrap();
+    }
+    write_counts(&system.join("hugepages-64kB"), 0, 0);
+    let node_root = root.join("devices/system/node");
+    std::fs::create_dir_all(&node_root).unwrap();
+    std::fs::write(node_root.join("online"), "0\n").unwrap();
+    for (n, counts) in nodes.iter().enumerate() {
+        for (i, kib) in [2048, 1048576].into_iter().enumerate() {
+            write_counts(&node_root.join(format!("node{n}/hugepages/hugepages-{kib}kB")), counts[i].0, counts[i].1);
+        }
+    }
 }

@@ -1,15 +1,14 @@
-//! The `hugepages` tool against a fake sysfs tree and a fake mount table: the library entry point and the binary.
+//! The `hugepages` tool's logic against a fake sysfs tree and a fake mount table (the binary's own test is in the
+//! tools crate, which builds it).
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
-use common::{fake_sysfs, read, TempDir};
+use common::{read, TempDir};
 use hugepage::cli::{self, CliError, Host};
+use hugepage::testing::fake_sysfs;
 
 struct Fake {
-    dir: TempDir,
+    _dir: TempDir,
     host: Host,
 }
 
@@ -19,7 +18,7 @@ fn fake(tag: &str, nodes: &[[(usize, usize); 2]], mounts: &str) -> Fake {
     fake_sysfs(&sysfs, nodes);
     let table = dir.path().join("mounts");
     std::fs::write(&table, mounts).unwrap();
-    Fake { host: Host { sysfs, mounts: table }, dir }
+    Fake { host: Host { sysfs, mounts: table }, _dir: dir }
 }
 
 fn run(f: &Fake, args: &[&str]) -> (Result<(), CliError>, String, String) {
@@ -173,45 +172,4 @@ fn help_and_no_arguments_print_usage() {
         assert!(out.starts_with("Usage: hugepages"), "{out}");
         assert!(out.contains("--reserve SIZE") && out.contains("--setup SIZE"), "{out}");
     }
-}
-
-fn binary(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hugepages")).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
-
-#[test]
-fn binary_exit_codes_and_messages() {
-    let f = fake("bin", &[[(2, 1), (0, 0)]], MOUNTS);
-    let sysfs = f.host.sysfs.to_str().unwrap();
-    let mounts = f.host.mounts.to_str().unwrap();
-
-    let (code, out, err) = binary(&["--sysfs-root", sysfs, "--proc-mounts", mounts, "--show"]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("/dev/hugepages  pagesize=2M"), "{out}");
-
-    let (code, out, _) = binary(&["-h"]);
-    assert_eq!(code, 0);
-    assert!(out.starts_with("Usage: hugepages"));
-
-    for args in [&["--reserve", "12"][..], &["--bogus"], &["--pagesize"], &["--pages", "1", "--node"]] {
-        let (code, out, err) = binary(args);
-        assert_eq!(code, 2, "{args:?}: {err}");
-        assert!(out.is_empty(), "{args:?}: {out}");
-        assert!(err.starts_with("hugepages: ") && err.contains("Try `hugepages --help`."), "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{args:?}: {err}");
-    }
-
-    let (code, _, err) = binary(&["--sysfs-root", sysfs, "--pages", "1", "--node", "5"]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("NUMA node 5 does not exist"), "{err}");
-
-    let (code, _, err) = binary(&["--sysfs-root", sysfs, "--proc-mounts", mounts, "--pages", "3"]);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(read(Path::new(sysfs).join("kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")), "3");
-    drop(f.dir);
 }

@@ -2,8 +2,9 @@
 
 mod common;
 
-use common::{fake_sysfs, read, TempDir};
+use common::{read, TempDir};
 use hugepage::sysfs::{self, NodeHugepages};
+use hugepage::testing::fake_sysfs;
 use hugepage::{Error, PageSize};
 
 #[test]

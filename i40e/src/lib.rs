@@ -6,10 +6,10 @@
 //! its Host Memory Cache. The driver reads identity, MAC address, capabilities, queue counts and firmware/API
 //! versions from the device and assumes none of them.
 //!
-//! The driver is generic over its register space ([`pktio::bar::RegisterSpace`]): the same code runs against a
+//! The driver is generic over its register space ([`drvkit::bar::RegisterSpace`]): the same code runs against a
 //! VFIO-mapped BAR (IOMMU or no-IOMMU) or a behavioural model's registers. DMA memory (admin-queue rings and
 //! buffers, HMC backing pages, descriptor rings) comes from a [`hugepage::Allocator`] and is made reachable through
-//! a [`pktio::dma::DmaMapper`].
+//! a [`drvkit::dma::DmaMapper`].
 //!
 //! - [`regs`]: typed registers, named as in docs/hw/i40e.md.
 //! - [`adminq`]: the admin queue (send and receive rings, direct and indirect commands) and, in
@@ -25,9 +25,9 @@
 //! - [`PCI_DRIVERS`]: `net_i40e`, for an application's [`pktio::driver::Registry`].
 //!
 //! ```no_run
-//! # fn demo(bar: std::sync::Arc<pktio::bar::MmioBar>, pool: mempool::Mempool) -> pktio::Result<()> {
+//! # fn demo(bar: std::sync::Arc<drvkit::bar::MmioBar>, pool: mempool::Mempool) -> pktio::Result<()> {
 //! use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
-//! let mapper = std::sync::Arc::new(pktio::dma::IdentityMapper);
+//! let mapper = std::sync::Arc::new(drvkit::dma::IdentityMapper);
 //! let mut port = i40e::I40e::new(bar, mapper, hugepage::Allocator::no_huge(), i40e::Options::new("0000:3b:00.0"))?;
 //! port.configure(&PortConfig::default())?;
 //! port.start(&pool)?;
@@ -68,15 +68,15 @@ pub mod tx;
 pub use dev::{max_speed_of, open_vfio, I40e, I40eRxQueue, I40eTxQueue, Identity, MainVsi, Options, Timing, PCI_IDS};
 pub use error::Error;
 
+use drvkit::pci::PciId;
 use pktio::driver::{PciDriver, PciProbe};
-use pktio::pci::PciId;
 use pktio::EthDev;
 
 /// The PCI driver of this crate: `net_i40e`, IDs from [`PCI_IDS`].
 pub static PCI_DRIVERS: &[PciDriver] = &[PciDriver { name: "net_i40e", ids: &I40E_IDS, probe: probe_i40e }];
 
 /// [`PCI_IDS`] without the speeds, built at compile time so there is one table to edit.
-static I40E_IDS: [PciId; PCI_IDS.len()] = pktio::pci_ids_of!(PCI_IDS);
+static I40E_IDS: [PciId; PCI_IDS.len()] = drvkit::pci_ids_of!(PCI_IDS);
 
 /// A 700-series PF through the application's VFIO container and DMA memory.
 fn probe_i40e(ctx: &PciProbe<'_>) -> pktio::Result<Box<dyn EthDev>> {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use pktio::bar::RegisterSpace;
+use drvkit::bar::RegisterSpace;
 
 use crate::regs::{self, gllan_txpre_qdis, qena, PollTimeout, Regs};
 

@@ -3,7 +3,7 @@
 //!
 //! Driver logic never uses a naked mask: it names a [`Reg`], a bit constant or a [`Field`] from here.
 
-pub use pktio::reg::{bit, Field, PollTimeout, Reg, Regs};
+pub use drvkit::reg::{bit, Field, PollTimeout, Reg, Regs};
 
 // ---- docs/hw/i40e.md §4 reset, §3 firmware state ----
 

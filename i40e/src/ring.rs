@@ -1,10 +1,10 @@
 //! What RX and TX rings share: the ring settings and the sizes the hardware takes (index arithmetic is
-//! [`pktio::ring::idx`]).
+//! [`ringkit::idx`]).
 
 use crate::queue::QueueTiming;
 
-/// Ring index arithmetic (shared with every driver: [`pktio::ring::idx`]).
-pub use pktio::ring::idx;
+/// Ring index arithmetic (shared with every driver: [`ringkit::idx`]).
+pub use ringkit::idx;
 
 /// Ring sizes the hardware takes (docs/hw/i40e.md §15): 64 to 8160 descriptors, a multiple of 32.
 pub const RING_MIN: u16 = 64;

@@ -11,14 +11,14 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::barrier::{dma_rmb, dma_wmb};
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::Allocator;
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch};
-use pktio::bar::RegisterSpace;
-use pktio::barrier::{dma_rmb, dma_wmb};
-use pktio::dma::{DmaMapper, DmaMapping};
-use pktio::ring::{RxBuffers, RxDescriptor};
 use pktio::stats::RxQueueStats;
 use pktio::{Error, Result, RxQueue};
+use ringkit::{RxBuffers, RxDescriptor};
 
 use crate::desc::{rx, RxDesc};
 use crate::hmc::{LanHmc, RxQueueContext, CTX_BASE_UNIT, DBUFF_UNIT};
@@ -29,7 +29,7 @@ use crate::rx_flags::RxMemo;
 #[cfg(target_arch = "x86_64")]
 use crate::rx_simd::rx_fast_run_avx;
 use crate::rx_simd::{rx_fast_run, rx_qw1};
-use pktio::dma::DmaArea;
+use drvkit::dma::DmaArea;
 
 /// Largest RX data buffer (docs/hw/i40e.md §15: a multiple of 128, at most 16 KiB − 128).
 pub const MAX_RX_BUF: u32 = 16 * 1024 - 128;
@@ -158,7 +158,7 @@ impl<R: RegisterSpace> RxRing<R> {
             bufs,
             max_len: buf as u16,
             memo: RxMemo::of(0),
-            avx: pktio::ring::cpu_has_avx(),
+            avx: ringkit::cpu_has_avx(),
             pending: None,
             pending_bad: false,
             tail_reg: regs::qrx_tail(q).0,

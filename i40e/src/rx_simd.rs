@@ -7,8 +7,8 @@ use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use drvkit::barrier::dma_rmb;
 use mempool::{Mbuf, MbufHeader};
-use pktio::barrier::dma_rmb;
 
 use crate::desc::{rx, RxDesc};
 use crate::rx_flags::{RxMemo, KEY};

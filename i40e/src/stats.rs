@@ -3,7 +3,7 @@
 //! and a 64-bit total of the differences modulo the width: the first reading is the offset, later ones add what
 //! changed, wraps included (as long as a counter is read at least once per wrap).
 
-use pktio::bar::RegisterSpace;
+use drvkit::bar::RegisterSpace;
 
 use crate::regs::{self, Regs};
 

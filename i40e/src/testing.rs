@@ -5,12 +5,12 @@
 //!
 //! This is not a model of the X710 (that lives in `nicsim`, written independently): it answers only the commands
 //! this driver sends, in the simplest way, and it does no packet DMA. Tests and the benchmark play the data path
-//! themselves through the ring addresses the driver programmed (IOVA = VA with [`pktio::dma::IdentityMapper`]).
+//! themselves through the ring addresses the driver programmed (IOVA = VA with [`drvkit::dma::IdentityMapper`]).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
-use pktio::bar::RegisterSpace;
+use drvkit::bar::RegisterSpace;
 
 use crate::adminq::cmds::{self, flags, Opcode};
 use crate::adminq::{AqDesc, DESC_LEN, RING_LEN};

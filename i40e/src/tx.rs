@@ -1,5 +1,5 @@
 //! The TX ring (docs/hw/i40e.md §9.2, §10.3, §11): 16-byte data descriptors on the shared TX core
-//! ([`pktio::ring::TxCore`]: the common burst four at a time, RS on the packet that completes each group of
+//! ([`ringkit::TxCore`]: the common burst four at a time, RS on the packet that completes each group of
 //! `rs_thresh` descriptors, the cleanup of a group once its RS descriptor reads DTYPE 0xF, one QTX_TAIL write per
 //! burst after a store fence); here the descriptor layout, the plain test, checksum offload in the data
 //! descriptor's command and offset fields, TSO context descriptors and the queue context.
@@ -12,20 +12,20 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
-use pktio::bar::RegisterSpace;
-use pktio::dma::{DmaMapper, DmaMapping};
-use pktio::ring::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
+use ringkit::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 
 use crate::desc::{tx, TxDesc};
 use crate::hmc::{LanHmc, TxQueueContext, CTX_BASE_UNIT};
 use crate::queue::switch_tx;
 use crate::regs::{self, qtx_ctl, PollTimeout, Regs};
 use crate::ring::RingConfig;
-use pktio::dma::DmaArea;
+use drvkit::dma::DmaArea;
 
 /// Offload flags the data descriptor carries (checksums, VLAN insertion) or that need a context descriptor (TSO).
 const TX_OFFLOAD_FLAGS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_flags::TX_VLAN | ol_flags::TX_TCP_SEG;

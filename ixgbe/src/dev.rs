@@ -4,10 +4,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::DmaMapper;
 use hugepage::Allocator;
 use mempool::Mempool;
-use pktio::bar::RegisterSpace;
-use pktio::dma::DmaMapper;
 use pktio::{
     offload, DescLimits, DevInfo, Error, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result,
     RssConfig, RssHashFunctions, RxQueue, TxQueue, XStat,
@@ -1257,11 +1257,11 @@ impl<R: RegisterSpace> Drop for Ixgbe<R> {
 /// enables bus mastering, maps BAR0 and brings the port up. Rings come from `allocator`; rings and mempools are
 /// mapped in the device's container.
 pub fn open_vfio(
-    vfio: &pktio::vfio::Vfio,
-    addr: pktio::pci::PciAddress,
+    vfio: &drvkit::vfio::Vfio,
+    addr: drvkit::pci::PciAddress,
     allocator: Allocator,
-) -> Result<Ixgbe<pktio::vfio::VfioBar>> {
-    use pktio::pci::ConfigSpace;
+) -> Result<Ixgbe<drvkit::vfio::VfioBar>> {
+    use drvkit::pci::ConfigSpace;
     let dev = vfio.open_device(addr)?;
     let cfg = |e: std::io::Error| Error::os(format!("{addr}: PCI config space"), e);
     let (vendor, device) = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);

@@ -12,10 +12,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::DmaMapper;
 use hugepage::Allocator;
 use mempool::Mempool;
-use pktio::bar::RegisterSpace;
-use pktio::dma::DmaMapper;
 use pktio::{
     offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result,
     RssHashFunctions, RxQueue, TxQueue, XStat,
@@ -627,11 +627,11 @@ impl<R: RegisterSpace> Drop for Igb<R> {
 /// Opens the 82576 at `addr` through VFIO: enables bus mastering, maps BAR0, resets it and restarts PHY
 /// auto-negotiation (poll [`EthDev::link`]: QEMU's model brings the link up about 500 ms later).
 pub fn open_vfio(
-    vfio: &pktio::vfio::Vfio,
-    addr: pktio::pci::PciAddress,
+    vfio: &drvkit::vfio::Vfio,
+    addr: drvkit::pci::PciAddress,
     allocator: Allocator,
-) -> Result<Igb<pktio::vfio::VfioBar>> {
-    use pktio::pci::ConfigSpace;
+) -> Result<Igb<drvkit::vfio::VfioBar>> {
+    use drvkit::pci::ConfigSpace;
     let dev = vfio.open_device(addr)?;
     let cfg = |e: std::io::Error| pktio::Error::os(format!("{addr}: PCI config space"), e);
     let id = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);
@@ -652,8 +652,8 @@ mod tests {
     use super::*;
     use crate::desc::{rx, tx, RxDesc, RxWriteback, TxDesc};
     use crate::testing::FakeRegs;
+    use drvkit::dma::IdentityMapper;
     use mempool::{ol_flags, PacketBatch, PoolConfig};
-    use pktio::dma::IdentityMapper;
 
     #[test]
     fn igb_bring_up_and_one_packet_each_way_on_the_shared_rings() {

@@ -1,11 +1,11 @@
 //! A pure-Rust poll-mode driver for Intel X540 (and 82599/X520) 10 GbE NICs, and an 82576 (igb) variant that
 //! shares its advanced-descriptor ring code.
 //!
-//! The driver is generic over its register space ([`pktio::bar::RegisterSpace`]): the same code runs against a
-//! VFIO-mapped BAR ([`pktio::bar::MmioBar`]) or a behavioural model's registers. DMA memory for the rings comes
-//! from a [`hugepage::Allocator`] and is made reachable through a [`pktio::dma::DmaMapper`] (the IOMMU on
+//! The driver is generic over its register space ([`drvkit::bar::RegisterSpace`]): the same code runs against a
+//! VFIO-mapped BAR ([`drvkit::bar::MmioBar`]) or a behavioural model's registers. DMA memory for the rings comes
+//! from a [`hugepage::Allocator`] and is made reachable through a [`drvkit::dma::DmaMapper`] (the IOMMU on
 //! hardware, the model's IOVA map in tests); the mempool the port is started with is mapped the same way. Each
-//! ring keeps its [`pktio::dma::DmaMapping`] guards (its descriptor memory, the pool) and drops them only after its
+//! ring keeps its [`drvkit::dma::DmaMapping`] guards (its descriptor memory, the pool) and drops them only after its
 //! queue is disabled; the guards own the memory, so nothing the device may reach is freed while mapped.
 //!
 //! - [`regs`]: typed registers (offsets, per-queue formulas, bits and fields named as in docs/hw/ixgbe.md).
@@ -21,10 +21,10 @@
 //! `simports`): this crate needs `nicsim` only for its tests.
 //!
 //! ```no_run
-//! # fn demo(bar: std::sync::Arc<pktio::bar::MmioBar>, pool: mempool::Mempool) -> pktio::Result<()> {
+//! # fn demo(bar: std::sync::Arc<drvkit::bar::MmioBar>, pool: mempool::Mempool) -> pktio::Result<()> {
 //! use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
 //! let allocator = hugepage::Allocator::no_huge();
-//! let mapper = std::sync::Arc::new(pktio::dma::IdentityMapper);
+//! let mapper = std::sync::Arc::new(drvkit::dma::IdentityMapper);
 //! let mut port = ixgbe::Ixgbe::new(bar, mapper, allocator, ixgbe::Options::new("0000:01:00.0", ixgbe::MacType::X540))?;
 //! port.configure(&PortConfig::default())?;
 //! port.start(&pool)?;
@@ -58,8 +58,8 @@ pub use dev::{
 };
 pub use error::Error;
 
+use drvkit::pci::PciId;
 use pktio::driver::{PciDriver, PciProbe};
-use pktio::pci::PciId;
 use pktio::EthDev;
 
 /// The PCI drivers of this crate: X540/82599 (`net_ixgbe`, IDs from [`PCI_IDS`]) and the 82576 (`net_igb`).
@@ -69,7 +69,7 @@ pub static PCI_DRIVERS: &[PciDriver] = &[
 ];
 
 /// [`PCI_IDS`] without the MAC types, built at compile time so there is one table to edit.
-static IXGBE_IDS: [PciId; PCI_IDS.len()] = pktio::pci_ids_of!(PCI_IDS);
+static IXGBE_IDS: [PciId; PCI_IDS.len()] = drvkit::pci_ids_of!(PCI_IDS);
 
 /// Device arguments (`-a ADDRESS,key=value`) these drivers take: none. DPDK's ixgbe and igb keys tune features this
 /// driver does not have (SR-IOV, fiber SDP3 handling), so any key is refused before the device is touched rather
@@ -106,13 +106,13 @@ mod tests {
     /// `-a ADDRESS,key=value` reaches the probe, which refuses a key it does not know before opening anything.
     #[test]
     fn the_probe_rejects_unknown_devargs_before_touching_the_device() {
-        use pktio::pci::fake::{FakeDevice, FakeSysfs};
-        use pktio::vfio::{Vfio, VfioConfig};
+        use drvkit::pci::fake::{FakeDevice, FakeSysfs};
+        use drvkit::vfio::{Vfio, VfioConfig};
         let fake = FakeSysfs::new("ixgbe-devargs");
         fake.add_device(&FakeDevice::net("0000:00:04.0", 0x8086, 0x1528).driver("vfio-pci").iommu_group(4));
         let sysfs = fake.sysfs();
         let device = sysfs.device("00:04.0".parse().unwrap()).unwrap();
-        let fake_vfio = std::sync::Arc::new(pktio::vfio::fake::FakeVfio::new());
+        let fake_vfio = std::sync::Arc::new(drvkit::vfio::fake::FakeVfio::new());
         let vfio = Vfio::with_parts(fake_vfio.clone(), sysfs, VfioConfig::default());
         let allocator = hugepage::Allocator::no_huge();
         let driver =

@@ -7,10 +7,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use drvkit::bar::RegisterSpace;
 use mempool::PacketBatch;
 use nicsim::x540::regs::{AUTOC, AUTOC_LMS_MASK, AUTOC_LMS_SHIFT, ESDP, ESDP_SDP3, LMS_10G_SERIAL};
 use nicsim::{Chip, Fault, X540Config};
-use pktio::bar::RegisterSpace;
 use pktio::{EthDev, MacAddr, PortConfig, RxQueue, TxQueue};
 
 fn cfg() -> X540Config {

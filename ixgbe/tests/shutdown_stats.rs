@@ -5,10 +5,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use drvkit::bar::RegisterSpace;
 use mempool::{Mempool, PacketBatch};
 use nicsim::x540::regs::{ESDP, ESDP_SDP3};
 use nicsim::X540Config;
-use pktio::bar::RegisterSpace;
 use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
 
 fn small() -> PortConfig {

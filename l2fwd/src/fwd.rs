@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use mempool::PacketBatch;
+use pkthdr::EthernetFrame;
 use pktio::capture::QueueTap;
 use pktio::stats::Counter;
-use pktio::wire::EthernetFrame;
 use pktio::{MacAddr, RxQueue, TxQueue};
 
 /// Packets per RX burst (DPDK's MAX_PKT_BURST).

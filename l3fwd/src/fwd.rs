@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use mempool::{Mbuf, PacketBatch};
+use pkthdr::{EtherType, EthernetFrame, Ipv4Packet, Ipv6Packet};
 use pktio::capture::QueueTap;
 use pktio::stats::Counter;
-use pktio::wire::{self, EtherType, EthernetFrame, Ipv4Packet, Ipv6Packet};
 use pktio::{RxQueue, TxQueue};
 
 use crate::lookup::{Router, NO_ROUTE};
@@ -54,12 +54,12 @@ impl Drop {
     }
 }
 
-fn drop_of(e: wire::Error) -> Drop {
+fn drop_of(e: pkthdr::Error) -> Drop {
     match e {
-        wire::Error::Truncated { .. } => Drop::Truncated,
-        wire::Error::BadVersion { .. } => Drop::BadVersion,
-        wire::Error::BadChecksum { .. } => Drop::BadChecksum,
-        wire::Error::BadLength { .. } | wire::Error::Unsupported { .. } => Drop::BadHeaderLength,
+        pkthdr::Error::Truncated { .. } => Drop::Truncated,
+        pkthdr::Error::BadVersion { .. } => Drop::BadVersion,
+        pkthdr::Error::BadChecksum { .. } => Drop::BadChecksum,
+        pkthdr::Error::BadLength { .. } | pkthdr::Error::Unsupported { .. } => Drop::BadHeaderLength,
     }
 }
 
@@ -475,7 +475,7 @@ mod tests {
         f[23] = 17;
         f[26..30].copy_from_slice(&[10, 0, 0, 1]);
         f[30..34].copy_from_slice(&dst);
-        let c = !pktio::wire::checksum::data(&f[14..34]);
+        let c = !pkthdr::checksum::data(&f[14..34]);
         f[24..26].copy_from_slice(&c.to_be_bytes());
         f
     }
@@ -508,7 +508,7 @@ mod tests {
             for id in [0u16, 1, 0x7fff, 0xfffe] {
                 let mut f = ipv4([198, 18, 0, ttl], ttl);
                 f[18..20].copy_from_slice(&id.to_be_bytes());
-                let c = !pktio::wire::checksum::data(&{
+                let c = !pkthdr::checksum::data(&{
                     let mut h = f[14..34].to_vec();
                     h[10..12].fill(0);
                     h
@@ -564,7 +564,7 @@ mod tests {
                     let mut f = ipv4([198, 18, 2, 0], 64);
                     f[26..30].copy_from_slice(&[198, 18, 2, 1]);
                     f[34..38].copy_from_slice(&[0, 9, 0, 9]);
-                    let c = !pktio::wire::checksum::data(&{
+                    let c = !pkthdr::checksum::data(&{
                         let mut h = f[14..34].to_vec();
                         h[10..12].fill(0);
                         h
@@ -674,7 +674,7 @@ mod tests {
         };
         let fix_checksum = |f: &mut Vec<u8>| {
             f[24..26].fill(0);
-            let c = !pktio::wire::checksum::data(&f[14..34]);
+            let c = !pkthdr::checksum::data(&f[14..34]);
             f[24..26].copy_from_slice(&c.to_be_bytes());
         };
         let (mut taken, mut declined) = (0, 0);
@@ -693,7 +693,7 @@ mod tests {
                 1 => {
                     f[18..20].fill(0);
                     f[24..26].fill(0);
-                    let x = pktio::wire::checksum::data(&f[14..34]);
+                    let x = pkthdr::checksum::data(&f[14..34]);
                     f[18..20].copy_from_slice(&(0xffff - x).to_be_bytes());
                     let c = if r & (1 << 50) != 0 { 0xffff } else { 0 };
                     f[24..26].copy_from_slice(&u16::to_be_bytes(c));

@@ -12,6 +12,10 @@
 //! The ring is our own, not `crossbeam-queue`'s `ArrayQueue`: that has no bulk enqueue/dequeue, and the per-lcore
 //! cache and `net_ring` move whole bursts (measured: a 32-item burst through [`ring::Ring`] cost 1.1-1.8 ns per item
 //! against 22-30 ns per item pushed and popped one by one through `ArrayQueue`, one thread, release build).
+//!
+//! Not supported: buffers shared by reference (DPDK's mbuf reference count, clones, indirect and external-buffer
+//! mbufs: an [`Mbuf`] has exactly one owner), a private area per buffer, pools that grow after creation, pools on a
+//! chosen NUMA node (the memory comes from wherever [`hugepage`] finds it), and pools shared between processes.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 

@@ -499,7 +499,7 @@ impl Mempool {
     }
 
     /// The DMA memory behind the pool (for IOVA checks and DMA mapping). It is shared: a mapping guard
-    /// (`pktio::dma::DmaMapping`) holds a reference, so if the pool is dropped while still mapped, its memory stays
+    /// (`drvkit::dma::DmaMapping`) holds a reference, so if the pool is dropped while still mapped, its memory stays
     /// allocated until the guard drops (the device may still write there until then).
     pub fn memory(&self) -> &Arc<DmaMemory> {
         &self.inner().memory

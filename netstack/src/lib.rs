@@ -70,7 +70,7 @@
 //! ```
 //! use std::net::{Ipv4Addr, SocketAddrV4};
 //! use netstack::{Error, EventKind, Stack, StackConfig};
-//! use pktio::ports::ring::RingPort;
+//! use swports::ring::RingPort;
 //! use pktio::{EthDev, Mempool, PoolConfig, PortConfig};
 //!
 //! let pool = Mempool::new("doc", &PoolConfig::with_size(2048), &hugepage::Allocator::no_huge())?;

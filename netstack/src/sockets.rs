@@ -12,7 +12,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
 use mempool::Mbuf;
-use pktio::wire::{IpProtocol, Ipv4Packet, UdpPacket, UdpRepr};
+use pkthdr::{IpProtocol, Ipv4Packet, UdpPacket, UdpRepr};
 use smoltcp::iface::SocketHandle;
 use smoltcp::socket::tcp;
 use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint};

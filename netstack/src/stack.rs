@@ -6,11 +6,11 @@ use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 use mempool::{Mbuf, Mempool, PacketBatch};
-use pktio::capture::QueueTap;
-use pktio::wire::{
+use pkthdr::{
     ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr, IcmpPacket, IcmpType, IpProtocol,
     Ipv4Packet, Sum, UdpPacket,
 };
+use pktio::capture::QueueTap;
 use pktio::{MacAddr, RxQueue, TxQueue};
 use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet};
 use smoltcp::wire::{HardwareAddress, IpCidr, Ipv4Address};
@@ -622,8 +622,7 @@ impl Stack {
         let buf = m.append(len as u16)?;
         self.ip_ident = self.ip_ident.wrapping_add(1);
         let mut ip = Ipv4Packet::new_unchecked(buf);
-        pktio::wire::Ipv4Repr { src_addr: self.config.addr, dst_addr: dst, protocol, payload_len, ttl: 64 }
-            .emit(&mut ip);
+        pkthdr::Ipv4Repr { src_addr: self.config.addr, dst_addr: dst, protocol, payload_len, ttl: 64 }.emit(&mut ip);
         ip.set_ident(self.ip_ident);
         ip.set_frag(true, false, 0);
         ip.fill_checksum();

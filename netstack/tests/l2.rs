@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use common::frames::*;
 use common::*;
 use netstack::{Error, EventKind};
-use pktio::wire::{ArpOperation, EtherType, IcmpType, IpProtocol, Ipv4Packet};
+use pkthdr::{ArpOperation, EtherType, IcmpType, IpProtocol, Ipv4Packet};
 use pktio::MacAddr;
 
 const PEER: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 7);

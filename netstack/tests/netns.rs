@@ -408,7 +408,7 @@ fn a_running_server_is_captured_by_pktio_dumpcap() {
     let pcap = ns.1.join("echo.pcap");
     let td = Command::new("tcpdump").arg("-r").arg(&file).arg("-w").arg(&pcap).output().unwrap();
     assert!(td.status.success(), "tcpdump: {}", String::from_utf8_lossy(&td.stderr));
-    let frames = pktio::pcap_file::read_all(&pcap).unwrap();
+    let frames = swports::pcap_file::read_all(&pcap).unwrap();
     assert_eq!(frames.len(), 10);
     let data: Vec<u8> = (0..=255u8).cycle().take(1024).chain(*b"netstack").collect();
     let (mut requests, mut replies) = (0, 0);

@@ -176,7 +176,7 @@ fn kernel_tcp_clients_echo_through_netstack_over_veth() {
                 &Allocator::no_huge(),
             )
             .unwrap();
-            let mut port = pktio::ports::open_vdev("net_af_packet0,iface=vb").unwrap();
+            let mut port = swports::open_vdev("net_af_packet0,iface=vb").unwrap();
             port.configure(&PortConfig::default()).unwrap();
             port.start(&pool).unwrap();
             let mut config = StackConfig::new(port.mac_addr(), "10.192.0.2".parse().unwrap(), 24);

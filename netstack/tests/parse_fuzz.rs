@@ -6,7 +6,7 @@ mod common;
 
 use common::frames::*;
 use common::*;
-use pktio::wire::{ArpOperation, EtherType, IcmpType, IpProtocol, Ipv4Packet, TcpFlags, TcpPacket};
+use pkthdr::{ArpOperation, EtherType, IcmpType, IpProtocol, Ipv4Packet, TcpFlags, TcpPacket};
 use pktio::MacAddr;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;

@@ -1,12 +1,12 @@
 //! The model's side of the DMA seam: an IOVA map (what an IOMMU would hold) and the only code in the crate that
 //! touches host memory.
 //!
-//! A driver maps its rings and mempool memory through [`IovaMap`] (as a [`pktio::dma::DmaMapper`]); the model then
+//! A driver maps its rings and mempool memory through [`IovaMap`] (as a [`drvkit::dma::DmaMapper`]); the model then
 //! reads and writes host memory only by IOVA through [`IovaMap::read`] / [`IovaMap::write`] and friends. An access
 //! that is not wholly inside mapped regions is not performed: it is recorded as a [`Fault::Dma`] and the caller sees
 //! an error.
 //!
-//! A mapping lasts as long as the [`pktio::dma::DmaMapping`] guard [`IovaMap`] hands out (counted per region: the
+//! A mapping lasts as long as the [`drvkit::dma::DmaMapping`] guard [`IovaMap`] hands out (counted per region: the
 //! last guard removes it), and the map itself holds a reference to every mapped [`DmaMemory`]. Every access runs
 //! with the map's read lock held, so memory the model reaches can neither be unmapped nor freed during the access:
 //! the model, like a device, would otherwise write into whatever is there afterwards.
@@ -14,9 +14,9 @@
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::DmaMemory;
 use memmap2::MmapRaw;
-use pktio::dma::{DmaMapper, DmaMapping};
 
 use crate::fault::{Fault, FaultLog};
 
@@ -283,7 +283,7 @@ struct Piece {
 
 /// Maps into the model's IOVA map until the guard drops; the model faults on DMA anywhere else.
 impl DmaMapper for IovaMap {
-    fn map(&self, memory: &Arc<DmaMemory>) -> pktio::Result<DmaMapping> {
+    fn map(&self, memory: &Arc<DmaMemory>) -> drvkit::dma::Result<DmaMapping> {
         let owner = self.insert(memory);
         Ok(DmaMapping::new(memory.clone(), Unmap { table: self.table.clone(), owner }))
     }

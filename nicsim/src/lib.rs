@@ -6,8 +6,8 @@
 //!
 //! | seam | hardware | here |
 //! |---|---|---|
-//! | registers | VFIO-mapped BAR0 (`pktio::bar::MmioBar`) | [`SimBar`] (a `pktio::bar::RegisterSpace`) |
-//! | DMA | IOMMU mappings (`pktio::dma::DmaMapper`) | the model's [`IovaMap`]: DMA outside it is a [`Fault`] |
+//! | registers | VFIO-mapped BAR0 (`drvkit::bar::MmioBar`) | [`SimBar`] (a `drvkit::bar::RegisterSpace`) |
+//! | DMA | IOMMU mappings (`drvkit::dma::DmaMapper`) | the model's [`IovaMap`]: DMA outside it is a [`Fault`] |
 //! | PCI identity | sysfs / VFIO config space | [`PciIdentity`] (8086:1528, BAR0 2 MiB) |
 //!
 //! The model is written from the hardware notes (`docs/hw/ixgbe.md`) with its own register map ([`x540::regs`]),
@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use nicsim::{X540, X540Config};
-//! use pktio::bar::RegisterSpace;
+//! use drvkit::bar::RegisterSpace;
 //!
 //! let (bar, port) = X540::new(X540Config::default());
 //! let mapper = port.dma_mapper();            // Arc<IovaMap>: give it to the driver as its DmaMapper

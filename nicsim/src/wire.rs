@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crossbeam_queue::SegQueue;
-use pktio::pcap_file::{self, PcapError, PcapWriter};
+use swports::pcap_file::{self, PcapError, PcapWriter};
 
 use crate::tap::TapWire;
 

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::{Allocator, DmaMemory};
 use nicsim::sp670::{module, STATUS_BAD, STATUS_UNSUPPORTED};
 use nicsim::{net, Sp670, Sp670Config, Sp670Port, Sp670RxError};
-use pktio::bar::RegisterSpace;
-use pktio::dma::{DmaMapper, DmaMapping};
 
 // ---- registers (docs/hw/hinic3.md §3, §5.2, §6.2) ------------------------------------------------------------------
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
+use drvkit::bar::RegisterSpace;
 use nicsim::x540::regs::*;
 use nicsim::{net, run_until_idle, Fault, LinkSpeed, RxError, X540Config, X540};
-use pktio::bar::RegisterSpace;
 
 fn cfg() -> X540Config {
     X540Config { mac: MAC, ..Default::default() }
@@ -641,7 +641,7 @@ fn dma_outside_the_map_is_a_fault() {
     // Unmapping the memory makes every descriptor fetch fault.
     let regions = r.port.dma_mapper().region_count();
     let again = {
-        use pktio::dma::DmaMapper;
+        use drvkit::dma::DmaMapper;
         r.port.dma_mapper().map(&r.mem).unwrap()
     };
     assert_eq!(r.port.dma_mapper().region_count(), regions, "mapping twice counts, adds nothing");
@@ -766,7 +766,7 @@ fn pcap_wire_and_injection() {
     }
     r.port.step();
     r.port.flush_pcap().unwrap();
-    let records = pktio::pcap_file::read_all(&path).unwrap();
+    let records = swports::pcap_file::read_all(&path).unwrap();
     assert_eq!(records.iter().map(|r| r.data.clone()).collect::<Vec<_>>(), frames);
     assert_eq!(r.port.inject_pcap(&path).unwrap(), 5);
     r.port.step();
@@ -915,9 +915,9 @@ fn threaded_overload_accounts_for_every_frame() {
 
 #[test]
 fn rx_into_mempool_buffers() {
+    use drvkit::dma::DmaMapper;
     use hugepage::Allocator;
     use mempool::{Mempool, PoolConfig};
-    use pktio::dma::DmaMapper;
     let (bar, port) = X540::new(cfg());
     let mut r = Rig::with(bar, port.clone());
     r.bring_up();

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::{Allocator, DmaMemory};
 use nicsim::x710::regs::{self, stat};
 use nicsim::{net, AqRc, Fault, X710Bar, X710Config, X710Part, X710Port, X710RxError, X710};
-use pktio::bar::RegisterSpace;
-use pktio::dma::{DmaMapper, DmaMapping};
 
 // ---- memory layout of the rig ------------------------------------------------------------------------------------
 
@@ -1433,7 +1433,7 @@ fn transmitted_frames_to_a_pcap_file() {
     r.send(&f, 0, 0);
     r.step();
     r.port.flush_pcap().unwrap();
-    let records = pktio::pcap_file::read_all(&path).unwrap();
+    let records = swports::pcap_file::read_all(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].data, f);

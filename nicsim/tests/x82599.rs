@@ -7,9 +7,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use drvkit::bar::RegisterSpace;
 use nicsim::x540::regs::*;
 use nicsim::{run_until_idle, Chip, Fault, LinkSpeed, X540Config, X540};
-use pktio::bar::RegisterSpace;
 
 fn cfg() -> X540Config {
     X540Config { mac: MAC, ..X540Config::x82599() }

@@ -27,8 +27,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pktio::mempool::lcore;
-use pktio::ports::open_vdev;
 use pktio::{EthDev, MacAddr, Mbuf, Mempool, PacketBatch, PoolConfig, PortConfig, RxQueue, TxQueue};
+use swports::open_vdev;
 
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_ARP: u16 = 0x0806;

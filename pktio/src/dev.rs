@@ -1,81 +1,11 @@
 //! The control plane of a port: [`EthDev`], and the data plane queue traits.
 
-use std::fmt;
-use std::str::FromStr;
-
 use mempool::{Mempool, PacketBatch};
+use pkthdr::MacAddr;
 
 use crate::port_state::PortState;
 use crate::stats::{PortStats, XStat};
 use crate::{Error, Result};
-
-/// An Ethernet MAC address.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct MacAddr(pub [u8; 6]);
-
-impl MacAddr {
-    /// ff:ff:ff:ff:ff:ff.
-    pub const BROADCAST: MacAddr = MacAddr([0xff; 6]);
-    /// 00:00:00:00:00:00.
-    pub const ZERO: MacAddr = MacAddr([0; 6]);
-
-    /// The octets.
-    pub fn octets(&self) -> [u8; 6] {
-        self.0
-    }
-
-    /// Group (multicast or broadcast) bit set.
-    pub fn is_multicast(&self) -> bool {
-        self.0[0] & 1 != 0
-    }
-
-    /// Locally administered bit set.
-    pub fn is_local(&self) -> bool {
-        self.0[0] & 2 != 0
-    }
-
-    /// A locally administered unicast address derived from `seed`, stable across runs (software ports).
-    pub fn local_from(seed: u32) -> MacAddr {
-        let b = seed.to_be_bytes();
-        MacAddr([0x02, 0x70, b[0], b[1], b[2], b[3]])
-    }
-}
-
-impl fmt::Display for MacAddr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.0;
-        write!(f, "{:02X}:{:02X}:{:02X}:{:02X}:{:02X}:{:02X}", m[0], m[1], m[2], m[3], m[4], m[5])
-    }
-}
-
-impl fmt::Debug for MacAddr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-/// Why a MAC address did not parse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not a MAC address (expected six hex octets like 02:00:00:00:00:01)")]
-pub struct MacParseError(pub String);
-
-impl FromStr for MacAddr {
-    type Err = MacParseError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let parts: Vec<&str> = s.trim().split([':', '-']).collect();
-        if parts.len() != 6 {
-            return Err(MacParseError(s.to_string()));
-        }
-        let mut out = [0u8; 6];
-        for (o, p) in out.iter_mut().zip(parts) {
-            if p.is_empty() || p.len() > 2 {
-                return Err(MacParseError(s.to_string()));
-            }
-            *o = u8::from_str_radix(p, 16).map_err(|_| MacParseError(s.to_string()))?;
-        }
-        Ok(MacAddr(out))
-    }
-}
 
 /// Link state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -2,8 +2,8 @@
 
 use std::str::FromStr;
 
-use crate::pci::PciAddress;
 use crate::{Error, Result};
+use drvkit::pci::PciAddress;
 
 /// A parsed `--vdev` string: device name, driver name (the name without its trailing instance number) and the
 /// `key=value` arguments in order.

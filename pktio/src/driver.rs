@@ -6,27 +6,27 @@
 //! A PCI driver's probe receives a [`PciProbe`]:
 //!
 //! ```no_run
-//! use pktio::dma::DmaMapper;
+//! use drvkit::dma::DmaMapper;
 //!
 //! fn probe(ctx: &pktio::driver::PciProbe) -> pktio::Result<Box<dyn pktio::EthDev>> {
 //!     let dev = ctx.open_vfio()?;            // container + group + device fd, actionable errors
 //!     let _bar = dev.map_bar(0)?;            // registers
 //!     let rings = std::sync::Arc::new(ctx.allocator().allocate(64 << 10)?);
-//!     let mapper = dev.container().clone();  // a pktio::dma::DmaMapper for rings and mempools
+//!     let mapper = dev.container().clone();  // a drvkit::dma::DmaMapper for rings and mempools
 //!     let _ring_map = mapper.map(&rings)?;   // a guard owning `rings`: keep it until the queue is disabled
 //!     // ... reset, bring-up, then return the port:
 //!     Err(pktio::Error::NotSupported { port: ctx.address().to_string(), driver: "net_mine", what: "this sketch" })
 //! }
 //! pub static PCI_DRIVERS: &[pktio::driver::PciDriver] =
-//!     &[pktio::driver::PciDriver { name: "net_mine", ids: &[pktio::pci::PciId::new(0x8086, 0x1528)], probe }];
+//!     &[pktio::driver::PciDriver { name: "net_mine", ids: &[drvkit::pci::PciId::new(0x8086, 0x1528)], probe }];
 //! ```
 
 use hugepage::Allocator;
 
 use crate::devargs::Devargs;
-use crate::pci::{PciAddress, PciDevice, PciId};
-use crate::vfio::{Vfio, VfioDevice};
 use crate::{EthDev, Result};
+use drvkit::pci::{PciAddress, PciDevice, PciId};
+use drvkit::vfio::{Vfio, VfioDevice};
 
 /// What a PCI driver's probe function gets: the device as sysfs shows it, the application's DMA memory, VFIO, and
 /// the device arguments given after the address (`-a 0000:01:00.0,key=value`). A driver checks those arguments
@@ -110,7 +110,7 @@ impl std::fmt::Debug for PciDriver {
 /// Opens a driver-provided vdev: its ports (one `--vdev` may yield several), with DMA memory for rings.
 pub type VdevOpen = fn(&Devargs, &Allocator) -> Result<Vec<Box<dyn EthDev>>>;
 
-/// A virtual device provided by a driver crate (pktio's own software ports need no descriptor).
+/// A virtual device provided by a driver crate (swports' software ports need no descriptor).
 pub struct VdevDriver {
     /// Device-name prefix users type (`net_sim_x540`); an instance number may follow (`net_sim_x5401`).
     pub name: &'static str,
@@ -225,8 +225,9 @@ mod tests {
         unreachable!("lookup tests do not probe")
     }
 
-    fn open_null(args: &Devargs, _: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-        Ok(vec![crate::ports::open_vdev(&format!("net_null{}", args.name.len()))?])
+    /// Answers with the device name it was given, so the test sees that the lookup called it with the devargs.
+    fn open_named(args: &Devargs, _: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
+        Err(crate::Error::UnknownDriver { name: args.name.clone(), known: "opened".into() })
     }
 
     static A: &[PciDriver] = &[
@@ -238,7 +239,7 @@ mod tests {
         PciDriver { name: "net_c", ids: &[PciId::new(0x8086, 0x1528)], probe: never_probe },
         PciDriver { name: "net_b", ids: &[PciId::new(0x1234, 0x5678)], probe: never_probe },
     ];
-    static V: &[VdevDriver] = &[VdevDriver { name: "net_sim_x540", open: open_null }];
+    static V: &[VdevDriver] = &[VdevDriver { name: "net_sim_x540", open: open_named }];
 
     #[test]
     fn finds_pci_drivers_by_id_first_registration_wins() {
@@ -263,7 +264,11 @@ mod tests {
         assert_eq!(find("net_sim_x54"), None);
         assert_eq!(find("net_null0"), None);
         let d = r.vdev_driver_for(&Devargs::parse("net_sim_x5407").unwrap()).unwrap();
-        let ports = (d.open)(&Devargs::parse("net_sim_x5407").unwrap(), &Allocator::no_huge()).unwrap();
-        assert_eq!(ports[0].info().device_name, "net_null13");
+        match (d.open)(&Devargs::parse("net_sim_x5407").unwrap(), &Allocator::no_huge()) {
+            Err(crate::Error::UnknownDriver { name, known }) => {
+                assert_eq!((&*name, &*known), ("net_sim_x5407", "opened"))
+            }
+            other => panic!("the driver's open was not called with the devargs: {:?}", other.map(|p| p.len())),
+        }
     }
 }

@@ -122,10 +122,13 @@ pub enum Error {
     Memory(#[from] hugepage::Error),
     /// VFIO could not open or drive a device.
     #[error(transparent)]
-    Vfio(#[from] crate::vfio::VfioError),
+    Vfio(#[from] drvkit::vfio::VfioError),
     /// PCI sysfs trouble (device missing, binding failed).
     #[error(transparent)]
-    Pci(#[from] crate::pci::PciError),
+    Pci(#[from] drvkit::pci::PciError),
+    /// Memory could not be made reachable by the device (a DMA mapping or area).
+    #[error(transparent)]
+    Dma(#[from] drvkit::dma::DmaError),
     /// A system call failed.
     #[error("{what}: {source}")]
     Os {

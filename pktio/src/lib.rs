@@ -9,45 +9,37 @@
 //! what is its own. A device's own failures (a register that never settles) come as [`Error::Driver`] carrying the
 //! driver's error type, distinct from the argument errors.
 //!
-//! Also here: software ports ([`ports`]: null, ring, pcap, af_packet, tap) opened from DPDK-style devargs, the
-//! register and DMA-ordering seams drivers are written against ([`bar`], [`barrier`]), PCI identity
-//! ([`pci`]), and packet headers as zero-copy views with checksums ([`wire`]: Ethernet/VLAN, ARP, IPv4, IPv6, UDP,
-//! TCP, ICMP) for forwarding engines and stacks.
-//! Live pcapng capture of running queues ([`capture`]: the application wraps the queues it polls; a capture started
-//! and stopped at any time copies their packets to a writer thread).
+//! Also here: the driver registry ([`driver`]) through which driver crates make themselves known to the EAL,
+//! DPDK-style device arguments ([`devargs`]), port and queue counters with DPDK's names ([`stats`]), and live
+//! pcapng capture of running queues ([`capture`]: the application wraps the queues it polls; a capture started and
+//! stopped at any time copies their packets to a writer thread).
 //!
-//! The VFIO kernel ABI (structs, flags) comes from `vfio-bindings` and device mappings from `memmap2`;
-//! `vfio-ioctls` is not used: its container refuses no-IOMMU mode (which `--iova-mode pa` supports) and it calls
-//! the kernel directly, with no syscall seam for the fake kernel the VFIO tests run against.
-//! `bitfield` names the PCI command and status bits ([`pci::config::regs::Command`]); hot-path descriptors and
-//! single-bit register flags elsewhere stay named `const`s, since they are built or tested whole in one
-//! load or store and a generated getter per bit would say no more.
+//! The ports themselves live elsewhere: software ports (null, ring, pcap, af_packet, af_xdp, tap) in `swports`,
+//! NIC drivers in their own crates, written against `drvkit` (PCI, VFIO, DMA mapping, registers, barriers, below
+//! this crate) and `ringkit` (descriptor rings, above it). Re-exported for embedders, who should not need another
+//! crate to move packets: mempool's buffers and pools ([`Mbuf`], [`Mempool`], [`PacketBatch`], [`PoolConfig`]),
+//! and [`MacAddr`], which is the `pkthdr` crate's (the packet headers).
+//!
+//! Not supported: flow rules (`rte_flow`), starting and stopping single queues (deferred start), link-state-change
+//! callbacks (the link is polled with [`EthDev::link`]), VMDq pools, packet timestamps and PTP, traffic
+//! management, and ports shared with other processes (DPDK's secondary processes).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-pub mod bar;
-pub mod barrier;
 pub mod capture;
 mod dev;
 pub mod devargs;
-pub mod dma;
 pub mod driver;
 mod error;
-pub mod pcap_file;
-pub mod pci;
 mod port_state;
-pub mod ports;
-pub mod reg;
-pub mod ring;
 pub mod stats;
-pub mod vfio;
-pub mod wire;
 
 pub use dev::{
-    offload, BurstMode, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, MacParseError, PortConfig, RssConfig,
-    RssHashFunctions, RxQueue, TxQueue,
+    offload, BurstMode, DescLimits, DevInfo, EthDev, LinkStatus, PortConfig, RssConfig, RssHashFunctions, RxQueue,
+    TxQueue,
 };
 pub use error::{Error, Result};
 pub use mempool::{self, Mbuf, Mempool, PacketBatch, PoolConfig};
+pub use pkthdr::{MacAddr, MacParseError};
 pub use port_state::PortState;
 pub use stats::{PortStats, XStat};

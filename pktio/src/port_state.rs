@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use crate::dev::{DevInfo, LinkStatus, MacAddr, PortConfig};
+use crate::dev::{DevInfo, LinkStatus, PortConfig};
 use crate::stats::{PortStats, RxQueueStats, TxQueueStats};
+use crate::MacAddr;
 use crate::{Error, Result};
 
 /// The queues of one direction: each queue's counters (shared with the queue object the port hands out) and

@@ -33,7 +33,7 @@
 //! ```
 //!
 //! Either way `cargo tree -e normal` shows no `nicsim`, `simports` or `virtio` (`pmds/tests/only_ixgbe.rs` checks
-//! it). Not here: pktio's own software ports (`net_null`, `net_ring`, ...), which the EAL always has.
+//! it). Not here: swports' software ports (`net_null`, `net_ring`, ...), which the EAL always has.
 
 use pktio::driver::Registry;
 
@@ -57,7 +57,7 @@ pub fn registry() -> Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pktio::pci::PciId;
+    use drvkit::pci::PciId;
 
     #[test]
     fn the_registry_holds_exactly_the_enabled_drivers() {

@@ -212,7 +212,7 @@ setup_vfio_user_qemu() {
   bash "$ROOT/tests/vm/qemu-vfio-user.sh" --cached >/dev/null 2>&1 && return 0
   apt_prepare
   local log=$CACHE/qemu-vfio-user-build.log t0=$SECONDS
-  say "building QEMU with the vfio-user client from Debian's source (once per machine; about 20 min on 2 cores): $log"
+  say "building QEMU with the vfio-user client from Debian's source (once per machine: 4 min on 2 idle cores, 8-25 min on busy ones): $log"
   if ! bash "$ROOT/tests/vm/qemu-vfio-user.sh" >/dev/null 2>"$log"; then
     tail -30 "$log" >&2
     say "the QEMU build failed (whole log: $log)"

@@ -566,7 +566,7 @@ impl App {
         // Move the queues into streams, grouped by lcore.
         let mut recorder = None;
         if let Some((path, current)) = &mut self.record {
-            let w = pktio::pcap_file::PcapWriter::create(path.as_str())
+            let w = swports::pcap_file::PcapWriter::create(path.as_str())
                 .map_err(|e| format!("set record: cannot create {path}: {e}"))?;
             let r: fwd::Recorder = Arc::new(std::sync::Mutex::new(w));
             println!("Recording the packets sent into {path}");

@@ -1,10 +1,10 @@
-//! What testpmd's forwarding engines do to packets, written on [`pktio::wire`]: the csum engine's check and fix,
+//! What testpmd's forwarding engines do to packets, written on [`pkthdr`]: the csum engine's check and fix,
 //! 5tswap, icmpecho's replies, and the frames txonly and flowgen send. Header layouts and checksums live in
-//! `pktio::wire`; this file holds only testpmd's behaviour.
+//! `pkthdr`; this file holds only testpmd's behaviour.
 
 use std::net::Ipv4Addr;
 
-use pktio::wire::{
+use pkthdr::{
     ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr, IcmpPacket, IcmpType, IpProtocol,
     Ipv4Packet, Ipv4Repr, Ipv6Packet, Sum, TcpPacket, UdpPacket, UdpRepr,
 };
@@ -315,7 +315,7 @@ impl FlowgenTemplate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pktio::wire::checksum;
+    use pkthdr::checksum;
 
     fn frame() -> Vec<u8> {
         udp_frame(

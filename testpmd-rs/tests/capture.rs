@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use pktio::pcap_file::{read_all, PcapWriter};
+use swports::pcap_file::{read_all, PcapWriter};
 
 const DUMPCAP: &str = env!("CARGO_BIN_EXE_pktio-dumpcap");
 

@@ -229,7 +229,7 @@ fn a_byte_that_is_not_utf8_does_not_end_the_session() {
 fn set_verbose_dumps_bursts_as_dpdk_testpmd_does() {
     let dir = TempDir::new("verbose");
     let input = dir.path("in.pcap");
-    let mut w = pktio::pcap_file::PcapWriter::create(&input).unwrap();
+    let mut w = swports::pcap_file::PcapWriter::create(&input).unwrap();
     let mut udp = vec![0u8; 64];
     udp[0..6].copy_from_slice(&[2, 0xaa, 0, 0, 0, 1]);
     udp[6..12].copy_from_slice(&[2, 0xbb, 0, 0, 0, 1]);
@@ -273,7 +273,7 @@ fn txonly_multi_flow_varies_the_source_address_per_packet() {
     wait_fwd(&mut s, "txonly sending", |b| b.tx_packets >= 300);
     s.cmd("stop");
     quit(s);
-    let frames = pktio::pcap_file::read_all(&out).unwrap();
+    let frames = swports::pcap_file::read_all(&out).unwrap();
     assert!(frames.len() >= 300);
     for (i, f) in frames.iter().enumerate() {
         let d = &f.data;

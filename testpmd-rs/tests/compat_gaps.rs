@@ -231,7 +231,7 @@ fn txonly_frames(txpkts: &str, split: &str) -> Vec<Vec<u8>> {
     wait_fwd(&mut s, "sending", |b| b.tx_packets > 2000);
     s.cmd("stop");
     quit(s);
-    pktio::pcap_file::read_all(&out).unwrap().into_iter().map(|r| r.data).collect()
+    swports::pcap_file::read_all(&out).unwrap().into_iter().map(|r| r.data).collect()
 }
 
 #[test]

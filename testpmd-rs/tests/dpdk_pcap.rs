@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use pktio::pcap_file::{read_all, PcapWriter};
+use swports::pcap_file::{read_all, PcapWriter};
 
 fn dpdk_testpmd() -> Option<&'static str> {
     let found = Command::new("dpdk-testpmd").arg("--version").output().is_ok();

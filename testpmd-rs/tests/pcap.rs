@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use pktio::pcap_file::{read_all, PcapWriter};
+use swports::pcap_file::{read_all, PcapWriter};
 
 fn sum16(data: &[u8]) -> u32 {
     let mut s = 0u32;

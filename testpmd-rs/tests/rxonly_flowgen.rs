@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::*;
-use pktio::pcap_file::{read_all, PcapWriter};
+use swports::pcap_file::{read_all, PcapWriter};
 
 /// Frames of assorted sizes and kinds (IPv4 and not), each with its index in its payload.
 fn assorted_frames(n: usize) -> Vec<Vec<u8>> {

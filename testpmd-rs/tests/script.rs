@@ -202,7 +202,7 @@ fn non_interactive_stops_at_end_of_input() {
     assert!(status.success(), "{out}");
     let total = fwd_total_block(&out).unwrap();
     assert!(total.tx_packets > 0 && total.rx_packets == 0, "{total:?}");
-    let written = pktio::pcap_file::read_all(&cap).unwrap().len() as u64;
+    let written = swports::pcap_file::read_all(&cap).unwrap().len() as u64;
     assert_eq!(written, total.tx_packets, "every packet counted as sent is in the capture");
     assert_pool_full(&out);
 }

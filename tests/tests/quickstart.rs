@@ -9,9 +9,9 @@ use std::process::Command;
 
 /// The tools the guide runs, and the package holding each binary.
 const TOOLS: &[(&str, &str)] = &[
-    ("devbind", "pktio"),
-    ("hugepages", "hugepage"),
-    ("pktio-doctor", "pmds"),
+    ("devbind", "tools"),
+    ("hugepages", "tools"),
+    ("pktio-doctor", "tools"),
     ("testpmd-rs", "testpmd-rs"),
     ("l3fwd", ""),
 ];

@@ -37,32 +37,37 @@ for tool in meson ninja dpkg-source cc pkg-config flex bison; do
     command -v "$tool" >/dev/null || { log "$tool is missing: bash scripts/setup.sh installs it"; exit 1; }
 done
 
-# Pick the source version: the wanted upstream version if carried, else the newest >= 10.1.
+# The source versions to try, best first: the wanted upstream version if carried, then the others >= 10.1, newest
+# first (a mirror's index can name a version its pool does not hold: then the next one is tried).
 mapfile -t VERSIONS < <(apt-cache showsrc qemu 2>/dev/null | awk '/^Package: qemu$/{p=1} p && /^Version:/{print $2; p=0}')
-PICK=""
+CANDIDATES=()
 for v in "${VERSIONS[@]}"; do
     up=${v#*:}; up=${up%%+*}; up=${up%%-*}
-    if [[ $up == "$WANT" ]]; then PICK=$v; break; fi
+    [[ $up == "$WANT" ]] && CANDIDATES+=("$v")
 done
-if [[ -z $PICK ]]; then
-    for v in "${VERSIONS[@]}"; do
-        dpkg --compare-versions "$v" ge 1:10.1 || continue
-        if [[ -z $PICK ]] || dpkg --compare-versions "$v" gt "$PICK"; then PICK=$v; fi
-    done
-fi
-[[ -n $PICK ]] || { log "no qemu source >= 10.1 in the apt source lists (have: ${VERSIONS[*]:-none})"; exit 1; }
-UP=${PICK#*:}; UP=${UP%%+*}; UP=${UP%%-*}
-PREFIX="$CACHE/qemu-vfio-user-$UP"
-log "building QEMU $PICK into $PREFIX"
+while read -r v; do
+    [[ -n $v && " ${CANDIDATES[*]} " != *" $v "* ]] && dpkg --compare-versions "$v" ge 1:10.1 && CANDIDATES+=("$v")
+done < <(printf '%s\n' "${VERSIONS[@]}" | sort -u | sort -r -V)
+[[ ${#CANDIDATES[@]} -gt 0 ]] || { log "no qemu source >= 10.1 in the apt source lists (have: ${VERSIONS[*]:-none})"; exit 1; }
 
 mkdir -p "$CACHE/src"
-SRCDIR="$CACHE/src/qemu-$UP"
-if [[ ! -f $SRCDIR/.unpacked ]]; then
+PICK=""
+for v in "${CANDIDATES[@]}"; do
+    UP=${v#*:}; UP=${UP%%+*}; UP=${UP%%-*}
+    SRCDIR="$CACHE/src/qemu-$UP"
+    if [[ -f $SRCDIR/.unpacked ]]; then PICK=$v; break; fi
     rm -rf "$SRCDIR"
-    (cd "$CACHE/src" && apt-get source --download-only "qemu=$PICK" 9>&- >&2 &&
-        dpkg-source --no-check -x "qemu_${PICK#*:}.dsc" "qemu-$UP" >&2)
-    touch "$SRCDIR/.unpacked"
-fi
+    if (cd "$CACHE/src" && apt-get source --download-only "qemu=$v" 9>&- >&2 &&
+        dpkg-source --no-check -x "qemu_${v#*:}.dsc" "qemu-$UP" >&2); then
+        touch "$SRCDIR/.unpacked"
+        PICK=$v
+        break
+    fi
+    log "could not fetch or unpack qemu $v; trying the next version"
+done
+[[ -n $PICK ]] || { log "none of the qemu sources could be fetched: ${CANDIDATES[*]}"; exit 1; }
+PREFIX="$CACHE/qemu-vfio-user-$UP"
+log "building QEMU $PICK into $PREFIX"
 
 START=$(date +%s)
 BUILD="$SRCDIR/build-x86_64"

@@ -5,12 +5,12 @@ use std::fs::File;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use drvkit::bar::RegisterSpace;
 use memmap2::MmapOptions;
 use nicsim::dma::SharedMapping;
 use nicsim::x540::regs::{CTRL, CTRL_RST};
 use nicsim::x540::IrqSink;
 use nicsim::{IovaMap, PciIdentity, X540Port};
-use pktio::bar::RegisterSpace;
 use vfio_bindings::bindings::vfio::{
     vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_INFO_NORESIZE, VFIO_IRQ_SET_ACTION_TRIGGER,
     VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX,

@@ -5,11 +5,11 @@ use std::any::Any;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use drvkit::dma::{DmaMapper, DmaMapping};
+use drvkit::pci::{ConfigSpace, PciAddress};
+use drvkit::vfio::{Vfio, VfioBar, VfioConfig};
 use hugepage::{Allocator, DmaConfig, IovaMode};
 use mempool::Mempool;
-use pktio::dma::{DmaMapper, DmaMapping};
-use pktio::pci::{ConfigSpace, PciAddress};
-use pktio::vfio::{Vfio, VfioBar, VfioConfig};
 use pktio::{
     offload, BurstMode, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, RxQueue, TxQueue,
     XStat,

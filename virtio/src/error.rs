@@ -63,10 +63,10 @@ pub enum Error {
     },
     /// VFIO failed.
     #[error(transparent)]
-    Vfio(#[from] pktio::vfio::VfioError),
+    Vfio(#[from] drvkit::vfio::VfioError),
     /// DMA mapping failed.
     #[error(transparent)]
-    Dma(#[from] pktio::Error),
+    Dma(#[from] drvkit::dma::DmaError),
     /// Memory failed.
     #[error(transparent)]
     Memory(#[from] hugepage::Error),
@@ -100,7 +100,7 @@ impl From<Error> for pktio::Error {
     fn from(e: Error) -> Self {
         match e {
             // Already the port API's own errors.
-            Error::Dma(e) => e,
+            Error::Dma(e) => pktio::Error::Dma(e),
             Error::Vfio(e) => pktio::Error::Vfio(e),
             other => {
                 let port = other.device().unwrap_or(crate::DRIVER_NAME).to_string();
@@ -135,7 +135,8 @@ mod tests {
             }
             other => panic!("not a virtio timeout: {other:?}"),
         }
-        let arg = pktio::Error::from(Error::Dma(pktio::Error::NotStarted { port: "p".into() }));
-        assert!(matches!(arg, pktio::Error::NotStarted { .. }), "port API errors pass through unchanged");
+        let dma = drvkit::dma::DmaError::Area { port: "p".into(), reason: "no memory".into() };
+        let arg = pktio::Error::from(Error::Dma(dma));
+        assert!(matches!(arg, pktio::Error::Dma(_)), "DMA errors pass through as the port API's own");
     }
 }

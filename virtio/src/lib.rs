@@ -22,8 +22,8 @@ pub use dev::{open_vfio, probe, Transport, VirtioNet, DRIVER_NAME};
 pub use error::{Error, Result};
 pub use rxtx::{VirtioRxQueue, VirtioTxQueue};
 
+use drvkit::pci::PciId;
 use pktio::driver::{PciDriver, PciProbe};
-use pktio::pci::PciId;
 use pktio::EthDev;
 
 /// The PCI driver of this crate: modern virtio-net (`1af4:1041`).
@@ -48,8 +48,8 @@ mod tests {
     /// `-a ADDRESS,key=value` reaches the probe, which refuses a key it does not know before opening anything.
     #[test]
     fn the_probe_rejects_unknown_devargs_before_touching_the_device() {
-        use pktio::pci::fake::{FakeDevice, FakeSysfs};
-        use pktio::vfio::{Vfio, VfioConfig};
+        use drvkit::pci::fake::{FakeDevice, FakeSysfs};
+        use drvkit::vfio::{Vfio, VfioConfig};
         let fake = FakeSysfs::new("virtio-devargs");
         fake.add_device(
             &FakeDevice::net("0000:00:04.0", dev::VENDOR_ID, dev::DEVICE_ID_NET_MODERN)
@@ -58,7 +58,7 @@ mod tests {
         );
         let sysfs = fake.sysfs();
         let device = sysfs.device("00:04.0".parse().unwrap()).unwrap();
-        let fake_vfio = std::sync::Arc::new(pktio::vfio::fake::FakeVfio::new());
+        let fake_vfio = std::sync::Arc::new(drvkit::vfio::fake::FakeVfio::new());
         let vfio = Vfio::with_parts(fake_vfio.clone(), sysfs, VfioConfig::default());
         let allocator = hugepage::Allocator::no_huge();
         let driver = pktio::driver::Registry::new()

@@ -1,13 +1,13 @@
 //! Registers of a virtio 1.x modern PCI device: the vendor capabilities that locate its structures, the common
 //! configuration, notifications, ISR and the virtio-net device configuration (docs/hw/virtio.md §4.1.4, §5.1.4).
 //!
-//! All volatile access sits in [`RegisterSpace`] implementations (a VFIO BAR, `pktio::bar::MmioBar`, or memory in
+//! All volatile access sits in [`RegisterSpace`] implementations (a VFIO BAR, `drvkit::bar::MmioBar`, or memory in
 //! tests);
 //! driver code goes through [`Window`]s of a BAR and the typed [`CommonCfg`] accessors and the device-configuration window.
 
 use std::sync::Arc;
 
-pub use pktio::bar::RegisterSpace;
+pub use drvkit::bar::RegisterSpace;
 
 /// Feature bits (docs/hw/virtio.md §5.1.3 and §6).
 pub mod feature {
@@ -365,10 +365,10 @@ pub mod cap {
 }
 
 /// Walks the capability list of `cfg` and parses the virtio vendor capabilities, in list order.
-pub fn virtio_caps<C: pktio::pci::ConfigSpace + ?Sized>(cfg: &C) -> std::io::Result<Vec<VirtioCap>> {
+pub fn virtio_caps<C: drvkit::pci::ConfigSpace + ?Sized>(cfg: &C) -> std::io::Result<Vec<VirtioCap>> {
     let mut out = Vec::new();
     for c in cfg.capabilities()? {
-        if c.id != pktio::pci::config::regs::CAP_ID_VENDOR {
+        if c.id != drvkit::pci::config::regs::CAP_ID_VENDOR {
             continue;
         }
         let o = c.offset;

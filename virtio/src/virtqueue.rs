@@ -8,7 +8,7 @@
 
 use std::ptr::NonNull;
 
-use pktio::barrier::{dma_rmb, dma_wmb, mb};
+use drvkit::barrier::{dma_rmb, dma_wmb, mb};
 
 use crate::desc::{avail, used, UsedElem, VirtqDesc};
 

@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use drvkit::pci::PciAddress;
 use mempool::DEFAULT_DATA_ROOM;
-use pktio::pci::PciAddress;
 use pktio::{EthDev, MacAddr, PortConfig};
 
 use crate::frames::{self, PEER_MAC};

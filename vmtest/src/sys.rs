@@ -1,4 +1,4 @@
-//! Just enough of the VFIO ioctl interface and sysfs for the probe test (independent of pktio's VFIO layer,
+//! Just enough of the VFIO ioctl interface and sysfs for the probe test (independent of drvkit's VFIO layer,
 //! so the harness can check the guest set-up on its own).
 
 use std::ffi::CString;

@@ -4,10 +4,10 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use drvkit::pci::PciAddress;
+use drvkit::vfio::{Vfio, VfioBar, VfioConfig};
 use hugepage::{Allocator, DmaConfig};
 use mempool::{Mempool, PacketBatch, PoolConfig};
-use pktio::pci::PciAddress;
-use pktio::vfio::{Vfio, VfioBar, VfioConfig};
 use pktio::{EthDev, MacAddr, PortConfig, RxQueue, TxQueue};
 use virtio::{VirtioNet, VirtioRxQueue, VirtioTxQueue};
 

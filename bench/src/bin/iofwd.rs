@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use bench::{allocator, pin_to_cpu, rdtsc, tsc_hz};
 use mempool::{Mempool, PacketBatch, PoolConfig};
 use pktio::devargs::Devargs;
-use pktio::ports::af_packet::AfPacketPort;
-use pktio::ports::null::NullPort;
 use pktio::{EthDev, PortStats, RxQueue, TxQueue};
+use swports::af_packet::AfPacketPort;
+use swports::null::NullPort;
 
 struct Args {
     seconds: f64,
@@ -65,8 +65,8 @@ trait TypedPort: EthDev + Sized + 'static {
 }
 
 impl TypedPort for NullPort {
-    type Rx = pktio::ports::null::NullRxQueue;
-    type Tx = pktio::ports::null::NullTxQueue;
+    type Rx = swports::null::NullRxQueue;
+    type Tx = swports::null::NullTxQueue;
     fn open(args: &Devargs) -> pktio::Result<Self> {
         NullPort::from_devargs(args)
     }
@@ -76,8 +76,8 @@ impl TypedPort for NullPort {
 }
 
 impl TypedPort for AfPacketPort {
-    type Rx = pktio::ports::af_packet::AfPacketRxQueue;
-    type Tx = pktio::ports::af_packet::AfPacketTxQueue;
+    type Rx = swports::af_packet::AfPacketRxQueue;
+    type Tx = swports::af_packet::AfPacketTxQueue;
     fn open(args: &Devargs) -> pktio::Result<Self> {
         AfPacketPort::from_devargs(args)
     }

@@ -41,7 +41,7 @@ fn same_shape(ours: &J, theirs: &J, at: &str) {
 }
 
 fn null_port(name: &str) -> Box<dyn EthDev> {
-    let mut dev = pktio::ports::open_vdev(name).unwrap();
+    let mut dev = swports::open_vdev(name).unwrap();
     dev.configure(&pktio::PortConfig::default()).unwrap();
     dev
 }

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use drvkit::dma::{DmaMapper, IdentityMapper};
 use hinic3::desc::{cqe, RqWqe, RxCqe, RQ_WQE_SHIFT};
 use hinic3::regs::{DB_PAGE_RQ, DB_PAGE_SQ};
 use hinic3::rx::{RxRing, RxSetup};
@@ -16,7 +17,6 @@ use hinic3::testing::FakeDb;
 use hinic3::tx::{TxRing, TxSetup};
 use hugepage::Allocator;
 use mempool::{Mempool, PacketBatch, PoolConfig};
-use pktio::dma::{DmaMapper, IdentityMapper};
 use pktio::{RxQueue, TxQueue};
 
 const RING: u16 = 1024;

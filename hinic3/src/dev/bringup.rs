@@ -2,9 +2,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::DmaMapper;
 use hugepage::Allocator;
-use pktio::bar::RegisterSpace;
-use pktio::dma::DmaMapper;
 use pktio::{LinkStatus, MacAddr, PortConfig, PortState, Result};
 
 use super::{Bars, Ctrl, Hinic3, Identity, Options, DEFAULT_RSS_KEY};
@@ -70,11 +70,11 @@ pub(super) fn open<R: RegisterSpace>(
     // The election result only tells whether this PF is the PPF; nothing else uses the mgmt BAR.
     let mut ppf = false;
     if let Some(m) = &mgmt_bar {
-        let idx = pktio::reg::Field::new(5, 0);
+        let idx = drvkit::reg::Field::new(5, 0);
         m.write_field(regs::PPF_ELECTION, idx, func_id as u32);
         ppf = idx.get(m.read(regs::PPF_ELECTION)) == func_id as u32;
         if ppf {
-            m.write_field(regs::MPF_ELECTION, pktio::reg::Field::new(4, 0), func_id as u32);
+            m.write_field(regs::MPF_ELECTION, drvkit::reg::Field::new(4, 0), func_id as u32);
         }
     }
     // Step 5: every MSI-X vector masked (nothing here interrupts).

@@ -3,7 +3,7 @@
 //!
 //! The port is generic over its register spaces: the cfg BAR (BAR1), the mgmt BAR (BAR3, PF election) and the doorbell
 //! BAR (BAR4) of a VFIO device, or a model's. DMA memory comes from a [`hugepage::Allocator`] and is made reachable
-//! through a [`pktio::dma::DmaMapper`].
+//! through a [`drvkit::dma::DmaMapper`].
 
 mod bringup;
 mod queue;
@@ -14,10 +14,10 @@ mod tests;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::DmaMapper;
 use hugepage::Allocator;
 use mempool::Mempool;
-use pktio::bar::RegisterSpace;
-use pktio::dma::DmaMapper;
 use pktio::stats::Counter;
 use pktio::{
     offload, DescLimits, DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result, RssConfig,
@@ -338,7 +338,7 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
         // CQEs four at a time in SSE2 on x86-64 (compiled for AVX where the CPU has it), scalar elsewhere.
         let rx = if cfg!(not(target_arch = "x86_64")) {
             "Scalar"
-        } else if pktio::ring::cpu_has_avx() {
+        } else if ringkit::cpu_has_avx() {
             "Vector SSE2 (AVX build)"
         } else {
             "Vector SSE2"
@@ -486,11 +486,11 @@ const BAR_DB: u32 = 4;
 /// Opens the PF at `addr` through the application's VFIO container: bus mastering on, BARs 1, 3 and 4 mapped, then
 /// [`Hinic3::new`].
 pub fn open_vfio(
-    vfio: &pktio::vfio::Vfio,
-    addr: pktio::pci::PciAddress,
+    vfio: &drvkit::vfio::Vfio,
+    addr: drvkit::pci::PciAddress,
     allocator: Allocator,
-) -> Result<Hinic3<pktio::vfio::VfioBar>> {
-    use pktio::pci::ConfigSpace;
+) -> Result<Hinic3<drvkit::vfio::VfioBar>> {
+    use drvkit::pci::ConfigSpace;
     let dev = vfio.open_device(addr)?;
     let cfg = |e: std::io::Error| pktio::Error::os(format!("{addr}: PCI config space"), e);
     let (vendor, device) = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);

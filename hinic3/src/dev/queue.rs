@@ -6,8 +6,8 @@ use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use drvkit::bar::RegisterSpace;
 use mempool::PacketBatch;
-use pktio::bar::RegisterSpace;
 use pktio::{RxQueue, TxQueue};
 
 use crate::rx::RxRing;

@@ -2,8 +2,8 @@
 
 use std::time::Instant;
 
+use drvkit::bar::RegisterSpace;
 use mempool::Mempool;
-use pktio::bar::RegisterSpace;
 use pktio::{Error, LinkStatus, Result, RssHashFunctions};
 
 use super::queue::{lock, slot};

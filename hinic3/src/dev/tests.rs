@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use drvkit::dma::IdentityMapper;
 use hugepage::Allocator;
 use mempool::{Mempool, PoolConfig};
-use pktio::dma::IdentityMapper;
 use pktio::{EthDev, MacAddr, PortConfig};
 
 use super::*;

@@ -15,15 +15,15 @@ pub(crate) mod layout;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::DmaMapper;
 use hugepage::Allocator;
-use pktio::bar::RegisterSpace;
-use pktio::dma::DmaMapper;
 
 use self::cmds::{flags, status, BufAddr, Opcode, LB_THRESHOLD};
 use self::layout::aq_layout;
 use crate::error::Error;
 use crate::regs::{self, aq_index, atqlen, Regs};
-use pktio::dma::DmaArea;
+use drvkit::dma::DmaArea;
 
 /// Slots per ring (DPDK's choice, docs/hw/i40e.md §5.3).
 pub const RING_LEN: usize = 32;
@@ -268,7 +268,7 @@ impl AdminQueue {
         }
         self.atq.write_desc(slot, &d);
         self.atq.next = (slot + 1) % RING_LEN;
-        pktio::barrier::dma_wmb();
+        drvkit::barrier::dma_wmb();
         regs.write(regs::PF_ATQT, self.atq.next as u32);
         let start = Instant::now();
         let want = self.atq.next as u32;
@@ -288,7 +288,7 @@ impl AdminQueue {
             }
             std::thread::sleep(self.step);
         }
-        pktio::barrier::dma_rmb();
+        drvkit::barrier::dma_rmb();
         let done = self.atq.read_desc(slot);
         if let Some(b) = &mut buf {
             let len = b.data.len().min(BUF_LEN);
@@ -313,13 +313,13 @@ impl AdminQueue {
         if ntu == i || ntu >= RING_LEN {
             return None;
         }
-        pktio::barrier::dma_rmb();
+        drvkit::barrier::dma_rmb();
         let desc = self.arq.read_desc(i);
         let len = (desc.head.datalen as usize).min(BUF_LEN);
         let mut data = vec![0u8; len];
         self.arq.bufs.read(i * BUF_LEN, &mut data);
         self.arq.write_desc(i, &self.arq.armed(i));
-        pktio::barrier::dma_wmb();
+        drvkit::barrier::dma_wmb();
         regs.write(regs::PF_ARQT, i as u32);
         self.arq.next = (i + 1) % RING_LEN;
         Some(Event { desc, data })

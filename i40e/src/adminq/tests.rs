@@ -1,9 +1,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::{DmaMapper, IdentityMapper};
 use hugepage::Allocator;
-use pktio::bar::RegisterSpace;
-use pktio::dma::{DmaMapper, IdentityMapper};
 
 use super::cmds::{self, flags, Opcode};
 use super::*;

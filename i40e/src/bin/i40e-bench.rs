@@ -13,13 +13,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use drvkit::dma::IdentityMapper;
 use hugepage::Allocator;
 use i40e::desc::{tx, RxDesc, TxDesc};
 use i40e::regs;
 use i40e::testing::FakeRegs;
 use i40e::{I40e, I40eRxQueue, I40eTxQueue, Options, Timing};
 use mempool::{Mempool, PacketBatch, PoolConfig};
-use pktio::dma::IdentityMapper;
 use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
 
 const RING: u16 = 1024;

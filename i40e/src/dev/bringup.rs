@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use pktio::bar::RegisterSpace;
+use drvkit::bar::RegisterSpace;
 use pktio::{DescLimits, DevInfo, MacAddr, Result, RssHashFunctions};
 
 use super::*;

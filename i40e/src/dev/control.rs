@@ -1,6 +1,6 @@
 //! Link (docs/hw/i40e.md §7), receive modes and MAC filters (§6.7, §6.8), RSS (§12).
 
-use pktio::bar::RegisterSpace;
+use drvkit::bar::RegisterSpace;
 use pktio::{LinkStatus, MacAddr, Result, RssHashFunctions};
 
 use super::*;

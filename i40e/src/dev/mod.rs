@@ -7,10 +7,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::DmaMapper;
 use hugepage::Allocator;
 use mempool::Mempool;
-use pktio::bar::RegisterSpace;
-use pktio::dma::DmaMapper;
 use pktio::{
     offload, DevInfo, Error, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result, RssConfig, RxQueue,
     TxQueue, XStat,
@@ -439,7 +439,7 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
     fn burst_mode(&self) -> pktio::BurstMode {
         let rx = if cfg!(not(target_arch = "x86_64")) {
             "Scalar"
-        } else if pktio::ring::cpu_has_avx() {
+        } else if ringkit::cpu_has_avx() {
             "Vector SSE2 (AVX build)"
         } else {
             "Vector SSE2"
@@ -646,11 +646,11 @@ impl<R: RegisterSpace> Drop for I40e<R> {
 /// Opens the 700-series PF at `addr` through VFIO (IOMMU or no-IOMMU, as the container was set up): checks its
 /// ID, enables bus mastering, maps BAR0 and brings the port up.
 pub fn open_vfio(
-    vfio: &pktio::vfio::Vfio,
-    addr: pktio::pci::PciAddress,
+    vfio: &drvkit::vfio::Vfio,
+    addr: drvkit::pci::PciAddress,
     allocator: Allocator,
-) -> Result<I40e<pktio::vfio::VfioBar>> {
-    use pktio::pci::ConfigSpace;
+) -> Result<I40e<drvkit::vfio::VfioBar>> {
+    use drvkit::pci::ConfigSpace;
     let dev = vfio.open_device(addr)?;
     let cfg = |e: std::io::Error| Error::os(format!("{addr}: PCI config space"), e);
     let (vendor, device) = (dev.read16(0).map_err(cfg)?, dev.read16(2).map_err(cfg)?);

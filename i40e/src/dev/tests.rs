@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use drvkit::dma::IdentityMapper;
 use hugepage::Allocator;
 use mempool::{ol_flags, ptype as pt, Mempool, PacketBatch, PoolConfig, TxOffload};
-use pktio::dma::IdentityMapper;
 use pktio::{EthDev, PortConfig, RssConfig, RssHashFunctions, RxQueue, TxQueue};
 
 use super::*;

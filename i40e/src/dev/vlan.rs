@@ -4,7 +4,7 @@
 //! VLAN filtering, once asked for, replaces each MAC's MAC-only filter by MAC + VLAN 0 (untagged frames carry VLAN
 //! ID 0 for the switch) and adds MAC + VLAN v for each VLAN v the application adds, as DPDK does.
 
-use pktio::bar::RegisterSpace;
+use drvkit::bar::RegisterSpace;
 use pktio::{MacAddr, Result};
 
 use super::I40e;

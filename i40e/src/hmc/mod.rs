@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::DmaMapper;
 use hugepage::Allocator;
-use pktio::bar::RegisterSpace;
-use pktio::dma::DmaMapper;
 
 use crate::error::Error;
 use crate::regs::{self, glhmc, pfhmc_pdinv, pfhmc_sdcmd, pfhmc_sddatalow, Regs};
-use pktio::dma::DmaArea;
+use drvkit::dma::DmaArea;
 
 /// FPM space one segment descriptor covers (docs/hw/i40e.md §8.1).
 pub const SD_SIZE: usize = 2 << 20;

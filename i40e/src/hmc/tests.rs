@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
+use drvkit::dma::{DmaMapper, IdentityMapper};
 use hugepage::Allocator;
-use pktio::dma::{DmaMapper, IdentityMapper};
 use proptest::prelude::*;
 
 use super::*;

@@ -14,14 +14,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::IdentityMapper;
 use hugepage::Allocator;
 use ixgbe::desc::{rx, RxDesc, RxWriteback, TxDesc};
 use ixgbe::regs;
 use ixgbe::testing::FakeRegs;
 use ixgbe::{Ixgbe, IxgbeRxQueue, IxgbeTxQueue, MacType, Options, Timing};
 use mempool::{Mempool, PacketBatch, PoolConfig};
-use pktio::bar::RegisterSpace;
-use pktio::dma::IdentityMapper;
 use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
 
 const RING: u16 = 1024;

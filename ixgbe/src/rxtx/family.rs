@@ -1,7 +1,7 @@
 //! What differs between the device families that share the ring code: where each keeps its queue registers, and
 //! the few bits (queue enable, TXDCTL thresholds, RX error bits) that are not in the same place.
 
-use pktio::bar::RegisterSpace;
+use drvkit::bar::RegisterSpace;
 
 use crate::regs::{Field, Reg, Regs};
 

@@ -3,15 +3,15 @@
 //! ([`crate::Ixgbe`]) and the 82576 ([`crate::igb`]) run the same ring code.
 //!
 //! RX (docs/hw/ixgbe.md §8.1): the ring is filled with buffers from the mempool; a burst reads the status dword
-//! of the next descriptor, stops at the first without DD, and only after DD (an acquire load and [`dma_rmb`](pktio::barrier::dma_rmb))
+//! of the next descriptor, stops at the first without DD, and only after DD (an acquire load and [`dma_rmb`](drvkit::barrier::dma_rmb))
 //! reads the rest. Consumed slots are refilled in bulk once `free_thresh` of them are held, the read format is
-//! rewritten, and RDT moves once per refill, after [`dma_wmb`](pktio::barrier::dma_wmb). Frames that span several descriptors (EOP = 0)
+//! rewritten, and RDT moves once per refill, after [`dma_wmb`](drvkit::barrier::dma_wmb). Frames that span several descriptors (EOP = 0)
 //! become Mbuf chains, also across bursts.
 //!
 //! TX (docs/hw/ixgbe.md §8.2): data descriptors (plus a context descriptor when checksum offload parameters change), RS set
 //! on the last descriptor of the packet that completes each group of `rs_thresh` descriptors; cleanup checks DD
 //! of the oldest RS descriptor only when fewer than `free_thresh` slots are free, and frees in bulk. One TDT write
-//! per burst, after [`dma_wmb`](pktio::barrier::dma_wmb).
+//! per burst, after [`dma_wmb`](drvkit::barrier::dma_wmb).
 //!
 //! Both paths have a fast loop for the common packet (one descriptor, no offload, no error) that walks the ring in
 //! contiguous runs without per-packet wrap checks, four packets per step with one test per four (`rx_fast_run` with

@@ -3,15 +3,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::Allocator;
-use pktio::bar::RegisterSpace;
-use pktio::dma::{DmaMapper, DmaMapping};
 use pktio::{Error, Result};
 
 use crate::regs::{Reg, Regs};
 
-/// Ring index arithmetic (shared with every driver: [`pktio::ring::idx`]).
-pub use pktio::ring::idx;
+/// Ring index arithmetic (shared with every driver: [`ringkit::idx`]).
+pub use ringkit::idx;
 
 /// Ring and threshold settings of one queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

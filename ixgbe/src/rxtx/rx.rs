@@ -1,20 +1,20 @@
 //! The RX ring: bursts that hand completed frames to a batch (the common burst through [`super::rx_simd`],
 //! anything else out of line), chains across bursts; the buffers posted from the mempool and their bulk refill
-//! are the shared core's ([`pktio::ring::RxBuffers`]).
+//! are the shared core's ([`ringkit::RxBuffers`]).
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::barrier::{dma_rmb, dma_wmb};
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::Allocator;
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch};
-use pktio::bar::RegisterSpace;
-use pktio::barrier::{dma_rmb, dma_wmb};
-use pktio::dma::{DmaMapper, DmaMapping};
-use pktio::ring::{RxBuffers, RxDescriptor};
 use pktio::stats::RxQueueStats;
 use pktio::{Error, Result, RxQueue};
+use ringkit::{RxBuffers, RxDescriptor};
 
 use super::ring::{disable_queue, split_iova, RingConfig, RingMemory};
 use super::rx_flags::{rx_flags, RxMemo};
@@ -133,7 +133,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             max_len: setup.pool.data_room(),
             memo: RxMemo::new::<F>(),
             udp_csum_zero_err: setup.udp_csum_zero_err,
-            avx: pktio::ring::cpu_has_avx(),
+            avx: ringkit::cpu_has_avx(),
             pending: None,
             pending_bad: false,
             rdt: F::rdt(q).0,
@@ -365,7 +365,7 @@ impl<R: RegisterSpace, F: Family> Drop for RxRing<R, F> {
 pub fn burst_mode() -> pktio::BurstMode {
     let rx = if cfg!(not(target_arch = "x86_64")) {
         "Scalar"
-    } else if pktio::ring::cpu_has_avx() {
+    } else if ringkit::cpu_has_avx() {
         "Vector SSE2 (AVX build)"
     } else {
         "Vector SSE2"

@@ -7,8 +7,8 @@ use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use drvkit::barrier::dma_rmb;
 use mempool::{Mbuf, MbufHeader};
-use pktio::barrier::dma_rmb;
 
 #[cfg(target_arch = "x86_64")]
 use super::rx_flags::{rx_csum_bits, RX_INFO_KEY};

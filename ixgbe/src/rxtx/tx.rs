@@ -1,4 +1,4 @@
-//! The TX ring: ixgbe's data and context descriptors on the shared TX core ([`pktio::ring::TxCore`]: the common
+//! The TX ring: ixgbe's data and context descriptors on the shared TX core ([`ringkit::TxCore`]: the common
 //! burst four at a time, RS groups, the cleanup that frees them); here the descriptor layout, the plain-packet
 //! test, checksum offloads through context descriptors, and the queue registers.
 
@@ -7,13 +7,13 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
-use pktio::bar::RegisterSpace;
-use pktio::dma::{DmaMapper, DmaMapping};
-use pktio::ring::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
+use ringkit::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
 
 use super::ring::{disable_queue, split_iova, RingConfig, RingMemory};
 use super::Family;
@@ -325,8 +325,8 @@ mod tests {
     use super::*;
     use crate::testing::FakeRegs;
     use crate::IxgbeFamily;
+    use drvkit::dma::IdentityMapper;
     use mempool::PoolConfig;
-    use pktio::dma::IdentityMapper;
 
     /// An empty packet is not plain: inside a group of four (the group falls back to one at a time) and alone
     /// (the general path), it is dropped as an error while the others are sent, and nothing leaks.

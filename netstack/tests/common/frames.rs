@@ -3,7 +3,7 @@
 
 use std::net::Ipv4Addr;
 
-use pktio::wire::{
+use pkthdr::{
     ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr, IcmpPacket, IcmpType, IpProtocol,
     Ipv4Packet, Ipv4Repr, Sum, UdpPacket, UdpRepr,
 };

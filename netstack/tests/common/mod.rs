@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use hugepage::Allocator;
 use netstack::{Event, Stack, StackConfig};
-use pktio::ports::ring::RingPort;
 use pktio::{EthDev, Mempool, PoolConfig, PortConfig};
+use swports::ring::RingPort;
 
 pub const A_IP: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 1);
 pub const B_IP: Ipv4Addr = Ipv4Addr::new(10, 9, 0, 2);

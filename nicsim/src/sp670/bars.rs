@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use pktio::bar::RegisterSpace;
+use drvkit::bar::RegisterSpace;
 
 use super::aeq::Aeq;
 use super::cmdq::MAX_CMDQS;

@@ -3,7 +3,7 @@
 //! driver. Every CSR is big-endian on the bus (docs/hw/hinic3.md §0.1): the model keeps the logical value and
 //! presents it byte-swapped, so a driver that forgets the swap reads and writes garbage.
 
-pub use pktio::reg::{bit, Field};
+pub use drvkit::reg::{bit, Field};
 
 /// A field `hi:lo` of a 64-bit word (the mailbox header, context words).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -226,7 +226,7 @@ mod tests {
 
     use super::*;
     use crate::{X540Config, X540};
-    use pktio::bar::RegisterSpace;
+    use drvkit::bar::RegisterSpace;
 
     fn sink() -> (IrqSink, Arc<Mutex<Vec<u16>>>) {
         let got = Arc::new(Mutex::new(Vec::new()));

@@ -98,7 +98,7 @@ impl Core {
 mod tests {
     use super::*;
     use crate::X540;
-    use pktio::bar::RegisterSpace;
+    use drvkit::bar::RegisterSpace;
 
     fn eerd(bar: &crate::SimBar, word: usize) -> u16 {
         bar.write32(EERD, (word as u32) << EERD_ADDR_SHIFT | EERD_START);

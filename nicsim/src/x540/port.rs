@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use pktio::bar::RegisterSpace;
-use pktio::pcap_file::{self, PcapError};
+use drvkit::bar::RegisterSpace;
+use swports::pcap_file::{self, PcapError};
 
 use crate::dma::IovaMap;
 use crate::fault::FaultLog;
@@ -147,7 +147,7 @@ impl X540Port {
         SimBar { shared: self.shared.clone() }
     }
 
-    /// The port's IOVA map: hand it to the driver as its [`pktio::dma::DmaMapper`]. The model reaches host memory
+    /// The port's IOVA map: hand it to the driver as its [`drvkit::dma::DmaMapper`]. The model reaches host memory
     /// only through it.
     pub fn dma_mapper(&self) -> Arc<IovaMap> {
         self.shared.dma.clone()

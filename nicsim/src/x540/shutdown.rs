@@ -144,7 +144,7 @@ impl Core {
 
 #[cfg(test)]
 mod tests {
-    use pktio::bar::RegisterSpace;
+    use drvkit::bar::RegisterSpace;
 
     use super::*;
     use crate::x540::{X540Config, X540};

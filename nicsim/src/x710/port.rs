@@ -1,4 +1,4 @@
-//! The handles a test or a driver holds: the BAR ([`X710Bar`], a `pktio::bar::RegisterSpace`) and the port
+//! The handles a test or a driver holds: the BAR ([`X710Bar`], a `drvkit::bar::RegisterSpace`) and the port
 //! ([`X710Port`]: wires, frame and fault injection, stepping, inspection).
 
 use std::path::Path;
@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pktio::bar::RegisterSpace;
-use pktio::pcap_file::{self, PcapError};
+use drvkit::bar::RegisterSpace;
+use swports::pcap_file::{self, PcapError};
 
 use crate::dma::IovaMap;
 use crate::fault::{Fault, FaultLog};

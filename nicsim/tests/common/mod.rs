@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use drvkit::bar::RegisterSpace;
+use drvkit::dma::{DmaMapper, DmaMapping};
 use hugepage::{Allocator, DmaMemory};
 use nicsim::x540::regs::*;
 use nicsim::{Chip, SimBar, X540Config, X540Port, X540};
-use pktio::bar::RegisterSpace;
-use pktio::dma::{DmaMapper, DmaMapping};
 
 pub const MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x54, 0x05, 0x00];
 pub const RING: u32 = 64;

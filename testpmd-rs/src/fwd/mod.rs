@@ -13,11 +13,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mempool::{Mempool, PacketBatch};
+use pkthdr::EthernetFrame;
 use pktio::capture::QueueTap;
-use pktio::pcap_file::PcapWriter;
 use pktio::stats::Counter;
-use pktio::wire::EthernetFrame;
 use pktio::{MacAddr, RxQueue, TxQueue};
+use swports::pcap_file::PcapWriter;
 
 mod engines;
 
@@ -440,7 +440,7 @@ fn retry_tx(tx: &mut dyn TxQueue, b: &mut PacketBatch, n: u32, delay: std::time:
 #[cold]
 #[inline(never)]
 fn record(r: &Recorder, b: &PacketBatch) {
-    let now = pktio::pcap_file::now_ns();
+    let now = swports::pcap_file::now_ns();
     let mut w = r.lock().unwrap_or_else(|e| e.into_inner());
     for m in b.iter() {
         let _ = w.write_segments(now, m.pkt_len(), m.segments().map(|s| s.data));
