@@ -19,7 +19,7 @@
 use std::net::Ipv4Addr;
 
 use mempool::Mbuf;
-use pktio::wire::{IpProtocol, Ipv4Packet, TcpFlags, TcpPacket};
+use pkthdr::{IpProtocol, Ipv4Packet, TcpFlags, TcpPacket};
 
 use crate::sockets::SlotKind;
 use crate::syncookie::{Shift, TICK};
@@ -280,7 +280,7 @@ impl Stack {
         };
         let buf = m.append(44)?;
         let mut ip = Ipv4Packet::new_unchecked(&mut buf[..]);
-        pktio::wire::Ipv4Repr {
+        pkthdr::Ipv4Repr {
             src_addr: client,
             dst_addr: self.config.addr,
             protocol: IpProtocol::TCP,

@@ -15,7 +15,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use pktio::wire::checksum;
+use pkthdr::checksum;
 
 /// Length of one clock tick.
 pub(crate) const TICK: Duration = Duration::from_secs(64);
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn shifts_keep_the_checksum_right() {
-        use pktio::wire::{IpProtocol, TcpPacket};
+        use pkthdr::{IpProtocol, TcpPacket};
         let pseudo = checksum::pseudo_header_v4(C, Ipv4Addr::new(10, 0, 0, 1), IpProtocol::TCP, 24);
         let mut seg = vec![0u8; 24];
         {
@@ -165,7 +165,7 @@ mod tests {
             t.set_header_len(20);
             t.set_seq_number(0xffff_fff0);
             t.set_ack_number(77);
-            t.set_flags(pktio::wire::TcpFlags::ACK);
+            t.set_flags(pkthdr::TcpFlags::ACK);
             t.payload_mut().copy_from_slice(b"data");
             t.fill_checksum(pseudo);
         }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::frames::{eth, parse_tcp, tcp, Seg};
 use common::*;
 use netstack::{Error, EventKind, Handle};
-use pktio::wire::{EtherType, TcpFlags};
+use pkthdr::{EtherType, TcpFlags};
 
 const PORT: u16 = 6379;
 const MSS_1460: [u8; 4] = [2, 4, 0x05, 0xb4];

@@ -71,7 +71,7 @@ pub fn tcp(
     dport: u16,
     seq: u32,
     ack: u32,
-    flags: pktio::wire::TcpFlags,
+    flags: pkthdr::TcpFlags,
     options: &[u8],
     payload: &[u8],
 ) -> Vec<u8> {
@@ -79,7 +79,7 @@ pub fn tcp(
     let mut p = ipv4(src, dst, IpProtocol::TCP, 64, &vec![0u8; len]);
     let mut ip = Ipv4Packet::new_unchecked(&mut p[..]);
     let pseudo = ip.pseudo_header(len as u16);
-    let mut t = pktio::wire::TcpPacket::new_unchecked(ip.payload_mut());
+    let mut t = pkthdr::TcpPacket::new_unchecked(ip.payload_mut());
     t.set_src_port(sport);
     t.set_dst_port(dport);
     t.set_seq_number(seq);
@@ -90,7 +90,7 @@ pub fn tcp(
     let buf = t.into_inner();
     buf[20..20 + options.len()].copy_from_slice(options);
     buf[20 + options.len()..].copy_from_slice(payload);
-    pktio::wire::TcpPacket::new_unchecked(&mut buf[..]).fill_checksum(pseudo);
+    pkthdr::TcpPacket::new_unchecked(&mut buf[..]).fill_checksum(pseudo);
     p
 }
 
@@ -103,7 +103,7 @@ pub struct Seg {
     pub dport: u16,
     pub seq: u32,
     pub ack: u32,
-    pub flags: pktio::wire::TcpFlags,
+    pub flags: pkthdr::TcpFlags,
     pub window: u16,
     pub options: Vec<u8>,
     pub payload: Vec<u8>,
@@ -122,7 +122,7 @@ pub fn parse_tcp(frame: &[u8]) -> Option<Seg> {
         return None;
     }
     let payload = ip.payload();
-    let t = pktio::wire::TcpPacket::new_checked(payload).ok()?;
+    let t = pkthdr::TcpPacket::new_checked(payload).ok()?;
     Some(Seg {
         src: ip.src_addr(),
         dst: ip.dst_addr(),
