@@ -1,6 +1,7 @@
 //! One HTTP client connection, independent of the transport that carries its bytes.
 
 use super::parse::{parse_partial, Limits, Parsed, Request};
+use crate::carry::Carry;
 use crate::SessionAction;
 
 /// What the server serves: the index page's bytes (built once, of a configurable size).
@@ -89,12 +90,8 @@ impl Session {
         if self.closing {
             return (input.len(), SessionAction::CloseAfterFlush);
         }
-        let mut buf = std::mem::take(&mut self.pending);
-        let held = buf.len();
-        if held > 0 {
-            buf.extend_from_slice(input);
-        }
-        let data: &[u8] = if held > 0 { &buf } else { input };
+        let carry = Carry::begin(&mut self.pending, input);
+        let data = carry.data(input);
         let mut off = 0;
         let mut stopped = false;
         while off < data.len() {
@@ -131,21 +128,7 @@ impl Session {
         if self.closing {
             return (input.len(), SessionAction::CloseAfterFlush);
         }
-        let consumed = if !stopped {
-            buf.drain(..off.min(buf.len()));
-            if held == 0 {
-                buf.extend_from_slice(&input[off..]);
-            }
-            input.len()
-        } else if off >= held {
-            buf.clear();
-            off - held
-        } else {
-            buf.truncate(held);
-            buf.drain(..off);
-            0
-        };
-        self.pending = buf;
+        let consumed = carry.end(&mut self.pending, input, off, stopped);
         (consumed, SessionAction::Continue)
     }
 

@@ -2,6 +2,7 @@
 
 use super::commands::{execute, Conn, Ctx, Flow};
 use super::store::Store;
+use crate::carry::Carry;
 use crate::resp::{self, Limits, Parsed, Parser};
 use crate::SessionAction;
 
@@ -57,12 +58,8 @@ impl Session {
             return (input.len(), SessionAction::CloseAfterFlush);
         }
         // Parse straight from `input` when nothing is pending, so the common case copies nothing.
-        let mut buf = std::mem::take(&mut self.pending);
-        let held = buf.len();
-        if held > 0 {
-            buf.extend_from_slice(input);
-        }
-        let data: &[u8] = if held > 0 { &buf } else { input };
+        let carry = Carry::begin(&mut self.pending, input);
+        let data = carry.data(input);
         let mut off = 0;
         let mut stopped = false;
         loop {
@@ -92,21 +89,7 @@ impl Session {
             return (input.len(), SessionAction::CloseAfterFlush);
         }
         // What the parser did not take: a partial command is kept; input left after a stop is the caller's.
-        let consumed = if !stopped {
-            buf.drain(..off.min(buf.len()));
-            if held == 0 {
-                buf.extend_from_slice(&input[off..]);
-            }
-            input.len()
-        } else if off >= held {
-            buf.clear();
-            off - held
-        } else {
-            buf.truncate(held);
-            buf.drain(..off);
-            0
-        };
-        self.pending = buf;
+        let consumed = carry.end(&mut self.pending, input, off, stopped);
         (consumed, SessionAction::Continue)
     }
 
