@@ -165,6 +165,7 @@ pub mod control;
 mod counters;
 mod device;
 mod error;
+mod events;
 pub mod runtime;
 mod sockets;
 mod stack;
