@@ -62,7 +62,9 @@
 //! opened/closed and the admission and timeout counters above; [`Stack::active_connections`] the connections
 //! held, [`Stack::half_open_connections`] the handshakes in progress. A loop that sleeps when idle
 //! waits on [`Stack::wait_fd`] (the RX queue's descriptor, where the port has one) until [`Stack::idle_until`];
-//! [`runtime`] does so by default. [`Stack::enable_capture`] lets `pktio-dumpcap` capture the stack's queues live;
+//! [`runtime`] does so by default. An event loop of its own (netstack-preload's POSIX sockets) asks what a socket
+//! can do now with [`Stack::readiness`] and [`Stack::recv_queue`], and has [`Stack::shutdown_write`],
+//! [`Stack::peek`], [`Stack::local_addr`], [`Stack::peer_addr`] and [`Stack::set_nodelay`] beside the calls above. [`Stack::enable_capture`] lets `pktio-dumpcap` capture the stack's queues live;
 //! [`runtime`] enables it unless `--no-telemetry` (`--file-prefix NAME` names the process to capture).
 //!
 //! Two stacks on the two ends of a ring pair, a client and an echo server:
@@ -175,7 +177,7 @@ pub use arp::{ArpConfig, ArpEntry};
 pub use config::Config;
 pub use counters::{Counters, Drops};
 pub use error::{Error, Result};
-pub use sockets::{Datagram, Event, EventKind, Handle, SocketInfo};
+pub use sockets::{Datagram, Event, EventKind, Handle, Readiness, SocketError, SocketInfo};
 pub use stack::{Stack, StackConfig};
 
 /// Packets per receive and transmit burst.

@@ -19,6 +19,9 @@ use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint};
 
 use crate::{Error, Result, Stack};
 
+mod foreign;
+pub use foreign::{Readiness, SocketError};
+
 /// A socket of one stack (a TCP listener, a TCP connection or a UDP socket). Stale handles (of a closed
 /// socket) are refused, not confused with a newer socket in the same slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

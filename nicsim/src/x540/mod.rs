@@ -597,6 +597,16 @@ impl Core {
             (self.phy.powered() && self.link.speed.is_some()).then(|| Instant::now() + config.link_up_delay);
     }
 
+    /// A test's slow-reset fault: every later reset, and the one in progress, lasts `delay` from its start.
+    fn set_reset_delay(&mut self, delay: Duration) {
+        if self.in_reset(Instant::now()) {
+            if let Some(began) = self.reset_until.checked_sub(self.reset_delay) {
+                self.reset_until = began + delay;
+            }
+        }
+        self.reset_delay = delay;
+    }
+
     fn reset(&mut self, shared: &Shared) {
         let now = Instant::now();
         self.regs.copy_from_slice(&self.defaults);

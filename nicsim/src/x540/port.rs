@@ -368,10 +368,10 @@ impl X540Port {
         self.shared.kick();
     }
 
-    /// Fault: from now on a reset takes `delay` (CTRL.RST reads 1 that long). `Duration::ZERO` restores an
-    /// instantaneous reset.
+    /// Fault: from now on a reset takes `delay` (CTRL.RST reads 1 that long), the one in progress included (it
+    /// then ends `delay` after it began). `Duration::ZERO` restores an instantaneous reset.
     pub fn set_reset_delay(&self, delay: Duration) {
-        self.shared.lock().reset_delay = delay;
+        self.shared.lock().set_reset_delay(delay);
     }
 }
 

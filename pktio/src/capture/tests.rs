@@ -228,10 +228,11 @@ fn an_idle_tap_stays_on_the_fast_path_and_lets_go_of_a_stopped_capture() {
     });
     let path = temp("idle.pcapng");
     start(&CaptureConfig::new(vec![(4, Direction::Tx)], &path), &|p| format!("port{p}")).unwrap();
-    // The queue thread takes the sink (the writer, the Running and the queue hold it).
+    // The queue thread takes the sink (the writer, the Running, the capture point and the queue hold it: without
+    // the queue's handle the count is already 3, and a poller the scheduler kept waiting would not be tested).
     let deadline = Instant::now() + Duration::from_secs(10);
     let holders = || Arc::strong_count(&current().lock().unwrap().as_ref().unwrap().sink);
-    while holders() < 3 {
+    while holders() < 4 {
         assert!(Instant::now() < deadline, "the polling queue never picked up the capture");
         std::thread::yield_now();
     }
