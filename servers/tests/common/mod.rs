@@ -154,14 +154,23 @@ pub struct Server {
 
 impl Server {
     pub fn start(name: &'static str, exe: &str, config: PathBuf, args: &[&str]) -> Server {
-        let mut child = Command::new(exe)
-            .arg("--config")
-            .arg(&config)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut cmd = Command::new(exe);
+        cmd.arg("--config").arg(&config).args(args);
+        // The netstack-ctl built beside the server when there (scripts/test.sh builds every target first).
+        let ctl_exe = Some(Path::new(exe).with_file_name("netstack-ctl")).filter(|p| p.exists());
+        Server::start_command(name, cmd, config, &["lcore 0 up"], ctl_exe)
+    }
+
+    /// Starts `cmd` (a server whose stack reads `config`), waiting until it printed each of `ready`;
+    /// `ctl_exe` reads its control socket (`None`: the request goes through netstack::control).
+    pub fn start_command(
+        name: &'static str,
+        mut cmd: Command,
+        config: PathBuf,
+        ready: &[&str],
+        ctl_exe: Option<PathBuf>,
+    ) -> Server {
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let (tx, lines) = mpsc::channel();
         let pipes: [Box<dyn std::io::Read + Send>; 2] =
             [Box::new(child.stdout.take().unwrap()), Box::new(child.stderr.take().unwrap())];
@@ -173,10 +182,10 @@ impl Server {
                 }
             });
         }
-        // The netstack-ctl built beside the server when there (scripts/test.sh builds every target first).
-        let ctl_exe = Some(Path::new(exe).with_file_name("netstack-ctl")).filter(|p| p.exists());
         let mut s = Server { name, child, lines, seen: Vec::new(), config, ctl_exe };
-        s.wait_for("lcore 0 up", Duration::from_secs(30));
+        for needle in ready {
+            s.wait_for(needle, Duration::from_secs(30));
+        }
         s
     }
 
