@@ -22,6 +22,9 @@ pub struct ArpConfig {
     pub max_requests: u32,
     /// Entries kept at most; a full cache evicts the entry closest to expiry.
     pub max_entries: usize,
+    /// Next hops being resolved at once; a packet for one more is dropped (counted as `drop_arp_unresolved`), so
+    /// a flood from spoofed on-link sources cannot park the pool's buffers behind requests nobody answers.
+    pub max_unresolved: usize,
 }
 
 impl Default for ArpConfig {
@@ -32,6 +35,7 @@ impl Default for ArpConfig {
             retry_interval: Duration::from_secs(1),
             max_requests: 3,
             max_entries: 1024,
+            max_unresolved: 256,
         }
     }
 }
@@ -101,12 +105,14 @@ impl ArpCache {
 
     /// Holds `packet` until `next_hop` resolves.
     pub fn queue(&mut self, next_hop: Ipv4Addr, packet: Mbuf, now: Instant) -> Queued {
+        let full = self.pending.len() >= self.config.max_unresolved;
         match self.pending.get_mut(&next_hop) {
             Some(p) if p.packets.len() >= self.config.pending_per_hop => Queued::Dropped,
             Some(p) => {
                 p.packets.push(packet);
                 Queued::Held
             }
+            None if full => Queued::Dropped,
             None => {
                 let mut packets = Vec::with_capacity(self.config.pending_per_hop.min(4));
                 packets.push(packet);

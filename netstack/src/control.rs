@@ -162,6 +162,7 @@ pub fn report(stack: &Stack, lcore: u32, command: &str) -> String {
     }
     if all || command == "counters" {
         let _ = writeln!(out, "connections_active       {}", stack.active_connections());
+        let _ = writeln!(out, "tcp_half_open            {}", stack.half_open_connections());
         let _ = writeln!(out, "mbufs_in_use             {} of {}", stack.pool().in_use(), stack.pool().size());
         let _ = write!(out, "{}", stack.counters());
     }

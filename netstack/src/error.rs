@@ -16,6 +16,9 @@ pub enum Error {
     /// The local port is taken.
     #[error("port {0} is already bound on this stack")]
     PortInUse(u16),
+    /// Port 0 was asked for a listener or a UDP socket.
+    #[error("port 0 cannot be listened on: give a port from 1 to 65535")]
+    PortZero,
     /// No ephemeral port is free for `connect`.
     #[error("no free ephemeral port for a connection to {0}")]
     NoEphemeralPort(SocketAddrV4),

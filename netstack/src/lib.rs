@@ -26,7 +26,29 @@
 //! build), amortised over the burst it handles. 1,000 connections open, exchange data and close with every
 //! socket and buffer released (tests/tcp_pair.rs). A connection the application closed is released when its
 //! FIN exchange ends: TIME-WAIT is not kept (a late retransmitted FIN gets a reset), and one stuck longer than
-//! `tcp_linger` is reset.
+//! `tcp_linger` is reset; one that keeps receiving after the close is reset once what it sent is acknowledged (as
+//! a kernel resets a closed socket that receives data).
+//!
+//! # Bounded state (what a hostile peer can make a stack hold)
+//! Every limit is a [`StackConfig`] field and a key of the configuration file ([`config`]), with a default that
+//! holds against floods on a small server:
+//! - A SYN backlog per listener (`tcp_syn_backlog`, 256 half-open connections) with expiry
+//!   (`tcp_handshake_timeout`, 10 s, dropped without a reset); SYNs past it get SYN cookies (src/syncookie.rs:
+//!   stateless, the connection rebuilt from the client's ACK) or, with `tcp_syn_cookies` off, are dropped.
+//! - A connection limit per stack (`tcp_max_connections`, 10,000, half-open included): SYNs past it are dropped
+//!   and counted (`drop_tcp_connection_limit`).
+//! - Keep-alive (`tcp_keepalive`, 60 s) and a user timeout (`tcp_user_timeout`, 120 s, RFC 5482): data left
+//!   unacknowledged, or a peer that answers no probe, that long aborts the connection, which also bounds
+//!   retransmissions.
+//! - ARP: cached entries, packets per unresolved hop and unresolved hops at once ([`ArpConfig`]); UDP: datagrams
+//!   per socket.
+//!
+//! Each refusal, expiry and timeout is counted ([`Counters`]: `tcp_syn_cookies_*`, `tcp_handshake_timeouts`,
+//! `tcp_timeouts`, `tcp_user_timeouts`, `tcp_aborts_on_data`, `tcp_linger_aborts`, `drop_*`), and `netstack-ctl
+//! counters` shows them with `tcp_half_open`. An application whose output to a peer backs up stops its input with
+//! [`Stack::pause_reading`] (no Readable events, the window closes as the receive buffer fills) until it has
+//! drained ([`Stack::resume_reading`]): the sample servers do so per request (`servers::serve`), and an
+//! embedder such as a preload library gets the same bounds from its `StackConfig`.
 //!
 //! # Embedding
 //! One [`Stack`] per (RX queue, TX queue) pair, owned and polled by one thread, with nothing shared and no
@@ -36,8 +58,9 @@
 //! calls: [`Stack::listen`], [`Stack::accept`], [`Stack::connect`], [`Stack::read`] / [`Stack::read_with`],
 //! [`Stack::write`], [`Stack::close`], [`Stack::abort`]; UDP: [`Stack::udp_bind`], [`Stack::recv_from`],
 //! [`Stack::send_to`]. Calls that cannot proceed return [`Error::WouldBlock`]. [`Stack::counters`] gives packets,
-//! bytes, drops by reason, TCP retransmissions (counted by us: smoltcp 0.12 does not expose them) and
-//! connections opened/closed; [`Stack::active_connections`] the connections held. A loop that sleeps when idle
+//! bytes, drops by reason, TCP retransmissions (counted by us: smoltcp 0.12 does not expose them), connections
+//! opened/closed and the admission and timeout counters above; [`Stack::active_connections`] the connections
+//! held, [`Stack::half_open_connections`] the handshakes in progress. A loop that sleeps when idle
 //! waits on [`Stack::wait_fd`] (the RX queue's descriptor, where the port has one) until [`Stack::idle_until`];
 //! [`runtime`] does so by default. An event loop of its own (netstack-preload's POSIX sockets) asks what a socket
 //! can do now with [`Stack::readiness`] and [`Stack::recv_queue`], and has [`Stack::shutdown_write`],
@@ -137,15 +160,18 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod admission;
 pub mod arp;
 pub mod config;
 pub mod control;
 mod counters;
 mod device;
 mod error;
+mod events;
 pub mod runtime;
 mod sockets;
 mod stack;
+mod syncookie;
 
 pub use arp::{ArpConfig, ArpEntry};
 pub use config::Config;

@@ -2,13 +2,17 @@
 //! one [`Stack`] per lcore polled in a run-to-completion loop that hands each poll's events to the
 //! application, a control socket per lcore, and the counters printed on Ctrl-C.
 //!
-//! Idle policy: on a port whose RX queue has a descriptor to wait on (af_packet, TAP, af_xdp), the loop
-//! busy-polls while traffic flows and, after [`DEFAULT_IDLE_SPIN`] without any, sleeps in `ppoll(2)` on that
+//! Idle policy: on a port whose RX queue has a descriptor to wait on (af_packet, TAP, af_xdp), the loop polls
+//! while traffic flows and, after [`DEFAULT_IDLE_SPIN`] (200 us) without any, sleeps in `ppoll(2)` on that
 //! descriptor and the control socket until a packet or a tool arrives or the stack's next timer is due (DPDK's
 //! RX-interrupt mode, as l3fwd-power uses it). A spinning server on a core it shares with its clients and the
 //! kernel is a CPU hog the scheduler preempts for whole slices while requests wait; a sleeper is woken at once.
-//! Ports without a descriptor (NIC drivers, ring, null) busy-poll. `--busy-poll`, `--idle-yield` and
-//! `--idle-sleep-us` choose another policy.
+//! While it spins, the loop yields the core after each empty poll (`sched_yield`): the kernel wakes a client the
+//! server just answered on the server's own core (the reply's receive path runs in the server's `sendto`), and
+//! without the yield that client's next request waited for the server's slice to end (the 3-4 ms p99 of one
+//! connection before issue 28); with nothing else runnable the yield returns at once. Ports without a descriptor
+//! (NIC drivers, ring, null) busy-poll. `--busy-poll`, `--idle-yield` and `--idle-sleep-us` choose another
+//! policy.
 
 use std::io::Write as _;
 use std::os::fd::RawFd;
@@ -23,8 +27,12 @@ use crate::{Config, Counters, Error, Event, Result, Stack};
 
 /// Polls between control-socket checks: the check is a non-blocking `accept`, kept off most iterations.
 const CONTROL_EVERY: u32 = 1024;
-/// How long a loop that can sleep keeps polling after the last packet before it sleeps (`--idle-spin-us`).
-pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(50);
+/// How long a loop that can sleep keeps polling (yielding the core between polls) after the last packet before it
+/// sleeps (`--idle-spin-us`).
+pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(200);
+/// The largest `--idle-sleep-us` and `--idle-spin-us`: the loop sees Ctrl-C between sleeps.
+pub const MAX_IDLE_SLEEP: Duration = Duration::from_secs(1);
+const MAX_IDLE_SPIN: Duration = Duration::from_secs(1);
 /// The longest sleep: the loop comes back at least this often although no timer asks (a safety net; the ARP
 /// tick asks every 100 ms anyway).
 const MAX_SLEEP: Duration = Duration::from_millis(200);
@@ -79,14 +87,14 @@ pub struct RunOptions {
 }
 
 /// The runtime's options, for `--help`.
-pub const USAGE: &str = "\
-  --config FILE         the TOML configuration (required; see the netstack crate docs)
+pub const USAGE: &str = "  --config FILE         the TOML configuration (required; see the netstack crate docs)
   --lcores LIST         override `lcores` (DPDK corelist)
   --control-dir DIR     override `control.dir`
-  --idle-spin-us N      poll N microseconds without traffic, then sleep on the port's descriptor until a
-                        packet or a timer (the default, N = 50, on ports with one: af_packet, TAP, af_xdp)
+  --idle-spin-us N      poll N microseconds without traffic (yielding the core between polls), then sleep on
+                        the port's descriptor until a packet or a timer (the default, N = 200, on ports with
+                        one: af_packet, TAP, af_xdp); 0 to 1000000
   --busy-poll           never sleep: spin on the queue (the default on ports without a descriptor)
-  --idle-sleep-us N     sleep N microseconds after an idle poll instead
+  --idle-sleep-us N     sleep N microseconds after an idle poll instead (0 to 1000000)
   --idle-yield          yield the CPU after an idle poll instead (spin, but let the core's other work run)
   --file-prefix NAME    the EAL file prefix: names the telemetry socket (dpdk-telemetry.py -f NAME) and the
                         process `pktio-dumpcap --file-prefix NAME` captures from (default rte)
@@ -106,8 +114,10 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<RunOptions> 
             "--control-dir" => dir = Some(PathBuf::from(value("--control-dir")?)),
             "--idle-yield" => idle_yield = true,
             "--busy-poll" => busy_poll = true,
-            "--idle-sleep-us" => idle_sleep = Some(micros("--idle-sleep-us", value("--idle-sleep-us")?)?),
-            "--idle-spin-us" => idle_spin = micros("--idle-spin-us", value("--idle-spin-us")?)?,
+            "--idle-sleep-us" => {
+                idle_sleep = Some(micros("--idle-sleep-us", value("--idle-sleep-us")?, MAX_IDLE_SLEEP)?)
+            }
+            "--idle-spin-us" => idle_spin = micros("--idle-spin-us", value("--idle-spin-us")?, MAX_IDLE_SPIN)?,
             "--file-prefix" => eal_extra.extend([a.clone(), value("--file-prefix")?]),
             "--no-telemetry" => eal_extra.push(a),
             _ => app_args.push(a),
@@ -127,9 +137,14 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<RunOptions> 
     Ok(RunOptions { config, idle_sleep, busy_poll, idle_spin, idle_yield, eal_extra, app_args })
 }
 
-fn micros(name: &str, v: String) -> Result<Duration> {
-    let us: u64 = v.parse().map_err(|_| Error::Usage(format!("{name}: `{v}` is not a number of microseconds")))?;
-    Ok(Duration::from_micros(us))
+/// `v` microseconds, at most `max` (a loop checks for Ctrl-C between sleeps, so a sleep must stay short).
+fn micros(name: &str, v: String, max: Duration) -> Result<Duration> {
+    let max_us = max.as_micros() as u64;
+    match v.parse::<u64>() {
+        Ok(us) if us <= max_us => Ok(Duration::from_micros(us)),
+        Ok(us) => Err(Error::Usage(format!("{name}: {us} microseconds: expected 0 to {max_us}"))),
+        Err(_) => Err(Error::Usage(format!("{name}: `{v}` is not a number of microseconds (0 to {max_us})"))),
+    }
 }
 
 /// The EAL arguments the configuration stands for.
@@ -320,7 +335,13 @@ fn lcore_loop<A: App>(
                 Idle::Wake(spin) => {
                     let now = stack.now();
                     let since = *idle_since.get_or_insert(now);
-                    if now.duration_since(since) >= spin {
+                    if now.duration_since(since) < spin {
+                        // Spinning on a core shared with the client or other work: whatever else is runnable here
+                        // gets the core at once instead of waiting for our slice to end (the client's request,
+                        // or the kernel's work on our reply, is often exactly that); with nothing else runnable
+                        // this returns at once.
+                        std::thread::yield_now();
+                    } else {
                         control.serve(&stack);
                         let until = match (stack.idle_until(), app.next_deadline()) {
                             (Some(s), Some(a)) => Some(s.min(a)),

@@ -1,5 +1,5 @@
 //! The socket API of a [`Stack`]: handles, TCP listen/accept/connect/read/write/close on smoltcp sockets, our
-//! UDP sockets, and the event list each poll fills.
+//! UDP sockets, and the events each poll reports (the walk that finds them is in events.rs).
 //!
 //! smoltcp has no accept: a listening socket becomes the connection. A listener therefore keeps
 //! `tcp_backlog` smoltcp sockets listening on its port; each poll, those that left the listen state move to the
@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mempool::Mbuf;
 use pkthdr::{IpProtocol, Ipv4Packet, UdpPacket, UdpRepr};
@@ -26,8 +26,8 @@ pub use foreign::{Readiness, SocketError};
 /// socket) are refused, not confused with a newer socket in the same slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Handle {
-    index: u32,
-    generation: u32,
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
 }
 
 impl Handle {
@@ -105,11 +105,11 @@ pub struct SocketInfo {
 }
 
 pub(crate) struct Slot {
-    generation: u32,
-    kind: SlotKind,
+    pub(crate) generation: u32,
+    pub(crate) kind: SlotKind,
 }
 
-enum SlotKind {
+pub(crate) enum SlotKind {
     Free,
     Listener(Listener),
     Tcp(Conn),
@@ -128,28 +128,66 @@ impl SlotKind {
     }
 }
 
-struct Listener {
-    port: u16,
-    listening: Vec<SocketHandle>,
-    half_open: Vec<SocketHandle>,
-    ready: VecDeque<Handle>,
+pub(crate) struct Listener {
+    pub(crate) port: u16,
+    /// Sockets in smoltcp's LISTEN state, one per SYN a poll can take.
+    pub(crate) listening: Vec<SocketHandle>,
+    /// Sockets a SYN woke, and when: dropped if the handshake does not complete in `tcp_handshake_timeout`.
+    pub(crate) half_open: Vec<(SocketHandle, Instant)>,
+    pub(crate) ready: VecDeque<Handle>,
+    /// SYNs admitted since the last scan (each takes one of `listening`).
+    pub(crate) admitted: usize,
 }
 
-struct Conn {
-    socket: SocketHandle,
-    connecting: bool,
-    established: bool,
-    writable: bool,
-    peer_closed: bool,
-    closed_reported: bool,
-    app_closed: Option<Instant>,
-    local_port: u16,
-    owns_port: bool,
+pub(crate) struct Conn {
+    pub(crate) socket: SocketHandle,
+    pub(crate) connecting: bool,
+    pub(crate) established: bool,
+    pub(crate) writable: bool,
+    pub(crate) peer_closed: bool,
+    pub(crate) closed_reported: bool,
+    pub(crate) app_closed: Option<Instant>,
+    pub(crate) local_port: u16,
+    pub(crate) owns_port: bool,
+    /// The application paused its Readable events ([`Stack::pause_reading`]).
+    pub(crate) read_paused: bool,
+    /// The send queue's length and since when it has not changed (for the user timeout); `None` while empty.
+    pub(crate) stalled: Option<(usize, Instant)>,
+    /// The state the last scan saw, to tell a timeout from an orderly end when smoltcp closes the socket.
+    pub(crate) last_state: tcp::State,
+    /// We reset it in this scan: its Closed event waits for the next one, after smoltcp sent the reset.
+    pub(crate) reset_pending: bool,
 }
 
-struct UdpSocket {
+impl Conn {
+    pub(crate) fn new(
+        socket: SocketHandle,
+        connecting: bool,
+        writable: bool,
+        local_port: u16,
+        owns_port: bool,
+    ) -> Conn {
+        Conn {
+            socket,
+            connecting,
+            established: !connecting,
+            writable,
+            peer_closed: false,
+            closed_reported: false,
+            app_closed: None,
+            local_port,
+            owns_port,
+            read_paused: false,
+            stalled: None,
+            last_state: if connecting { tcp::State::SynSent } else { tcp::State::Established },
+            reset_pending: false,
+        }
+    }
+}
+
+pub(crate) struct UdpSocket {
     port: u16,
-    queue: VecDeque<Datagram>,
+    pub(crate) queue: VecDeque<Datagram>,
 }
 
 fn state_name(s: tcp::State) -> &'static str {
@@ -169,7 +207,7 @@ fn state_name(s: tcp::State) -> &'static str {
     }
 }
 
-fn v4(addr: IpAddress) -> Ipv4Addr {
+pub(crate) fn v4(addr: IpAddress) -> Ipv4Addr {
     match addr {
         IpAddress::Ipv4(a) => Ipv4Addr::from(a.octets()),
     }
@@ -180,7 +218,7 @@ fn v4_endpoint(e: IpEndpoint) -> SocketAddrV4 {
 }
 
 impl Stack {
-    fn new_slot(&mut self, kind: SlotKind) -> Handle {
+    pub(crate) fn new_slot(&mut self, kind: SlotKind) -> Handle {
         if let Some(index) = self.free_slots.pop() {
             let slot = &mut self.slots[index as usize];
             slot.kind = kind;
@@ -191,7 +229,7 @@ impl Stack {
         }
     }
 
-    fn free_slot(&mut self, index: u32) {
+    pub(crate) fn free_slot(&mut self, index: u32) {
         let slot = &mut self.slots[index as usize];
         slot.kind = SlotKind::Free;
         slot.generation = slot.generation.wrapping_add(1);
@@ -217,10 +255,18 @@ impl Stack {
         let tx = tcp::SocketBuffer::new(vec![0; self.config.tcp_tx_buffer]);
         let mut s = tcp::Socket::new(rx, tx);
         s.set_nagle_enabled(false);
+        let smol = |d: Duration| smoltcp::time::Duration::from_micros(d.as_micros() as u64);
+        s.set_keep_alive(self.config.tcp_keepalive.map(smol));
+        // smoltcp's timeout counts the peer's silence while it waits for it: with keep-alive probes that is the
+        // dead-peer detection; without them it would close idle connections, so unacknowledged data alone is
+        // timed by the scan then (`Conn::stalled`).
+        if self.config.tcp_keepalive.is_some() {
+            s.set_timeout(self.config.tcp_user_timeout.map(smol));
+        }
         s
     }
 
-    fn listening_socket(&mut self, port: u16) -> SocketHandle {
+    pub(crate) fn listening_socket(&mut self, port: u16) -> SocketHandle {
         let mut s = self.tcp_socket();
         s.listen(IpListenEndpoint { addr: None, port }).expect("port is not zero and the socket is new");
         self.sockets.add(s)
@@ -233,23 +279,36 @@ impl Stack {
         }
     }
 
+    fn conn_mut(&mut self, h: Handle) -> Result<&mut Conn> {
+        match self.slot_mut(h)? {
+            SlotKind::Tcp(c) => Ok(c),
+            _ => Err(Error::BadHandle(h.index)),
+        }
+    }
+
     // ---- TCP ----
 
     /// Listens for TCP connections on `port` (any of our addresses); connections come as
     /// [`EventKind::Accepted`] on the returned handle and are taken with [`Self::accept`].
     pub fn listen(&mut self, port: u16) -> Result<Handle> {
         self.smol_dirty = true;
-        if port == 0 || self.tcp_ports.contains(&port) {
+        if port == 0 {
+            return Err(Error::PortZero);
+        }
+        if self.tcp_ports.contains(&port) {
             return Err(Error::PortInUse(port));
         }
         self.tcp_ports.insert(port);
         let listening = (0..self.config.tcp_backlog.max(1)).map(|_| self.listening_socket(port)).collect();
-        Ok(self.new_slot(SlotKind::Listener(Listener {
+        let h = self.new_slot(SlotKind::Listener(Listener {
             port,
             listening,
             half_open: Vec::new(),
             ready: VecDeque::new(),
-        })))
+            admitted: 0,
+        }));
+        self.listeners.insert(port, h.index);
+        Ok(h)
     }
 
     /// The next established connection of `listener`, or [`Error::WouldBlock`].
@@ -282,17 +341,8 @@ impl Stack {
         s.connect(self.iface.context(), remote_ep, port).map_err(|e| Error::Tcp(format!("connect: {e}")))?;
         self.tcp_ports.insert(port);
         let socket = self.sockets.add(s);
-        Ok(self.new_slot(SlotKind::Tcp(Conn {
-            socket,
-            connecting: true,
-            established: false,
-            writable: false,
-            peer_closed: false,
-            closed_reported: false,
-            app_closed: None,
-            local_port: port,
-            owns_port: true,
-        })))
+        self.tcp_conns += 1;
+        Ok(self.new_slot(SlotKind::Tcp(Conn::new(socket, true, false, port, true))))
     }
 
     /// Reads up to `buf.len()` bytes: `Ok(0)` at end of stream (the peer closed and everything was read),
@@ -380,6 +430,23 @@ impl Stack {
         Ok(if s.may_send() { s.send_capacity() - s.send_queue() } else { 0 })
     }
 
+    /// Stops reporting [`EventKind::Readable`] for the connection `h`: its input stays in the receive buffer and
+    /// TCP's window closes as the buffer fills (the peer is held back), and an idle loop can sleep although data
+    /// waits. For an application whose output to this peer backed up; [`Self::resume_reading`] undoes it.
+    pub fn pause_reading(&mut self, h: Handle) -> Result<()> {
+        self.conn_mut(h)?.read_paused = true;
+        Ok(())
+    }
+
+    /// Reports [`EventKind::Readable`] for `h` again (from the next poll, if data waits).
+    pub fn resume_reading(&mut self, h: Handle) -> Result<()> {
+        let c = self.conn_mut(h)?;
+        if std::mem::take(&mut c.read_paused) {
+            self.rescan = true;
+        }
+        Ok(())
+    }
+
     /// Closes a socket: a TCP connection sends FIN after its queued data and its resources go once the FIN
     /// exchange ends (TIME-WAIT is not kept: a late retransmitted FIN gets a reset) or after `tcp_linger`; a
     /// listener stops listening (connections not yet accepted are reset); a UDP socket frees its port and queue.
@@ -399,7 +466,9 @@ impl Stack {
             SlotKind::Free => unreachable!("slot_mut() refuses free slots"),
             SlotKind::Listener(l) => {
                 self.tcp_ports.remove(&l.port);
-                for s in l.listening.into_iter().chain(l.half_open) {
+                self.listeners.remove(&l.port);
+                self.half_open -= l.half_open.len() + l.admitted;
+                for s in l.listening.into_iter().chain(l.half_open.into_iter().map(|(s, _)| s)) {
                     self.sockets.get_mut::<tcp::Socket>(s).abort();
                     self.forget_flow(s);
                     self.sockets.remove(s);
@@ -431,38 +500,15 @@ impl Stack {
         let now = self.now;
         if let SlotKind::Tcp(c) = &mut self.slots[index as usize].kind {
             c.app_closed = Some(now);
+            c.last_state = tcp::State::Closed;
         }
         // Freed by the next poll's scan, after smoltcp sent the reset.
     }
 
-    /// Frees the connection in slot `index` once the application closed it and smoltcp is done with it; one that
-    /// lingered too long is reset first (and freed by the poll after, once the reset went out).
-    fn reap(&mut self, index: u32) {
-        let SlotKind::Tcp(c) = &self.slots[index as usize].kind else { return };
-        let Some(closed_at) = c.app_closed else { return };
-        let s = self.sockets.get_mut::<tcp::Socket>(c.socket);
-        if !matches!(s.state(), tcp::State::Closed | tcp::State::TimeWait) {
-            if self.now.duration_since(closed_at) >= self.config.tcp_linger {
-                s.abort();
-            }
-            return;
-        }
-        let (socket, established, port, owns) = (c.socket, c.established, c.local_port, c.owns_port);
-        self.forget_flow(socket);
-        self.sockets.remove(socket);
-        if owns {
-            self.tcp_ports.remove(&port);
-        }
-        if established {
-            self.counters.connections_closed += 1;
-        }
-        self.free_slot(index);
-    }
-
-    fn forget_flow(&mut self, socket: SocketHandle) {
+    pub(crate) fn forget_flow(&mut self, socket: SocketHandle) {
         let s = self.sockets.get::<tcp::Socket>(socket);
         if let (Some(local), Some(remote)) = (s.local_endpoint(), s.remote_endpoint()) {
-            self.snd_max.remove(&(v4(remote.addr), local.port, remote.port));
+            self.forget_flow_key((v4(remote.addr), local.port, remote.port));
         }
     }
 
@@ -470,7 +516,10 @@ impl Stack {
 
     /// Binds a UDP socket to `port`; datagrams come as [`EventKind::Readable`] and [`Self::recv_from`].
     pub fn udp_bind(&mut self, port: u16) -> Result<Handle> {
-        if port == 0 || self.udp_ports.contains_key(&port) {
+        if port == 0 {
+            return Err(Error::PortZero);
+        }
+        if self.udp_ports.contains_key(&port) {
             return Err(Error::PortInUse(port));
         }
         let h = self.new_slot(SlotKind::Udp(UdpSocket { port, queue: VecDeque::new() }));
@@ -516,118 +565,6 @@ impl Stack {
                 true
             }
             _ => false,
-        }
-    }
-
-    // ---- events ----
-
-    /// Walks every socket once: hands out established connections, reaps closed ones, and reports events.
-    pub(crate) fn scan(&mut self, events: &mut Vec<Event>) {
-        let first = events.len();
-        for index in 0..self.slots.len() as u32 {
-            let generation = self.slots[index as usize].generation;
-            let handle = Handle { index, generation };
-            match &self.slots[index as usize].kind {
-                SlotKind::Free => {}
-                SlotKind::Udp(u) => {
-                    if !u.queue.is_empty() {
-                        events.push(Event { handle, kind: EventKind::Readable });
-                    }
-                }
-                SlotKind::Listener(_) => self.scan_listener(handle, events),
-                SlotKind::Tcp(_) => self.scan_conn(handle, events),
-            }
-        }
-        self.rescan = events[first..].iter().any(|e| matches!(e.kind, EventKind::Readable | EventKind::Accepted));
-    }
-
-    fn scan_listener(&mut self, handle: Handle, events: &mut Vec<Event>) {
-        let SlotKind::Listener(l) = &mut self.slots[handle.index as usize].kind else { return };
-        let (port, mut listening, mut half_open) =
-            (l.port, std::mem::take(&mut l.listening), std::mem::take(&mut l.half_open));
-        // Listening sockets a SYN woke become half-open; fresh ones take their place.
-        let mut i = 0;
-        while i < listening.len() {
-            if self.sockets.get::<tcp::Socket>(listening[i]).state() != tcp::State::Listen {
-                half_open.push(listening.swap_remove(i));
-            } else {
-                i += 1;
-            }
-        }
-        while listening.len() < self.config.tcp_backlog.max(1) {
-            listening.push(self.listening_socket(port));
-        }
-        let mut ready = Vec::new();
-        half_open.retain(|&s| match self.sockets.get::<tcp::Socket>(s).state() {
-            tcp::State::SynReceived => true,
-            tcp::State::Closed | tcp::State::Listen => {
-                ready.push((s, false));
-                false
-            }
-            _ => {
-                ready.push((s, true));
-                false
-            }
-        });
-        let mut accepted = Vec::new();
-        for (s, ok) in ready {
-            if !ok {
-                self.forget_flow(s);
-                self.sockets.remove(s);
-                continue;
-            }
-            self.counters.connections_opened += 1;
-            let writable = self.sockets.get::<tcp::Socket>(s).can_send();
-            accepted.push(self.new_slot(SlotKind::Tcp(Conn {
-                socket: s,
-                connecting: false,
-                established: true,
-                writable,
-                peer_closed: false,
-                closed_reported: false,
-                app_closed: None,
-                local_port: port,
-                owns_port: false,
-            })));
-        }
-        let SlotKind::Listener(l) = &mut self.slots[handle.index as usize].kind else { unreachable!() };
-        l.listening = listening;
-        l.half_open = half_open;
-        l.ready.extend(accepted);
-        if !l.ready.is_empty() {
-            events.push(Event { handle, kind: EventKind::Accepted });
-        }
-    }
-
-    fn scan_conn(&mut self, handle: Handle, events: &mut Vec<Event>) {
-        let index = handle.index;
-        let SlotKind::Tcp(c) = &mut self.slots[index as usize].kind else { return };
-        if c.app_closed.is_some() {
-            self.reap(index);
-            return;
-        }
-        let s = self.sockets.get::<tcp::Socket>(c.socket);
-        let state = s.state();
-        if c.connecting && !matches!(state, tcp::State::SynSent | tcp::State::SynReceived | tcp::State::Closed) {
-            c.connecting = false;
-            c.established = true;
-            self.counters.connections_opened += 1;
-            events.push(Event { handle, kind: EventKind::Connected });
-        }
-        if s.can_recv() {
-            events.push(Event { handle, kind: EventKind::Readable });
-        } else if c.established && !s.may_recv() && !c.peer_closed && state != tcp::State::Closed {
-            c.peer_closed = true;
-            events.push(Event { handle, kind: EventKind::PeerClosed });
-        }
-        let can_send = s.can_send();
-        if can_send && !c.writable && c.established {
-            events.push(Event { handle, kind: EventKind::Writable });
-        }
-        c.writable = can_send;
-        if state == tcp::State::Closed && !c.closed_reported && !s.can_recv() {
-            c.closed_reported = true;
-            events.push(Event { handle, kind: EventKind::Closed });
         }
     }
 
@@ -683,7 +620,12 @@ impl Stack {
 
     /// TCP connections held (established or closing, not yet released).
     pub fn active_connections(&self) -> usize {
-        self.slots.iter().filter(|s| matches!(s.kind, SlotKind::Tcp(_))).count()
+        self.tcp_conns
+    }
+
+    /// Half-open TCP connections held over every listener (SYN received, handshake not complete).
+    pub fn half_open_connections(&self) -> usize {
+        self.half_open
     }
 
     /// smoltcp sockets in the socket set (listening ones included): what every poll iterates over.

@@ -8,16 +8,18 @@ use std::time::{Duration, Instant};
 use mempool::{Mbuf, Mempool, PacketBatch};
 use pkthdr::{
     ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr, IcmpPacket, IcmpType, IpProtocol,
-    Ipv4Packet, Sum, TcpFlags, TcpPacket, UdpPacket,
+    Ipv4Packet, Sum, UdpPacket,
 };
 use pktio::capture::QueueTap;
 use pktio::{MacAddr, RxQueue, TxQueue};
 use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet};
 use smoltcp::wire::{HardwareAddress, IpCidr, Ipv4Address};
 
+use crate::admission::{CookieAck, Flow, FlowKey};
 use crate::arp::{ArpCache, ArpConfig, ArpEntry, Queued};
 use crate::device::IpDevice;
 use crate::sockets::Slot;
+use crate::syncookie::Cookies;
 use crate::{Counters, Event, BURST};
 
 const ETH_LEN: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
@@ -25,6 +27,8 @@ const ETH_LEN: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
 const ETH_MIN_FRAME: usize = 60;
 /// How often the ARP cache is aged.
 const ARP_TICK: Duration = Duration::from_millis(100);
+/// Receive bursts a poll takes at most, while they come full.
+const RX_BURSTS: usize = 8;
 /// Extra egress rounds per poll: smoltcp sends at most one segment per socket per egress pass, so a bulk
 /// sender needs several passes to fill a burst.
 const EGRESS_ROUNDS: usize = 8;
@@ -48,8 +52,26 @@ pub struct StackConfig {
     pub tcp_rx_buffer: usize,
     /// Send buffer of each TCP connection, bytes.
     pub tcp_tx_buffer: usize,
-    /// Listening sockets kept ready per listener: SYNs beyond this many in one poll are refused.
+    /// Listening sockets kept ready per listener: how many SYNs one poll hands to smoltcp (more get SYN cookies).
     pub tcp_backlog: usize,
+    /// Half-open connections (SYN received, handshake not complete) held per listener; SYNs past it are answered
+    /// with a SYN cookie, or dropped when `tcp_syn_cookies` is off (the kernel's `tcp_max_syn_backlog`).
+    pub tcp_syn_backlog: usize,
+    /// Answer SYNs past the SYN backlog with SYN cookies (stateless) instead of dropping them.
+    pub tcp_syn_cookies: bool,
+    /// How long a half-open connection waits for the client's ACK before it is dropped (silently).
+    pub tcp_handshake_timeout: Duration,
+    /// Connections a stack holds at most, half-open ones included; SYNs (and cookie ACKs) past it are dropped and
+    /// counted (`drop_tcp_connection_limit`), as a full accept queue drops them.
+    pub tcp_max_connections: usize,
+    /// Keep-alive: a connection silent this long sends a probe, and again each time as long again passes;
+    /// `None`: no probes.
+    pub tcp_keepalive: Option<Duration>,
+    /// User timeout (RFC 5482): a connection is aborted when data it sent stays unacknowledged (or unsent behind a
+    /// closed window) this long, or, with keep-alive on, when its peer answers nothing this long. It also bounds
+    /// retransmissions: smoltcp's timeout doubles from its RTO up to 10 s, so a dead peer gets at most about
+    /// `timeout / 10 s + 7` tries. `None`: retransmit for as long as the peer stays silent.
+    pub tcp_user_timeout: Option<Duration>,
     /// How long a connection the application closed may take to finish its FIN exchange before it is aborted.
     pub tcp_linger: Duration,
     /// Datagrams held per UDP socket.
@@ -71,6 +93,12 @@ impl StackConfig {
             tcp_rx_buffer: 64 * 1024,
             tcp_tx_buffer: 64 * 1024,
             tcp_backlog: 64,
+            tcp_syn_backlog: 256,
+            tcp_syn_cookies: true,
+            tcp_handshake_timeout: Duration::from_secs(10),
+            tcp_max_connections: 10_000,
+            tcp_keepalive: Some(Duration::from_secs(60)),
+            tcp_user_timeout: Some(Duration::from_secs(120)),
             tcp_linger: Duration::from_secs(30),
             udp_queue: 256,
             ephemeral_ports: (49152, 65535),
@@ -110,9 +138,9 @@ pub struct Stack {
     tx_tap: QueueTap,
     pub(crate) iface: Interface,
     pub(crate) sockets: SocketSet<'static>,
-    dev: IpDevice,
+    pub(crate) dev: IpDevice,
     arp: ArpCache,
-    epoch: Instant,
+    pub(crate) epoch: Instant,
     pub(crate) now: Instant,
     next_arp_tick: Instant,
     announced: bool,
@@ -122,8 +150,23 @@ pub struct Stack {
     pub(crate) udp_ports: HashMap<u16, u32>,
     pub(crate) tcp_ports: HashSet<u16>,
     pub(crate) next_ephemeral: u16,
-    /// Highest sequence number sent per (remote address, local port, remote port), to count retransmissions.
-    pub(crate) snd_max: HashMap<(Ipv4Addr, u16, u16), u32>,
+    /// What we track per TCP connection that sent anything, by (remote address, local port, remote port).
+    pub(crate) flows: HashMap<FlowKey, Flow>,
+    /// Flows of [`Self::flows`] rebuilt from a SYN cookie (their numbers are shifted on the way in and out).
+    pub(crate) shifted_flows: usize,
+    /// Listening ports and their listener's slot.
+    pub(crate) listeners: HashMap<u16, u32>,
+    /// Half-open connections over every listener, and TCP connection slots held: what the connection limit counts.
+    pub(crate) half_open: usize,
+    pub(crate) tcp_conns: usize,
+    pub(crate) cookies: Cookies,
+    /// Until when ACKs to a listener that match no connection are checked for a cookie (cookies went out lately).
+    pub(crate) cookies_until: Option<Instant>,
+    /// Valid cookie ACKs of this poll, waiting to be turned into connections.
+    pub(crate) cookie_acks: Vec<CookieAck>,
+    /// Cookie connections whose rebuilding SYN smoltcp has taken: the SYN-ACK it answers with is intercepted
+    /// (the client has its cookie SYN-ACK already) to learn smoltcp's initial sequence number.
+    pub(crate) awaiting_syn_ack: HashMap<FlowKey, u32>,
     pub(crate) counters: Counters,
     /// The application changed a TCP socket (wrote, read, closed, ...) since smoltcp last ran.
     pub(crate) smol_dirty: bool,
@@ -185,7 +228,15 @@ impl Stack {
             udp_ports: HashMap::new(),
             tcp_ports: HashSet::new(),
             next_ephemeral: ephemeral,
-            snd_max: HashMap::new(),
+            flows: HashMap::new(),
+            shifted_flows: 0,
+            listeners: HashMap::new(),
+            half_open: 0,
+            tcp_conns: 0,
+            cookies: Cookies::new(),
+            cookies_until: None,
+            cookie_acks: Vec::new(),
+            awaiting_syn_ack: HashMap::new(),
             counters: Counters::default(),
             smol_dirty: false,
             smol_deadline: None,
@@ -230,9 +281,10 @@ impl Stack {
         &self.pool
     }
 
-    /// One round of work: reads the clock once, receives up to one burst (32) and handles it, runs smoltcp's
-    /// timers and output, ages the ARP cache, sends what is ready in bursts, and fills `events` (cleared first)
-    /// with what the sockets can do now. Never blocks. Returns the frames received (0: the port was idle).
+    /// One round of work: reads the clock once, receives a burst (32) and handles it (and up to 7 more bursts
+    /// while they come full), runs smoltcp's timers and output, ages the ARP cache, sends what is ready in
+    /// bursts, and fills `events` (cleared first) with what the sockets can do now. Never blocks. Returns the
+    /// frames received (0: the port was idle).
     pub fn poll(&mut self, events: &mut Vec<Event>) -> usize {
         events.clear();
         self.now = Instant::now();
@@ -241,11 +293,20 @@ impl Stack {
             self.send_arp_request(self.config.addr);
         }
         let mut batch = self.rx_batch.take().expect("only poll takes the batch, and puts it back");
-        self.rx.rx_burst(&mut batch);
-        self.rx_tap.observe(batch.as_slice());
-        let n = batch.len();
         let udp_before = self.counters.udp_rx_datagrams;
-        batch.drain_front(n, |m| self.input(m));
+        let mut n = 0;
+        // Full bursts are followed by more, up to RX_BURSTS: smoltcp then runs once for all of them, since each
+        // run walks every socket; a flood drains the queue at that rate instead of one burst per walk.
+        for _ in 0..RX_BURSTS {
+            self.rx.rx_burst(&mut batch);
+            self.rx_tap.observe(batch.as_slice());
+            let got = batch.len();
+            n += got;
+            batch.drain_front(got, |m| self.input(m));
+            if got < BURST {
+                break;
+            }
+        }
         self.rx_batch = Some(batch);
         let mut tick = false;
         if self.now >= self.next_arp_tick {
@@ -255,6 +316,9 @@ impl Stack {
         }
         // smoltcp walks every socket each time it runs, so an idle poll skips it: it runs for received
         // segments, for the application's socket calls, and when its earliest timer is due.
+        if !self.cookie_acks.is_empty() {
+            self.complete_cookies();
+        }
         let due = self.smol_deadline.is_some_and(|d| self.now >= d);
         let ran = !self.dev.rx.is_empty() || self.smol_dirty || due;
         if ran {
@@ -301,7 +365,7 @@ impl Stack {
         smoltcp::time::Instant::from_micros(self.now.duration_since(self.epoch).as_micros() as i64)
     }
 
-    fn run_smoltcp(&mut self) {
+    pub(crate) fn run_smoltcp(&mut self) {
         let now = self.smol_now();
         self.iface.poll(now, &mut self.dev, &mut self.sockets);
         for _ in 0..EGRESS_ROUNDS {
@@ -319,9 +383,10 @@ impl Stack {
             self.iface.poll_at(now, &self.sockets).map(|t| self.epoch + Duration::from_micros(t.total_micros() as u64));
         self.counters.drops.no_mbuf += std::mem::take(&mut self.dev.no_mbuf);
         let mut out = std::mem::take(&mut self.dev.tx);
-        for m in out.drain(..) {
-            self.count_tcp_out(&m);
-            self.output_ip(m);
+        for mut m in out.drain(..) {
+            if self.output_tcp(&mut m) {
+                self.output_ip(m);
+            }
         }
         self.dev.tx = out;
     }
@@ -442,8 +507,7 @@ impl Stack {
             IpProtocol::UDP => self.input_udp(m, header_len),
             IpProtocol::TCP => {
                 m.adj(ETH_LEN as u16);
-                self.counters.tcp_rx_segments += 1;
-                self.dev.rx.push_back(m);
+                self.input_tcp(m, header_len);
             }
             _ => self.counters.drops.unknown_protocol += 1,
         }
@@ -506,28 +570,6 @@ impl Stack {
     }
 
     // ---- output ----
-
-    /// Counts smoltcp's segments, and as retransmissions those whose data ends at or below what was sent before.
-    fn count_tcp_out(&mut self, m: &Mbuf) {
-        self.counters.tcp_tx_segments += 1;
-        let Ok(ip) = Ipv4Packet::new_checked(m.data()) else { return };
-        let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return };
-        let flags = tcp.flags();
-        let seg_len =
-            tcp.payload().len() as u32 + flags.contains(TcpFlags::SYN) as u32 + flags.contains(TcpFlags::FIN) as u32;
-        if seg_len == 0 {
-            return;
-        }
-        let end = tcp.seq_number().wrapping_add(seg_len);
-        let key = (ip.dst_addr(), tcp.src_port(), tcp.dst_port());
-        match self.snd_max.get_mut(&key) {
-            Some(max) if (end.wrapping_sub(*max) as i32) <= 0 => self.counters.tcp_retransmissions += 1,
-            Some(max) => *max = end,
-            None => {
-                self.snd_max.insert(key, end);
-            }
-        }
-    }
 
     /// Next hop of `dst`: itself on the subnet, else the gateway.
     fn next_hop(&self, dst: Ipv4Addr) -> Option<Ipv4Addr> {

@@ -19,6 +19,7 @@ fn config() -> ArpConfig {
         retry_interval: Duration::from_secs(1),
         max_requests: 3,
         max_entries: 2,
+        max_unresolved: 2,
     }
 }
 
@@ -67,6 +68,18 @@ fn pending_queue_is_bounded_retried_and_given_up() {
     drop(failed);
     assert_eq!(pool.in_use(), 0);
     assert!(c.unresolved().is_empty());
+}
+
+#[test]
+fn next_hops_being_resolved_are_bounded() {
+    let pool = common::pool("arp-hops", 64);
+    let t0 = Instant::now();
+    let mut c = ArpCache::new(config());
+    assert_eq!(c.queue(Ipv4Addr::new(10, 0, 0, 1), pool.alloc().unwrap(), t0), Queued::SendRequest);
+    assert_eq!(c.queue(Ipv4Addr::new(10, 0, 0, 2), pool.alloc().unwrap(), t0), Queued::SendRequest);
+    assert_eq!(c.queue(Ipv4Addr::new(10, 0, 0, 3), pool.alloc().unwrap(), t0), Queued::Dropped, "a third hop");
+    assert_eq!(c.queue(Ipv4Addr::new(10, 0, 0, 2), pool.alloc().unwrap(), t0), Queued::Held, "a known hop still");
+    assert_eq!((c.unresolved().len(), c.pending_packets(), pool.in_use()), (2, 3, 3));
 }
 
 #[test]

@@ -114,7 +114,7 @@ fn unreadable_file_says_which() {
     assert!(e.to_string().contains("/nonexistent/netstack.toml"), "{e}");
 }
 
-/// The runtime's idle options: the default waits on the port after 50 us of spinning; `--busy-poll`,
+/// The runtime's idle options: the default waits on the port after 200 us of spinning; `--busy-poll`,
 /// `--idle-yield` and `--idle-sleep-us` replace it and exclude each other; numbers are checked.
 #[test]
 fn idle_options_parse_and_exclude_each_other() {
@@ -141,5 +141,102 @@ fn idle_options_parse_and_exclude_each_other() {
     assert!(e.contains("exclude each other"), "{e}");
     let e = args(&["--idle-spin-us", "x"]).unwrap_err().to_string();
     assert!(e.contains("--idle-spin-us") && e.contains("`x`"), "{e}");
+    // A sleep or spin too long to see Ctrl-C is refused with the range (the loop checks for it between sleeps).
+    let e = args(&["--idle-sleep-us", "99999999999999"]).unwrap_err().to_string();
+    assert!(e.contains("--idle-sleep-us") && e.contains("0 to 1000000"), "{e}");
+    let e = args(&["--idle-spin-us", "1000001"]).unwrap_err().to_string();
+    assert!(e.contains("0 to 1000000"), "{e}");
+    assert_eq!(args(&["--idle-sleep-us", "1000000"]).unwrap().idle_sleep, Some(Duration::from_secs(1)));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Values that parse but cannot work are refused with the field, the line and why (issue 28).
+#[test]
+fn values_that_cannot_work_name_field_line_and_range() {
+    let replace = |from: &str, to: &str| {
+        assert!(GOOD.contains(from), "{from}");
+        GOOD.replace(from, to)
+    };
+    let address = "address = \"10.0.0.2/24\"";
+    let gateway = "gateway = \"10.0.0.1\"";
+    let mac = "mac = \"02:00:00:00:00:05\"";
+    let cases: Vec<(String, usize, &str, &str)> = vec![
+        (replace(address, "address = \"255.255.255.255/24\""), 8, "ipv4.address", "broadcast"),
+        (replace(address, "address = \"224.0.0.1/24\""), 8, "ipv4.address", "multicast"),
+        (replace(address, "address = \"240.0.0.1/24\""), 8, "ipv4.address", "reserved"),
+        (replace(address, "address = \"0.0.0.0/24\""), 8, "ipv4.address", "unspecified"),
+        (replace(address, "address = \"127.0.0.1/8\""), 8, "ipv4.address", "loopback"),
+        (replace(address, "address = \"10.0.0.0/24\""), 8, "ipv4.address", "network address"),
+        (replace(address, "address = \"10.0.0.255/24\""), 8, "ipv4.address", "broadcast address"),
+        (replace(address, "address = \"10.0.0.2/0\""), 8, "ipv4.address", "/0"),
+        (replace(address, "address = \"10.0.0.2/32\""), 8, "ipv4.address", "/32"),
+        (replace(address, "address = \"10.0.0.2/33\""), 8, "ipv4.address", "1 to 31"),
+        (replace(gateway, "gateway = \"10.0.0.2\""), 9, "ipv4.gateway", "own address"),
+        (replace(gateway, "gateway = \"10.0.0.255\""), 9, "ipv4.gateway", "broadcast"),
+        (replace(gateway, "gateway = \"224.0.0.9\""), 9, "ipv4.gateway", "multicast"),
+        (replace(mac, "mac = \"01:00:5e:00:00:01\""), 5, "port.mac", "multicast"),
+        (replace(mac, "mac = \"ff:ff:ff:ff:ff:ff\""), 5, "port.mac", "broadcast"),
+        (replace(mac, "mac = \"00:00:00:00:00:00\""), 5, "port.mac", "all zeros"),
+        (replace("pool_size = 4096", "pool_size = 99999999999"), 12, "memory.pool_size", "512 to 16777215"),
+        (
+            replace("rx_buffer = 16384", "rx_buffer = 16384\nmax_connections = 1000000\ntx_buffer = 1073741824"),
+            17,
+            "tcp.max_connections",
+            "this machine has",
+        ),
+        (
+            replace("rx_buffer = 16384", "rx_buffer = 16384\nhandshake_timeout = 0"),
+            17,
+            "tcp.handshake_timeout",
+            "1 to 600",
+        ),
+        (
+            replace("rx_buffer = 16384", "rx_buffer = 16384\nkeepalive = 60\nuser_timeout = 90"),
+            18,
+            "tcp.user_timeout",
+            "twice keepalive",
+        ),
+        (
+            replace("rx_buffer = 16384", "rx_buffer = 16384\nmax_connections = 0"),
+            17,
+            "tcp.max_connections",
+            "1 to 1000000",
+        ),
+        (
+            replace("rx_buffer = 16384", "rx_buffer = 16384\nsyn_backlog = 99999999"),
+            17,
+            "tcp.syn_backlog",
+            "1 to 65536",
+        ),
+        (replace("[control]", "[udp]\nqueue = 0\n[control]"), 20, "udp.queue", "1 to 65536"),
+        (replace("[control]", "[arp]\nmax_entries = 1\n[control]"), 20, "arp.max_entries", "16 to"),
+        (format!("{GOOD}[extra]\nx = 1\n"), 22, "extra", "unknown field"),
+        (format!("{GOOD}[port]\ndevice = \"net_null0\"\n"), 22, "port", ""),
+    ];
+    for (text, line, field, needle) in &cases {
+        let (l, f, message) = fails(text);
+        assert_eq!((l, f.as_str()), (*line, *field), "{message}\n{text}");
+        assert!(message.contains(needle), "{field}: `{message}` lacks `{needle}`");
+    }
+    // What can work still parses: a /31 (RFC 3021: both addresses are hosts), keep-alive off, the limits given.
+    let ok = replace(address, "address = \"10.0.0.0/31\"").replace(gateway, "gateway = \"10.0.0.1\"");
+    let c = parse(&ok).unwrap();
+    assert_eq!((c.address, c.prefix_len), (Ipv4Addr::new(10, 0, 0, 0), 31));
+    let c = parse(&replace(
+        "rx_buffer = 16384",
+        "rx_buffer = 16384\nsyn_backlog = 64\nsyn_cookies = false\nhandshake_timeout = 2\nmax_connections = 500\n\
+         keepalive = 0\nuser_timeout = 5\nlinger = 3",
+    ))
+    .unwrap();
+    let s = c.stack_config(MacAddr([2, 0, 0, 0, 0, 9]));
+    assert_eq!((s.tcp_syn_backlog, s.tcp_syn_cookies, s.tcp_max_connections), (64, false, 500));
+    assert_eq!(s.tcp_handshake_timeout, std::time::Duration::from_secs(2));
+    assert_eq!((s.tcp_keepalive, s.tcp_user_timeout), (None, Some(std::time::Duration::from_secs(5))));
+    assert_eq!(s.tcp_linger, std::time::Duration::from_secs(3));
+    let d = parse(GOOD).unwrap().stack_config(MacAddr([2, 0, 0, 0, 0, 9]));
+    let defaults = netstack::StackConfig::new(d.mac, d.addr, d.prefix_len);
+    assert_eq!(
+        (d.tcp_max_connections, d.tcp_keepalive, d.tcp_user_timeout),
+        (10_000, defaults.tcp_keepalive, defaults.tcp_user_timeout)
+    );
 }

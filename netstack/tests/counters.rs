@@ -20,7 +20,9 @@ fn counters_add_and_print() {
     assert!(!text.contains("drop_bad_udp"), "zero drops are left out:\n{text}");
     // Every field is printed or summed: a counter forgotten in `add` or `fields` shows up here.
     let names: Vec<_> = a.fields().into_iter().map(|(n, _)| n).collect();
-    assert_eq!(names.len(), 14 + 18);
+    assert_eq!(names.len(), 24 + 20);
+    let unique: std::collections::HashSet<_> = names.iter().collect();
+    assert_eq!(unique.len(), names.len(), "names are unique");
     let mut ones = Counters::default();
     for _ in 0..2 {
         let mut all = Counters {
@@ -38,6 +40,16 @@ fn counters_add_and_print() {
             tcp_retransmissions: 1,
             connections_opened: 1,
             connections_closed: 1,
+            tcp_syn_cookies_sent: 1,
+            tcp_syn_cookies_accepted: 1,
+            tcp_syn_cookies_rejected: 1,
+            tcp_handshake_timeouts: 1,
+            tcp_timeouts: 1,
+            tcp_user_timeouts: 1,
+            tcp_aborts_on_data: 1,
+            tcp_linger_aborts: 1,
+            tcp_resets_received: 1,
+            tcp_keepalive_probes: 1,
             ..Counters::default()
         };
         let d = &mut all.drops;
@@ -60,6 +72,8 @@ fn counters_add_and_print() {
             &mut d.arp_unresolved,
             &mut d.no_mbuf,
             &mut d.tx_full,
+            &mut d.tcp_syn_backlog_full,
+            &mut d.tcp_connection_limit,
         ] {
             *f = 1;
         }

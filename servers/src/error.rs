@@ -43,6 +43,9 @@ pub enum ProtocolError {
     /// HTTP: a version other than 1.0 and 1.1.
     #[error("HTTP version not supported")]
     HttpVersion,
+    /// HTTP: an `Expect` other than `100-continue`.
+    #[error("expectation failed")]
+    HttpExpectation,
 }
 
 impl ProtocolError {
@@ -53,6 +56,7 @@ impl ProtocolError {
             ProtocolError::HttpBodyTooLarge => 413,
             ProtocolError::HttpTransferEncoding => 501,
             ProtocolError::HttpVersion => 505,
+            ProtocolError::HttpExpectation => 417,
             _ => 400,
         }
     }

@@ -21,6 +21,7 @@ pub mod kv;
 pub mod resp;
 pub mod serve;
 
+mod carry;
 mod error;
 pub use error::ProtocolError;
 

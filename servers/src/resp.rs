@@ -147,6 +147,16 @@ impl Parser {
         }
     }
 
+    /// What the request being parsed holds or has announced (its elements' declared lengths plus
+    /// [`ELEMENT_OVERHEAD`] each); 0 between requests. An upper bound of what it makes the connection hold.
+    pub fn request_bytes(&self) -> usize {
+        if self.state == State::Idle {
+            0
+        } else {
+            self.request_len
+        }
+    }
+
     /// No line end yet: wait for more, unless the line is already longer than any header may be.
     fn wait(&self, pos: usize, rest: &[u8], too_big: ProtocolError) -> (usize, Result<Parsed, ProtocolError>) {
         if rest.len() > self.limits.max_inline_len {

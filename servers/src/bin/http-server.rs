@@ -6,10 +6,11 @@
 //! responses by status code, packets, retransmissions and drops. Prints them on Ctrl-C beside the stack's.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use netstack::{Error, Stack};
 use servers::http::{Session, Site, STATUS_CODES};
-use servers::serve::{Protocol, ServeStats, Server};
+use servers::serve::{parse_port, Protocol, ServeOptions, ServeStats, Server, SERVE_USAGE};
 use servers::SessionAction;
 
 /// `/status` line names of the responses per code, in the order of [`STATUS_CODES`].
@@ -18,11 +19,15 @@ const RESPONSE_NAMES: [&str; STATUS_CODES.len()] = [
     "responses_400",
     "responses_404",
     "responses_405",
+    "responses_408",
     "responses_413",
+    "responses_417",
     "responses_431",
     "responses_501",
     "responses_505",
 ];
+/// The largest page `--page-bytes` takes (each pipelined request for it may add one page to the output).
+const MAX_PAGE: usize = 64 << 20;
 const STATUS_LINES: usize = 7 + STATUS_CODES.len();
 
 struct Http {
@@ -32,6 +37,14 @@ struct Http {
     status: [(&'static str, u64); STATUS_LINES],
 }
 
+impl Http {
+    fn count(&mut self, session: &mut Session) {
+        for (total, n) in self.responses.iter_mut().zip(session.take_responses()) {
+            *total += n;
+        }
+    }
+}
+
 impl Protocol for Http {
     type Session = Session;
 
@@ -39,12 +52,19 @@ impl Protocol for Http {
         Session::new()
     }
 
-    fn feed(&mut self, session: &mut Session, input: &[u8], out: &mut Vec<u8>) -> SessionAction {
-        let action = session.feed(input, &self.site, &self.status, out);
-        for (total, n) in self.responses.iter_mut().zip(session.take_responses()) {
-            *total += n;
-        }
-        action
+    fn feed(&mut self, session: &mut Session, input: &[u8], out: &mut Vec<u8>, limit: usize) -> (usize, SessionAction) {
+        let fed = session.feed_bounded(input, &self.site, &self.status, out, limit);
+        self.count(session);
+        fed
+    }
+
+    fn pending(&self, session: &Session) -> usize {
+        session.pending_len()
+    }
+
+    fn timed_out(&mut self, session: &mut Session, out: &mut Vec<u8>) {
+        session.timed_out(out);
+        self.count(session);
     }
 
     fn tick(&mut self, stack: &Stack, stats: &ServeStats) {
@@ -71,26 +91,35 @@ impl Protocol for Http {
 }
 
 fn main() -> ExitCode {
-    let usage =
-        "  --port N              TCP port (default 8080)\n  --page-bytes N        size of the page at / (default 1024)";
-    netstack::runtime::main("http-server", usage, |stack, args| {
+    let usage = format!(
+        "  --port N              TCP port (default 8080)\n  --page-bytes N        size of the page at / (default 1024, \
+         at most {MAX_PAGE})\n{SERVE_USAGE}\n  (http-server: idle timeout 60 s, request timeout 30 s)"
+    );
+    netstack::runtime::main("http-server", &usage, |stack, args| {
         let (mut port, mut page) = (8080u16, 1024usize);
+        let mut options = ServeOptions {
+            idle_timeout: Some(Duration::from_secs(60)),
+            request_timeout: Some(Duration::from_secs(30)),
+            ..ServeOptions::default()
+        };
         let mut it = args.iter();
         while let Some(a) = it.next() {
-            let mut value = || it.next().ok_or_else(|| Error::Usage(format!("{a} needs a value")));
             match a.as_str() {
-                "--port" => {
-                    let v = value()?;
-                    port = v.parse().map_err(|_| Error::Usage(format!("--port: `{v}` is not a port number")))?;
-                }
+                "--port" => port = parse_port(it.next())?,
                 "--page-bytes" => {
-                    let v = value()?;
-                    page = v.parse().map_err(|_| Error::Usage(format!("--page-bytes: `{v}` is not a size")))?;
+                    let v = it.next().ok_or_else(|| Error::Usage("--page-bytes needs a value".into()))?;
+                    page =
+                        v.parse().ok().filter(|&n| n <= MAX_PAGE).ok_or_else(|| {
+                            Error::Usage(format!("--page-bytes: `{v}`: expected 0 to {MAX_PAGE} bytes"))
+                        })?;
+                }
+                flag if options.parse_arg(flag, it.clone().next())? => {
+                    it.next();
                 }
                 other => return Err(Error::Usage(format!("unknown option `{other}` (see --help)"))),
             }
         }
         let http = Http { site: Site::new(page), responses: [0; STATUS_CODES.len()], status: [("", 0); STATUS_LINES] };
-        Server::listen(stack, port, http)
+        Server::listen_with(stack, port, http, options)
     })
 }

@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use netstack::{Error, Stack};
 use servers::kv::{Session, Store};
-use servers::serve::{Protocol, ServeStats, Server};
+use servers::serve::{parse_port, Protocol, ServeOptions, ServeStats, Server, SERVE_USAGE};
 use servers::SessionAction;
 
 /// Keys with a deadline removed at most per sweep (one sweep per millisecond of poll time: a bounded share).
@@ -30,8 +30,12 @@ impl Protocol for Kv {
         Session::new(id)
     }
 
-    fn feed(&mut self, session: &mut Session, input: &[u8], out: &mut Vec<u8>) -> SessionAction {
-        session.feed(input, self.now_ms, &mut self.store, out)
+    fn feed(&mut self, session: &mut Session, input: &[u8], out: &mut Vec<u8>, limit: usize) -> (usize, SessionAction) {
+        session.feed_bounded(input, self.now_ms, &mut self.store, out, limit)
+    }
+
+    fn pending(&self, session: &Session) -> usize {
+        session.held_bytes()
     }
 
     fn tick(&mut self, stack: &Stack, _stats: &ServeStats) {
@@ -58,25 +62,27 @@ impl Protocol for Kv {
 }
 
 fn main() -> ExitCode {
+    let usage = format!("  --port N              TCP port (default 6379)\n{SERVE_USAGE}\n  (kv-server: idle timeout 300 s; 0 keeps idle clients forever, as redis-server's `timeout 0`)");
     let mut lanes = 0;
-    netstack::runtime::main("kv-server", "  --port N              TCP port (default 6379)", |stack, args| {
+    netstack::runtime::main("kv-server", &usage, |stack, args| {
         lanes += 1;
         if lanes > 1 {
             return Err(Error::Usage("kv-server keeps one keyspace: run it on one lcore (lcores = \"N\")".into()));
         }
         let mut port = 6379u16;
+        let mut options = ServeOptions::default();
         let mut it = args.iter();
         while let Some(a) = it.next() {
             match a.as_str() {
-                "--port" => {
-                    let v = it.next().ok_or_else(|| Error::Usage("--port needs a value".into()))?;
-                    port = v.parse().map_err(|_| Error::Usage(format!("--port: `{v}` is not a port number")))?;
+                "--port" => port = parse_port(it.next())?,
+                flag if options.parse_arg(flag, it.clone().next())? => {
+                    it.next();
                 }
                 other => return Err(Error::Usage(format!("unknown option `{other}` (see --help)"))),
             }
         }
         let unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         let kv = Kv { store: Store::new(), now_ms: unix_ms, base: (Instant::now(), unix_ms) };
-        Server::listen(stack, port, kv)
+        Server::listen_with(stack, port, kv, options)
     })
 }

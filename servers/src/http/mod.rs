@@ -7,5 +7,5 @@
 mod parse;
 mod session;
 
-pub use parse::{parse_request, Limits, Request};
+pub use parse::{parse_partial, parse_request, Limits, Parsed, Request, Waiting};
 pub use session::{Session, Site, STATUS_CODES};

@@ -36,6 +36,16 @@ pub struct Request<'a> {
     pub body: &'a [u8],
 }
 
+/// A request whose head is complete but whose body is still to come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waiting {
+    /// The client sent `Expect: 100-continue` (HTTP/1.1): it waits for an interim 100 before the body.
+    pub expects_continue: bool,
+}
+
+/// Longest method token accepted (the longest registered method, UPDATEREDIRECTREF, has 17 characters).
+const MAX_METHOD_LEN: usize = 32;
+
 /// tchar of RFC 9110: what method and field names are made of.
 fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
@@ -44,8 +54,30 @@ fn is_tchar(b: u8) -> bool {
 /// Parses one request from the start of `buf`.
 ///
 /// Returns `Ok(None)` if `buf` holds only part of it, `Ok(Some((request, len)))` with the bytes it spans, or
-/// the error to answer (after which the connection closes).
+/// the error to answer (after which the connection closes). Input that cannot begin an HTTP request (binary
+/// bytes, a TLS handshake, another protocol) is an error as soon as its first line shows it, not once the head
+/// limit is reached.
 pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<(Request<'a>, usize)>, ProtocolError> {
+    Ok(match parse_partial(buf, limits)? {
+        Parsed::Complete(r, n) => Some((r, n)),
+        Parsed::Head(_) | Parsed::Partial => None,
+    })
+}
+
+/// What [`parse_partial`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed<'a> {
+    /// A whole request and the bytes it spans.
+    Complete(Request<'a>, usize),
+    /// The head is complete, the body is not.
+    Head(Waiting),
+    /// The head is not complete yet.
+    Partial,
+}
+
+/// Like [`parse_request`], and also tells a request whose head is complete but whose body is still to come
+/// (for `Expect: 100-continue`).
+pub fn parse_partial<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, ProtocolError> {
     use ProtocolError::HttpBadRequest as Bad;
     // RFC 9112 (message format): a server ignores empty lines before the request line.
     let mut start = 0;
@@ -54,8 +86,13 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<(Reque
     }
     let head = &buf[start..];
     let Some(head_end) = find_head_end(head) else {
+        check_request_line_prefix(head)?;
         // Counting the skipped blank lines too, so an endless run of them is cut off like an endless head.
-        return if buf.len() > limits.max_head_len { Err(ProtocolError::HttpHeadersTooLarge) } else { Ok(None) };
+        return if buf.len() > limits.max_head_len {
+            Err(ProtocolError::HttpHeadersTooLarge)
+        } else {
+            Ok(Parsed::Partial)
+        };
     };
     if head_end.0 > limits.max_head_len {
         return Err(ProtocolError::HttpHeadersTooLarge);
@@ -83,6 +120,7 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<(Reque
         _ => return Err(Bad("invalid HTTP version")),
     };
     let (mut content_length, mut host, mut close, mut keep) = (None::<usize>, false, false, false);
+    let mut expects_continue = false;
     for field in lines {
         if field.starts_with([' ', '\t']) {
             return Err(Bad("obsolete line folding"));
@@ -111,6 +149,13 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<(Reque
                 return Err(Bad("more than one Host field"));
             }
             host = true;
+        } else if name.eq_ignore_ascii_case("expect") {
+            // RFC 9110 section 10.1.1: 100-continue is the only expectation defined.
+            if !value.eq_ignore_ascii_case("100-continue") {
+                return Err(ProtocolError::HttpExpectation);
+            }
+            // An HTTP/1.0 client does not know the interim response; it is not sent one.
+            expects_continue = minor_version == 1;
         } else if name.eq_ignore_ascii_case("connection") {
             for token in value.split(',').map(str::trim) {
                 close |= token.eq_ignore_ascii_case("close");
@@ -127,11 +172,38 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<(Reque
     }
     let body_start = start + head_end.1;
     if buf.len() - body_start < body_len {
-        return Ok(None);
+        return Ok(Parsed::Head(Waiting { expects_continue }));
     }
     let keep_alive = if minor_version == 1 { !close } else { keep && !close };
     let request = Request { method, target, minor_version, keep_alive, body: &buf[body_start..body_start + body_len] };
-    Ok(Some((request, body_start + body_len)))
+    Ok(Parsed::Complete(request, body_start + body_len))
+}
+
+/// Refuses the start of a request line that can no longer become `METHOD SP TARGET SP HTTP/1.x`: a byte that
+/// is not a token character before the first space, an over-long method, a control byte in the target, or a
+/// version that does not start as `HTTP/`.
+fn check_request_line_prefix(head: &[u8]) -> Result<(), ProtocolError> {
+    use ProtocolError::HttpBadRequest as Bad;
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let mut parts = line.splitn(3, |&b| b == b' ');
+    let method = parts.next().unwrap_or_default();
+    // Within the line, so without its end: the method may still be growing when no space came yet.
+    if !method.iter().all(|&b| is_tchar(b)) || method.len() > MAX_METHOD_LEN {
+        return Err(Bad("not an HTTP request"));
+    }
+    if let Some(target) = parts.next() {
+        if !target.iter().all(|b| b.is_ascii_graphic()) {
+            return Err(Bad("invalid request target"));
+        }
+        if let Some(version) = parts.next() {
+            let version = version.strip_suffix(b"\r").unwrap_or(version);
+            let n = version.len().min(5);
+            if version[..n] != b"HTTP/"[..n] {
+                return Err(Bad("invalid HTTP version"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// (end of the last header line, start of the body) if the blank line ending the head is in `buf`.

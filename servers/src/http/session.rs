@@ -1,6 +1,7 @@
 //! One HTTP client connection, independent of the transport that carries its bytes.
 
-use super::parse::{parse_request, Limits, Request};
+use super::parse::{parse_partial, Limits, Parsed, Request};
+use crate::carry::Carry;
 use crate::SessionAction;
 
 /// What the server serves: the index page's bytes (built once, of a configurable size).
@@ -40,12 +41,14 @@ pub struct Session {
     pending: Vec<u8>,
     closing: bool,
     requests: u64,
+    /// The interim 100 (Continue) went out for the request whose body is awaited.
+    continue_sent: bool,
     /// Responses sent per code of [`STATUS_CODES`] since [`Session::take_responses`] last took them.
     responses: [u64; STATUS_CODES.len()],
 }
 
 /// Every status code a session answers with, in the order of [`Session::take_responses`].
-pub const STATUS_CODES: [u16; 8] = [200, 400, 404, 405, 413, 431, 501, 505];
+pub const STATUS_CODES: [u16; 10] = [200, 400, 404, 405, 408, 413, 417, 431, 501, 505];
 
 fn status_slot(code: u16) -> usize {
     STATUS_CODES.iter().position(|&c| c == code).unwrap_or(0)
@@ -64,25 +67,43 @@ impl Session {
 
     /// Consumes `input` (the next bytes received), answers every whole request in it in order by appending to
     /// `out`, and keeps a partial request for the next call. `/status` lists `status` as `name value` lines.
+    /// A request whose head asks `Expect: 100-continue` gets the interim `100 Continue` as soon as its head is
+    /// in (unless its body is refused, which answers at once).
     ///
     /// Returns [`SessionAction::CloseAfterFlush`] after a response that closes (the client asked, HTTP/1.0
-    /// without keep-alive, or an error status: 400, 413, 431, 501, 505); further input is then ignored.
+    /// without keep-alive, or an error status: 400, 413, 417, 431, 501, 505); further input is then ignored.
     pub fn feed(&mut self, input: &[u8], site: &Site, status: &[(&str, u64)], out: &mut Vec<u8>) -> SessionAction {
+        self.feed_bounded(input, site, status, out, usize::MAX).1
+    }
+
+    /// [`Self::feed`] with backpressure: stops before the next request once `out` holds `out_limit` bytes or
+    /// more, and returns how many bytes of `input` it consumed with the action; the caller keeps the rest and
+    /// feeds it again once `out` has drained.
+    pub fn feed_bounded(
+        &mut self,
+        input: &[u8],
+        site: &Site,
+        status: &[(&str, u64)],
+        out: &mut Vec<u8>,
+        out_limit: usize,
+    ) -> (usize, SessionAction) {
         if self.closing {
-            return SessionAction::CloseAfterFlush;
+            return (input.len(), SessionAction::CloseAfterFlush);
         }
-        let mut buf = std::mem::take(&mut self.pending);
-        let from_pending = !buf.is_empty();
-        if from_pending {
-            buf.extend_from_slice(input);
-        }
-        let data: &[u8] = if from_pending { &buf } else { input };
+        let carry = Carry::begin(&mut self.pending, input);
+        let data = carry.data(input);
         let mut off = 0;
+        let mut stopped = false;
         while off < data.len() {
-            match parse_request(&data[off..], &self.limits) {
-                Ok(Some((req, used))) => {
+            if out.len() >= out_limit {
+                stopped = true;
+                break;
+            }
+            match parse_partial(&data[off..], &self.limits) {
+                Ok(Parsed::Complete(req, used)) => {
                     off += used;
                     self.requests += 1;
+                    self.continue_sent = false;
                     let code = respond(&req, site, status, out);
                     self.responses[status_slot(code)] += 1;
                     if !req.keep_alive {
@@ -90,27 +111,39 @@ impl Session {
                         break;
                     }
                 }
-                Ok(None) => break,
+                Ok(Parsed::Head(waiting)) => {
+                    if waiting.expects_continue && !self.continue_sent {
+                        out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                        self.continue_sent = true;
+                    }
+                    break;
+                }
+                Ok(Parsed::Partial) => break,
                 Err(e) => {
-                    let code = e.http_status();
-                    self.responses[status_slot(code)] += 1;
-                    write_response(out, code, "text/plain", format!("{e}\n").as_bytes(), false, false, &[]);
-                    self.closing = true;
+                    self.error_response(e.http_status(), &format!("{e}\n"), out);
                     break;
                 }
             }
         }
         if self.closing {
-            return SessionAction::CloseAfterFlush;
+            return (input.len(), SessionAction::CloseAfterFlush);
         }
-        if from_pending {
-            buf.drain(..off);
-        } else {
-            buf.clear();
-            buf.extend_from_slice(&input[off..]);
+        let consumed = carry.end(&mut self.pending, input, off, stopped);
+        (consumed, SessionAction::Continue)
+    }
+
+    /// The connection waited too long for the rest of a request: answers 408 (Request Timeout) and closes.
+    pub fn timed_out(&mut self, out: &mut Vec<u8>) -> SessionAction {
+        if !self.closing {
+            self.error_response(408, "request timeout\n", out);
         }
-        self.pending = buf;
-        SessionAction::Continue
+        SessionAction::CloseAfterFlush
+    }
+
+    fn error_response(&mut self, code: u16, body: &str, out: &mut Vec<u8>) {
+        self.responses[status_slot(code)] += 1;
+        write_response(out, code, "text/plain", body.as_bytes(), false, false, &[]);
+        self.closing = true;
     }
 
     /// Bytes received but not yet part of a whole request (bounded by the head and body limits).
@@ -168,7 +201,9 @@ fn reason(code: u16) -> &'static str {
         400 => "Bad Request",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        408 => "Request Timeout",
         413 => "Content Too Large",
+        417 => "Expectation Failed",
         431 => "Request Header Fields Too Large",
         501 => "Not Implemented",
         505 => "HTTP Version Not Supported",
@@ -318,6 +353,62 @@ mod tests {
         assert_eq!(a, SessionAction::CloseAfterFlush, "an endless head is cut off");
         assert!(out.starts_with("HTTP/1.1 431 "), "{out}");
         assert!(s.pending.len() <= Limits::default().max_head_len + 200);
+    }
+
+    #[test]
+    fn expect_100_continue_gets_the_interim_response_once_then_the_answer() {
+        let site = Site::new(10);
+        let mut s = Session::new();
+        let head = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n";
+        let (out, a) = feed_all(&mut s, &site, head);
+        assert_eq!((out.as_str(), a), ("HTTP/1.1 100 Continue\r\n\r\n", SessionAction::Continue));
+        let (out, _) = feed_all(&mut s, &site, b"he");
+        assert_eq!(out, "", "sent once per request");
+        let (out, a) = feed_all(&mut s, &site, b"llo");
+        assert!(out.starts_with("HTTP/1.1 405 "), "{out}");
+        assert_eq!(a, SessionAction::Continue);
+        // Refused bodies are answered at once, without the 100; HTTP/1.0 gets no 100; other expectations: 417.
+        let big = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999\r\nExpect: 100-continue\r\n\r\n";
+        let (out, a) = feed_all(&mut Session::new(), &site, big);
+        assert!(out.starts_with("HTTP/1.1 413 "), "{out}");
+        assert_eq!(a, SessionAction::CloseAfterFlush);
+        let old = b"POST / HTTP/1.0\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n";
+        assert_eq!(feed_all(&mut Session::new(), &site, old).0, "");
+        let odd = b"GET / HTTP/1.1\r\nHost: a\r\nExpect: something\r\n\r\n";
+        assert!(feed_all(&mut Session::new(), &site, odd).0.starts_with("HTTP/1.1 417 "));
+    }
+
+    #[test]
+    fn input_that_cannot_be_http_is_refused_at_once() {
+        let site = Site::new(10);
+        let hello = [0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03];
+        for input in [&hello[..], b"*1\r\n$4\r\nPING\r\n", b"\x00\x01\x02", b"GET /\x01", b"GET / FTP/1.0"] {
+            let (out, a) = feed_all(&mut Session::new(), &site, input);
+            assert!(out.starts_with("HTTP/1.1 400 "), "{input:?}: {out}");
+            assert_eq!(a, SessionAction::CloseAfterFlush, "{input:?}");
+        }
+        for partial in [&b"GE"[..], b"GET /ab", b"GET / HT", b"OPTIONS * HTTP/1."] {
+            assert_eq!(feed_all(&mut Session::new(), &site, partial), (String::new(), SessionAction::Continue));
+        }
+    }
+
+    #[test]
+    fn pipelined_requests_stop_at_the_output_limit() {
+        let site = Site::new(1000);
+        let mut s = Session::new();
+        let input = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n".repeat(10);
+        let mut out = Vec::new();
+        let (n, a) = s.feed_bounded(&input, &site, &[], &mut out, 2500);
+        assert_eq!(a, SessionAction::Continue);
+        assert_eq!(String::from_utf8_lossy(&out).matches("HTTP/1.1 200").count(), 3, "stopped past 2500 bytes");
+        assert_eq!(n, 3 * input.len() / 10, "the rest is left to the caller");
+        assert_eq!(s.pending_len(), 0, "and not copied");
+        let (out, a) = {
+            let mut out = Vec::new();
+            let a = s.timed_out(&mut out);
+            (String::from_utf8(out).unwrap(), a)
+        };
+        assert!(out.starts_with("HTTP/1.1 408 ") && a == SessionAction::CloseAfterFlush, "{out}");
     }
 
     #[test]

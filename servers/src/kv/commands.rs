@@ -77,6 +77,11 @@ pub(super) const COMMANDS: &[(&str, i32, Handler)] = &[
 pub(crate) fn execute(ctx: &mut Ctx<'_>, args: &mut [Vec<u8>]) -> Flow {
     ctx.store.stats.commands += 1;
     let name = &args[0];
+    // An HTTP request line or header sent to the key-value port (a browser, or a cross-protocol attack): closed
+    // without a reply, as redis-server does for `POST` and `Host:`.
+    if is(name, "post") || is(name, "host:") {
+        return Flow::Close;
+    }
     let Some(&(cname, arity, handler)) = COMMANDS.iter().find(|(n, _, _)| n.as_bytes().eq_ignore_ascii_case(name))
     else {
         unknown_command(ctx.out, args);

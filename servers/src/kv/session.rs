@@ -2,6 +2,7 @@
 
 use super::commands::{execute, Conn, Ctx, Flow};
 use super::store::Store;
+use crate::carry::Carry;
 use crate::resp::{self, Limits, Parsed, Parser};
 use crate::SessionAction;
 
@@ -34,21 +35,38 @@ impl Session {
     /// may use SET's EXAT/PXAT (absolute deadlines); EX/PX only need a monotonic clock. Expired keys nobody reads
     /// are removed by [`Store::sweep_expired`], which the server loop calls once per poll.
     ///
-    /// Returns [`SessionAction::CloseAfterFlush`] after QUIT or a protocol error (whose error reply is the last
-    /// thing in `out`); the session then ignores further input.
+    /// Returns [`SessionAction::CloseAfterFlush`] after QUIT, a protocol error (whose error reply is the last
+    /// thing in `out`) or an HTTP request (`POST`, `Host:`: Redis's cross-protocol guard, no reply); the session
+    /// then ignores further input.
     pub fn feed(&mut self, input: &[u8], now_ms: u64, store: &mut Store, out: &mut Vec<u8>) -> SessionAction {
+        self.feed_bounded(input, now_ms, store, out, usize::MAX).1
+    }
+
+    /// [`Self::feed`] with backpressure: stops before the next command once `out` holds `out_limit` bytes or
+    /// more, and returns how many bytes of `input` it consumed with the action; the caller keeps the rest (in
+    /// its socket's receive buffer) and feeds it again once `out` has drained. Nothing is copied for later but a
+    /// partial command.
+    pub fn feed_bounded(
+        &mut self,
+        input: &[u8],
+        now_ms: u64,
+        store: &mut Store,
+        out: &mut Vec<u8>,
+        out_limit: usize,
+    ) -> (usize, SessionAction) {
         if self.closing {
-            return SessionAction::CloseAfterFlush;
+            return (input.len(), SessionAction::CloseAfterFlush);
         }
         // Parse straight from `input` when nothing is pending, so the common case copies nothing.
-        let mut buf = std::mem::take(&mut self.pending);
-        let from_pending = !buf.is_empty();
-        if from_pending {
-            buf.extend_from_slice(input);
-        }
-        let data: &[u8] = if from_pending { &buf } else { input };
+        let carry = Carry::begin(&mut self.pending, input);
+        let data = carry.data(input);
         let mut off = 0;
+        let mut stopped = false;
         loop {
+            if out.len() >= out_limit && off < data.len() {
+                stopped = true;
+                break;
+            }
             let (used, res) = self.parser.parse(&data[off..]);
             off += used;
             match res {
@@ -68,21 +86,21 @@ impl Session {
             }
         }
         if self.closing {
-            return SessionAction::CloseAfterFlush;
+            return (input.len(), SessionAction::CloseAfterFlush);
         }
-        if from_pending {
-            buf.drain(..off);
-            self.pending = buf;
-        } else {
-            buf.clear();
-            buf.extend_from_slice(&input[off..]);
-            self.pending = buf;
-        }
-        SessionAction::Continue
+        // What the parser did not take: a partial command is kept; input left after a stop is the caller's.
+        let consumed = carry.end(&mut self.pending, input, off, stopped);
+        (consumed, SessionAction::Continue)
     }
 
     /// Bytes received but not yet part of a whole command.
     pub fn pending_len(&self) -> usize {
         self.pending.len()
+    }
+
+    /// What the command being received makes the session hold: its unparsed bytes and the elements it has
+    /// announced or delivered so far (an upper bound; 0 between commands).
+    pub fn held_bytes(&self) -> usize {
+        self.pending.len() + self.parser.request_bytes()
     }
 }

@@ -188,6 +188,66 @@ fn garbage_gets_an_error_and_a_close() {
     assert!(out.is_empty(), "a closing session answers nothing more");
 }
 
+/// A pipeline stops at the output limit and resumes where it stopped, whatever the split of the input and of
+/// a partial command held from the previous call.
+#[test]
+fn pipelines_stop_at_the_output_limit_and_resume_where_they_stopped() {
+    let mut input = Vec::new();
+    for i in 0..20 {
+        input.extend_from_slice(&encode(&["ECHO", &format!("{i:0100}")]));
+    }
+    let reply_len = 4 + 2 + 100 + 2; // "$100\r\n" + the value + CRLF
+    for split in [0, 1, 7, 60, 300, input.len() - 3, input.len()] {
+        let mut st = Store::new();
+        let mut s = Session::new(1);
+        let mut out = Vec::new();
+        // The transport's receive buffer: the first part arrives, then the rest; what a call leaves stays there.
+        let mut buffer: Vec<u8> = input[..split].to_vec();
+        let mut later = input[split..].to_vec();
+        let (mut rounds, mut replies) = (0, 0);
+        while !buffer.is_empty() || !later.is_empty() {
+            let (n, action) = s.feed_bounded(&buffer, 0, &mut st, &mut out, 3 * reply_len);
+            assert_eq!(action, SessionAction::Continue);
+            assert!(out.len() < 4 * reply_len, "split {split}: one reply past the limit at most ({})", out.len());
+            buffer.drain(..n);
+            buffer.append(&mut later);
+            // The output went out.
+            replies += out.len() / reply_len;
+            out.clear();
+            rounds += 1;
+            assert!(rounds < 100, "split {split}: no progress");
+        }
+        assert_eq!((replies, s.pending_len()), (20, 0), "split {split}");
+        assert!(rounds >= 7, "split {split}: 20 replies at 3 per round take 7 rounds, not {rounds}");
+    }
+    // Every reply, in order, once: fed in one piece with a small limit, the output is the same as unlimited.
+    let mut st = Store::new();
+    let (mut a, mut b) = (Session::new(1), Session::new(2));
+    let (mut bounded, mut whole) = (Vec::new(), Vec::new());
+    let mut rest = &input[..];
+    while !rest.is_empty() {
+        let mut out = Vec::new();
+        let (n, _) = a.feed_bounded(rest, 0, &mut st, &mut out, 1);
+        assert!(n > 0);
+        bounded.extend_from_slice(&out);
+        rest = &rest[n..];
+    }
+    b.feed(&input, 0, &mut st, &mut whole);
+    assert_eq!(bounded, whole);
+}
+
+#[test]
+fn http_requests_close_without_a_reply() {
+    for req in [&b"POST / HTTP/1.1\r\nHost: x\r\n\r\n"[..], b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"] {
+        let mut st = Store::new();
+        let mut s = Session::new(1);
+        let mut out = Vec::new();
+        assert_eq!(s.feed(req, 0, &mut st, &mut out), SessionAction::CloseAfterFlush);
+        let text = String::from_utf8_lossy(&out);
+        assert!(!text.contains("PONG") && text.matches('\n').count() <= 1, "{text}");
+    }
+}
+
 #[test]
 fn quit_replies_then_closes() {
     let mut st = Store::new();
