@@ -115,7 +115,7 @@ fn rss_run(nq: u16, reta: Option<Vec<u16>>) {
     let mac = port.dev.mac_addr().0;
     let mut queues: Vec<_> = (0..nq).map(|q| port.dev.rx_queue_typed(q).unwrap()).collect();
     let mut expected = vec![Vec::new(); nq as usize];
-    for (i, flow) in drvtest::rss_flows(mac, 200).into_iter().enumerate() {
+    for (i, flow) in testkit::rss_flows(mac, 200).into_iter().enumerate() {
         let hash = nicsim::net::toeplitz(&key, &flow.tuple);
         assert!(port.model.inject(&flow.frame));
         expected[table[hash as usize % size] as usize].push((hash, flow.frame));
@@ -124,7 +124,7 @@ fn rss_run(nq: u16, reta: Option<Vec<u16>>) {
         }
     }
     wait_for(5, "every frame delivered", || port.model.counters().rx_delivered == 200);
-    drvtest::assert_rss_spread(&mut queues, &expected);
+    testkit::assert_rss_spread(&mut queues, &expected);
     drop(queues);
     port.dev.stop().unwrap();
     assert!(pool.is_full(), "{} buffers leaked", pool.in_use());

@@ -12,7 +12,7 @@ use pktio::{EthDev, PortConfig};
 
 #[test]
 fn threaded_forwarding_between_two_model_ports_counts_exactly() {
-    let total = drvtest::forward_packets("HINIC3_FWD_PACKETS");
+    let total = testkit::forward_packets("HINIC3_FWD_PACKETS");
     let pool = pool("model-forward", 16383);
     let (mut a, mut b) = open_pair(Sp670Config::default());
     let config = PortConfig { rx_desc: 4096, tx_desc: 4096, ..Default::default() };
@@ -24,7 +24,7 @@ fn threaded_forwarding_between_two_model_ports_counts_exactly() {
     let macs = (a.dev.mac_addr().0, b.dev.mac_addr().0);
     let q0 = (a.dev.rx_queue_typed(0).unwrap(), a.dev.tx_queue_typed(0).unwrap());
     let q1 = (b.dev.rx_queue_typed(0).unwrap(), b.dev.tx_queue_typed(0).unwrap());
-    drvtest::forward_run(q0, q1, macs, &pool, total);
+    testkit::forward_run(q0, q1, macs, &pool, total);
     let (s0, s1) = (a.dev.stats(), b.dev.stats());
     assert_eq!((s0.opackets, s0.ipackets, s1.ipackets, s1.opackets), (total, total, total, total));
     assert_eq!((s0.imissed, s1.imissed, s0.ierrors, s1.ierrors), (0, 0, 0, 0));

@@ -13,7 +13,7 @@ use pktio::{EthDev, PortConfig};
 
 #[test]
 fn threaded_forwarding_between_two_model_ports_counts_exactly() {
-    let total = drvtest::forward_packets("IXGBE_FWD_PACKETS");
+    let total = testkit::forward_packets("IXGBE_FWD_PACKETS");
     let ((mut d0, p0), (mut d1, p1)) = pair(X540Config::default());
     let pool = pool(16384, 2048);
     let config = PortConfig { rx_desc: 4096, tx_desc: 4096, ..Default::default() };
@@ -25,7 +25,7 @@ fn threaded_forwarding_between_two_model_ports_counts_exactly() {
     let q1 = (d1.rx_queue_typed(0).unwrap(), d1.tx_queue_typed(0).unwrap());
     let m0 = p0.start_thread();
     let m1 = p1.start_thread();
-    drvtest::forward_run(q0, q1, macs, &pool, total);
+    testkit::forward_run(q0, q1, macs, &pool, total);
     m0.stop().unwrap();
     m1.stop().unwrap();
     let (s0, s1) = (d0.stats(), d1.stats());

@@ -7,7 +7,7 @@ use nicsim::{run_until_idle, X540Config};
 use pktio::TypedQueues;
 use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
 
-use drvtest::{bytes, mbuf_from};
+use testkit::{bytes, mbuf_from};
 
 #[test]
 fn jumbo_9000_byte_frames_both_directions_as_chains() {

@@ -368,7 +368,7 @@ fn udp_7007(frame: &[u8]) -> Option<(bool, &[u8])> {
 /// the file back.
 #[test]
 fn a_running_server_is_captured_by_pktio_dumpcap() {
-    if !usable() || !apptest::have_tcpdump() {
+    if !usable() || !testkit::have_tcpdump() {
         return;
     }
     let (ns, _) = veth_pair(["nstk-capc", "nstk-caps"], "10.193.2");
@@ -385,7 +385,7 @@ fn a_running_server_is_captured_by_pktio_dumpcap() {
     assert!(ping.contains("1 received"), "{ping}");
 
     let file = ns.1.join("echo.pcapng");
-    let mut dumpcap = Command::new(apptest::dumpcap())
+    let mut dumpcap = Command::new(testkit::dumpcap())
         .args(["--file-prefix", &prefix, "-i", "0", "--rx", "--tx", "-c", "10", "-a", "duration:60", "-w"])
         .arg(&file)
         .stdout(Stdio::piped())
