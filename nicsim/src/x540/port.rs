@@ -235,8 +235,9 @@ impl X540Port {
 
     /// Frames waiting in the RX packet buffer (not yet written to a ring).
     pub fn rx_pending(&self) -> usize {
-        self.shared.inbound.lock().unwrap_or_else(|e| e.into_inner()).frames.len()
-            + usize::from(self.shared.lock().rx_blocked.is_some())
+        // One lock at a time: the model thread takes the core lock and then the packet buffer's (as X710Port's).
+        let blocked = usize::from(self.shared.lock().rx_blocked.is_some());
+        self.shared.inbound.lock().unwrap_or_else(|e| e.into_inner()).frames.len() + blocked
     }
 
     /// Processes everything pending once: TX rings up to their tails (frames go to the wire), then RX frames from
