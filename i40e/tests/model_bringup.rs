@@ -4,9 +4,9 @@
 
 mod common;
 
-use nicsim::{X710Config, X710Part};
 use common::{bytes, mbuf_from, receive, udp_frame, wait_for, Port};
 use mempool::PacketBatch;
+use nicsim::{X710Config, X710Part};
 use pktio::{EthDev, PortConfig, TxQueue, TypedQueues};
 
 const IPS: ([u8; 4], [u8; 4]) = ([10, 0, 0, 1], [10, 0, 0, 2]);

@@ -7,11 +7,9 @@
 
 mod common;
 
-use std::time::Duration;
-
 use ixgbe::Ixgbe;
 use nicsim::{ModelThread, RxError, SimBar, X540Config, X540Port};
-use testkit::conformance::{Conformance, ModelCounts};
+use testkit::conformance::{Conformance, Spec};
 
 /// The driver on a model port whose thread runs for as long as this lives. Field order: the driver drops (and
 /// quiesces its rings) before the model thread stops.
@@ -33,14 +31,20 @@ impl Port {
 impl Conformance for Port {
     type Dev = Ixgbe<SimBar>;
     type Error = ixgbe::Error;
-    const NAME: &'static str = "ixgbe";
-    const FWD_PACKETS_VAR: &'static str = "IXGBE_FWD_PACKETS";
-    const LINK_MBPS: u32 = 10_000;
-    const RSS_KEY_LEN: usize = 40;
-    /// RETA: 128 entries of 4 bits (docs/hw/ixgbe.md).
-    const RETA_SIZE: usize = 128;
-    /// CRCERRS.
-    const CRC_XSTAT: &'static str = "rx_crc_errors";
+    /// RETA: 128 entries of 4 bits; the CRC counter: CRCERRS.
+    const SPEC: Spec = Spec {
+        name: "ixgbe",
+        fwd_packets_var: "IXGBE_FWD_PACKETS",
+        link_mbps: 10_000,
+        rss_key_len: 40,
+        reta_size: 128,
+        crc_xstat: "rx_crc_errors",
+    };
+    /// MAXFRS.MFS is the MTU plus the 14-byte header and the 4-byte CRC (docs/hw/ixgbe.md §11), so the MTU + 14
+    /// without the CRC.
+    fn largest_frame(mtu: u16) -> Result<usize, &'static str> {
+        Ok(usize::from(mtu) + 14)
+    }
 
     fn open_one() -> Port {
         Port::running(common::single(X540Config::default()))
@@ -49,35 +53,8 @@ impl Conformance for Port {
         let (a, b) = common::pair(X540Config::default());
         (Port::running(a), Port::running(b))
     }
-    fn dev(&self) -> &Ixgbe<SimBar> {
-        &self.dev
-    }
-    fn dev_mut(&mut self) -> &mut Ixgbe<SimBar> {
-        &mut self.dev
-    }
-    fn inject(&self, frame: &[u8]) -> bool {
-        self.model.inject(frame)
-    }
-    fn inject_bad_fcs(&self, frame: &[u8]) -> bool {
-        self.model.inject_error(frame, RxError::Crc)
-    }
-    fn rx_pending(&self) -> usize {
-        self.model.rx_pending()
-    }
-    fn take_tx(&self) -> Vec<Vec<u8>> {
-        self.model.take_tx()
-    }
-    fn counts(&self) -> ModelCounts {
-        let c = self.model.counters();
-        ModelCounts {
-            tx_sent: c.tx_sent,
-            tx_dropped: c.tx_dropped_link_down,
-            rx_delivered: c.rx_delivered,
-            rx_missed: c.rx_missed,
-        }
-    }
-    fn unwire(&self) {
-        self.model.unwire()
+    testkit::delegate_to_model! {
+        dev: dev, model: model, crc_error: RxError::Crc, tx_dropped: tx_dropped_link_down, rx_missed: rx_missed,
     }
     fn set_tx_hang(&self, queue: u16, hung: bool) {
         if hung {
@@ -86,15 +63,6 @@ impl Conformance for Port {
             self.model.clear_tx_hang()
         }
     }
-    fn link_flap(&self, down_for: Duration) {
-        self.model.link_flap(down_for)
-    }
-    fn set_cable(&self, connected: bool) {
-        self.model.set_cable(connected)
-    }
-    fn assert_no_faults(&self) {
-        self.model.assert_no_faults()
-    }
     fn close(self) {
         let Port { dev, thread, model } = self;
         let map = model.dma_mapper();
@@ -102,11 +70,6 @@ impl Conformance for Port {
         assert_eq!(map.region_count(), 0, "DMA mappings left after close");
         thread.stop().expect("the model thread ran without a panic");
         model.assert_no_faults();
-    }
-    /// MAXFRS.MFS is the MTU plus the 14-byte header and the 4-byte CRC (docs/hw/ixgbe.md §11), so the MTU + 14
-    /// without the CRC.
-    fn largest_frame(mtu: u16) -> Result<usize, &'static str> {
-        Ok(usize::from(mtu) + 14)
     }
 }
 

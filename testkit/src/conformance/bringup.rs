@@ -14,19 +14,19 @@ pub fn one_port_comes_up_links_starts_and_stops_clean<P: Conformance>() {
     port.dev_mut().start(&pool).unwrap();
     assert!(port.dev().is_started());
     wait_for(5, "link up", || port.dev().link().up);
-    assert_eq!(port.dev().link().speed_mbps, P::LINK_MBPS, "{}: the model's link speed", P::NAME);
+    assert_eq!(port.dev().link().speed_mbps, P::SPEC.link_mbps, "{}: the model's link speed", P::SPEC.name);
     let in_rings = pool.in_use();
-    assert!(in_rings > 0 && in_rings <= 128, "{}: {in_rings} buffers posted to a 128-descriptor ring", P::NAME);
+    assert!(in_rings > 0 && in_rings <= 128, "{}: {in_rings} buffers posted to a 128-descriptor ring", P::SPEC.name);
 
     let rx = port.dev_mut().rx_queue_typed(0).unwrap();
-    assert!(port.dev_mut().rx_queue_typed(0).is_err(), "{}: RX queue 0 handed out twice", P::NAME);
-    assert!(port.dev_mut().tx_queue_typed(1).is_err(), "{}: a TX queue that was not configured", P::NAME);
+    assert!(port.dev_mut().rx_queue_typed(0).is_err(), "{}: RX queue 0 handed out twice", P::SPEC.name);
+    assert!(port.dev_mut().tx_queue_typed(1).is_err(), "{}: a TX queue that was not configured", P::SPEC.name);
     let err = port.dev_mut().stop().expect_err("stop with a queue out");
-    assert!(err.to_string().contains("drop"), "{}: {err}", P::NAME);
+    assert!(err.to_string().contains("drop"), "{}: {err}", P::SPEC.name);
     drop(rx);
     port.dev_mut().stop().unwrap();
     assert!(!port.dev().is_started());
-    assert!(pool.is_full(), "{}: {} buffers left in a stopped port", P::NAME, pool.in_use());
+    assert!(pool.is_full(), "{}: {} buffers left in a stopped port", P::SPEC.name, pool.in_use());
     port.assert_no_faults();
     port.close();
 }

@@ -23,7 +23,7 @@ pub fn frames_cross_each_way_byte_for_byte<P: Conformance>() {
         for (tx, rx, want) in [(&mut tx0, &mut rx1, &f01), (&mut tx1, &mut rx0, &f10)] {
             let got = cross(&pool, tx, rx, want);
             let m = got.iter().next().unwrap();
-            assert_eq!(m.ol_flags() & GOOD, GOOD, "{}: {len}-byte frame's checksums flagged good", P::NAME);
+            assert_eq!(m.ol_flags() & GOOD, GOOD, "{}: {len}-byte frame's checksums flagged good", P::SPEC.name);
         }
     }
     let n = lens.len() as u64;
@@ -54,8 +54,13 @@ pub fn jumbo_9000_byte_frames_both_ways_as_chains<P: Conformance>() {
             let got = cross(&pool, tx, rx, want);
             let m = got.iter().next().unwrap();
             assert_eq!(m.pkt_len() as usize, len);
-            assert_eq!(m.nb_segs() as usize, len.div_ceil(room), "{}: {len} bytes in {room}-byte buffers", P::NAME);
-            assert_eq!(m.ol_flags() & GOOD, GOOD, "{}: {len}-byte frame's checksums flagged good", P::NAME);
+            assert_eq!(
+                m.nb_segs() as usize,
+                len.div_ceil(room),
+                "{}: {len} bytes in {room}-byte buffers",
+                P::SPEC.name
+            );
+            assert_eq!(m.ol_flags() & GOOD, GOOD, "{}: {len}-byte frame's checksums flagged good", P::SPEC.name);
         }
     }
     // A frame from the wire one byte over the largest the port takes at this MTU is not delivered whole.
@@ -72,12 +77,12 @@ pub fn jumbo_9000_byte_frames_both_ways_as_chains<P: Conformance>() {
                 got.iter().all(|m| m.pkt_len() as usize != over.len()),
                 "{}: a {}-byte frame beyond the port's largest ({largest}) was delivered whole ({delivered} \
                  delivered before, {} after)",
-                P::NAME,
+                P::SPEC.name,
                 over.len(),
                 b.counts().rx_delivered
             );
         }
-        Err(why) => eprintln!("{}: the over-size frame check does not apply: {why}", P::NAME),
+        Err(why) => eprintln!("{}: the over-size frame check does not apply: {why}", P::SPEC.name),
     }
     drop((rx0, tx0, rx1, tx1));
     finish(vec![a, b], &pool);
@@ -100,22 +105,32 @@ pub fn stats_count_packets_bytes_and_errors_and_reset<P: Conformance>() {
     let total: u64 = lens.iter().map(|&l| l as u64).sum();
     wait_for(2, "TX counted", || a.dev().stats().opackets == n);
     let (s0, s1) = (a.dev().stats(), b.dev().stats());
-    assert_eq!((s0.opackets, s0.obytes, s1.ipackets, s1.ibytes), (n, total, n, total), "{}: bytes without FCS", P::NAME);
-    assert_eq!((s0.ipackets, s1.opackets, s1.ierrors, s1.imissed), (0, 0, 0, 0), "{}", P::NAME);
+    assert_eq!(
+        (s0.opackets, s0.obytes, s1.ipackets, s1.ibytes),
+        (n, total, n, total),
+        "{}: bytes without FCS",
+        P::SPEC.name
+    );
+    assert_eq!((s0.ipackets, s1.opackets, s1.ierrors, s1.imissed), (0, 0, 0, 0), "{}", P::SPEC.name);
 
     // A bad FCS: dropped by the device, counted as an RX error and in the CRC counter.
     assert!(b.inject_bad_fcs(&udp_frame(mac1, mac0, IPS, (7, 9), 80)));
     wait_for(2, "the FCS error counted", || b.dev().stats().ierrors == 1);
-    let crc = b.dev().xstats().into_iter().find(|x| x.name == P::CRC_XSTAT).map(|x| x.value);
-    assert_eq!(crc, Some(1), "{}: {}", P::NAME, P::CRC_XSTAT);
-    assert_eq!(b.dev().stats().ipackets, n, "{}: the bad frame is not a received packet", P::NAME);
+    let crc = b.dev().xstats().into_iter().find(|x| x.name == P::SPEC.crc_xstat).map(|x| x.value);
+    assert_eq!(crc, Some(1), "{}: {}", P::SPEC.name, P::SPEC.crc_xstat);
+    assert_eq!(b.dev().stats().ipackets, n, "{}: the bad frame is not a received packet", P::SPEC.name);
 
     a.dev_mut().reset_stats();
     b.dev_mut().reset_stats();
     let (s0, s1) = (a.dev().stats(), b.dev().stats());
-    assert_eq!((s0.opackets, s0.obytes, s1.ipackets, s1.ibytes, s1.ierrors), (0, 0, 0, 0, 0), "{}: reset", P::NAME);
-    let crc = b.dev().xstats().into_iter().find(|x| x.name == P::CRC_XSTAT).map(|x| x.value);
-    assert_eq!(crc, Some(0), "{}: {} after reset", P::NAME, P::CRC_XSTAT);
+    assert_eq!(
+        (s0.opackets, s0.obytes, s1.ipackets, s1.ibytes, s1.ierrors),
+        (0, 0, 0, 0, 0),
+        "{}: reset",
+        P::SPEC.name
+    );
+    let crc = b.dev().xstats().into_iter().find(|x| x.name == P::SPEC.crc_xstat).map(|x| x.value);
+    assert_eq!(crc, Some(0), "{}: {} after reset", P::SPEC.name, P::SPEC.crc_xstat);
     // Counting goes on from zero.
     let mut out = PacketBatch::new();
     out.push(mbuf_from(&pool, &udp_frame(mac1, mac0, IPS, (1, 9), 200))).unwrap();

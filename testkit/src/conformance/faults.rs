@@ -16,16 +16,16 @@ fn small() -> PortConfig {
 pub fn a_link_flap_and_a_pulled_cable_reach_link<P: Conformance>() {
     let pool = pool_for::<P>("flap", 1023);
     let port = started_one::<P>(&small(), &pool);
-    assert_eq!(port.dev().link().speed_mbps, P::LINK_MBPS);
+    assert_eq!(port.dev().link().speed_mbps, P::SPEC.link_mbps);
     port.link_flap(Duration::from_millis(300));
     wait_for(5, "link down", || !port.dev().link().up);
     wait_for(5, "link up again", || port.dev().link().up);
-    assert_eq!(port.dev().link().speed_mbps, P::LINK_MBPS, "{}: the speed after a flap", P::NAME);
+    assert_eq!(port.dev().link().speed_mbps, P::SPEC.link_mbps, "{}: the speed after a flap", P::SPEC.name);
     port.set_cable(false);
     wait_for(5, "link down (cable out)", || !port.dev().link().up);
     port.set_cable(true);
     wait_for(5, "link up (cable in)", || port.dev().link().up);
-    assert_eq!(port.dev().link().speed_mbps, P::LINK_MBPS, "{}: the speed with the cable back", P::NAME);
+    assert_eq!(port.dev().link().speed_mbps, P::SPEC.link_mbps, "{}: the speed with the cable back", P::SPEC.name);
     port.settle_link_events();
     finish(vec![port], &pool);
 }
@@ -46,27 +46,27 @@ pub fn a_hung_tx_queue_fills_without_harm_and_a_restart_recovers<P: Conformance>
         tx.tx_burst(&mut b)
     };
     let sent: usize = (0..8).map(|_| burst(&mut tx, 32)).sum();
-    assert!(sent <= 128, "{}: a hung queue took {sent} frames into a 128-descriptor ring", P::NAME);
-    assert_eq!(burst(&mut tx, 8), 0, "{}: a full hung ring takes nothing more", P::NAME);
-    assert!(port.take_tx().is_empty(), "{}: nothing leaves a hung queue", P::NAME);
+    assert!(sent <= 128, "{}: a hung queue took {sent} frames into a 128-descriptor ring", P::SPEC.name);
+    assert_eq!(burst(&mut tx, 8), 0, "{}: a full hung ring takes nothing more", P::SPEC.name);
+    assert!(port.take_tx().is_empty(), "{}: nothing leaves a hung queue", P::SPEC.name);
     drop(tx);
     // Stopping either drains the queue or says which one would not stop: both leave no buffer behind.
     if let Err(e) = port.dev_mut().stop() {
-        assert!(e.driver_error::<P::Error>().is_some(), "{}: untyped: {e}", P::NAME);
+        assert!(e.driver_error::<P::Error>().is_some(), "{}: untyped: {e}", P::SPEC.name);
     }
-    assert!(pool.is_full(), "{}: {} buffers held by a stopped port", P::NAME, pool.in_use());
+    assert!(pool.is_full(), "{}: {} buffers held by a stopped port", P::SPEC.name, pool.in_use());
     port.set_tx_hang(0, false);
     // The port starts again and sends.
     port.dev_mut().start(&pool).unwrap();
     wait_for(5, "link up after the restart", || port.dev().link().up);
     let mut tx = port.dev_mut().tx_queue_typed(0).unwrap();
-    assert_eq!(burst(&mut tx, 32), 32, "{}: a burst after the restart", P::NAME);
+    assert_eq!(burst(&mut tx, 32), 32, "{}: a burst after the restart", P::SPEC.name);
     let mut out = Vec::new();
     wait_for(5, "32 frames after recovery", || {
         out.extend(port.take_tx());
         out.len() >= 32
     });
-    assert_eq!(out, vec![frame.clone(); 32], "{}: the frames sent after the restart", P::NAME);
+    assert_eq!(out, vec![frame.clone(); 32], "{}: the frames sent after the restart", P::SPEC.name);
     drop(tx);
     finish(vec![port], &pool);
 }
@@ -91,12 +91,12 @@ pub fn damaged_frames_are_dropped_and_counted_and_good_ones_still_arrive<P: Conf
     });
     // Every frame taken and every error counted: nothing more is on its way.
     rx.rx_burst(&mut got);
-    assert_eq!(got.len(), 3, "{}: only the good frames are delivered", P::NAME);
+    assert_eq!(got.len(), 3, "{}: only the good frames are delivered", P::SPEC.name);
     assert!(got.iter().all(|m| bytes(m) == good));
     drop(got);
-    let crc = port.dev().xstats().into_iter().find(|x| x.name == P::CRC_XSTAT).map(|x| x.value);
-    assert_eq!(crc, Some(3), "{}: {}", P::NAME, P::CRC_XSTAT);
-    assert_eq!(port.dev().stats().ipackets, 3, "{}", P::NAME);
+    let crc = port.dev().xstats().into_iter().find(|x| x.name == P::SPEC.crc_xstat).map(|x| x.value);
+    assert_eq!(crc, Some(3), "{}: {}", P::SPEC.name, P::SPEC.crc_xstat);
+    assert_eq!(port.dev().stats().ipackets, 3, "{}", P::SPEC.name);
     drop(rx);
     finish(vec![port], &pool);
 }

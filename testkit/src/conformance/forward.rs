@@ -9,7 +9,7 @@ use super::{finish, pool_for, started_pair, Conformance};
 use crate::{forward_packets, forward_run};
 
 pub fn threaded_forwarding_between_two_model_ports_counts_exactly<P: Conformance>() {
-    let total = forward_packets(P::FWD_PACKETS_VAR);
+    let total = forward_packets(P::SPEC.fwd_packets_var);
     let pool = pool_for::<P>("forward", 16383);
     let config = PortConfig { rx_desc: 4096, tx_desc: 4096, ..Default::default() };
     let (mut a, mut b) = started_pair::<P>(&config, &pool);
@@ -18,12 +18,12 @@ pub fn threaded_forwarding_between_two_model_ports_counts_exactly<P: Conformance
     let q1 = (b.dev_mut().rx_queue_typed(0).unwrap(), b.dev_mut().tx_queue_typed(0).unwrap());
     forward_run(q0, q1, macs, &pool, total);
     let (s0, s1) = (a.dev().stats(), b.dev().stats());
-    assert_eq!((s0.opackets, s0.ipackets, s1.ipackets, s1.opackets), (total, total, total, total), "{}", P::NAME);
-    assert_eq!((s0.imissed, s1.imissed, s0.ierrors, s1.ierrors), (0, 0, 0, 0), "{}", P::NAME);
-    assert_eq!((s0.obytes, s1.ibytes), (total * 64, total * 64), "{}", P::NAME);
+    assert_eq!((s0.opackets, s0.ipackets, s1.ipackets, s1.opackets), (total, total, total, total), "{}", P::SPEC.name);
+    assert_eq!((s0.imissed, s1.imissed, s0.ierrors, s1.ierrors), (0, 0, 0, 0), "{}", P::SPEC.name);
+    assert_eq!((s0.obytes, s1.ibytes), (total * 64, total * 64), "{}", P::SPEC.name);
     let (c0, c1) = (a.counts(), b.counts());
     assert_eq!((c0.tx_sent, c0.rx_delivered, c1.tx_sent, c1.rx_delivered), (total, total, total, total));
-    assert_eq!((c0.tx_dropped, c0.rx_missed, c1.tx_dropped, c1.rx_missed), (0, 0, 0, 0), "{}", P::NAME);
+    assert_eq!((c0.tx_dropped, c0.rx_missed, c1.tx_dropped, c1.rx_missed), (0, 0, 0, 0), "{}", P::SPEC.name);
     P::after_forward(&a, &b, total);
     finish(vec![a, b], &pool);
 }

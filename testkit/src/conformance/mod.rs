@@ -41,6 +41,23 @@ pub struct ModelCounts {
     pub rx_missed: u64,
 }
 
+/// The figures a driver and model pair gives the suite.
+#[derive(Clone, Copy, Debug)]
+pub struct Spec {
+    /// The driver's name, for pool names and messages.
+    pub name: &'static str,
+    /// The environment variable that sets the forwarding run's packet count (`IXGBE_FWD_PACKETS`, ...).
+    pub fwd_packets_var: &'static str,
+    /// The link speed the default model reports, in Mb/s.
+    pub link_mbps: u32,
+    /// The RSS key length the device takes, in bytes.
+    pub rss_key_len: usize,
+    /// The redirection table's size, as the driver reports it in `info().reta_size`.
+    pub reta_size: usize,
+    /// The extended statistic counting frames with a bad FCS.
+    pub crc_xstat: &'static str,
+}
+
 /// A driver port opened on its model, as a conformance check needs it. Field order in the implementing struct:
 /// the driver first, so that it drops (and quiesces its rings) before the model's thread stops.
 pub trait Conformance: Sized {
@@ -49,18 +66,8 @@ pub trait Conformance: Sized {
     /// The driver's error type, which a failure of the device must reach `pktio::Error` as.
     type Error: std::error::Error + 'static;
 
-    /// The driver's name, for pool names and messages.
-    const NAME: &'static str;
-    /// The environment variable that sets the forwarding run's packet count (`IXGBE_FWD_PACKETS`, ...).
-    const FWD_PACKETS_VAR: &'static str;
-    /// The link speed the default model reports, in Mb/s.
-    const LINK_MBPS: u32;
-    /// The RSS key length the device takes, in bytes.
-    const RSS_KEY_LEN: usize;
-    /// The redirection table's size, as the driver reports it in `info().reta_size`.
-    const RETA_SIZE: usize;
-    /// The extended statistic counting frames with a bad FCS.
-    const CRC_XSTAT: &'static str;
+    /// What the suite expects of this device.
+    const SPEC: Spec;
 
     /// One port of the default model, the driver brought up on it and the model running; no fault yet.
     fn open_one() -> Self;
@@ -107,6 +114,66 @@ pub trait Conformance: Sized {
     /// The checks of the forwarding run particular to this device (its own counters), given the two ports and
     /// the packet count; nothing by default.
     fn after_forward(_a: &Self, _b: &Self, _total: u64) {}
+}
+
+/// Writes, inside an `impl Conformance for Port` block, the methods that only hand the call on: `dev` and `dev_mut`
+/// to the port's driver field; `inject`, `rx_pending`, `take_tx`, `unwire`, `link_flap`, `set_cable` and
+/// `assert_no_faults` to its model field, whose methods of those names every nicsim model port has;
+/// `inject_bad_fcs` to the model's `inject_error` with its CRC error; and `counts` from the model's `counters()`,
+/// naming the model's fields for TX drops and RX misses (`tx_sent` and `rx_delivered` are named alike in every
+/// model):
+///
+/// ```ignore
+/// testkit::delegate_to_model! {
+///     dev: dev, model: model, crc_error: X710RxError::Crc, tx_dropped: tx_dropped_link_down, rx_missed: rx_missed,
+/// }
+/// ```
+#[macro_export]
+macro_rules! delegate_to_model {
+    (
+        dev: $dev:ident, model: $model:ident, crc_error: $crc_error:expr,
+        tx_dropped: $tx_dropped:ident, rx_missed: $rx_missed:ident $(,)?
+    ) => {
+        fn dev(&self) -> &Self::Dev {
+            &self.$dev
+        }
+        fn dev_mut(&mut self) -> &mut Self::Dev {
+            &mut self.$dev
+        }
+        fn inject(&self, frame: &[u8]) -> bool {
+            self.$model.inject(frame)
+        }
+        fn inject_bad_fcs(&self, frame: &[u8]) -> bool {
+            self.$model.inject_error(frame, $crc_error)
+        }
+        fn rx_pending(&self) -> usize {
+            self.$model.rx_pending()
+        }
+        fn take_tx(&self) -> Vec<Vec<u8>> {
+            self.$model.take_tx()
+        }
+        fn counts(&self) -> $crate::conformance::ModelCounts {
+            let c = self.$model.counters();
+            $crate::conformance::ModelCounts {
+                tx_sent: c.tx_sent,
+                tx_dropped: c.$tx_dropped,
+                rx_delivered: c.rx_delivered,
+                rx_missed: c.$rx_missed,
+            }
+        }
+        fn unwire(&self) {
+            self.$model.unwire()
+        }
+        fn link_flap(&self, down_for: std::time::Duration) {
+            self.$model.link_flap(down_for)
+        }
+        fn set_cable(&self, connected: bool) {
+            self.$model.set_cable(connected)
+        }
+        fn assert_no_faults(&self) {
+            self.$model.assert_no_faults()
+        }
+    };
 }
 
 /// Writes one `#[test]` per conformance check for the port type `$port` (an implementation of [`Conformance`]).
@@ -165,7 +232,7 @@ pub fn finish<P: Conformance>(ports: Vec<P>, pool: &mempool::Mempool) {
     for p in &mut ports {
         p.dev_mut().stop().unwrap();
     }
-    assert!(pool.is_full(), "{}: {} buffers leaked", P::NAME, pool.in_use());
+    assert!(pool.is_full(), "{}: {} buffers leaked", P::SPEC.name, pool.in_use());
     for p in ports {
         p.assert_no_faults();
         p.close();
@@ -174,5 +241,5 @@ pub fn finish<P: Conformance>(ports: Vec<P>, pool: &mempool::Mempool) {
 
 /// A pool for a check of driver `P`.
 pub fn pool_for<P: Conformance>(check: &str, size: u32) -> mempool::Mempool {
-    crate::pool(&format!("{}-{check}", P::NAME), size)
+    crate::pool(&format!("{}-{check}", P::SPEC.name), size)
 }

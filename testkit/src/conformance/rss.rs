@@ -9,7 +9,7 @@ use crate::{rss_flows, toeplitz, wait_for};
 const FLOWS: u32 = 200;
 
 fn run<P: Conformance>(nq: u16, reta: Option<Vec<u16>>) {
-    let key: Vec<u8> = (0..P::RSS_KEY_LEN as u8).map(|i| i.wrapping_mul(37).wrapping_add(11)).collect();
+    let key: Vec<u8> = (0..P::SPEC.rss_key_len as u8).map(|i| i.wrapping_mul(37).wrapping_add(11)).collect();
     let mut port = P::open_one();
     let pool = pool_for::<P>("rss", 4095);
     let config = PortConfig {
@@ -23,7 +23,7 @@ fn run<P: Conformance>(nq: u16, reta: Option<Vec<u16>>) {
     port.dev_mut().configure(&config).unwrap();
     port.dev_mut().start(&pool).unwrap();
     let size = port.dev().info().reta_size as usize;
-    assert_eq!(size, P::RETA_SIZE, "{}: the redirection table's size", P::NAME);
+    assert_eq!(size, P::SPEC.reta_size, "{}: the redirection table's size", P::SPEC.name);
     let table: Vec<u16> = match &reta {
         Some(t) => {
             let full: Vec<u16> = (0..size).map(|e| t[e % t.len()]).collect();
@@ -33,8 +33,8 @@ fn run<P: Conformance>(nq: u16, reta: Option<Vec<u16>>) {
         None => (0..size).map(|e| (e % nq as usize) as u16).collect(),
     };
     if let Some((held_key, held_table)) = port.rss_state() {
-        assert_eq!(held_key, key, "{}: the key the device holds", P::NAME);
-        assert_eq!(held_table, table, "{}: the table the device holds", P::NAME);
+        assert_eq!(held_key, key, "{}: the key the device holds", P::SPEC.name);
+        assert_eq!(held_table, table, "{}: the table the device holds", P::SPEC.name);
     }
     let mac = port.dev().mac_addr().0;
     let mut queues: Vec<_> = (0..nq).map(|q| port.dev_mut().rx_queue_typed(q).unwrap()).collect();
@@ -51,7 +51,7 @@ fn run<P: Conformance>(nq: u16, reta: Option<Vec<u16>>) {
     crate::assert_rss_spread(&mut queues, &expected);
     drop(queues);
     port.dev_mut().stop().unwrap();
-    assert!(pool.is_full(), "{}: {} buffers leaked", P::NAME, pool.in_use());
+    assert!(pool.is_full(), "{}: {} buffers leaked", P::SPEC.name, pool.in_use());
     port.assert_no_faults();
     port.close();
 }
