@@ -6,9 +6,12 @@
 //!   packets, frames with correct checksums, the RSS flow set and an independent Toeplitz hash, the threaded
 //!   forwarding run);
 //! - [`require`]: the one required-or-skip switch behind every `*_TESTS_REQUIRED` variable;
+//! - [`netns`]: network namespaces (can the machine, `ip`, namespaces removed on drop); [`veth`]: a veth pair across
+//!   two namespaces with a raw socket on the kernel side, for the software ports' tests;
 //! - [`conformance`]: the suite every driver and model pair runs, over a small trait each driver's test implements.
 //!
-//! The items are re-exported at the root (`testkit::udp_frame`, `testkit::App`, ...). Not for production code: it
+//! The items are re-exported at the root (`testkit::udp_frame`, `testkit::App`, ...), but for `netns` and `veth`,
+//! used by path (`testkit::netns::Netns`). Not for production code: it
 //! panics on any mismatch.
 
 pub mod app;
@@ -16,9 +19,11 @@ pub mod conformance;
 pub mod driver;
 pub mod forward;
 pub mod frames;
+pub mod netns;
 pub mod pcap;
 pub mod require;
 pub mod rss;
+pub mod veth;
 
 pub use app::*;
 pub use driver::*;

@@ -13,10 +13,16 @@ pub fn required(env_var: &str) -> bool {
 /// "skip"). For a test whose prerequisite is known missing.
 #[track_caller]
 pub fn skip(env_var: &str, reason: &str) -> bool {
-    if required(env_var) {
-        panic!("{env_var}=1 but the test cannot run: {reason}");
+    skip_any(&[env_var], reason)
+}
+
+/// [`skip`] for a test that belongs to several groups: it fails where any of `env_vars` is 1.
+#[track_caller]
+pub fn skip_any(env_vars: &[&str], reason: &str) -> bool {
+    if let Some(var) = env_vars.iter().find(|v| required(v)) {
+        panic!("{var}=1 but the test cannot run: {reason}");
     }
-    eprintln!("SKIPPED: {reason} ({env_var}=1 makes this a failure)");
+    eprintln!("SKIPPED: {reason} ({}=1 makes this a failure)", env_vars.join("=1 or "));
     false
 }
 
@@ -37,18 +43,6 @@ pub fn require(env_var: &str, available: bool, reason: &str) -> bool {
 pub fn is_root() -> bool {
     // SAFETY: geteuid(2) has no preconditions and touches no memory.
     unsafe { libc::geteuid() == 0 }
-}
-
-/// Whether `tool` runs (`tool --version`, or `tool -V` for the few that take only that), i.e. is installed.
-pub fn have_tool(tool: &str) -> bool {
-    ["--version", "-V"].iter().any(|flag| {
-        std::process::Command::new(tool)
-            .arg(flag)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok()
-    })
 }
 
 #[cfg(test)]

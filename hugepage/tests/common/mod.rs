@@ -41,8 +41,5 @@ pub fn is_root() -> bool {
 /// Skips the calling test with a reason, or fails it when HUGEPAGE_TESTS_REQUIRED=1 (CI on a machine that must have
 /// hugepages).
 pub fn skip(reason: &str) {
-    if std::env::var("HUGEPAGE_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("HUGEPAGE_TESTS_REQUIRED=1 but the test cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
+    testkit::skip("HUGEPAGE_TESTS_REQUIRED", reason);
 }
