@@ -15,27 +15,10 @@ use std::time::{Duration, Instant};
 
 const PYTHON: &str = "/usr/bin/python3";
 
-fn have(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
-
+/// Whether the test can run (root and `tools`); otherwise says why and returns false, or panics when
+/// NETNS_TESTS_REQUIRED=1 or REAL_CLIENT_TESTS_REQUIRED=1.
 fn usable(tools: &[&str]) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
-    let reason = if !root {
-        "needs root to create network namespaces".to_owned()
-    } else if !missing.is_empty() {
-        format!("needs {} (bash scripts/setup.sh installs them)", missing.join(", "))
-    } else {
-        return true;
-    };
-    let required = |v: &str| std::env::var(v).is_ok_and(|v| v == "1");
-    if required("NETNS_TESTS_REQUIRED") || required("REAL_CLIENT_TESTS_REQUIRED") {
-        panic!("the test is required but cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-    false
+    testkit::netns::usable_for(&["NETNS_TESTS_REQUIRED", "REAL_CLIENT_TESTS_REQUIRED"], tools)
 }
 
 fn run(cmd: &str, args: &[&str]) -> String {

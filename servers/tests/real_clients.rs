@@ -22,12 +22,7 @@ fn have(tool: &str) -> bool {
     if Command::new(tool).arg("--version").output().is_ok() {
         return true;
     }
-    let why = format!("{tool} is not installed (scripts/setup.sh installs it)");
-    if std::env::var("REAL_CLIENT_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("REAL_CLIENT_TESTS_REQUIRED=1 but the test cannot run: {why}");
-    }
-    eprintln!("SKIPPED: {why}");
-    false
+    testkit::skip("REAL_CLIENT_TESTS_REQUIRED", &format!("{tool} is not installed (scripts/setup.sh installs it)"))
 }
 
 /// A loopback listener whose every connection runs `serve` on its own thread; stops accepting on drop.
