@@ -2,8 +2,8 @@
 //! collected, poll for text with a deadline, stop it with SIGINT, read numbers and addresses from what it prints,
 //! and capture a running application's ports with `pktio-dumpcap`.
 
-use std::io::Read;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::io::{Read, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,9 +12,11 @@ use crate::pcap::read_frames;
 /// How long a test waits for the application: generous, the machine may be loaded.
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
-/// A running application with its stdout and stderr collected.
+/// A running application with its stdout and stderr collected (merged, in arrival order per stream), and its stdin
+/// open for [`App::send`] when started with [`App::spawn_interactive`].
 pub struct App {
     child: Child,
+    stdin: Option<ChildStdin>,
     out: Arc<Mutex<String>>,
     readers: Vec<std::thread::JoinHandle<()>>,
 }
@@ -32,21 +34,65 @@ fn collect(mut r: impl Read + Send + 'static, out: Arc<Mutex<String>>) -> std::t
 }
 
 impl App {
-    /// Starts `bin` with `args`.
+    /// Starts `bin` with `args`, stdin closed.
     pub fn spawn(bin: &str, args: &[String]) -> App {
-        let mut child = Command::new(bin)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
+        let mut cmd = Command::new(bin);
+        cmd.args(args).stdin(Stdio::null());
+        App::start(cmd)
+    }
+
+    /// Starts `cmd` with its stdin piped, for [`App::send`].
+    pub fn spawn_interactive(mut cmd: Command) -> App {
+        cmd.stdin(Stdio::piped());
+        App::start(cmd)
+    }
+
+    fn start(mut cmd: Command) -> App {
+        let mut child =
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{cmd:?} starts: {e}"));
         let out = Arc::new(Mutex::new(String::new()));
         let readers = vec![
             collect(child.stdout.take().unwrap(), out.clone()),
             collect(child.stderr.take().unwrap(), out.clone()),
         ];
-        App { child, out, readers }
+        let stdin = child.stdin.take();
+        App { child, stdin, out, readers }
+    }
+
+    /// Writes `line` and a newline to the application's stdin.
+    pub fn send(&mut self, line: &str) {
+        self.send_bytes(format!("{line}\n").as_bytes());
+    }
+
+    /// Writes raw bytes (input that need not be UTF-8) to the application's stdin.
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open (App::spawn_interactive)");
+        stdin.write_all(bytes).expect("write to the application");
+        stdin.flush().unwrap();
+    }
+
+    /// Closes the application's stdin (an interactive program's end of input).
+    pub fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until the output after byte `from` contains `needle`; returns the whole output. Panics with the output
+    /// after `timeout`.
+    pub fn wait_for_from(&self, from: usize, needle: &str, timeout: Duration) -> String {
+        let end = Instant::now() + timeout;
+        loop {
+            let o = self.output();
+            if o.get(from..).is_some_and(|t| t.contains(needle)) {
+                return o;
+            }
+            assert!(Instant::now() < end, "timed out waiting for {needle:?}; output so far:\n{o}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Everything printed so far.
@@ -78,8 +124,14 @@ impl App {
     }
 
     /// Waits for the exit; returns the status and the whole output.
-    pub fn wait(mut self) -> (ExitStatus, String) {
-        let end = Instant::now() + DEADLINE;
+    pub fn wait(self) -> (ExitStatus, String) {
+        self.wait_within(DEADLINE)
+    }
+
+    /// Waits at most `deadline` for the exit (then kills it and panics); returns the status and the whole output.
+    pub fn wait_within(mut self, deadline: Duration) -> (ExitStatus, String) {
+        drop(self.stdin.take());
+        let end = Instant::now() + deadline;
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
                 break s;
