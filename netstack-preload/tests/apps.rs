@@ -307,28 +307,7 @@ fn start_redis(net: &Net, config: &Path) -> App {
 }
 
 /// redis-benchmark 7.0's default tests, as named in its output.
-const DEFAULT_TESTS: &[&str] = &[
-    "PING_INLINE",
-    "PING_MBULK",
-    "SET",
-    "GET",
-    "INCR",
-    "LPUSH",
-    "RPUSH",
-    "LPOP",
-    "RPOP",
-    "SADD",
-    "HSET",
-    "SPOP",
-    "ZADD",
-    "ZPOPMIN",
-    "LPUSH (needed to benchmark LRANGE)",
-    "LRANGE_100 (first 100 elements)",
-    "LRANGE_300 (first 300 elements)",
-    "LRANGE_500 (first 500 elements)",
-    "LRANGE_600 (first 600 elements)",
-    "MSET (10 keys)",
-];
+use testkit::redis::BENCHMARK_DEFAULT_TESTS as DEFAULT_TESTS;
 
 /// Runs redis-benchmark; the tests it reported with a positive rate.
 fn redis_benchmark(net: &Net, args: &[&str]) -> Vec<String> {

@@ -138,28 +138,7 @@ fn redis_cli_round_trips() {
 }
 
 /// redis-benchmark 7.0's default tests, as named in its output.
-const DEFAULT_TESTS: &[&str] = &[
-    "PING_INLINE",
-    "PING_MBULK",
-    "SET",
-    "GET",
-    "INCR",
-    "LPUSH",
-    "RPUSH",
-    "LPOP",
-    "RPOP",
-    "SADD",
-    "HSET",
-    "SPOP",
-    "ZADD",
-    "ZPOPMIN",
-    "LPUSH (needed to benchmark LRANGE)",
-    "LRANGE_100 (first 100 elements)",
-    "LRANGE_300 (first 300 elements)",
-    "LRANGE_500 (first 500 elements)",
-    "LRANGE_600 (first 600 elements)",
-    "MSET (10 keys)",
-];
+use testkit::redis::BENCHMARK_DEFAULT_TESTS as DEFAULT_TESTS;
 
 #[test]
 fn redis_benchmark_runs_every_default_test_without_errors() {

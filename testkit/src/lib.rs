@@ -8,6 +8,7 @@
 //! - [`require`]: the one required-or-skip switch behind every `*_TESTS_REQUIRED` variable;
 //! - [`netns`]: network namespaces (can the machine, `ip`, namespaces removed on drop); [`veth`]: a veth pair across
 //!   two namespaces with a raw socket on the kernel side, for the software ports' tests;
+//! - [`redis`]: what the tests running Debian's Redis clients share;
 //! - [`conformance`]: the suite every driver and model pair runs, over a small trait each driver's test implements.
 //!
 //! The items are re-exported at the root (`testkit::udp_frame`, `testkit::App`, ...), but for `netns` and `veth`,
@@ -21,6 +22,7 @@ pub mod forward;
 pub mod frames;
 pub mod netns;
 pub mod pcap;
+pub mod redis;
 pub mod require;
 pub mod rss;
 pub mod veth;
