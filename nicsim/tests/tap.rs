@@ -12,8 +12,11 @@ use nicsim::{X540Config, X540};
 #[test]
 fn kernel_frames_reach_the_model_through_a_tap() {
     let why = "needs root and /dev/net/tun (run as root; modprobe tun)";
-    if !testkit::require("NETNS_TESTS_REQUIRED", testkit::is_root() && std::path::Path::new("/dev/net/tun").exists(), why)
-    {
+    if !testkit::require(
+        "NETNS_TESTS_REQUIRED",
+        testkit::is_root() && std::path::Path::new("/dev/net/tun").exists(),
+        why,
+    ) {
         return;
     }
     // A thread of its own, moved into a fresh network namespace: the host's interfaces are never touched.

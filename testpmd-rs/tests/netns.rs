@@ -20,7 +20,11 @@ fn usable(tun: bool) -> bool {
     if !testkit::netns::usable(&["ip", "ping"]) {
         return false;
     }
-    testkit::require("NETNS_TESTS_REQUIRED", !tun || Path::new("/dev/net/tun").exists(), "needs /dev/net/tun (modprobe tun)")
+    testkit::require(
+        "NETNS_TESTS_REQUIRED",
+        !tun || Path::new("/dev/net/tun").exists(),
+        "needs /dev/net/tun (modprobe tun)",
+    )
 }
 
 fn ping(ns: &str, addr: &str) -> String {
