@@ -24,6 +24,7 @@ impl Conformance for Port {
         rss_key_len: 40,
         reta_size: 256,
         crc_xstat: "rx_err",
+        reta_repeats: false,
     };
     fn largest_frame(_mtu: u16) -> Result<usize, &'static str> {
         Err("the SP670 model does not enforce the MTU (nicsim/src/sp670/mod.rs, not modelled)")

@@ -21,6 +21,7 @@ impl Conformance for Port {
         rss_key_len: 52,
         reta_size: 512,
         crc_xstat: "rx_crc_errors",
+        reta_repeats: true,
     };
     /// MTU + 26 with the CRC (docs/hw/i40e.md §7.3), so MTU + 22 without it.
     fn largest_frame(mtu: u16) -> Result<usize, &'static str> {

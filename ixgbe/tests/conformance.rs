@@ -39,6 +39,7 @@ impl Conformance for Port {
         rss_key_len: 40,
         reta_size: 128,
         crc_xstat: "rx_crc_errors",
+        reta_repeats: true,
     };
     /// MAXFRS.MFS is the MTU plus the 14-byte header and the 4-byte CRC (docs/hw/ixgbe.md §11), so the MTU + 14
     /// without the CRC.

@@ -56,6 +56,9 @@ pub struct Spec {
     pub reta_size: usize,
     /// The extended statistic counting frames with a bad FCS.
     pub crc_xstat: &'static str,
+    /// Whether `reta_update` takes a shorter table whose length divides the size, repeated (ixgbe's and i40e's
+    /// extension); where not, it must refuse one as a bad argument (DPDK's rule: the device's size).
+    pub reta_repeats: bool,
 }
 
 /// A driver port opened on its model, as a conformance check needs it. Field order in the implementing struct:

@@ -27,7 +27,13 @@ fn run<P: Conformance>(nq: u16, reta: Option<Vec<u16>>) {
     let table: Vec<u16> = match &reta {
         Some(t) => {
             let full: Vec<u16> = (0..size).map(|e| t[e % t.len()]).collect();
-            port.dev_mut().reta_update(&full).unwrap();
+            if P::SPEC.reta_repeats {
+                port.dev_mut().reta_update(t).unwrap();
+            } else {
+                let err = port.dev_mut().reta_update(t).expect_err("a table shorter than the device's");
+                assert!(matches!(err, pktio::Error::InvalidConfig { .. }), "{}: {err:?}", P::SPEC.name);
+                port.dev_mut().reta_update(&full).unwrap();
+            }
             full
         }
         None => (0..size).map(|e| (e % nq as usize) as u16).collect(),
