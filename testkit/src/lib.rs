@@ -5,7 +5,7 @@
 //! - [`driver`], [`frames`], [`rss`], [`forward`]: the drivers' helpers (pools, polling with a deadline, chained
 //!   packets, frames with correct checksums, the RSS flow set and an independent Toeplitz hash, the threaded
 //!   forwarding run);
-//! - [`require`]: the one required-or-skip switch behind every `*_TESTS_REQUIRED` variable;
+//! - [`require`](mod@require): the one required-or-skip switch behind every `*_TESTS_REQUIRED` variable;
 //! - [`netns`]: network namespaces (can the machine, `ip`, namespaces removed on drop); [`veth`]: a veth pair across
 //!   two namespaces with a raw socket on the kernel side, for the software ports' tests;
 //! - [`redis`]: what the tests running Debian's Redis clients share;

@@ -1,6 +1,6 @@
 //! The conformance suite every driver and model pair runs. A driver's `tests/conformance.rs` implements
 //! [`Conformance`] for its port on its model (open the driver on the model with the model running, inject and take
-//! frames through the model handle, trigger the faults every model has) and calls [`conformance_tests!`], which
+//! frames through the model handle, trigger the faults every model has) and calls [`crate::conformance_tests!`], which
 //! writes one `#[test]` per check:
 //!
 //! - [`bringup`]: one port comes up, starts, links at its speed, hands each queue out once, refuses to stop with a
