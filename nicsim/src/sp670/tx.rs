@@ -25,6 +25,8 @@ const VLAN_TPID_SEL: Field = Field::new(18, 16);
 const VLAN_VALID: u32 = bit(19);
 /// Most BD0 bytes in a compact WQE.
 const COMPACT_MAX: u32 = 16383;
+/// Smallest frame the SQ takes (docs/hw/hinic3.md §18): a shorter WQE is malformed and stops the queue.
+pub const FRAME_MIN: usize = 32;
 /// Largest frame the model sends (a 9600-byte MTU with its overhead, docs/hw/hinic3.md §15).
 pub const FRAME_MAX: usize = 9600 + 14 + 4 + 8;
 
@@ -176,8 +178,11 @@ impl Core {
         if let Some(t) = task {
             apply_task(q, &mut frame, t)?;
         }
-        if frame.len() < 14 {
-            return Err(format!("SQ {q}: a frame of {} bytes has no Ethernet header", frame.len()));
+        if frame.len() < FRAME_MIN {
+            return Err(format!(
+                "SQ {q}: a frame of {} bytes, below the SQ's {FRAME_MIN}-byte minimum (docs/hw/hinic3.md §18)",
+                frame.len()
+            ));
         }
         Ok((n, Some(frame)))
     }
