@@ -244,11 +244,13 @@ impl Core {
         if frame.len() < MIN_FRAME {
             frame.resize(MIN_FRAME, 0);
         }
-        if frame.len() + 4 > usize::from(self.link.max_frame) {
+        // The MTU is the receiver's business (its MAC counts GLPRT_ROC, docs/hw/i40e.md §19); what no 700-series
+        // port can send is a frame above the largest one (docs/hw/i40e.md §15).
+        if frame.len() + 4 > super::hmc::MAX_FRAME as usize {
             shared.fault(format!(
-                "TX queue {q}: a {}-byte frame above Set MAC Config's max_frame_size {} (dropped)",
+                "TX queue {q}: a {}-byte frame above the largest frame, {} bytes (dropped; docs/hw/i40e.md §15)",
                 frame.len() + 4,
-                self.link.max_frame
+                super::hmc::MAX_FRAME
             ));
             return Ok(());
         }
