@@ -139,6 +139,15 @@ impl Core {
         }
     }
 
+    /// The largest frame received, CRC included: the function table's MTU plus 26 bytes (docs/hw/hinic3.md §15,
+    /// §19); before the driver sets a real MTU (0x3FFF at init, §7.3) the largest the port takes at all.
+    fn max_rx_frame(&self) -> usize {
+        match self.mgmt.mtu {
+            mtu @ 256..=9600 => usize::from(mtu) + 26,
+            _ => super::tx::FRAME_MAX,
+        }
+    }
+
     fn accepts(&self, frame: &[u8]) -> bool {
         let m = self.mgmt.rx_mode;
         let dst = &frame[..6];
@@ -162,6 +171,11 @@ impl Core {
             || frame.len() < 14
             || !self.accepts(frame)
         {
+            return Err(Drop::Filtered);
+        }
+        if frame.len() + 4 > self.max_rx_frame() {
+            // The MAC refuses it before any function sees it (docs/hw/hinic3.md §19).
+            self.stats.port_rx[super::stats::port::OVERSIZE] += 1;
             return Err(Drop::Filtered);
         }
         if error == Some(Sp670RxError::Crc) {
