@@ -67,6 +67,24 @@ impl TxHangState {
     }
 }
 
+/// The watchdog's extended statistics over a port's TX queues: `tx_hangs` (hangs detected), `tx_hang_restarts`
+/// (queue restarts the driver did) and `tx_hang_dropped` (packets those restarts dropped).
+pub fn xstats(queues: &[Arc<TxHangState>]) -> [pktio::XStat; 3] {
+    let sum = |f: fn(&TxHangState) -> u64| queues.iter().map(|q| f(q)).sum::<u64>();
+    [
+        pktio::XStat::new("tx_hangs", sum(|q| q.hangs.get())),
+        pktio::XStat::new("tx_hang_restarts", sum(|q| q.restarts.get())),
+        pktio::XStat::new("tx_hang_dropped", sum(|q| q.dropped.get())),
+    ]
+}
+
+/// The last hang of any of a port's TX queues (the one with the most hangs), with its queue's restart figures.
+pub fn worst(queues: &[Arc<TxHangState>]) -> Option<(TxHang, &TxHangState)> {
+    let (q, state) =
+        queues.iter().enumerate().filter(|(_, s)| s.hangs.get() != 0).max_by_key(|(_, s)| s.hangs.get())?;
+    Some((state.last(q as u16)?, state))
+}
+
 /// The per-queue watchdog, owned by the queue.
 #[derive(Debug)]
 pub struct TxWatchdog {
