@@ -46,6 +46,8 @@ pub fn model_timing() -> Timing {
         semaphore: Duration::from_millis(10),
         security_block: Duration::from_millis(100),
         laser_on: Duration::ZERO,
+        // The hardware's (ringkit::DEFAULT_TX_HANG_TIMEOUT): a model serves its queues unless a fault stops them.
+        tx_hang: Duration::from_secs(2),
     }
 }
 
