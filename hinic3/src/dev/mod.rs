@@ -62,6 +62,8 @@ pub struct Timing {
     pub drain: Duration,
     /// Wait after the vport is disabled.
     pub vport_settle: Duration,
+    /// A full SQ whose consumer index has not moved for this long is hung ([`ringkit::TxWatchdog`]).
+    pub tx_hang: Duration,
 }
 
 impl Timing {
@@ -73,6 +75,7 @@ impl Timing {
         cmdq: Duration::from_secs(5),
         drain: Duration::from_secs(3),
         vport_settle: Duration::from_millis(100),
+        tx_hang: ringkit::DEFAULT_TX_HANG_TIMEOUT,
     };
 
     /// Short limits for tests against fakes and models (which answer at once).
@@ -85,6 +88,7 @@ impl Timing {
             cmdq: s,
             drain: Duration::from_millis(200),
             vport_settle: Duration::ZERO,
+            tx_hang: ringkit::DEFAULT_TX_HANG_TIMEOUT,
         }
     }
 }
@@ -170,6 +174,8 @@ pub struct Hinic3<R: RegisterSpace> {
     rx_csum_base: Vec<u64>,
     /// The hardware counters at the last reset.
     vport_base: VportStats,
+    /// What each SQ's hang watchdog found since the port started.
+    tx_hang: Vec<Arc<ringkit::TxHangState>>,
     /// MAG 151's RX oversize counter at the last reset (free-running in the device).
     oversize_base: u64,
     closed: bool,
@@ -218,6 +224,16 @@ impl<R: RegisterSpace> Hinic3<R> {
     pub fn mailbox_stats(&self) -> crate::mbox::MboxStats {
         let c = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
         c.as_ref().map(|c| c.mbox.stats()).unwrap_or_default()
+    }
+
+    /// The TX hang watchdog's verdict since the port started: `Err` ([`crate::Error::TxHang`]) once any SQ was found
+    /// hung. An SQ is only re-created with its context (docs/hw/hinic3.md §14.3, §14.4), so the recovery is a port
+    /// stop and start, which no longer waits for the hung SQ to drain.
+    pub fn check_tx_hangs(&self) -> Result<()> {
+        match ringkit::watchdog::worst(&self.tx_hang) {
+            None => Ok(()),
+            Some((hang, _)) => Err(crate::Error::TxHang { hang }.at(&self.options.name)),
+        }
     }
 
     /// Sends a management command and returns its answer.
@@ -441,6 +457,7 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
     fn xstats(&self) -> Vec<XStat> {
         let mut x = self.vport_stats().since(&self.vport_base).xstats();
         x.push(XStat::new("mac_rx_oversize_pkt_num", self.rx_oversize().wrapping_sub(self.oversize_base)));
+        x.extend(ringkit::watchdog::xstats(&self.tx_hang));
         for (q, (c, base)) in self.rx_csum.iter().zip(&self.rx_csum_base).enumerate() {
             x.push(XStat::new(format!("rx_q{q}_csum_errors"), c.get().wrapping_sub(*base)));
         }

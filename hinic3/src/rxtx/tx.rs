@@ -16,6 +16,7 @@ use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
+use ringkit::{TxHangState, TxWatchdog};
 
 use crate::desc::{ctrl, queue_info, task, SqWqebb};
 use crate::doorbell::{self, DbKind};
@@ -57,6 +58,10 @@ pub struct TxSetup<'a, D> {
     pub pool: &'a Mempool,
     /// Counters.
     pub stats: Arc<TxQueueStats>,
+    /// What the hang watchdog finds (shared with the port, for its xstats and [`crate::Error::TxHang`]).
+    pub hang: Arc<TxHangState>,
+    /// How long the SQ may stay full with its consumer index standing still before it is hung.
+    pub hang_timeout: std::time::Duration,
     /// Port name for errors.
     pub port: &'a str,
 }
@@ -89,6 +94,8 @@ pub struct TxRing<D: RegisterSpace> {
     stats: Arc<TxQueueStats>,
     /// Packets and bytes the current burst dropped as bad (not counted as sent).
     burst_drops: (usize, u64),
+    /// Looked at when a burst finds the SQ full.
+    watchdog: TxWatchdog,
     mem: DmaArea,
     ci_mem: DmaArea,
 }
@@ -126,6 +133,7 @@ impl<D: RegisterSpace> TxRing<D> {
             queue: setup.queue,
             stats: setup.stats,
             burst_drops: (0, 0),
+            watchdog: TxWatchdog::new(setup.port, setup.queue, setup.hang_timeout, setup.hang),
             mem,
             ci_mem,
         })
@@ -139,6 +147,21 @@ impl<D: RegisterSpace> TxRing<D> {
     /// Function-local queue index.
     pub fn queue(&self) -> u16 {
         self.queue
+    }
+
+    /// The watchdog found this SQ hung (its consumer index stood still with the ring full) and it has not moved
+    /// since.
+    pub fn hung(&self) -> bool {
+        self.watchdog.state().hangs.get() != 0 && self.hw_ci() == self.ci
+    }
+
+    /// The slow-path hang check (docs/hw/hinic3.md §10.2: the consumer index is the SQ's completion point).
+    #[cold]
+    #[inline(never)]
+    fn check_hang(&mut self) {
+        self.clean();
+        let pending = self.pi.wrapping_sub(self.ci) & self.mask;
+        let _ = self.watchdog.stalled(self.ci, pending);
     }
 
     /// IOVA of the ring (SQ context).
@@ -552,7 +575,12 @@ impl<D: RegisterSpace> TxQueue for TxRing<D> {
             self.clean();
         }
         // SAFETY: tx_from takes ownership of exactly the first `n` packets it returns (placed or dropped).
-        unsafe { batch.drain_raw(|pkts| self.tx_from(pkts)) }
+        let n = unsafe { batch.drain_raw(|pkts| self.tx_from(pkts)) };
+        // The slow path: the SQ took less than asked. Is the device still consuming?
+        if !batch.is_empty() {
+            self.check_hang();
+        }
+        n
     }
 }
 
@@ -600,6 +628,8 @@ mod tests {
             cos: 0,
             pool: &pool,
             stats: Default::default(),
+            hang: Default::default(),
+            hang_timeout: ringkit::DEFAULT_TX_HANG_TIMEOUT,
             port: "t",
         })
         .unwrap();
