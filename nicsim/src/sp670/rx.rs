@@ -139,8 +139,8 @@ impl Core {
         }
     }
 
-    /// The largest frame received, CRC included: the function table's MTU plus 26 bytes (docs/hw/hinic3.md §15,
-    /// §19); before the driver sets a real MTU (0x3FFF at init, §7.3) the largest the port takes at all.
+    /// The largest frame received, CRC included: the function table's MTU plus 26 bytes (docs/hw/hinic3.md §15, §19);
+    /// before the driver sets a real MTU (0x3FFF at init, docs/hw/hinic3.md §7.3) the largest the port takes at all.
     fn max_rx_frame(&self) -> usize {
         match self.mgmt.mtu {
             mtu @ 256..=9600 => usize::from(mtu) + 26,
