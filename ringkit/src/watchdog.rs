@@ -139,6 +139,12 @@ impl TxWatchdog {
         }
     }
 
+    /// The completion point of a stall already reported as a hang and not ended since (no later look saw it
+    /// move): the driver may compare the device's point with it, e.g. to skip waiting for a hung queue to drain.
+    pub fn reported_at(&self) -> Option<usize> {
+        self.mark.filter(|_| self.reported).map(|(at, _)| at)
+    }
+
     /// Forgets the current stall (after the driver restarted the queue: its indexes start again).
     pub fn reset(&mut self) {
         self.mark = None;
@@ -167,10 +173,12 @@ mod tests {
         assert_eq!((hang.queue, hang.pending), (3, 10));
         assert!(hang.stalled_for >= Duration::from_millis(30));
         assert_eq!(w.stalled(5, 10), None, "reported once");
+        assert_eq!(w.reported_at(), Some(5));
         assert_eq!(state.hangs.get(), 1);
         assert_eq!(state.last(3).map(|h| h.pending), Some(10));
         // Progress, or nothing pending, starts over.
         assert_eq!(w.stalled(6, 10), None);
+        assert_eq!(w.reported_at(), None, "it moved: the stall ended");
         std::thread::sleep(Duration::from_millis(40));
         assert_eq!(w.stalled(7, 10), None, "it moved: no hang");
         assert_eq!(w.stalled(7, 0), None);

@@ -149,10 +149,10 @@ impl<D: RegisterSpace> TxRing<D> {
         self.queue
     }
 
-    /// The watchdog found this SQ hung (its consumer index stood still with the ring full) and it has not moved
-    /// since.
+    /// The watchdog found this SQ hung (its consumer index stood still with the ring full) and the hardware's
+    /// index is still where it stood.
     pub fn hung(&self) -> bool {
-        self.watchdog.state().hangs.get() != 0 && self.hw_ci() == self.ci
+        self.watchdog.reported_at() == Some(self.hw_ci())
     }
 
     /// The slow-path hang check (docs/hw/hinic3.md §10.2: the consumer index is the SQ's completion point).
