@@ -266,6 +266,11 @@ fn queue_packet(core: &mut TxCore<TxDesc>, m: &Mbuf, p: NonNull<MbufHeader>) -> 
     if segs == 0 || segs > tx::MAX_DATA_PER_PKT || m.pkt_len() < tx::MIN_PKT_LEN as u32 {
         return Err(());
     }
+    // Above the largest frame only TSO is allowed (docs/hw/i40e.md §15, §19, as DPDK's i40e_prep_pkts). A single
+    // segment is at most the pool's data room; the fast run checks no more than that.
+    if flags & ol_flags::TX_TCP_SEG == 0 && m.pkt_len() > super::rx::MAX_FRAME {
+        return Err(());
+    }
     if m.segments().any(|s| s.data.is_empty() || s.data.len() > tx::MAX_BUF as usize) {
         return Err(());
     }
