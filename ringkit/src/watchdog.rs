@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use pktio::stats::Counter;
 
-/// Linux's netdev TX timeout for ixgbe and i40e is 5 s, ixgbe's own check fires after two 2-second service periods;
-/// a poll-mode driver looks more often, and 2 s of no progress with the ring full is already a queue that sends
-/// nothing.
-pub const DEFAULT_TX_HANG_TIMEOUT: Duration = Duration::from_secs(2);
+/// Linux's netdev TX timeout for ixgbe and i40e (`watchdog_timeo`, 5 s): long enough that a device paused by flow
+/// control or a loaded host (a model thread) is not taken for hung, short enough that a queue that sends nothing
+/// comes back within seconds.
+pub const DEFAULT_TX_HANG_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One detected hang: which queue, how much the device held, and for how long it had not moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

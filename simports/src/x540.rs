@@ -47,7 +47,7 @@ pub fn model_timing() -> Timing {
         security_block: Duration::from_millis(100),
         laser_on: Duration::ZERO,
         // The hardware's (ringkit::DEFAULT_TX_HANG_TIMEOUT): a model serves its queues unless a fault stops them.
-        tx_hang: Duration::from_secs(2),
+        tx_hang: Duration::from_secs(5),
     }
 }
 
