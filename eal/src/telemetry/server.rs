@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use super::{Telemetry, MAX_CMD_LEN};
 
@@ -168,7 +169,14 @@ impl Server {
     }
 }
 
+/// The first pause after a failed accept; doubled on each failure in a row up to [`ACCEPT_BACKOFF_MAX`].
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(1);
+/// The longest pause between two accepts that fail: short enough that a freed descriptor is used at once.
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_millis(100);
+
 fn accept_loop(listener: &OwnedFd, stop: &AtomicBool, telemetry: Telemetry) {
+    let mut backoff = ACCEPT_BACKOFF_MIN;
+    let mut reported = false;
     while !stop.load(Ordering::Acquire) {
         // SAFETY: null address pointers are allowed: the peer's address is not wanted.
         let fd = unsafe {
@@ -176,15 +184,25 @@ fn accept_loop(listener: &OwnedFd, stop: &AtomicBool, telemetry: Telemetry) {
         };
         if fd < 0 {
             let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
+            if e.kind() == io::ErrorKind::Interrupted || stop.load(Ordering::Acquire) {
                 continue;
             }
-            // Shut down by Server::drop, or a broken listener: either way stop serving.
-            return;
+            // EMFILE/ENFILE (descriptors run out), ENOBUFS/ENOMEM, ECONNABORTED: all pass, and the waiting client
+            // stays queued until a descriptor is free. The service must outlive them: pause, retry, say it once.
+            if !reported {
+                eprintln!("EAL: telemetry: accept failed ({e}); retrying until it succeeds");
+                reported = true;
+            }
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+            continue;
         }
+        backoff = ACCEPT_BACKOFF_MIN;
         // SAFETY: accept4 returned a new descriptor owned by nobody else.
         let client = unsafe { OwnedFd::from_raw_fd(fd) };
         let t = telemetry.clone();
+        // A thread that cannot be made (EAGAIN) drops the client: it sees the socket close, and the next one may
+        // get a thread.
         let _ = std::thread::Builder::new().name("telemetry-client".into()).spawn(move || client_loop(client, t));
     }
 }

@@ -152,3 +152,127 @@ fn socket_speaks_the_v2_protocol() {
     assert!(!path.exists(), "the socket file is removed on drop");
     let _ = std::fs::remove_dir(&dir);
 }
+
+/// The environment variable that makes [`fd_exhaustion_child`] the server of [`accept_survives_fd_exhaustion`].
+const CHILD_SOCKET: &str = "EAL_TELEMETRY_TEST_CHILD_SOCKET";
+/// The child's descriptor limit: far fewer than the clients the parent connects.
+const CHILD_NOFILE: u64 = 48;
+
+/// The server half of [`accept_survives_fd_exhaustion`], run in a child process (the limit is process-wide):
+/// serves at `$EAL_TELEMETRY_TEST_CHILD_SOCKET` with `RLIMIT_NOFILE` lowered until its stdin closes.
+#[test]
+#[ignore = "the child process of accept_survives_fd_exhaustion"]
+fn fd_exhaustion_child() {
+    let path = std::path::PathBuf::from(std::env::var_os(CHILD_SOCKET).expect("run by accept_survives_fd_exhaustion"));
+    let srv = Server::start_at(Telemetry::new(vec![], vec![0]), &path).unwrap();
+    let lim = libc::rlimit { rlim_cur: CHILD_NOFILE, rlim_max: CHILD_NOFILE };
+    // SAFETY: lim is a valid rlimit for the call.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
+    // On its own line: libtest writes "test NAME ... " before it.
+    println!("\nchild server ready");
+    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new());
+    drop(srv);
+}
+
+/// A client that does not wait: connect fails with EAGAIN when the server's queue is full.
+fn connect_nonblocking(path: &std::path::Path) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: socket() takes no pointers; a non-negative result is a new descriptor we own.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_NONBLOCK, 0) };
+    assert!(fd >= 0);
+    // SAFETY: fd was just returned by socket().
+    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (d, s) in addr.sun_path.iter_mut().zip(path.as_os_str().as_encoded_bytes()) {
+        *d = *s as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+    // SAFETY: addr is a valid sockaddr_un of `len` bytes living across the call.
+    let rc = unsafe { libc::connect(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) };
+    (rc == 0).then_some(fd)
+}
+
+/// The hello of a new client within `timeout`, if the server answers.
+fn hello_within(path: &std::path::Path, timeout: std::time::Duration) -> Option<J> {
+    use std::os::fd::AsRawFd;
+    let c = server::connect(path).ok()?;
+    let tv = libc::timeval { tv_sec: timeout.as_secs() as libc::time_t, tv_usec: timeout.subsec_micros() as _ };
+    // SAFETY: tv is a valid timeval of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            c.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0);
+    let msg = server::recv(&c, 1024).ok()?;
+    serde_json::from_slice(&msg).ok()
+}
+
+#[test]
+fn accept_survives_fd_exhaustion() {
+    use std::io::BufRead;
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("eal-telemetry-emfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(server::SOCKET_NAME);
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "telemetry::tests::fd_exhaustion_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD_SOCKET, &path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("child server ready") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the child server did not start");
+    }
+    // The child's stderr, line by line, as it comes.
+    let (err_tx, err_rx) = std::sync::mpsc::channel::<String>();
+    let child_err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        for l in child_err.lines().map_while(Result::ok) {
+            let _ = err_tx.send(l);
+        }
+    });
+    // Clients until the child's accepts fail with EMFILE (a full queue refuses a connect with EAGAIN: try again).
+    let mut clients = Vec::new();
+    let mut stderr = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !stderr.iter().any(|l: &String| l.contains("EAL: telemetry: accept failed")) {
+        assert!(Instant::now() < deadline, "the child never ran out of descriptors ({} clients)", clients.len());
+        match connect_nonblocking(&path) {
+            Some(c) => clients.push(c),
+            None => std::thread::sleep(Duration::from_millis(1)),
+        }
+        stderr.extend(err_rx.try_iter());
+    }
+    assert!(clients.len() as u64 > CHILD_NOFILE / 2, "{} clients", clients.len());
+    drop(clients);
+    // Every client gone: the service answers a new one (the accept loop outlived EMFILE).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let hello = loop {
+        if let Some(h) = hello_within(&path, Duration::from_millis(500)) {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "telemetry no longer answers after descriptors ran out");
+    };
+    assert_eq!(hello["max_output_len"], MAX_OUTPUT_LEN);
+    drop(child.stdin.take());
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    stderr.extend(err_rx.try_iter());
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = stderr.join("\n");
+    assert!(status.success(), "child: {stderr}");
+    assert_eq!(stderr.matches("EAL: telemetry: accept failed").count(), 1, "said once: {stderr}");
+    assert!(stderr.contains("Too many open files"), "the reason is given: {stderr}");
+}
