@@ -4,7 +4,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -207,18 +208,39 @@ fn accept_loop(listener: &OwnedFd, stop: &AtomicBool, telemetry: Telemetry) {
     }
 }
 
+/// Each client connection's id, for the leases it holds ([`capture`](super::capture)).
+static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The connection the current telemetry thread serves (`None` off the socket, e.g. [`Telemetry::handle`]).
+    static CLIENT: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// The id of the client connection whose request is being answered on this thread, if any.
+pub(super) fn current_client() -> Option<u64> {
+    CLIENT.with(Cell::get)
+}
+
 fn client_loop(client: OwnedFd, telemetry: Telemetry) {
-    if send(&client, telemetry.hello().as_bytes()).is_err() {
+    let id = NEXT_CLIENT.fetch_add(1, Ordering::Relaxed);
+    CLIENT.with(|c| c.set(Some(id)));
+    serve_client(&client, &telemetry);
+    // However the connection ended (closed, killed peer, error), what it held ends with it.
+    super::capture::release(id);
+}
+
+fn serve_client(client: &OwnedFd, telemetry: &Telemetry) {
+    if send(client, telemetry.hello().as_bytes()).is_err() {
         return;
     }
-    while let Ok(msg) = recv(&client, MAX_CMD_LEN) {
+    while let Ok(msg) = recv(client, MAX_CMD_LEN) {
         if msg.is_empty() {
             return;
         }
         let text = String::from_utf8_lossy(&msg);
         // The client sends the command alone; trailing NULs or a newline from other clients are not part of it.
         let request = text.trim_end_matches(['\0', '\n']);
-        if send(&client, telemetry.handle(request).as_bytes()).is_err() {
+        if send(client, telemetry.handle(request).as_bytes()).is_err() {
             return;
         }
     }

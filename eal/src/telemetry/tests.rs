@@ -276,3 +276,48 @@ fn accept_survives_fd_exhaustion() {
     assert_eq!(stderr.matches("EAL: telemetry: accept failed").count(), 1, "said once: {stderr}");
     assert!(stderr.contains("Too many open files"), "the reason is given: {stderr}");
 }
+
+/// One request on a client socket, its answer parsed.
+fn ask_on(c: &std::os::fd::OwnedFd, req: &str) -> J {
+    server::send(c, req.as_bytes()).unwrap();
+    serde_json::from_slice(&server::recv(c, MAX_OUTPUT_LEN).unwrap()).unwrap()
+}
+
+#[test]
+fn a_capture_ends_when_the_client_that_started_it_goes() {
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("eal-telemetry-lease-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(server::SOCKET_NAME);
+    let srv = Server::start_at(Telemetry::new(vec![], vec![0]), &path).unwrap();
+    // A port nobody else in this process captures.
+    pktio::capture::announce(4077);
+    let file = dir.join("lease.pcapng");
+    let start = format!("/pktio/capture,start,4077,rx,128,0,{}", file.display());
+    let first = server::connect(&path).unwrap();
+    server::recv(&first, 1024).unwrap();
+    assert_eq!(ask_on(&first, &start)["/pktio/capture"]["status"], "started");
+    let second = server::connect(&path).unwrap();
+    server::recv(&second, 1024).unwrap();
+    let busy = ask_on(&second, &start);
+    assert!(busy["/pktio/capture"]["error"].as_str().unwrap().contains("already"), "{busy}");
+    // The first client goes without a stop (as a killed pktio-dumpcap): its capture ends with it.
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // Ended: no capture, and the file closed with its statistics (the writer finishes just after the state goes).
+    let closed = || {
+        let bytes = std::fs::read(&file).unwrap();
+        let blocks = pktio::capture::pcapng::read_blocks(&bytes).unwrap_or_default();
+        blocks.iter().any(|b| matches!(b, pktio::capture::pcapng::Block::Statistics { .. }))
+    };
+    while ask_on(&second, "/pktio/capture,status")["/pktio/capture"]["status"] != "none" || !closed() {
+        assert!(Instant::now() < deadline, "the capture outlived the client that started it");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The next client may capture, and a capture stopped by its client is not stopped twice.
+    assert_eq!(ask_on(&second, &start)["/pktio/capture"]["status"], "started");
+    assert_eq!(ask_on(&second, "/pktio/capture,stop")["/pktio/capture"]["status"], "stopped");
+    drop(second);
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
