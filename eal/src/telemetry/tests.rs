@@ -321,3 +321,70 @@ fn a_capture_ends_when_the_client_that_started_it_goes() {
     drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The keys of an answer's object, in order.
+fn keys(v: &J) -> Vec<&str> {
+    v.as_object().unwrap().keys().map(String::as_str).collect()
+}
+
+#[test]
+fn lcore_heap_and_memzone_endpoints_show_real_figures_in_dpdks_shapes() {
+    let t = Telemetry::new(vec!["app".into()], vec![0, 1]);
+    t.publish_lcores(vec![
+        LcoreView { lcore: 0, socket: 0, cpuset: vec![0] },
+        LcoreView { lcore: 1, socket: 0, cpuset: vec![1, 3] },
+    ]);
+    assert_eq!(t.handle("/eal/lcore/list"), r#"{"/eal/lcore/list":[0,1]}"#);
+    let info = ask(&t, "/eal/lcore/info,1");
+    // DPDK's keys in DPDK's order (lib/eal/common/eal_common_lcore.c); no cycles without the application's.
+    assert_eq!(keys(&info["/eal/lcore/info"]), ["lcore_id", "socket", "role", "cpuset"]);
+    assert_eq!(info["/eal/lcore/info"]["cpuset"], serde_json::json!([1, 3]));
+    assert_eq!(info["/eal/lcore/info"]["role"], "RTE");
+    for bad in ["/eal/lcore/info", "/eal/lcore/info,7", "/eal/lcore/info,x", "/eal/lcore/info,1x"] {
+        assert_eq!(ask(&t, bad)["/eal/lcore/info"], J::Null, "{bad}");
+    }
+    assert_eq!(t.handle("/eal/lcore/usage"), r#"{"/eal/lcore/usage":{"lcore_ids":[],"total_cycles":[],"busy_cycles":[]}}"#);
+    t.register_lcore_usage(Some(Arc::new(|l| (l == 1).then_some(LcoreUsage { total_cycles: 900, busy_cycles: 300 }))));
+    let info = ask(&t, "/eal/lcore/info,1");
+    assert_eq!(keys(&info["/eal/lcore/info"]), ["lcore_id", "socket", "role", "cpuset", "total_cycles", "busy_cycles"]);
+    assert_eq!(info["/eal/lcore/info"]["busy_cycles"], 300);
+    assert_eq!(
+        t.handle("/eal/lcore/usage"),
+        r#"{"/eal/lcore/usage":{"lcore_ids":[1],"total_cycles":[900],"busy_cycles":[300]}}"#
+    );
+
+    // The heap is the allocator's: nothing listed before it has memory, its figures after.
+    let alloc = hugepage::Allocator::no_huge();
+    t.publish_heap(&alloc);
+    assert_eq!(t.handle("/eal/heap_list"), r#"{"/eal/heap_list":[]}"#);
+    let cfg = mempool::PoolConfig { size: 512, cache_size: 0, ..Default::default() };
+    let pool = Mempool::new("tm_heap", &cfg, &alloc).unwrap();
+    t.publish_pool(&pool);
+    assert_eq!(t.handle("/eal/heap_list"), r#"{"/eal/heap_list":[0]}"#);
+    let heap = &ask(&t, "/eal/heap_info,0")["/eal/heap_info"];
+    let names = ["Name", "Heap_size", "Free_size", "Alloc_size", "Greatest_free_size", "Alloc_count", "Free_count"];
+    assert_eq!(keys(heap)[0], "Heap_id");
+    assert_eq!(keys(heap)[1..], names);
+    let usage = alloc.heap().usage();
+    assert_eq!(heap["Heap_size"], usage.heap_size);
+    assert!(usage.heap_size >= pool.memory().len() as u64, "{usage:?}");
+    assert_eq!(heap["Alloc_count"], usage.alloc_count);
+    assert_eq!(heap["Name"], "socket_0");
+    assert_eq!(ask(&t, "/eal/heap_info,1")["/eal/heap_info"], J::Null);
+
+    // The pool's region is a memzone, as the exporter's memory metrics read it.
+    let list = ask(&t, "/eal/memzone_list");
+    assert_eq!(list["/eal/memzone_list"], serde_json::json!([0]));
+    let z = &ask(&t, "/eal/memzone_info,0")["/eal/memzone_info"];
+    assert_eq!(
+        keys(z),
+        ["Zone", "Name", "Length", "Address", "Socket", "Flags", "Hugepage_size", "Hugepage_base", "Hugepage_used"]
+    );
+    assert_eq!(z["Name"], "MP_tm_heap");
+    assert_eq!(z["Length"], pool.memory().len() as u64);
+    assert_eq!(z["Address"], format!("{:#x}", pool.memory().as_ptr() as u64));
+    assert_eq!(z["Hugepage_size"], 4096);
+    assert_eq!(z["Hugepage_used"], pool.memory().len() as u64 / 4096);
+    drop(pool);
+    assert_eq!(alloc.heap().usage().heap_size, 0, "the pool's memory is given back");
+}
