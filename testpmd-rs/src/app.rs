@@ -626,6 +626,10 @@ impl App {
         self.streams = groups.iter().flat_map(|(_, v)| v.iter().map(|s| (s.spec, s.counters.clone()))).collect();
         self.run_mode = self.set.mode;
         let stop = Arc::new(AtomicBool::new(false));
+        if let (Some(t), true) = (self.eal.telemetry(), self.set.record_core_cycles) {
+            let lcores = groups.iter().map(|(l, v)| (*l, v.iter().map(|s| s.counters.clone()).collect())).collect();
+            t.register_lcore_usage(Some(crate::cycles::lcore_usage(lcores, stop.clone())));
+        }
         let mode = self.set.mode;
         let burst = self.set.burst as usize;
         let mut workers = Vec::new();
