@@ -82,7 +82,13 @@ impl Claim {
         for path in tx {
             let Some(file) = file_id(path) else { continue };
             if !all.iter().any(|e| e.file == file && e.token == self.token) {
-                all.push(Entry { file, token: self.token, port: self.port.clone(), path: path.clone(), how: Use::Write });
+                all.push(Entry {
+                    file,
+                    token: self.token,
+                    port: self.port.clone(),
+                    path: path.clone(),
+                    how: Use::Write,
+                });
             }
         }
     }

@@ -147,7 +147,8 @@ fn a_file_another_port_reads_or_writes_is_refused() {
     assert_eq!(std::fs::metadata(&input).unwrap().len(), size, "the input is intact");
     // Reading a file another port reads is fine; so is /dev/null written twice.
     let reader = open_vdev(&format!("net_pcap27,rx_pcap={}", input.display())).unwrap();
-    let nulls = (open_vdev("net_pcap28,tx_pcap=/dev/null").unwrap(), open_vdev("net_pcap29,tx_pcap=/dev/null").unwrap());
+    let nulls =
+        (open_vdev("net_pcap28,tx_pcap=/dev/null").unwrap(), open_vdev("net_pcap29,tx_pcap=/dev/null").unwrap());
     // Once the first port is closed, its files are free.
     drop(first);
     let again = open_vdev(&format!("net_pcap30,tx_pcap={}", out.display())).unwrap();

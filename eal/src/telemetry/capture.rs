@@ -75,6 +75,13 @@ pub(super) fn release(client: u64) {
     }
 }
 
+/// `/pktio/capture,stop`: anyone may stop the capture (as always); the lease goes with it.
+fn stop_and_release() -> Option<std::io::Result<(PathBuf, CaptureStats)>> {
+    let mut owner = lease();
+    *owner = None;
+    capture::stop()
+}
+
 pub(super) fn register(t: &Telemetry) {
     t.add("/pktio/capture", HELP, |t, p| {
         let (verb, rest) = match p {
@@ -97,12 +104,7 @@ pub(super) fn register(t: &Telemetry) {
                 }
                 Err(e) => error(e),
             },
-            "stop" => match {
-                // Anyone may stop it (as `/pktio/capture,stop` always could); the lease goes with it.
-                let mut owner = lease();
-                *owner = None;
-                capture::stop()
-            } {
+            "stop" => match stop_and_release() {
                 Some(Ok((path, s))) => stats("stopped", &path, s),
                 Some(Err(e)) => error(e.to_string()),
                 None => error("no capture is running"),

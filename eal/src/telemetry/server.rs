@@ -1,10 +1,10 @@
 //! The socket side: DPDK's v2 path for a file prefix, a listening `SOCK_SEQPACKET` socket, one thread per client
 //! (as DPDK), each request one message and each answer one message.
 
+use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -343,7 +343,10 @@ fn lcore_heap_and_memzone_endpoints_show_real_figures_in_dpdks_shapes() {
     for bad in ["/eal/lcore/info", "/eal/lcore/info,7", "/eal/lcore/info,x", "/eal/lcore/info,1x"] {
         assert_eq!(ask(&t, bad)["/eal/lcore/info"], J::Null, "{bad}");
     }
-    assert_eq!(t.handle("/eal/lcore/usage"), r#"{"/eal/lcore/usage":{"lcore_ids":[],"total_cycles":[],"busy_cycles":[]}}"#);
+    assert_eq!(
+        t.handle("/eal/lcore/usage"),
+        r#"{"/eal/lcore/usage":{"lcore_ids":[],"total_cycles":[],"busy_cycles":[]}}"#
+    );
     t.register_lcore_usage(Some(Arc::new(|l| (l == 1).then_some(LcoreUsage { total_cycles: 900, busy_cycles: 300 }))));
     let info = ask(&t, "/eal/lcore/info,1");
     assert_eq!(keys(&info["/eal/lcore/info"]), ["lcore_id", "socket", "role", "cpuset", "total_cycles", "busy_cycles"]);
