@@ -5,7 +5,8 @@
 //!
 //! The exporter comes from DPDK's 25.11 source that `scripts/setup.sh` unpacks under
 //! `$PKTIO_CACHE/src/dpdk-25.11` (default `/var/cache/pktio`). Without it the test says so and passes, unless
-//! DPDK_TESTS_REQUIRED=1 (scripts/test.sh), where it fails.
+//! DPDK_TESTS_REQUIRED=1 (scripts/test.sh), where it fails. The endpoints it reads are also checked on their own,
+//! without the exporter.
 
 mod common;
 
@@ -106,4 +107,54 @@ fn dpdk_exporter_exports_ports_memory_and_cpu_of_testpmd_rs() {
     let total = metric(&body, "dpdk_cpu_total_cycles{cpu=\"1\"");
     let busy = metric(&body, "dpdk_cpu_busy_cycles{cpu=\"1\"");
     assert!(total > 0.0 && busy > 0.0 && busy <= total, "busy {busy} of {total}:\n{body}");
+}
+
+/// One request on testpmd-rs's telemetry socket, its answer's inner value as text.
+fn ask(prefix: &str, req: &str) -> String {
+    use eal::telemetry;
+    let fd = telemetry::connect(&telemetry::socket_path(prefix)).expect("testpmd-rs serves telemetry");
+    telemetry::recv(&fd, 1024).unwrap();
+    telemetry::send(&fd, req.as_bytes()).unwrap();
+    String::from_utf8(telemetry::recv(&fd, telemetry::MAX_OUTPUT_LEN).unwrap()).unwrap()
+}
+
+/// The number after `"key":` in `json`.
+fn json_number(json: &str, key: &str) -> u64 {
+    let at = json.find(&format!("\"{key}\":")).unwrap_or_else(|| panic!("{key} in {json}")) + key.len() + 3;
+    json[at..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+}
+
+/// What the exporter reads, checked without it: with `--record-core-cycles` the forwarding lcore's
+/// `/eal/lcore/info` has its cycles (busy ones growing while it forwards), and the memory endpoints real sizes.
+#[test]
+fn lcore_and_memory_endpoints_have_testpmd_rs_figures() {
+    let prefix = format!("tpmd-lcore-{}", std::process::id());
+    let mut s = boot(
+        &["--file-prefix", &prefix, "--vdev", "net_ring0,link=w", "--vdev", "net_ring1,link=w"],
+        &["-i", "--forward-mode=io", "--record-core-cycles"],
+    );
+    let idle = ask(&prefix, "/eal/lcore/info,1");
+    assert!(idle.contains(r#""cpuset":[1]"#) && !idle.contains("total_cycles"), "no cycles before forwarding: {idle}");
+    s.cmd("start tx_first");
+    wait_port_rx(&mut s, 1, 1000);
+    let first = ask(&prefix, "/eal/lcore/info,1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let later = loop {
+        let now = ask(&prefix, "/eal/lcore/info,1");
+        if json_number(&now, "busy_cycles") > json_number(&first, "busy_cycles") {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "busy cycles do not grow: {first} then {now}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(json_number(&later, "total_cycles") > json_number(&first, "total_cycles"), "{first} then {later}");
+    assert!(json_number(&later, "busy_cycles") <= json_number(&later, "total_cycles"), "{later}");
+    let usage = ask(&prefix, "/eal/lcore/usage");
+    assert!(usage.contains(r#""lcore_ids":[1]"#), "{usage}");
+    s.cmd("stop");
+    let heap = ask(&prefix, "/eal/heap_info,0");
+    assert!(json_number(&heap, "Heap_size") > 0 && json_number(&heap, "Alloc_count") > 0, "{heap}");
+    let zone = ask(&prefix, "/eal/memzone_info,0");
+    assert!(zone.contains(r#""Name":"MP_mb_pool_0""#) && json_number(&zone, "Length") > 0, "{zone}");
+    quit(s);
 }
