@@ -797,9 +797,8 @@ impl App {
         for &id in &all {
             println!("\nStopping port {id}...");
         }
-        if let Err(e) = self.stop_ports(&all) {
-            println!("{e}");
-        }
+        // A port that fails to stop (a capture file's last write failed) lost data: the exit status says so.
+        let stop_failed = self.stop_ports(&all).map_err(|e| println!("{e}")).is_err();
         for &id in &all {
             println!("\nShutting down port {id}...");
         }
@@ -812,5 +811,10 @@ impl App {
         self.streams.clear();
         self.show_mempool();
         println!("\nBye...");
+        if stop_failed {
+            drop(self);
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            std::process::exit(1);
+        }
     }
 }

@@ -351,7 +351,8 @@ fn port_counter(text: &str, port: u16, key: &str) -> u64 {
 }
 
 /// `tx_pcap=/dev/full`: every write fails once the file's buffer is flushed; testpmd-rs's statistics show the 10
-/// frames as TX errors, none as sent (they were 10 sent, 0 errors, and a message at port stop).
+/// frames as TX errors, none as sent, and testpmd-rs exits 1 (they were 10 sent, 0 errors, a message at port stop
+/// and exit status 0).
 #[test]
 fn tx_pcap_write_errors_are_tx_errors_in_the_statistics() {
     let dir = TempDir::new("devfull");
@@ -369,6 +370,9 @@ fn tx_pcap_write_errors_are_tx_errors_in_the_statistics() {
     assert_eq!(port_counter(&stats, 0, "TX-errors:"), 10, "{stats}");
     assert_eq!(port_counter(&stats, 0, "TX-packets:"), 0, "{stats}");
     s.send("quit");
-    let (_, out) = s.finish();
+    let (status, out) = s.finish();
     assert_pool_full(&out);
+    // The port's last flush at quit fails too: said, and the exit status is not 0.
+    assert!(out.contains("Fail to stop port 0") && out.contains("/dev/full"), "{out}");
+    assert_eq!(status.code(), Some(1), "{out}");
 }
