@@ -626,6 +626,10 @@ impl App {
         self.streams = groups.iter().flat_map(|(_, v)| v.iter().map(|s| (s.spec, s.counters.clone()))).collect();
         self.run_mode = self.set.mode;
         let stop = Arc::new(AtomicBool::new(false));
+        if let (Some(t), true) = (self.eal.telemetry(), self.set.record_core_cycles) {
+            let lcores = groups.iter().map(|(l, v)| (*l, v.iter().map(|s| s.counters.clone()).collect())).collect();
+            t.register_lcore_usage(Some(crate::cycles::lcore_usage(lcores, stop.clone())));
+        }
         let mode = self.set.mode;
         let burst = self.set.burst as usize;
         let mut workers = Vec::new();
@@ -793,9 +797,8 @@ impl App {
         for &id in &all {
             println!("\nStopping port {id}...");
         }
-        if let Err(e) = self.stop_ports(&all) {
-            println!("{e}");
-        }
+        // A port that fails to stop (a capture file's last write failed) lost data: the exit status says so.
+        let stop_failed = self.stop_ports(&all).map_err(|e| println!("{e}")).is_err();
         for &id in &all {
             println!("\nShutting down port {id}...");
         }
@@ -808,5 +811,10 @@ impl App {
         self.streams.clear();
         self.show_mempool();
         println!("\nBye...");
+        if stop_failed {
+            drop(self);
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            std::process::exit(1);
+        }
     }
 }
