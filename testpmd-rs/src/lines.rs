@@ -42,7 +42,26 @@ pub fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result
 
 /// Drops the input up to and including the next newline (or to its end), without keeping any of it.
 pub fn skip_rest_of_line(input: &mut impl BufRead) -> std::io::Result<()> {
-    input.skip_until(b'\n').map(|_| ())
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        match chunk.iter().position(|&b| b == b'\n') {
+            Some(at) => {
+                input.consume(at + 1);
+                return Ok(());
+            }
+            None => {
+                let n = chunk.len();
+                input.consume(n);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
