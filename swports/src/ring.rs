@@ -4,7 +4,7 @@
 //! `link=NAME` form a pair, like a cable: what one sends the other receives.
 //!
 //! Devargs: `link=NAME` (pair with the other port of that name; not empty), `size=N` (ring slots per queue,
-//! default 1024; one size per link: the second end takes the first's, and a different size= is refused), `queues=N`
+//! default 1024; the same at both ends of a link), `queues=N`
 //! (queue pairs, default 1, at most 16; the same at both ends).
 
 use pktio::TypedQueues;
@@ -170,9 +170,9 @@ impl RingPort {
                 if link.a_to_b.len() != queues as usize {
                     return Err(args.error(format!("link {name:?} has {} queues, not {queues}", link.a_to_b.len())));
                 }
-                // One ring size per link: the first end made the rings, and a second end asking for another depth
-                // would run on rings it did not ask for. Without size= it takes the link's.
-                if args.get("size").is_some() && link.size != size {
+                // One ring size per link, as one queue count: the first end made the rings, and a second end with
+                // another size (its own or the default) would run on rings it did not ask for.
+                if link.size != size {
                     return Err(args.error(format!(
                         "link {name:?} has rings of {} slots, not {size}: give both ends the same size=",
                         link.size
