@@ -62,6 +62,21 @@ mod tests {
         assert_eq!(sp670[1].info().device_name, "net_sim_sp670_p1");
     }
 
+    /// An unknown key is named with the driver's whole name, digits included, even when the driver's own open is
+    /// called directly (the name used to lose them: "net_sim_x takes: ...").
+    #[test]
+    fn unknown_keys_name_the_whole_driver() {
+        for (devargs, driver) in [
+            ("net_sim_x710,bogus=1", "net_sim_x710"),
+            ("net_sim_x7101,bogus=1", "net_sim_x710"),
+            ("net_sim_sp670,bogus=1", "net_sim_sp670"),
+            ("net_sim_sp6702,bogus=1", "net_sim_sp670"),
+        ] {
+            let e = open(devargs).err().unwrap_or_else(|| panic!("{devargs} accepted")).to_string();
+            assert!(e.contains(&format!("unknown argument \"bogus\"; {driver} takes: ports")), "{devargs}: {e}");
+        }
+    }
+
     #[test]
     fn finds_and_opens_the_82599_variant() {
         let ports = open("net_sim_82599,ports=2").unwrap();

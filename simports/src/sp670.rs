@@ -43,7 +43,8 @@ fn open_one(name: String, model: Sp670Port, allocator: &Allocator) -> Result<Sim
 
 /// Opens the ports of a `net_sim_sp670` vdev.
 pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    args.check_keys(&["ports", "tap", "speed", "queues"])?;
+    // Named by the driver, not by the device name with its digits trimmed ("net_sim_x" from "net_sim_x710").
+    args.clone().for_driver(VDEV_DRIVER).check_keys(&["ports", "tap", "speed", "queues"])?;
     let speed: u32 = args.parse_or("speed", 100_000)?;
     if !SPEEDS.contains(&speed) {
         return Err(args.error(format!("speed={speed}: use one of {SPEEDS:?} (Mb/s)")));

@@ -52,7 +52,8 @@ fn open_one(name: String, bar: X710Bar, model: X710Port, allocator: &Allocator) 
 
 /// Opens the ports of a `net_sim_x710` vdev.
 pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    args.check_keys(&["ports", "part", "tap"])?;
+    // Named by the driver, not by the device name with its digits trimmed ("net_sim_x" from "net_sim_x710").
+    args.clone().for_driver(VDEV_DRIVER).check_keys(&["ports", "part", "tap"])?;
     let part_name = args.get("part").unwrap_or("x710");
     let part =
         part_of(part_name).ok_or_else(|| args.error(format!("part={part_name}: use x710, xl710, xl710b or xxv710")))?;
