@@ -116,6 +116,7 @@
 
 pub mod dma;
 pub mod fault;
+pub mod model;
 pub mod net;
 pub mod pci;
 pub mod sp670;
@@ -126,15 +127,13 @@ pub mod x710;
 
 pub use dma::IovaMap;
 pub use fault::{Fault, FaultLog};
+/// The names the X710 and SP670 models' stepping had before every model shared [`run_until_idle`].
+pub use model::{run_until_idle as run_until_idle_x710, run_until_idle as run_until_idle_sp670};
+pub use model::{run_until_idle, FrameCounts, IrqSink, Model, ModelPort, ModelThread, SharedBar};
 pub use pci::PciIdentity;
 pub use sp670::{
-    run_until_idle_sp670, Sp670, Sp670Bar, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar,
-    Sp670Port, Sp670RxError, Sp670Thread,
+    Sp670, Sp670Bar, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar, Sp670Port, Sp670RxError,
+    Sp670Thread,
 };
-pub use x540::{
-    run_until_idle, Chip, LinkSpeed, ModelCounters, ModelThread, ResetRecord, RxError, SimBar, X540Config, X540Port,
-    X540,
-};
-pub use x710::{
-    run_until_idle_x710, AqRc, X710Bar, X710Config, X710Counters, X710Part, X710Port, X710RxError, X710Thread, X710,
-};
+pub use x540::{Chip, LinkSpeed, ModelCounters, ResetRecord, RxError, SimBar, X540Config, X540Port, X540};
+pub use x710::{AqRc, X710Bar, X710Config, X710Counters, X710Part, X710Port, X710RxError, X710Thread, X710};

@@ -8,7 +8,7 @@ use drvkit::bar::RegisterSpace;
 
 use super::aeq::Aeq;
 use super::cmdq::MAX_CMDQS;
-use super::port::{Shared, DB_PENDING};
+use super::port::{Sp670State, DB_PENDING};
 use super::regs::*;
 use crate::fault::Fault;
 
@@ -17,7 +17,7 @@ use crate::fault::Fault;
 /// The cfg BAR (BAR1 of the PF): the function CSRs, every one big-endian on the bus (docs/hw/hinic3.md §0.1, §3).
 #[derive(Clone)]
 pub struct Sp670CfgBar {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<Sp670State>,
 }
 
 impl std::fmt::Debug for Sp670CfgBar {
@@ -210,7 +210,7 @@ impl RegisterSpace for Sp670CfgBar {
 /// The mgmt BAR (BAR3): the PPF and MPF election registers, big-endian (docs/hw/hinic3.md §3.1).
 #[derive(Clone)]
 pub struct Sp670MgmtBar {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<Sp670State>,
 }
 
 impl std::fmt::Debug for Sp670MgmtBar {
@@ -264,7 +264,7 @@ impl RegisterSpace for Sp670MgmtBar {
 /// and the write of the high dword (offset + 4) rings.
 #[derive(Clone)]
 pub struct Sp670DbBar {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<Sp670State>,
 }
 
 impl std::fmt::Debug for Sp670DbBar {

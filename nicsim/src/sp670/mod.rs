@@ -38,7 +38,7 @@ mod tx;
 
 pub use bars::{Sp670Bar, Sp670CfgBar, Sp670DbBar, Sp670MgmtBar};
 pub use mgmt::{module, STATUS_BAD, STATUS_UNSUPPORTED};
-pub use port::{run_until_idle_sp670, Sp670, Sp670Port, Sp670Thread};
+pub use port::{Sp670, Sp670Port, Sp670State, Sp670Thread};
 pub use rx::hash_type;
 pub use stats::{port as port_stat, vport as vport_stat};
 

@@ -14,19 +14,18 @@ mod shutdown;
 mod tx;
 mod x82599;
 
-pub use intr::IrqSink;
-pub use port::{run_until_idle, ModelThread, SimBar, X540Port, X540};
+pub use crate::model::IrqSink;
+pub use port::{SimBar, X540Port, X540};
 pub use shutdown::ResetRecord;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use crate::dma::IovaMap;
 use crate::fault::{Fault, FaultLog};
-use crate::wire::{Sent, Wire};
+use crate::model::Plumbing;
 use phy::{Phy, PhyEvent};
 use regs::*;
 
@@ -204,8 +203,9 @@ struct Inbound {
     bytes: usize,
 }
 
-/// State shared by the [`SimBar`], the [`X540Port`] handles and the model thread of one port.
-pub(crate) struct Shared {
+/// State shared by the [`SimBar`], the [`X540Port`] handles and the model thread of one port (opaque: reached
+/// through those handles).
+pub struct X540State {
     config: X540Config,
     core: Mutex<Core>,
     /// RDT(i) / TDT(i): doorbells, written by the driver without taking the model lock.
@@ -218,32 +218,23 @@ pub(crate) struct Shared {
     missed_at_arrival: AtomicU64,
     faults: Arc<FaultLog>,
     dma: Arc<IovaMap>,
-    /// Where TX frames go (the packet buffer `inbound` stays a Mutex: its byte count must change together with its
-    /// frames).
-    wire: Wire<Shared>,
+    /// Where TX frames go, the thread's parking, the interrupt sink (the packet buffer `inbound` stays a Mutex: its
+    /// byte count must change together with its frames).
+    io: Plumbing<X540State>,
     /// The PHY is powered and not in a forced-down state: what the link partner sees of us.
     phy_active: AtomicBool,
     counters: Mutex<ModelCounters>,
     /// Every reset the driver requested, with what preceded it.
     resets: Mutex<Vec<ResetRecord>>,
-    /// Model thread parking.
-    parked: AtomicBool,
-    thread: Mutex<Option<Thread>>,
-    /// Where interrupt messages go ([`X540Port::set_irq_sink`]).
-    irq: Mutex<Option<IrqSink>>,
 }
 
-impl Shared {
+impl X540State {
     fn lock(&self) -> MutexGuard<'_, Core> {
         self.core.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn kick(&self) {
-        if self.parked.load(Ordering::Acquire) {
-            if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                t.unpark();
-            }
-        }
+        self.io.kick();
     }
 
     fn counters(&self) -> MutexGuard<'_, ModelCounters> {
@@ -267,8 +258,8 @@ impl Shared {
         true
     }
 
-    fn peer(&self) -> Option<Arc<Shared>> {
-        self.wire.peer()
+    fn peer(&self) -> Option<Arc<X540State>> {
+        self.io.peer()
     }
 
     /// Sends a frame out of the MAC.
@@ -277,21 +268,7 @@ impl Shared {
             self.receive(frame);
             return;
         }
-        match self.wire.send(frame.data) {
-            Sent::Done => {}
-            Sent::Peer(peer, data) => {
-                peer.receive(WireFrame { data, error: frame.error });
-            }
-            Sent::Failed(e) => self.faults.record(Fault::Protocol { what: format!("pcap wire: {e}") }),
-        }
-    }
-
-    /// Frames arriving from a wire that has its own source (a TAP): into the packet buffer, at most a burst per
-    /// step. Returns how many arrived.
-    fn pump_wire(&self) -> usize {
-        self.wire.pump(64, |data| {
-            self.receive(WireFrame { data, error: None });
-        })
+        self.io.transmit(&self.faults, frame.data, frame.error);
     }
 
     fn tail_doorbell(offset: usize) -> Option<(bool, usize)> {
@@ -310,7 +287,7 @@ impl Shared {
     /// Processes everything pending: TX rings up to their tails, then frames waiting in the packet buffer. Returns
     /// the amount of work done (descriptors and frames); 0 means idle.
     fn step(self: &Arc<Self>) -> usize {
-        let arrived = self.pump_wire();
+        let arrived = self.io.pump(self);
         let mut core = self.lock();
         core.update_time(self);
         if core.in_reset(Instant::now()) {
@@ -557,7 +534,7 @@ impl Core {
         self.ctr[offset / 4] = self.ctr[offset / 4].wrapping_add(by);
     }
 
-    fn link_up(&self, shared: &Shared, now: Instant) -> bool {
+    fn link_up(&self, shared: &X540State, now: Instant) -> bool {
         let own = self.link.cable
             && self.tx_active(shared)
             && self.link.ready_at.is_some_and(|t| now >= t)
@@ -566,7 +543,7 @@ impl Core {
     }
 
     /// Time-driven state: link changes raise EICR.LSC.
-    fn update_time(&mut self, shared: &Shared) {
+    fn update_time(&mut self, shared: &X540State) {
         let now = Instant::now();
         // What the partner sees of us: cable and PHY power (a flap is applied to both ends by `link_flap`).
         let active = self.link.cable && self.tx_active(shared);
@@ -581,7 +558,7 @@ impl Core {
 
     /// Whether this end transmits (what the partner needs to see for a link): the X540's PHY is powered; the
     /// 82599's laser is on and AUTOC2 does not disable the link.
-    fn tx_active(&self, shared: &Shared) -> bool {
+    fn tx_active(&self, shared: &X540State) -> bool {
         match shared.config.chip {
             Chip::X540 => self.phy.powered(),
             Chip::X82599 => self.laser_and_link_enabled(),
@@ -607,7 +584,7 @@ impl Core {
         self.reset_delay = delay;
     }
 
-    fn reset(&mut self, shared: &Shared) {
+    fn reset(&mut self, shared: &X540State) {
         let now = Instant::now();
         self.regs.copy_from_slice(&self.defaults);
         self.ctr.iter_mut().for_each(|c| *c = 0);
@@ -631,7 +608,7 @@ impl Core {
         self.link.last_up = self.link_up(shared, now);
     }
 
-    fn read(&mut self, shared: &Shared, offset: usize) -> u32 {
+    fn read(&mut self, shared: &X540State, offset: usize) -> u32 {
         let now = Instant::now();
         let offset = canonical(offset);
         if let Some(kind) = stat_kind(offset) {
@@ -734,7 +711,7 @@ impl Core {
         }
     }
 
-    fn write(&mut self, shared: &Shared, offset: usize, value: u32) {
+    fn write(&mut self, shared: &X540State, offset: usize, value: u32) {
         let now = Instant::now();
         let offset = canonical(offset);
         if self.in_reset(now) {
@@ -811,7 +788,7 @@ impl Core {
         }
     }
 
-    fn write_queue(&mut self, shared: &Shared, rx: bool, q: usize, offset: usize, value: u32, now: Instant) {
+    fn write_queue(&mut self, shared: &X540State, rx: bool, q: usize, offset: usize, value: u32, now: Instant) {
         let delay = shared.config.queue_enable_delay;
         if rx && offset == rdh(q) {
             if self.rxq[q].enabled && value >= self.rxq[q].n {
@@ -915,8 +892,8 @@ fn queue_reg(offset: usize) -> Option<(bool, usize)> {
     matches!(offset & 0x3F, 0x10 | 0x28).then_some((rx, q))
 }
 
-impl std::fmt::Debug for Shared {
+impl std::fmt::Debug for X540State {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared").field("lan_id", &self.config.lan_id).finish()
+        f.debug_struct("X540State").field("lan_id", &self.config.lan_id).finish()
     }
 }

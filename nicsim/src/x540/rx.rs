@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::regs::*;
-use super::{Chip, Core, RxError, Shared, WireFrame};
+use super::{Chip, Core, RxError, WireFrame, X540State};
 use crate::net::{self, Parsed, L3};
 
 /// A frame that passed the MAC and the filters, ready for a ring.
@@ -39,7 +39,7 @@ impl Core {
         ((self.reg(map_reg(q / 4)) >> (8 * (q % 4))) & 0xF) as usize
     }
 
-    pub(super) fn process_rx(&mut self, shared: &Arc<Shared>) -> usize {
+    pub(super) fn process_rx(&mut self, shared: &Arc<X540State>) -> usize {
         if self.rx_held_by_security_block(shared) {
             return 0; // frames wait in the packet buffer (82599, SECRXCTRL.RX_DIS)
         }
@@ -223,7 +223,7 @@ impl Core {
     }
 
     /// MAC checks, filters, statistics and RSS: the frame's fate up to the ring.
-    fn classify(&mut self, shared: &Shared, f: WireFrame) -> Option<Classified> {
+    fn classify(&mut self, shared: &X540State, f: WireFrame) -> Option<Classified> {
         if self.reg(RXCTRL) & RXCTRL_RXEN == 0 {
             shared.counters().rx_disabled += 1;
             return None;
@@ -328,7 +328,7 @@ impl Core {
 
     /// Writes a classified frame to its queue's ring; `Err` gives it back when the ring lacks descriptors and the
     /// queue does not drop (SRRCTL.DROP_EN clear): it then waits in the packet buffer.
-    fn place(&mut self, shared: &Shared, c: Classified) -> Result<(), Classified> {
+    fn place(&mut self, shared: &X540State, c: Classified) -> Result<(), Classified> {
         let qi = c.queue;
         let q = self.rxq[qi].clone();
         if !q.enabled {

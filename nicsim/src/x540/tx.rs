@@ -7,12 +7,12 @@ use std::time::Instant;
 
 use super::regs::*;
 use super::rx::size_bucket;
-use super::{Core, RxError, Shared, TxCtx, WireFrame};
+use super::{Core, RxError, TxCtx, WireFrame, X540State};
 use crate::fault::Fault;
 use crate::net;
 
 impl Core {
-    pub(super) fn process_tx(&mut self, shared: &Arc<Shared>) -> usize {
+    pub(super) fn process_tx(&mut self, shared: &Arc<X540State>) -> usize {
         if self.reg(DMATXCTL) & DMATXCTL_TE == 0 || self.active_tx.is_empty() {
             return 0;
         }
@@ -25,7 +25,7 @@ impl Core {
         work
     }
 
-    fn tx_queue(&mut self, shared: &Arc<Shared>, qi: usize, link_up: bool) -> usize {
+    fn tx_queue(&mut self, shared: &Arc<X540State>, qi: usize, link_up: bool) -> usize {
         let q = &self.txq[qi];
         if !q.enabled || q.hung || q.enabled_at.is_some_and(|t| Instant::now() < t) {
             return 0;
@@ -113,7 +113,7 @@ impl Core {
 
     fn finish_frame(
         &mut self,
-        shared: &Arc<Shared>,
+        shared: &Arc<X540State>,
         qi: usize,
         mut frame: Vec<u8>,
         cmd: u32,

@@ -11,7 +11,7 @@ use crate::fault::Fault;
 
 use super::aqdecode::{spec, Buf, Command};
 use super::regs::*;
-use super::{Core, Shared, X710Config, QS_HANDLE_BASE, VSI_SEID_BASE};
+use super::{Core, X710Config, X710State, QS_HANDLE_BASE, VSI_SEID_BASE};
 
 /// Opcodes (docs/hw/i40e.md §6).
 pub mod opcode {
@@ -281,7 +281,7 @@ impl AdminQ {
         }
     }
 
-    pub fn write(&mut self, shared: &Shared, offset: usize, value: u32) {
+    pub fn write(&mut self, shared: &X710State, offset: usize, value: u32) {
         let fault = |what: String| shared.faults.record(Fault::Protocol { what });
         let ptr = |name: &str, ring: &Ring| {
             if AQ_PTR.get(value) != value || (ring.enabled() && value >= ring.entries()) {
@@ -373,12 +373,12 @@ pub(crate) fn vsi_stat_index(config: &X710Config) -> usize {
 }
 
 impl Core {
-    pub(super) fn aq_fault(&self, shared: &Shared, op: u16, why: String) {
+    pub(super) fn aq_fault(&self, shared: &X710State, op: u16, why: String) {
         shared.faults.record(Fault::Protocol { what: format!("admin command {op:#06x}: {why}") });
     }
 
     /// Processes the ATQ from head to the last tail the driver rang (docs/hw/i40e.md §5.4). Returns the number of commands completed.
-    pub(crate) fn process_atq(&mut self, shared: &Shared) -> usize {
+    pub(crate) fn process_atq(&mut self, shared: &X710State) -> usize {
         let ring = self.aq.atq;
         let end = self.aq.atq_rung;
         if self.aq.stalled || !ring.enabled() || ring.head == end {
@@ -418,7 +418,7 @@ impl Core {
     }
 
     /// Runs one command and returns the completed descriptor.
-    fn execute(&mut self, shared: &Shared, desc: Desc) -> Desc {
+    fn execute(&mut self, shared: &X710State, desc: Desc) -> Desc {
         let outcome = self.answer(shared, &desc);
         let mut out = desc;
         out.flags |= flag::DD | flag::CMP;
@@ -433,7 +433,7 @@ impl Core {
         out
     }
 
-    fn answer(&mut self, shared: &Shared, d: &Desc) -> Outcome {
+    fn answer(&mut self, shared: &X710State, d: &Desc) -> Outcome {
         let op = d.opcode;
         let einval = |core: &Core, why: String| {
             core.aq_fault(shared, op, why);
@@ -524,7 +524,7 @@ impl Core {
 
     /// Posts an event on the ARQ (docs/hw/i40e.md §5.5): into the descriptor at ARQH if the driver has given the firmware that
     /// slot (ARQH != ARQT), else the event is lost and ARQLEN.ARQOVFL set.
-    pub(crate) fn post_event(&mut self, shared: &Shared, op: u16, params: [u8; 16], body: &[u8]) {
+    pub(crate) fn post_event(&mut self, shared: &X710State, op: u16, params: [u8; 16], body: &[u8]) {
         let ring = self.aq.arq;
         if !ring.enabled() {
             return;

@@ -5,7 +5,7 @@
 use super::adminq::{le16, put16, put32, qs_handle, vsi_number, vsi_seid, vsi_stat_index, AqRc, Desc, Outcome};
 use super::aqdecode::{Command, Lse, SEID_VALID};
 use super::regs::*;
-use super::{Core, MacFilter, Shared, X710Config, MAC_SEID_BASE};
+use super::{Core, MacFilter, X710Config, X710State, MAC_SEID_BASE};
 
 /// Capability IDs (docs/hw/i40e.md §6.2).
 mod cap {
@@ -51,7 +51,7 @@ fn rx_ctl_register(addr: usize) -> bool {
 impl Core {
     /// One command's semantics, after the generic checks and the typed decode: what depends on the device's
     /// state (the VSI's SEID, the API version, buffer contents) is checked here.
-    pub(super) fn command(&mut self, shared: &Shared, d: &Desc, cmd: Command, buf: &mut [u8]) -> Outcome {
+    pub(super) fn command(&mut self, shared: &X710State, d: &Desc, cmd: Command, buf: &mut [u8]) -> Outcome {
         let c = &shared.config;
         let op = d.opcode;
         let mut p = d.params;
@@ -313,7 +313,7 @@ impl Core {
         }
     }
 
-    fn list_caps(&mut self, shared: &Shared, d: &Desc, mut p: [u8; 16], buf: &mut [u8]) -> Outcome {
+    fn list_caps(&mut self, shared: &X710State, d: &Desc, mut p: [u8; 16], buf: &mut [u8]) -> Outcome {
         let c = &shared.config;
         let q = u32::from(c.num_queues);
         let first = u32::from(c.first_queue);
@@ -345,7 +345,7 @@ impl Core {
         Outcome { rc: AqRc::Ok, params: p, datalen: None, write_buf: true }
     }
 
-    fn vsi_command(&mut self, shared: &Shared, d: &Desc, update: bool, seid: u16, buf: &mut [u8]) -> Outcome {
+    fn vsi_command(&mut self, shared: &X710State, d: &Desc, update: bool, seid: u16, buf: &mut [u8]) -> Outcome {
         let mut p = d.params;
         let c = &shared.config;
         let fail = |core: &Core, rc, why: String| {
@@ -453,7 +453,15 @@ impl Core {
         Ok(())
     }
 
-    fn macvlan(&mut self, shared: &Shared, d: &Desc, add: bool, num: u16, seid: [u16; 3], buf: &mut [u8]) -> Outcome {
+    fn macvlan(
+        &mut self,
+        shared: &X710State,
+        d: &Desc,
+        add: bool,
+        num: u16,
+        seid: [u16; 3],
+        buf: &mut [u8],
+    ) -> Outcome {
         let mut p = d.params;
         let c = &shared.config;
         let fail = |core: &Core, rc, why: String| {
@@ -533,7 +541,7 @@ impl Core {
     /// Set / Get RSS Key (`table` None) or LUT (`table` Some(PF table?)), docs/hw/i40e.md §12.3.
     fn rss_command(
         &mut self,
-        shared: &Shared,
+        shared: &X710State,
         d: &Desc,
         set: bool,
         vsi_id: u16,
@@ -621,7 +629,7 @@ impl Core {
     }
 
     /// The 16 parameter bytes of a Get Link Status response or link event (docs/hw/i40e.md §7.4).
-    pub(crate) fn link_status_params(&self, shared: &Shared, up: bool) -> [u8; 16] {
+    pub(crate) fn link_status_params(&self, shared: &X710State, up: bool) -> [u8; 16] {
         let c = &shared.config;
         let mut r = [0u8; 16];
         put16(&mut r, 0, self.link.lse.into());

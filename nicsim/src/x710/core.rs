@@ -9,8 +9,8 @@ use super::hmc;
 use super::regs::*;
 use super::stats::Stats;
 use super::{
-    adminq, opcode, AdminQ, Core, Enable, Inbound, Link, MacFilter, RxQ, SdTable, Shared, TxQ, Vsi, X710Config,
-    X710Part,
+    adminq, opcode, AdminQ, Core, Enable, Inbound, Link, MacFilter, RxQ, SdTable, TxQ, Vsi, X710Config, X710Part,
+    X710State,
 };
 
 impl Enable {
@@ -124,7 +124,7 @@ impl Core {
 
     /// PF reset (docs/hw/i40e.md §4.1, §4.2): what the PFR domain holds goes; the firmware also resets the PF's VSI and filters.
     /// CORER registers (QTX_CTL, QRX_TAIL, GLHMC_LAN*, RSS, statistics) and the EMPR admin-queue registers stay.
-    pub(super) fn pf_reset(&mut self, shared: &Shared) {
+    pub(super) fn pf_reset(&mut self, shared: &X710State) {
         let now = Instant::now();
         self.reset_until = now + self.reset_delay;
         for q in self.txq.iter_mut() {
@@ -159,13 +159,13 @@ impl Core {
         shared.counters().rx_disabled += lost as u64;
     }
 
-    pub(super) fn link_up(&self, shared: &Shared, now: Instant) -> bool {
+    pub(super) fn link_up(&self, shared: &X710State, now: Instant) -> bool {
         let own = self.link.cable && self.link.enabled && self.link.down_until.is_none_or(|t| now >= t);
         own && shared.peer().is_none_or(|p| p.link_active.load(Ordering::Relaxed))
     }
 
     /// Re-evaluates the link and posts a link status event on the ARQ when it changed (docs/hw/i40e.md §5.5).
-    pub(super) fn update_link(&mut self, shared: &Shared, now: Instant) {
+    pub(super) fn update_link(&mut self, shared: &X710State, now: Instant) {
         shared.link_active.store(self.link.cable && self.link.enabled, Ordering::Relaxed);
         let up = self.link_up(shared, now);
         if up == self.link.last_up {
@@ -180,7 +180,7 @@ impl Core {
         }
     }
 
-    pub(super) fn read(&mut self, shared: &Shared, offset: usize) -> u32 {
+    pub(super) fn read(&mut self, shared: &X710State, offset: usize) -> u32 {
         let now = Instant::now();
         if let Some(v) = self.stats.read(offset) {
             return v;
@@ -217,7 +217,7 @@ impl Core {
         }
     }
 
-    fn read_queue(&self, shared: &Shared, q: usize, kind: QReg, now: Instant) -> Option<u32> {
+    fn read_queue(&self, shared: &X710State, q: usize, kind: QReg, now: Instant) -> Option<u32> {
         if q >= self.txq.len() {
             return None;
         }
@@ -237,7 +237,7 @@ impl Core {
         })
     }
 
-    pub(super) fn write(&mut self, shared: &Shared, offset: usize, value: u32) {
+    pub(super) fn write(&mut self, shared: &X710State, offset: usize, value: u32) {
         let now = Instant::now();
         if self.in_reset(now) {
             return; // the device ignores writes while the PF resets
@@ -293,7 +293,7 @@ impl Core {
     }
 
     /// PFHMC_SDCMD with PMSDWR: latch SDDATALOW/HIGH into SD `PMSDIDX` (docs/hw/i40e.md §8.2, §8.3 step 4).
-    pub(super) fn write_sdcmd(&mut self, shared: &Shared, value: u32) {
+    pub(super) fn write_sdcmd(&mut self, shared: &X710State, value: u32) {
         self.set_reg(PFHMC_SDCMD, value);
         if !PFHMC_SDCMD_PMSDWR.is_set(value) {
             return;
@@ -317,7 +317,7 @@ impl Core {
     }
 
     /// GLLAN_TXPRE_QDIS(b): announce a TX queue disable (SET_QDIS) or its end (CLEAR_QDIS), docs/hw/i40e.md §9.4 step 1.
-    pub(super) fn write_txpre_qdis(&mut self, shared: &Shared, block: usize, value: u32) {
+    pub(super) fn write_txpre_qdis(&mut self, shared: &X710State, block: usize, value: u32) {
         let set = TXPRE_QDIS_SET_QDIS.is_set(value);
         let clear = TXPRE_QDIS_CLEAR_QDIS.is_set(value);
         let stored = value & !(TXPRE_QDIS_SET_QDIS.mask() | TXPRE_QDIS_CLEAR_QDIS.mask());
@@ -342,7 +342,7 @@ impl Core {
         self.txq[q].qdis_cleared = clear;
     }
 
-    fn write_queue(&mut self, shared: &Shared, q: usize, kind: QReg, offset: usize, value: u32, now: Instant) {
+    fn write_queue(&mut self, shared: &X710State, q: usize, kind: QReg, offset: usize, value: u32, now: Instant) {
         let delay = shared.config.queue_enable_delay;
         match kind {
             QReg::TxTail => shared.ring_doorbell(true, q, value),
@@ -413,7 +413,7 @@ impl Core {
     }
 
     /// Reads and checks PF queue `q`'s context through the HMC (docs/hw/i40e.md §8.3 step 7).
-    pub(super) fn read_context(&mut self, shared: &Shared, q: usize, tx: bool) -> Result<Vec<u8>, String> {
+    pub(super) fn read_context(&mut self, shared: &X710State, q: usize, tx: bool) -> Result<Vec<u8>, String> {
         let f = usize::from(shared.config.pf_id);
         let (base, cnt, len, obj) = if tx {
             (glhmc_lantxbase(f), glhmc_lantxcnt(f), hmc::TX_CTX_LEN, "TX")
@@ -451,7 +451,7 @@ impl Core {
         self.set_reg(PFINT_ICR0, icr);
     }
 
-    pub(super) fn enable_tx(&mut self, shared: &Shared, q: usize) -> Result<(), String> {
+    pub(super) fn enable_tx(&mut self, shared: &X710State, q: usize) -> Result<(), String> {
         if !self.txq[q].qdis_cleared {
             return Err(
                 "no CLEAR_QDIS for it in GLLAN_TXPRE_QDIS since reset or the last SET_QDIS (docs/hw/i40e.md §9.4 step 1)".into()
@@ -484,7 +484,7 @@ impl Core {
         Ok(())
     }
 
-    pub(super) fn enable_rx(&mut self, shared: &Shared, q: usize) -> Result<(), String> {
+    pub(super) fn enable_rx(&mut self, shared: &X710State, q: usize) -> Result<(), String> {
         let obj = self.read_context(shared, q, false)?;
         let what = format!("RX context of queue {q}");
         let u = hmc::unpack(&obj, hmc::RX_CTX_FIELDS, &what)?;

@@ -9,7 +9,7 @@ use crate::net::{self, L3};
 use super::hmc::RxCtx;
 use super::regs::pctype::*;
 use super::regs::*;
-use super::{adminq, Core, Shared, WireFrame, X710RxError};
+use super::{adminq, Core, WireFrame, X710RxError, X710State};
 
 /// Frames handled per step, so TX and the admin queue are not starved.
 const RX_BUDGET: usize = 256;
@@ -174,7 +174,7 @@ enum Delivery {
 }
 
 impl Core {
-    fn count_rx_drop(&mut self, shared: &Shared) {
+    fn count_rx_drop(&mut self, shared: &X710State) {
         let port = usize::from(shared.config.port);
         self.stats.add(stat::GLPRT_RDPC + 8 * port, 1);
         self.stats.add(stat::GLV_RDPC + 8 * adminq::vsi_stat_index(&shared.config), 1);
@@ -197,7 +197,7 @@ impl Core {
     }
 
     /// MAC checks, filters and queue selection. `None`: dropped (and counted).
-    fn classify(&mut self, shared: &Shared, frame: WireFrame) -> Option<Classified> {
+    fn classify(&mut self, shared: &X710State, frame: WireFrame) -> Option<Classified> {
         let port = usize::from(shared.config.port);
         let len = frame.data.len();
         if len < MIN_FRAME {
@@ -287,7 +287,7 @@ impl Core {
     }
 
     /// Moves frames from the packet buffer into RX rings. Returns the number of frames handled.
-    pub(crate) fn process_rx(&mut self, shared: &Shared) -> usize {
+    pub(crate) fn process_rx(&mut self, shared: &X710State) -> usize {
         let mut work = 0;
         while work < RX_BUDGET {
             let c = match self.rx_blocked.take() {
@@ -319,7 +319,7 @@ impl Core {
         work
     }
 
-    fn deliver(&mut self, shared: &Shared, c: &Classified) -> Delivery {
+    fn deliver(&mut self, shared: &X710State, c: &Classified) -> Delivery {
         let Some(q) = c.queue else { return Delivery::Done };
         let now = std::time::Instant::now();
         let Some(ctx) = self.rxq[q].ctx.filter(|_| self.rxq[q].ena.stat(now)) else {
@@ -369,7 +369,7 @@ impl Core {
     /// Writes one buffer of a frame and its descriptor write-back; `last` carries the frame's status.
     fn write_rx_buffer(
         &self,
-        shared: &Shared,
+        shared: &X710State,
         q: usize,
         ctx: &RxCtx,
         idx: u32,

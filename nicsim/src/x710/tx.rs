@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::net;
 
 use super::regs::*;
-use super::{adminq, Core, Shared, WireFrame};
+use super::{adminq, Core, WireFrame, X710State};
 
 /// Descriptors handled per queue per step.
 const TX_BUDGET: u32 = 256;
@@ -71,7 +71,7 @@ pub(crate) struct Pending {
 
 impl Core {
     /// Processes every enabled TX queue up to its tail. Returns the number of descriptors handled.
-    pub(crate) fn process_tx(&mut self, shared: &Shared, now: Instant) -> usize {
+    pub(crate) fn process_tx(&mut self, shared: &X710State, now: Instant) -> usize {
         let mut work = 0;
         if self.tx_suspended {
             return 0;
@@ -86,7 +86,7 @@ impl Core {
         work
     }
 
-    fn process_tx_queue(&mut self, shared: &Shared, q: usize) -> usize {
+    fn process_tx_queue(&mut self, shared: &X710State, q: usize) -> usize {
         let Some(ctx) = self.txq[q].ctx else { return 0 };
         let tail = shared.tx_tail[q].load(Ordering::Acquire);
         let mut done = 0;
@@ -165,7 +165,7 @@ impl Core {
     }
 
     /// One data descriptor: gather its buffer, and send the packet at EOP.
-    fn tx_data(&mut self, shared: &Shared, q: usize, idx: u32, addr: u64, qw1: u64) -> Result<(), String> {
+    fn tx_data(&mut self, shared: &X710State, q: usize, idx: u32, addr: u64, qw1: u64) -> Result<(), String> {
         let cmd = get(qw1, txd::CMD);
         let size = get(qw1, txd::BUF_SZ) as usize;
         if cmd & !txd::CMD_KNOWN != 0 {
@@ -202,7 +202,7 @@ impl Core {
         self.send(shared, q, p)
     }
 
-    fn send(&mut self, shared: &Shared, q: usize, p: Pending) -> Result<(), String> {
+    fn send(&mut self, shared: &X710State, q: usize, p: Pending) -> Result<(), String> {
         let mut frame = p.data;
         if p.cmd & txd::CMD_ICRC == 0 {
             shared.fault(format!(
@@ -266,7 +266,7 @@ impl Core {
 
     /// Malicious driver detection (docs/hw/i40e.md §11): the queue stops (QENA_STAT drops while QENA_REQ stays), GL_MDET_TX
     /// latches, and the violation is recorded. Returns 1 (work done).
-    fn mdd(&mut self, shared: &Shared, q: usize, why: String) -> usize {
+    fn mdd(&mut self, shared: &X710State, q: usize, why: String) -> usize {
         shared.fault(format!("MDD on TX queue {q}: {why}; the queue is disabled"));
         // Only VALID's position is in docs/hw/i40e.md §11; the other fields are left 0.
         self.set_reg(GL_MDET_TX, GL_MDET_VALID.val(1));
