@@ -26,7 +26,7 @@ mod tx;
 
 pub use port::{X710Bar, X710Port, X710Thread, X710};
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -191,12 +191,8 @@ pub enum X710RxError {
     Oversize,
 }
 
-/// A frame on a wire: Ethernet bytes without FCS, and whether it arrived damaged.
-#[derive(Debug, Clone)]
-pub(crate) struct WireFrame {
-    pub data: Vec<u8>,
-    pub error: Option<X710RxError>,
-}
+/// A frame on this model's wires.
+pub(crate) type WireFrame = crate::wire::WireFrame<X710RxError>;
 
 /// Model-side counters that never clear and never wrap: exact counts for tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -219,12 +215,8 @@ pub struct X710Counters {
     pub arq_events: u64,
 }
 
-/// Frames waiting in the RX packet buffer.
-#[derive(Default)]
-struct Inbound {
-    frames: VecDeque<WireFrame>,
-    bytes: usize,
-}
+/// The RX packet buffer.
+type Inbound = crate::wire::Inbound<X710RxError>;
 
 /// RX packet buffer capacity of the model (bytes).
 const PACKET_BUFFER: usize = 512 << 10;
