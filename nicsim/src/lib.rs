@@ -133,7 +133,9 @@ pub use model::{run_until_idle, FrameCounts, IrqSink, Model, ModelPort, ModelThr
 pub use pci::PciIdentity;
 pub use sp670::{
     Sp670, Sp670Bar, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar, Sp670Port, Sp670RxError,
-    Sp670Thread,
+    Sp670State, Sp670Thread,
 };
-pub use x540::{Chip, LinkSpeed, ModelCounters, ResetRecord, RxError, SimBar, X540Config, X540Port, X540};
-pub use x710::{AqRc, X710Bar, X710Config, X710Counters, X710Part, X710Port, X710RxError, X710Thread, X710};
+pub use x540::{
+    Chip, LinkSpeed, ModelCounters, ResetRecord, RxError, SimBar, X540Config, X540Port, X540State, X540,
+};
+pub use x710::{AqRc, X710Bar, X710Config, X710Counters, X710Part, X710Port, X710RxError, X710State, X710Thread, X710};
