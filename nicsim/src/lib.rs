@@ -115,6 +115,7 @@
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 pub mod dma;
+mod error;
 pub mod fault;
 pub mod model;
 pub mod net;
@@ -126,6 +127,7 @@ pub mod x540;
 pub mod x710;
 
 pub use dma::IovaMap;
+pub use error::Error;
 pub use fault::{Fault, FaultLog};
 /// The names the X710 and SP670 models' stepping had before every model shared [`run_until_idle`].
 pub use model::{run_until_idle as run_until_idle_x710, run_until_idle as run_until_idle_sp670};
@@ -135,7 +137,5 @@ pub use sp670::{
     Sp670, Sp670Bar, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar, Sp670Port, Sp670RxError,
     Sp670State, Sp670Thread,
 };
-pub use x540::{
-    Chip, LinkSpeed, ModelCounters, ResetRecord, RxError, SimBar, X540Config, X540Port, X540State, X540,
-};
+pub use x540::{Chip, LinkSpeed, ModelCounters, ResetRecord, RxError, SimBar, X540Config, X540Port, X540State, X540};
 pub use x710::{AqRc, X710Bar, X710Config, X710Counters, X710Part, X710Port, X710RxError, X710State, X710Thread, X710};

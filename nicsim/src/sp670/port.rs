@@ -50,8 +50,8 @@ impl Sp670State {
         self.io.kick();
     }
 
-    pub(super) fn fault(&self, what: String) {
-        self.faults.record(Fault::Protocol { what });
+    pub(super) fn fault(&self, what: impl std::fmt::Display) {
+        self.faults.record(Fault::Protocol { what: what.to_string() });
     }
 
     /// Processes everything pending now; returns the work done (0: idle).

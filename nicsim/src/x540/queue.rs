@@ -1,6 +1,7 @@
 //! The X540/82599 model's queues: per-queue RX and TX state, the queue registers (RDH/TDH, RXDCTL/TXDCTL) and the
 //! checks a queue enable makes (docs/hw/ixgbe.md §6).
 
+use crate::Error;
 use std::time::Instant;
 
 use super::regs::*;
@@ -150,12 +151,18 @@ impl Core {
     }
 }
 
-fn check_ring(base: u64, len: u32) -> Result<(), String> {
+fn check_ring(base: u64, len: u32) -> Result<(), Error> {
     if len == 0 || !len.is_multiple_of(128) {
-        return Err(format!("ring length {len} bytes (must be a non-zero multiple of 128, docs/hw/ixgbe.md §6.2)"));
+        return Err(Error::Violation {
+            at: String::new(),
+            rule: format!("ring length {len} bytes (must be a non-zero multiple of 128, docs/hw/ixgbe.md §6.2)"),
+        });
     }
     if !base.is_multiple_of(16) {
-        return Err(format!("ring base {base:#x} not 16-byte aligned (docs/hw/ixgbe.md §14)"));
+        return Err(Error::Violation {
+            at: String::new(),
+            rule: format!("ring base {base:#x} not 16-byte aligned (docs/hw/ixgbe.md §14)"),
+        });
     }
     Ok(())
 }

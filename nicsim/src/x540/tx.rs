@@ -1,6 +1,7 @@
 //! Transmit: descriptor fetch from TDH to TDT (docs/hw/ixgbe.md §7.3, §7.4, §8.1), data gathering across descriptors, checksum
 //! offload from context descriptors, DD write-back on RS, head write-back (docs/hw/ixgbe.md §6.4), statistics (§13).
 
+use crate::Error;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -187,15 +188,18 @@ impl Core {
 /// hardware sums the bytes as they are — for L4 starting from whatever the checksum field holds (software seeds
 /// it with the pseudo-header sum, as DPDK's `rte_net_intel_cksum_prepare` and Linux do), for the IPv4 header with
 /// the field as given (software zeroes it) — and stores the complement.
-fn checksum_offload(frame: &mut [u8], ctx: &TxCtx, olinfo: u32) -> Result<(), String> {
+fn checksum_offload(frame: &mut [u8], ctx: &TxCtx, olinfo: u32) -> Result<(), Error> {
     let maclen = ((ctx.vlan_macip_lens >> 9) & 0x7F) as usize;
     let iplen = (ctx.vlan_macip_lens & 0x1FF) as usize;
     if maclen == 0 || iplen == 0 || maclen + iplen > frame.len() {
-        return Err(format!("context MACLEN {maclen} / IPLEN {iplen} do not fit a {}-byte frame", frame.len()));
+        return Err(Error::Violation {
+            at: String::new(),
+            rule: format!("context MACLEN {maclen} / IPLEN {iplen} do not fit a {}-byte frame", frame.len()),
+        });
     }
     if olinfo & TXD_POPTS_IXSM != 0 {
         if ctx.type_tucmd_mlhl & TXCTX_TUCMD_IPV4 == 0 {
-            return Err("IXSM with a context whose TUCMD.IPV4 is clear".into());
+            return Err(Error::Violation { at: "TX context".into(), rule: "IXSM with TUCMD.IPV4 clear".into() });
         }
         let c = net::internet_checksum(&frame[maclen..maclen + iplen]);
         frame[maclen + 10..maclen + 12].copy_from_slice(&c.to_be_bytes());
@@ -205,11 +209,11 @@ fn checksum_offload(frame: &mut [u8], ctx: &TxCtx, olinfo: u32) -> Result<(), St
         let field = match (ctx.type_tucmd_mlhl >> TXCTX_L4T_SHIFT) & 3 {
             0 => 6,
             1 => 16,
-            2 => return Err("SCTP CRC offload is not modelled".into()),
-            _ => return Err("TXSM with L4T = 3 (reserved)".into()),
+            2 => return Err(Error::Violation { at: "TXSM".into(), rule: "SCTP CRC offload is not modelled".into() }),
+            _ => return Err(Error::Violation { at: "TXSM".into(), rule: "L4T = 3 (reserved)".into() }),
         };
         if l4 + field + 2 > frame.len() {
-            return Err("L4 header beyond the frame".into());
+            return Err(Error::Violation { at: "TXSM".into(), rule: "L4 header beyond the frame".into() });
         }
         let mut c = !net::fold(net::ones_sum(&frame[l4..], 0));
         if field == 6 && c == 0 {

@@ -506,7 +506,7 @@ impl Core {
         }
         let cmd = match Command::decode(op, &d.params) {
             Ok(cmd) => cmd,
-            Err(why) => return einval(self, why),
+            Err(why) => return einval(self, why.to_string()),
         };
         let mut buf = vec![0u8; if indirect { len } else { 0 }];
         let addr = d.buffer_addr();

@@ -1,6 +1,7 @@
 //! Register semantics of one PF: reads and writes, PF reset, link state, the HMC segment commands and the
 //! queue enable handshakes of docs/hw/i40e.md §9.4, with the queue contexts read through the HMC.
 
+use crate::Error;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -413,7 +414,7 @@ impl Core {
     }
 
     /// Reads and checks PF queue `q`'s context through the HMC (docs/hw/i40e.md §8.3 step 7).
-    pub(super) fn read_context(&mut self, shared: &X710State, q: usize, tx: bool) -> Result<Vec<u8>, String> {
+    pub(super) fn read_context(&mut self, shared: &X710State, q: usize, tx: bool) -> Result<Vec<u8>, Error> {
         let f = usize::from(shared.config.pf_id);
         let (base, cnt, len, obj) = if tx {
             (glhmc_lantxbase(f), glhmc_lantxcnt(f), hmc::TX_CTX_LEN, "TX")
@@ -422,9 +423,10 @@ impl Core {
         };
         let count = GLHMC_CNT.get(self.reg(cnt)) as usize;
         if q >= count {
-            return Err(format!(
-                "GLHMC_LAN{obj}CNT({f}) = {count} has no context for queue {q} (docs/hw/i40e.md §8.3 step 6)"
-            ));
+            return Err(Error::Violation {
+                at: format!("GLHMC_LAN{obj}CNT({f})"),
+                rule: format!("= {count} has no context for queue {q} (docs/hw/i40e.md §8.3 step 6)"),
+            });
         }
         let fpm = u64::from(GLHMC_BASE.get(self.reg(base))) * hmc::FPM_BASE_UNIT + (q * len) as u64;
         let iova = match self.sd.translate(&shared.dma, fpm, len) {
@@ -435,10 +437,9 @@ impl Core {
             }
         };
         let mut obj_bytes = vec![0u8; len];
-        shared
-            .dma
-            .read(iova, &mut obj_bytes, &|| format!("{obj} queue context {q}"))
-            .map_err(|_| format!("{obj} context of queue {q} at IOVA {iova:#x} is outside the IOVA map"))?;
+        shared.dma.read(iova, &mut obj_bytes, &|| format!("{obj} queue context {q}")).map_err(|_| {
+            Error::Unmapped(format!("{obj} context of queue {q} at IOVA {iova:#x} is outside the IOVA map"))
+        })?;
         Ok(obj_bytes)
     }
 
@@ -451,18 +452,23 @@ impl Core {
         self.set_reg(PFINT_ICR0, icr);
     }
 
-    pub(super) fn enable_tx(&mut self, shared: &X710State, q: usize) -> Result<(), String> {
+    pub(super) fn enable_tx(&mut self, shared: &X710State, q: usize) -> Result<(), Error> {
         if !self.txq[q].qdis_cleared {
-            return Err(
-                "no CLEAR_QDIS for it in GLLAN_TXPRE_QDIS since reset or the last SET_QDIS (docs/hw/i40e.md §9.4 step 1)".into()
-            );
+            return Err(Error::Violation {
+                at: "GLLAN_TXPRE_QDIS".into(),
+                rule: "no CLEAR_QDIS for the queue since reset or the last SET_QDIS (docs/hw/i40e.md §9.4 step 1)"
+                    .into(),
+            });
         }
         let ctl = self.reg(qtx_ctl(q));
         if QTX_CTL_PFVF_Q.get(ctl) != QTX_CTL_PFVF_Q_PF || QTX_CTL_PF_INDX.get(ctl) != u32::from(shared.config.pf_id) {
-            return Err(format!(
-                "QTX_CTL({q}) = {ctl:#x}, want PFVF_Q = 2 (PF queue) and PF_INDX = {} (docs/hw/i40e.md §9.2 step 3)",
-                shared.config.pf_id
-            ));
+            return Err(Error::Violation {
+                at: format!("QTX_CTL({q})"),
+                rule: format!(
+                    "= {ctl:#x}, want PFVF_Q = 2 (PF queue) and PF_INDX = {} (docs/hw/i40e.md §9.2 step 3)",
+                    shared.config.pf_id
+                ),
+            });
         }
         let head = QTX_HEAD_HEAD.get(self.reg(qtx_head(q)));
         let obj = self.read_context(shared, q, true)?;
@@ -470,7 +476,10 @@ impl Core {
         let u = hmc::unpack(&obj, hmc::TX_CTX_FIELDS, &what)?;
         let ctx = hmc::tx_ctx(&u, &what, &self.aq.qs_handles(&shared.config))?;
         if head >= ctx.qlen {
-            return Err(format!("QTX_HEAD({q}) = {head} past the ring of {}", ctx.qlen));
+            return Err(Error::Violation {
+                at: format!("QTX_HEAD({q})"),
+                rule: format!("= {head} past the ring of {}", ctx.qlen),
+            });
         }
         let tail = shared.tx_tail[q].load(Ordering::Acquire);
         if tail != head {
@@ -484,18 +493,21 @@ impl Core {
         Ok(())
     }
 
-    pub(super) fn enable_rx(&mut self, shared: &X710State, q: usize) -> Result<(), String> {
+    pub(super) fn enable_rx(&mut self, shared: &X710State, q: usize) -> Result<(), Error> {
         let obj = self.read_context(shared, q, false)?;
         let what = format!("RX context of queue {q}");
         let u = hmc::unpack(&obj, hmc::RX_CTX_FIELDS, &what)?;
         let ctx = hmc::rx_ctx(&u, &what)?;
         let head = u.get("head") as u32;
         if head >= ctx.qlen {
-            return Err(format!("{what}: head {head} past the ring"));
+            return Err(Error::Violation { at: format!("{what}"), rule: format!("head {head} past the ring") });
         }
         let tail = shared.rx_tail[q].load(Ordering::Acquire);
         if tail >= ctx.qlen {
-            return Err(format!("QRX_TAIL({q}) = {tail} past the ring of {}", ctx.qlen));
+            return Err(Error::Violation {
+                at: format!("QRX_TAIL({q})"),
+                rule: format!("= {tail} past the ring of {}", ctx.qlen),
+            });
         }
         self.rxq[q].ctx = Some(ctx);
         shared.rx_qlen[q].store(ctx.qlen, Ordering::Release);

@@ -274,8 +274,8 @@ impl X710State {
         self.kick();
     }
 
-    fn fault(&self, what: String) {
-        self.faults.record(Fault::Protocol { what });
+    fn fault(&self, what: impl std::fmt::Display) {
+        self.faults.record(Fault::Protocol { what: what.to_string() });
     }
 
     /// A frame arrives from the wire: into the packet buffer, or dropped if it is full.

@@ -5,6 +5,7 @@
 //! writes), with the Toeplitz function only (GLQF_CTL.HTOEP = 1), and picks table entry `hash mod table size`.
 
 use crate::net::{self, L3};
+use crate::Error;
 
 use super::hmc::RxCtx;
 use super::regs::pctype::*;
@@ -251,7 +252,7 @@ impl Core {
         if hena & (1 << pctype) != 0 {
             if !GLQF_CTL_HTOEP.is_set(self.reg(GLQF_CTL)) {
                 shared.fault(
-                    "GLQF_CTL.HTOEP = 0: the simple XOR hash is not modelled (DPDK forces Toeplitz, docs/hw/i40e.md §12.2)".into(),
+                    "GLQF_CTL.HTOEP = 0: the simple XOR hash is not modelled (DPDK forces Toeplitz, docs/hw/i40e.md §12.2)",
                 );
             }
             let h = net::toeplitz(&self.rss_key(), &input);
@@ -375,21 +376,21 @@ impl Core {
         idx: u32,
         chunk: &[u8],
         last: Option<(&Classified, bool, bool)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let at = ctx.base + u64::from(idx) * ctx.desc_len as u64;
         let [pkt_addr, hdr_addr] = shared
             .dma
             .read_desc(at, &|| format!("RX descriptor {idx} of queue {q}"))
-            .map_err(|_| format!("RX descriptor {idx} of queue {q} outside the IOVA map"))?;
+            .map_err(|_| Error::Unmapped(format!("RX descriptor {idx} of queue {q} outside the IOVA map")))?;
         if hdr_addr & 1 != 0 {
-            return Err(format!(
-                "RX descriptor {idx} of queue {q}: hdr_addr bit 0 (where DD goes) is set: a descriptor not re-armed (docs/hw/i40e.md §10.1)"
-            ));
+            return Err(Error::Violation {
+                at: format!("RX descriptor {idx} of queue {q}"),
+                rule: "hdr_addr bit 0 (where DD goes) is set: a descriptor not re-armed (docs/hw/i40e.md §10.1)".into(),
+            });
         }
-        shared
-            .dma
-            .write(pkt_addr, chunk, &|| format!("RX buffer of descriptor {idx}, queue {q}"))
-            .map_err(|_| format!("RX buffer {pkt_addr:#x} of descriptor {idx}, queue {q}, outside the IOVA map"))?;
+        shared.dma.write(pkt_addr, chunk, &|| format!("RX buffer of descriptor {idx}, queue {q}")).map_err(|_| {
+            Error::Unmapped(format!("RX buffer {pkt_addr:#x} of descriptor {idx}, queue {q}, outside the IOVA map"))
+        })?;
         let mut lo = wb::DD.val(1);
         let mut hi = wb::LENGTH_PBUF.val(chunk.len() as u32);
         let mut qw0_lo = 0u32;
@@ -420,11 +421,11 @@ impl Core {
             shared
                 .dma
                 .write(at + 16, &[0u8; 16], &|| format!("RX write-back qwords 2-3, descriptor {idx}"))
-                .map_err(|_| "RX descriptor upper half outside the IOVA map".to_string())?;
+                .map_err(|_| Error::Unmapped("RX descriptor upper half outside the IOVA map".into()))?;
         }
         shared
             .dma
             .write_back(at, [qw0_lo, qw0_hi, lo, hi], 2, &|| format!("RX write-back {idx}, queue {q}"))
-            .map_err(|_| format!("RX write-back of descriptor {idx}, queue {q}, failed"))
+            .map_err(|_| Error::Unmapped(format!("RX write-back of descriptor {idx}, queue {q}, failed")))
     }
 }

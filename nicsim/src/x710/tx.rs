@@ -2,6 +2,7 @@
 //! checksum and VLAN insertion, and the malicious-driver checks of docs/hw/i40e.md §11 (a violation disables the queue, sets
 //! GL_MDET_TX and is recorded as a fault).
 
+use crate::Error;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -100,7 +101,7 @@ impl Core {
             match dtype {
                 txd::DTYPE_DATA => {
                     if let Err(why) = self.tx_data(shared, q, idx, addr, qw1) {
-                        return self.mdd(shared, q, why) + done as usize;
+                        return self.mdd(shared, q, why.to_string()) + done as usize;
                     }
                 }
                 txd::DTYPE_CONTEXT => {
@@ -165,20 +166,23 @@ impl Core {
     }
 
     /// One data descriptor: gather its buffer, and send the packet at EOP.
-    fn tx_data(&mut self, shared: &X710State, q: usize, idx: u32, addr: u64, qw1: u64) -> Result<(), String> {
+    fn tx_data(&mut self, shared: &X710State, q: usize, idx: u32, addr: u64, qw1: u64) -> Result<(), Error> {
         let cmd = get(qw1, txd::CMD);
         let size = get(qw1, txd::BUF_SZ) as usize;
         if cmd & !txd::CMD_KNOWN != 0 {
-            return Err(format!("descriptor {idx}: CMD {cmd:#x}"));
+            return Err(Error::Violation { at: format!("descriptor {idx}"), rule: format!("CMD {cmd:#x}") });
         }
         if size == 0 {
-            return Err(format!("descriptor {idx}: a buffer of length 0 (docs/hw/i40e.md §11)"));
+            return Err(Error::Violation {
+                at: format!("descriptor {idx}"),
+                rule: "a buffer of length 0 (docs/hw/i40e.md §11)".into(),
+            });
         }
         let mut buf = vec![0u8; size];
         shared
             .dma
             .read(addr, &mut buf, &|| format!("TX buffer of descriptor {idx}, queue {q}"))
-            .map_err(|_| format!("descriptor {idx}: buffer {addr:#x} outside the IOVA map"))?;
+            .map_err(|_| Error::Unmapped(format!("descriptor {idx}: buffer {addr:#x} outside the IOVA map")))?;
         let p = self.txq[q].pending.get_or_insert_with(|| Pending {
             data: Vec::new(),
             descs: 0,
@@ -190,19 +194,25 @@ impl Core {
         p.descs += 1;
         p.l2tag1 = get(qw1, txd::L2TAG1) as u16;
         if p.descs > MAX_DATA_DESCS {
-            return Err(format!("a packet spans more than {MAX_DATA_DESCS} data descriptors (docs/hw/i40e.md §11)"));
+            return Err(Error::Violation {
+                at: String::new(),
+                rule: format!("a packet spans more than {MAX_DATA_DESCS} data descriptors (docs/hw/i40e.md §11)"),
+            });
         }
         if cmd & txd::CMD_EOP == 0 {
             return Ok(());
         }
         let p = self.txq[q].pending.take().expect("pending packet");
         if p.data.len() < MIN_PACKET {
-            return Err(format!("a packet of {} bytes (at least 17, docs/hw/i40e.md §11)", p.data.len()));
+            return Err(Error::Violation {
+                at: String::new(),
+                rule: format!("a packet of {} bytes (at least 17, docs/hw/i40e.md §11)", p.data.len()),
+            });
         }
         self.send(shared, q, p)
     }
 
-    fn send(&mut self, shared: &X710State, q: usize, p: Pending) -> Result<(), String> {
+    fn send(&mut self, shared: &X710State, q: usize, p: Pending) -> Result<(), Error> {
         let mut frame = p.data;
         if p.cmd & txd::CMD_ICRC == 0 {
             shared.fault(format!(
@@ -213,7 +223,10 @@ impl Core {
         let ip_len = get(p.offset, txd::IPLEN) as usize * 4;
         if p.cmd & txd::CMD_IIPT_MASK == txd::CMD_IIPT_IPV4_CSUM {
             if ip_len < 20 || mac_len + ip_len > frame.len() {
-                return Err(format!("IPv4 checksum with MACLEN {mac_len} / IPLEN {ip_len} outside the packet"));
+                return Err(Error::Violation {
+                    at: String::new(),
+                    rule: format!("IPv4 checksum with MACLEN {mac_len} / IPLEN {ip_len} outside the packet"),
+                });
             }
             frame[mac_len + 10..mac_len + 12].fill(0);
             let c = net::internet_checksum(&frame[mac_len..mac_len + ip_len]);
@@ -225,11 +238,16 @@ impl Core {
             let field = match l4 {
                 txd::CMD_L4T_TCP => 16,
                 txd::CMD_L4T_UDP => 6,
-                txd::CMD_L4T_SCTP => return Err("SCTP CRC offload is not modelled".into()),
+                txd::CMD_L4T_SCTP => {
+                    return Err(Error::Violation { at: "SCTP".into(), rule: "CRC offload is not modelled".into() })
+                }
                 _ => unreachable!("two-bit field"),
             };
             if ip_len == 0 || l4_off + field + 2 > frame.len() {
-                return Err(format!("L4 checksum with MACLEN {mac_len} / IPLEN {ip_len} outside the packet"));
+                return Err(Error::Violation {
+                    at: "L4".into(),
+                    rule: format!("checksum with MACLEN {mac_len} / IPLEN {ip_len} outside the packet"),
+                });
             }
             // The field holds the pseudo-header sum (as DPDK's checksum prepare leaves it); the device sums the
             // L4 bytes over it.
