@@ -16,10 +16,7 @@
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 mod port;
-pub mod sp670;
 pub mod vdev;
-pub mod x540;
-pub mod x710;
 
 pub use port::SimPort;
 
@@ -36,29 +33,40 @@ pub struct SimNic {
     pub runs: &'static [(&'static str, u32)],
 }
 
-/// **The model list**: every simulated NIC, one line each.
-const NICS: [SimNic; 4] = [
-    SimNic { vdev: x540::VDEV, driver: "net_ixgbe", runs: &[("net_sim_x540,ports=2", 10_000)] },
-    SimNic { vdev: x540::VDEV_82599, driver: "net_ixgbe", runs: &[("net_sim_82599,ports=2", 10_000)] },
-    SimNic {
-        vdev: x710::VDEV,
-        driver: "net_i40e",
-        runs: &[("net_sim_x710,ports=2", 10_000), ("net_sim_x710,ports=2,part=xl710", 40_000)],
-    },
-    SimNic {
-        vdev: sp670::VDEV,
-        driver: "net_hinic3",
-        runs: &[("net_sim_sp670,ports=2", 100_000), ("net_sim_sp670,ports=2,speed=25000", 25_000)],
-    },
-];
+impl SimNic {
+    /// A NIC of the model list: its vdev, the driver that runs on it, its forwarding runs.
+    pub const fn new(vdev: VdevDriver, driver: &'static str, runs: &'static [(&'static str, u32)]) -> Self {
+        SimNic { vdev, driver, runs }
+    }
+}
 
-/// Every simulated NIC ([`NICS`]).
-pub static SIM_NICS: &[SimNic] = &NICS;
+/// Declares each NIC's module (`simports/src/<module>.rs`, its [`vdev::SimDriver`] and `VDEV`s) and lists its
+/// simulated NICs in [`SIM_NICS`]: one line per model.
+macro_rules! model_list {
+    ($($module:ident => [$($nic:expr),+ $(,)?],)+) => {
+        $(pub mod $module;)+
+        /// **The model list**, in the order of `model_list!`.
+        const NICS: &[SimNic] = &[$($($nic),+),+];
+    };
+}
+
+// The model list: one line per model module (the X540 module has two vdevs).
+model_list! {
+    x540 => [
+        SimNic::new(x540::VDEV, "net_ixgbe", &[("net_sim_x540,ports=2", 10_000)]),
+        SimNic::new(x540::VDEV_82599, "net_ixgbe", &[("net_sim_82599,ports=2", 10_000)]),
+    ],
+    x710 => [SimNic::new(x710::VDEV, "net_i40e", &[("net_sim_x710,ports=2", 10_000), ("net_sim_x710,ports=2,part=xl710", 40_000)])],
+    sp670 => [SimNic::new(sp670::VDEV, "net_hinic3", &[("net_sim_sp670,ports=2", 100_000), ("net_sim_sp670,ports=2,speed=25000", 25_000)])],
+}
+
+/// Every simulated NIC: the model list.
+pub static SIM_NICS: &[SimNic] = NICS;
 
 /// Every simulated port this crate provides, for an application's registry: the vdevs of [`SIM_NICS`].
-pub static VDEV_DRIVERS: &[VdevDriver] = &vdevs_of(NICS);
+pub static VDEV_DRIVERS: &[VdevDriver] = &vdevs_of::<{ NICS.len() }>(NICS);
 
-const fn vdevs_of<const N: usize>(nics: [SimNic; N]) -> [VdevDriver; N] {
+const fn vdevs_of<const N: usize>(nics: &[SimNic]) -> [VdevDriver; N] {
     let mut out = [nics[0].vdev; N];
     let mut i = 0;
     while i < N {
