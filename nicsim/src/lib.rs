@@ -15,6 +15,16 @@
 //! model decodes field by field, MSCA (MDIO), is a `bitfield` struct; the rest are single-bit flags, named
 //! `const`s.
 //!
+//! # One shape for every model
+//!
+//! Every model implements one trait, [`Model`], for its per-port state ([`X540State`], [`X710State`],
+//! [`Sp670State`]): its PCI identity and every register BAR, its function-level reset, how a frame arrives and what
+//! one step of the device does, its link and its counters. The rest is written once in [`ModelPort`], the handle
+//! of every model port ([`X540Port`], [`X710Port`] and [`Sp670Port`] are `ModelPort`s): wires (a twin, a pcap file,
+//! a TAP), frame injection and capture, stepping, the [`ModelThread`], faults, counters. Consumers (simports'
+//! `net_sim_*` vdevs, the vfio-user server, the drivers' tests) are written over `ModelPort<S: Model>`. The
+//! models' one error type is [`Error`]; what a driver gets wrong is recorded as a [`Fault`].
+//!
 //! # Instantiating a port
 //!
 //! ```

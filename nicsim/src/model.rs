@@ -87,8 +87,8 @@ pub trait Model: Send + Sync + Sized + 'static {
     /// A frame arrives from the wire (Ethernet bytes without FCS), damaged if `error`: false if the port's
     /// packet buffer was full.
     fn arrive(&self, frame: Vec<u8>, error: Option<Self::RxError>) -> bool;
-    /// Processes everything pending now; returns the work done (0: idle). The plumbing's wire has already been
-    /// pumped (see [`Plumbing::pump`]) when the model calls it first thing.
+    /// Processes everything pending now; returns the work done (0: idle). A model takes in a TAP wire's frames
+    /// first (the plumbing's `pump`).
     fn run_once(self: &Arc<Self>) -> usize;
     /// Frames waiting at the MAC for RX descriptors.
     fn frames_waiting(&self) -> usize;

@@ -7,7 +7,7 @@
 //! BARs), `port` (the port handle, wires, the model thread), this module (configuration and the device state).
 //!
 //! Like the firmware, the model answers asynchronously: a mailbox send, a cmdq doorbell or a data-path doorbell
-//! takes effect when the model runs ([`Sp670Port::step`], [`run_until_idle_sp670`] or the thread of
+//! takes effect when the model runs ([`Sp670Port::step`], [`crate::run_until_idle`] or the thread of
 //! [`Sp670Port::start_thread`]); a driver polls the write-back, the AEQ, the WQE busy bit and the CI slot.
 //!
 //! Not modelled: interrupts, CEQs and MSI-X delivery (vectors are only masked/unmasked), VFs, the enhanced cmdq and
