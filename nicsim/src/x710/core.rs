@@ -500,7 +500,7 @@ impl Core {
         let ctx = hmc::rx_ctx(&u, &what)?;
         let head = u.get("head") as u32;
         if head >= ctx.qlen {
-            return Err(Error::Violation { at: format!("{what}"), rule: format!("head {head} past the ring") });
+            return Err(Error::Violation { at: what.to_string(), rule: format!("head {head} past the ring") });
         }
         let tail = shared.rx_tail[q].load(Ordering::Acquire);
         if tail >= ctx.qlen {

@@ -203,7 +203,7 @@ pub(crate) fn unpack(obj: &[u8], fields: &[CtxField], what: &str) -> Result<Unpa
     }
     if let Some(bit) = (0..obj.len() * 8).find(|&b| !covered[b] && obj[b / 8] & (1 << (b % 8)) != 0) {
         return Err(Error::Violation {
-            at: format!("{what}"),
+            at: what.to_string(),
             rule: format!("reserved bit {bit} is set (no field of docs/hw/i40e.md §8.5/§8.6 is there)"),
         });
     }
@@ -221,7 +221,7 @@ pub(crate) const RING_MULTIPLE: u64 = 32;
 pub(crate) fn check_qlen(qlen: u64, what: &str) -> Result<(), Error> {
     if !(RING_MIN..=RING_MAX).contains(&qlen) || !qlen.is_multiple_of(RING_MULTIPLE) {
         return Err(Error::Violation {
-            at: format!("{what}"),
+            at: what.to_string(),
             rule: format!("qlen {qlen} (must be a multiple of 32 from 64 to 8160, docs/hw/i40e.md §15)"),
         });
     }
@@ -260,28 +260,28 @@ pub(crate) fn tx_ctx(u: &Unpacked, what: &str, handles: &[u32]) -> Result<TxCtx,
     for f in ["fc_ena", "fd_ena", "alt_vlan_ena", "rdylist_act"] {
         if u.get(f) != 0 {
             return Err(Error::Violation {
-                at: format!("{what}"),
+                at: what.to_string(),
                 rule: format!("{f} = 1 (the model supports plain LAN queues only; docs/hw/i40e.md §8.5 wants 0)"),
             });
         }
     }
     if u.get("new_context") != 1 {
         return Err(Error::Violation {
-            at: format!("{what}"),
+            at: what.to_string(),
             rule: "new_context = 0 (docs/hw/i40e.md §8.5: set it to 1)".into(),
         });
     }
     if u.get("base") == 0 {
-        return Err(Error::Violation { at: format!("{what}"), rule: "base = 0 (ring IOVA / 128)".into() });
+        return Err(Error::Violation { at: what.to_string(), rule: "base = 0 (ring IOVA / 128)".into() });
     }
     let rdylist = u.get("rdylist") as u32;
     if !handles.contains(&rdylist) {
-        return Err(Error::Violation { at: format!("{what}"), rule: format!("rdylist {rdylist:#x} is not a queue-set handle the firmware gave out ({handles:#x?}; docs/hw/i40e.md §6.6, §8.5)") });
+        return Err(Error::Violation { at: what.to_string(), rule: format!("rdylist {rdylist:#x} is not a queue-set handle the firmware gave out ({handles:#x?}; docs/hw/i40e.md §6.6, §8.5)") });
     }
     let head_wb = (u.get("head_wb_ena") == 1).then(|| u.get("head_wb_addr"));
     if head_wb.is_some_and(|a| !a.is_multiple_of(4)) {
         return Err(Error::Violation {
-            at: format!("{what}"),
+            at: what.to_string(),
             rule: format!("head_wb_addr {:#x} not 4-byte aligned", u.get("head_wb_addr")),
         });
     }
@@ -292,37 +292,37 @@ pub(crate) fn tx_ctx(u: &Unpacked, what: &str, handles: &[u32]) -> Result<TxCtx,
 pub(crate) fn rx_ctx(u: &Unpacked, what: &str) -> Result<RxCtx, Error> {
     check_qlen(u.get("qlen"), what)?;
     if u.get("base") == 0 {
-        return Err(Error::Violation { at: format!("{what}"), rule: "base = 0 (ring IOVA / 128)".into() });
+        return Err(Error::Violation { at: what.to_string(), rule: "base = 0 (ring IOVA / 128)".into() });
     }
     let dbuff = u.get("dbuff");
     if dbuff == 0 {
         return Err(Error::Violation {
-            at: format!("{what}"),
+            at: what.to_string(),
             rule: "dbuff = 0 (data buffer size / 128, docs/hw/i40e.md §8.6)".into(),
         });
     }
     if u.get("dtype") != 0 || u.get("hsplit_0") != 0 || u.get("hsplit_1") != 0 || u.get("hbuff") != 0 {
         return Err(Error::Violation {
-            at: format!("{what}"),
+            at: what.to_string(),
             rule: "header split requested (dtype/hsplit/hbuff); the model supports none".into(),
         });
     }
     if u.get("fc_ena") != 0 || u.get("showiv") != 0 {
         return Err(Error::Violation {
-            at: format!("{what}"),
+            at: what.to_string(),
             rule: "fc_ena/showiv set (FCoE and inner-VLAN display are not modelled)".into(),
         });
     }
     let rxmax = u.get("rxmax");
     if rxmax == 0 || rxmax > MAX_FRAME {
         return Err(Error::Violation {
-            at: format!("{what}"),
+            at: what.to_string(),
             rule: format!("rxmax {rxmax} (1..=9728 bytes, docs/hw/i40e.md §8.6/§15)"),
         });
     }
     if u.get("prefena") != 1 {
         return Err(Error::Violation {
-            at: format!("{what}"),
+            at: what.to_string(),
             rule: "prefena = 0 (docs/hw/i40e.md §8.6: the manual demands 1)".into(),
         });
     }
