@@ -65,12 +65,8 @@ pub trait Model: Send + Sync + Sized + 'static {
     fn config(&self) -> &Self::Config;
     /// The port's number on its card (LAN ID, PF number, function ID): thread names and debug output.
     fn unit(&self) -> u16;
-    /// The shared plumbing the state embeds.
+    /// The shared plumbing the state embeds (with the port's fault log and IOVA map).
     fn plumbing(&self) -> &Plumbing<Self>;
-    /// The port's fault log.
-    fn fault_log(&self) -> &Arc<FaultLog>;
-    /// The port's IOVA map: the model reaches host memory only through it.
-    fn iova_map(&self) -> &Arc<IovaMap>;
 
     /// What the function presents on the PCI bus (IDs, BAR sizes, MSI-X vectors).
     fn identity(&self) -> PciIdentity;
@@ -108,24 +104,17 @@ pub trait Model: Send + Sync + Sized + 'static {
     fn named_counters(&self) -> Vec<(&'static str, u64)>;
 }
 
-/// The plumbing every model port's state embeds: where its TX frames go, the model thread's parking, the
-/// interrupt sink. Nothing here is NIC behaviour.
+/// The plumbing every model port's state embeds: the port's fault log and IOVA map, where its TX frames go, the
+/// model thread's parking, the interrupt sink. Nothing here is NIC behaviour.
 pub struct Plumbing<S> {
+    /// Faults the port recorded.
+    pub(crate) faults: Arc<FaultLog>,
+    /// The port's IOVA map: the model reaches host memory only through it.
+    pub(crate) dma: Arc<IovaMap>,
     pub(crate) wire: Wire<S>,
     parked: AtomicBool,
     thread: Mutex<Option<Thread>>,
     irq: Mutex<Option<IrqSink>>,
-}
-
-impl<S> Default for Plumbing<S> {
-    fn default() -> Self {
-        Plumbing {
-            wire: Wire::default(),
-            parked: AtomicBool::new(false),
-            thread: Mutex::new(None),
-            irq: Mutex::new(None),
-        }
-    }
 }
 
 impl<S> fmt::Debug for Plumbing<S> {
@@ -135,6 +124,20 @@ impl<S> fmt::Debug for Plumbing<S> {
 }
 
 impl<S> Plumbing<S> {
+    /// The plumbing of a new port: an empty fault log (panicking at the first fault if `panic_on_fault`), an empty
+    /// IOVA map, TX frames captured.
+    pub(crate) fn new(panic_on_fault: bool) -> Self {
+        let faults = Arc::new(FaultLog::new(panic_on_fault));
+        Plumbing {
+            dma: Arc::new(IovaMap::new(faults.clone())),
+            faults,
+            wire: Wire::default(),
+            parked: AtomicBool::new(false),
+            thread: Mutex::new(None),
+            irq: Mutex::new(None),
+        }
+    }
+
     /// Wakes the model thread if it parked (a doorbell, a frame, a register write: work may be waiting).
     pub(crate) fn kick(&self) {
         if self.parked.load(Ordering::Acquire) {
@@ -165,13 +168,13 @@ impl<S> Plumbing<S> {
 impl<S: Model> Plumbing<S> {
     /// Puts a transmitted frame on the wire: kept, written to pcap or the TAP, or delivered to the twin (with the
     /// error it carries, so a damaged frame stays damaged).
-    pub(crate) fn transmit(&self, faults: &FaultLog, data: Vec<u8>, error: Option<S::RxError>) {
+    pub(crate) fn transmit(&self, data: Vec<u8>, error: Option<S::RxError>) {
         match self.wire.send(data) {
             Sent::Done => {}
             Sent::Peer(peer, data) => {
                 peer.arrive(data, error);
             }
-            Sent::Failed(e) => faults.record(Fault::Protocol { what: format!("pcap wire: {e}") }),
+            Sent::Failed(e) => self.faults.record(Fault::Protocol { what: format!("pcap wire: {e}") }),
         }
     }
 
@@ -254,7 +257,7 @@ impl<S: Model> ModelPort<S> {
     /// The port's IOVA map: hand it to the driver as its [`drvkit::dma::DmaMapper`]. The model reaches host memory
     /// only through it.
     pub fn dma_mapper(&self) -> Arc<IovaMap> {
-        self.shared.iova_map().clone()
+        self.shared.plumbing().dma.clone()
     }
 
     /// Sends the port's interrupt messages to `sink` (called with the vector: MSI-X vector n, or 0 for MSI/INTx)
@@ -365,23 +368,23 @@ impl<S: Model> ModelPort<S> {
 
     /// Faults recorded so far (DMA outside the IOVA map, register misuse, protocol violations).
     pub fn faults(&self) -> Vec<Fault> {
-        self.shared.fault_log().faults()
+        self.shared.plumbing().faults.faults()
     }
 
     /// Removes and returns the faults recorded so far (for tests that provoke one on purpose).
     pub fn take_faults(&self) -> Vec<Fault> {
-        self.shared.fault_log().take()
+        self.shared.plumbing().faults.take()
     }
 
     /// Panics listing the faults, if any.
     #[track_caller]
     pub fn assert_no_faults(&self) {
-        self.shared.fault_log().assert_none()
+        self.shared.plumbing().faults.assert_none()
     }
 
     /// Turns panic-on-fault on or off at run time.
     pub fn set_panic_on_fault(&self, on: bool) {
-        self.shared.fault_log().set_panic_on_fault(on)
+        self.shared.plumbing().faults.set_panic_on_fault(on)
     }
 
     /// The model's exact counters (never cleared).

@@ -12,8 +12,7 @@ use super::cmdq::MAX_CMDQS;
 use super::regs::*;
 use super::rx::Drop as RxDrop;
 use super::{Core, Sp670Config, Sp670Counters, Sp670RxError, DEVICE_HINIC3_PF, VENDOR_HUAWEI};
-use crate::dma::IovaMap;
-use crate::fault::{Fault, FaultLog};
+use crate::fault::Fault;
 use crate::model::{FrameCounts, Model, ModelPort, Plumbing, SharedBar};
 use crate::pci::PciIdentity;
 
@@ -26,8 +25,6 @@ pub(super) const DB_PENDING: u32 = 1 << 31;
 pub struct Sp670State {
     pub(super) config: Sp670Config,
     pub(super) core: Mutex<Core>,
-    pub(super) faults: Arc<FaultLog>,
-    pub(super) dma: Arc<IovaMap>,
     /// Doorbells, written without the model lock: the PI with [`DB_PENDING`].
     pub(super) sq_db: Box<[AtomicU32]>,
     pub(super) rq_db: Box<[AtomicU32]>,
@@ -38,7 +35,7 @@ pub struct Sp670State {
     pub(super) db_low: Mutex<Vec<Option<u32>>>,
     pub(super) inbound: Mutex<VecDeque<(Vec<u8>, Option<Sp670RxError>)>>,
     /// Where TX frames go, the thread's parking, the interrupt sink (which the model never signals).
-    io: Plumbing<Sp670State>,
+    pub(super) io: Plumbing<Sp670State>,
 }
 
 impl Sp670State {
@@ -51,7 +48,7 @@ impl Sp670State {
     }
 
     pub(super) fn fault(&self, what: impl std::fmt::Display) {
-        self.faults.record(Fault::Protocol { what: what.to_string() });
+        self.io.faults.record(Fault::Protocol { what: what.to_string() });
     }
 
     /// Processes everything pending now; returns the work done (0: idle).
@@ -124,7 +121,7 @@ impl Sp670State {
         work += out.len();
         if !out.is_empty() {
             for frame in out {
-                self.io.transmit(&self.faults, frame, None);
+                self.io.transmit(frame, None);
             }
         }
         work
@@ -172,23 +169,20 @@ impl Model for Sp670State {
     const FAMILY: &'static str = "sp670";
 
     fn build(config: Sp670Config) -> Arc<Self> {
-        let faults = Arc::new(FaultLog::new(config.panic_on_fault));
-        let dma = Arc::new(IovaMap::new(faults.clone()));
+        let io = Plumbing::new(config.panic_on_fault);
         let n = usize::from(config.max_queues);
         assert!((1..=256).contains(&n), "max_queues 1 to 256");
         assert!((2..=4).contains(&config.num_aeqs) && config.num_aeqs.is_power_of_two(), "num_aeqs 2 or 4");
         Arc::new(Sp670State {
-            core: Mutex::new(Core::new(config.clone(), dma.clone(), faults.clone())),
+            core: Mutex::new(Core::new(config.clone(), io.dma.clone(), io.faults.clone())),
             config,
-            faults,
-            dma,
             sq_db: (0..n).map(|_| AtomicU32::new(0)).collect(),
             rq_db: (0..n).map(|_| AtomicU32::new(0)).collect(),
             cmdq_db: Default::default(),
             db_disabled: AtomicBool::new(false),
             db_low: Mutex::new(vec![None; DB_BAR_LEN / 8]),
             inbound: Mutex::new(VecDeque::new()),
-            io: Plumbing::default(),
+            io,
         })
     }
 
@@ -206,12 +200,6 @@ impl Model for Sp670State {
     }
     fn plumbing(&self) -> &Plumbing<Self> {
         &self.io
-    }
-    fn fault_log(&self) -> &Arc<FaultLog> {
-        &self.faults
-    }
-    fn iova_map(&self) -> &Arc<IovaMap> {
-        &self.dma
     }
 
     /// 19e5:0222, BAR1 cfg, BAR2 the interrupt region (the MSI-X table and PBA), BAR3 mgmt, BAR4 doorbells
@@ -247,7 +235,7 @@ impl Model for Sp670State {
     /// yet taken forgotten; the exact counters and the command logs stay (they are the test's, not the device's).
     fn function_reset(self: &Arc<Self>) {
         let mut core = self.lock();
-        let fresh = Core::new(self.config.clone(), self.dma.clone(), self.faults.clone());
+        let fresh = Core::new(self.config.clone(), self.io.dma.clone(), self.io.faults.clone());
         let (counters, mgmt_log, cmdq_log) =
             (core.counters, std::mem::take(&mut core.mgmt_log), std::mem::take(&mut core.cmdq_log));
         *core = Core { counters, mgmt_log, cmdq_log, drop_doorbells: true, ..fresh };

@@ -25,8 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::dma::IovaMap;
-use crate::fault::{Fault, FaultLog};
+use crate::fault::Fault;
 use crate::model::Plumbing;
 use phy::{Phy, PhyEvent};
 use queue::{queue_reg, RxQ, TxCtx, TxQ};
@@ -211,8 +210,6 @@ pub struct X540State {
     pb_capacity: AtomicUsize,
     /// Frames dropped at arrival for a full packet buffer, not yet added to MPC.
     missed_at_arrival: AtomicU64,
-    faults: Arc<FaultLog>,
-    dma: Arc<IovaMap>,
     /// Where TX frames go, the thread's parking, the interrupt sink (the packet buffer `inbound` stays a Mutex: its
     /// byte count must change together with its frames).
     io: Plumbing<X540State>,
@@ -263,7 +260,7 @@ impl X540State {
             self.receive(frame);
             return;
         }
-        self.io.transmit(&self.faults, frame.data, frame.error);
+        self.io.transmit(frame.data, frame.error);
     }
 
     fn tail_doorbell(offset: usize) -> Option<(bool, usize)> {
@@ -708,7 +705,7 @@ impl Core {
                     let hl = self.reg(HLREG0) & HLREG0_RXCRCSTRP != 0;
                     let rd = self.reg(RDRXCTL) & RDRXCTL_CRCSTRIP != 0;
                     if hl != rd {
-                        shared.faults.record(Fault::Protocol {
+                        shared.io.faults.record(Fault::Protocol {
                             what: format!(
                                 "RXCTRL.RXEN set with HLREG0.RXCRCSTRP={} but RDRXCTL.CRCSTRIP={} (both must agree, docs/hw/ixgbe.md §3.5 step 21)",
                                 hl as u8, rd as u8

@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 
 use drvkit::bar::RegisterSpace;
 
-use crate::dma::IovaMap;
-use crate::fault::FaultLog;
 use crate::model::{FrameCounts, Model, ModelPort, Plumbing, SharedBar};
 use crate::pci::PciIdentity;
 
@@ -35,7 +33,7 @@ impl std::fmt::Debug for SimBar {
 impl SimBar {
     fn check(&self, offset: usize, what: &str) -> bool {
         if !offset.is_multiple_of(4) || offset + 4 > self.shared.config.bar0_len {
-            self.shared.faults.record(Fault::Register {
+            self.shared.io.faults.record(Fault::Register {
                 offset,
                 what: format!("{what} outside the {:#x}-byte BAR0 or unaligned", self.shared.config.bar0_len),
             });
@@ -112,7 +110,6 @@ impl Model for X540State {
     const FAMILY: &'static str = "x540";
 
     fn build(config: X540Config) -> Arc<Self> {
-        let faults = Arc::new(FaultLog::new(config.panic_on_fault));
         let core = Core::new(&config);
         let pb = core.reg(rxpbsize(0)) as usize;
         let shared = Arc::new(X540State {
@@ -122,9 +119,7 @@ impl Model for X540State {
             inbound: Mutex::new(Inbound::default()),
             pb_capacity: AtomicUsize::new(pb),
             missed_at_arrival: AtomicU64::new(0),
-            dma: Arc::new(IovaMap::new(faults.clone())),
-            faults,
-            io: Plumbing::default(),
+            io: Plumbing::new(config.panic_on_fault),
             phy_active: AtomicBool::new(!config.phy_powered_down),
             counters: Mutex::new(ModelCounters::default()),
             resets: Mutex::new(Vec::new()),
@@ -149,12 +144,6 @@ impl Model for X540State {
     }
     fn plumbing(&self) -> &Plumbing<Self> {
         &self.io
-    }
-    fn fault_log(&self) -> &Arc<FaultLog> {
-        &self.faults
-    }
-    fn iova_map(&self) -> &Arc<IovaMap> {
-        &self.dma
     }
 
     /// Vendor 0x8086, device 0x1528 or, for the 82599, 0x10FB; BAR sizes (docs/hw/ixgbe.md §1).

@@ -72,14 +72,14 @@ impl Core {
         let delay = shared.config.queue_enable_delay;
         if rx && offset == rdh(q) {
             if self.rxq[q].enabled && value >= self.rxq[q].n {
-                shared.faults.record(Fault::Protocol { what: format!("RDH({q}) = {value} past the ring") });
+                shared.io.faults.record(Fault::Protocol { what: format!("RDH({q}) = {value} past the ring") });
             }
             self.rxq[q].head = value;
             return;
         }
         if !rx && offset == tdh(q) {
             if self.txq[q].enabled && value >= self.txq[q].n {
-                shared.faults.record(Fault::Protocol { what: format!("TDH({q}) = {value} past the ring") });
+                shared.io.faults.record(Fault::Protocol { what: format!("TDH({q}) = {value} past the ring") });
             }
             self.txq[q].head = value;
             return;
@@ -97,7 +97,7 @@ impl Core {
             if on {
                 let (base, len) = ((self.reg(rdbah(q)) as u64) << 32 | self.reg(rdbal(q)) as u64, self.reg(rdlen(q)));
                 if let Err(why) = check_ring(base, len) {
-                    shared.faults.record(Fault::Protocol { what: format!("RXDCTL({q}).ENABLE with {why}") });
+                    shared.io.faults.record(Fault::Protocol { what: format!("RXDCTL({q}).ENABLE with {why}") });
                     self.set_reg(offset, value & !QCTL_ENABLE);
                     return;
                 }
@@ -105,7 +105,7 @@ impl Core {
                 if (srrctl >> SRRCTL_DESCTYPE_SHIFT) & 7 != SRRCTL_DESCTYPE_ADV_ONEBUF
                     || srrctl & SRRCTL_BSIZEPKT_MASK == 0
                 {
-                    shared.faults.record(Fault::Protocol {
+                    shared.io.faults.record(Fault::Protocol {
                         what: format!(
                             "RXDCTL({q}).ENABLE with SRRCTL({q}) = {srrctl:#x}: the model needs DESCTYPE advanced one-buffer (docs/hw/ixgbe.md §6.2) and BSIZEPACKET > 0"
                         ),
@@ -119,12 +119,12 @@ impl Core {
         } else if on {
             let (base, len) = ((self.reg(tdbah(q)) as u64) << 32 | self.reg(tdbal(q)) as u64, self.reg(tdlen(q)));
             if let Err(why) = check_ring(base, len) {
-                shared.faults.record(Fault::Protocol { what: format!("TXDCTL({q}).ENABLE with {why}") });
+                shared.io.faults.record(Fault::Protocol { what: format!("TXDCTL({q}).ENABLE with {why}") });
                 self.set_reg(offset, value & !QCTL_ENABLE);
                 return;
             }
             if self.reg(DMATXCTL) & DMATXCTL_TE == 0 {
-                shared.faults.record(Fault::Protocol {
+                shared.io.faults.record(Fault::Protocol {
                     what: format!(
                         "TXDCTL({q}).ENABLE before DMATXCTL.TE (TE must be set first, docs/hw/ixgbe.md §3.6 step 32)"
                     ),

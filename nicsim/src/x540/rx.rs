@@ -340,7 +340,7 @@ impl Core {
         let ndesc = c.data.len().div_ceil(bsize).max(1) as u32;
         let tail = shared.rdt[qi].load(Ordering::Acquire);
         if tail >= q.n {
-            shared.faults.record(crate::fault::Fault::Protocol {
+            shared.io.faults.record(crate::fault::Fault::Protocol {
                 what: format!("RDT({qi}) = {tail} past the ring of {} descriptors", q.n),
             });
             shared.counters().rx_missed += 1;
@@ -365,14 +365,14 @@ impl Core {
         for (i, chunk) in chunks.enumerate() {
             let desc = q.base + u64::from(head) * 16;
             let what = || format!("RX descriptor {head} of queue {qi} at {desc:#x}");
-            let Ok([pkt_addr, _hdr]) = shared.dma.read_desc(desc, &what) else { break };
+            let Ok([pkt_addr, _hdr]) = shared.io.dma.read_desc(desc, &what) else { break };
             let what_data = || format!("RX data buffer of descriptor {head}, queue {qi}");
-            if shared.dma.write(pkt_addr, chunk, &what_data).is_err() {
+            if shared.io.dma.write(pkt_addr, chunk, &what_data).is_err() {
                 break;
             }
             let eop = if i == last { RXD_STAT_EOP } else { 0 };
             let dwords = [c.dw0, c.dw1, c.status | RXD_STAT_DD | eop, chunk.len() as u32 | u32::from(c.vlan) << 16];
-            if shared.dma.write_back(desc, dwords, 2, &what).is_err() {
+            if shared.io.dma.write_back(desc, dwords, 2, &what).is_err() {
                 break;
             }
             head = (head + 1) % q.n;

@@ -35,6 +35,7 @@ impl Core {
         let tail = shared.tdt[qi].load(Ordering::Acquire);
         if tail >= n {
             shared
+                .io
                 .faults
                 .record(Fault::Protocol { what: format!("TDT({qi}) = {tail} past the ring of {n} descriptors") });
             self.txq[qi].hung = true;
@@ -45,7 +46,7 @@ impl Core {
             let head = self.txq[qi].head;
             let addr = base + u64::from(head) * 16;
             let what = || format!("TX descriptor {head} of queue {qi} at {addr:#x}");
-            let Ok([lo, hi]) = shared.dma.read_desc(addr, &what) else {
+            let Ok([lo, hi]) = shared.io.dma.read_desc(addr, &what) else {
                 self.txq[qi].hung = true; // a DMA error stops the queue
                 break;
             };
@@ -54,7 +55,7 @@ impl Core {
             let cmd = hi as u32;
             let olinfo = (hi >> 32) as u32;
             if cmd & TXD_CMD_DEXT == 0 {
-                shared.faults.record(Fault::Protocol {
+                shared.io.faults.record(Fault::Protocol {
                     what: format!("legacy TX descriptor (DEXT clear) at {head} of queue {qi}: DEXT is required (docs/hw/ixgbe.md §7.3)"),
                 });
                 continue;
@@ -64,7 +65,7 @@ impl Core {
                     let mss_l4len_idx = olinfo;
                     let idx = ((mss_l4len_idx >> 4) & 7) as usize;
                     if idx > 1 {
-                        shared.faults.record(Fault::Protocol {
+                        shared.io.faults.record(Fault::Protocol {
                             what: format!(
                                 "TX context descriptor IDX {idx} on queue {qi}: only slots 0 and 1 exist (docs/hw/ixgbe.md §7.4)"
                             ),
@@ -76,13 +77,13 @@ impl Core {
                 TXD_DTYP_DATA => {
                     let len = (cmd & 0xFFFF) as usize;
                     if len == 0 {
-                        shared.faults.record(Fault::Protocol {
+                        shared.io.faults.record(Fault::Protocol {
                             what: format!("TX data descriptor {head} of queue {qi} with DTALEN 0"),
                         });
                     }
                     let mut buf = vec![0u8; len];
                     let what_data = || format!("TX data buffer of descriptor {head}, queue {qi}");
-                    if shared.dma.read(lo, &mut buf, &what_data).is_err() {
+                    if shared.io.dma.read(lo, &mut buf, &what_data).is_err() {
                         self.txq[qi].pending = None;
                         self.txq[qi].hung = true;
                         break;
@@ -94,12 +95,12 @@ impl Core {
                         self.finish_frame(shared, qi, frame, first_cmd, first_olinfo, link_up);
                     }
                 }
-                other => shared.faults.record(Fault::Protocol {
+                other => shared.io.faults.record(Fault::Protocol {
                     what: format!("TX descriptor {head} of queue {qi} with DTYP {other:#x} (data 0x3, context 0x2)"),
                 }),
             }
             if cmd & TXD_CMD_RS != 0 {
-                let _ = shared.dma.write_u32(addr + 12, olinfo | TXD_STAT_DD, &what);
+                let _ = shared.io.dma.write_u32(addr + 12, olinfo | TXD_STAT_DD, &what);
                 self.queue_cause(shared, false, qi);
             }
         }
@@ -107,7 +108,7 @@ impl Core {
         if work > 0 && wbal & 1 != 0 {
             let wb = u64::from(self.reg(tdwbah(qi))) << 32 | u64::from(wbal & !3);
             let head = self.txq[qi].head;
-            let _ = shared.dma.write_u32(wb, head, &|| format!("TX head write-back of queue {qi}"));
+            let _ = shared.io.dma.write_u32(wb, head, &|| format!("TX head write-back of queue {qi}"));
         }
         work
     }
@@ -123,11 +124,11 @@ impl Core {
     ) {
         let paylen = (olinfo >> TXD_PAYLEN_SHIFT) as usize;
         if cmd & TXD_CMD_TSE != 0 {
-            shared.faults.record(Fault::Protocol {
+            shared.io.faults.record(Fault::Protocol {
                 what: format!("TSO (DCMD.TSE) on queue {qi}: not modelled; frame sent unsegmented"),
             });
         } else if paylen != frame.len() {
-            shared.faults.record(Fault::Protocol {
+            shared.io.faults.record(Fault::Protocol {
                 what: format!(
                     "TX frame of {} bytes on queue {qi} with PAYLEN {paylen} (must be the total length, docs/hw/ixgbe.md §7.3)",
                     frame.len()
@@ -144,7 +145,7 @@ impl Core {
         }
         if olinfo & (TXD_POPTS_IXSM | TXD_POPTS_TXSM) != 0 {
             if let Err(why) = checksum_offload(&mut frame, &ctx, olinfo) {
-                shared.faults.record(Fault::Protocol { what: format!("TX checksum offload on queue {qi}: {why}") });
+                shared.io.faults.record(Fault::Protocol { what: format!("TX checksum offload on queue {qi}: {why}") });
             }
         }
         let mut error = None;

@@ -101,7 +101,7 @@ impl Core {
             CTRL if value & (CTRL_RST | CTRL_LNK_RST) != 0 => {
                 let link_reset = value & CTRL_LNK_RST != 0;
                 if link_reset && self.link_up(shared, now) {
-                    shared.faults.record(Fault::Protocol {
+                    shared.io.faults.record(Fault::Protocol {
                         what: "CTRL.LNK_RST with the link up: the 82599 uses LNK_RST only while the link is down and \
                                CTRL.RST while it is up (docs/hw/ixgbe.md §3.2 step 4)"
                             .into(),
@@ -122,7 +122,7 @@ impl Core {
             ESDP | AUTOC2 => {
                 if offset == ESDP && shared.config.mng_veto && value & ESDP_SDP3 != 0 && self.reg(ESDP) & ESDP_SDP3 == 0
                 {
-                    shared.faults.record(Fault::Protocol {
+                    shared.io.faults.record(Fault::Protocol {
                         what: "ESDP.SDP3 set (SFP+ laser off) while MMNGC.MNG_VETO is set: management firmware loses \
                                its link (docs/hw/ixgbe.md §5.6)"
                             .into(),
@@ -167,7 +167,7 @@ impl Core {
                         None
                     };
                     if let Some(why) = why {
-                        shared.faults.record(Fault::Protocol {
+                        shared.io.faults.record(Fault::Protocol {
                             what: format!(
                                 "RXCTRL.RXEN set {why}: the 82599 errata sequence is RX_DIS = 1, poll SECRX_RDY, set \
                                  RXEN, clear RX_DIS (docs/hw/ixgbe.md §3.7 step 35)"

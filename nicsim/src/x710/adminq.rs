@@ -282,7 +282,7 @@ impl AdminQ {
     }
 
     pub fn write(&mut self, shared: &X710State, offset: usize, value: u32) {
-        let fault = |what: String| shared.faults.record(Fault::Protocol { what });
+        let fault = |what: String| shared.io.faults.record(Fault::Protocol { what });
         let ptr = |name: &str, ring: &Ring| {
             if AQ_PTR.get(value) != value || (ring.enabled() && value >= ring.entries()) {
                 fault(format!(
@@ -374,7 +374,7 @@ pub(crate) fn vsi_stat_index(config: &X710Config) -> usize {
 
 impl Core {
     pub(super) fn aq_fault(&self, shared: &X710State, op: u16, why: String) {
-        shared.faults.record(Fault::Protocol { what: format!("admin command {op:#06x}: {why}") });
+        shared.io.faults.record(Fault::Protocol { what: format!("admin command {op:#06x}: {why}") });
     }
 
     /// Processes the ATQ from head to the last tail the driver rang (docs/hw/i40e.md §5.4). Returns the number of commands completed.
@@ -393,14 +393,14 @@ impl Core {
         while head != end {
             let at = ring.base() + u64::from(head) * DESC_LEN as u64;
             let mut raw = [0u8; DESC_LEN];
-            if shared.dma.read(at, &mut raw, &|| format!("ATQ descriptor {head}")).is_err() {
+            if shared.io.dma.read(at, &mut raw, &|| format!("ATQ descriptor {head}")).is_err() {
                 // A ring the firmware cannot reach: it stops and reports a critical error (docs/hw/i40e.md §5.4 step 7).
                 self.aq.critical = true;
                 break;
             }
             let desc = Desc::parse(&raw);
             let done_desc = self.execute(shared, desc);
-            if shared.dma.write(at, &done_desc.bytes(), &|| format!("ATQ write-back {head}")).is_err() {
+            if shared.io.dma.write(at, &done_desc.bytes(), &|| format!("ATQ write-back {head}")).is_err() {
                 self.aq.critical = true;
                 break;
             }
@@ -510,12 +510,13 @@ impl Core {
         };
         let mut buf = vec![0u8; if indirect { len } else { 0 }];
         let addr = d.buffer_addr();
-        if indirect && rd && shared.dma.read(addr, &mut buf, &|| format!("admin command {op:#06x} buffer")).is_err() {
+        if indirect && rd && shared.io.dma.read(addr, &mut buf, &|| format!("admin command {op:#06x} buffer")).is_err()
+        {
             return Outcome { rc: AqRc::BadAddr, params: d.params, datalen: None, write_buf: false };
         }
         let outcome = self.command(shared, d, cmd, &mut buf);
         if outcome.write_buf
-            && shared.dma.write(addr, &buf, &|| format!("admin command {op:#06x} response buffer")).is_err()
+            && shared.io.dma.write(addr, &buf, &|| format!("admin command {op:#06x} response buffer")).is_err()
         {
             return Outcome { rc: AqRc::BadAddr, params: d.params, datalen: None, write_buf: false };
         }
@@ -536,12 +537,12 @@ impl Core {
         }
         let at = ring.base() + u64::from(ring.head) * DESC_LEN as u64;
         let mut raw = [0u8; DESC_LEN];
-        if shared.dma.read(at, &mut raw, &|| format!("ARQ descriptor {}", ring.head)).is_err() {
+        if shared.io.dma.read(at, &mut raw, &|| format!("ARQ descriptor {}", ring.head)).is_err() {
             return;
         }
         let armed = Desc::parse(&raw);
         if armed.flags & flag::BUF == 0 || usize::from(armed.datalen) < body.len() {
-            shared.faults.record(Fault::Protocol {
+            shared.io.faults.record(Fault::Protocol {
                 what: format!(
                     "ARQ descriptor {} not armed: flags {:#06x}, datalen {} (want BUF and a buffer, docs/hw/i40e.md §5.3 step 2)",
                     ring.head, armed.flags, armed.datalen
@@ -551,7 +552,7 @@ impl Core {
             return;
         }
         if !body.is_empty()
-            && shared.dma.write(armed.buffer_addr(), body, &|| format!("ARQ event {op:#06x} body")).is_err()
+            && shared.io.dma.write(armed.buffer_addr(), body, &|| format!("ARQ event {op:#06x} body")).is_err()
         {
             return;
         }
@@ -564,7 +565,7 @@ impl Core {
         // The event's parameters take all 16 bytes (a link event is laid out like Get Link Status, docs/hw/i40e.md §5.5); the
         // driver keeps its own record of the slot's buffer and re-arms it.
         ev.params = params;
-        if shared.dma.write(at, &ev.bytes(), &|| format!("ARQ descriptor {} write-back", ring.head)).is_err() {
+        if shared.io.dma.write(at, &ev.bytes(), &|| format!("ARQ descriptor {} write-back", ring.head)).is_err() {
             return;
         }
         self.aq.arq.head = (ring.head + 1) % n;

@@ -429,7 +429,7 @@ impl Core {
             });
         }
         let fpm = u64::from(GLHMC_BASE.get(self.reg(base))) * hmc::FPM_BASE_UNIT + (q * len) as u64;
-        let iova = match self.sd.translate(&shared.dma, fpm, len) {
+        let iova = match self.sd.translate(&shared.io.dma, fpm, len) {
             Ok(iova) => iova,
             Err(why) => {
                 self.hmc_error(fpm, tx);
@@ -437,7 +437,7 @@ impl Core {
             }
         };
         let mut obj_bytes = vec![0u8; len];
-        shared.dma.read(iova, &mut obj_bytes, &|| format!("{obj} queue context {q}")).map_err(|_| {
+        shared.io.dma.read(iova, &mut obj_bytes, &|| format!("{obj} queue context {q}")).map_err(|_| {
             Error::Unmapped(format!("{obj} context of queue {q} at IOVA {iova:#x} is outside the IOVA map"))
         })?;
         Ok(obj_bytes)

@@ -31,8 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::dma::IovaMap;
-use crate::fault::{Fault, FaultLog};
+use crate::fault::Fault;
 use crate::model::Plumbing;
 use adminq::AdminQ;
 pub use adminq::{flag, opcode, AqRc};
@@ -233,8 +232,6 @@ pub struct X710State {
     tx_qlen: Box<[AtomicU32]>,
     rx_qlen: Box<[AtomicU32]>,
     inbound: Mutex<Inbound>,
-    faults: Arc<FaultLog>,
-    dma: Arc<IovaMap>,
     /// Where TX frames go, the thread's parking, the interrupt sink (docs/hw/i40e.md §14.1).
     pub(super) io: Plumbing<X710State>,
     /// Our side of the link is administratively up with the cable in: what a wired peer sees of us.
@@ -275,7 +272,7 @@ impl X710State {
     }
 
     fn fault(&self, what: impl std::fmt::Display) {
-        self.faults.record(Fault::Protocol { what: what.to_string() });
+        self.io.faults.record(Fault::Protocol { what: what.to_string() });
     }
 
     /// A frame arrives from the wire: into the packet buffer, or dropped if it is full.
@@ -305,7 +302,7 @@ impl X710State {
             self.receive(frame);
             return;
         }
-        self.io.transmit(&self.faults, frame.data, frame.error);
+        self.io.transmit(frame.data, frame.error);
     }
 
     /// Runs the device and firmware once: link, admin queue, TX rings, RX frames. Returns the work done.

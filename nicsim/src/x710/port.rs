@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use drvkit::bar::RegisterSpace;
 
-use crate::dma::IovaMap;
-use crate::fault::{Fault, FaultLog};
+use crate::fault::Fault;
 use crate::model::{FrameCounts, Model, ModelPort, Plumbing, SharedBar};
 use crate::pci::{PciIdentity, VENDOR_INTEL};
 
@@ -32,7 +31,7 @@ impl X710Bar {
     fn check(&self, offset: usize, what: &str) -> bool {
         let len = self.shared.config.bar0_len;
         if !offset.is_multiple_of(4) || offset + 4 > len {
-            self.shared.faults.record(Fault::Register {
+            self.shared.io.faults.record(Fault::Register {
                 offset,
                 what: format!("{what} outside the {len:#x}-byte BAR0 or unaligned"),
             });
@@ -119,7 +118,6 @@ impl Model for X710State {
             config.num_queues > 0 && usize::from(config.first_queue) + usize::from(config.num_queues) <= MAX_QUEUES
         );
         assert!(matches!(config.rss_table_size, 128 | 512), "RSS table size is 128 or 512 (docs/hw/i40e.md §15)");
-        let faults = Arc::new(FaultLog::new(config.panic_on_fault));
         let n = usize::from(config.num_queues);
         Arc::new(X710State {
             core: Mutex::new(Core::new(&config)),
@@ -128,9 +126,7 @@ impl Model for X710State {
             tx_qlen: (0..n).map(|_| AtomicU32::new(0)).collect(),
             rx_qlen: (0..n).map(|_| AtomicU32::new(0)).collect(),
             inbound: Mutex::new(Inbound::default()),
-            dma: Arc::new(IovaMap::new(faults.clone())),
-            faults,
-            io: Plumbing::default(),
+            io: Plumbing::new(config.panic_on_fault),
             link_active: AtomicBool::new(config.link_enabled),
             missed: AtomicU64::new(0),
             counters: Mutex::new(X710Counters::default()),
@@ -155,12 +151,6 @@ impl Model for X710State {
     }
     fn plumbing(&self) -> &Plumbing<Self> {
         &self.io
-    }
-    fn fault_log(&self) -> &Arc<FaultLog> {
-        &self.faults
-    }
-    fn iova_map(&self) -> &Arc<IovaMap> {
-        &self.dma
     }
 
     /// What the PF presents on the PCI bus (docs/hw/i40e.md §1): 8086:device, BAR0 and BAR3.

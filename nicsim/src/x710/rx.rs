@@ -379,6 +379,7 @@ impl Core {
     ) -> Result<(), Error> {
         let at = ctx.base + u64::from(idx) * ctx.desc_len as u64;
         let [pkt_addr, hdr_addr] = shared
+            .io
             .dma
             .read_desc(at, &|| format!("RX descriptor {idx} of queue {q}"))
             .map_err(|_| Error::Unmapped(format!("RX descriptor {idx} of queue {q} outside the IOVA map")))?;
@@ -388,9 +389,11 @@ impl Core {
                 rule: "hdr_addr bit 0 (where DD goes) is set: a descriptor not re-armed (docs/hw/i40e.md §10.1)".into(),
             });
         }
-        shared.dma.write(pkt_addr, chunk, &|| format!("RX buffer of descriptor {idx}, queue {q}")).map_err(|_| {
-            Error::Unmapped(format!("RX buffer {pkt_addr:#x} of descriptor {idx}, queue {q}, outside the IOVA map"))
-        })?;
+        shared.io.dma.write(pkt_addr, chunk, &|| format!("RX buffer of descriptor {idx}, queue {q}")).map_err(
+            |_| {
+                Error::Unmapped(format!("RX buffer {pkt_addr:#x} of descriptor {idx}, queue {q}, outside the IOVA map"))
+            },
+        )?;
         let mut lo = wb::DD.val(1);
         let mut hi = wb::LENGTH_PBUF.val(chunk.len() as u32);
         let mut qw0_lo = 0u32;
@@ -419,11 +422,13 @@ impl Core {
         }
         if ctx.desc_len == 32 {
             shared
+                .io
                 .dma
                 .write(at + 16, &[0u8; 16], &|| format!("RX write-back qwords 2-3, descriptor {idx}"))
                 .map_err(|_| Error::Unmapped("RX descriptor upper half outside the IOVA map".into()))?;
         }
         shared
+            .io
             .dma
             .write_back(at, [qw0_lo, qw0_hi, lo, hi], 2, &|| format!("RX write-back {idx}, queue {q}"))
             .map_err(|_| Error::Unmapped(format!("RX write-back of descriptor {idx}, queue {q}, failed")))

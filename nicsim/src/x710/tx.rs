@@ -94,7 +94,7 @@ impl Core {
         while self.txq[q].head != tail && done < TX_BUDGET {
             let idx = self.txq[q].head;
             let at = ctx.base + u64::from(idx) * DESC_LEN;
-            let Ok([addr, qw1]) = shared.dma.read_desc(at, &|| format!("TX descriptor {idx} of queue {q}")) else {
+            let Ok([addr, qw1]) = shared.io.dma.read_desc(at, &|| format!("TX descriptor {idx} of queue {q}")) else {
                 return self.mdd(shared, q, format!("TX descriptor {idx} outside the IOVA map")) + done as usize;
             };
             let dtype = get(qw1, txd::DTYPE);
@@ -143,10 +143,10 @@ impl Core {
             if get(qw1, txd::CMD) & txd::CMD_RS != 0 {
                 let r = match ctx.head_wb {
                     // Head write-back (docs/hw/i40e.md §10.5): the index of the next descriptor the device will read.
-                    Some(addr) => shared.dma.write_u32(addr, next, &|| format!("TX head write-back, queue {q}")),
+                    Some(addr) => shared.io.dma.write_u32(addr, next, &|| format!("TX head write-back, queue {q}")),
                     None => {
                         let v = ((qw1 as u32) & !0xF) | txd::DTYPE_DONE as u32;
-                        shared.dma.write_u32(at + 8, v, &|| format!("TX DD write-back {idx}, queue {q}"))
+                        shared.io.dma.write_u32(at + 8, v, &|| format!("TX DD write-back {idx}, queue {q}"))
                     }
                 };
                 if r.is_err() {
@@ -160,7 +160,7 @@ impl Core {
         // finds the others complete through this word.
         if let (Some(addr), true) = (ctx.head_wb, done > 0) {
             let head = self.txq[q].head;
-            let _ = shared.dma.write_u32(addr, head, &|| format!("TX head write-back, queue {q}"));
+            let _ = shared.io.dma.write_u32(addr, head, &|| format!("TX head write-back, queue {q}"));
         }
         done as usize
     }
@@ -180,6 +180,7 @@ impl Core {
         }
         let mut buf = vec![0u8; size];
         shared
+            .io
             .dma
             .read(addr, &mut buf, &|| format!("TX buffer of descriptor {idx}, queue {q}"))
             .map_err(|_| Error::Unmapped(format!("descriptor {idx}: buffer {addr:#x} outside the IOVA map")))?;
