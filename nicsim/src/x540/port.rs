@@ -175,8 +175,9 @@ impl Model for X540State {
         self.step()
     }
     fn frames_waiting(&self) -> usize {
-        self.inbound.lock().unwrap_or_else(|e| e.into_inner()).frames.len()
-            + usize::from(self.lock().rx_blocked.is_some())
+        // One lock at a time: the model thread takes the core lock and then the packet buffer's (as the X710's).
+        let blocked = usize::from(self.lock().rx_blocked.is_some());
+        self.inbound.lock().unwrap_or_else(|e| e.into_inner()).frames.len() + blocked
     }
 
     /// True if LINKS would report link up now.
