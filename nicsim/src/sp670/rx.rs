@@ -7,6 +7,7 @@ use super::ctx::RqCtx;
 use super::regs::bit;
 use super::{Core, Sp670RxError};
 use crate::net::{self, L3};
+use crate::Error;
 
 const CQE_DONE: u32 = bit(31);
 const CQE_FLUSH: u32 = bit(28);
@@ -288,9 +289,9 @@ impl Core {
 
     /// cmdq SET_RQ_FLUSH (docs/hw/hinic3.md §10.6): every posted buffer comes back with a CQE carrying the flush
     /// bit. The notes say "bit 28 (flush) or done"; the model sets both, so a driver polling either sees them.
-    pub(crate) fn flush_rq(&mut self, q: usize) -> Result<(), String> {
+    pub(crate) fn flush_rq(&mut self, q: usize) -> Result<(), Error> {
         let Some(rq) = self.rqs.get(q).and_then(|r| r.clone()) else {
-            return Err(format!("RQ flush of queue {q}, which has no context"));
+            return Err(Error::Violation { at: format!("RQ {q}"), rule: "flushed with no context".into() });
         };
         for i in 0..rq.posted() {
             let e = (rq.ci + i) % rq.depth;
