@@ -6,7 +6,9 @@
 #   2. rustup's x86_64-unknown-linux-musl (the VM guest's static binaries) and aarch64-unknown-linux-gnu targets;
 #   3. the QEMU with the vfio-user client (tests/vm/qemu-vfio-user.sh: built once from Debian's source package);
 #   4. the VM guest's kernel and busybox (downloaded from Debian's archive, never installed);
-#   5. 2 MiB hugepages reserved.
+#   5. DPDK's 25.11 source from sid's deb-src (apt-get source, unpacked under PKTIO_CACHE/src/dpdk-25.11, never
+#      built), for its telemetry exporter (usertools/dpdk-telemetry-exporter.py) that testpmd-rs's tests run;
+#   6. 2 MiB hugepages reserved.
 #
 # apt runs with a private configuration (PKTIO_CACHE/apt: the machine's own sources plus <codename>-backports and
 # deb-src entries derived from them), so the machine's sources are never changed. Everything runs under one file
@@ -124,6 +126,7 @@ setup_apt_packages
 setup_rust_targets
 setup_vfio_user_qemu
 setup_guest_downloads
+setup_dpdk_source
 setup_hugepages
 missing=$(setup_missing)
 if [ -n "$missing" ]; then

@@ -178,7 +178,7 @@ where
         .map_err(|e| Error::Lcore { lcore: config.main_lcore, reason: e.to_string() })?;
     cpu::pin_current_thread_to(config.main_lcore, &config.cpus_of(config.main_lcore))?;
     signal::install_handlers();
-    let (telemetry, server) = start_telemetry(&config, &args, &ports);
+    let (telemetry, server) = start_telemetry(&config, &args, &ports, &allocator);
     let eal = Eal { config, allocator, ports, memory_used: 0, telemetry, _telemetry_server: server, _main_lcore: main };
     Ok((eal, app_args))
 }
@@ -189,6 +189,7 @@ fn start_telemetry(
     config: &EalConfig,
     args: &[String],
     ports: &[Option<Port>],
+    allocator: &Allocator,
 ) -> (Option<telemetry::Telemetry>, Option<telemetry::Server>) {
     if !config.telemetry {
         return (None, None);
@@ -196,6 +197,18 @@ fn start_telemetry(
     let program = std::env::args().next().unwrap_or_else(|| "app".into());
     let params = std::iter::once(program).chain(args.iter().take_while(|a| *a != "--").cloned()).collect();
     let t = telemetry::Telemetry::new(params, config.lcores.clone());
+    t.publish_lcores(
+        config
+            .lcores
+            .iter()
+            .map(|&lcore| {
+                let cpuset = config.cpus_of(lcore);
+                let socket = cpuset.first().map_or(0, |&c| telemetry::eal_info::numa_node_of(c));
+                telemetry::LcoreView { lcore, socket, cpuset }
+            })
+            .collect(),
+    );
+    t.publish_heap(allocator);
     for (id, port) in ports.iter().enumerate() {
         if let Some(p) = port {
             t.publish_port(id as u16, &*p.dev, 0);

@@ -22,6 +22,13 @@ pub enum Error {
         /// How long the driver waited.
         budget: Duration,
     },
+    /// An SQ's watchdog found it hung: its consumer index stood still with the ring full (docs/hw/hinic3.md §10.2, §18).
+    /// The SQ is only re-created with its context: stop and start the port.
+    #[error("{hang}; stop and start the port to re-create the SQ")]
+    TxHang {
+        /// The last hang.
+        hang: ringkit::TxHang,
+    },
     /// The management CPU answered a mailbox command with a non-zero status.
     #[error("management command {module_name} {command} failed: status {status:#04x} ({status_name})")]
     Mgmt {

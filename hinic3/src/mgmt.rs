@@ -126,7 +126,15 @@ pub mod mag {
     pub const SET_LINK_FOLLOW: u16 = 8;
     /// GET_PORT_INFO.
     pub const GET_PORT_INFO: u16 = 153;
+    /// GET_PORT_STAT: the physical port's 86 counters (docs/hw/hinic3.md §13).
+    pub const GET_PORT_STAT: u16 = 151;
 }
+
+/// Index in the MAG 151 answer of the RX "oversize" counter: frames refused for being longer than the MTU allows
+/// (docs/hw/hinic3.md §13, §19): the 42 TX counters, then the 18th RX one.
+pub const PORT_STAT_RX_OVERSIZE: usize = 42 + 17;
+/// Counters in the MAG 151 answer.
+pub const PORT_STAT_COUNT: usize = 86;
 
 /// A request being built: `N` bytes, head zero.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -384,6 +392,16 @@ pub fn get_link_status(port_id: u8) -> Msg<12> {
 /// MAG 8 SET_LINK_FOLLOW (16 bytes).
 pub fn set_link_follow(func_id: u16, follow: u8) -> Msg<16> {
     Msg::new().u16(8, func_id).u8(12, follow)
+}
+
+/// MAG 151 GET_PORT_STAT (12 bytes: port_id at 8; docs/hw/hinic3.md §7.3).
+pub fn get_port_stat(port_id: u8) -> Msg<12> {
+    Msg::new().u8(8, port_id)
+}
+
+/// Counter `index` of a MAG 151 answer (86 u64 from offset 8), or `None` for a short answer.
+pub fn port_stat(b: &[u8], index: usize) -> Option<u64> {
+    (index < PORT_STAT_COUNT && b.len() >= 8 + 8 * PORT_STAT_COUNT).then(|| get_u64(b, 8 + 8 * index))
 }
 
 /// MAG 153 GET_PORT_INFO (36 bytes); the answer's byte 16 is the speed code.

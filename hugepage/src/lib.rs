@@ -31,9 +31,11 @@
 
 pub mod cli;
 mod error;
+mod heap;
 mod memory;
 pub mod sysfs;
 pub mod testing;
 
 pub use error::{Error, Result};
+pub use heap::{HeapStats, HeapUsage};
 pub use memory::{virt_to_phys, Allocator, Backing, DmaConfig, DmaMemory, IovaMode, PageSize};

@@ -9,9 +9,11 @@ use std::os::unix::fs::FileExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use memmap2::{MmapOptions, MmapRaw};
 
+use crate::heap::HeapStats;
 use crate::sysfs;
 use crate::{Error, Result};
 
@@ -149,6 +151,8 @@ impl DmaConfig {
 pub struct Allocator {
     config: DmaConfig,
     backing: Backing,
+    // Shared with its clones and the regions they map.
+    heap: Arc<HeapStats>,
 }
 
 impl Allocator {
@@ -163,6 +167,7 @@ impl Allocator {
             return Ok(Allocator {
                 config: DmaConfig { page_size: PageSize::Small4K, ..config },
                 backing: Backing::NoHuge,
+                heap: Arc::default(),
             });
         }
         if config.page_size == PageSize::Small4K {
@@ -184,7 +189,7 @@ impl Allocator {
                 None => (Backing::AnonymousHuge, config.page_size),
             }
         };
-        Ok(Allocator { config: DmaConfig { page_size, ..config }, backing })
+        Ok(Allocator { config: DmaConfig { page_size, ..config }, backing, heap: Arc::default() })
     }
 
     /// Like [`Allocator::new`], but with the backing chosen by the caller: `AnonymousHuge` forces `MAP_HUGETLB`
@@ -202,7 +207,7 @@ impl Allocator {
 
     /// Ordinary memory for software ports and tests; never fails.
     pub fn no_huge() -> Self {
-        Allocator { config: DmaConfig::no_huge(), backing: Backing::NoHuge }
+        Allocator { config: DmaConfig::no_huge(), backing: Backing::NoHuge, heap: Arc::default() }
     }
 
     /// The configuration in force (page size resolved from the mount when `--huge-dir` was given).
@@ -217,7 +222,15 @@ impl Allocator {
 
     /// Maps at least `len` bytes (rounded up to whole pages), zeroed, locked in memory for hugepages.
     pub fn allocate(&self, len: usize) -> Result<DmaMemory> {
-        DmaMemory::map(len, &self.config, &self.backing)
+        let mut memory = DmaMemory::map(len, &self.config, &self.backing)?;
+        self.heap.add(memory.len, len);
+        memory.heap = Some((self.heap.clone(), len));
+        Ok(memory)
+    }
+
+    /// What this allocator and its clones have mapped and not yet unmapped (DPDK's heap statistics).
+    pub fn heap(&self) -> &HeapStats {
+        &self.heap
     }
 }
 
@@ -236,6 +249,16 @@ pub struct DmaMemory {
     backing: Backing,
     /// IOVA of each page in PA mode; empty in VA mode.
     page_iovas: Vec<u64>,
+    /// The heap it counts in and the bytes asked for.
+    heap: Option<(Arc<HeapStats>, usize)>,
+}
+
+impl Drop for DmaMemory {
+    fn drop(&mut self) {
+        if let Some((heap, requested)) = &self.heap {
+            heap.remove(self.len, *requested);
+        }
+    }
 }
 
 impl fmt::Debug for DmaMemory {
@@ -294,6 +317,7 @@ impl DmaMemory {
             iova_mode: config.iova_mode,
             backing: backing.clone(),
             page_iovas: Vec::new(),
+            heap: None,
         };
 
         if page_size != PageSize::Small4K {

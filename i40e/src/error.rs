@@ -22,6 +22,17 @@ pub enum Error {
         /// How long the driver waited.
         budget: Duration,
     },
+    /// A TX queue's watchdog found it hung: the driver restarted the queue (docs/hw/i40e.md §9.4) and dropped the
+    /// packets it held.
+    #[error("{hang}; the driver restarted the queue ({restarts} restarts, {dropped} packets dropped)")]
+    TxHang {
+        /// The last hang.
+        hang: ringkit::TxHang,
+        /// Queue restarts so far.
+        restarts: u64,
+        /// Packets they dropped.
+        dropped: u64,
+    },
     /// The firmware did not complete an admin-queue command (PF_ATQH never reached the tail).
     #[error(
         "admin-queue command {opcode:#06x} ({name}) not completed by the firmware within {budget:?} \

@@ -30,6 +30,17 @@ pub enum Error {
         /// RAH(0).
         rah: u32,
     },
+    /// A TX queue's watchdog found it hung (docs/hw/ixgbe.md §6.3): the driver restarted the queue and dropped
+    /// the packets it held.
+    #[error("{hang}; the driver restarted the queue ({restarts} restarts, {dropped} packets dropped)")]
+    TxHang {
+        /// The last hang.
+        hang: ringkit::TxHang,
+        /// Queue restarts so far.
+        restarts: u64,
+        /// Packets they dropped.
+        dropped: u64,
+    },
     /// The PHY could not be reached or refused a command.
     #[error("PHY: {reason}")]
     Phy {

@@ -464,6 +464,7 @@ impl<R: RegisterSpace> Igb<R> {
                 pool,
                 queue: 0,
                 stats: self.state.tx_stats(0).expect("one configured queue").clone(),
+                hang: Default::default(),
                 port: &name,
             },
             tx_cfg,

@@ -104,16 +104,23 @@ pub fn parse_portmap(s: &str) -> Result<Vec<(u16, u16)>> {
 }
 
 /// Splits `-pVALUE`, `-p VALUE`, `--name=VALUE` and `--name VALUE` forms: the value of option `opt` at `args[*i]`.
+/// As getopt reads them, a short option's value is the rest of the word as it is (`-p=3` gives `=3`, which is no
+/// port mask), and only a long option takes `=` as the separator.
 fn value<'a>(args: &'a [String], i: &mut usize, opt: &str) -> Result<&'a str> {
     let a = &args[*i];
     if let Some(v) = a.strip_prefix(opt) {
-        let v = v.strip_prefix('=').unwrap_or(v);
+        let v = if opt.starts_with("--") { v.strip_prefix('=').unwrap_or(v) } else { v };
         if !v.is_empty() {
             return Ok(v);
         }
     }
     *i += 1;
     args.get(*i).map(String::as_str).ok_or_else(|| usage_err(format!("option {opt} needs a value")))
+}
+
+/// `a` is long option `name`, alone or as `name=VALUE` (not a longer option that starts the same way).
+fn is_long(a: &str, name: &str) -> bool {
+    a == name || a.strip_prefix(name).is_some_and(|r| r.starts_with('='))
 }
 
 fn number<T: std::str::FromStr>(v: &str, opt: &str) -> Result<T> {
@@ -131,8 +138,8 @@ pub fn parse(args: &[String]) -> Result<Parsed> {
             "-P" => {}
             "--mac-updating" => p.mac_updating = true,
             "--no-mac-updating" => p.mac_updating = false,
-            _ if a.starts_with("--portmap") => p.portmap = parse_portmap(value(args, &mut i, "--portmap")?)?,
-            _ if a.starts_with("--rxq") => {
+            _ if is_long(a, "--portmap") => p.portmap = parse_portmap(value(args, &mut i, "--portmap")?)?,
+            _ if is_long(a, "--rxq") => {
                 p.rxq = number(value(args, &mut i, "--rxq")?, "--rxq")?;
                 if p.rxq == 0 {
                     return Err(usage_err("invalid --rxq 0: at least one RX queue per port"));
@@ -220,6 +227,12 @@ mod tests {
             &["-p", "1", "--bogus"],
             &[],
             &["-p"],
+            // getopt gives a short option the rest of its word: "=3" is no port mask (DPDK's l2fwd refuses it).
+            &["-p=3"],
+            &["-p", "3", "-q=1"],
+            &["-p", "3", "-T=1"],
+            &["-p", "3", "--rxqs=2"],
+            &["-p", "3", "--portmapx=(0,1)"],
         ] {
             assert!(matches!(parse(&args(bad)), Err(Error::Usage(_))), "{bad:?} accepted");
         }

@@ -93,8 +93,16 @@ pub enum Class {
 
 /// Validates the frame and, for IPv4, decrements the TTL and fixes the checksum (the lookup key reads neither).
 /// The lookup and the MAC rewrite are left to the caller.
+///
+/// `frame` is the packet's first segment and `pkt_len` the whole packet's length (all segments), which is what
+/// the IP lengths are checked against, as DPDK's l3fwd checks them against `m->pkt_len`: a jumbo frame received
+/// as a chain of buffers is forwarded whole. Its headers must be in the first segment (they are read and
+/// rewritten there); a chain whose first segment is shorter than its headers is counted as truncated.
 #[inline(always)]
-pub fn validate(frame: &mut [u8]) -> Result<Class, Drop> {
+pub fn validate(frame: &mut [u8], pkt_len: usize) -> Result<Class, Drop> {
+    if pkt_len > frame.len() {
+        return validate_chained(frame, pkt_len);
+    }
     let eth = EthernetFrame::new_checked(&mut *frame).map_err(|_| Drop::Truncated)?;
     let ethertype = eth.ethertype();
     let ip = &mut frame[IP_AT..];
@@ -122,8 +130,71 @@ pub fn validate(frame: &mut [u8]) -> Result<Class, Drop> {
     }
 }
 
+/// [`validate`] for a packet longer than its first segment: the same checks, in the same order, with the headers
+/// read from the first segment and the IP lengths compared with the whole packet.
+#[cold]
+fn validate_chained(frame: &mut [u8], pkt_len: usize) -> Result<Class, Drop> {
+    let eth = EthernetFrame::new_checked(&mut *frame).map_err(|_| Drop::Truncated)?;
+    let ethertype = eth.ethertype();
+    let ip = &mut frame[IP_AT..];
+    let ip_len = pkt_len - IP_AT;
+    if ethertype == EtherType::IPV4 {
+        if ip.len() < V4_HEADER_LEN {
+            return Err(Drop::Truncated);
+        }
+        let p = Ipv4Packet::new_unchecked(&*ip);
+        if p.version() != 4 {
+            return Err(Drop::BadVersion);
+        }
+        let header_len = p.header_len();
+        if header_len < V4_HEADER_LEN {
+            return Err(Drop::BadHeaderLength);
+        }
+        if header_len > ip.len() {
+            return Err(Drop::Truncated);
+        }
+        let total = p.total_len() as usize;
+        if total < header_len {
+            return Err(Drop::BadHeaderLength);
+        }
+        if total > ip_len {
+            return Err(Drop::Truncated);
+        }
+        // The header alone, within the first segment, is what the checksum and the rewrite touch.
+        let header = &mut ip[..header_len];
+        if !Ipv4Packet::new_unchecked(&*header).verify_checksum() {
+            return Err(Drop::BadChecksum);
+        }
+        let ttl = header[v4_at::TTL];
+        if ttl <= 1 {
+            return Err(Drop::TtlExceeded);
+        }
+        header[v4_at::TTL] = ttl - 1;
+        let c = u16::from_be_bytes([header[v4_at::CHECKSUM], header[v4_at::CHECKSUM + 1]]);
+        header[v4_at::CHECKSUM..v4_at::CHECKSUM + 2].copy_from_slice(&checksum_after_ttl_decrement(c).to_be_bytes());
+        Ok(Class::V4)
+    } else if ethertype == EtherType::IPV6 {
+        if ip.len() < V6_HEADER_LEN {
+            return Err(Drop::Truncated);
+        }
+        let p = Ipv6Packet::new_unchecked(&*ip);
+        if p.version() != 6 {
+            return Err(Drop::BadVersion);
+        }
+        if V6_HEADER_LEN + p.payload_len() as usize > ip_len {
+            return Err(Drop::Truncated);
+        }
+        if p.hop_limit() <= 1 {
+            return Err(Drop::TtlExceeded);
+        }
+        Ok(Class::V6)
+    } else {
+        Ok(Class::Other)
+    }
+}
+
 /// The IPv4 fast path: a frame with an IPv4 EtherType, version 4 and a 20-byte header (`0x45`), a total length
-/// that covers the header and fits the frame, a TTL above 1 and a right checksum gets its TTL decremented and
+/// that covers the header and fits the packet (`pkt_len`, every segment of it: `frame` is the first segment), a TTL above 1 and a right checksum gets its TTL decremented and
 /// checksum updated, and `true`; for any other frame nothing is written and `false` tells the caller to take
 /// [`validate`], which then finds the same class or the drop reason. Straight-line loads and compares: no error
 /// values, one test per check.
@@ -132,8 +203,8 @@ pub fn validate(frame: &mut [u8]) -> Result<Class, Drop> {
 /// accepts exactly the headers [`Ipv4Packet::verify_checksum`] accepts once a stored 0xffff is excluded (a
 /// header with version 4 never sums to zero, so a right checksum is never 0xffff).
 #[inline(always)]
-pub fn fast_v4(frame: &mut [u8]) -> bool {
-    let len = frame.len();
+pub fn fast_v4(frame: &mut [u8], pkt_len: usize) -> bool {
+    let len = pkt_len.max(frame.len());
     let Some(h) = frame.first_chunk_mut::<{ IP_AT + V4_HEADER_LEN }>() else {
         return false;
     };
@@ -168,7 +239,10 @@ pub fn fast_v4(frame: &mut [u8]) -> bool {
 }
 
 /// An IPv4 header without options.
-const V4_HEADER_LEN: usize = 20;
+const V4_HEADER_LEN: usize = Ipv4Packet::<&[u8]>::MIN_HEADER_LEN;
+
+/// The IPv6 fixed header.
+const V6_HEADER_LEN: usize = Ipv6Packet::<&[u8]>::HEADER_LEN;
 
 /// Where the IP header starts in a frame.
 const IP_AT: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
@@ -178,7 +252,8 @@ const IP_AT: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
 /// the same a burst at a time ([`BurstRouter`]).
 #[inline(always)]
 pub fn route<R: Router>(frame: &mut [u8], in_port: u16, router: &R) -> Result<u16, Drop> {
-    Ok(match validate(frame)? {
+    let len = frame.len();
+    Ok(match validate(frame, len)? {
         Class::V4 => router.route4(&frame[IP_AT..]).unwrap_or(in_port),
         Class::V6 => router.route6(&frame[IP_AT..]).unwrap_or(in_port),
         Class::Other => in_port,
@@ -234,9 +309,10 @@ impl<R: Router> BurstRouter<R> {
         let (mut n4, mut n6) = (0usize, 0usize);
         let mut plain = true;
         for (i, (o, m)) in self.outputs.iter_mut().zip(pkts.iter_mut()).enumerate() {
+            let pkt_len = m.pkt_len() as usize;
             let frame = m.data_mut();
             *o = in_port as u32;
-            let class = if fast_v4(frame) { Ok(Class::V4) } else { validate(frame) };
+            let class = if fast_v4(frame, pkt_len) { Ok(Class::V4) } else { validate(frame, pkt_len) };
             match class {
                 Ok(Class::V4) => {
                     self.keys4[n4] = router.key4(&frame[IP_AT..]);
@@ -701,19 +777,21 @@ mod tests {
                 _ => {}
             }
             let cut = if (r >> 52) % 8 == 0 { (r >> 56) as usize % f.len() } else { f.len() };
+            // One in four: the cut is the first segment of a chain holding the whole frame.
+            let pkt_len = if (r >> 44) % 4 == 0 { f.len() } else { cut };
             let mut fast = f[..cut].to_vec();
             let mut slow = fast.clone();
             let before = fast.clone();
-            if fast_v4(&mut fast) {
+            if fast_v4(&mut fast, pkt_len) {
                 taken += 1;
-                assert_eq!(validate(&mut slow), Ok(Class::V4), "round {round}: {before:02x?}");
+                assert_eq!(validate(&mut slow, pkt_len), Ok(Class::V4), "round {round}: {before:02x?}");
                 assert_eq!(fast, slow, "round {round}");
             } else {
                 declined += 1;
                 assert_eq!(fast, before, "round {round}: declined but wrote");
                 // Headers with options are validate's alone; a plain valid one must not be left to it.
                 if before.get(14) == Some(&0x45) {
-                    assert_ne!(validate(&mut slow), Ok(Class::V4), "round {round}: declined {before:02x?}");
+                    assert_ne!(validate(&mut slow, pkt_len), Ok(Class::V4), "round {round}: declined {before:02x?}");
                 }
             }
         }
@@ -748,5 +826,106 @@ mod tests {
         assert_eq!(route(&mut v6, 4, &r), Ok(4));
         v6[14] = 0x40;
         assert_eq!(route(&mut v6, 0, &r), Err(Drop::BadVersion));
+    }
+
+    /// A jumbo IPv4 header (total length `total`) at the start of a first segment of `seg` bytes.
+    fn jumbo_v4(dst: [u8; 4], ttl: u8, total: u16, seg: usize) -> Vec<u8> {
+        let mut f = ipv4(dst, ttl);
+        f.resize(seg, 0x5a);
+        f[16..18].copy_from_slice(&total.to_be_bytes());
+        f[24..26].fill(0);
+        let c = !pkthdr::checksum::data(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        f
+    }
+
+    /// A chain's IP lengths are checked against the whole packet (DPDK checks `m->pkt_len`), its header in the
+    /// first segment: a complete jumbo frame forwards with the same rewrite, a chain shorter than its IP length is
+    /// truncated, and the other reasons keep their order.
+    #[test]
+    fn chained_jumbo_frames_are_checked_against_the_whole_packet() {
+        let total = 9000u16 - 14;
+        let mut first = jumbo_v4([198, 18, 1, 9], 64, total, 2048);
+        let before = first.clone();
+        assert!(fast_v4(&mut first, 9000));
+        assert_eq!(first[22], 63);
+        assert!(Ipv4Packet::new_unchecked(&first[14..34]).verify_checksum());
+        let mut slow = before.clone();
+        assert_eq!(validate(&mut slow, 9000), Ok(Class::V4));
+        assert_eq!(slow, first);
+        // Without the rest of the chain the same segment is a truncated packet.
+        assert!(!fast_v4(&mut before.clone(), 2048));
+        assert_eq!(validate(&mut before.clone(), 2048), Err(Drop::Truncated));
+        // A chain shorter than the IP total length.
+        assert_eq!(validate(&mut before.clone(), 8999), Err(Drop::Truncated));
+        // Options: validate's alone, then the same checks.
+        let mut opts = jumbo_v4([198, 18, 1, 9], 64, total, 2048);
+        opts[14] = 0x46;
+        opts[24..26].fill(0);
+        let c = !pkthdr::checksum::data(&opts[14..38]);
+        opts[24..26].copy_from_slice(&c.to_be_bytes());
+        assert!(!fast_v4(&mut opts.clone(), 9000));
+        assert_eq!(validate(&mut opts, 9000), Ok(Class::V4));
+        // Headers that do not fit the first segment.
+        assert_eq!(validate(&mut before[..20].to_vec(), 9000), Err(Drop::Truncated));
+        assert_eq!(validate(&mut before[..30].to_vec(), 9000), Err(Drop::Truncated));
+        let mut long_hdr = before.clone();
+        long_hdr[14] = 0x4f;
+        assert_eq!(validate(&mut long_hdr[..60].to_vec(), 9000), Err(Drop::Truncated));
+        // The other reasons, in the single-segment order.
+        for (at, value, want) in
+            [(14, 0x55, Drop::BadVersion), (14, 0x44, Drop::BadHeaderLength), (25, before[25] ^ 1, Drop::BadChecksum)]
+        {
+            let mut f = before.clone();
+            f[at] = value;
+            assert_eq!(validate(&mut f, 9000), Err(want), "byte {at} = {value:#x}");
+        }
+        let mut small_total = before.clone();
+        small_total[16..18].copy_from_slice(&10u16.to_be_bytes());
+        assert_eq!(validate(&mut small_total, 9000), Err(Drop::BadHeaderLength));
+        assert_eq!(validate(&mut jumbo_v4([198, 18, 1, 9], 1, total, 2048), 9000), Err(Drop::TtlExceeded));
+        // IPv6: the payload length against the whole packet.
+        let mut v6 = vec![0u8; 2048];
+        v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+        v6[14] = 0x60;
+        v6[18..20].copy_from_slice(&(9000u16 - 54).to_be_bytes());
+        v6[21] = 64;
+        assert_eq!(validate(&mut v6.clone(), 9000), Ok(Class::V6));
+        assert_eq!(validate(&mut v6.clone(), 8000), Err(Drop::Truncated));
+        assert_eq!(validate(&mut v6[..40].to_vec(), 9000), Err(Drop::Truncated));
+        v6[21] = 1;
+        assert_eq!(validate(&mut v6.clone(), 9000), Err(Drop::TtlExceeded));
+        v6[14] = 0x40;
+        assert_eq!(validate(&mut v6, 9000), Err(Drop::BadVersion));
+    }
+
+    /// The burst path reads the packet length from the mbuf: a real chain of two buffers routes to its port.
+    #[test]
+    fn burst_routing_forwards_a_chain_whole() {
+        use mempool::{Mempool, PoolConfig};
+        let pool = Mempool::new(
+            &format!("l3fwd-chain-{}", std::process::id()),
+            &PoolConfig::with_size(64),
+            &hugepage::Allocator::no_huge(),
+        )
+        .unwrap();
+        let total = 3000u16 - 14;
+        let first = jumbo_v4([198, 18, 2, 9], 64, total, 1500);
+        let mut head = pool.alloc().unwrap();
+        head.append(1500).unwrap().copy_from_slice(&first);
+        let mut tail = pool.alloc().unwrap();
+        tail.append(1500).unwrap().fill(0x5a);
+        head.chain(tail);
+        assert_eq!((head.pkt_len(), head.nb_segs()), (3000, 2));
+        let mut short = pool.alloc().unwrap();
+        short.append(1500).unwrap().copy_from_slice(&first);
+        let mut pkts = vec![head, short];
+        let mut br = BurstRouter::<LpmRouter>::default();
+        assert_eq!(br.route_burst(&mut pkts, 0, &router()), None);
+        assert_eq!(br.output(0), Ok(2));
+        assert_eq!(br.output(1), Err(Drop::Truncated));
+        assert_eq!(pkts[0].data()[22], 63);
+        drop(pkts);
+        assert!(pool.is_full());
     }
 }

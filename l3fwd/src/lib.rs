@@ -15,7 +15,11 @@
 //! routes to ports outside the mask are skipped; EM holds the IPv4 flows, or the IPv6 ones with `--ipv6`; IPv6
 //! hop limits are not decremented; the IPv4 checksum is adjusted as DPDK adjusts it (+0x0100 with end-around carry,
 //! so outputs compare byte for byte). Unlike DPDK's vector path, malformed packets (bad checksum, version, header
-//! length or total length, TTL/hop limit <= 1, truncated) are counted per reason and dropped, never forwarded.
+//! length or total length, TTL/hop limit <= 1, truncated) are counted per reason and dropped, never forwarded. The IP
+//! lengths are checked against the whole packet, as DPDK checks them against `m->pkt_len`: a jumbo frame that the
+//! port delivers as a chain of buffers is forwarded whole (which frames a port delivers is its own business: its
+//! MTU, `--max-pkt-len`). Route files are read with bounds (LINE_MAX lines, 4M rules) and bad lines are reported
+//! with their number and a short quote.
 //! Routes are looked up a burst at a time (the `lpm` crate's bulk lookups); plain 20-byte IPv4 headers take a
 //! straight-line fast path, and a burst whose packets all go to one port is handed to that port whole (as DPDK's
 //! send_packets_multi groups them); each port's RX/TX burst modes (the driver's answer) are printed at start-up.

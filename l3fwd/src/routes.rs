@@ -11,13 +11,41 @@
 //!
 //! Numbers are read as C's strtoul with base 0 reads them (decimal, 0x hex, 0 octal). Lines starting with `#` and
 //! blank lines are skipped; any other line must start with `R`. A bad line is reported with its number and reason.
+//!
+//! Reads are bounded: a line is at most [`MAX_LINE_LEN`] bytes (DPDK's l3fwd reads lines with
+//! `fgets(buff, LINE_MAX, ...)`; where it would split a longer line silently, this refuses it), a file holds at
+//! most [`MAX_ROUTES`] rules, and error messages quote at most [`QUOTED_LEN`] bytes of a bad token, so that a
+//! file such as `/dev/zero` or one huge line ends in a short, clear error instead of exhausting memory or the
+//! terminal.
 
+use std::io::{BufRead, BufReader, Read};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::{Error, Result};
 
 /// Number of built-in routes per table (ports 0..16).
 pub const DEFAULT_ROUTES: u16 = 16;
+
+/// Longest line of a route file, its newline included: C's `LINE_MAX`, the buffer DPDK's l3fwd reads lines into.
+pub const MAX_LINE_LEN: usize = 2048;
+
+/// Most rules in one route file: DPDK's largest l3fwd table (`L3FWD_HASH_ENTRIES`, 4M flows).
+pub const MAX_ROUTES: usize = 4 << 20;
+
+/// Most bytes of a bad token quoted in an error message.
+pub const QUOTED_LEN: usize = 48;
+
+/// `tok` quoted for an error message: at most [`QUOTED_LEN`] bytes of it, with its length when cut.
+fn quoted(tok: &str) -> String {
+    if tok.len() <= QUOTED_LEN {
+        return format!("{tok:?}");
+    }
+    let mut end = QUOTED_LEN;
+    while !tok.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}... ({} bytes)", &tok[..end], tok.len())
+}
 
 /// An LPM route: prefix (host order, as a u32 or u128), depth, output port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +132,7 @@ fn number(tok: &str, max: u64, what: &str) -> std::result::Result<u64, String> {
     match parsed {
         Ok(v) if v <= max => Ok(v),
         Ok(v) => Err(format!("{what} {v} is above {max}")),
-        Err(_) => Err(format!("{what} {tok:?} is not a number")),
+        Err(_) => Err(format!("{what} {} is not a number", quoted(tok))),
     }
 }
 
@@ -131,7 +159,7 @@ impl Addr for u128 {
 }
 
 fn address<A: Addr>(tok: &str) -> std::result::Result<A, String> {
-    A::parse(tok).ok_or_else(|| format!("{tok:?} is not an IPv{} address", if A::BITS == 32 { 4 } else { 6 }))
+    A::parse(tok).ok_or_else(|| format!("{} is not an IPv{} address", quoted(tok), if A::BITS == 32 { 4 } else { 6 }))
 }
 
 fn fields<'a>(line: &'a str, n: usize, form: &str) -> std::result::Result<Vec<&'a str>, String> {
@@ -145,7 +173,7 @@ fn fields<'a>(line: &'a str, n: usize, form: &str) -> std::result::Result<Vec<&'
 /// One LPM rule (the text after `R`).
 pub fn parse_lpm_rule<A: Addr>(rule: &str) -> std::result::Result<LpmRoute<A>, String> {
     let f = fields(rule, 2, "<prefix>/<depth> <port>")?;
-    let (addr, depth) = f[0].split_once('/').ok_or_else(|| format!("{:?} has no /<depth>", f[0]))?;
+    let (addr, depth) = f[0].split_once('/').ok_or_else(|| format!("{} has no /<depth>", quoted(f[0])))?;
     Ok(LpmRoute {
         prefix: address(addr)?,
         depth: number(depth, A::BITS as u64, "depth")? as u8,
@@ -168,29 +196,59 @@ pub fn parse_em_rule<A: Addr>(rule: &str) -> std::result::Result<EmRoute<A>, Str
 
 /// Parses route-file text with `rule` for each `R` line; `path` names the file in errors.
 pub fn parse_text<T>(path: &str, text: &str, rule: impl Fn(&str) -> std::result::Result<T, String>) -> Result<Vec<T>> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line_no = i + 1;
-        if line.starts_with('#') || line.trim().is_empty() {
-            continue;
-        }
-        let err = |reason: String| Error::RouteFile { path: path.to_string(), line: line_no, reason };
-        let Some(body) = line.strip_prefix('R') else {
-            return Err(err("should start with the leading char R (or # for a comment)".into()));
-        };
-        out.push(rule(body).map_err(err)?);
-    }
-    Ok(out)
+    parse_reader(path, text.as_bytes(), rule)
 }
 
 /// Reads a route file.
 pub fn read_file<T>(path: &str, rule: impl Fn(&str) -> std::result::Result<T, String>) -> Result<Vec<T>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::RouteFile {
+    let file = std::fs::File::open(path).map_err(|e| Error::RouteFile {
         path: path.to_string(),
         line: 0,
         reason: format!("cannot read: {e}"),
     })?;
-    parse_text(path, &text, rule)
+    parse_reader(path, BufReader::new(file), rule)
+}
+
+/// Parses route-file lines from `input` with `rule` for each `R` line, reading at most [`MAX_LINE_LEN`] bytes per
+/// line and [`MAX_ROUTES`] rules; `path` names the file in errors.
+pub fn parse_reader<T>(
+    path: &str,
+    mut input: impl BufRead,
+    rule: impl Fn(&str) -> std::result::Result<T, String>,
+) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    let mut buf = Vec::with_capacity(MAX_LINE_LEN);
+    for line_no in 1.. {
+        let err = |reason: String| Error::RouteFile { path: path.to_string(), line: line_no, reason };
+        buf.clear();
+        let n = (&mut input)
+            .take(MAX_LINE_LEN as u64)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| err(format!("cannot read: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        if buf.last() != Some(&b'\n') && n == MAX_LINE_LEN {
+            return Err(err(format!(
+                "line longer than {} bytes (LINE_MAX, the longest line l3fwd reads)",
+                MAX_LINE_LEN - 1
+            )));
+        }
+        let line = std::str::from_utf8(&buf).map_err(|e| err(format!("not UTF-8 text: {e}")))?;
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let Some(body) = line.strip_prefix('R') else {
+            return Err(err("should start with the leading char R (or # for a comment)".into()));
+        };
+        if out.len() == MAX_ROUTES {
+            return Err(err(format!("more than {MAX_ROUTES} rules in one file")));
+        }
+        out.push(rule(body).map_err(err)?);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -235,5 +293,29 @@ mod tests {
             assert!(e.to_string().contains(&format!("f.cfg:{line}")), "{e}");
         }
         assert!(parse_text("e", "R1.1.1.1 2.2.2.2 9 9 zz 1\n", parse_em_rule::<u32>).is_err());
+    }
+
+    /// A huge line or a file without newlines (`/dev/zero`) ends in a short error naming the line; a bad token is
+    /// quoted in part; a line of exactly the limit still parses, CRLF line ends too.
+    #[test]
+    fn reads_are_bounded_and_errors_short() {
+        let huge = format!("R10.0.0.0/8 1\nR{}/8 1\n", "1".repeat(10 << 20));
+        let e = parse_text("big.cfg", &huge, parse_lpm_rule::<u32>).unwrap_err().to_string();
+        assert!(e.starts_with("big.cfg:2: line longer than 2047 bytes"), "{}", &e[..e.len().min(200)]);
+        assert!(e.len() < 200, "{} bytes of message", e.len());
+        let e = read_file("/dev/zero", parse_lpm_rule::<u32>).unwrap_err().to_string();
+        assert!(e.starts_with("/dev/zero:1: line longer than"), "{e}");
+        let long_tok = format!("R{}/8 1\n", "9".repeat(1500));
+        let e = parse_text("t.cfg", &long_tok, parse_lpm_rule::<u32>).unwrap_err().to_string();
+        assert!(e.contains("... (1500 bytes) is not an IPv4 address") && e.len() < 160, "{e}");
+        let pad = " ".repeat(MAX_LINE_LEN - 1 - "R10.0.0.0/8 1".len());
+        let exact = format!("R10.0.0.0/8 1{pad}\nR10.1.0.0/16 2\r\n");
+        assert_eq!(parse_text("x", &exact, parse_lpm_rule::<u32>).unwrap().len(), 2);
+        let over = format!("R10.0.0.0/8 1 {pad}\n");
+        assert!(parse_text("x", &over, parse_lpm_rule::<u32>).is_err());
+        let e = parse_reader("b", &b"R10.0.0.0/8 1\nR\xff\n"[..], parse_lpm_rule::<u32>).unwrap_err().to_string();
+        assert!(e.starts_with("b:2: not UTF-8"), "{e}");
+        let e = read_file("/nonexistent/v4.cfg", parse_lpm_rule::<u32>).unwrap_err().to_string();
+        assert!(e.starts_with("/nonexistent/v4.cfg:0: cannot read"), "{e}");
     }
 }

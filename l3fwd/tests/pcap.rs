@@ -209,6 +209,29 @@ fn lpm_routes_rewrites_and_drops_like_dpdk_l3fwd() {
     assert!(!text.contains("(2) ["), "routes to ports outside the mask are skipped:\n{text}");
 }
 
+/// Without --max-pkt-len, jumbo frames that the port delivers as chains of buffers (net_pcap chains a record
+/// longer than a buffer, as DPDK's does) are forwarded whole, byte for byte: their IP lengths are checked against
+/// the packet, not its first buffer (before the fix 4 of these 7 were dropped as "truncated"). A chain shorter than
+/// its IP length is still truncated.
+#[test]
+fn chained_jumbo_frames_forward_whole_without_max_pkt_len() {
+    let sizes = [1514usize, 2000, 2048, 3000, 4000, 9000, 9600];
+    let jumbo: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| v4([10, 0, 0, i as u8], [198, 18, 1, 7], 4000 + i as u16, 64, n))
+        .collect();
+    let mut short = v4([10, 0, 0, 99], [198, 18, 1, 7], 4099, 64, 5000);
+    short.truncate(4000);
+    let mut input = jumbo.clone();
+    input.push(short);
+    let (out, text) = run("l3jumbo", &[vec![input], vec![vec![]]], 2, &[], &["-p", "3", "--config=(0,0,0)(1,0,1)"]);
+    let mac1 = port_mac(&text, 1);
+    let want: Vec<Vec<u8>> = jumbo.iter().map(|f| forwarded(f, default_dest(1), mac1)).collect();
+    assert_frames_eq(&out[1][0], &want);
+    assert!(text.contains("Dropped: truncated: 1 bad-checksum: 0"), "{text}");
+}
+
 #[test]
 fn two_ports_two_queues_two_lcores_forward_every_packet_once() {
     // Queue 0 of each port on lcore 0, queue 1 on lcore 1; each input file's flows go to the other port.

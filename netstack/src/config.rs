@@ -255,11 +255,27 @@ impl Checker<'_> {
     }
 }
 
+/// Longest configuration file read: far more than any configuration needs (they are a few hundred bytes).
+pub const MAX_CONFIG_LEN: usize = 1 << 20;
+
 impl Config {
-    /// Reads and checks `path`.
+    /// Reads and checks `path`, at most [`MAX_CONFIG_LEN`] bytes of it: a bigger file (or one without end, such
+    /// as `/dev/zero`) is refused without being read whole.
     pub fn load(path: &Path) -> Result<Config> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| Error::ConfigRead { file: path.to_owned(), source })?;
+        use std::io::Read;
+        let read_err = |source| Error::ConfigRead { file: path.to_owned(), source };
+        let file = std::fs::File::open(path).map_err(read_err)?;
+        let mut bytes = Vec::new();
+        file.take(MAX_CONFIG_LEN as u64 + 1).read_to_end(&mut bytes).map_err(read_err)?;
+        if bytes.len() > MAX_CONFIG_LEN {
+            return Err(read_err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("longer than {MAX_CONFIG_LEN} bytes: not a configuration file"),
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            read_err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text: {e}")))
+        })?;
         Config::parse(path, &text)
     }
 

@@ -240,3 +240,13 @@ fn values_that_cannot_work_name_field_line_and_range() {
         (10_000, defaults.tcp_keepalive, defaults.tcp_user_timeout)
     );
 }
+
+/// A configuration file is read with a bound: `/dev/zero` (or any file over 1 MiB) is refused without being read
+/// whole, a missing one names itself.
+#[test]
+fn config_files_are_read_with_a_bound() {
+    let e = Config::load(Path::new("/dev/zero")).unwrap_err().to_string();
+    assert!(e.contains("cannot read configuration /dev/zero: longer than 1048576 bytes"), "{e}");
+    let e = Config::load(Path::new("/nonexistent/server.toml")).unwrap_err().to_string();
+    assert!(e.starts_with("cannot read configuration /nonexistent/server.toml"), "{e}");
+}

@@ -15,6 +15,16 @@
 //! model decodes field by field, MSCA (MDIO), is a `bitfield` struct; the rest are single-bit flags, named
 //! `const`s.
 //!
+//! # One shape for every model
+//!
+//! Every model implements one trait, [`Model`], for its per-port state ([`X540State`], [`X710State`],
+//! [`Sp670State`]): its PCI identity and every register BAR, its function-level reset, how a frame arrives and what
+//! one step of the device does, its link and its counters. The rest is written once in [`ModelPort`], the handle
+//! of every model port ([`X540Port`], [`X710Port`] and [`Sp670Port`] are `ModelPort`s): wires (a twin, a pcap file,
+//! a TAP), frame injection and capture, stepping, the [`ModelThread`], faults, counters. Consumers (simports'
+//! `net_sim_*` vdevs, the vfio-user server, the drivers' tests) are written over `ModelPort<S: Model>`. The
+//! models' one error type is [`Error`]; what a driver gets wrong is recorded as a [`Fault`].
+//!
 //! # Instantiating a port
 //!
 //! ```
@@ -115,7 +125,9 @@
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 pub mod dma;
+mod error;
 pub mod fault;
+pub mod model;
 pub mod net;
 pub mod pci;
 pub mod sp670;
@@ -125,16 +137,15 @@ pub mod x540;
 pub mod x710;
 
 pub use dma::IovaMap;
+pub use error::Error;
 pub use fault::{Fault, FaultLog};
+/// The names the X710 and SP670 models' stepping had before every model shared [`run_until_idle`].
+pub use model::{run_until_idle as run_until_idle_x710, run_until_idle as run_until_idle_sp670};
+pub use model::{run_until_idle, FrameCounts, IrqSink, Model, ModelPort, ModelThread, SharedBar};
 pub use pci::PciIdentity;
 pub use sp670::{
-    run_until_idle_sp670, Sp670, Sp670Bar, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar,
-    Sp670Port, Sp670RxError, Sp670Thread,
+    Sp670, Sp670Bar, Sp670CfgBar, Sp670Config, Sp670Counters, Sp670DbBar, Sp670MgmtBar, Sp670Port, Sp670RxError,
+    Sp670State, Sp670Thread,
 };
-pub use x540::{
-    run_until_idle, Chip, LinkSpeed, ModelCounters, ModelThread, ResetRecord, RxError, SimBar, X540Config, X540Port,
-    X540,
-};
-pub use x710::{
-    run_until_idle_x710, AqRc, X710Bar, X710Config, X710Counters, X710Part, X710Port, X710RxError, X710Thread, X710,
-};
+pub use x540::{Chip, LinkSpeed, ModelCounters, ResetRecord, RxError, SimBar, X540Config, X540Port, X540State, X540};
+pub use x710::{AqRc, X710Bar, X710Config, X710Counters, X710Part, X710Port, X710RxError, X710State, X710Thread, X710};

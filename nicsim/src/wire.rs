@@ -2,6 +2,7 @@
 //! TAP interface) and, for a TAP, where the kernel's frames come from. Plumbing every model shares; nothing here is
 //! NIC behaviour. `P` is the model's per-port shared state, which a peer's frames are delivered to.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
@@ -133,5 +134,24 @@ impl<P> Wire<P> {
             n += 1;
         }
         n
+    }
+}
+
+/// A frame on a wire: Ethernet bytes without FCS, and whether it arrived damaged (`E`: the model's receive errors).
+#[derive(Debug, Clone)]
+pub(crate) struct WireFrame<E> {
+    pub data: Vec<u8>,
+    pub error: Option<E>,
+}
+
+/// Frames waiting in a port's RX packet buffer, and their bytes (which change together with the frames).
+pub(crate) struct Inbound<E> {
+    pub frames: VecDeque<WireFrame<E>>,
+    pub bytes: usize,
+}
+
+impl<E> Default for Inbound<E> {
+    fn default() -> Self {
+        Inbound { frames: VecDeque::new(), bytes: 0 }
     }
 }

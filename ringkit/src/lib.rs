@@ -1,7 +1,8 @@
 //! The descriptor-ring kit that poll-mode drivers share: ring index arithmetic, the RX ring engine ([`rx`]:
 //! [`RxEngine`], the burst with its fast run and general path, chains and counters, over [`RxBuffers`], the mbuf
 //! shadow ring with its bulk refill) and the TX ring core ([`TxCore`]: the mbuf shadow ring, the four-at-a-time
-//! placement of plain packets in runs, RS groups and their bulk cleanup). A driver keeps what is its own
+//! placement of plain packets in runs, RS groups and their bulk cleanup) and the TX hang watchdog ([`watchdog`]: a
+//! queue whose completion point stands still with work outstanding, checked on the slow path). A driver keeps what is its own
 //! (descriptor layout and encode, the write-back decode, status bits, registers and doorbells, offload and context
 //! descriptors) and plugs it in through [`RxFormat`], [`RxDescriptor`] and [`TxDescriptor`], traits of
 //! `#[inline(always)]` functions that the engine and the cores are monomorphised over: no dynamic call per packet.
@@ -19,9 +20,11 @@
 
 pub mod rx;
 mod tx;
+pub mod watchdog;
 
 pub use rx::{RxBuffers, RxDescriptor, RxEngine, RxFormat};
 pub use tx::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
+pub use watchdog::{TxHang, TxHangState, TxWatchdog, DEFAULT_TX_HANG_TIMEOUT};
 
 /// Whether the CPU has AVX: the RX fast runs then take their AVX builds (three-operand forms of the same SSE2
 /// steps; [`rx::IsaLevel`]). Decided per ring at creation; false off x86-64.

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
 
 use crate::idx;
+use crate::watchdog::{TxHang, TxWatchdog};
 use drvkit::barrier::dma_wmb;
 use pktio::stats::TxQueueStats;
 
@@ -92,6 +93,8 @@ pub struct TxCore<D: TxDescriptor> {
     shadow: Box<[Option<NonNull<MbufHeader>>]>,
     /// The queue's counters (moved by the burst).
     stats: Arc<TxQueueStats>,
+    /// The hang watchdog, looked at only when a burst found the ring full ([`TxCore::check_hang`]).
+    watchdog: Option<TxWatchdog>,
 }
 
 // SAFETY: the core owns the packets in `shadow`; `ring` points into memory its owner keeps alive and uses from
@@ -130,7 +133,48 @@ impl<D: TxDescriptor> TxCore<D> {
             pool_id: pool.id(),
             shadow: vec![None; size].into_boxed_slice(),
             stats,
+            watchdog: None,
         }
+    }
+
+    /// Watches this ring for hangs with `w` (see [`TxCore::check_hang`]).
+    pub fn set_watchdog(&mut self, w: TxWatchdog) {
+        self.watchdog = Some(w);
+    }
+
+    /// The slow-path hang check, for a driver whose burst could not place everything (the ring full after
+    /// cleanup): the completion point is the oldest slot not yet cleaned, which moves whenever the device writes
+    /// back an RS descriptor. Returns a hang once it is detected (see [`TxWatchdog::stalled`]).
+    #[cold]
+    #[inline(never)]
+    pub fn check_hang(&mut self) -> Option<TxHang> {
+        let pending = self.size - 1 - self.nb_free;
+        let clean = self.clean;
+        self.watchdog.as_mut()?.stalled(clean, pending)
+    }
+
+    /// Empties the ring for a queue restart: frees every packet on it (counted as errors of the queue, and as the
+    /// watchdog's drops) and starts again at slot 0. Returns how many packets it dropped. The caller must have
+    /// stopped the device reading the ring, and resets the device's head and tail to 0 before enabling it again.
+    #[cold]
+    pub fn reset(&mut self) -> usize {
+        let dropped = self.in_flight();
+        let (from, live) = (self.clean, idx::dist(self.clean, self.tail, self.size));
+        self.free_range(from, live, RS_FLAGS);
+        self.tail = 0;
+        self.clean = 0;
+        self.nb_free = self.size - 1;
+        self.since_rs = 0;
+        self.rs_head = 0;
+        self.rs_len = 0;
+        self.rs_flags = 0;
+        self.stats.errors.add(dropped as u64);
+        if let Some(w) = self.watchdog.as_mut() {
+            w.reset();
+            w.state().dropped.add(dropped as u64);
+            w.state().restarts.add(1);
+        }
+        dropped
     }
 
     /// Free descriptor slots.

@@ -261,6 +261,43 @@ setup_guest_downloads() {
   fi
 }
 
+# DPDK's source of the 25.11 series (the newest 25.11.x Debian's deb-src lists carry: sid), unpacked under
+# $DPDK_SRC_DIR, for what no Debian package of bookworm/trixie ships: usertools/dpdk-telemetry-exporter.py (DPDK 23.07
+# and later) with its telemetry-endpoints/, which testpmd-rs/tests/exporter.rs runs. Only unpacked, never built.
+DPDK_SRC_SERIES=25.11
+DPDK_SRC_DIR=$CACHE/src/dpdk-$DPDK_SRC_SERIES
+dpdk_source_ok() {
+  [ -f "$DPDK_SRC_DIR/usertools/dpdk-telemetry-exporter.py" ] && [ -d "$DPDK_SRC_DIR/usertools/telemetry-endpoints" ]
+}
+
+setup_dpdk_source() {
+  dpdk_source_ok && return 0
+  apt_prepare
+  local v picked="" work=$CACHE/src/dpdk-source.tmp versions
+  # Every 25.11.x the lists name, newest first: a mirror may already have dropped the one a stale list names.
+  versions=$(apt-cache showsrc dpdk 2>/dev/null | awk '/^Package: dpdk$/{p=1} p && /^Version:/{print $2; p=0}' |
+    grep -E "^([0-9]+:)?$DPDK_SRC_SERIES(\.|-)" | sort -rV -u || true)
+  # Not fatal: only the exporter test needs it, and it fails with this reason under DPDK_TESTS_REQUIRED=1.
+  [ -n "$versions" ] || { say "no dpdk $DPDK_SRC_SERIES.x source in the apt source lists (deb-src sid)"; return 0; }
+  for v in $versions; do
+    say "fetching and unpacking DPDK's source $v (its telemetry exporter) into $DPDK_SRC_DIR"
+    rm -rf "$work" && mkdir -p "$work"
+    if (cd "$work" && apt_get source -qq --download-only "dpdk=$v" >/dev/null &&
+      dpkg-source --no-check -x "dpdk_${v#*:}.dsc" tree >/dev/null); then
+      picked=$v
+      break
+    fi
+    say "apt-get source dpdk=$v failed; trying the next version"
+  done
+  if [ -z "$picked" ]; then
+    rm -rf "$work"
+    say "none of DPDK's sources could be fetched ($(echo $versions)): the exporter test will say so"
+    return 0
+  fi
+  rm -rf "$DPDK_SRC_DIR" && mv "$work/tree" "$DPDK_SRC_DIR" && rm -rf "$work"
+  dpdk_source_ok || say "DPDK's source $picked has no usertools/dpdk-telemetry-exporter.py"
+}
+
 # 2 MiB hugepages for the EAL's default (tests that need more reserve their own; --no-huge runs without).
 setup_hugepages() {
   local nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages

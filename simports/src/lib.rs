@@ -6,31 +6,75 @@
 //! - [`x710`]: `net_sim_x710`, the i40e driver on the X710 / XL710 / XXV710 model.
 //! - [`sp670`]: `net_sim_sp670`, the hinic3 driver on the SP670 model.
 //!
-//! [`VDEV_DRIVERS`] lists them for an application's [`pktio::driver::Registry`]. Not supported: models of other
-//! NICs (one module per model family joins these), PCI-style probing of a model (models are vdevs only).
+//! [`SIM_NICS`] is **the model list**: one line per simulated NIC (its vdev, the driver that runs on it, the devargs
+//! a forwarding test runs it with and the link speed it then reports). [`VDEV_DRIVERS`] (for an application's
+//! [`pktio::driver::Registry`]) and the tests that walk every simulated NIC (testpmd-rs/tests/sim_nics.rs) derive
+//! from it. Every vdev opens through the one generic [`vdev::open_vdev`] over the model trait ([`nicsim::Model`]);
+//! a NIC's module says only what is its own ([`vdev::SimDriver`]). Not supported: PCI-style probing of a model
+//! (models are vdevs only).
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 mod port;
-pub mod sp670;
-pub mod x540;
-pub mod x710;
+pub mod vdev;
 
 pub use port::SimPort;
 
 use pktio::driver::VdevDriver;
 
-/// Every simulated port this crate provides.
-pub static VDEV_DRIVERS: &[VdevDriver] = &[
-    VdevDriver { name: x540::VDEV_DRIVER, devargs: &["ports", "speed", "mac", "tap"], open: x540::open_vdev },
-    VdevDriver {
-        name: x540::VDEV_DRIVER_82599,
-        devargs: &["ports", "speed", "mac", "tap"],
-        open: x540::open_vdev_82599,
-    },
-    VdevDriver { name: x710::VDEV_DRIVER, devargs: &["ports", "part", "tap"], open: x710::open_vdev },
-    VdevDriver { name: sp670::VDEV_DRIVER, devargs: &["ports", "tap", "speed", "queues"], open: sp670::open_vdev },
-];
+/// One simulated NIC: its vdev, and what a test that runs every simulated NIC needs to know of it.
+#[derive(Debug, Clone, Copy)]
+pub struct SimNic {
+    /// The vdev (name, devargs keys, open).
+    pub vdev: VdevDriver,
+    /// The driver that runs on the model (`DevInfo::driver_name`).
+    pub driver: &'static str,
+    /// Devargs of a forwarding run on two wired ports, and the link speed in Mb/s the ports then report.
+    pub runs: &'static [(&'static str, u32)],
+}
+
+impl SimNic {
+    /// A NIC of the model list: its vdev, the driver that runs on it, its forwarding runs.
+    pub const fn new(vdev: VdevDriver, driver: &'static str, runs: &'static [(&'static str, u32)]) -> Self {
+        SimNic { vdev, driver, runs }
+    }
+}
+
+/// Declares each NIC's module (`simports/src/<module>.rs`, its [`vdev::SimDriver`] and `VDEV`s) and lists its
+/// simulated NICs in [`SIM_NICS`]: one line per model.
+macro_rules! model_list {
+    ($($module:ident => [$($nic:expr),+ $(,)?],)+) => {
+        $(pub mod $module;)+
+        /// **The model list**, in the order of `model_list!`.
+        const NICS: &[SimNic] = &[$($($nic),+),+];
+    };
+}
+
+// The model list: one line per model module (the X540 module has two vdevs).
+model_list! {
+    x540 => [
+        SimNic::new(x540::VDEV, "net_ixgbe", &[("net_sim_x540,ports=2", 10_000)]),
+        SimNic::new(x540::VDEV_82599, "net_ixgbe", &[("net_sim_82599,ports=2", 10_000)]),
+    ],
+    x710 => [SimNic::new(x710::VDEV, "net_i40e", &[("net_sim_x710,ports=2", 10_000), ("net_sim_x710,ports=2,part=xl710", 40_000)])],
+    sp670 => [SimNic::new(sp670::VDEV, "net_hinic3", &[("net_sim_sp670,ports=2", 100_000), ("net_sim_sp670,ports=2,speed=25000", 25_000)])],
+}
+
+/// Every simulated NIC: the model list.
+pub static SIM_NICS: &[SimNic] = NICS;
+
+/// Every simulated port this crate provides, for an application's registry: the vdevs of [`SIM_NICS`].
+pub static VDEV_DRIVERS: &[VdevDriver] = &vdevs_of::<{ NICS.len() }>(NICS);
+
+const fn vdevs_of<const N: usize>(nics: &[SimNic]) -> [VdevDriver; N] {
+    let mut out = [nics[0].vdev; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = nics[i].vdev;
+        i += 1;
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {
@@ -60,6 +104,34 @@ mod tests {
         let sp670 = open("net_sim_sp670,ports=2").unwrap();
         assert_eq!(sp670[1].info().driver_name, "net_hinic3");
         assert_eq!(sp670[1].info().device_name, "net_sim_sp670_p1");
+    }
+
+    /// An unknown key is named with the driver's whole name, digits included, even when the driver's own open is
+    /// called directly (the name used to lose them: "net_sim_x takes: ...").
+    #[test]
+    fn unknown_keys_name_the_whole_driver() {
+        for (devargs, driver) in [
+            ("net_sim_x710,bogus=1", "net_sim_x710"),
+            ("net_sim_x7101,bogus=1", "net_sim_x710"),
+            ("net_sim_sp670,bogus=1", "net_sim_sp670"),
+            ("net_sim_sp6702,bogus=1", "net_sim_sp670"),
+        ] {
+            let e = open(devargs).err().unwrap_or_else(|| panic!("{devargs} accepted")).to_string();
+            assert!(e.contains(&format!("unknown argument \"bogus\"; {driver} takes: ports")), "{devargs}: {e}");
+        }
+    }
+
+    #[test]
+    fn every_nic_of_the_model_list_is_registered_and_forwards_on_each_run() {
+        let names: Vec<_> = VDEV_DRIVERS.iter().map(|d| d.name).collect();
+        assert_eq!(names, SIM_NICS.iter().map(|n| n.vdev.name).collect::<Vec<_>>());
+        for nic in SIM_NICS {
+            assert!(nic.vdev.devargs.contains(&"ports") && nic.vdev.devargs.contains(&"tap"), "{}", nic.vdev.name);
+            for &(devargs, mbps) in nic.runs {
+                let device = format!("{}_p0", nic.vdev.name);
+                testing::forward_pair(open(devargs).unwrap(), devargs, mbps, nic.driver, &device);
+            }
+        }
     }
 
     #[test]

@@ -2,32 +2,33 @@
 //! these, so the [`EthDev`] forwarding is written once for every model family.
 
 use mempool::Mempool;
+use nicsim::{Model, ModelPort, ModelThread};
 use pktio::{
     DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result, RssConfig, RxQueue, TxQueue, XStat,
 };
 
-/// A driver `D` on a model `M` whose thread guard is `T`. Field order is drop order: the driver quiesces its rings
-/// (and closes the device) while the model still runs, then the model's thread stops, then the model goes.
-pub struct SimPort<D, T, M> {
+/// A driver `D` on a port of model `S`. Field order is drop order: the driver quiesces its rings (and closes the
+/// device) while the model still runs, then the model's thread stops, then the model goes.
+pub struct SimPort<D, S> {
     dev: D,
-    _thread: T,
-    model: M,
+    _thread: ModelThread,
+    model: ModelPort<S>,
 }
 
-impl<D: std::fmt::Debug, T, M> std::fmt::Debug for SimPort<D, T, M> {
+impl<D: std::fmt::Debug, S> std::fmt::Debug for SimPort<D, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SimPort").field("dev", &self.dev).finish()
     }
 }
 
-impl<D, T, M> SimPort<D, T, M> {
+impl<D, S> SimPort<D, S> {
     /// A port from its driver, the model's running thread and the model.
-    pub fn new(dev: D, thread: T, model: M) -> Self {
+    pub fn new(dev: D, thread: ModelThread, model: ModelPort<S>) -> Self {
         SimPort { dev, _thread: thread, model }
     }
 
     /// The model behind the port (fault injection, counters).
-    pub fn model(&self) -> &M {
+    pub fn model(&self) -> &ModelPort<S> {
         &self.model
     }
 
@@ -37,7 +38,7 @@ impl<D, T, M> SimPort<D, T, M> {
     }
 }
 
-impl<D: EthDev, T: Send, M: Send> EthDev for SimPort<D, T, M> {
+impl<D: EthDev, S: Model> EthDev for SimPort<D, S> {
     fn state(&self) -> &PortState {
         self.dev.state()
     }

@@ -17,73 +17,63 @@ use std::sync::Arc;
 
 use hinic3::{Bars, Hinic3, Options, Timing};
 use hugepage::Allocator;
-use nicsim::{Sp670, Sp670Bar, Sp670Config, Sp670Port, Sp670Thread};
+use nicsim::{Sp670Bar, Sp670Config, Sp670Port};
 use pktio::devargs::Devargs;
+use pktio::driver::VdevDriver;
 use pktio::{EthDev, Result};
+
+pub use crate::vdev::MAX_PORTS;
+use crate::vdev::{with_card_byte, SimDriver};
 
 /// The driver name users type.
 pub const VDEV_DRIVER: &str = "net_sim_sp670";
-/// Most ports one `--vdev` may create.
-pub const MAX_PORTS: u16 = 8;
 /// Link speeds the model reports (MAG speed codes of docs/hw/hinic3.md §7.3 that an SP670 runs).
 const SPEEDS: [u32; 5] = [10_000, 25_000, 40_000, 100_000, 200_000];
 
-/// One simulated SP670 port: the hinic3 driver, and the SP670 model (with its thread) behind it.
-pub type SimPort = crate::port::SimPort<Hinic3<Sp670Bar>, Sp670Thread, Sp670Port>;
+/// `net_sim_sp670`.
+pub const VDEV: VdevDriver = VdevDriver { name: VDEV_DRIVER, devargs: Hinic3Sim::KEYS, open: open_vdev };
 
-fn open_one(name: String, model: Sp670Port, allocator: &Allocator) -> Result<SimPort> {
-    // The management CPU answers only while the model runs: its thread starts before the bring-up.
-    let thread = model.start_thread();
-    let (cfg, mgmt, db) = model.bars();
-    let bars = Bars { cfg: Arc::new(cfg), mgmt: Some(Arc::new(mgmt)), db: Arc::new(db) };
-    let options = Options { name, timing: Timing::fast() };
-    let dev = Hinic3::new(bars, model.dma_mapper(), allocator.clone(), options)?;
-    Ok(SimPort::new(dev, thread, model))
+/// One simulated SP670 port: the hinic3 driver, and the SP670 model (with its thread) behind it.
+pub type SimPort = crate::port::SimPort<Hinic3<Sp670Bar>, nicsim::Sp670State>;
+
+/// The hinic3 driver on the SP670 model.
+#[derive(Debug)]
+pub struct Hinic3Sim;
+
+impl SimDriver for Hinic3Sim {
+    type Model = nicsim::Sp670State;
+    type Driver = Hinic3<Sp670Bar>;
+    const DRIVER: &'static str = VDEV_DRIVER;
+    const KEYS: &'static [&'static str] = &["ports", "tap", "speed", "queues"];
+
+    fn model_config(args: &Devargs) -> Result<Sp670Config> {
+        let speed: u32 = args.parse_or("speed", 100_000)?;
+        if !SPEEDS.contains(&speed) {
+            return Err(args.error(format!("speed={speed}: use one of {SPEEDS:?} (Mb/s)")));
+        }
+        let queues: u16 = args.parse_or("queues", 64)?;
+        if !(1..=256).contains(&queues) {
+            return Err(args.error(format!("queues={queues}: a function has 1 to 256 queue pairs")));
+        }
+        Ok(Sp670Config { speed_mbps: speed, max_queues: queues, ..Sp670Config::default() })
+    }
+
+    /// The model's pair differs in the last MAC byte, the pair index goes in byte 4.
+    fn card_config(config: &Sp670Config, card: u16) -> Sp670Config {
+        Sp670Config { mac: with_card_byte(config.mac, card), ..config.clone() }
+    }
+
+    fn open_driver(name: String, model: &Sp670Port, allocator: &Allocator) -> Result<Hinic3<Sp670Bar>> {
+        let (cfg, mgmt, db) = model.bars();
+        let bars = Bars { cfg: Arc::new(cfg), mgmt: Some(Arc::new(mgmt)), db: Arc::new(db) };
+        let options = Options { name, timing: Timing::fast() };
+        Hinic3::new(bars, model.dma_mapper(), allocator.clone(), options)
+    }
 }
 
 /// Opens the ports of a `net_sim_sp670` vdev.
 pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    args.check_keys(&["ports", "tap", "speed", "queues"])?;
-    let speed: u32 = args.parse_or("speed", 100_000)?;
-    if !SPEEDS.contains(&speed) {
-        return Err(args.error(format!("speed={speed}: use one of {SPEEDS:?} (Mb/s)")));
-    }
-    let queues: u16 = args.parse_or("queues", 64)?;
-    if !(1..=256).contains(&queues) {
-        return Err(args.error(format!("queues={queues}: a function has 1 to 256 queue pairs")));
-    }
-    let base = Sp670Config { speed_mbps: speed, max_queues: queues, ..Sp670Config::default() };
-    let tap = args.get("tap");
-    if tap == Some("") {
-        return Err(args.error("tap= needs an interface name"));
-    }
-    let ports: u16 = args.parse_or("ports", if tap.is_some() { 1 } else { 2 })?;
-    if tap.is_some() && ports != 1 {
-        return Err(args.error(format!("ports={ports}: a tap= vdev has one port (wired to the TAP)")));
-    }
-    if tap.is_none() && (ports == 0 || !ports.is_multiple_of(2) || ports > MAX_PORTS) {
-        return Err(
-            args.error(format!("ports={ports}: give an even number up to {MAX_PORTS} (ports are wired in pairs)"))
-        );
-    }
-    let mut out: Vec<Box<dyn EthDev>> = Vec::new();
-    if let Some(tap) = tap {
-        let model = Sp670::new(base);
-        model.wire_to_tap(tap).map_err(|e| pktio::Error::os(format!("{}: TAP wire {tap:?}", args.name), e))?;
-        out.push(Box::new(open_one(format!("{}_p0", args.name), model, allocator)?));
-        return Ok(out);
-    }
-    for pair in 0..ports / 2 {
-        // Distinct MACs per pair: the model's pair differs in the last byte, the pair index goes in byte 4.
-        let mut mac = base.mac;
-        mac[4] = pair as u8;
-        let (m0, m1) = Sp670::pair(Sp670Config { mac, ..base.clone() });
-        for (k, model) in [m0, m1].into_iter().enumerate() {
-            let name = format!("{}_p{}", args.name, pair * 2 + k as u16);
-            out.push(Box::new(open_one(name, model, allocator)?));
-        }
-    }
-    Ok(out)
+    crate::vdev::open_vdev::<Hinic3Sim>(args, allocator)
 }
 
 #[cfg(test)]

@@ -20,18 +20,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hugepage::Allocator;
-use nicsim::{Chip, LinkSpeed, ModelThread, SimBar, X540Config, X540Port, X540};
+use nicsim::{Chip, LinkSpeed, SimBar, X540Config, X540Port};
 use pktio::devargs::Devargs;
+use pktio::driver::VdevDriver;
 use pktio::{EthDev, Result};
 
 use ixgbe::{Ixgbe, MacType, Media, Options, Timing};
+
+pub use crate::vdev::MAX_PORTS;
+use crate::vdev::{with_card_byte, SimDriver};
 
 /// The driver name users type.
 pub const VDEV_DRIVER: &str = "net_sim_x540";
 /// The driver name users type for simulated 82599 (SFP+) ports.
 pub const VDEV_DRIVER_82599: &str = "net_sim_82599";
-/// Most ports one `--vdev` may create.
-pub const MAX_PORTS: u16 = 8;
+
+/// `net_sim_x540`.
+pub const VDEV: VdevDriver = VdevDriver { name: VDEV_DRIVER, devargs: IxgbeSim::<false>::KEYS, open: open_vdev };
+/// `net_sim_82599`.
+pub const VDEV_82599: VdevDriver =
+    VdevDriver { name: VDEV_DRIVER_82599, devargs: IxgbeSim::<true>::KEYS, open: open_vdev_82599 };
 
 /// Timing for a model: no settle waits (the model has none unless a test injects them).
 pub fn model_timing() -> Timing {
@@ -46,81 +54,65 @@ pub fn model_timing() -> Timing {
         semaphore: Duration::from_millis(10),
         security_block: Duration::from_millis(100),
         laser_on: Duration::ZERO,
+        // The hardware's (ringkit::DEFAULT_TX_HANG_TIMEOUT): a model serves its queues unless a fault stops them.
+        tx_hang: Duration::from_secs(5),
     }
 }
 
 /// One simulated port: the ixgbe driver, and the X540 (or 82599) model (with its thread) behind it.
-pub type SimPort = crate::port::SimPort<Ixgbe<SimBar>, ModelThread, X540Port>;
+pub type SimPort = crate::port::SimPort<Ixgbe<SimBar>, nicsim::X540State>;
 
-fn open_one(name: String, bar: SimBar, model: X540Port, allocator: &Allocator) -> Result<SimPort> {
-    let (mac_type, media) = match model.config().chip {
-        Chip::X540 => (MacType::X540, Media::Copper),
-        Chip::X82599 => (MacType::X82599, Media::Sfp),
-    };
-    let options = Options { name, mac_type, timing: model_timing(), media };
-    let dev = Ixgbe::new(Arc::new(bar), model.dma_mapper(), allocator.clone(), options)?;
-    let thread = model.start_thread();
-    Ok(SimPort::new(dev, thread, model))
+/// The ixgbe driver on the X540 model (`X82599`: on its 82599 variant by default).
+#[derive(Debug)]
+pub struct IxgbeSim<const X82599: bool>;
+
+impl<const X82599: bool> SimDriver for IxgbeSim<X82599> {
+    type Model = nicsim::X540State;
+    type Driver = Ixgbe<SimBar>;
+    const DRIVER: &'static str = if X82599 { VDEV_DRIVER_82599 } else { VDEV_DRIVER };
+    const KEYS: &'static [&'static str] = &["ports", "speed", "mac", "tap"];
+
+    fn model_config(args: &Devargs) -> Result<X540Config> {
+        let base = match args.get("mac").unwrap_or(if X82599 { "82599" } else { "x540" }) {
+            "x540" | "X540" => X540Config::default(),
+            "82599" => X540Config::x82599(),
+            m => return Err(args.error(format!("mac={m}: use x540 or 82599"))),
+        };
+        let partner_speed = match args.parse_or("speed", 10_000u32)? {
+            100 => LinkSpeed::M100,
+            1_000 => LinkSpeed::G1,
+            10_000 => LinkSpeed::G10,
+            s => return Err(args.error(format!("speed={s}: use 100, 1000 or 10000"))),
+        };
+        if base.chip == Chip::X82599 && partner_speed != LinkSpeed::G10 {
+            return Err(args.error("the simulated 82599 is an SFP+ port running 10G SFI: speed=10000 only"));
+        }
+        Ok(X540Config { partner_speed, ..base })
+    }
+
+    /// The model's pair differs in the last MAC byte, the card index goes in byte 4.
+    fn card_config(config: &X540Config, card: u16) -> X540Config {
+        X540Config { mac: with_card_byte(config.mac, card), ..config.clone() }
+    }
+
+    fn open_driver(name: String, model: &X540Port, allocator: &Allocator) -> Result<Ixgbe<SimBar>> {
+        let (mac_type, media) = match model.config().chip {
+            Chip::X540 => (MacType::X540, Media::Copper),
+            Chip::X82599 => (MacType::X82599, Media::Sfp),
+        };
+        let options = Options { name, mac_type, timing: model_timing(), media };
+        Ixgbe::new(Arc::new(model.bar()), model.dma_mapper(), allocator.clone(), options)
+    }
 }
 
 /// Opens the ports of a `net_sim_x540` vdev.
 pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    open_model_vdev(args, allocator, "x540")
+    crate::vdev::open_vdev::<IxgbeSim<false>>(args, allocator)
 }
 
 /// Opens the ports of a `net_sim_82599` vdev.
 pub fn open_vdev_82599(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    open_model_vdev(args, allocator, "82599")
-}
-
-fn open_model_vdev(args: &Devargs, allocator: &Allocator, default_mac: &str) -> Result<Vec<Box<dyn EthDev>>> {
-    args.check_keys(&["ports", "speed", "mac", "tap"])?;
-    let base = match args.get("mac").unwrap_or(default_mac) {
-        "x540" | "X540" => X540Config::default(),
-        "82599" => X540Config::x82599(),
-        m => return Err(args.error(format!("mac={m}: use x540 or 82599"))),
-    };
-    let tap = args.get("tap");
-    if tap == Some("") {
-        return Err(args.error("tap= needs an interface name"));
-    }
-    let ports: u16 = args.parse_or("ports", if tap.is_some() { 1 } else { 2 })?;
-    if tap.is_some() && ports != 1 {
-        return Err(args.error(format!("ports={ports}: a tap= vdev has one port (wired to the TAP)")));
-    }
-    if tap.is_none() && (ports == 0 || !ports.is_multiple_of(2) || ports > MAX_PORTS) {
-        return Err(
-            args.error(format!("ports={ports}: give an even number up to {MAX_PORTS} (ports are wired in pairs)"))
-        );
-    }
-    let partner_speed = match args.parse_or("speed", 10_000u32)? {
-        100 => LinkSpeed::M100,
-        1_000 => LinkSpeed::G1,
-        10_000 => LinkSpeed::G10,
-        s => return Err(args.error(format!("speed={s}: use 100, 1000 or 10000"))),
-    };
-    if base.chip == Chip::X82599 && partner_speed != LinkSpeed::G10 {
-        return Err(args.error("the simulated 82599 is an SFP+ port running 10G SFI: speed=10000 only"));
-    }
-    let mut out: Vec<Box<dyn EthDev>> = Vec::new();
-    if let Some(tap) = tap {
-        let (bar, model) = X540::new(X540Config { partner_speed, ..base });
-        model.wire_to_tap(tap).map_err(|e| pktio::Error::os(format!("{}: TAP wire {tap:?}", args.name), e))?;
-        out.push(Box::new(open_one(format!("{}_p0", args.name), bar, model, allocator)?));
-        return Ok(out);
-    }
-    for pair in 0..ports / 2 {
-        // Distinct MACs per pair: the model's pair differs in the last byte, the pair index goes in byte 4.
-        let mut mac = base.mac;
-        mac[4] = pair as u8;
-        let config = X540Config { mac, partner_speed, ..base.clone() };
-        let ((bar0, m0), (bar1, m1)) = X540::pair(config);
-        for (k, (bar, model)) in [(bar0, m0), (bar1, m1)].into_iter().enumerate() {
-            let name = format!("{}_p{}", args.name, pair * 2 + k as u16);
-            out.push(Box::new(open_one(name, bar, model, allocator)?));
-        }
-    }
-    Ok(out)
+    crate::vdev::open_vdev::<IxgbeSim<true>>(args, allocator)
 }
 
 #[cfg(test)]

@@ -17,17 +17,22 @@ use std::sync::Arc;
 
 use hugepage::Allocator;
 use i40e::{max_speed_of, I40e, Options, Timing};
-use nicsim::{X710Bar, X710Config, X710Part, X710Port, X710Thread, X710};
+use nicsim::{X710Bar, X710Config, X710Part, X710Port};
 use pktio::devargs::Devargs;
+use pktio::driver::VdevDriver;
 use pktio::{EthDev, Result};
+
+pub use crate::vdev::MAX_PORTS;
+use crate::vdev::{with_card_byte, SimDriver};
 
 /// The driver name users type.
 pub const VDEV_DRIVER: &str = "net_sim_x710";
-/// Most ports one `--vdev` may create.
-pub const MAX_PORTS: u16 = 8;
+
+/// `net_sim_x710`.
+pub const VDEV: VdevDriver = VdevDriver { name: VDEV_DRIVER, devargs: I40eSim::KEYS, open: open_vdev };
 
 /// One simulated 700-series port: the i40e driver, and the X710 model (with its thread) behind it.
-pub type SimPort = crate::port::SimPort<I40e<X710Bar>, X710Thread, X710Port>;
+pub type SimPort = crate::port::SimPort<I40e<X710Bar>, nicsim::X710State>;
 
 /// The part a `part=` devarg names.
 fn part_of(name: &str) -> Option<X710Part> {
@@ -40,54 +45,39 @@ fn part_of(name: &str) -> Option<X710Part> {
     })
 }
 
-fn open_one(name: String, bar: X710Bar, model: X710Port, allocator: &Allocator) -> Result<SimPort> {
-    let device = model.config().part.device_id();
-    let max_speed = max_speed_of(0x8086, device).unwrap_or(10_000);
-    let options = Options { timing: Timing::fast(), max_speed, ..Options::new(name) };
-    // The firmware answers the admin queue only while the model runs: its thread starts before the bring-up.
-    let thread = model.start_thread();
-    let dev = I40e::new(Arc::new(bar), model.dma_mapper(), allocator.clone(), options)?;
-    Ok(SimPort::new(dev, thread, model))
+/// The i40e driver on the X710 model.
+#[derive(Debug)]
+pub struct I40eSim;
+
+impl SimDriver for I40eSim {
+    type Model = nicsim::X710State;
+    type Driver = I40e<X710Bar>;
+    const DRIVER: &'static str = VDEV_DRIVER;
+    const KEYS: &'static [&'static str] = &["ports", "part", "tap"];
+
+    fn model_config(args: &Devargs) -> Result<X710Config> {
+        let part_name = args.get("part").unwrap_or("x710");
+        let part = part_of(part_name)
+            .ok_or_else(|| args.error(format!("part={part_name}: use x710, xl710, xl710b or xxv710")))?;
+        Ok(X710Config::part(part))
+    }
+
+    /// The model's pair differs in the last MAC byte, the adapter index goes in byte 4.
+    fn card_config(config: &X710Config, card: u16) -> X710Config {
+        X710Config { mac: with_card_byte(config.mac, card), ..config.clone() }
+    }
+
+    fn open_driver(name: String, model: &X710Port, allocator: &Allocator) -> Result<I40e<X710Bar>> {
+        let device = model.config().part.device_id();
+        let max_speed = max_speed_of(0x8086, device).unwrap_or(10_000);
+        let options = Options { timing: Timing::fast(), max_speed, ..Options::new(name) };
+        I40e::new(Arc::new(model.bar()), model.dma_mapper(), allocator.clone(), options)
+    }
 }
 
 /// Opens the ports of a `net_sim_x710` vdev.
 pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    args.check_keys(&["ports", "part", "tap"])?;
-    let part_name = args.get("part").unwrap_or("x710");
-    let part =
-        part_of(part_name).ok_or_else(|| args.error(format!("part={part_name}: use x710, xl710, xl710b or xxv710")))?;
-    let base = X710Config::part(part);
-    let tap = args.get("tap");
-    if tap == Some("") {
-        return Err(args.error("tap= needs an interface name"));
-    }
-    let ports: u16 = args.parse_or("ports", if tap.is_some() { 1 } else { 2 })?;
-    if tap.is_some() && ports != 1 {
-        return Err(args.error(format!("ports={ports}: a tap= vdev has one port (wired to the TAP)")));
-    }
-    if tap.is_none() && (ports == 0 || !ports.is_multiple_of(2) || ports > MAX_PORTS) {
-        return Err(
-            args.error(format!("ports={ports}: give an even number up to {MAX_PORTS} (ports are wired in pairs)"))
-        );
-    }
-    let mut out: Vec<Box<dyn EthDev>> = Vec::new();
-    if let Some(tap) = tap {
-        let (bar, model) = X710::new(base);
-        model.wire_to_tap(tap).map_err(|e| pktio::Error::os(format!("{}: TAP wire {tap:?}", args.name), e))?;
-        out.push(Box::new(open_one(format!("{}_p0", args.name), bar, model, allocator)?));
-        return Ok(out);
-    }
-    for pair in 0..ports / 2 {
-        // Distinct MACs per adapter: the model's pair differs in the last byte, the adapter index goes in byte 4.
-        let mut mac = base.mac;
-        mac[4] = pair as u8;
-        let ((bar0, m0), (bar1, m1)) = X710::pair(X710Config { mac, ..base.clone() });
-        for (k, (bar, model)) in [(bar0, m0), (bar1, m1)].into_iter().enumerate() {
-            let name = format!("{}_p{}", args.name, pair * 2 + k as u16);
-            out.push(Box::new(open_one(name, bar, model, allocator)?));
-        }
-    }
-    Ok(out)
+    crate::vdev::open_vdev::<I40eSim>(args, allocator)
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub mod af_xdp;
 pub(crate) mod netif;
 pub mod null;
 pub mod pcap;
+mod pcap_claims;
 pub mod pcap_file;
 pub mod ring;
 pub mod tap;

@@ -6,8 +6,10 @@
 //!   Ethernet link type). Each record is copied into a buffer; records larger than the pool's data room arrive as
 //!   chains of buffers. At the end of the file `rx_burst` returns 0. Each start replays from the beginning.
 //! - `tx_pcap=FILE`: one TX queue writes every packet it is given into FILE (created or truncated when the port is
-//!   opened; classic pcap, microsecond timestamps of the moment of sending; chains are written whole). Buffered
-//!   records are flushed when the port stops, when the queue is dropped and when the port is dropped.
+//!   opened; classic pcap, microsecond timestamps of the moment of sending; chains are written whole). Each burst
+//!   is flushed to the file, as DPDK's pcap PMD does, so that a write error is the burst's. A file is refused when
+//!   this or another open pcap port replays it (`rx_pcap` and `tx_pcap` naming one file would truncate the input)
+//!   or writes it (two writers lose each other's records): as DPDK, the second open fails.
 //! - `infinite_rx=1`: when a file ends, start it again (the file must hold at least one packet). As DPDK's pcap PMD
 //!   does, the file is read once at start into memory (one buffer, records by offset) and replayed from there, each
 //!   record copied into fresh buffers per burst; without `infinite_rx` files are streamed, since they can be large.
@@ -21,8 +23,10 @@
 //! DPDK's capture byte for byte.
 //!
 //! Counters: ipackets/ibytes per record delivered; a corrupt or truncated record ends the file and counts one
-//! ierror; a pool running dry counts rx_nombuf and the record is delivered on a later burst. opackets/obytes per
-//! record written; a failed write (disk full) counts oerrors and frees the packet.
+//! ierror; a pool running dry counts rx_nombuf and the record is delivered on a later burst; a record needing more
+//! buffers than the pool has in all is dropped and counts one ierror (as DPDK's pcap PMD counts a chain it cannot
+//! make). opackets/obytes per record written; a failed write or flush (disk full) counts the burst's records as
+//! oerrors and frees them.
 
 use pktio::TypedQueues;
 use std::fs::File;
@@ -34,6 +38,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use mempool::{Mempool, PacketBatch};
 
 use crate::netif::mbuf_from_bytes;
+use crate::pcap_claims::Claim;
 use crate::pcap_file::{self, PcapError, PcapReader, PcapWriter, RecordHeader, LINKTYPE_ETHERNET};
 use pktio::devargs::Devargs;
 use pktio::stats::{RxQueueStats, TxQueueStats};
@@ -76,6 +81,8 @@ pub struct PcapPort {
     /// Opened (or, with `infinite_rx`, loaded) at start, moved into the RX queue when it is taken.
     sources: Vec<Option<RxSource>>,
     pool: Option<Mempool>,
+    /// The files it reads and writes, held until it closes (dropped after the writers' last flush).
+    _claim: Claim,
 }
 
 impl PcapPort {
@@ -105,10 +112,13 @@ impl PcapPort {
                 }
             }
         }
+        // Before any tx file is created or truncated.
+        let claim = Claim::new(name, rx_files, tx_files).map_err(invalid)?;
         let writers = tx_files
             .iter()
             .map(|p| PcapWriter::create(p).map(|w| Arc::new(Mutex::new(w))).map_err(|e| pcap_error(name, e)))
             .collect::<Result<Vec<_>>>()?;
+        claim.add_created(tx_files);
         let queues_rx = (rx_files.len() as u16).max(1);
         let queues_tx = (tx_files.len() as u16).max(1);
         let mut info = DevInfo::software("net_pcap", name, queues_rx.max(queues_tx));
@@ -128,6 +138,7 @@ impl PcapPort {
             infinite_rx,
             sources: Vec::new(),
             pool: None,
+            _claim: claim,
         })
     }
 
@@ -341,6 +352,11 @@ impl Drop for PcapPort {
     }
 }
 
+/// True when a record of `len` bytes fits the buffers `pool` has in all (a chain of data-room-sized segments).
+fn fits_pool(pool: &Mempool, len: usize) -> bool {
+    len.div_ceil((pool.data_room() as usize).max(1)).max(1) <= pool.size() as usize
+}
+
 /// RX side of a pcap port: replays one file.
 #[derive(Debug)]
 pub struct PcapRxQueue {
@@ -411,9 +427,20 @@ impl PcapRxQueue {
             }
             n = want;
         }
-        // One by one: jumbo records (chained buffers), or a pool too low for the whole burst.
-        while !batch.is_full() {
+        // One by one: jumbo records (chained buffers), or a pool too low for the whole burst. A record the pool
+        // can never hold is skipped and counted (at most once round the file per burst, should all be such).
+        let mut skipped = 0u64;
+        while !batch.is_full() && skipped < replay.records.len() as u64 {
             let rec = replay.records[next];
+            if !fits_pool(&self.pool, rec.end - rec.start) {
+                skipped += 1;
+                next += 1;
+                if next == replay.records.len() {
+                    next = 0;
+                    wrapped = true;
+                }
+                continue;
+            }
             let Some(mut m) = mbuf_from_bytes(&self.pool, &replay.data[rec.start..rec.end]) else {
                 // The record stays next: it is delivered on a later burst.
                 nombuf = true;
@@ -439,6 +466,7 @@ impl PcapRxQueue {
         if nombuf {
             self.stats.nombuf.add(1);
         }
+        self.stats.errors.add(skipped);
         self.stats.packets.add(n as u64);
         self.stats.bytes.add(bytes);
         n
@@ -452,7 +480,10 @@ impl RxQueue for PcapRxQueue {
         }
         let mut n = 0;
         let mut bytes = 0u64;
-        while !batch.is_full() {
+        // Records dropped count against the burst, so that a file of them takes many bursts, not one long one.
+        let mut budget = batch.remaining();
+        while !batch.is_full() && budget > 0 {
+            budget -= 1;
             let hdr = match self.pending.take() {
                 Some(h) => h,
                 None => match self.next_record() {
@@ -460,6 +491,11 @@ impl RxQueue for PcapRxQueue {
                     None => break,
                 },
             };
+            if !fits_pool(&self.pool, self.buf.len()) {
+                // Waiting would never end: dropped and counted, as DPDK drops a record it cannot chain.
+                self.stats.errors.add(1);
+                continue;
+            }
             match mbuf_from_bytes(&self.pool, &self.buf) {
                 Some(mut m) => {
                     m.set_port(self.port_id);
@@ -500,6 +536,7 @@ impl TxQueue for PcapTxQueue {
             Some(w) => {
                 let ts = pcap_file::now_ns();
                 let mut w = lock(w);
+                let mut failed = false;
                 for m in batch.iter() {
                     let len = m.pkt_len();
                     if w.write_segments(ts, len, m.segments().map(|s| s.data)).is_ok() {
@@ -507,7 +544,14 @@ impl TxQueue for PcapTxQueue {
                         bytes += len as u64;
                     } else {
                         errors += 1;
+                        failed = true;
                     }
+                }
+                // Flushed per burst, as DPDK's pcap PMD does: a write error (disk full) then belongs to this
+                // burst's records, which are counted as errors instead of sent.
+                if failed || w.flush().is_err() {
+                    errors += ok;
+                    (ok, bytes) = (0, 0);
                 }
             }
             None => {

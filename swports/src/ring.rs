@@ -3,8 +3,9 @@
 //! Alone, a ring port is a loopback: what queue q sends, queue q receives. Two ports naming the same
 //! `link=NAME` form a pair, like a cable: what one sends the other receives.
 //!
-//! Devargs: `link=NAME` (pair with the other port of that name), `size=N` (ring slots per queue, default 1024),
-//! `queues=N` (queue pairs, default 1, at most 16).
+//! Devargs: `link=NAME` (pair with the other port of that name; not empty), `size=N` (ring slots per queue,
+//! default 1024; the same at both ends of a link), `queues=N`
+//! (queue pairs, default 1, at most 16; the same at both ends).
 
 use pktio::TypedQueues;
 use std::collections::HashMap;
@@ -94,11 +95,12 @@ impl Drop for MbufRing {
     }
 }
 
-/// The rings of a link: `a_to_b[q]` and `b_to_a[q]`.
+/// The rings of a link: `a_to_b[q]` and `b_to_a[q]`, of `size` slots each (as the first end's devargs asked).
 #[derive(Debug)]
 struct Link {
     a_to_b: Vec<Arc<MbufRing>>,
     b_to_a: Vec<Arc<MbufRing>>,
+    size: usize,
 }
 
 /// Live links by name, and whether their second end is taken.
@@ -124,7 +126,7 @@ impl RingPort {
     /// A loopback ring port with `queues` queue pairs of `size` slots.
     pub fn loopback(name: &str, queues: u16, size: usize) -> Self {
         let rings: Vec<_> = (0..queues).map(|_| Arc::new(MbufRing::new(size))).collect();
-        let link = Arc::new(Link { a_to_b: rings.clone(), b_to_a: rings.clone() });
+        let link = Arc::new(Link { a_to_b: rings.clone(), b_to_a: rings.clone(), size });
         RingPort::with_rings(name, queues, rings.clone(), rings, link)
     }
 
@@ -158,12 +160,23 @@ impl RingPort {
         let Some(name) = args.get("link") else {
             return Ok(RingPort::loopback(&args.name, queues, size));
         };
+        if name.is_empty() {
+            return Err(args.error("link= needs a name (link=NAME pairs the two ports that give the same NAME)"));
+        }
         let mut links = links().lock().map_err(|_| args.error("ring link registry poisoned"))?;
         match links.get(name).and_then(|(w, b_taken)| Some((w.upgrade()?, *b_taken))) {
             Some((_, true)) => Err(args.error(format!("link {name:?} already joins two ports"))),
             Some((link, false)) => {
                 if link.a_to_b.len() != queues as usize {
                     return Err(args.error(format!("link {name:?} has {} queues, not {queues}", link.a_to_b.len())));
+                }
+                // One ring size per link, as one queue count: the first end made the rings, and a second end with
+                // another size (its own or the default) would run on rings it did not ask for.
+                if link.size != size {
+                    return Err(args.error(format!(
+                        "link {name:?} has rings of {} slots, not {size}: give both ends the same size=",
+                        link.size
+                    )));
                 }
                 links.insert(name.to_string(), (Arc::downgrade(&link), true));
                 Ok(RingPort::with_rings(&args.name, queues, link.b_to_a.clone(), link.a_to_b.clone(), link))
@@ -182,6 +195,7 @@ impl Link {
         Arc::new(Link {
             a_to_b: (0..queues).map(|_| Arc::new(MbufRing::new(size))).collect(),
             b_to_a: (0..queues).map(|_| Arc::new(MbufRing::new(size))).collect(),
+            size,
         })
     }
 }

@@ -398,6 +398,29 @@ fn ring_third_port_on_a_link_is_rejected() {
     assert!(open_vdev("net_ring24,link=nr-queues,queues=3").is_err());
 }
 
+fn devargs_reason(devargs: &str) -> String {
+    match open_vdev(devargs) {
+        Err(Error::Devargs { reason, .. }) => reason,
+        Err(e) => panic!("{devargs}: wrong error {e}"),
+        Ok(_) => panic!("{devargs} accepted"),
+    }
+}
+
+/// An empty `link=` names no link (it used to make a pair with any other empty name); two ends of one link asking
+/// for different ring sizes (the default 1024 included) are refused, as different queue counts are.
+#[test]
+fn ring_link_needs_a_name_and_one_size() {
+    assert!(devargs_reason("net_ring25,link=").contains("link= needs a name"));
+    let _a = open("net_ring26,link=nr-size,size=512");
+    let r = devargs_reason("net_ring27,link=nr-size,size=1024");
+    assert!(r.contains("link \"nr-size\" has rings of 512 slots, not 1024"), "{r}");
+    let r = devargs_reason("net_ring27,link=nr-size");
+    assert!(r.contains("not 1024"), "{r}");
+    let _b = open("net_ring27,link=nr-size,size=512");
+    let _c = open("net_ring28,link=nr-size2,size=64");
+    let _d = open("net_ring29,link=nr-size2,size=64");
+}
+
 #[test]
 fn ring_multiple_queues_stay_separate() {
     let p = pool("nr-ring-mq", 512);

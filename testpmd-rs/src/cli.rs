@@ -1,7 +1,7 @@
 //! The `testpmd> ` prompt: command parsing and dispatch, help, tab completion, and the line sources (rustyline on
 //! a terminal, plain lines from stdin otherwise so scripts can drive it).
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 
 use rustyline::completion::Completer;
 use rustyline::highlight::Highlighter;
@@ -13,6 +13,7 @@ use rustyline::{Context, Editor, Helper};
 use crate::app::{App, CmdResult};
 use crate::command::{self, quote, Command, ConfigView, PortView};
 use crate::fwd::FwdMode;
+use crate::lines::{self, Line};
 
 /// The prompt.
 pub const PROMPT: &str = "testpmd> ";
@@ -421,21 +422,43 @@ fn report(r: CmdResult) {
 }
 
 /// `--cmdline-file FILE`: runs each line of FILE as a command before the prompt, echoing it (dpdk-testpmd's
-/// `Read CLI commands from` step). A `quit` in the file is not obeyed: the prompt follows.
-pub fn run_file(app: &mut App, path: &str) {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => {
-            println!("Failed to read CLI commands from {path}: {e}");
-            return;
+/// `Read CLI commands from` step). A `quit` in the file is not obeyed: the prompt follows. The file is read a line
+/// at a time with lines of at most [`lines::MAX_LINE_LEN`] bytes, and a stop request (SIGINT, SIGTERM) ends it
+/// between two lines. A file that cannot be opened or read, or a longer line, ends it with the error (the lines
+/// before it have run).
+pub fn run_file(app: &mut App, path: &str) -> Result<(), String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("Failed to read CLI commands from {path}: {e}"))?;
+    let mut input = std::io::BufReader::new(file);
+    let mut buf = Vec::new();
+    for line_no in 1.. {
+        if eal::stop_requested() {
+            return Err(format!("Stopped reading CLI commands from {path} at line {line_no}: signal received"));
         }
-    };
-    for line in String::from_utf8_lossy(&bytes).lines() {
+        let line = match lines::read_line(&mut input, &mut buf) {
+            Ok(Line::Text(line)) => line,
+            Ok(Line::End) => break,
+            Ok(Line::TooLong) => {
+                return Err(format!(
+                    "{path}:{line_no}: line longer than {} bytes: not a command; stopped reading the file",
+                    lines::MAX_LINE_LEN
+                ))
+            }
+            Err(e) => return Err(format!("{path}:{line_no}: cannot read: {e}")),
+        };
         println!("{PROMPT}{line}");
-        let (_, r) = execute(app, line);
+        let (_, r) = execute(app, &line);
         report(r);
     }
     println!("Read CLI commands from {path}");
+    Ok(())
+}
+
+/// What the plain-input reader thread hands the prompt.
+enum Input {
+    /// A line.
+    Line(String),
+    /// A line longer than [`lines::MAX_LINE_LEN`], dropped.
+    TooLong,
 }
 
 /// Runs the prompt until `quit` or end of input, then quits the application.
@@ -477,21 +500,30 @@ pub fn run_prompt(mut app: App) {
         }
     }
     // Lines come from a reader thread so that a stop request (SIGINT, SIGTERM) is seen while waiting for input.
-    let (tx, rx) = std::sync::mpsc::channel::<Option<String>>();
+    let (tx, rx) = std::sync::mpsc::channel::<Option<Input>>();
     std::thread::spawn(move || {
         let mut input = stdin.lock();
         let mut raw = Vec::new();
         loop {
-            raw.clear();
             // Bytes, not a String: a byte that is not UTF-8 must not end the session (read_line would fail on it
-            // and every later command would be lost). It becomes U+FFFD and the line fails as a command.
-            match input.read_until(b'\n', &mut raw) {
-                Ok(0) => {
+            // and every later command would be lost). It becomes U+FFFD and the line fails as a command. A line
+            // longer than the bound is dropped with a message, its bytes never kept.
+            match lines::read_line(&mut input, &mut raw) {
+                Ok(Line::End) => {
                     let _ = tx.send(None);
                     return;
                 }
-                Ok(_) => {
-                    if tx.send(Some(String::from_utf8_lossy(&raw).into_owned())).is_err() {
+                Ok(Line::Text(line)) => {
+                    if tx.send(Some(Input::Line(line))).is_err() {
+                        return;
+                    }
+                }
+                Ok(Line::TooLong) => {
+                    if tx.send(Some(Input::TooLong)).is_err() {
+                        return;
+                    }
+                    if lines::skip_rest_of_line(&mut input).is_err() {
+                        let _ = tx.send(None);
                         return;
                     }
                 }
@@ -508,7 +540,11 @@ pub fn run_prompt(mut app: App) {
         let _ = std::io::stdout().flush();
         let line = loop {
             match rx.recv_timeout(std::time::Duration::from_millis(50)) {
-                Ok(Some(line)) => break line,
+                Ok(Some(Input::Line(line))) => break line,
+                Ok(Some(Input::TooLong)) => {
+                    println!("\nBad input: a line longer than {} bytes; ignored", lines::MAX_LINE_LEN);
+                    continue 'prompt;
+                }
                 Ok(None) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                     println!();
                     break 'prompt;

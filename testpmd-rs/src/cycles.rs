@@ -48,6 +48,32 @@ pub fn stats_line(cycles: u64, mode: &str, rx: u64, tx: u64) -> Option<String> {
     ))
 }
 
+/// dpdk-testpmd's lcore usage for telemetry (`/eal/lcore/info`, `/eal/lcore/usage`), which it registers with
+/// `--record-core-cycles`: per forwarding lcore, the ticks since forwarding started (until `stop` is set) and the
+/// busy ticks its streams recorded.
+pub fn lcore_usage(
+    lcores: Vec<(u32, Vec<std::sync::Arc<crate::fwd::StreamCounters>>)>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> eal::telemetry::LcoreUsageFn {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let start = now();
+    let ended = AtomicU64::new(0);
+    std::sync::Arc::new(move |lcore| {
+        let (_, streams) = lcores.iter().find(|(l, _)| *l == lcore)?;
+        let end = match ended.load(Ordering::Relaxed) {
+            0 if stop.load(Ordering::Relaxed) => {
+                let t = now();
+                ended.store(t, Ordering::Relaxed);
+                t
+            }
+            0 => now(),
+            t => t,
+        };
+        let busy_cycles = streams.iter().map(|s| s.core_cycles.get()).sum();
+        Some(eal::telemetry::LcoreUsage { total_cycles: end.wrapping_sub(start), busy_cycles })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@ pub mod command;
 pub mod cycles;
 pub mod dump;
 pub mod fwd;
+pub mod lines;
 pub mod noisy;
 pub mod params;
 pub mod pkt;

@@ -16,7 +16,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use testpmd_rs::app::App;
@@ -54,8 +54,11 @@ fn main() {
     };
     let tx_first = u32::from(params.tx_first);
     if params.interactive {
+        // As dpdk-testpmd: a file that fails is reported and the prompt comes anyway.
         if let Some(file) = &params.cmdline_file {
-            cli::run_file(&mut app, file);
+            if let Err(e) = cli::run_file(&mut app, file) {
+                println!("{e}");
+            }
         }
         if params.auto_start {
             println!("Start automatic packet forwarding");
@@ -66,8 +69,19 @@ fn main() {
         cli::run_prompt(app);
         return;
     }
+    // dpdk-testpmd runs the file without -i too, before forwarding starts. Here a file that cannot be read is an
+    // error: a script that names a missing file must not forward as if it had run.
+    if let Some(file) = &params.cmdline_file {
+        if let Err(e) = cli::run_file(&mut app, file) {
+            eprintln!("EAL: Error - exiting with code: 1\n  Cause: {e}");
+            app.quit();
+            std::process::exit(1);
+        }
+    }
     println!("No commandline core given, start packet forwarding");
-    if let Err(e) = app.start(tx_first) {
+    if app.is_forwarding() {
+        println!("Packet forwarding already started");
+    } else if let Err(e) = app.start(tx_first) {
         eprintln!("{e}");
         app.quit();
         std::process::exit(1);
@@ -94,8 +108,9 @@ fn main() {
         println!("Press enter to exit");
         let _ = std::io::stdout().flush();
         std::thread::spawn(|| {
-            let mut line = String::new();
-            let _ = std::io::stdin().lock().read_line(&mut line);
+            // Any line ends the run; a bounded read, so that input without newlines cannot fill the memory.
+            let mut line = Vec::new();
+            let _ = testpmd_rs::lines::read_line(&mut std::io::stdin().lock(), &mut line);
             eal::request_stop();
         });
         while !eal::stop_requested() {

@@ -103,7 +103,7 @@ pub struct Params {
     pub txonly_multi_flow: bool,
     /// `--mlockall` (true) / `--no-mlockall` (false, the default).
     pub mlockall: bool,
-    /// `--cmdline-file`: commands run before the prompt.
+    /// `--cmdline-file`: commands run before the prompt (or before forwarding without -i).
     pub cmdline_file: Option<String>,
     /// `--noisy-*`: the noisy forwarding mode's settings.
     pub noisy: NoisyParams,
@@ -225,7 +225,7 @@ testpmd options:
   --txonly-multi-flow        txonly varies the IPv4 source per packet
   --record-core-cycles       CPU cycles per packet in the forward statistics
   --mlockall, --no-mlockall  lock all the process's memory (mlockall) or not (default)
-  --cmdline-file=FILE        run the commands of FILE before the prompt
+  --cmdline-file=FILE        run the commands of FILE first (before the prompt, or before forwarding without -i)
   --noisy-tx-sw-buffer-size=N, --noisy-tx-sw-buffer-flushtime=MS,
   --noisy-lkup-memory=MB, --noisy-lkup-num-writes=N, --noisy-lkup-num-reads=N,
   --noisy-lkup-num-reads-writes=N

@@ -95,3 +95,71 @@ fn dumpcap_says_why_it_cannot_capture() {
     s.cmd("stop");
     quit(s);
 }
+
+/// The capture state testpmd-rs reports on its telemetry socket (`running`, `done`, `none`).
+fn capture_status(prefix: &str) -> String {
+    use eal::telemetry;
+    let fd = telemetry::connect(&telemetry::socket_path(prefix)).expect("testpmd-rs serves telemetry");
+    telemetry::recv(&fd, 1024).unwrap();
+    telemetry::send(&fd, b"/pktio/capture,status").unwrap();
+    let answer = String::from_utf8(telemetry::recv(&fd, telemetry::MAX_OUTPUT_LEN).unwrap()).unwrap();
+    let at = answer.find(r#""status":""#).unwrap_or_else(|| panic!("{answer}")) + 10;
+    answer[at..].split('"').next().unwrap().to_string()
+}
+
+/// Polls testpmd-rs's capture state until it is `want`.
+fn wait_capture_status(prefix: &str, want: &str, why: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let st = capture_status(prefix);
+        if st == want {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{why}: capture status still {st:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A pktio-dumpcap killed mid-capture (SIGKILL, or SIGHUP as when its terminal closes) takes its capture with it:
+/// the application stops writing, and the next pktio-dumpcap is not refused.
+#[test]
+fn a_killed_dumpcap_ends_its_capture() {
+    let dir = TempDir::new("capture-kill");
+    let prefix = format!("tpmd-cap-kill-{}", std::process::id());
+    let mut s = boot(
+        &["--file-prefix", &prefix, "--vdev", "net_ring0,link=w", "--vdev", "net_ring1,link=w"],
+        &["-i", "--forward-mode=io"],
+    );
+    s.cmd("start tx_first");
+    wait_port_rx(&mut s, 0, 1000);
+    for (k, signal) in [("kill", libc::SIGKILL), ("hup", libc::SIGHUP)] {
+        let out = dir.path(&format!("{k}.pcapng"));
+        let mut dump = Command::new(DUMPCAP)
+            .args(["--file-prefix", &prefix, "-i", "0", "-s", "128", "-q", "-w", &out])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_capture_status(&prefix, "running", "pktio-dumpcap started a capture");
+        // SAFETY: kill() takes no pointers; the pid is our own child's, not yet reaped.
+        assert_eq!(unsafe { libc::kill(dump.id() as libc::pid_t, signal) }, 0);
+        let status = dump.wait().unwrap();
+        assert!(!status.success(), "pktio-dumpcap died of signal {signal}");
+        wait_capture_status(&prefix, "none", &format!("the capture of a pktio-dumpcap killed by signal {signal}"));
+        // The file stops growing once the capture is gone.
+        let size = std::fs::metadata(&out).unwrap().len();
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(std::fs::metadata(&out).unwrap().len(), size, "the application still writes {out}");
+    }
+    // A later pktio-dumpcap captures as usual.
+    let out = dir.path("after.pcapng");
+    let dump = Command::new(DUMPCAP)
+        .args(["--file-prefix", &prefix, "-i", "0", "-s", "128", "-c", "50", "-w", &out])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&dump.stdout).into_owned() + &String::from_utf8_lossy(&dump.stderr);
+    assert!(dump.status.success(), "{text}");
+    assert!(text.contains("Packets written: 50"), "{text}");
+    s.cmd("stop");
+    quit(s);
+}

@@ -341,3 +341,38 @@ fn set_record_captures_what_is_sent() {
     assert!(status.success(), "{out}");
     assert_pool_full(&out);
 }
+
+/// The number after `key` in `text`'s last `NIC statistics for port {port}` block.
+fn port_counter(text: &str, port: u16, key: &str) -> u64 {
+    let at = text.rfind(&format!("NIC statistics for port {port:<2} ")).unwrap_or_else(|| panic!("{text}"));
+    let block = &text[at..];
+    let v = &block[block.find(key).unwrap_or_else(|| panic!("{key} in {block}")) + key.len()..];
+    v.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// `tx_pcap=/dev/full`: every write fails once the file's buffer is flushed; testpmd-rs's statistics show the 10
+/// frames as TX errors, none as sent, and testpmd-rs exits 1 (they were 10 sent, 0 errors, a message at port stop
+/// and exit status 0).
+#[test]
+fn tx_pcap_write_errors_are_tx_errors_in_the_statistics() {
+    let dir = TempDir::new("devfull");
+    let input = dir.path("in.pcap");
+    let sent = frames(7);
+    write_pcap(&input, &sent[..10]);
+    let v0 = format!("net_pcap0,rx_pcap={input},tx_pcap=/dev/full");
+    let mut s = Session::spawn(command(&["--vdev", &v0], &["-i", "--no-flush-rx", "--forward-mode=io"]));
+    s.wait_for("testpmd> ", Duration::from_secs(20));
+    s.cmd("start");
+    wait_fwd(&mut s, "the 10 frames forwarded", |b| b.rx_packets >= 10);
+    s.cmd("stop");
+    let stats = s.cmd("show port stats 0");
+    assert_eq!(port_counter(&stats, 0, "RX-packets:"), 10, "{stats}");
+    assert_eq!(port_counter(&stats, 0, "TX-errors:"), 10, "{stats}");
+    assert_eq!(port_counter(&stats, 0, "TX-packets:"), 0, "{stats}");
+    s.send("quit");
+    let (status, out) = s.finish();
+    assert_pool_full(&out);
+    // The port's last flush at quit fails too: said, and the exit status is not 0.
+    assert!(out.contains("Fail to stop port 0") && out.contains("/dev/full"), "{out}");
+    assert_eq!(status.code(), Some(1), "{out}");
+}

@@ -1,6 +1,6 @@
-//! testpmd-rs forwarding between two simulated NIC ports (`--vdev net_sim_x710,ports=2`, `net_sim_sp670`): the real
-//! driver (i40e, hinic3) on the independent model of its NIC, each model port in its own thread. The TAP + ping
-//! variants are in netns.rs.
+//! testpmd-rs forwarding between two simulated NIC ports (`--vdev net_sim_x710,ports=2`, ...) for every simulated NIC
+//! of the model list (`simports::SIM_NICS`) and each of its runs: the real driver on the independent model of its
+//! NIC, each model port in its own thread. The TAP + ping variants are in netns.rs.
 
 mod common;
 
@@ -50,22 +50,18 @@ fn forwards_on(vdev: &str, driver: &str, speed: &str) {
     assert_pool_full(&out);
 }
 
-#[test]
-fn tx_first_forwards_between_two_simulated_x710_ports() {
-    forwards_on("net_sim_x710,ports=2", "net_i40e", "10 Gbps");
+/// "10 Gbps" for 10000 Mb/s, as `show port info` prints it.
+fn gbps(mbps: u32) -> String {
+    format!("{} Gbps", mbps / 1000)
 }
 
 #[test]
-fn tx_first_forwards_between_two_simulated_xl710_ports() {
-    forwards_on("net_sim_x710,ports=2,part=xl710", "net_i40e", "40 Gbps");
-}
-
-#[test]
-fn tx_first_forwards_between_two_simulated_sp670_ports() {
-    forwards_on("net_sim_sp670,ports=2", "net_hinic3", "100 Gbps");
-}
-
-#[test]
-fn tx_first_forwards_between_two_simulated_sp670_ports_at_25g() {
-    forwards_on("net_sim_sp670,ports=2,speed=25000", "net_hinic3", "25 Gbps");
+fn tx_first_forwards_between_two_simulated_ports_of_every_sim_nic() {
+    assert!(simports::SIM_NICS.len() >= 4, "the model list lost NICs");
+    for nic in simports::SIM_NICS {
+        assert!(!nic.runs.is_empty(), "{}: no forwarding run in the model list", nic.vdev.name);
+        for &(devargs, mbps) in nic.runs {
+            forwards_on(devargs, nic.driver, &gbps(mbps));
+        }
+    }
 }

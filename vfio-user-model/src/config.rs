@@ -67,7 +67,7 @@ impl std::fmt::Debug for ConfigSpace {
 impl ConfigSpace {
     /// The config space of a function with `id`'s identity, BARs and MSI-X vector count; `prefetchable` marks
     /// the memory BARs prefetchable (the X540's are, docs/hw/ixgbe.md §1); the MSI-X table and PBA live in BAR
-    /// `msix_bar` (4 on the X540 and 82599, 3 on the X710).
+    /// `msix_bar` (4 on the X540 and 82599, 3 on the X710, 2 on the SP670).
     pub fn new(id: &PciIdentity, prefetchable: bool, msix_bar: u32) -> Self {
         let mut c = ConfigSpace { bytes: vec![0; CONFIG_LEN], writable: vec![0; CONFIG_LEN] };
         c.put16(VENDOR, id.vendor);
@@ -81,7 +81,9 @@ impl ConfigSpace {
         c.allow(COMMAND, &COMMAND_RW.to_le_bytes());
         c.allow(CACHE_LINE, &[0xFF, 0xFF]);
         c.allow(INT_LINE, &[0xFF]);
-        // BARs: only the type bits; QEMU sizes and places them from the region sizes.
+        // BARs: only the type bits; QEMU sizes and places them from the region sizes. A memory BAR is 64-bit where
+        // the next BAR number is free to hold its upper half (the SP670's BAR1, 2 and 3 are 32-bit, its BAR4 64-bit,
+        // docs/hw/hinic3.md §2); a small BAR2 is the 82599's I/O BAR.
         let mut bar = 0;
         while bar < 6 {
             let len = id.bars[bar];
@@ -89,12 +91,16 @@ impl ConfigSpace {
                 bar += 1;
                 continue;
             }
+            let prefetch = if prefetchable { BAR_PREFETCH } else { 0 };
             if len < 0x1000 && bar == 2 {
                 c.put32(BAR0 + 4 * bar, BAR_IO);
                 bar += 1;
-            } else {
-                c.put32(BAR0 + 4 * bar, BAR_MEM64 | if prefetchable { BAR_PREFETCH } else { 0 });
+            } else if bar + 1 < 6 && id.bars[bar + 1] == 0 {
+                c.put32(BAR0 + 4 * bar, BAR_MEM64 | prefetch);
                 bar += 2;
+            } else {
+                c.put32(BAR0 + 4 * bar, prefetch);
+                bar += 1;
             }
         }
         c.bytes[CAP_PTR] = PM_AT as u8;
@@ -203,6 +209,16 @@ mod tests {
         assert_eq!(word(&c, MSIX_AT + 4), 4, "table in BAR4 at 0");
         assert_eq!(word(&c, PCIE_AT + 0x10) >> 16 & 0x3FF, 8 << 4 | 2, "link 5 GT/s x8");
         assert!((0..CONFIG_LEN).step_by(4).all(|o| word(&c, o) != u32::MAX), "no all-ones dword");
+    }
+
+    #[test]
+    fn sp670_bars_are_32_bit_but_the_doorbell_bar() {
+        let id = PciIdentity { bars: [0, 0x1_0000, 0x4000, 0x8000, 0x1_0000, 0], ..PciIdentity::x540(0) };
+        let c = ConfigSpace::new(&id, true, 2);
+        assert_eq!(word(&c, 0x10), 0, "no BAR0");
+        assert_eq!([word(&c, 0x14), word(&c, 0x18), word(&c, 0x1C)], [0x8; 3], "BAR1-3 32-bit prefetchable memory");
+        assert_eq!(word(&c, 0x20) & 0xF, 0xC, "BAR4 64-bit prefetchable memory");
+        assert_eq!(word(&c, MSIX_AT + 4), 2, "MSI-X table in BAR2");
     }
 
     #[test]

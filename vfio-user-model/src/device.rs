@@ -1,112 +1,24 @@
-//! The vfio-user server backend: a model's BARs as regions, the synthesised config space, guest memory mapped
-//! into the model's IOVA map, and the model's interrupt messages written to the eventfds the client handed over.
+//! The vfio-user server backend over any model ([`nicsim::Model`]): every register BAR of the model as a region,
+//! the MSI-X BAR as plain memory, the synthesised config space, guest memory mapped into the model's IOVA map, and
+//! the model's interrupt messages written to the eventfds the client handed over.
 
 use std::fs::File;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use drvkit::bar::RegisterSpace;
 use memmap2::MmapOptions;
 use nicsim::dma::SharedMapping;
-use nicsim::x540::regs::{CTRL, CTRL_RST};
-use nicsim::x540::IrqSink;
-use nicsim::{IovaMap, PciIdentity, X540Port};
+use nicsim::{Model, ModelPort, SharedBar};
 use vfio_bindings::bindings::vfio::{
     vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_INFO_NORESIZE, VFIO_IRQ_SET_ACTION_TRIGGER,
-    VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX,
-    VFIO_PCI_INTX_IRQ_INDEX, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_MSI_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS,
+    VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_INTX_IRQ_INDEX,
+    VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_MSI_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS,
     VFIO_REGION_INFO_FLAG_READ, VFIO_REGION_INFO_FLAG_WRITE,
 };
 use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, ServerBackend, ServerRegion};
 
 use crate::config::{ConfigSpace, CONFIG_LEN};
 use crate::Error;
-
-/// What the server needs of a model.
-pub trait Model: Send {
-    /// The PCI identity (IDs, BAR sizes, MSI-X vectors).
-    fn identity(&self) -> PciIdentity;
-    /// BAR0's register space.
-    fn bar0(&self) -> &dyn RegisterSpace;
-    /// The IOVA map the model's DMA goes through.
-    fn dma(&self) -> Arc<IovaMap>;
-    /// Connects the model's interrupt messages.
-    fn set_irq_sink(&self, sink: Option<IrqSink>);
-    /// A function-level reset (the client's VFIO_DEVICE_RESET).
-    fn reset(&self);
-    /// Whether the memory BARs are prefetchable.
-    fn prefetchable(&self) -> bool;
-    /// The BAR holding the MSI-X table and PBA.
-    fn msix_bar(&self) -> u32;
-}
-
-/// An X540 or 82599 model port (its BAR0 register space and handle).
-#[derive(Debug)]
-pub struct X540Model {
-    /// The register space.
-    pub bar: nicsim::SimBar,
-    /// The port handle.
-    pub port: X540Port,
-}
-
-impl Model for X540Model {
-    fn identity(&self) -> PciIdentity {
-        self.port.pci_identity()
-    }
-    fn bar0(&self) -> &dyn RegisterSpace {
-        &self.bar
-    }
-    fn dma(&self) -> Arc<IovaMap> {
-        self.port.dma_mapper()
-    }
-    fn set_irq_sink(&self, sink: Option<IrqSink>) {
-        self.port.set_irq_sink(sink)
-    }
-    fn reset(&self) {
-        self.bar.write32(CTRL, CTRL_RST);
-    }
-    fn prefetchable(&self) -> bool {
-        // docs/hw/ixgbe.md §1: the X540's BARs are prefetchable, the 82599's are not listed so.
-        self.port.config().chip == nicsim::Chip::X540
-    }
-    fn msix_bar(&self) -> u32 {
-        4 // docs/hw/ixgbe.md §1
-    }
-}
-
-/// An X710-family PF model (its BAR0 register space and handle); its MSI-X messages go to the client's eventfds.
-#[derive(Debug)]
-pub struct X710Model {
-    /// The register space.
-    pub bar: nicsim::X710Bar,
-    /// The port handle.
-    pub port: nicsim::X710Port,
-}
-
-impl Model for X710Model {
-    fn identity(&self) -> PciIdentity {
-        self.port.pci_identity()
-    }
-    fn bar0(&self) -> &dyn RegisterSpace {
-        &self.bar
-    }
-    fn dma(&self) -> Arc<IovaMap> {
-        self.port.dma_mapper()
-    }
-    fn set_irq_sink(&self, sink: Option<IrqSink>) {
-        self.port.set_irq_sink(sink);
-    }
-    fn reset(&self) {
-        use nicsim::x710::regs::{PFGEN_CTRL, PFGEN_CTRL_PFSWR};
-        self.bar.write32(PFGEN_CTRL, PFGEN_CTRL_PFSWR.mask());
-    }
-    fn prefetchable(&self) -> bool {
-        true
-    }
-    fn msix_bar(&self) -> u32 {
-        3 // docs/hw/i40e.md §1: BAR3
-    }
-}
 
 /// The eventfds per VFIO IRQ index (INTx, MSI, MSI-X), by vector.
 #[derive(Debug, Default)]
@@ -165,11 +77,13 @@ impl IrqRoutes {
     }
 }
 
-/// The device a vfio-user client sees.
-pub struct ModelDevice<M: Model> {
-    model: M,
+/// The device a vfio-user client sees: a port of any model.
+pub struct ModelDevice<S> {
+    model: ModelPort<S>,
+    /// The model's register BARs, by BAR number.
+    bars: [Option<SharedBar>; 6],
     config: ConfigSpace,
-    /// BAR4 (MSI-X table and PBA) as the client reads it when it does not emulate it itself.
+    /// The MSI-X BAR (table and PBA) as the client reads it when it does not emulate it itself.
     msix_bar: Vec<u8>,
     irqs: Arc<IrqRoutes>,
     /// Guest memory ranges mapped into the model's IOVA map: (iova, length, guard).
@@ -178,22 +92,31 @@ pub struct ModelDevice<M: Model> {
     pub odd_accesses: u64,
 }
 
-impl<M: Model> std::fmt::Debug for ModelDevice<M> {
+impl<S> std::fmt::Debug for ModelDevice<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ModelDevice").field("config", &self.config).field("maps", &self.maps.len()).finish()
     }
 }
 
-impl<M: Model> ModelDevice<M> {
+fn config_space<S: Model>(model: &ModelPort<S>) -> ConfigSpace {
+    ConfigSpace::new(&model.pci_identity(), model.prefetchable(), model.msix_bar() as u32)
+}
+
+impl<S: Model> ModelDevice<S> {
     /// A device around `model`, its interrupts connected to the eventfds the client will send.
-    pub fn new(model: M) -> Self {
-        let id = model.identity();
+    pub fn new(model: ModelPort<S>) -> Self {
+        let id = model.pci_identity();
         let irqs = Arc::new(IrqRoutes::default());
         let routes = irqs.clone();
         model.set_irq_sink(Some(Arc::new(move |v| routes.fire(v))));
+        let mut bars: [Option<SharedBar>; 6] = Default::default();
+        for (i, bar) in model.pci_bars() {
+            bars[i] = Some(bar);
+        }
         ModelDevice {
-            config: ConfigSpace::new(&id, model.prefetchable(), model.msix_bar()),
-            msix_bar: vec![0; id.bars[model.msix_bar() as usize]],
+            config: config_space(&model),
+            msix_bar: vec![0; id.bars[model.msix_bar()]],
+            bars,
             model,
             irqs,
             maps: Vec::new(),
@@ -208,12 +131,13 @@ impl<M: Model> ModelDevice<M> {
         for i in 0..3 {
             self.irqs.clear(i);
         }
-        self.config = ConfigSpace::new(&self.model.identity(), self.model.prefetchable(), self.model.msix_bar());
-        self.model.reset();
+        self.config = config_space(&self.model);
+        self.msix_bar.fill(0);
+        self.model.function_reset();
     }
 
     /// The model.
-    pub fn model(&self) -> &M {
+    pub fn model(&self) -> &ModelPort<S> {
         &self.model
     }
 
@@ -224,7 +148,7 @@ impl<M: Model> ModelDevice<M> {
 
     /// The regions to announce: BARs with their sizes, the config space; the ROM and VGA regions empty.
     pub fn regions(&self) -> Vec<ServerRegion> {
-        let id = self.model.identity();
+        let id = self.model.pci_identity();
         (0..VFIO_PCI_NUM_REGIONS)
             .map(|index| {
                 let size = match index {
@@ -247,7 +171,7 @@ impl<M: Model> ModelDevice<M> {
 
     /// The interrupts to announce: INTx, one MSI, the model's MSI-X vectors; no error or request IRQ.
     pub fn irq_infos(&self) -> Vec<IrqInfo> {
-        let vectors = u32::from(self.model.identity().msix_vectors);
+        let vectors = u32::from(self.model.pci_identity().msix_vectors);
         (0..VFIO_PCI_NUM_IRQS)
             .map(|index| {
                 let (count, flags) = match index {
@@ -260,8 +184,8 @@ impl<M: Model> ModelDevice<M> {
             .collect()
     }
 
-    fn bar_read(&mut self, offset: usize, data: &mut [u8]) {
-        let bar = self.model.bar0();
+    fn bar_read(&mut self, index: usize, offset: usize, data: &mut [u8]) {
+        let Some(bar) = &self.bars[index] else { return data.fill(0) };
         if offset.is_multiple_of(4) && data.len().is_multiple_of(4) {
             for (i, chunk) in data.chunks_mut(4).enumerate() {
                 chunk.copy_from_slice(&bar.read32(offset + 4 * i).to_le_bytes());
@@ -277,13 +201,18 @@ impl<M: Model> ModelDevice<M> {
         }
     }
 
-    fn bar_write(&mut self, offset: usize, data: &[u8]) {
-        if !(offset.is_multiple_of(4) && data.len().is_multiple_of(4)) {
-            self.odd_accesses += 1;
-            eprintln!("nicsim-vfio-user: ignored a {}-byte BAR0 write at {offset:#x}", data.len());
+    fn bar_write(&mut self, index: usize, offset: usize, data: &[u8]) {
+        let Some(bar) = &self.bars[index] else { return };
+        if data.len() == 8 && offset.is_multiple_of(8) {
+            // One 64-bit store (a doorbell of a NIC that takes them whole).
+            bar.write64(offset, u64::from_le_bytes(data.try_into().expect("8 bytes")));
             return;
         }
-        let bar = self.model.bar0();
+        if !(offset.is_multiple_of(4) && data.len().is_multiple_of(4)) {
+            self.odd_accesses += 1;
+            eprintln!("nicsim-vfio-user: ignored a {}-byte BAR{index} write at {offset:#x}", data.len());
+            return;
+        }
         for (i, chunk) in data.chunks(4).enumerate() {
             bar.write32(offset + 4 * i, u32::from_le_bytes(chunk.try_into().expect("4 bytes")));
         }
@@ -294,18 +223,18 @@ fn io_err(e: Error) -> std::io::Error {
     std::io::Error::other(e)
 }
 
-impl<M: Model> ServerBackend for ModelDevice<M> {
+impl<S: Model> ServerBackend for ModelDevice<S> {
     fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> std::io::Result<()> {
         let offset = offset as usize;
         match region {
-            VFIO_PCI_BAR0_REGION_INDEX => self.bar_read(offset, data),
             VFIO_PCI_CONFIG_REGION_INDEX => self.config.read(offset, data),
-            r if r == self.model.msix_bar() => {
+            r if r as usize == self.model.msix_bar() => {
                 for (i, b) in data.iter_mut().enumerate() {
                     *b = self.msix_bar.get(offset + i).copied().unwrap_or(0);
                 }
             }
-            // The 82599's I/O BAR (indirect register access) is not modelled: it reads 0.
+            // A BAR the model has no registers in (the 82599's I/O BAR, indirect register access) reads 0.
+            r if r < 6 => self.bar_read(r as usize, offset, data),
             _ => data.fill(0),
         }
         Ok(())
@@ -314,14 +243,14 @@ impl<M: Model> ServerBackend for ModelDevice<M> {
     fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> std::io::Result<()> {
         let offset = offset as usize;
         match region {
-            VFIO_PCI_BAR0_REGION_INDEX => self.bar_write(offset, data),
             VFIO_PCI_CONFIG_REGION_INDEX => self.config.write(offset, data),
-            r if r == self.model.msix_bar() => {
+            r if r as usize == self.model.msix_bar() => {
                 let end = (offset + data.len()).min(self.msix_bar.len());
                 if offset < end {
                     self.msix_bar[offset..end].copy_from_slice(&data[..end - offset]);
                 }
             }
+            r if r < 6 => self.bar_write(r as usize, offset, data),
             _ => {}
         }
         Ok(())
@@ -347,7 +276,7 @@ impl<M: Model> ServerBackend for ModelDevice<M> {
             .len(size as usize)
             .map_raw(&fd)
             .map_err(|e| io_err(Error::DmaMmap { iova: address, size, source: e }))?;
-        let guard = self.model.dma().map_shared(address, Arc::new(map));
+        let guard = self.model.dma_mapper().map_shared(address, Arc::new(map));
         self.maps.push((address, size, guard));
         Ok(())
     }
@@ -362,7 +291,7 @@ impl<M: Model> ServerBackend for ModelDevice<M> {
     }
 
     fn reset(&mut self) -> std::io::Result<()> {
-        self.model.reset();
+        self.model.function_reset();
         Ok(())
     }
 

@@ -2,8 +2,11 @@
 //! `-device vfio-user-pci,socket=PATH`) probes them with its own drivers: Linux's ixgbe against the X540 and 82599
 //! models is the judge of a model written by the same team as our drivers.
 //!
-//! What the client gets ([`ModelDevice`]): BAR0 as a region backed by the model's register space (every access a
-//! message: no mmap), BAR4 (MSI-X table and PBA) as plain memory, a synthesised PCI Express config space
+//! It serves any model through the model trait ([`nicsim::Model`]): the X540 and 82599, the X710 family and the
+//! SP670 (`--model x540|82599|x710|sp670`). What the client gets ([`ModelDevice`]): every register BAR of the model
+//! as a region backed by its register space (every access a message: no mmap; the SP670's three, cfg BAR1, mgmt
+//! BAR3 and doorbell BAR4, an 8-byte aligned write going to the model as one 64-bit store), the MSI-X BAR (table
+//! and PBA: BAR4 on the X540 and 82599, BAR3 on the X710, BAR2 on the SP670) as plain memory, a synthesised PCI Express config space
 //! ([`config::ConfigSpace`]: PM, MSI, MSI-X and PCIe capabilities; never all-ones), guest memory mapped from the
 //! memfd the client passes with each DMA map into the model's IOVA map, and the model's interrupt messages
 //! written to the eventfds the client hands over (MSI-X per vector; MSI or INTx for vector 0).
@@ -22,7 +25,7 @@ mod device;
 
 use std::path::Path;
 
-pub use device::{IrqRoutes, Model, ModelDevice, X540Model, X710Model};
+pub use device::{IrqRoutes, ModelDevice};
 
 /// What can go wrong serving a model.
 #[derive(Debug, thiserror::Error)]
@@ -66,7 +69,7 @@ pub enum Error {
 }
 
 /// Binds `socket`, serves `device` to the first client that connects until it disconnects.
-pub fn serve<M: Model>(socket: &Path, device: &mut ModelDevice<M>) -> Result<(), Error> {
+pub fn serve<S: nicsim::Model>(socket: &Path, device: &mut ModelDevice<S>) -> Result<(), Error> {
     let wrap = |source| Error::Server { path: socket.display().to_string(), source };
     let server = vfio_user::Server::new(socket, true, device.irq_infos(), device.regions()).map_err(wrap)?;
     server.run(device).map_err(wrap)

@@ -117,6 +117,8 @@ fn main() {
         cos: 0,
         pool: &pool,
         stats: Default::default(),
+        hang: Default::default(),
+        hang_timeout: std::time::Duration::from_secs(2),
         port: "bench0",
     })
     .expect("tx ring");

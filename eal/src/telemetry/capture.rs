@@ -6,6 +6,7 @@
 //! `/pktio/capture,status`. A refusal answers `{"error":"..."}` with the reason.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use pktio::capture::{self, CaptureConfig, CaptureStats};
 
@@ -55,6 +56,32 @@ pub fn parse_start(params: &str) -> Result<CaptureConfig, String> {
     Ok(cfg)
 }
 
+/// The client connection holding the running capture, if it was started from one.
+static LEASE: Mutex<Option<u64>> = Mutex::new(None);
+
+fn lease() -> std::sync::MutexGuard<'static, Option<u64>> {
+    LEASE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Client connection `client` closed: the capture it started (if still its own) stops.
+pub(super) fn release(client: u64) {
+    let mut owner = lease();
+    if *owner != Some(client) {
+        return;
+    }
+    *owner = None;
+    if let Some(Err(e)) = capture::stop() {
+        eprintln!("EAL: telemetry: the capture of a closed client ended with an error: {e}");
+    }
+}
+
+/// `/pktio/capture,stop`: anyone may stop the capture (as always); the lease goes with it.
+fn stop_and_release() -> Option<std::io::Result<(PathBuf, CaptureStats)>> {
+    let mut owner = lease();
+    *owner = None;
+    capture::stop()
+}
+
 pub(super) fn register(t: &Telemetry) {
     t.add("/pktio/capture", HELP, |t, p| {
         let (verb, rest) = match p {
@@ -65,14 +92,19 @@ pub(super) fn register(t: &Telemetry) {
             "start" => match parse_start(rest) {
                 Ok(cfg) => {
                     let name = |port: u16| t.port_name(port).unwrap_or_else(|| format!("port{port}"));
+                    // Held across the start, so that a closing client cannot release between the two.
+                    let mut owner = lease();
                     match capture::start(&cfg, &name) {
-                        Ok(()) => stats("started", &cfg.path, CaptureStats::default()),
+                        Ok(()) => {
+                            *owner = super::server::current_client();
+                            stats("started", &cfg.path, CaptureStats::default())
+                        }
                         Err(e) => error(e.to_string()),
                     }
                 }
                 Err(e) => error(e),
             },
-            "stop" => match capture::stop() {
+            "stop" => match stop_and_release() {
                 Some(Ok((path, s))) => stats("stopped", &path, s),
                 Some(Err(e)) => error(e.to_string()),
                 None => error("no capture is running"),

@@ -9,10 +9,13 @@
 //!
 //! Beyond DPDK's commands: `/pktio/capture` ([`capture`]) starts and stops a live pcapng capture.
 //!
-//! Not supported: the legacy v1 socket, `/eal/heap_*` and `/eal/memzone_*`, driver-specific commands (`/cnxk/...`),
-//! and hardware-only counters of PCI ports (their `/ethdev/stats` are the queue counters).
+//! The EAL's lcore, heap and memzone endpoints are in [`eal_info`].
+//!
+//! Not supported: the legacy v1 socket, driver-specific commands (`/cnxk/...`), and hardware-only counters of PCI
+//! ports (their `/ethdev/stats` are the queue counters).
 
 pub mod capture;
+pub mod eal_info;
 mod json;
 mod server;
 
@@ -23,6 +26,7 @@ use mempool::Mempool;
 use pktio::stats::{PortStats, RxQueueStats, TxQueueStats};
 use pktio::{EthDev, LinkStatus, MacAddr};
 
+pub use eal_info::{LcoreUsage, LcoreUsageFn, LcoreView};
 pub use json::Value;
 pub use server::{connect, recv, runtime_dir, send, socket_path, Server, SOCKET_NAME};
 
@@ -107,6 +111,7 @@ pub struct PoolView {
     cache_size: u32,
     elt_size: u64,
     mz_len: u64,
+    mz_addr: u64,
     page_size: u64,
 }
 
@@ -120,6 +125,7 @@ impl PoolView {
             cache_size: pool.cache_size() as u32,
             elt_size: pool.element_size() as u64,
             mz_len: pool.memory().len() as u64,
+            mz_addr: pool.memory().as_ptr() as u64,
             page_size: pool.memory().page_size().bytes() as u64,
         }
     }
@@ -144,7 +150,9 @@ pub struct Telemetry {
 
 struct Inner {
     params: Vec<String>,
-    lcores: Vec<u32>,
+    lcores: Mutex<Vec<LcoreView>>,
+    lcore_usage: Mutex<Option<LcoreUsageFn>>,
+    heap: Mutex<Option<hugepage::Allocator>>,
     registry: Mutex<Registry>,
     commands: Mutex<BTreeMap<String, Command>>,
 }
@@ -157,12 +165,19 @@ impl std::fmt::Debug for Telemetry {
 
 impl Telemetry {
     /// Telemetry for a process started with `params` (program name first, as `/eal/params` shows them) on
-    /// `lcores`, with DPDK's commands registered.
+    /// `lcores` (each on the CPU of its number until [`Telemetry::publish_lcores`] says otherwise), with DPDK's
+    /// commands registered.
     pub fn new(params: Vec<String>, lcores: Vec<u32>) -> Telemetry {
+        let lcores = lcores
+            .into_iter()
+            .map(|l| LcoreView { lcore: l, socket: eal_info::numa_node_of(l), cpuset: vec![l] })
+            .collect();
         let t = Telemetry {
             inner: Arc::new(Inner {
                 params,
-                lcores,
+                lcores: Mutex::new(lcores),
+                lcore_usage: Mutex::new(None),
+                heap: Mutex::new(None),
                 registry: Mutex::new(Registry::default()),
                 commands: Mutex::new(BTreeMap::new()),
             }),
@@ -174,6 +189,49 @@ impl Telemetry {
     fn registry(&self) -> MutexGuard<'_, Registry> {
         // A panic while holding it leaves plain data behind: keep serving.
         self.inner.registry.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Describes the lcores (ids, NUMA nodes, CPU sets), replacing those given to [`Telemetry::new`].
+    pub fn publish_lcores(&self, lcores: Vec<LcoreView>) {
+        *self.inner.lcores.lock().unwrap_or_else(|e| e.into_inner()) = lcores;
+    }
+
+    fn lcores(&self) -> Vec<LcoreView> {
+        self.inner.lcores.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Sets the application's lcore cycle counts for `/eal/lcore/info` and `/eal/lcore/usage` (DPDK's
+    /// `rte_lcore_register_usage_cb`); `None` removes them.
+    pub fn register_lcore_usage(&self, usage: Option<LcoreUsageFn>) {
+        *self.inner.lcore_usage.lock().unwrap_or_else(|e| e.into_inner()) = usage;
+    }
+
+    fn lcore_usage(&self, lcore: u32) -> Option<LcoreUsage> {
+        // Cloned out: the application's function runs without the lock.
+        let f = self.inner.lcore_usage.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+        f(lcore)
+    }
+
+    /// Publishes the allocator whose figures `/eal/heap_info,0` shows (the EAL's).
+    pub fn publish_heap(&self, allocator: &hugepage::Allocator) {
+        *self.inner.heap.lock().unwrap_or_else(|e| e.into_inner()) = Some(allocator.clone());
+    }
+
+    fn heap_usage(&self) -> Option<hugepage::HeapUsage> {
+        self.inner.heap.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|a| a.heap().usage())
+    }
+
+    fn memzones(&self) -> Vec<eal_info::Memzone> {
+        let reg = self.registry();
+        reg.pools
+            .iter()
+            .map(|p| eal_info::Memzone {
+                name: format!("MP_{}", p.name),
+                addr: p.mz_addr,
+                len: p.mz_len,
+                page_size: p.page_size,
+            })
+            .collect()
     }
 
     /// Publishes (or refreshes) port `id`: call it after the port is configured and started, so that its queue
@@ -280,9 +338,7 @@ impl Telemetry {
         self.add("/eal/params", "Returns EAL commandline parameters used. Takes no parameters", |t, _| {
             Value::Array(t.inner.params.iter().map(|p| Value::from(p.as_str())).collect())
         });
-        self.add("/eal/lcore/list", "List of lcore ids. Takes no parameters", |t, _| {
-            Value::uints(t.inner.lcores.iter().map(|&l| l as u64))
-        });
+        eal_info::register(self);
         self.add("/ethdev/list", "Returns list of available ethdev ports. Takes no parameters", |t, _| {
             let reg = t.registry();
             Value::uints(reg.ports.iter().enumerate().filter(|(_, p)| p.is_some()).map(|(i, _)| i as u64))

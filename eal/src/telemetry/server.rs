@@ -1,12 +1,14 @@
 //! The socket side: DPDK's v2 path for a file prefix, a listening `SOCK_SEQPACKET` socket, one thread per client
 //! (as DPDK), each request one message and each answer one message.
 
+use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use super::{Telemetry, MAX_CMD_LEN};
 
@@ -168,7 +170,14 @@ impl Server {
     }
 }
 
+/// The first pause after a failed accept; doubled on each failure in a row up to [`ACCEPT_BACKOFF_MAX`].
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(1);
+/// The longest pause between two accepts that fail: short enough that a freed descriptor is used at once.
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_millis(100);
+
 fn accept_loop(listener: &OwnedFd, stop: &AtomicBool, telemetry: Telemetry) {
+    let mut backoff = ACCEPT_BACKOFF_MIN;
+    let mut reported = false;
     while !stop.load(Ordering::Acquire) {
         // SAFETY: null address pointers are allowed: the peer's address is not wanted.
         let fd = unsafe {
@@ -176,31 +185,62 @@ fn accept_loop(listener: &OwnedFd, stop: &AtomicBool, telemetry: Telemetry) {
         };
         if fd < 0 {
             let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
+            if e.kind() == io::ErrorKind::Interrupted || stop.load(Ordering::Acquire) {
                 continue;
             }
-            // Shut down by Server::drop, or a broken listener: either way stop serving.
-            return;
+            // EMFILE/ENFILE (descriptors run out), ENOBUFS/ENOMEM, ECONNABORTED: all pass, and the waiting client
+            // stays queued until a descriptor is free. The service must outlive them: pause, retry, say it once.
+            if !reported {
+                eprintln!("EAL: telemetry: accept failed ({e}); retrying until it succeeds");
+                reported = true;
+            }
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+            continue;
         }
+        backoff = ACCEPT_BACKOFF_MIN;
         // SAFETY: accept4 returned a new descriptor owned by nobody else.
         let client = unsafe { OwnedFd::from_raw_fd(fd) };
         let t = telemetry.clone();
+        // A thread that cannot be made (EAGAIN) drops the client: it sees the socket close, and the next one may
+        // get a thread.
         let _ = std::thread::Builder::new().name("telemetry-client".into()).spawn(move || client_loop(client, t));
     }
 }
 
+/// Each client connection's id, for the leases it holds ([`capture`](super::capture)).
+static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The connection the current telemetry thread serves (`None` off the socket, e.g. [`Telemetry::handle`]).
+    static CLIENT: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// The id of the client connection whose request is being answered on this thread, if any.
+pub(super) fn current_client() -> Option<u64> {
+    CLIENT.with(Cell::get)
+}
+
 fn client_loop(client: OwnedFd, telemetry: Telemetry) {
-    if send(&client, telemetry.hello().as_bytes()).is_err() {
+    let id = NEXT_CLIENT.fetch_add(1, Ordering::Relaxed);
+    CLIENT.with(|c| c.set(Some(id)));
+    serve_client(&client, &telemetry);
+    // However the connection ended (closed, killed peer, error), what it held ends with it.
+    super::capture::release(id);
+}
+
+fn serve_client(client: &OwnedFd, telemetry: &Telemetry) {
+    if send(client, telemetry.hello().as_bytes()).is_err() {
         return;
     }
-    while let Ok(msg) = recv(&client, MAX_CMD_LEN) {
+    while let Ok(msg) = recv(client, MAX_CMD_LEN) {
         if msg.is_empty() {
             return;
         }
         let text = String::from_utf8_lossy(&msg);
         // The client sends the command alone; trailing NULs or a newline from other clients are not part of it.
         let request = text.trim_end_matches(['\0', '\n']);
-        if send(&client, telemetry.handle(request).as_bytes()).is_err() {
+        if send(client, telemetry.handle(request).as_bytes()).is_err() {
             return;
         }
     }

@@ -120,6 +120,8 @@ pub(super) fn open<R: RegisterSpace>(
         rx_csum: Vec::new(),
         rx_csum_base: Vec::new(),
         vport_base: VportStats::default(),
+        oversize_base: 0,
+        tx_hang: Vec::new(),
         closed: false,
         keep_alive: None,
     };

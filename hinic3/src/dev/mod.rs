@@ -62,6 +62,8 @@ pub struct Timing {
     pub drain: Duration,
     /// Wait after the vport is disabled.
     pub vport_settle: Duration,
+    /// A full SQ whose consumer index has not moved for this long is hung ([`ringkit::TxWatchdog`]).
+    pub tx_hang: Duration,
 }
 
 impl Timing {
@@ -73,6 +75,7 @@ impl Timing {
         cmdq: Duration::from_secs(5),
         drain: Duration::from_secs(3),
         vport_settle: Duration::from_millis(100),
+        tx_hang: ringkit::DEFAULT_TX_HANG_TIMEOUT,
     };
 
     /// Short limits for tests against fakes and models (which answer at once).
@@ -85,6 +88,7 @@ impl Timing {
             cmdq: s,
             drain: Duration::from_millis(200),
             vport_settle: Duration::ZERO,
+            tx_hang: ringkit::DEFAULT_TX_HANG_TIMEOUT,
         }
     }
 }
@@ -170,6 +174,10 @@ pub struct Hinic3<R: RegisterSpace> {
     rx_csum_base: Vec<u64>,
     /// The hardware counters at the last reset.
     vport_base: VportStats,
+    /// What each SQ's hang watchdog found since the port started.
+    tx_hang: Vec<Arc<ringkit::TxHangState>>,
+    /// MAG 151's RX oversize counter at the last reset (free-running in the device).
+    oversize_base: u64,
     closed: bool,
     /// What must outlive the port (the VFIO device that maps its BARs).
     keep_alive: Option<Box<dyn std::any::Any + Send>>,
@@ -216,6 +224,16 @@ impl<R: RegisterSpace> Hinic3<R> {
     pub fn mailbox_stats(&self) -> crate::mbox::MboxStats {
         let c = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
         c.as_ref().map(|c| c.mbox.stats()).unwrap_or_default()
+    }
+
+    /// The TX hang watchdog's verdict since the port started: `Err` ([`crate::Error::TxHang`]) once any SQ was found
+    /// hung. An SQ is only re-created with its context (docs/hw/hinic3.md §14.3, §14.4), so the recovery is a port
+    /// stop and start, which no longer waits for the hung SQ to drain.
+    pub fn check_tx_hangs(&self) -> Result<()> {
+        match ringkit::watchdog::worst(&self.tx_hang) {
+            None => Ok(()),
+            Some((hang, _)) => Err(crate::Error::TxHang { hang }.at(&self.options.name)),
+        }
     }
 
     /// Sends a management command and returns its answer.
@@ -269,6 +287,14 @@ impl<R: RegisterSpace> Hinic3<R> {
         }
         self.call(module::L2NIC, mgmt::l2nic::SET_RX_MODE, &mgmt::set_rx_mode(self.func(), self.rx_mode()).0, &[])
             .map(drop)
+    }
+
+    /// MAG 151's RX oversize counter (docs/hw/hinic3.md §19); 0 when the firmware does not answer.
+    fn rx_oversize(&self) -> u64 {
+        self.call(module::HILINK, mgmt::mag::GET_PORT_STAT, &mgmt::get_port_stat(self.id.cap.port_id).0, &[])
+            .ok()
+            .and_then(|a| mgmt::port_stat(&a, mgmt::PORT_STAT_RX_OVERSIZE))
+            .unwrap_or(0)
     }
 
     fn vport_stats(&self) -> VportStats {
@@ -415,7 +441,8 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
         let mut s = self.state.stats();
         let v = self.vport_stats().since(&self.vport_base);
         s.imissed = v.rx_discard();
-        s.ierrors += v.rx_err();
+        // Frames refused for their size never reach the vport: the port's counter (docs/hw/hinic3.md §19).
+        s.ierrors += v.rx_err() + self.rx_oversize().wrapping_sub(self.oversize_base);
         s.oerrors += v.tx_discard() + v.tx_err();
         s
     }
@@ -423,11 +450,14 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
     fn reset_stats(&mut self) {
         self.state.reset_stats();
         self.vport_base = self.vport_stats();
+        self.oversize_base = self.rx_oversize();
         self.rx_csum_base = self.rx_csum.iter().map(|c| c.get()).collect();
     }
 
     fn xstats(&self) -> Vec<XStat> {
         let mut x = self.vport_stats().since(&self.vport_base).xstats();
+        x.push(XStat::new("mac_rx_oversize_pkt_num", self.rx_oversize().wrapping_sub(self.oversize_base)));
+        x.extend(ringkit::watchdog::xstats(&self.tx_hang));
         for (q, (c, base)) in self.rx_csum.iter().zip(&self.rx_csum_base).enumerate() {
             x.push(XStat::new(format!("rx_q{q}_csum_errors"), c.get().wrapping_sub(*base)));
         }

@@ -58,6 +58,7 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
     dev.call(module::L2NIC, l2nic::FEATURE_NEGO, &mgmt::feature_nego(f, true, nic).0, &[])?;
     // Rings (docs/hw/hinic3.md §14.2).
     let cos = dev.id.cap.default_cos();
+    dev.tx_hang = (0..cfg.tx_queues).map(|_| Default::default()).collect();
     for q in 0..cfg.tx_queues {
         let stats = dev.state.tx_stats(q).cloned().unwrap_or_default();
         let ring = TxRing::new(TxSetup {
@@ -69,6 +70,8 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
             cos,
             pool,
             stats,
+            hang: dev.tx_hang[q as usize].clone(),
+            hang_timeout: dev.options.timing.tx_hang,
             port: &name,
         })?;
         dev.tx.push(slot(ring));
@@ -210,7 +213,8 @@ fn hw_stop<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
     let deadline = Instant::now() + dev.options.timing.drain;
     for t in &dev.tx {
         if let Some(t) = lock(t).as_ref() {
-            while t.hw_ci() != t.pi() && Instant::now() < deadline {
+            // A hung SQ never drains: the watchdog said so, no need to wait it out.
+            while t.hw_ci() != t.pi() && !t.hung() && Instant::now() < deadline {
                 std::thread::yield_now();
             }
         }

@@ -56,6 +56,8 @@ fn tx_ring(db: &Arc<FakeDb>, pool: &Mempool) -> TxRing<FakeDb> {
         cos: 5,
         pool,
         stats: Default::default(),
+        hang: Default::default(),
+        hang_timeout: ringkit::DEFAULT_TX_HANG_TIMEOUT,
         port: "t",
     })
     .unwrap()

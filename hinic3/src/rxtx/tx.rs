@@ -1,7 +1,8 @@
 //! The TX queue (docs/hw/hinic3.md §10.1, §10.2): 16-byte WQEBBs; a packet of one segment without offloads is one
 //! compact WQEBB, anything else an extended WQE (control/BD0, the task section when an offload asks for it, one BD per
 //! further segment) that may wrap around the ring's end. The owner bit starts at 1 and flips when a WQE reaches the
-//! end, as Linux sets it. Completions come from the consumer index the hardware writes into the 64-byte CI slot
+//! end, as Linux sets it. Frames shorter than 32 bytes are padded with zeros to 32 first (docs/hw/hinic3.md §18).
+//! Completions come from the consumer index the hardware writes into the 64-byte CI slot
 //! (registered with L2NIC 8). One SQ doorbell per burst, after a store barrier.
 
 use std::ptr::NonNull;
@@ -15,6 +16,7 @@ use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
+use ringkit::{TxHangState, TxWatchdog};
 
 use crate::desc::{ctrl, queue_info, task, SqWqebb};
 use crate::doorbell::{self, DbKind};
@@ -28,6 +30,12 @@ pub const MAX_SGE: usize = 18;
 pub const MAX_SGE_TSO: usize = 127;
 /// Size of the CI write-back slot (docs/hw/hinic3.md §10.2).
 pub const CI_SLOT: usize = 64;
+/// The smallest frame the SQ takes (docs/hw/hinic3.md §18): a shorter one is padded with zeros to this length, as
+/// Linux's hinic3 does, or dropped and counted when it cannot be (a chain, an empty buffer).
+pub const MIN_TX_LEN: u32 = 32;
+/// The largest length minus [`MIN_TX_LEN`] a compact WQE takes: a length below the minimum wraps past it, so one
+/// comparison tells both ends.
+const COMPACT_SPAN: u32 = ctrl::COMPACT_MAX_LEN - MIN_TX_LEN;
 
 const OFFLOADS: u64 = ol_flags::TX_IP_CKSUM | ol_flags::TX_UDP_CKSUM | ol_flags::TX_VLAN | ol_flags::TX_TCP_SEG;
 
@@ -50,6 +58,10 @@ pub struct TxSetup<'a, D> {
     pub pool: &'a Mempool,
     /// Counters.
     pub stats: Arc<TxQueueStats>,
+    /// What the hang watchdog finds (shared with the port, for its xstats and [`crate::Error::TxHang`]).
+    pub hang: Arc<TxHangState>,
+    /// How long the SQ may stay full with its consumer index standing still before it is hung.
+    pub hang_timeout: std::time::Duration,
     /// Port name for errors.
     pub port: &'a str,
 }
@@ -70,7 +82,7 @@ pub struct TxRing<D: RegisterSpace> {
     /// Some WQE in flight is extended or holds a packet of another pool or a chain: clean slot by slot.
     mixed: bool,
     /// 0 when every buffer of the pool fits a compact WQE (its data room is at most 16383 bytes), so that the fast
-    /// run only tests for an empty packet; 1 sends every packet the general way.
+    /// run only tests for a short packet; 1 sends every packet the general way.
     fast_off: usize,
     /// Most completions of plain packets one clean frees: the pool's lcore cache size. Freeing a whole ring's worth
     /// at once would spill the cache into the pool's shared ring, and the RX refill would take them back from there.
@@ -80,6 +92,10 @@ pub struct TxRing<D: RegisterSpace> {
     db_info: u32,
     queue: u16,
     stats: Arc<TxQueueStats>,
+    /// Packets and bytes the current burst dropped as bad (not counted as sent).
+    burst_drops: (usize, u64),
+    /// Looked at when a burst finds the SQ full.
+    watchdog: TxWatchdog,
     mem: DmaArea,
     ci_mem: DmaArea,
 }
@@ -116,6 +132,8 @@ impl<D: RegisterSpace> TxRing<D> {
             db_info: doorbell::info(DbKind::Sq, setup.queue, setup.cos),
             queue: setup.queue,
             stats: setup.stats,
+            burst_drops: (0, 0),
+            watchdog: TxWatchdog::new(setup.port, setup.queue, setup.hang_timeout, setup.hang),
             mem,
             ci_mem,
         })
@@ -129,6 +147,21 @@ impl<D: RegisterSpace> TxRing<D> {
     /// Function-local queue index.
     pub fn queue(&self) -> u16 {
         self.queue
+    }
+
+    /// The watchdog found this SQ hung (its consumer index stood still with the ring full) and the hardware's
+    /// index is still where it stood.
+    pub fn hung(&self) -> bool {
+        self.watchdog.reported_at() == Some(self.hw_ci())
+    }
+
+    /// The slow-path hang check (docs/hw/hinic3.md §10.2: the consumer index is the SQ's completion point).
+    #[cold]
+    #[inline(never)]
+    fn check_hang(&mut self) {
+        self.clean();
+        let pending = self.pi.wrapping_sub(self.ci) & self.mask;
+        let _ = self.watchdog.stalled(self.ci, pending);
     }
 
     /// IOVA of the ring (SQ context).
@@ -235,9 +268,11 @@ impl<D: RegisterSpace> TxRing<D> {
     #[inline(always)]
     fn place(&mut self, p: NonNull<MbufHeader>, free: &mut usize) -> bool {
         // SAFETY: the batch owns the packet; the view is not dropped here.
-        let m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
+        let mut m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
         let len = m.data_len() as u32;
-        if m.single_of(self.pool_id) == 0 && m.ol_flags() & OFFLOADS == 0 && len.wrapping_sub(1) < ctrl::COMPACT_MAX_LEN
+        if m.single_of(self.pool_id) == 0
+            && m.ol_flags() & OFFLOADS == 0
+            && len.wrapping_sub(MIN_TX_LEN) <= COMPACT_SPAN
         {
             if *free == 0 {
                 return false;
@@ -251,17 +286,51 @@ impl<D: RegisterSpace> TxRing<D> {
             *free -= 1;
             return true;
         }
-        self.place_extended(&m, p, free)
+        self.place_extended(&mut m, p, free)
+    }
+
+    /// Drops a packet the device must not see: freed, counted as an error and not as sent (the burst takes its
+    /// bytes back).
+    #[cold]
+    fn drop_bad(&mut self, p: NonNull<MbufHeader>) {
+        self.stats.errors.add(1);
+        // SAFETY: a live packet of the batch.
+        self.burst_drops.1 += u64::from(std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) }).pkt_len());
+        self.burst_drops.0 += 1;
+        // SAFETY: the packet is ours (the caller drops it from the batch); freed once.
+        drop(unsafe { Mbuf::from_raw(p) });
+    }
+
+    /// Pads a frame shorter than [`MIN_TX_LEN`] with zeros (docs/hw/hinic3.md §18); false when it cannot be: an
+    /// empty frame, a chain, or no room after the data (the caller drops it and counts an error, as Linux counts
+    /// `skb_pad_err`).
+    #[cold]
+    fn pad_short(m: &mut Mbuf) -> bool {
+        let len = m.pkt_len();
+        if len == 0 || m.nb_segs() != 1 {
+            return false;
+        }
+        match m.append((MIN_TX_LEN - len) as u16) {
+            Some(tail) => {
+                tail.fill(0);
+                true
+            }
+            None => false,
+        }
     }
 
     /// An extended WQE (docs/hw/hinic3.md §10.2): control/BD0, the task section with any offload, then a BD per further
     /// segment.
     #[cold]
     #[inline(never)]
-    fn place_extended(&mut self, m: &Mbuf, p: NonNull<MbufHeader>, free: &mut usize) -> bool {
+    fn place_extended(&mut self, m: &mut Mbuf, p: NonNull<MbufHeader>, free: &mut usize) -> bool {
+        if m.pkt_len() < MIN_TX_LEN && !Self::pad_short(m) {
+            self.drop_bad(p);
+            return true;
+        }
         if m.nb_segs() == 1
             && m.ol_flags() & OFFLOADS == 0
-            && (m.data_len() as u32).wrapping_sub(1) < ctrl::COMPACT_MAX_LEN
+            && (m.data_len() as u32).wrapping_sub(MIN_TX_LEN) <= COMPACT_SPAN
         {
             // A plain packet of another pool: compact, but its completion is freed slot by slot.
             if *free == 0 {
@@ -288,9 +357,7 @@ impl<D: RegisterSpace> TxRing<D> {
             || (tso
                 && ((off.tso_segsz as u32) < queue_info::MSS_MIN || !hdr_len.is_multiple_of(2) || hdr_len / 2 > 221));
         if bad {
-            self.stats.errors.add(1);
-            // SAFETY: the packet is ours (the caller drops it from the batch); freed once.
-            drop(unsafe { Mbuf::from_raw(p) });
+            self.drop_bad(p);
             return true;
         }
         let offload = flags & OFFLOADS != 0;
@@ -380,7 +447,7 @@ impl<D: RegisterSpace> TxRing<D> {
             let m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
             let len = m.data_len() as u32;
             // As for a group.
-            let odd = m.single_of(pool_id) | (m.ol_flags() & OFFLOADS) as usize | (len == 0) as usize;
+            let odd = m.single_of(pool_id) | (m.ol_flags() & OFFLOADS) as usize | (len < MIN_TX_LEN) as usize;
             if odd != 0 {
                 break;
             }
@@ -425,8 +492,9 @@ impl<D: RegisterSpace> TxRing<D> {
         if n > 0 {
             dma_wmb();
             doorbell::ring(&self.db, crate::regs::DB_PAGE_SQ, self.db_info, self.pi as u32);
-            self.stats.packets.add(n as u64);
-            self.stats.bytes.add(bytes);
+            let (bad, bad_bytes) = std::mem::take(&mut self.burst_drops);
+            self.stats.packets.add((n - bad) as u64);
+            self.stats.bytes.add(bytes - bad_bytes);
         }
         n
     }
@@ -456,8 +524,8 @@ unsafe fn put(
     }
 }
 
-/// The four-at-a-time part of the TX fast run: groups of four plain packets of the pool (one segment, no offload, not
-/// empty), all four tested before any WQE is written (the device may prefetch WQEBBs by their owner bit). Returns how
+/// The four-at-a-time part of the TX fast run: groups of four plain packets of the pool (one segment, no offload, at
+/// least MIN_TX_LEN bytes), all four tested before any WQE is written (the device may prefetch WQEBBs by their owner bit). Returns how
 /// many it placed (a multiple of four) and their bytes. Kept out of line so that its loop has the registers to itself.
 ///
 /// # Safety
@@ -483,9 +551,10 @@ unsafe fn tx_groups(
         };
         let lens = m.each_ref().map(|m| m.data_len() as u32);
         // One segment of the port's pool (so at most its data room, which fits a compact WQE: `fast_off`), no
-        // offload; a length of 0 turns its length − 1 past the compact limit: one branch for the four.
+        // offload; a length below MIN_TX_LEN (it needs padding) turns its length − MIN_TX_LEN past the compact
+        // limit: one branch for the four.
         let odd = m.iter().fold(0, |o, m| o | m.single_of(pool_id) | (m.ol_flags() & OFFLOADS) as usize);
-        let len_keys = lens.iter().fold(0, |o, l| o | l.wrapping_sub(1));
+        let len_keys = lens.iter().fold(0, |o, l| o | l.wrapping_sub(MIN_TX_LEN));
         if odd != 0 || len_keys > ctrl::COMPACT_MAX_LEN {
             break;
         }
@@ -506,7 +575,12 @@ impl<D: RegisterSpace> TxQueue for TxRing<D> {
             self.clean();
         }
         // SAFETY: tx_from takes ownership of exactly the first `n` packets it returns (placed or dropped).
-        unsafe { batch.drain_raw(|pkts| self.tx_from(pkts)) }
+        let n = unsafe { batch.drain_raw(|pkts| self.tx_from(pkts)) };
+        // The slow path: the SQ took less than asked. Is the device still consuming?
+        if !batch.is_empty() {
+            self.check_hang();
+        }
+        n
     }
 }
 
@@ -554,6 +628,8 @@ mod tests {
             cos: 0,
             pool: &pool,
             stats: Default::default(),
+            hang: Default::default(),
+            hang_timeout: ringkit::DEFAULT_TX_HANG_TIMEOUT,
             port: "t",
         })
         .unwrap();

@@ -97,6 +97,8 @@ pub struct Timing {
     pub queue: QueueTiming,
     /// Pause after the TX pre-disable of every queue when clearing leftovers (docs/hw/i40e.md §4.3 step 6: 400 µs).
     pub clear_pre_disable: Duration,
+    /// A full TX ring with no completion for this long is a hung queue, restarted ([`ringkit::TxWatchdog`]).
+    pub tx_hang: Duration,
 }
 
 impl Timing {
@@ -112,6 +114,7 @@ impl Timing {
             version_retry: Duration::from_millis(100),
             queue: QueueTiming::HARDWARE,
             clear_pre_disable: Duration::from_micros(400),
+            tx_hang: ringkit::DEFAULT_TX_HANG_TIMEOUT,
         }
     }
 
@@ -213,6 +216,8 @@ pub struct I40e<R: RegisterSpace> {
     lut: Vec<u8>,
     rx: Vec<Option<I40eRxQueue<R>>>,
     tx: Vec<Option<I40eTxQueue<R>>>,
+    /// What each TX queue's hang watchdog found since the port started.
+    tx_hang: Vec<Arc<ringkit::TxHangState>>,
     link: Mutex<LinkStatus>,
     hw: Mutex<HwStats>,
     xbase: Vec<u64>,
@@ -253,6 +258,7 @@ impl<R: RegisterSpace> I40e<R> {
             lut: Vec::new(),
             rx: Vec::new(),
             tx: Vec::new(),
+            tx_hang: Vec::new(),
             link: Mutex::new(LinkStatus::default()),
             hw: Mutex::new(HwStats::default()),
             xbase: vec![0; stats::COUNTERS.len()],
@@ -301,6 +307,17 @@ impl<R: RegisterSpace> I40e<R> {
         self.dev_err(error::timeout(what, register, t.last, budget))
     }
 
+    /// The TX hang watchdog's verdict since the port started: `Err` ([`crate::Error::TxHang`]) once any queue was
+    /// found hung (and restarted), naming the last hang.
+    pub fn check_tx_hangs(&self) -> Result<()> {
+        match ringkit::watchdog::worst(&self.tx_hang) {
+            None => Ok(()),
+            Some((hang, s)) => {
+                Err(self.dev_err(DevError::TxHang { hang, restarts: s.restarts.get(), dropped: s.dropped.get() }))
+            }
+        }
+    }
+
     /// Sends one admin-queue command (see [`AdminQueue::send`]).
     pub(super) fn aq(&self, op: Opcode, params: [u8; 16], buf: Option<Buffer<'_>>, accept: &[u8]) -> Result<AqDesc> {
         let mut aq = self.aq.lock().unwrap_or_else(|e| e.into_inner());
@@ -313,7 +330,13 @@ impl<R: RegisterSpace> I40e<R> {
 
     fn ring_config(&self, size: u16) -> RingConfig {
         let thresh = 32.min(size / 4);
-        RingConfig { size, free_thresh: thresh, rs_thresh: thresh, timing: self.options.timing.queue }
+        RingConfig {
+            size,
+            free_thresh: thresh,
+            rs_thresh: thresh,
+            timing: self.options.timing.queue,
+            tx_hang: self.options.timing.tx_hang,
+        }
     }
 
     fn hw_start(&mut self, pool: &Mempool) -> Result<()> {
@@ -326,6 +349,7 @@ impl<R: RegisterSpace> I40e<R> {
         self.rx.clear();
         self.tx.clear();
         let mut tx = Vec::new();
+        self.tx_hang = (0..self.state.config.tx_queues).map(|_| Default::default()).collect();
         for k in 0..self.state.config.tx_queues {
             let q = base + k;
             tx.push(Some(TxRing::new(
@@ -340,6 +364,7 @@ impl<R: RegisterSpace> I40e<R> {
                     pf_id: self.id.pf_id,
                     qs_handle: self.vsi.qs_handle,
                     stats: self.state.tx_stats(k).expect("a configured queue").clone(),
+                    hang: self.tx_hang[k as usize].clone(),
                     port: &name,
                 },
                 tx_cfg,
@@ -566,6 +591,7 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
         for (i, d) in stats::COUNTERS.iter().enumerate() {
             out.push(XStat::new(d.name, hw[i].wrapping_sub(self.xbase.get(i).copied().unwrap_or(0))));
         }
+        out.extend(ringkit::watchdog::xstats(&self.tx_hang));
         out
     }
 

@@ -24,12 +24,21 @@ pub struct RingConfig {
     pub rs_thresh: u16,
     /// Queue enable/disable waits.
     pub timing: QueueTiming,
+    /// TX: how long the ring may stay full without a completion before the watchdog calls the queue hung and
+    /// restarts it ([`ringkit::TxWatchdog`]).
+    pub tx_hang: std::time::Duration,
 }
 
 impl RingConfig {
     /// DPDK's defaults (thresholds 32, docs/hw/i40e.md §11).
     pub fn new(size: u16) -> RingConfig {
-        RingConfig { size, free_thresh: 32, rs_thresh: 32, timing: QueueTiming::HARDWARE }
+        RingConfig {
+            size,
+            free_thresh: 32,
+            rs_thresh: 32,
+            timing: QueueTiming::HARDWARE,
+            tx_hang: ringkit::DEFAULT_TX_HANG_TIMEOUT,
+        }
     }
 
     /// `Err(reason)` when `size` is not a ring the hardware takes.

@@ -18,7 +18,7 @@ use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
-use ringkit::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
+use ringkit::{TxCore, TxDescriptor, TxHangState, TxWatchdog, RS_CHECK, RS_HOLES};
 
 use super::ring::RingConfig;
 use crate::desc::{tx, TxDesc};
@@ -147,6 +147,8 @@ pub struct TxSetup<'a, R> {
     pub qs_handle: u16,
     /// Counters.
     pub stats: Arc<TxQueueStats>,
+    /// What the hang watchdog found (shared with the port, for its xstats and [`crate::Error::TxHang`]).
+    pub hang: Arc<TxHangState>,
     /// Port name for errors.
     pub port: &'a str,
 }
@@ -203,9 +205,11 @@ impl<R: RegisterSpace> TxRing<R> {
         );
         let _ = regs.read(regs::GLGEN_RSTAT);
         regs.write(regs::qtx_tail(q), 0);
+        // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
+        let mut core = unsafe { TxCore::new(ring, size, rs, free, setup.pool, setup.stats) };
+        core.set_watchdog(TxWatchdog::new(setup.port, q, config.tx_hang, setup.hang));
         Ok(TxRing {
-            // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
-            core: unsafe { TxCore::new(ring, size, rs, free, setup.pool, setup.stats) },
+            core,
             tail_reg: regs::qtx_tail(q),
             regs,
             queue: q,
@@ -235,6 +239,22 @@ impl<R: RegisterSpace> TxRing<R> {
     pub fn free_slots(&self) -> usize {
         self.core.free_slots()
     }
+
+    /// Recovers from a hang the watchdog found: the queue disabled (docs/hw/i40e.md §9.4), every packet on it
+    /// dropped and counted, the tail back to 0, the queue enabled again (which zeroes QTX_HEAD). The queue context
+    /// in the HMC stays as written: only the ring's position starts again.
+    #[cold]
+    #[inline(never)]
+    fn restart(&mut self) {
+        let (q, abs) = (self.queue, self.abs_queue);
+        let _ = switch_tx(&self.regs, q, abs, false, &self.config.timing);
+        self.core.reset();
+        self.regs.write(self.tail_reg, 0);
+        if switch_tx(&self.regs, q, abs, true, &self.config.timing).is_err() {
+            // Left disabled: the ring fills again and the watchdog tries again after its timeout.
+            eprintln!("TX queue {q}: did not enable again after the hang restart (QTX_ENA)");
+        }
+    }
 }
 
 /// Queues one packet that is not plain (offloads, chains) on `core`; false when it does not fit now. Packets that
@@ -244,6 +264,11 @@ fn queue_packet(core: &mut TxCore<TxDesc>, m: &Mbuf, p: NonNull<MbufHeader>) -> 
     let flags = m.ol_flags();
     let segs = m.nb_segs() as usize;
     if segs == 0 || segs > tx::MAX_DATA_PER_PKT || m.pkt_len() < tx::MIN_PKT_LEN as u32 {
+        return Err(());
+    }
+    // Above the largest frame only TSO is allowed (docs/hw/i40e.md §15, §19, as DPDK's i40e_prep_pkts). A single
+    // segment is at most the pool's data room; the fast run checks no more than that.
+    if flags & ol_flags::TX_TCP_SEG == 0 && m.pkt_len() > super::rx::MAX_FRAME {
         return Err(());
     }
     if m.segments().any(|s| s.data.is_empty() || s.data.len() > tx::MAX_BUF as usize) {
@@ -313,6 +338,10 @@ impl<R: RegisterSpace> TxQueue for TxRing<R> {
         let (taken, tail) = self.core.tx_burst(batch, queue_packet);
         if let Some(tail) = tail {
             self.regs.write(self.tail_reg, tail);
+        }
+        // The slow path: the ring took less than asked. Is the device still completing?
+        if !batch.is_empty() && self.core.check_hang().is_some() {
+            self.restart();
         }
         taken
     }

@@ -177,6 +177,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
         for (s, v) in STATS.iter().zip(hw) {
             out.push(XStat::new(s.name, v));
         }
+        out.extend(ringkit::watchdog::xstats(&self.tx_hang));
         out
     }
 

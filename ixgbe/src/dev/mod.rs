@@ -111,6 +111,8 @@ pub struct Timing {
     pub security_block: Duration,
     /// 82599 SFP+: wait after turning the TX laser on (100 ms, docs/hw/ixgbe.md §5.6).
     pub laser_on: Duration,
+    /// A full TX ring with no completion for this long is a hung queue, restarted ([`ringkit::TxWatchdog`]).
+    pub tx_hang: Duration,
 }
 
 impl Timing {
@@ -130,6 +132,7 @@ impl Timing {
             semaphore: Duration::from_millis(100),
             security_block: Duration::from_millis(40),
             laser_on: Duration::from_millis(100),
+            tx_hang: ringkit::DEFAULT_TX_HANG_TIMEOUT,
         }
     }
 }
@@ -254,6 +257,8 @@ pub struct Ixgbe<R: RegisterSpace> {
     fresh: bool,
     rx: Vec<Option<IxgbeRxQueue<R>>>,
     tx: Vec<Option<IxgbeTxQueue<R>>>,
+    /// What each TX queue's hang watchdog found since the port started.
+    tx_hang: Vec<Arc<ringkit::TxHangState>>,
     hw: Mutex<HwStats>,
     xbase: Vec<u64>,
     /// The queue counter sets at the last reset (xstats count from there).
@@ -326,6 +331,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
             fresh: false,
             rx: Vec::new(),
             tx: Vec::new(),
+            tx_hang: Vec::new(),
             hw: Mutex::new(HwStats { values: vec![0; STATS.len()], sets: QueueSets::default() }),
             xbase: vec![0; STATS.len()],
             sets_base: QueueSets::default(),
@@ -402,4 +408,16 @@ pub fn open_vfio(
     let mut port = Ixgbe::new(Arc::new(bar), pci.mapper, allocator, options)?;
     port.keep_alive(Box::new(pci.device));
     Ok(port)
+}
+
+impl<R: RegisterSpace> Ixgbe<R> {
+    /// The TX hang watchdog's verdict since the port started: `Err` ([`crate::Error::TxHang`]) once any queue was
+    /// found hung (and restarted), naming the last hang.
+    pub fn check_tx_hangs(&self) -> Result<()> {
+        match ringkit::watchdog::worst(&self.tx_hang) {
+            None => Ok(()),
+            Some((hang, s)) => Err(crate::Error::TxHang { hang, restarts: s.restarts.get(), dropped: s.dropped.get() }
+                .at(&self.options.name)),
+        }
+    }
 }

@@ -125,7 +125,11 @@ impl<R: RegisterSpace> Ixgbe<R> {
     }
 
     pub(super) fn ring_config(&self, size: u16) -> RingConfig {
-        RingConfig { enable_timeout: self.options.timing.queue_enable, ..RingConfig::new(size) }
+        RingConfig {
+            enable_timeout: self.options.timing.queue_enable,
+            tx_hang: self.options.timing.tx_hang,
+            ..RingConfig::new(size)
+        }
     }
 
     pub(super) fn hw_start(&mut self, pool: &Mempool) -> Result<()> {
@@ -176,6 +180,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
         self.regs.set_bits(RTTDCS, rttdcs::ARBDIS);
         self.regs.write(MTQC, 0);
         self.regs.clear_bits(RTTDCS, rttdcs::ARBDIS);
+        self.tx_hang = (0..self.state.config.tx_queues).map(|_| Default::default()).collect();
         for q in 0..self.state.config.tx_queues {
             let ring = TxRing::new(
                 TxSetup {
@@ -185,6 +190,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
                     pool,
                     queue: q,
                     stats: self.state.tx_stats(q).expect("a configured queue").clone(),
+                    hang: self.tx_hang[q as usize].clone(),
                     port: &name,
                 },
                 tx_cfg,

@@ -22,6 +22,9 @@ pub struct RingConfig {
     pub drop_en: bool,
     /// How long to wait for a queue to enable or disable.
     pub enable_timeout: Duration,
+    /// TX: how long the ring may stay full without a completion before the watchdog calls the queue hung and
+    /// restarts it ([`ringkit::TxWatchdog`]).
+    pub tx_hang: Duration,
 }
 
 impl RingConfig {
@@ -34,6 +37,7 @@ impl RingConfig {
             rs_thresh: thresh,
             drop_en: true,
             enable_timeout: Duration::from_millis(10),
+            tx_hang: ringkit::DEFAULT_TX_HANG_TIMEOUT,
         }
     }
 }

@@ -13,7 +13,7 @@ use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
-use ringkit::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
+use ringkit::{TxCore, TxDescriptor, TxHangState, TxWatchdog, RS_CHECK, RS_HOLES};
 
 use super::ring::{disable_queue, split_iova, RingConfig};
 use super::Family;
@@ -144,6 +144,8 @@ pub struct TxSetup<'a, R> {
     pub queue: u16,
     /// Counters (shared with the device).
     pub stats: Arc<TxQueueStats>,
+    /// What the hang watchdog found (shared with the device, for its xstats and [`crate::Error::TxHang`]).
+    pub hang: Arc<TxHangState>,
     /// Port name for errors.
     pub port: &'a str,
 }
@@ -178,9 +180,11 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         regs.write(F::tdt(q), 0);
         F::tx_queue_extra(&regs, q);
         regs.write(F::txdctl(q), F::TXDCTL_INIT);
+        // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
+        let mut core = unsafe { TxCore::new(ring, size, rs_thresh, free_thresh, setup.pool, setup.stats) };
+        core.set_watchdog(TxWatchdog::new(setup.port, q, config.tx_hang, setup.hang));
         Ok(TxRing {
-            // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
-            core: unsafe { TxCore::new(ring, size, rs_thresh, free_thresh, setup.pool, setup.stats) },
+            core,
             ctx_key: None,
             tdt: F::tdt(q),
             regs,
@@ -216,6 +220,22 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     /// Packets handed to the device and not yet confirmed sent.
     pub fn in_flight(&self) -> usize {
         self.core.in_flight()
+    }
+
+    /// Recovers from a hang the watchdog found (as Linux's ixgbe resets a hung ring): the queue disabled, every
+    /// packet on it dropped and counted, head and tail back to 0, the queue enabled again (docs/hw/ixgbe.md §6.3).
+    /// The context slot of the device is forgotten, so the next offloaded packet writes it again.
+    #[cold]
+    #[inline(never)]
+    fn restart(&mut self) {
+        let q = self.queue;
+        disable_queue(&self.regs, F::txdctl(q), F::QUEUE_ENABLE, F::TXDCTL_DISABLE, self.config.enable_timeout);
+        self.core.reset();
+        self.ctx_key = None;
+        if self.enable().is_err() {
+            // Left disabled: the ring fills again and the watchdog tries again after its timeout.
+            eprintln!("TX queue {q}: did not enable again after the hang restart (TXDCTL)");
+        }
     }
 }
 
@@ -303,6 +323,10 @@ impl<R: RegisterSpace, F: Family> TxQueue for TxRing<R, F> {
         if let Some(tail) = tail {
             self.regs.write(self.tdt, tail);
         }
+        // The slow path: the ring took less than asked. Is the device still completing?
+        if !batch.is_empty() && self.core.check_hang().is_some() {
+            self.restart();
+        }
         taken
     }
 }
@@ -345,6 +369,7 @@ mod tests {
             pool: &pool,
             queue: 0,
             stats: stats.clone(),
+            hang: Default::default(),
             port: "test",
         };
         let mut ring = TxRing::<FakeRegs, IxgbeFamily>::new(setup, RingConfig::new(64)).unwrap();

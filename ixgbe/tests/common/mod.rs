@@ -32,16 +32,23 @@ pub fn fast_timing() -> Timing {
         semaphore: Duration::from_millis(10),
         security_block: Duration::from_millis(100),
         laser_on: Duration::ZERO,
+        // Long enough that no test but the watchdog's own (which opens with a short one) sees a restart.
+        tx_hang: Duration::from_secs(30),
     }
 }
 
 /// Opens the driver on a model port.
 pub fn open(bar: SimBar, port: &X540Port, name: &str) -> pktio::Result<Ixgbe<SimBar>> {
+    open_with(bar, port, name, fast_timing())
+}
+
+/// Opens the driver on a model port with `timing`.
+pub fn open_with(bar: SimBar, port: &X540Port, name: &str, timing: Timing) -> pktio::Result<Ixgbe<SimBar>> {
     let (mac_type, media) = match port.config().chip {
         Chip::X540 => (MacType::X540, Media::Copper),
         Chip::X82599 => (MacType::X82599, Media::Sfp),
     };
-    let options = Options { name: name.to_string(), mac_type, timing: fast_timing(), media };
+    let options = Options { name: name.to_string(), mac_type, timing, media };
     Ixgbe::new(Arc::new(bar), port.dma_mapper(), Allocator::no_huge(), options)
 }
 

@@ -3,6 +3,7 @@
 
 use super::regs::*;
 use crate::dma::IovaMap;
+use crate::Error;
 
 /// Most AEQs the model offers (docs/hw/hinic3.md §5.1: at most 4).
 pub const MAX_AEQS: usize = 4;
@@ -37,24 +38,33 @@ impl Aeq {
     }
 
     /// Checks a new AEQ_CTRL_1 value (docs/hw/hinic3.md §5.2); `Err` names what is wrong.
-    pub fn check_ctrl1(v: u32) -> Result<(), String> {
+    pub fn check_ctrl1(v: u32) -> Result<(), Error> {
         if v == 0 {
             return Ok(()); // off, during reconfiguration (docs/hw/hinic3.md §5.3 step 2)
         }
         let reserved = !(AEQ_CTRL1_LEN.mask() | AEQ_CTRL1_ELEM_SIZE.mask() | AEQ_CTRL1_PAGE_SIZE.mask());
         if v & reserved != 0 {
-            return Err(format!("AEQ_CTRL_1 = {v:#010x} sets reserved bits {:#x}", v & reserved));
+            return Err(Error::Violation {
+                at: format!("AEQ_CTRL_1 = {v:#010x}"),
+                rule: format!("sets reserved bits {:#x}", v & reserved),
+            });
         }
         if AEQ_CTRL1_ELEM_SIZE.get(v) != 1 {
-            return Err(format!(
-                "AEQ_CTRL_1 element size code {} (the model's elements are 64 bytes, code 1)",
-                AEQ_CTRL1_ELEM_SIZE.get(v)
-            ));
+            return Err(Error::Violation {
+                at: "AEQ_CTRL_1".into(),
+                rule: format!(
+                    "element size code {} (the model's elements are 64 bytes, code 1)",
+                    AEQ_CTRL1_ELEM_SIZE.get(v)
+                ),
+            });
         }
         let len = u64::from(AEQ_CTRL1_LEN.get(v));
         let page = 4096u64 << AEQ_CTRL1_PAGE_SIZE.get(v);
         if len < 2 || len * AEQE_LEN as u64 > 4 * page {
-            return Err(format!("AEQ_CTRL_1 length {len} does not fit 4 pages of {page} bytes"));
+            return Err(Error::Violation {
+                at: "AEQ_CTRL_1".into(),
+                rule: format!("length {len} does not fit 4 pages of {page} bytes"),
+            });
         }
         Ok(())
     }
@@ -74,16 +84,16 @@ impl Aeq {
         data: &[u8; AEQE_DATA],
         etype: u32,
         size: u32,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let len = self.len();
         if len == 0 || self.pages[0] == 0 {
-            return Err(format!("AEQ {q} is not set up; event dropped"));
+            return Err(Error::Violation { at: format!("AEQ {q}"), rule: "not set up; event dropped".into() });
         }
         if (self.pi + 1) % len == self.ci % len {
-            return Err(format!(
-                "AEQ {q} full (PI {}, CI {}): the driver does not consume it; event dropped",
-                self.pi, self.ci
-            ));
+            return Err(Error::Violation {
+                at: format!("AEQ {q} full (PI {}, CI {})", self.pi, self.ci),
+                rule: "the driver does not consume it; event dropped".into(),
+            });
         }
         let mut raw = [0u8; AEQE_DATA];
         for (o, i) in raw.chunks_exact_mut(4).zip(data.chunks_exact(4)) {
@@ -91,12 +101,12 @@ impl Aeq {
         }
         let at = self.element(self.pi);
         let what = || format!("AEQ {q} element write");
-        dma.write(at, &raw, &what).map_err(|_| format!("AEQ {q} element outside the IOVA map"))?;
+        dma.write(at, &raw, &what).map_err(|_| Error::Unmapped(format!("AEQ {q} element outside the IOVA map")))?;
         let wrap = if self.pass_odd { 0 } else { AEQE_WRAP };
         let desc = AEQE_TYPE.val(etype) | AEQE_SIZE.val(size) | wrap;
         // write_u32 stores little-endian: hand it the swapped value so memory holds the big-endian descriptor.
         dma.write_u32(at + AEQE_DATA as u64, desc.swap_bytes(), &what)
-            .map_err(|_| format!("AEQ {q} descriptor outside the IOVA map"))?;
+            .map_err(|_| Error::Unmapped(format!("AEQ {q} descriptor outside the IOVA map")))?;
         self.pi += 1;
         if self.pi == len {
             self.pi = 0;

@@ -8,7 +8,7 @@ use drvkit::bar::RegisterSpace;
 
 use super::aeq::Aeq;
 use super::cmdq::MAX_CMDQS;
-use super::port::{Shared, DB_PENDING};
+use super::port::{Sp670State, DB_PENDING};
 use super::regs::*;
 use crate::fault::Fault;
 
@@ -17,7 +17,7 @@ use crate::fault::Fault;
 /// The cfg BAR (BAR1 of the PF): the function CSRs, every one big-endian on the bus (docs/hw/hinic3.md §0.1, §3).
 #[derive(Clone)]
 pub struct Sp670CfgBar {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<Sp670State>,
 }
 
 impl std::fmt::Debug for Sp670CfgBar {
@@ -171,7 +171,7 @@ impl Sp670CfgBar {
             FUNC_ATTR0..=FUNC_ATTR3 | AEQ_CONS_IDX => c.fault(format!("write of {v:#010x} to read-only CSR {off:#x}")),
             _ => {
                 drop(c);
-                self.shared.faults.record(Fault::Register {
+                self.shared.io.faults.record(Fault::Register {
                     offset: off,
                     what: format!("write of {v:#010x} to a CSR the model does not define"),
                 });
@@ -184,6 +184,7 @@ impl RegisterSpace for Sp670CfgBar {
     fn read32(&self, offset: usize) -> u32 {
         if !offset.is_multiple_of(4) || offset + 4 > CFG_BAR_LEN {
             self.shared
+                .io
                 .faults
                 .record(Fault::Register { offset, what: "unaligned or out-of-range cfg BAR read".into() });
             return u32::MAX;
@@ -194,6 +195,7 @@ impl RegisterSpace for Sp670CfgBar {
     fn write32(&self, offset: usize, value: u32) {
         if !offset.is_multiple_of(4) || offset + 4 > CFG_BAR_LEN {
             self.shared
+                .io
                 .faults
                 .record(Fault::Register { offset, what: "unaligned or out-of-range cfg BAR write".into() });
             return;
@@ -210,7 +212,7 @@ impl RegisterSpace for Sp670CfgBar {
 /// The mgmt BAR (BAR3): the PPF and MPF election registers, big-endian (docs/hw/hinic3.md §3.1).
 #[derive(Clone)]
 pub struct Sp670MgmtBar {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<Sp670State>,
 }
 
 impl std::fmt::Debug for Sp670MgmtBar {
@@ -247,9 +249,11 @@ impl RegisterSpace for Sp670MgmtBar {
                     c.mpf = v;
                 }
             }
-            _ => {
-                self.shared.faults.record(Fault::Register { offset, what: format!("mgmt BAR write of {value:#010x}") })
-            }
+            _ => self
+                .shared
+                .io
+                .faults
+                .record(Fault::Register { offset, what: format!("mgmt BAR write of {value:#010x}") }),
         }
     }
     fn len(&self) -> usize {
@@ -264,7 +268,7 @@ impl RegisterSpace for Sp670MgmtBar {
 /// and the write of the high dword (offset + 4) rings.
 #[derive(Clone)]
 pub struct Sp670DbBar {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<Sp670State>,
 }
 
 impl std::fmt::Debug for Sp670DbBar {
@@ -278,7 +282,7 @@ impl Sp670DbBar {
     pub fn write64(&self, offset: usize, value: u64) {
         let s = &self.shared;
         if !offset.is_multiple_of(8) || offset + 8 > DB_BAR_LEN {
-            s.faults.record(Fault::Register { offset, what: "unaligned or out-of-range doorbell".into() });
+            s.io.faults.record(Fault::Register { offset, what: "unaligned or out-of-range doorbell".into() });
             return;
         }
         if s.db_disabled.load(Ordering::Acquire) {
@@ -325,7 +329,7 @@ impl RegisterSpace for Sp670DbBar {
         let mut low = self.shared.db_low.lock().unwrap_or_else(|e| e.into_inner());
         if slot >= low.len() {
             drop(low);
-            return self.shared.faults.record(Fault::Register { offset, what: "doorbell outside the BAR".into() });
+            return self.shared.io.faults.record(Fault::Register { offset, what: "doorbell outside the BAR".into() });
         }
         if offset.is_multiple_of(8) {
             low[slot] = Some(value);

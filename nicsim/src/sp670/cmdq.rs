@@ -4,6 +4,7 @@
 
 use super::regs::{bit, Field};
 use super::Core;
+use crate::Error;
 
 /// Command queues the model offers (docs/hw/hinic3.md §8.1: at most 4).
 pub const MAX_CMDQS: usize = 4;
@@ -117,11 +118,11 @@ impl Core {
         }
     }
 
-    fn check_wqe(&self, q: usize, hdr: u32, ctrl: u32) -> Result<(), String> {
+    fn check_wqe(&self, q: usize, hdr: u32, ctrl: u32) -> Result<(), Error> {
         let cq = &self.cmdqs[q];
         let busy = hdr & HDR_BUSY != 0;
         if busy != cq.wrapped {
-            return Err(format!("cmdq {q} WQE {}: header busy bit {} but the ring's wrapped flag is {} (stale WQE or wrong byte order, docs/hw/hinic3.md §8.2)", cq.ci, u8::from(busy), u8::from(cq.wrapped)));
+            return Err(Error::Violation { at: format!("cmdq {q} WQE {}", cq.ci), rule: format!("header busy bit {} but the ring's wrapped flag is {} (stale WQE or wrong byte order, docs/hw/hinic3.md §8.2)", u8::from(busy), u8::from(cq.wrapped)) });
         }
         if HDR_BD_LEN.get(hdr) != 2
             || hdr & HDR_DATA_FMT != 0
@@ -129,13 +130,13 @@ impl Core {
             || HDR_COMPLETE_SECT_LEN.get(hdr) != 3
             || hdr & HDR_COMPLETE_FMT != 0
         {
-            return Err(format!("cmdq {q} WQE {}: header_info {hdr:#010x} is not an LCMD WQE with a direct completion (BD length 2, SGE data, control-section length 1, completion-section length 3)", cq.ci));
+            return Err(Error::Violation { at: format!("cmdq {q} WQE {}", cq.ci), rule: format!("header_info {hdr:#010x} is not an LCMD WQE with a direct completion (BD length 2, SGE data, control-section length 1, completion-section length 3)") });
         }
         if ctrl & CTRL_BUSY != 0 || CTRL_ACK_TYPE.get(ctrl) != 0 || CTRL_PI.get(ctrl) != cq.ci {
-            return Err(format!(
-                "cmdq {q} WQE {}: ctrl_info {ctrl:#010x} (PI must be the WQE's index, ack type 0, busy clear)",
-                cq.ci
-            ));
+            return Err(Error::Violation {
+                at: format!("cmdq {q} WQE {}", cq.ci),
+                rule: format!("ctrl_info {ctrl:#010x} (PI must be the WQE's index, ack type 0, busy clear)"),
+            });
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! for a polling driver, or a reserved bit that is set, is an error naming the dword and field.
 
 use super::regs::Field;
+use crate::Error;
 
 /// What the model keeps of an SQ context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,67 +60,73 @@ fn pfn(hi: u32, lo: u32) -> u64 {
     u64::from(hi) << 32 | u64::from(lo)
 }
 
-fn reserved(c: &[u8; 64], i: usize, allowed: u32, what: &str) -> Result<(), String> {
+fn reserved(c: &[u8; 64], i: usize, allowed: u32, what: &str) -> Result<(), Error> {
     let extra = dw(c, i) & !allowed;
     if extra != 0 {
-        return Err(format!(
-            "{what} context dword {i} = {:#010x}: bits {extra:#010x} are reserved (docs/hw/hinic3.md §9)",
-            dw(c, i)
-        ));
+        return Err(Error::Violation {
+            at: format!("{what} context dword {i} = {:#010x}", dw(c, i)),
+            rule: format!("bits {extra:#010x} are reserved (docs/hw/hinic3.md §9)"),
+        });
     }
     Ok(())
 }
 
 /// The prefetch words (dwords 8 to 11) must repeat the ring and the starting CI, owner 1 (docs/hw/hinic3.md §9.1).
-fn prefetch(c: &[u8; 64], page_pfn: u64, ci: u32, what: &str) -> Result<(), String> {
+fn prefetch(c: &[u8; 64], page_pfn: u64, ci: u32, what: &str) -> Result<(), Error> {
     let d8 = dw(c, 8);
     if PREF_THRESHOLD.get(d8) == 0 || PREF_MAX.get(d8) == 0 || PREF_MIN.get(d8) == 0 {
-        return Err(format!("{what} context dword 8 = {d8:#010x}: prefetch threshold, max and min must be non-zero"));
+        return Err(Error::Violation {
+            at: format!("{what} context dword 8 = {d8:#010x}"),
+            rule: "prefetch threshold, max and min must be non-zero".into(),
+        });
     }
     reserved(c, 9, PREF_CI_HI.mask() | PREF_OWNER, what)?;
     if dw(c, 9) & PREF_OWNER == 0 || PREF_CI_HI.get(dw(c, 9)) != ci >> 12 {
-        return Err(format!(
-            "{what} context dword 9 = {:#010x}: prefetch owner 1 and CI high {} expected",
-            dw(c, 9),
-            ci >> 12
-        ));
+        return Err(Error::Violation {
+            at: format!("{what} context dword 9 = {:#010x}", dw(c, 9)),
+            rule: format!("prefetch owner 1 and CI high {} expected", ci >> 12),
+        });
     }
     let pref = pfn(PFN_HI.get(dw(c, 10)), dw(c, 11));
     if pref != page_pfn || PREF_CI_LO.get(dw(c, 10)) != ci & 0xFFF {
-        return Err(format!(
-            "{what} context prefetch PFN {pref:#x} / CI low differ from the WQ page PFN {page_pfn:#x}"
-        ));
+        return Err(Error::Violation {
+            at: format!("{what} context"),
+            rule: format!("prefetch PFN {pref:#x} / CI low differ from the WQ page PFN {page_pfn:#x}"),
+        });
     }
     Ok(())
 }
 
 /// The block PFN (dwords 14, 15) of a 0-level ring: the ring IOVA >> 9 (docs/hw/hinic3.md §9).
-fn block(c: &[u8; 64], ring: u64, what: &str) -> Result<(), String> {
+fn block(c: &[u8; 64], ring: u64, what: &str) -> Result<(), Error> {
     reserved(c, 14, BLOCK_PFN_HI.mask(), what)?;
     let b = pfn(BLOCK_PFN_HI.get(dw(c, 14)), dw(c, 15));
     if b != ring >> 9 {
-        return Err(format!(
-            "{what} context WQ block PFN {b:#x}, the ring at {ring:#x} gives {:#x} (0-level CLA)",
-            ring >> 9
-        ));
+        return Err(Error::Violation {
+            at: format!("{what} context"),
+            rule: format!("WQ block PFN {b:#x}, the ring at {ring:#x} gives {:#x} (0-level CLA)", ring >> 9),
+        });
     }
     Ok(())
 }
 
 /// Parses SQ context `qid` (docs/hw/hinic3.md §9.1).
-pub fn parse_sq(c: &[u8; 64], qid: u16) -> Result<SqCtx, String> {
+pub fn parse_sq(c: &[u8; 64], qid: u16) -> Result<SqCtx, Error> {
     let what = format!("SQ {qid}");
     let (pi, ci) = (PI.get(dw(c, 0)), CI.get(dw(c, 0)));
     reserved(c, 1, 0b11, &what)?;
     reserved(c, 2, PFN_HI.mask() | SQ_OWNER, &what)?;
     if dw(c, 2) & SQ_OWNER == 0 {
-        return Err(format!("{what} context dword 2: owner bit 23 must be 1"));
+        return Err(Error::Violation { at: format!("{what} context dword 2"), rule: "owner bit 23 must be 1".into() });
     }
     let page_pfn = pfn(PFN_HI.get(dw(c, 2)), dw(c, 3));
     reserved(c, 4, 0, &what)?;
     reserved(c, 6, SQ_ID.mask(), &what)?;
     if SQ_ID.get(dw(c, 6)) != u32::from(qid) {
-        return Err(format!("{what} context dword 6: SQ id {} is not the queue's index {qid}", SQ_ID.get(dw(c, 6))));
+        return Err(Error::Violation {
+            at: format!("{what} context dword 6"),
+            rule: format!("SQ id {} is not the queue's index {qid}", SQ_ID.get(dw(c, 6))),
+        });
     }
     reserved(c, 7, VLAN_TAG.mask() | Field::new(18, 16).mask() | VLAN_INSERT_MODE.mask() | CEQ_EN, &what)?;
     prefetch(c, page_pfn, ci, &what)?;
@@ -128,26 +135,27 @@ pub fn parse_sq(c: &[u8; 64], qid: u16) -> Result<SqCtx, String> {
     let ring = page_pfn << 12;
     block(c, ring, &what)?;
     if ring == 0 {
-        return Err(format!("{what} context: ring IOVA 0"));
+        return Err(Error::Violation { at: format!("{what} context"), rule: "ring IOVA 0".into() });
     }
     Ok(SqCtx { ring, pi: pi as u16, ci: ci as u16, vlan_insert_mode: VLAN_INSERT_MODE.get(dw(c, 7)) as u8 })
 }
 
 /// Parses RQ context `qid` (docs/hw/hinic3.md §9.2). The model serves the 16-byte normal WQE with 32-byte CQEs
 /// only (WQE type 2, CQE length code 1), the classic format of docs/hw/hinic3.md §10.3.
-pub fn parse_rq(c: &[u8; 64], qid: u16) -> Result<RqCtx, String> {
+pub fn parse_rq(c: &[u8; 64], qid: u16) -> Result<RqCtx, Error> {
     let what = format!("RQ {qid}");
     let (pi, ci) = (PI.get(dw(c, 0)), CI.get(dw(c, 0)));
     reserved(c, 1, RQ_MSIX.mask() | RQ_INTR_OFF, &what)?;
     reserved(c, 2, PFN_HI.mask() | RQ_WQE_TYPE.mask() | RQ_OWNER, &what)?;
     if dw(c, 2) & RQ_OWNER == 0 {
-        return Err(format!("{what} context dword 2: owner bit 31 must be 1"));
+        return Err(Error::Violation { at: format!("{what} context dword 2"), rule: "owner bit 31 must be 1".into() });
     }
     let wqe_type = RQ_WQE_TYPE.get(dw(c, 2)) as u8;
     if wqe_type != 2 {
-        return Err(format!(
-            "{what} context dword 2: WQE type {wqe_type}; the model serves the 16-byte normal WQE (2) only"
-        ));
+        return Err(Error::Violation {
+            at: format!("{what} context dword 2"),
+            rule: format!("WQE type {wqe_type}; the model serves the 16-byte normal WQE (2) only"),
+        });
     }
     let page_pfn = pfn(PFN_HI.get(dw(c, 2)), dw(c, 3));
     for i in 4..=6 {
@@ -155,16 +163,16 @@ pub fn parse_rq(c: &[u8; 64], qid: u16) -> Result<RqCtx, String> {
     }
     reserved(c, 7, RQ_CQE_LEN.mask(), &what)?;
     if RQ_CQE_LEN.get(dw(c, 7)) != 1 {
-        return Err(format!(
-            "{what} context dword 7: CQE length code {} (normal WQEs take 1, 32-byte CQEs)",
-            RQ_CQE_LEN.get(dw(c, 7))
-        ));
+        return Err(Error::Violation {
+            at: format!("{what} context dword 7"),
+            rule: format!("CQE length code {} (normal WQEs take 1, 32-byte CQEs)", RQ_CQE_LEN.get(dw(c, 7))),
+        });
     }
     prefetch(c, page_pfn, ci, &what)?;
     let ring = page_pfn << 12;
     block(c, ring, &what)?;
     if ring == 0 {
-        return Err(format!("{what} context: ring IOVA 0"));
+        return Err(Error::Violation { at: format!("{what} context"), rule: "ring IOVA 0".into() });
     }
     Ok(RqCtx { ring, pi: pi as u16, ci: ci as u16, wqe_type })
 }

@@ -5,6 +5,7 @@
 use super::aeq::AEQE_DATA;
 use super::regs::*;
 use crate::dma::IovaMap;
+use crate::Error;
 
 /// A complete message from the driver.
 #[derive(Debug, Clone)]
@@ -72,15 +73,18 @@ impl Mailbox {
     }
 
     /// Writes the 16-byte status: bytes 0..8 a big-endian u64 (docs/hw/hinic3.md §6.2), bytes 8..16 zero.
-    pub fn write_back(&self, dma: &IovaMap, status: u64) -> Result<(), String> {
+    pub fn write_back(&self, dma: &IovaMap, status: u64) -> Result<(), Error> {
         let mut wb = [0u8; 16];
         wb[..8].copy_from_slice(&status.to_be_bytes());
         let at = self.result_iova();
         if at == 0 {
-            return Err("mailbox send with MAILBOX_RESULT_H/L never set (no write-back area)".into());
+            return Err(Error::Violation {
+                at: "MAILBOX_RESULT_H/L".into(),
+                rule: "never set before a mailbox send (no write-back area)".into(),
+            });
         }
         dma.write(at, &wb, &|| "mailbox write-back status".into())
-            .map_err(|_| "mailbox write-back outside the IOVA map".to_string())
+            .map_err(|_| Error::Unmapped("mailbox write-back outside the IOVA map".into()))
     }
 
     /// Takes the triggered segment out of the window (docs/hw/hinic3.md §6.1 to §6.3). `dma_desc_len` is checked
@@ -149,7 +153,7 @@ impl Mailbox {
             body.truncate(len);
             self.reasm = None;
             if let Err(e) = self.write_back(dma, WB_DONE) {
-                return Segment::Refused(e);
+                return Segment::Refused(e.to_string());
             }
             return Segment::Complete(Message { header, body });
         }
@@ -190,7 +194,7 @@ impl Mailbox {
         r.next_seq += 1;
         if let Err(e) = self.write_back(dma, WB_DONE) {
             self.reasm = None;
-            return Segment::Refused(e);
+            return Segment::Refused(e.to_string());
         }
         if H_LAST.get(header) == 0 {
             return Segment::Partial;

@@ -7,7 +7,7 @@
 //! BARs), `port` (the port handle, wires, the model thread), this module (configuration and the device state).
 //!
 //! Like the firmware, the model answers asynchronously: a mailbox send, a cmdq doorbell or a data-path doorbell
-//! takes effect when the model runs ([`Sp670Port::step`], [`run_until_idle_sp670`] or the thread of
+//! takes effect when the model runs ([`Sp670Port::step`], [`crate::run_until_idle`] or the thread of
 //! [`Sp670Port::start_thread`]); a driver polls the write-back, the AEQ, the WQE busy bit and the CI slot.
 //!
 //! Not modelled: interrupts, CEQs and MSI-X delivery (vectors are only masked/unmasked), VFs, the enhanced cmdq and
@@ -38,10 +38,11 @@ mod tx;
 
 pub use bars::{Sp670Bar, Sp670CfgBar, Sp670DbBar, Sp670MgmtBar};
 pub use mgmt::{module, STATUS_BAD, STATUS_UNSUPPORTED};
-pub use port::{run_until_idle_sp670, Sp670, Sp670Port, Sp670Thread};
+pub use port::{Sp670, Sp670Port, Sp670State, Sp670Thread};
 pub use rx::hash_type;
 pub use stats::{port as port_stat, vport as vport_stat};
 
+use crate::Error;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -316,8 +317,8 @@ impl Core {
         }
     }
 
-    pub(crate) fn fault(&self, what: String) {
-        self.faults.record(Fault::Protocol { what });
+    pub(crate) fn fault(&self, what: impl std::fmt::Display) {
+        self.faults.record(Fault::Protocol { what: what.to_string() });
     }
 
     /// The management CPU has finished its init (FUNC_ATTR1 bit 30).
@@ -395,12 +396,15 @@ impl Core {
                 let (n, ty, start, rsvd) = (usize::from(u16at(0)), u16at(2), usize::from(u16at(4)), u16at(6));
                 if cmd == 1 {
                     if buf.len() < 8 || ty > 1 || n == 0 || n > max || start != 0 {
-                        Err(format!("cmdq CLEAN_QUEUE_CONTEXT header: {n} queues of type {ty} from {start} (docs/hw/hinic3.md §8.6)"))
+                        Err(Error::Violation {
+                            at: "cmdq CLEAN_QUEUE_CONTEXT header".into(),
+                            rule: format!("{n} queues of type {ty} from {start} (docs/hw/hinic3.md §8.6)"),
+                        })
                     } else {
                         Ok(())
                     }
                 } else if ty > 1 || n == 0 || start + n > max || rsvd != 0 || buf.len() < 8 + 64 * n {
-                    Err(format!("cmdq MODIFY_QUEUE_CTX header: {n} contexts of type {ty} from queue {start}, reserved {rsvd:#x}, buffer {} bytes (a wrong byte order swaps these fields)", buf.len()))
+                    Err(Error::Violation { at: "cmdq MODIFY_QUEUE_CTX header".into(), rule: format!("{n} contexts of type {ty} from queue {start}, reserved {rsvd:#x}, buffer {} bytes (a wrong byte order swaps these fields)", buf.len()) })
                 } else {
                     (0..n).try_for_each(|i| {
                         let c: &[u8; 64] = buf[8 + 64 * i..8 + 64 * (i + 1)].try_into().expect("64");
@@ -418,14 +422,17 @@ impl Core {
             }
             4 => {
                 if buf.len() < 16 + 512 || buf[..16].iter().any(|&b| b != 0) {
-                    Err(format!(
-                        "cmdq SET_RSS_INDIR_TABLE: {} bytes (16 reserved zero bytes and 256 entries expected)",
-                        buf.len()
-                    ))
+                    Err(Error::Violation {
+                        at: "cmdq SET_RSS_INDIR_TABLE".into(),
+                        rule: format!("{} bytes (16 reserved zero bytes and 256 entries expected)", buf.len()),
+                    })
                 } else {
                     let t: Vec<u16> = (0..256).map(|k| u16at(16 + 2 * k)).collect();
                     match t.iter().find(|&&e| e != 0xFFFF && usize::from(e) >= max) {
-                        Some(e) => Err(format!("cmdq SET_RSS_INDIR_TABLE entry {e} >= {max} queues")),
+                        Some(e) => Err(Error::Violation {
+                            at: String::new(),
+                            rule: format!("cmdq SET_RSS_INDIR_TABLE entry {e} >= {max} queues"),
+                        }),
                         None => {
                             self.mgmt.rss.indir.copy_from_slice(&t);
                             Ok(())
@@ -436,7 +443,10 @@ impl Core {
             5 => {
                 let ctx = u32::from_le_bytes(buf.get(16..20).and_then(|s| s.try_into().ok()).unwrap_or([0; 4]));
                 if ctx & hash_type::VALID == 0 || ctx & 0x7F_FFFF != 0 {
-                    Err(format!("cmdq SET_RSS_CONTEXT_TABLE context {ctx:#010x}"))
+                    Err(Error::Violation {
+                        at: String::new(),
+                        rule: format!("cmdq SET_RSS_CONTEXT_TABLE context {ctx:#010x}"),
+                    })
                 } else {
                     self.mgmt.rss.hash_types = ctx;
                     Ok(())
@@ -446,7 +456,7 @@ impl Core {
                 let v = u32::from_le_bytes(buf.get(..4).and_then(|s| s.try_into().ok()).unwrap_or([0; 4]));
                 let local = (v >> 16) as usize;
                 if local >= max {
-                    Err(format!("cmdq SET_RQ_FLUSH local RQ {local}"))
+                    Err(Error::Violation { at: String::new(), rule: format!("cmdq SET_RQ_FLUSH local RQ {local}") })
                 } else {
                     self.flush_rq(local)
                 }

@@ -1,10 +1,10 @@
-//! The port handle: construction, wires (a peer, capture, a TAP), fault injection, inspection, the stepping
-//! loop shared by [`Sp670Port::step`] and the model thread.
+//! The SP670's side of the [`Model`] trait (what [`Sp670Port`], the handle every model has, does on this NIC):
+//! construction, the stepping loop of [`ModelPort::step`] and the model thread, the SP670's own BARs, fault
+//! injection and inspection.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use super::bars::{Sp670CfgBar, Sp670DbBar, Sp670MgmtBar};
@@ -12,22 +12,19 @@ use super::cmdq::MAX_CMDQS;
 use super::regs::*;
 use super::rx::Drop as RxDrop;
 use super::{Core, Sp670Config, Sp670Counters, Sp670RxError, DEVICE_HINIC3_PF, VENDOR_HUAWEI};
-use crate::dma::IovaMap;
-use crate::fault::{Fault, FaultLog};
+use crate::fault::Fault;
+use crate::model::{FrameCounts, Model, ModelPort, Plumbing, SharedBar};
 use crate::pci::PciIdentity;
-use crate::wire::{Sent, Wire};
 
 /// Frames waiting at the MAC (bounded like a packet buffer).
 const INBOUND_MAX: usize = 4096;
 /// A doorbell value waiting for the model: bit 31 set until it is taken.
 pub(super) const DB_PENDING: u32 = 1 << 31;
 
-/// State shared by the BARs, the port handles and the model thread.
-pub(crate) struct Shared {
+/// State shared by the BARs, the port handles and the model thread (opaque: reached through those handles).
+pub struct Sp670State {
     pub(super) config: Sp670Config,
     pub(super) core: Mutex<Core>,
-    pub(super) faults: Arc<FaultLog>,
-    pub(super) dma: Arc<IovaMap>,
     /// Doorbells, written without the model lock: the PI with [`DB_PENDING`].
     pub(super) sq_db: Box<[AtomicU32]>,
     pub(super) rq_db: Box<[AtomicU32]>,
@@ -37,40 +34,27 @@ pub(crate) struct Shared {
     /// The low dword of a doorbell written as two 32-bit stores, per 8-byte slot.
     pub(super) db_low: Mutex<Vec<Option<u32>>>,
     pub(super) inbound: Mutex<VecDeque<(Vec<u8>, Option<Sp670RxError>)>>,
-    /// Where TX frames go.
-    wire: Wire<Shared>,
-    pub(super) parked: AtomicBool,
-    pub(super) thread: Mutex<Option<Thread>>,
+    /// Where TX frames go, the thread's parking, the interrupt sink (which the model never signals).
+    pub(super) io: Plumbing<Sp670State>,
 }
 
-impl Shared {
+impl Sp670State {
     pub(super) fn lock(&self) -> MutexGuard<'_, Core> {
         self.core.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(super) fn kick(&self) {
-        if self.parked.load(Ordering::Acquire) {
-            if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                t.unpark();
-            }
-        }
+        self.io.kick();
     }
 
-    pub(super) fn fault(&self, what: String) {
-        self.faults.record(Fault::Protocol { what });
+    pub(super) fn fault(&self, what: impl std::fmt::Display) {
+        self.io.faults.record(Fault::Protocol { what: what.to_string() });
     }
 
     /// Processes everything pending now; returns the work done (0: idle).
-    /// Frames the kernel sent into a TAP wire (at most 64 a step).
-    fn pump_tap(&self) -> usize {
-        self.wire.pump(64, |data| {
-            self.arrive(data, None);
-        })
-    }
-
     fn step(&self) -> usize {
         let mut out = Vec::new();
-        let mut work = self.pump_tap();
+        let mut work = self.io.pump(self);
         {
             let mut core = self.lock();
             core.link_events();
@@ -137,29 +121,10 @@ impl Shared {
         work += out.len();
         if !out.is_empty() {
             for frame in out {
-                match self.wire.send(frame) {
-                    Sent::Done => {}
-                    Sent::Peer(peer, data) => {
-                        peer.arrive(data, None);
-                    }
-                    Sent::Failed(e) => self.fault(format!("pcap wire: {e}")),
-                }
+                self.io.transmit(frame, None);
             }
         }
         work
-    }
-
-    fn arrive(&self, frame: Vec<u8>, error: Option<Sp670RxError>) -> bool {
-        let mut inb = self.inbound.lock().unwrap_or_else(|e| e.into_inner());
-        if inb.len() >= INBOUND_MAX {
-            drop(inb);
-            self.lock().counters.rx_no_buffer += 1;
-            return false;
-        }
-        inb.push_back((frame, error));
-        drop(inb);
-        self.kick();
-        true
     }
 }
 
@@ -181,69 +146,163 @@ impl Sp670 {
     /// One PF: the port handle, from which the three BARs come.
     #[allow(clippy::new_ret_no_self)] // a device's handle, like `X710::new`
     pub fn new(config: Sp670Config) -> Sp670Port {
-        let faults = Arc::new(FaultLog::new(config.panic_on_fault));
-        let dma = Arc::new(IovaMap::new(faults.clone()));
+        Sp670Port::create(config)
+    }
+
+    /// Two PFs on two cards wired back to back: the same configuration but for the MAC's last byte.
+    pub fn pair(config: Sp670Config) -> (Sp670Port, Sp670Port) {
+        Sp670Port::create_pair(config)
+    }
+}
+
+/// A handle on one model PF (cheap to clone): the handle every model has ([`ModelPort`]) with the SP670's own
+/// BARs, inspection and faults below.
+pub type Sp670Port = ModelPort<Sp670State>;
+
+/// The model thread of [`ModelPort::start_thread`] (the one every model has): stops when dropped.
+pub type Sp670Thread = crate::model::ModelThread;
+
+impl Model for Sp670State {
+    type Config = Sp670Config;
+    type RxError = Sp670RxError;
+    type Counters = Sp670Counters;
+    const FAMILY: &'static str = "sp670";
+
+    fn build(config: Sp670Config) -> Arc<Self> {
+        let io = Plumbing::new(config.panic_on_fault);
         let n = usize::from(config.max_queues);
         assert!((1..=256).contains(&n), "max_queues 1 to 256");
         assert!((2..=4).contains(&config.num_aeqs) && config.num_aeqs.is_power_of_two(), "num_aeqs 2 or 4");
-        let shared = Arc::new(Shared {
-            core: Mutex::new(Core::new(config.clone(), dma.clone(), faults.clone())),
+        Arc::new(Sp670State {
+            core: Mutex::new(Core::new(config.clone(), io.dma.clone(), io.faults.clone())),
             config,
-            faults,
-            dma,
             sq_db: (0..n).map(|_| AtomicU32::new(0)).collect(),
             rq_db: (0..n).map(|_| AtomicU32::new(0)).collect(),
             cmdq_db: Default::default(),
             db_disabled: AtomicBool::new(false),
             db_low: Mutex::new(vec![None; DB_BAR_LEN / 8]),
             inbound: Mutex::new(VecDeque::new()),
-            wire: Wire::default(),
-            parked: AtomicBool::new(false),
-            thread: Mutex::new(None),
-        });
-        Sp670Port { shared }
+            io,
+        })
     }
 
-    /// Two PFs on two cards wired back to back: the same configuration but for the MAC's last byte.
-    pub fn pair(config: Sp670Config) -> (Sp670Port, Sp670Port) {
+    fn twin_configs(config: Sp670Config) -> (Sp670Config, Sp670Config) {
         let mut b = config.clone();
         b.mac[5] = config.mac[5].wrapping_add(1);
-        let (a, b) = (Sp670::new(config), Sp670::new(b));
-        a.wire_to(&b);
-        (a, b)
+        (config, b)
     }
-}
 
-/// A handle on one model PF (cheap to clone).
-#[derive(Clone)]
-pub struct Sp670Port {
-    shared: Arc<Shared>,
-}
-
-impl std::fmt::Debug for Sp670Port {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Sp670Port(func {})", self.shared.config.func_id)
+    fn config(&self) -> &Sp670Config {
+        &self.config
     }
-}
+    fn unit(&self) -> u16 {
+        self.config.func_id
+    }
+    fn plumbing(&self) -> &Plumbing<Self> {
+        &self.io
+    }
 
-/// The model thread of [`Sp670Port::start_thread`]: stops when dropped.
-#[derive(Debug)]
-pub struct Sp670Thread {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl Drop for Sp670Thread {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            h.thread().unpark();
-            let _ = h.join();
+    /// 19e5:0222, BAR1 cfg, BAR2 the interrupt region (the MSI-X table and PBA), BAR3 mgmt, BAR4 doorbells
+    /// (docs/hw/hinic3.md §1, §2).
+    fn identity(&self) -> PciIdentity {
+        PciIdentity {
+            vendor: VENDOR_HUAWEI,
+            device: DEVICE_HINIC3_PF,
+            class: 0x02_0000,
+            bars: [0, CFG_BAR_LEN, INTR_BAR_LEN, MGMT_BAR_LEN, DB_BAR_LEN, 0],
+            msix_vectors: self.config.num_irqs as u16,
         }
     }
+    /// BAR1 (cfg), BAR3 (mgmt), BAR4 (doorbells).
+    fn bar(self: &Arc<Self>, index: usize) -> Option<SharedBar> {
+        let shared = self.clone();
+        match index {
+            1 => Some(Arc::new(Sp670CfgBar { shared })),
+            3 => Some(Arc::new(Sp670MgmtBar { shared })),
+            4 => Some(Arc::new(Sp670DbBar { shared })),
+            _ => None,
+        }
+    }
+    fn prefetchable(&self) -> bool {
+        true
+    }
+    /// BAR2, the interrupt region: the MSI-X table and PBA (docs/hw/hinic3.md §2, unverified there); the model
+    /// keeps no MSI-X state of its own (vectors are only masked through the cfg BAR).
+    fn msix_bar(&self) -> usize {
+        2
+    }
+    /// The function as at power-up (the management CPU initialising again for `fw_ready_delay`), doorbells not
+    /// yet taken forgotten; the exact counters and the command logs stay (they are the test's, not the device's).
+    fn function_reset(self: &Arc<Self>) {
+        let mut core = self.lock();
+        let fresh = Core::new(self.config.clone(), self.io.dma.clone(), self.io.faults.clone());
+        let (counters, mgmt_log, cmdq_log) =
+            (core.counters, std::mem::take(&mut core.mgmt_log), std::mem::take(&mut core.cmdq_log));
+        *core = Core { counters, mgmt_log, cmdq_log, drop_doorbells: true, ..fresh };
+        self.db_disabled.store(false, Ordering::Release);
+        self.db_low.lock().unwrap_or_else(|e| e.into_inner()).iter_mut().for_each(|d| *d = None);
+    }
+
+    fn arrive(&self, frame: Vec<u8>, error: Option<Sp670RxError>) -> bool {
+        let mut inb = self.inbound.lock().unwrap_or_else(|e| e.into_inner());
+        if inb.len() >= INBOUND_MAX {
+            drop(inb);
+            self.lock().counters.rx_no_buffer += 1;
+            return false;
+        }
+        inb.push_back((frame, error));
+        drop(inb);
+        self.kick();
+        true
+    }
+    fn run_once(self: &Arc<Self>) -> usize {
+        self.step()
+    }
+    fn frames_waiting(&self) -> usize {
+        self.inbound.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// As GET_LINK_STATUS reports it.
+    fn link_is_up(&self) -> bool {
+        self.lock().link_up()
+    }
+    /// A HILINK 7 event on AEQ 0 each way (when the PF is ACTIVE).
+    fn flap_link(self: &Arc<Self>, down_for: Duration) {
+        self.lock().down_until = Some(Instant::now() + down_for);
+    }
+    fn plug_cable(self: &Arc<Self>, connected: bool) {
+        self.lock().cable = connected;
+    }
+
+    fn exact_counters(&self) -> Sp670Counters {
+        self.lock().counters
+    }
+    fn frame_counts(&self) -> FrameCounts {
+        let c = self.lock().counters;
+        FrameCounts {
+            rx_delivered: c.rx_delivered,
+            rx_dropped: c.rx_no_buffer + c.rx_filtered,
+            tx_sent: c.tx_sent,
+            tx_dropped: c.tx_dropped,
+        }
+    }
+    fn named_counters(&self) -> Vec<(&'static str, u64)> {
+        let c = self.lock().counters;
+        vec![
+            ("rx_delivered", c.rx_delivered),
+            ("tx_sent", c.tx_sent),
+            ("rx_no_buffer", c.rx_no_buffer),
+            ("rx_filtered", c.rx_filtered),
+            ("tx_dropped", c.tx_dropped),
+            ("mgmt_commands", c.mgmt_commands),
+            ("cmdq_commands", c.cmdq_commands),
+            ("aeq_elements", c.aeq_elements),
+        ]
+    }
 }
 
-impl Sp670Port {
+/// What only the SP670 model has.
+impl ModelPort<Sp670State> {
     /// The cfg BAR (BAR1).
     pub fn cfg_bar(&self) -> Sp670CfgBar {
         Sp670CfgBar { shared: self.shared.clone() }
@@ -260,107 +319,6 @@ impl Sp670Port {
     pub fn bars(&self) -> (super::Sp670Bar, super::Sp670Bar, super::Sp670Bar) {
         use super::Sp670Bar::*;
         (Cfg(self.cfg_bar()), Mgmt(self.mgmt_bar()), Db(self.db_bar()))
-    }
-    /// The IOVA map: give it to the driver as its DMA mapper.
-    pub fn dma_mapper(&self) -> Arc<IovaMap> {
-        self.shared.dma.clone()
-    }
-    /// PCI identity: 19e5:0222, BAR1 cfg, BAR3 mgmt, BAR4 doorbells (docs/hw/hinic3.md §1, §2).
-    pub fn pci_identity(&self) -> PciIdentity {
-        PciIdentity {
-            vendor: VENDOR_HUAWEI,
-            device: DEVICE_HINIC3_PF,
-            class: 0x02_0000,
-            bars: [0, CFG_BAR_LEN, 0, MGMT_BAR_LEN, DB_BAR_LEN, 0],
-            msix_vectors: self.shared.config.num_irqs as u16,
-        }
-    }
-    /// The configuration.
-    pub fn config(&self) -> &Sp670Config {
-        &self.shared.config
-    }
-    /// Wires this port's TX to `other`'s RX and back.
-    pub fn wire_to(&self, other: &Sp670Port) {
-        Wire::connect((&self.shared.wire, &self.shared), (&other.shared.wire, &other.shared));
-    }
-    /// Wires the port to a new TAP interface (the kernel is the link partner); returns its name.
-    pub fn wire_to_tap(&self, name: &str) -> std::io::Result<String> {
-        let ifname = self.shared.wire.to_tap(name)?;
-        self.shared.kick();
-        Ok(ifname)
-    }
-    /// TX back to capture ([`Sp670Port::take_tx`]).
-    pub fn unwire(&self) {
-        self.shared.wire.unwire();
-    }
-    /// A frame (no FCS) arrives from the wire; false when the MAC's buffer is full.
-    pub fn inject(&self, frame: &[u8]) -> bool {
-        self.shared.arrive(frame.to_vec(), None)
-    }
-    /// A frame arrives damaged.
-    pub fn inject_error(&self, frame: &[u8], error: Sp670RxError) -> bool {
-        self.shared.arrive(frame.to_vec(), Some(error))
-    }
-    /// Frames transmitted while unwired.
-    pub fn take_tx(&self) -> Vec<Vec<u8>> {
-        self.shared.wire.take_captured()
-    }
-    /// Frames waiting at the MAC for RX buffers.
-    pub fn rx_pending(&self) -> usize {
-        self.shared.inbound.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-    /// Processes everything pending now; returns the work done (0: idle).
-    pub fn step(&self) -> usize {
-        self.shared.step()
-    }
-    /// Runs the model in its own thread until the guard drops.
-    pub fn start_thread(&self) -> Sp670Thread {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (shared, stop2) = (self.shared.clone(), stop.clone());
-        let handle = std::thread::Builder::new()
-            .name(format!("nicsim-sp670-{}", shared.config.func_id))
-            .spawn(move || {
-                *shared.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
-                let mut idle = 0u32;
-                while !stop2.load(Ordering::Acquire) {
-                    if shared.step() > 0 {
-                        idle = 0;
-                        continue;
-                    }
-                    idle += 1;
-                    if idle < 64 {
-                        std::thread::yield_now();
-                    } else {
-                        shared.parked.store(true, Ordering::Release);
-                        std::thread::park_timeout(Duration::from_micros(200));
-                        shared.parked.store(false, Ordering::Release);
-                    }
-                }
-                *shared.thread.lock().unwrap_or_else(|e| e.into_inner()) = None;
-            })
-            .expect("spawn model thread");
-        Sp670Thread { stop, handle: Some(handle) }
-    }
-    /// Faults recorded so far.
-    pub fn faults(&self) -> Vec<Fault> {
-        self.shared.faults.faults()
-    }
-    /// Removes and returns the faults so far.
-    pub fn take_faults(&self) -> Vec<Fault> {
-        self.shared.faults.take()
-    }
-    /// Panics listing the faults, if any.
-    #[track_caller]
-    pub fn assert_no_faults(&self) {
-        self.shared.faults.assert_none()
-    }
-    /// Panic at the first fault.
-    pub fn set_panic_on_fault(&self, on: bool) {
-        self.shared.faults.set_panic_on_fault(on)
-    }
-    /// Exact model-side counts.
-    pub fn counters(&self) -> Sp670Counters {
-        self.shared.lock().counters
     }
     /// A vport counter (L2NIC 9 order, [`super::vport_stat`]).
     pub fn vport_stat(&self, i: usize) -> u64 {
@@ -390,20 +348,6 @@ impl Sp670Port {
     pub fn stall_cmdq(&self, stalled: bool) {
         self.shared.lock().inject.cmdq_stalled = stalled;
         self.shared.kick();
-    }
-    /// Takes the link down for `down_for`, then up: a HILINK 7 event on AEQ 0 each way (when the PF is ACTIVE).
-    pub fn link_flap(&self, down_for: Duration) {
-        self.shared.lock().down_until = Some(Instant::now() + down_for);
-        self.shared.kick();
-    }
-    /// Plugs or pulls the cable.
-    pub fn set_cable(&self, connected: bool) {
-        self.shared.lock().cable = connected;
-        self.shared.kick();
-    }
-    /// Link state as GET_LINK_STATUS reports it.
-    pub fn link_up(&self) -> bool {
-        self.shared.lock().link_up()
     }
     /// A hung SQ (`None`: all) stops fetching WQEs and writing its CI until released or until a FUNC_RESET.
     pub fn tx_hang(&self, queue: Option<usize>, hung: bool) {
@@ -448,17 +392,4 @@ impl Sp670Port {
     pub fn unacked_events(&self) -> Vec<(u8, u16, u8)> {
         self.shared.lock().events.iter().map(|e| (e.module, e.cmd, e.msg_id)).collect()
     }
-}
-
-/// Steps every port until none has work (frames in flight between wired ports included).
-pub fn run_until_idle_sp670(ports: &[&Sp670Port]) -> usize {
-    let mut total = 0;
-    for _ in 0..100_000 {
-        let w: usize = ports.iter().map(|p| p.step()).sum();
-        total += w;
-        if w == 0 {
-            return total;
-        }
-    }
-    total
 }

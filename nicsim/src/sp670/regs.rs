@@ -35,6 +35,9 @@ impl Field64 {
 
 /// cfg BAR (BAR1 of the PF) size the model presents; the notes give none (docs/hw/hinic3.md §2).
 pub const CFG_BAR_LEN: usize = 0x1_0000;
+/// The interrupt region's size (BAR2; the notes give no BAR sizes, docs/hw/hinic3.md §2): the MSI-X table and PBA
+/// of the model's vectors, as the X540's 16 KiB MSI-X BAR holds them.
+pub const INTR_BAR_LEN: usize = 16 << 10;
 /// mgmt BAR (BAR3) size the model presents (it must reach 0x6020).
 pub const MGMT_BAR_LEN: usize = 0x8000;
 /// Doorbell BAR (BAR4): 16 pages of 4 KiB in the model (docs/hw/hinic3.md §2).

@@ -7,6 +7,7 @@ use super::ctx::RqCtx;
 use super::regs::bit;
 use super::{Core, Sp670RxError};
 use crate::net::{self, L3};
+use crate::Error;
 
 const CQE_DONE: u32 = bit(31);
 const CQE_FLUSH: u32 = bit(28);
@@ -139,6 +140,15 @@ impl Core {
         }
     }
 
+    /// The largest frame received, CRC included: the function table's MTU plus 26 bytes (docs/hw/hinic3.md §15, §19);
+    /// before the driver sets a real MTU (0x3FFF at init, docs/hw/hinic3.md §7.3) the largest the port takes at all.
+    fn max_rx_frame(&self) -> usize {
+        match self.mgmt.mtu {
+            mtu @ 256..=9600 => usize::from(mtu) + 26,
+            _ => super::tx::FRAME_MAX,
+        }
+    }
+
     fn accepts(&self, frame: &[u8]) -> bool {
         let m = self.mgmt.rx_mode;
         let dst = &frame[..6];
@@ -162,6 +172,11 @@ impl Core {
             || frame.len() < 14
             || !self.accepts(frame)
         {
+            return Err(Drop::Filtered);
+        }
+        if frame.len() + 4 > self.max_rx_frame() {
+            // The MAC refuses it before any function sees it (docs/hw/hinic3.md §19).
+            self.stats.port_rx[super::stats::port::OVERSIZE] += 1;
             return Err(Drop::Filtered);
         }
         if error == Some(Sp670RxError::Crc) {
@@ -274,9 +289,9 @@ impl Core {
 
     /// cmdq SET_RQ_FLUSH (docs/hw/hinic3.md §10.6): every posted buffer comes back with a CQE carrying the flush
     /// bit. The notes say "bit 28 (flush) or done"; the model sets both, so a driver polling either sees them.
-    pub(crate) fn flush_rq(&mut self, q: usize) -> Result<(), String> {
+    pub(crate) fn flush_rq(&mut self, q: usize) -> Result<(), Error> {
         let Some(rq) = self.rqs.get(q).and_then(|r| r.clone()) else {
-            return Err(format!("RQ flush of queue {q}, which has no context"));
+            return Err(Error::Violation { at: format!("RQ {q}"), rule: "flushed with no context".into() });
         };
         for i in 0..rq.posted() {
             let e = (rq.ci + i) % rq.depth;

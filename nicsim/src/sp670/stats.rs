@@ -27,6 +27,7 @@ pub mod vport {
 #[allow(missing_docs)]
 pub mod port {
     pub const SIZE_64: usize = 3;
+    pub const OVERSIZE: usize = 17;
     pub const GOOD_PKTS: usize = 21;
     pub const GOOD_OCTETS: usize = 22;
     pub const TOTAL_PKTS: usize = 23;

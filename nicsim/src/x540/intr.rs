@@ -7,14 +7,10 @@
 //! any unmasked cause is set. A vector is signalled when its pending-and-unmasked state rises (MSI-X is an edge),
 //! at most once per EITR interval: a rise inside the interval waits for the interval's end.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::regs::*;
-use super::{Core, Shared};
-
-/// Where the model's interrupt messages go: called with the vector number (0 for MSI/INTx).
-pub type IrqSink = Arc<dyn Fn(u16) + Send + Sync>;
+use super::{Core, X540State};
 
 /// Vectors (64 MSI-X vectors, docs/hw/ixgbe.md §1).
 const VECTORS: usize = 64;
@@ -68,7 +64,7 @@ impl Core {
     }
 
     /// Reading EICR returns the causes and clears them all (docs/hw/ixgbe.md §12.1).
-    pub(super) fn read_eicr(&mut self, shared: &Shared) -> u32 {
+    pub(super) fn read_eicr(&mut self, shared: &X540State) -> u32 {
         let v = self.eicr_value();
         self.set_reg(EICR, 0);
         self.intr.cause &= !u64::from(QUEUE_BITS);
@@ -77,7 +73,7 @@ impl Core {
     }
 
     /// The interrupt registers' writes; false if `offset` is none of them.
-    pub(super) fn write_intr(&mut self, shared: &Shared, offset: usize, value: u32) -> bool {
+    pub(super) fn write_intr(&mut self, shared: &X540State, offset: usize, value: u32) -> bool {
         let low = u64::from(value & QUEUE_BITS);
         match offset {
             EICR => {
@@ -130,7 +126,7 @@ impl Core {
 
     /// A queue event (a received frame written back, a transmit descriptor completed): sets the cause of the
     /// vector IVAR maps the queue to, if the entry is valid (docs/hw/ixgbe.md §12).
-    pub(super) fn queue_cause(&mut self, shared: &Shared, rx: bool, q: usize) {
+    pub(super) fn queue_cause(&mut self, shared: &X540State, rx: bool, q: usize) {
         let shift = 16 * (q & 1) + if rx { 0 } else { 8 };
         let entry = (self.reg(ivar(q >> 1)) >> shift) & 0xFF;
         if entry & IVAR_VALID == 0 {
@@ -144,7 +140,7 @@ impl Core {
 
     /// Signals every vector whose pending-and-unmasked state rose and whose EITR interval has passed; applies
     /// auto-clear and auto-mask to each vector signalled.
-    pub(super) fn evaluate_irq(&mut self, shared: &Shared, now: Instant) {
+    pub(super) fn evaluate_irq(&mut self, shared: &X540State, now: Instant) {
         let other = self.reg(EICR) & self.reg(EIMS) & !QUEUE_BITS != 0;
         let want: u64 = if self.msix_mode() {
             let misc = (self.reg(IVAR_MISC) >> 8) & 0xFF;
@@ -159,7 +155,7 @@ impl Core {
         if rising == 0 {
             return;
         }
-        let sink = shared.irq_sink();
+        let sink = shared.io.irq_sink();
         for v in (0..VECTORS).filter(|v| rising & (1 << v) != 0) {
             let interval = EITR_UNIT * ((self.reg(eitr(v)) >> EITR_INTERVAL_SHIFT) & EITR_INTERVAL_MASK);
             if self.intr.last[v].is_some_and(|t| now < t + interval) {
@@ -214,15 +210,11 @@ fn ex_reg(offset: usize) -> Option<(usize, Ex)> {
     })
 }
 
-impl Shared {
-    pub(super) fn irq_sink(&self) -> Option<IrqSink> {
-        self.irq.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
+
+    use crate::model::IrqSink;
 
     use super::*;
     use crate::{X540Config, X540};

@@ -1,12 +1,15 @@
 //! The behavioural X540 model: one port (PCI function) per [`X540Port`].
 //!
 //! See the crate docs for how to instantiate it. Layout: `regs` (the model's own register map), `phy` (MDIO PHY),
-//! `rx` and `tx` (ring processing), this module (ports, register semantics, reset, link, wires, the model thread).
+//! `queue` (queue state and registers), `rx` and `tx` (ring processing), `intr` (interrupts), `port` (the BAR,
+//! the [`crate::Model`] implementation and the X540's own port methods), this module (configuration, register
+//! semantics, reset, link).
 
 mod intr;
 mod nvm;
 mod phy;
 mod port;
+mod queue;
 pub mod regs;
 mod rx;
 mod sfp;
@@ -14,20 +17,18 @@ mod shutdown;
 mod tx;
 mod x82599;
 
-pub use intr::IrqSink;
-pub use port::{run_until_idle, ModelThread, SimBar, X540Port, X540};
+pub use crate::model::IrqSink;
+pub use port::{SimBar, X540Port, X540};
 pub use shutdown::ResetRecord;
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use crate::dma::IovaMap;
-use crate::fault::{Fault, FaultLog};
-use crate::wire::{Sent, Wire};
+use crate::fault::Fault;
+use crate::model::Plumbing;
 use phy::{Phy, PhyEvent};
+use queue::{queue_reg, RxQ, TxCtx, TxQ};
 use regs::*;
 
 /// Bytes of BAR0 that hold registers in the model (everything in docs/hw/ixgbe.md is below 0x20000).
@@ -168,12 +169,8 @@ pub enum RxError {
     Length,
 }
 
-/// A frame on a wire: Ethernet bytes without FCS, and whether it arrived damaged.
-#[derive(Debug, Clone)]
-pub(crate) struct WireFrame {
-    pub data: Vec<u8>,
-    pub error: Option<RxError>,
-}
+/// A frame on this model's wires.
+pub(crate) type WireFrame = crate::wire::WireFrame<RxError>;
 
 /// Model-side counters that never clear (unlike the statistics registers): handy for exact-count tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -197,15 +194,12 @@ pub struct ModelCounters {
     pub swfw_taken_from_firmware: u64,
 }
 
-/// RX side of the wire: the packet buffer.
-#[derive(Default)]
-struct Inbound {
-    frames: VecDeque<WireFrame>,
-    bytes: usize,
-}
+/// The RX packet buffer.
+type Inbound = crate::wire::Inbound<RxError>;
 
-/// State shared by the [`SimBar`], the [`X540Port`] handles and the model thread of one port.
-pub(crate) struct Shared {
+/// State shared by the [`SimBar`], the [`X540Port`] handles and the model thread of one port (opaque: reached
+/// through those handles).
+pub struct X540State {
     config: X540Config,
     core: Mutex<Core>,
     /// RDT(i) / TDT(i): doorbells, written by the driver without taking the model lock.
@@ -216,34 +210,23 @@ pub(crate) struct Shared {
     pb_capacity: AtomicUsize,
     /// Frames dropped at arrival for a full packet buffer, not yet added to MPC.
     missed_at_arrival: AtomicU64,
-    faults: Arc<FaultLog>,
-    dma: Arc<IovaMap>,
-    /// Where TX frames go (the packet buffer `inbound` stays a Mutex: its byte count must change together with its
-    /// frames).
-    wire: Wire<Shared>,
+    /// Where TX frames go, the thread's parking, the interrupt sink (the packet buffer `inbound` stays a Mutex: its
+    /// byte count must change together with its frames).
+    io: Plumbing<X540State>,
     /// The PHY is powered and not in a forced-down state: what the link partner sees of us.
     phy_active: AtomicBool,
     counters: Mutex<ModelCounters>,
     /// Every reset the driver requested, with what preceded it.
     resets: Mutex<Vec<ResetRecord>>,
-    /// Model thread parking.
-    parked: AtomicBool,
-    thread: Mutex<Option<Thread>>,
-    /// Where interrupt messages go ([`X540Port::set_irq_sink`]).
-    irq: Mutex<Option<IrqSink>>,
 }
 
-impl Shared {
+impl X540State {
     fn lock(&self) -> MutexGuard<'_, Core> {
         self.core.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn kick(&self) {
-        if self.parked.load(Ordering::Acquire) {
-            if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                t.unpark();
-            }
-        }
+        self.io.kick();
     }
 
     fn counters(&self) -> MutexGuard<'_, ModelCounters> {
@@ -267,8 +250,8 @@ impl Shared {
         true
     }
 
-    fn peer(&self) -> Option<Arc<Shared>> {
-        self.wire.peer()
+    fn peer(&self) -> Option<Arc<X540State>> {
+        self.io.peer()
     }
 
     /// Sends a frame out of the MAC.
@@ -277,21 +260,7 @@ impl Shared {
             self.receive(frame);
             return;
         }
-        match self.wire.send(frame.data) {
-            Sent::Done => {}
-            Sent::Peer(peer, data) => {
-                peer.receive(WireFrame { data, error: frame.error });
-            }
-            Sent::Failed(e) => self.faults.record(Fault::Protocol { what: format!("pcap wire: {e}") }),
-        }
-    }
-
-    /// Frames arriving from a wire that has its own source (a TAP): into the packet buffer, at most a burst per
-    /// step. Returns how many arrived.
-    fn pump_wire(&self) -> usize {
-        self.wire.pump(64, |data| {
-            self.receive(WireFrame { data, error: None });
-        })
+        self.io.transmit(frame.data, frame.error);
     }
 
     fn tail_doorbell(offset: usize) -> Option<(bool, usize)> {
@@ -310,7 +279,7 @@ impl Shared {
     /// Processes everything pending: TX rings up to their tails, then frames waiting in the packet buffer. Returns
     /// the amount of work done (descriptors and frames); 0 means idle.
     fn step(self: &Arc<Self>) -> usize {
-        let arrived = self.pump_wire();
+        let arrived = self.io.pump(self);
         let mut core = self.lock();
         core.update_time(self);
         if core.in_reset(Instant::now()) {
@@ -329,39 +298,6 @@ impl Shared {
         core.evaluate_irq(self, Instant::now());
         work
     }
-}
-
-/// Per-queue RX state (docs/hw/ixgbe.md §6.2).
-#[derive(Debug, Clone, Default)]
-struct RxQ {
-    enabled: bool,
-    enabled_at: Option<Instant>,
-    head: u32,
-    base: u64,
-    n: u32,
-}
-
-/// A TX context slot (docs/hw/ixgbe.md §7.4).
-#[derive(Debug, Clone, Copy, Default)]
-struct TxCtx {
-    vlan_macip_lens: u32,
-    type_tucmd_mlhl: u32,
-    #[allow(dead_code)] // MSS and L4LEN: only TSO needs them, which is not modelled
-    mss_l4len_idx: u32,
-}
-
-/// Per-queue TX state (docs/hw/ixgbe.md §6.3).
-#[derive(Debug, Clone, Default)]
-struct TxQ {
-    enabled: bool,
-    enabled_at: Option<Instant>,
-    head: u32,
-    base: u64,
-    n: u32,
-    ctx: [TxCtx; 2],
-    /// A frame being gathered across descriptors: bytes, first descriptor's cmd_type_len and olinfo_status.
-    pending: Option<(Vec<u8>, u32, u32)>,
-    hung: bool,
 }
 
 /// Link state of the port (docs/hw/ixgbe.md §5).
@@ -557,7 +493,7 @@ impl Core {
         self.ctr[offset / 4] = self.ctr[offset / 4].wrapping_add(by);
     }
 
-    fn link_up(&self, shared: &Shared, now: Instant) -> bool {
+    fn link_up(&self, shared: &X540State, now: Instant) -> bool {
         let own = self.link.cable
             && self.tx_active(shared)
             && self.link.ready_at.is_some_and(|t| now >= t)
@@ -566,7 +502,7 @@ impl Core {
     }
 
     /// Time-driven state: link changes raise EICR.LSC.
-    fn update_time(&mut self, shared: &Shared) {
+    fn update_time(&mut self, shared: &X540State) {
         let now = Instant::now();
         // What the partner sees of us: cable and PHY power (a flap is applied to both ends by `link_flap`).
         let active = self.link.cable && self.tx_active(shared);
@@ -581,7 +517,7 @@ impl Core {
 
     /// Whether this end transmits (what the partner needs to see for a link): the X540's PHY is powered; the
     /// 82599's laser is on and AUTOC2 does not disable the link.
-    fn tx_active(&self, shared: &Shared) -> bool {
+    fn tx_active(&self, shared: &X540State) -> bool {
         match shared.config.chip {
             Chip::X540 => self.phy.powered(),
             Chip::X82599 => self.laser_and_link_enabled(),
@@ -607,7 +543,7 @@ impl Core {
         self.reset_delay = delay;
     }
 
-    fn reset(&mut self, shared: &Shared) {
+    fn reset(&mut self, shared: &X540State) {
         let now = Instant::now();
         self.regs.copy_from_slice(&self.defaults);
         self.ctr.iter_mut().for_each(|c| *c = 0);
@@ -631,7 +567,7 @@ impl Core {
         self.link.last_up = self.link_up(shared, now);
     }
 
-    fn read(&mut self, shared: &Shared, offset: usize) -> u32 {
+    fn read(&mut self, shared: &X540State, offset: usize) -> u32 {
         let now = Instant::now();
         let offset = canonical(offset);
         if let Some(kind) = stat_kind(offset) {
@@ -716,25 +652,7 @@ impl Core {
         }
     }
 
-    fn read_queue(&self, rx: bool, q: usize, offset: usize, now: Instant) -> u32 {
-        let (enabled, at, head) = if rx {
-            (self.rxq[q].enabled, self.rxq[q].enabled_at, self.rxq[q].head)
-        } else {
-            (self.txq[q].enabled, self.txq[q].enabled_at, self.txq[q].head)
-        };
-        if offset == rdh(q) && rx || offset == tdh(q) && !rx {
-            return head;
-        }
-        // RXDCTL / TXDCTL: ENABLE reads 1 once the queue is running.
-        let v = self.reg(offset) & !QCTL_ENABLE;
-        if enabled && at.is_none_or(|t| now >= t) {
-            v | QCTL_ENABLE
-        } else {
-            v
-        }
-    }
-
-    fn write(&mut self, shared: &Shared, offset: usize, value: u32) {
+    fn write(&mut self, shared: &X540State, offset: usize, value: u32) {
         let now = Instant::now();
         let offset = canonical(offset);
         if self.in_reset(now) {
@@ -787,7 +705,7 @@ impl Core {
                     let hl = self.reg(HLREG0) & HLREG0_RXCRCSTRP != 0;
                     let rd = self.reg(RDRXCTL) & RDRXCTL_CRCSTRIP != 0;
                     if hl != rd {
-                        shared.faults.record(Fault::Protocol {
+                        shared.io.faults.record(Fault::Protocol {
                             what: format!(
                                 "RXCTRL.RXEN set with HLREG0.RXCRCSTRP={} but RDRXCTL.CRCSTRIP={} (both must agree, docs/hw/ixgbe.md §3.5 step 21)",
                                 hl as u8, rd as u8
@@ -810,113 +728,10 @@ impl Core {
             }
         }
     }
-
-    fn write_queue(&mut self, shared: &Shared, rx: bool, q: usize, offset: usize, value: u32, now: Instant) {
-        let delay = shared.config.queue_enable_delay;
-        if rx && offset == rdh(q) {
-            if self.rxq[q].enabled && value >= self.rxq[q].n {
-                shared.faults.record(Fault::Protocol { what: format!("RDH({q}) = {value} past the ring") });
-            }
-            self.rxq[q].head = value;
-            return;
-        }
-        if !rx && offset == tdh(q) {
-            if self.txq[q].enabled && value >= self.txq[q].n {
-                shared.faults.record(Fault::Protocol { what: format!("TDH({q}) = {value} past the ring") });
-            }
-            self.txq[q].head = value;
-            return;
-        }
-        let was = self.reg(offset) & QCTL_ENABLE != 0;
-        let on = value & QCTL_ENABLE != 0;
-        if value & QCTL_SWFLSH != 0 {
-            self.saw_queue_flush(rx, q, now);
-        }
-        self.set_reg(offset, value & !QCTL_SWFLSH);
-        if was == on {
-            return;
-        }
-        if rx {
-            if on {
-                let (base, len) = ((self.reg(rdbah(q)) as u64) << 32 | self.reg(rdbal(q)) as u64, self.reg(rdlen(q)));
-                if let Err(why) = check_ring(base, len) {
-                    shared.faults.record(Fault::Protocol { what: format!("RXDCTL({q}).ENABLE with {why}") });
-                    self.set_reg(offset, value & !QCTL_ENABLE);
-                    return;
-                }
-                let srrctl = self.reg(srrctl(q));
-                if (srrctl >> SRRCTL_DESCTYPE_SHIFT) & 7 != SRRCTL_DESCTYPE_ADV_ONEBUF
-                    || srrctl & SRRCTL_BSIZEPKT_MASK == 0
-                {
-                    shared.faults.record(Fault::Protocol {
-                        what: format!(
-                            "RXDCTL({q}).ENABLE with SRRCTL({q}) = {srrctl:#x}: the model needs DESCTYPE advanced one-buffer (docs/hw/ixgbe.md §6.2) and BSIZEPACKET > 0"
-                        ),
-                    });
-                }
-                let head = self.rxq[q].head.min(len / 16 - 1);
-                self.rxq[q] = RxQ { enabled: true, enabled_at: Some(now + delay), head, base, n: len / 16 };
-            } else {
-                self.rxq[q].enabled = false;
-            }
-        } else if on {
-            let (base, len) = ((self.reg(tdbah(q)) as u64) << 32 | self.reg(tdbal(q)) as u64, self.reg(tdlen(q)));
-            if let Err(why) = check_ring(base, len) {
-                shared.faults.record(Fault::Protocol { what: format!("TXDCTL({q}).ENABLE with {why}") });
-                self.set_reg(offset, value & !QCTL_ENABLE);
-                return;
-            }
-            if self.reg(DMATXCTL) & DMATXCTL_TE == 0 {
-                shared.faults.record(Fault::Protocol {
-                    what: format!(
-                        "TXDCTL({q}).ENABLE before DMATXCTL.TE (TE must be set first, docs/hw/ixgbe.md §3.6 step 32)"
-                    ),
-                });
-            }
-            let head = self.txq[q].head.min(len / 16 - 1);
-            self.txq[q] = TxQ {
-                enabled: true,
-                enabled_at: Some(now + delay),
-                head,
-                base,
-                n: len / 16,
-                hung: self.hang_all,
-                ..TxQ::default()
-            };
-            if !self.active_tx.contains(&q) {
-                self.active_tx.push(q);
-            }
-        } else {
-            self.txq[q].enabled = false;
-            self.txq[q].pending = None;
-            self.active_tx.retain(|&x| x != q);
-        }
-    }
 }
 
-fn check_ring(base: u64, len: u32) -> Result<(), String> {
-    if len == 0 || !len.is_multiple_of(128) {
-        return Err(format!("ring length {len} bytes (must be a non-zero multiple of 128, docs/hw/ixgbe.md §6.2)"));
-    }
-    if !base.is_multiple_of(16) {
-        return Err(format!("ring base {base:#x} not 16-byte aligned (docs/hw/ixgbe.md §14)"));
-    }
-    Ok(())
-}
-
-/// Which queue register (RDH/RXDCTL or TDH/TXDCTL) an offset is, if any.
-fn queue_reg(offset: usize) -> Option<(bool, usize)> {
-    let (rx, q) = match offset {
-        0x01000..0x02000 => (true, (offset - 0x01000) / 0x40),
-        0x0D000..0x0E000 => (true, 64 + (offset - 0x0D000) / 0x40),
-        0x06000..0x08000 => (false, (offset - 0x06000) / 0x40),
-        _ => return None,
-    };
-    matches!(offset & 0x3F, 0x10 | 0x28).then_some((rx, q))
-}
-
-impl std::fmt::Debug for Shared {
+impl std::fmt::Debug for X540State {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared").field("lan_id", &self.config.lan_id).finish()
+        f.debug_struct("X540State").field("lan_id", &self.config.lan_id).finish()
     }
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::regs::*;
-use super::{Chip, Core, RxError, Shared, WireFrame};
+use super::{Chip, Core, RxError, WireFrame, X540State};
 use crate::net::{self, Parsed, L3};
 
 /// A frame that passed the MAC and the filters, ready for a ring.
@@ -39,7 +39,7 @@ impl Core {
         ((self.reg(map_reg(q / 4)) >> (8 * (q % 4))) & 0xF) as usize
     }
 
-    pub(super) fn process_rx(&mut self, shared: &Arc<Shared>) -> usize {
+    pub(super) fn process_rx(&mut self, shared: &Arc<X540State>) -> usize {
         if self.rx_held_by_security_block(shared) {
             return 0; // frames wait in the packet buffer (82599, SECRXCTRL.RX_DIS)
         }
@@ -223,7 +223,7 @@ impl Core {
     }
 
     /// MAC checks, filters, statistics and RSS: the frame's fate up to the ring.
-    fn classify(&mut self, shared: &Shared, f: WireFrame) -> Option<Classified> {
+    fn classify(&mut self, shared: &X540State, f: WireFrame) -> Option<Classified> {
         if self.reg(RXCTRL) & RXCTRL_RXEN == 0 {
             shared.counters().rx_disabled += 1;
             return None;
@@ -328,7 +328,7 @@ impl Core {
 
     /// Writes a classified frame to its queue's ring; `Err` gives it back when the ring lacks descriptors and the
     /// queue does not drop (SRRCTL.DROP_EN clear): it then waits in the packet buffer.
-    fn place(&mut self, shared: &Shared, c: Classified) -> Result<(), Classified> {
+    fn place(&mut self, shared: &X540State, c: Classified) -> Result<(), Classified> {
         let qi = c.queue;
         let q = self.rxq[qi].clone();
         if !q.enabled {
@@ -340,7 +340,7 @@ impl Core {
         let ndesc = c.data.len().div_ceil(bsize).max(1) as u32;
         let tail = shared.rdt[qi].load(Ordering::Acquire);
         if tail >= q.n {
-            shared.faults.record(crate::fault::Fault::Protocol {
+            shared.io.faults.record(crate::fault::Fault::Protocol {
                 what: format!("RDT({qi}) = {tail} past the ring of {} descriptors", q.n),
             });
             shared.counters().rx_missed += 1;
@@ -365,14 +365,14 @@ impl Core {
         for (i, chunk) in chunks.enumerate() {
             let desc = q.base + u64::from(head) * 16;
             let what = || format!("RX descriptor {head} of queue {qi} at {desc:#x}");
-            let Ok([pkt_addr, _hdr]) = shared.dma.read_desc(desc, &what) else { break };
+            let Ok([pkt_addr, _hdr]) = shared.io.dma.read_desc(desc, &what) else { break };
             let what_data = || format!("RX data buffer of descriptor {head}, queue {qi}");
-            if shared.dma.write(pkt_addr, chunk, &what_data).is_err() {
+            if shared.io.dma.write(pkt_addr, chunk, &what_data).is_err() {
                 break;
             }
             let eop = if i == last { RXD_STAT_EOP } else { 0 };
             let dwords = [c.dw0, c.dw1, c.status | RXD_STAT_DD | eop, chunk.len() as u32 | u32::from(c.vlan) << 16];
-            if shared.dma.write_back(desc, dwords, 2, &what).is_err() {
+            if shared.io.dma.write_back(desc, dwords, 2, &what).is_err() {
                 break;
             }
             head = (head + 1) % q.n;

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use super::regs::*;
-use super::{Core, Shared};
+use super::{Core, X540State};
 
 /// One reset as the model saw it arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +73,7 @@ impl Core {
     }
 
     /// A reset arrives: record what preceded it and start watching afresh.
-    pub(super) fn record_reset(&mut self, shared: &Shared) {
+    pub(super) fn record_reset(&mut self, shared: &X540State) {
         let w = std::mem::take(&mut self.watch);
         let record = ResetRecord {
             tx_queues_flushed: w.tx_flushed.count_ones(),
@@ -89,7 +89,7 @@ impl Core {
 
     /// STATUS.GIO: master requests still pending. Clear once GIO_DIS is set, unless the model keeps them pending
     /// (`X540Config::gio_stuck`, which makes the driver reset twice).
-    pub(super) fn status_gio(&self, shared: &Shared) -> u32 {
+    pub(super) fn status_gio(&self, shared: &X540State) -> u32 {
         if self.reg(CTRL) & CTRL_GIO_DIS == 0 || shared.config.gio_stuck {
             STATUS_GIO
         } else {
@@ -98,7 +98,7 @@ impl Core {
     }
 
     /// The firmware's bit of this port's PHY semaphore, while the firmware holds it.
-    fn fw_phy_bit(&mut self, shared: &Shared, now: Instant) -> u32 {
+    fn fw_phy_bit(&mut self, shared: &X540State, now: Instant) -> u32 {
         match self.fw_hold_until {
             Some(t) if now < t => {
                 let sw = if shared.config.lan_id == 0 { SW_FW_SYNC_PHY0 } else { SW_FW_SYNC_PHY1 };
@@ -113,7 +113,7 @@ impl Core {
     }
 
     /// SW_FW_SYNC as read: the software bits stored, the firmware's while it holds; reading takes REGSMP.
-    pub(super) fn read_sw_fw_sync(&mut self, shared: &Shared, now: Instant) -> u32 {
+    pub(super) fn read_sw_fw_sync(&mut self, shared: &X540State, now: Instant) -> u32 {
         let v = self.reg(SW_FW_SYNC);
         self.set_reg(SW_FW_SYNC, v | SW_FW_SYNC_REGSMP);
         v | self.fw_phy_bit(shared, now)
@@ -121,7 +121,7 @@ impl Core {
 
     /// SW_FW_SYNC written by software: firmware bits are the firmware's, not stored; a software PHY bit set while
     /// the firmware holds the PHY is counted as a take-over.
-    pub(super) fn write_sw_fw_sync(&mut self, shared: &Shared, value: u32, now: Instant) {
+    pub(super) fn write_sw_fw_sync(&mut self, shared: &X540State, value: u32, now: Instant) {
         let fw = self.fw_phy_bit(shared, now);
         let newly = value & !self.reg(SW_FW_SYNC);
         if fw != 0 && newly & (fw >> SW_FW_SYNC_FW_SHIFT) != 0 {

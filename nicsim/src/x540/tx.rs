@@ -1,18 +1,19 @@
 //! Transmit: descriptor fetch from TDH to TDT (docs/hw/ixgbe.md §7.3, §7.4, §8.1), data gathering across descriptors, checksum
 //! offload from context descriptors, DD write-back on RS, head write-back (docs/hw/ixgbe.md §6.4), statistics (§13).
 
+use crate::Error;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::regs::*;
 use super::rx::size_bucket;
-use super::{Core, RxError, Shared, TxCtx, WireFrame};
+use super::{Core, RxError, TxCtx, WireFrame, X540State};
 use crate::fault::Fault;
 use crate::net;
 
 impl Core {
-    pub(super) fn process_tx(&mut self, shared: &Arc<Shared>) -> usize {
+    pub(super) fn process_tx(&mut self, shared: &Arc<X540State>) -> usize {
         if self.reg(DMATXCTL) & DMATXCTL_TE == 0 || self.active_tx.is_empty() {
             return 0;
         }
@@ -25,7 +26,7 @@ impl Core {
         work
     }
 
-    fn tx_queue(&mut self, shared: &Arc<Shared>, qi: usize, link_up: bool) -> usize {
+    fn tx_queue(&mut self, shared: &Arc<X540State>, qi: usize, link_up: bool) -> usize {
         let q = &self.txq[qi];
         if !q.enabled || q.hung || q.enabled_at.is_some_and(|t| Instant::now() < t) {
             return 0;
@@ -34,6 +35,7 @@ impl Core {
         let tail = shared.tdt[qi].load(Ordering::Acquire);
         if tail >= n {
             shared
+                .io
                 .faults
                 .record(Fault::Protocol { what: format!("TDT({qi}) = {tail} past the ring of {n} descriptors") });
             self.txq[qi].hung = true;
@@ -44,7 +46,7 @@ impl Core {
             let head = self.txq[qi].head;
             let addr = base + u64::from(head) * 16;
             let what = || format!("TX descriptor {head} of queue {qi} at {addr:#x}");
-            let Ok([lo, hi]) = shared.dma.read_desc(addr, &what) else {
+            let Ok([lo, hi]) = shared.io.dma.read_desc(addr, &what) else {
                 self.txq[qi].hung = true; // a DMA error stops the queue
                 break;
             };
@@ -53,7 +55,7 @@ impl Core {
             let cmd = hi as u32;
             let olinfo = (hi >> 32) as u32;
             if cmd & TXD_CMD_DEXT == 0 {
-                shared.faults.record(Fault::Protocol {
+                shared.io.faults.record(Fault::Protocol {
                     what: format!("legacy TX descriptor (DEXT clear) at {head} of queue {qi}: DEXT is required (docs/hw/ixgbe.md §7.3)"),
                 });
                 continue;
@@ -63,7 +65,7 @@ impl Core {
                     let mss_l4len_idx = olinfo;
                     let idx = ((mss_l4len_idx >> 4) & 7) as usize;
                     if idx > 1 {
-                        shared.faults.record(Fault::Protocol {
+                        shared.io.faults.record(Fault::Protocol {
                             what: format!(
                                 "TX context descriptor IDX {idx} on queue {qi}: only slots 0 and 1 exist (docs/hw/ixgbe.md §7.4)"
                             ),
@@ -75,13 +77,13 @@ impl Core {
                 TXD_DTYP_DATA => {
                     let len = (cmd & 0xFFFF) as usize;
                     if len == 0 {
-                        shared.faults.record(Fault::Protocol {
+                        shared.io.faults.record(Fault::Protocol {
                             what: format!("TX data descriptor {head} of queue {qi} with DTALEN 0"),
                         });
                     }
                     let mut buf = vec![0u8; len];
                     let what_data = || format!("TX data buffer of descriptor {head}, queue {qi}");
-                    if shared.dma.read(lo, &mut buf, &what_data).is_err() {
+                    if shared.io.dma.read(lo, &mut buf, &what_data).is_err() {
                         self.txq[qi].pending = None;
                         self.txq[qi].hung = true;
                         break;
@@ -93,12 +95,12 @@ impl Core {
                         self.finish_frame(shared, qi, frame, first_cmd, first_olinfo, link_up);
                     }
                 }
-                other => shared.faults.record(Fault::Protocol {
+                other => shared.io.faults.record(Fault::Protocol {
                     what: format!("TX descriptor {head} of queue {qi} with DTYP {other:#x} (data 0x3, context 0x2)"),
                 }),
             }
             if cmd & TXD_CMD_RS != 0 {
-                let _ = shared.dma.write_u32(addr + 12, olinfo | TXD_STAT_DD, &what);
+                let _ = shared.io.dma.write_u32(addr + 12, olinfo | TXD_STAT_DD, &what);
                 self.queue_cause(shared, false, qi);
             }
         }
@@ -106,14 +108,14 @@ impl Core {
         if work > 0 && wbal & 1 != 0 {
             let wb = u64::from(self.reg(tdwbah(qi))) << 32 | u64::from(wbal & !3);
             let head = self.txq[qi].head;
-            let _ = shared.dma.write_u32(wb, head, &|| format!("TX head write-back of queue {qi}"));
+            let _ = shared.io.dma.write_u32(wb, head, &|| format!("TX head write-back of queue {qi}"));
         }
         work
     }
 
     fn finish_frame(
         &mut self,
-        shared: &Arc<Shared>,
+        shared: &Arc<X540State>,
         qi: usize,
         mut frame: Vec<u8>,
         cmd: u32,
@@ -122,11 +124,11 @@ impl Core {
     ) {
         let paylen = (olinfo >> TXD_PAYLEN_SHIFT) as usize;
         if cmd & TXD_CMD_TSE != 0 {
-            shared.faults.record(Fault::Protocol {
+            shared.io.faults.record(Fault::Protocol {
                 what: format!("TSO (DCMD.TSE) on queue {qi}: not modelled; frame sent unsegmented"),
             });
         } else if paylen != frame.len() {
-            shared.faults.record(Fault::Protocol {
+            shared.io.faults.record(Fault::Protocol {
                 what: format!(
                     "TX frame of {} bytes on queue {qi} with PAYLEN {paylen} (must be the total length, docs/hw/ixgbe.md §7.3)",
                     frame.len()
@@ -143,7 +145,7 @@ impl Core {
         }
         if olinfo & (TXD_POPTS_IXSM | TXD_POPTS_TXSM) != 0 {
             if let Err(why) = checksum_offload(&mut frame, &ctx, olinfo) {
-                shared.faults.record(Fault::Protocol { what: format!("TX checksum offload on queue {qi}: {why}") });
+                shared.io.faults.record(Fault::Protocol { what: format!("TX checksum offload on queue {qi}: {why}") });
             }
         }
         let mut error = None;
@@ -187,15 +189,18 @@ impl Core {
 /// hardware sums the bytes as they are — for L4 starting from whatever the checksum field holds (software seeds
 /// it with the pseudo-header sum, as DPDK's `rte_net_intel_cksum_prepare` and Linux do), for the IPv4 header with
 /// the field as given (software zeroes it) — and stores the complement.
-fn checksum_offload(frame: &mut [u8], ctx: &TxCtx, olinfo: u32) -> Result<(), String> {
+fn checksum_offload(frame: &mut [u8], ctx: &TxCtx, olinfo: u32) -> Result<(), Error> {
     let maclen = ((ctx.vlan_macip_lens >> 9) & 0x7F) as usize;
     let iplen = (ctx.vlan_macip_lens & 0x1FF) as usize;
     if maclen == 0 || iplen == 0 || maclen + iplen > frame.len() {
-        return Err(format!("context MACLEN {maclen} / IPLEN {iplen} do not fit a {}-byte frame", frame.len()));
+        return Err(Error::Violation {
+            at: String::new(),
+            rule: format!("context MACLEN {maclen} / IPLEN {iplen} do not fit a {}-byte frame", frame.len()),
+        });
     }
     if olinfo & TXD_POPTS_IXSM != 0 {
         if ctx.type_tucmd_mlhl & TXCTX_TUCMD_IPV4 == 0 {
-            return Err("IXSM with a context whose TUCMD.IPV4 is clear".into());
+            return Err(Error::Violation { at: "TX context".into(), rule: "IXSM with TUCMD.IPV4 clear".into() });
         }
         let c = net::internet_checksum(&frame[maclen..maclen + iplen]);
         frame[maclen + 10..maclen + 12].copy_from_slice(&c.to_be_bytes());
@@ -205,11 +210,11 @@ fn checksum_offload(frame: &mut [u8], ctx: &TxCtx, olinfo: u32) -> Result<(), St
         let field = match (ctx.type_tucmd_mlhl >> TXCTX_L4T_SHIFT) & 3 {
             0 => 6,
             1 => 16,
-            2 => return Err("SCTP CRC offload is not modelled".into()),
-            _ => return Err("TXSM with L4T = 3 (reserved)".into()),
+            2 => return Err(Error::Violation { at: "TXSM".into(), rule: "SCTP CRC offload is not modelled".into() }),
+            _ => return Err(Error::Violation { at: "TXSM".into(), rule: "L4T = 3 (reserved)".into() }),
         };
         if l4 + field + 2 > frame.len() {
-            return Err("L4 header beyond the frame".into());
+            return Err(Error::Violation { at: "TXSM".into(), rule: "L4 header beyond the frame".into() });
         }
         let mut c = !net::fold(net::ones_sum(&frame[l4..], 0));
         if field == 6 && c == 0 {

@@ -20,7 +20,7 @@
 use std::time::Instant;
 
 use super::regs::*;
-use super::{Core, LinkSpeed, Shared, X540Config};
+use super::{Core, LinkSpeed, X540Config, X540State};
 use crate::fault::Fault;
 
 /// 82599 power-up values (the NVM's, as the model assumes them): AUTOC.LMS = 10G serial, AUTOC2 serial PMA/PMD =
@@ -68,16 +68,16 @@ impl Core {
     }
 
     /// 82599 with SECRXCTRL.RX_DIS set: the RX path is stopped at the security block.
-    pub(super) fn rx_held_by_security_block(&self, shared: &Shared) -> bool {
+    pub(super) fn rx_held_by_security_block(&self, shared: &X540State) -> bool {
         shared.config.chip == super::Chip::X82599 && self.reg(SECRXCTRL) & SECRXCTRL_RX_DIS != 0
     }
 
-    fn secrx_ready(&self, shared: &Shared, now: Instant) -> bool {
+    fn secrx_ready(&self, shared: &X540State, now: Instant) -> bool {
         self.secrx_dis_at.is_some_and(|t| now >= t + shared.config.secrx_ready_delay)
     }
 
     /// 82599-specific reads; `None` for what reads as on the X540.
-    pub(super) fn read_82599(&mut self, shared: &Shared, offset: usize, now: Instant) -> Option<u32> {
+    pub(super) fn read_82599(&mut self, shared: &X540State, offset: usize, now: Instant) -> Option<u32> {
         Some(match offset {
             CTRL if self.in_reset(now) => self.reg(CTRL) | self.reset_bits,
             SECRXSTAT => {
@@ -96,12 +96,12 @@ impl Core {
     }
 
     /// 82599-specific writes; false for what behaves as on the X540 (the caller then handles it).
-    pub(super) fn write_82599(&mut self, shared: &Shared, offset: usize, value: u32, now: Instant) -> bool {
+    pub(super) fn write_82599(&mut self, shared: &X540State, offset: usize, value: u32, now: Instant) -> bool {
         match offset {
             CTRL if value & (CTRL_RST | CTRL_LNK_RST) != 0 => {
                 let link_reset = value & CTRL_LNK_RST != 0;
                 if link_reset && self.link_up(shared, now) {
-                    shared.faults.record(Fault::Protocol {
+                    shared.io.faults.record(Fault::Protocol {
                         what: "CTRL.LNK_RST with the link up: the 82599 uses LNK_RST only while the link is down and \
                                CTRL.RST while it is up (docs/hw/ixgbe.md §3.2 step 4)"
                             .into(),
@@ -122,7 +122,7 @@ impl Core {
             ESDP | AUTOC2 => {
                 if offset == ESDP && shared.config.mng_veto && value & ESDP_SDP3 != 0 && self.reg(ESDP) & ESDP_SDP3 == 0
                 {
-                    shared.faults.record(Fault::Protocol {
+                    shared.io.faults.record(Fault::Protocol {
                         what: "ESDP.SDP3 set (SFP+ laser off) while MMNGC.MNG_VETO is set: management firmware loses \
                                its link (docs/hw/ixgbe.md §5.6)"
                             .into(),
@@ -167,7 +167,7 @@ impl Core {
                         None
                     };
                     if let Some(why) = why {
-                        shared.faults.record(Fault::Protocol {
+                        shared.io.faults.record(Fault::Protocol {
                             what: format!(
                                 "RXCTRL.RXEN set {why}: the 82599 errata sequence is RX_DIS = 1, poll SECRX_RDY, set \
                                  RXEN, clear RX_DIS (docs/hw/ixgbe.md §3.7 step 35)"

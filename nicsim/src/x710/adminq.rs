@@ -11,7 +11,7 @@ use crate::fault::Fault;
 
 use super::aqdecode::{spec, Buf, Command};
 use super::regs::*;
-use super::{Core, Shared, X710Config, QS_HANDLE_BASE, VSI_SEID_BASE};
+use super::{Core, X710Config, X710State, QS_HANDLE_BASE, VSI_SEID_BASE};
 
 /// Opcodes (docs/hw/i40e.md §6).
 pub mod opcode {
@@ -281,8 +281,8 @@ impl AdminQ {
         }
     }
 
-    pub fn write(&mut self, shared: &Shared, offset: usize, value: u32) {
-        let fault = |what: String| shared.faults.record(Fault::Protocol { what });
+    pub fn write(&mut self, shared: &X710State, offset: usize, value: u32) {
+        let fault = |what: String| shared.io.faults.record(Fault::Protocol { what });
         let ptr = |name: &str, ring: &Ring| {
             if AQ_PTR.get(value) != value || (ring.enabled() && value >= ring.entries()) {
                 fault(format!(
@@ -373,12 +373,12 @@ pub(crate) fn vsi_stat_index(config: &X710Config) -> usize {
 }
 
 impl Core {
-    pub(super) fn aq_fault(&self, shared: &Shared, op: u16, why: String) {
-        shared.faults.record(Fault::Protocol { what: format!("admin command {op:#06x}: {why}") });
+    pub(super) fn aq_fault(&self, shared: &X710State, op: u16, why: String) {
+        shared.io.faults.record(Fault::Protocol { what: format!("admin command {op:#06x}: {why}") });
     }
 
     /// Processes the ATQ from head to the last tail the driver rang (docs/hw/i40e.md §5.4). Returns the number of commands completed.
-    pub(crate) fn process_atq(&mut self, shared: &Shared) -> usize {
+    pub(crate) fn process_atq(&mut self, shared: &X710State) -> usize {
         let ring = self.aq.atq;
         let end = self.aq.atq_rung;
         if self.aq.stalled || !ring.enabled() || ring.head == end {
@@ -393,14 +393,14 @@ impl Core {
         while head != end {
             let at = ring.base() + u64::from(head) * DESC_LEN as u64;
             let mut raw = [0u8; DESC_LEN];
-            if shared.dma.read(at, &mut raw, &|| format!("ATQ descriptor {head}")).is_err() {
+            if shared.io.dma.read(at, &mut raw, &|| format!("ATQ descriptor {head}")).is_err() {
                 // A ring the firmware cannot reach: it stops and reports a critical error (docs/hw/i40e.md §5.4 step 7).
                 self.aq.critical = true;
                 break;
             }
             let desc = Desc::parse(&raw);
             let done_desc = self.execute(shared, desc);
-            if shared.dma.write(at, &done_desc.bytes(), &|| format!("ATQ write-back {head}")).is_err() {
+            if shared.io.dma.write(at, &done_desc.bytes(), &|| format!("ATQ write-back {head}")).is_err() {
                 self.aq.critical = true;
                 break;
             }
@@ -418,7 +418,7 @@ impl Core {
     }
 
     /// Runs one command and returns the completed descriptor.
-    fn execute(&mut self, shared: &Shared, desc: Desc) -> Desc {
+    fn execute(&mut self, shared: &X710State, desc: Desc) -> Desc {
         let outcome = self.answer(shared, &desc);
         let mut out = desc;
         out.flags |= flag::DD | flag::CMP;
@@ -433,7 +433,7 @@ impl Core {
         out
     }
 
-    fn answer(&mut self, shared: &Shared, d: &Desc) -> Outcome {
+    fn answer(&mut self, shared: &X710State, d: &Desc) -> Outcome {
         let op = d.opcode;
         let einval = |core: &Core, why: String| {
             core.aq_fault(shared, op, why);
@@ -506,16 +506,17 @@ impl Core {
         }
         let cmd = match Command::decode(op, &d.params) {
             Ok(cmd) => cmd,
-            Err(why) => return einval(self, why),
+            Err(why) => return einval(self, why.to_string()),
         };
         let mut buf = vec![0u8; if indirect { len } else { 0 }];
         let addr = d.buffer_addr();
-        if indirect && rd && shared.dma.read(addr, &mut buf, &|| format!("admin command {op:#06x} buffer")).is_err() {
+        if indirect && rd && shared.io.dma.read(addr, &mut buf, &|| format!("admin command {op:#06x} buffer")).is_err()
+        {
             return Outcome { rc: AqRc::BadAddr, params: d.params, datalen: None, write_buf: false };
         }
         let outcome = self.command(shared, d, cmd, &mut buf);
         if outcome.write_buf
-            && shared.dma.write(addr, &buf, &|| format!("admin command {op:#06x} response buffer")).is_err()
+            && shared.io.dma.write(addr, &buf, &|| format!("admin command {op:#06x} response buffer")).is_err()
         {
             return Outcome { rc: AqRc::BadAddr, params: d.params, datalen: None, write_buf: false };
         }
@@ -524,7 +525,7 @@ impl Core {
 
     /// Posts an event on the ARQ (docs/hw/i40e.md §5.5): into the descriptor at ARQH if the driver has given the firmware that
     /// slot (ARQH != ARQT), else the event is lost and ARQLEN.ARQOVFL set.
-    pub(crate) fn post_event(&mut self, shared: &Shared, op: u16, params: [u8; 16], body: &[u8]) {
+    pub(crate) fn post_event(&mut self, shared: &X710State, op: u16, params: [u8; 16], body: &[u8]) {
         let ring = self.aq.arq;
         if !ring.enabled() {
             return;
@@ -536,12 +537,12 @@ impl Core {
         }
         let at = ring.base() + u64::from(ring.head) * DESC_LEN as u64;
         let mut raw = [0u8; DESC_LEN];
-        if shared.dma.read(at, &mut raw, &|| format!("ARQ descriptor {}", ring.head)).is_err() {
+        if shared.io.dma.read(at, &mut raw, &|| format!("ARQ descriptor {}", ring.head)).is_err() {
             return;
         }
         let armed = Desc::parse(&raw);
         if armed.flags & flag::BUF == 0 || usize::from(armed.datalen) < body.len() {
-            shared.faults.record(Fault::Protocol {
+            shared.io.faults.record(Fault::Protocol {
                 what: format!(
                     "ARQ descriptor {} not armed: flags {:#06x}, datalen {} (want BUF and a buffer, docs/hw/i40e.md §5.3 step 2)",
                     ring.head, armed.flags, armed.datalen
@@ -551,7 +552,7 @@ impl Core {
             return;
         }
         if !body.is_empty()
-            && shared.dma.write(armed.buffer_addr(), body, &|| format!("ARQ event {op:#06x} body")).is_err()
+            && shared.io.dma.write(armed.buffer_addr(), body, &|| format!("ARQ event {op:#06x} body")).is_err()
         {
             return;
         }
@@ -564,7 +565,7 @@ impl Core {
         // The event's parameters take all 16 bytes (a link event is laid out like Get Link Status, docs/hw/i40e.md §5.5); the
         // driver keeps its own record of the slot's buffer and re-arms it.
         ev.params = params;
-        if shared.dma.write(at, &ev.bytes(), &|| format!("ARQ descriptor {} write-back", ring.head)).is_err() {
+        if shared.io.dma.write(at, &ev.bytes(), &|| format!("ARQ descriptor {} write-back", ring.head)).is_err() {
             return;
         }
         self.aq.arq.head = (ring.head + 1) % n;

@@ -5,7 +5,8 @@
 use super::adminq::{le16, put16, put32, qs_handle, vsi_number, vsi_seid, vsi_stat_index, AqRc, Desc, Outcome};
 use super::aqdecode::{Command, Lse, SEID_VALID};
 use super::regs::*;
-use super::{Core, MacFilter, Shared, X710Config, MAC_SEID_BASE};
+use super::{Core, MacFilter, X710Config, X710State, MAC_SEID_BASE};
+use crate::Error;
 
 /// Capability IDs (docs/hw/i40e.md §6.2).
 mod cap {
@@ -51,7 +52,7 @@ fn rx_ctl_register(addr: usize) -> bool {
 impl Core {
     /// One command's semantics, after the generic checks and the typed decode: what depends on the device's
     /// state (the VSI's SEID, the API version, buffer contents) is checked here.
-    pub(super) fn command(&mut self, shared: &Shared, d: &Desc, cmd: Command, buf: &mut [u8]) -> Outcome {
+    pub(super) fn command(&mut self, shared: &X710State, d: &Desc, cmd: Command, buf: &mut [u8]) -> Outcome {
         let c = &shared.config;
         let op = d.opcode;
         let mut p = d.params;
@@ -313,7 +314,7 @@ impl Core {
         }
     }
 
-    fn list_caps(&mut self, shared: &Shared, d: &Desc, mut p: [u8; 16], buf: &mut [u8]) -> Outcome {
+    fn list_caps(&mut self, shared: &X710State, d: &Desc, mut p: [u8; 16], buf: &mut [u8]) -> Outcome {
         let c = &shared.config;
         let q = u32::from(c.num_queues);
         let first = u32::from(c.first_queue);
@@ -345,7 +346,7 @@ impl Core {
         Outcome { rc: AqRc::Ok, params: p, datalen: None, write_buf: true }
     }
 
-    fn vsi_command(&mut self, shared: &Shared, d: &Desc, update: bool, seid: u16, buf: &mut [u8]) -> Outcome {
+    fn vsi_command(&mut self, shared: &X710State, d: &Desc, update: bool, seid: u16, buf: &mut [u8]) -> Outcome {
         let mut p = d.params;
         let c = &shared.config;
         let fail = |core: &Core, rc, why: String| {
@@ -368,7 +369,7 @@ impl Core {
         }
         if update {
             if let Err(why) = self.update_vsi(c, buf) {
-                return fail(self, AqRc::Einval, why);
+                return fail(self, AqRc::Einval, why.to_string());
             }
         } else {
             buf[..96].copy_from_slice(&self.vsi.props[..96]);
@@ -387,7 +388,7 @@ impl Core {
     }
 
     /// Update VSI (docs/hw/i40e.md §6.6): the sections named in valid_sections take effect.
-    fn update_vsi(&mut self, c: &X710Config, b: &[u8]) -> Result<(), String> {
+    fn update_vsi(&mut self, c: &X710Config, b: &[u8]) -> Result<(), Error> {
         const SWITCH: u16 = 0x1;
         const SECURITY: u16 = 0x2;
         const VLAN: u16 = 0x4;
@@ -395,17 +396,19 @@ impl Core {
         const QUEUE_OPT: u16 = 0x80;
         let valid = le16(b, 0);
         if valid & !(SWITCH | SECURITY | VLAN | QUEUE_MAP | QUEUE_OPT) != 0 {
-            return Err(format!(
-                "valid_sections {valid:#x}: the model applies switch, security, VLAN, queue map and queue options only"
-            ));
+            return Err(Error::Violation {
+                at: format!("valid_sections {valid:#x}"),
+                rule: "the model applies switch, security, VLAN, queue map and queue options only".into(),
+            });
         }
         if valid & VLAN != 0 {
             let f = b[12];
             let mode = f & 0x3;
             if mode == 0 || f & 0x4 != 0 || f & !0x1F != 0 {
-                return Err(format!(
-                    "port_vlan_flags {f:#x}: MODE 0 is invalid, PVID insertion is not modelled (docs/hw/i40e.md §6.6)"
-                ));
+                return Err(Error::Violation {
+                    at: format!("port_vlan_flags {f:#x}"),
+                    rule: "MODE 0 is invalid, PVID insertion is not modelled (docs/hw/i40e.md §6.6)".into(),
+                });
             }
             self.vsi.vlan_mode = mode;
             // EMOD (bits 4:3): 0 and 0x10 strip the tag into the descriptor; 0x08 (priority only) and 0x18 leave it.
@@ -414,28 +417,37 @@ impl Core {
         if valid & QUEUE_MAP != 0 {
             let mapping = le16(b, 28);
             if mapping != 0 {
-                return Err(format!("mapping_flags {mapping}: only contiguous (0) mapping is modelled"));
+                return Err(Error::Violation {
+                    at: format!("mapping_flags {mapping}"),
+                    rule: "only contiguous (0) mapping is modelled".into(),
+                });
             }
             let base = le16(b, 30) & 0x7FF;
             let tc0 = le16(b, 62);
             if tc0 & 0x1FF != 0 || tc0 & !0xFFF != 0 {
-                return Err(format!("tc_mapping[0] {tc0:#x}: TC0's queue offset must be 0 (docs/hw/i40e.md §6.6)"));
+                return Err(Error::Violation {
+                    at: format!("tc_mapping[0] {tc0:#x}"),
+                    rule: "TC0's queue offset must be 0 (docs/hw/i40e.md §6.6)".into(),
+                });
             }
             if (1..8).any(|tc| le16(b, 62 + 2 * tc) != 0) {
-                return Err("tc_mapping[1..7] not zero: the model has TC0 only".into());
+                return Err(Error::Violation {
+                    at: "tc_mapping[1..7] not zero".into(),
+                    rule: "the model has TC0 only".into(),
+                });
             }
             let count = 1u16 << (tc0 >> 9);
             if count > 64 || usize::from(base) + usize::from(count) > usize::from(c.num_queues) {
-                return Err(format!(
-                    "queue map: base {base}, {count} queues, past this PF's {} queues (or more than 64 per TC, docs/hw/i40e.md §15)",
-                    c.num_queues
-                ));
+                return Err(Error::Violation { at: "queue map".into(), rule: format!("base {base}, {count} queues, past this PF's {} queues (or more than 64 per TC, docs/hw/i40e.md §15)", c.num_queues) });
             }
             self.vsi.queue_base = base;
             self.vsi.queue_count = count;
         }
         if valid & QUEUE_OPT != 0 && b[78] & 0x40 != 0 {
-            return Err("queueing_opt_flags 0x40 (the VSI's own RSS LUT) is not modelled".into());
+            return Err(Error::Violation {
+                at: String::new(),
+                rule: "queueing_opt_flags 0x40 (the VSI's own RSS LUT) is not modelled".into(),
+            });
         }
         for (i, v) in b[..96].iter().enumerate() {
             let section_of = |i: usize| match i {
@@ -453,7 +465,15 @@ impl Core {
         Ok(())
     }
 
-    fn macvlan(&mut self, shared: &Shared, d: &Desc, add: bool, num: u16, seid: [u16; 3], buf: &mut [u8]) -> Outcome {
+    fn macvlan(
+        &mut self,
+        shared: &X710State,
+        d: &Desc,
+        add: bool,
+        num: u16,
+        seid: [u16; 3],
+        buf: &mut [u8],
+    ) -> Outcome {
         let mut p = d.params;
         let c = &shared.config;
         let fail = |core: &Core, rc, why: String| {
@@ -533,7 +553,7 @@ impl Core {
     /// Set / Get RSS Key (`table` None) or LUT (`table` Some(PF table?)), docs/hw/i40e.md §12.3.
     fn rss_command(
         &mut self,
-        shared: &Shared,
+        shared: &X710State,
         d: &Desc,
         set: bool,
         vsi_id: u16,
@@ -621,7 +641,7 @@ impl Core {
     }
 
     /// The 16 parameter bytes of a Get Link Status response or link event (docs/hw/i40e.md §7.4).
-    pub(crate) fn link_status_params(&self, shared: &Shared, up: bool) -> [u8; 16] {
+    pub(crate) fn link_status_params(&self, shared: &X710State, up: bool) -> [u8; 16] {
         let c = &shared.config;
         let mut r = [0u8; 16];
         put16(&mut r, 0, self.link.lse.into());

@@ -4,6 +4,7 @@
 
 use super::adminq::{le16, le32};
 use super::opcode::*;
+use crate::Error;
 
 /// How an opcode uses the indirect buffer (docs/hw/i40e.md §5.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,15 +217,18 @@ pub(super) const SEID_VALID: u16 = 0x8000;
 
 impl Command {
     /// Decodes the parameters of `op` (whose spec exists), checking the values each field may take.
-    pub(super) fn decode(op: u16, p: &[u8; 16]) -> Result<Command, String> {
-        let bad = |what: String| Err(what);
+    pub(super) fn decode(op: u16, p: &[u8; 16]) -> Result<Command, Error> {
+        let bad = |at: String, rule: String| Err(Error::Violation { at, rule });
         Ok(match op {
             GET_VERSION => Command::GetVersion,
             DRIVER_VERSION => Command::DriverVersion { version: p[0..4].try_into().expect("4 bytes") },
             QUEUE_SHUTDOWN => {
                 let v = le32(p, 0);
                 if v & !1 != 0 {
-                    return bad(format!("param {v:#x}: only bit 0 (driver unloading) exists (docs/hw/i40e.md §6.1)"));
+                    return bad(
+                        format!("param {v:#x}"),
+                        "only bit 0 (driver unloading) exists (docs/hw/i40e.md §6.1)".into(),
+                    );
                 }
                 Command::QueueShutdown { driver_unloading: v & 1 == 1 }
             }
@@ -232,23 +236,29 @@ impl Command {
             REQUEST_RESOURCE | RELEASE_RESOURCE => {
                 let resource_id = le16(p, 0);
                 if resource_id != 1 {
-                    return bad(format!("resource_id {resource_id} (1, the NVM, docs/hw/i40e.md §6.1)"));
+                    return bad(
+                        format!("resource_id {resource_id}"),
+                        "only 1, the NVM, exists (docs/hw/i40e.md §6.1)".into(),
+                    );
                 }
                 Command::Resource { release: op == RELEASE_RESOURCE, resource_id, access_type: le16(p, 2) }
             }
             LIST_FUNC_CAPS | LIST_DEV_CAPS => {
                 let (flags, index) = (p[0], p[1]);
                 if flags & !1 != 0 || (flags & 1 == 0 && index != 0) {
-                    return bad(format!("command_flags {flags:#x} / pf_index {index} (docs/hw/i40e.md §6.2)"));
+                    return bad(
+                        format!("command_flags {flags:#x} / pf_index {index}"),
+                        "not a valid request (docs/hw/i40e.md §6.2)".into(),
+                    );
                 }
                 Command::ListCaps { pf_index: (flags & 1 == 1).then_some(index) }
             }
             MAC_ADDRESS_READ => {
                 if le16(p, 0) != 0 {
-                    return bad(format!(
-                        "command_flags {:#x}: the response fills them (docs/hw/i40e.md §6.4)",
-                        le16(p, 0)
-                    ));
+                    return bad(
+                        format!("command_flags {:#x}", le16(p, 0)),
+                        "the response fills them (docs/hw/i40e.md §6.4)".into(),
+                    );
                 }
                 Command::MacAddressRead
             }
@@ -257,7 +267,7 @@ impl Command {
             SET_SWITCH_CONFIG => {
                 let valid_flags = le16(p, 2);
                 if valid_flags & !0xF != 0 {
-                    return bad(format!("valid_flags {valid_flags:#x} (0x1 to 0x8, docs/hw/i40e.md §6.5)"));
+                    return bad(format!("valid_flags {valid_flags:#x}"), "(0x1 to 0x8, docs/hw/i40e.md §6.5)".into());
                 }
                 Command::SetSwitchConfig { flags: le16(p, 0), valid_flags }
             }
@@ -279,15 +289,19 @@ impl Command {
                 const KNOWN: u16 = 0x1F | 0x8000;
                 let (flags, valid_flags, seid, vlan_tag) = (le16(p, 0), le16(p, 2), le16(p, 4), le16(p, 6));
                 if (flags | valid_flags) & !KNOWN != 0 || flags & !valid_flags != 0 {
-                    return bad(format!(
-                        "promiscuous_flags {flags:#x} / valid_flags {valid_flags:#x} (docs/hw/i40e.md §6.8)"
-                    ));
+                    return bad(
+                        format!("promiscuous_flags {flags:#x} / valid_flags {valid_flags:#x}"),
+                        "(docs/hw/i40e.md §6.8)".into(),
+                    );
                 }
                 if seid & !0x3FF != 0 {
-                    return bad(format!("seid {seid:#x}: bits 9:0 only (docs/hw/i40e.md §6.8)"));
+                    return bad(format!("seid {seid:#x}"), "bits 9:0 only (docs/hw/i40e.md §6.8)".into());
                 }
                 if vlan_tag & 0x7000 != 0 {
-                    return bad(format!("vlan_tag {vlan_tag:#x}: bits 11:0 and valid bit 15 (docs/hw/i40e.md §6.8)"));
+                    return bad(
+                        format!("vlan_tag {vlan_tag:#x}"),
+                        "bits 11:0 and valid bit 15 (docs/hw/i40e.md §6.8)".into(),
+                    );
                 }
                 Command::SetPromisc { flags, valid_flags, seid, vlan_tag }
             }
@@ -295,17 +309,20 @@ impl Command {
             GET_PHY_ABILITIES => {
                 let v = le16(p, 0);
                 if v & !3 != 0 {
-                    return bad(format!("param0 {v:#x}: bits 0 and 1 exist (docs/hw/i40e.md §7.1)"));
+                    return bad(format!("param0 {v:#x}"), "bits 0 and 1 exist (docs/hw/i40e.md §7.1)".into());
                 }
                 Command::GetPhyAbilities { qualified_modules: v & 1 != 0, report_init: v & 2 != 0 }
             }
             SET_PHY_CONFIG => {
                 let abilities = p[5];
                 if abilities & 0xC0 != 0 {
-                    return bad(format!("abilities {abilities:#x}: bits 7:6 are reserved (docs/hw/i40e.md §7.2)"));
+                    return bad(
+                        format!("abilities {abilities:#x}"),
+                        "bits 7:6 are reserved (docs/hw/i40e.md §7.2)".into(),
+                    );
                 }
                 if p[14] & !0x1F != 0 {
-                    return bad(format!("fec_config {:#x}: bits 4:0 exist (docs/hw/i40e.md §7.2)", p[14]));
+                    return bad(format!("fec_config {:#x}", p[14]), "bits 4:0 exist (docs/hw/i40e.md §7.2)".into());
                 }
                 Command::SetPhyConfig {
                     phy_type: le32(p, 0),
@@ -318,16 +335,22 @@ impl Command {
             SET_MAC_CONFIG => {
                 let max_frame_size = le16(p, 0);
                 if !(64..=9728).contains(&max_frame_size) {
-                    return bad(format!("max_frame_size {max_frame_size} (at most 9728, docs/hw/i40e.md §7.3, §15)"));
+                    return bad(
+                        format!("max_frame_size {max_frame_size}"),
+                        "(at most 9728, docs/hw/i40e.md §7.3, §15)".into(),
+                    );
                 }
                 if p[2] & 0x03 != 0 {
-                    return bad(format!("params {:#x}: bits 1:0 are reserved (docs/hw/i40e.md §7.3)", p[2]));
+                    return bad(format!("params {:#x}", p[2]), "bits 1:0 are reserved (docs/hw/i40e.md §7.3)".into());
                 }
                 Command::SetMacConfig { max_frame_size, crc_en: p[2] & 0x04 != 0, drop_blocking: p[2] & 0x80 != 0 }
             }
             SET_LINK_RESTART_AN => {
                 if p[0] & !0x06 != 0 {
-                    return bad(format!("command {:#x}: 0x02 restart, 0x04 link enable (docs/hw/i40e.md §7.6)", p[0]));
+                    return bad(
+                        format!("command {:#x}", p[0]),
+                        "0x02 restart, 0x04 link enable (docs/hw/i40e.md §7.6)".into(),
+                    );
                 }
                 Command::SetLinkRestartAn { restart: p[0] & 0x02 != 0, enable_link: p[0] & 0x04 != 0 }
             }
@@ -337,7 +360,10 @@ impl Command {
                     2 => Lse::Disable,
                     3 => Lse::Enable,
                     f => {
-                        return bad(format!("command_flags {f:#x} (0 NOP, 2 disable, 3 enable, docs/hw/i40e.md §7.4)"))
+                        return bad(
+                            format!("command_flags {f:#x}"),
+                            "(0 NOP, 2 disable, 3 enable, docs/hw/i40e.md §7.4)".into(),
+                        )
                     }
                 },
             },
@@ -348,7 +374,7 @@ impl Command {
             SET_RSS_LUT | GET_RSS_LUT => {
                 let flags = le16(p, 2);
                 if flags & !1 != 0 {
-                    return bad(format!("flags {flags:#x}: bit 0 (table type) only (docs/hw/i40e.md §12.3)"));
+                    return bad(format!("flags {flags:#x}"), "bit 0 (table type) only (docs/hw/i40e.md §12.3)".into());
                 }
                 Command::RssLut { set: op == SET_RSS_LUT, vsi_id: le16(p, 0), pf_table: flags & 1 == 1 }
             }

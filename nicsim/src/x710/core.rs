@@ -1,6 +1,7 @@
 //! Register semantics of one PF: reads and writes, PF reset, link state, the HMC segment commands and the
 //! queue enable handshakes of docs/hw/i40e.md §9.4, with the queue contexts read through the HMC.
 
+use crate::Error;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -9,8 +10,8 @@ use super::hmc;
 use super::regs::*;
 use super::stats::Stats;
 use super::{
-    adminq, opcode, AdminQ, Core, Enable, Inbound, Link, MacFilter, RxQ, SdTable, Shared, TxQ, Vsi, X710Config,
-    X710Part,
+    adminq, opcode, AdminQ, Core, Enable, Inbound, Link, MacFilter, RxQ, SdTable, TxQ, Vsi, X710Config, X710Part,
+    X710State,
 };
 
 impl Enable {
@@ -124,7 +125,7 @@ impl Core {
 
     /// PF reset (docs/hw/i40e.md §4.1, §4.2): what the PFR domain holds goes; the firmware also resets the PF's VSI and filters.
     /// CORER registers (QTX_CTL, QRX_TAIL, GLHMC_LAN*, RSS, statistics) and the EMPR admin-queue registers stay.
-    pub(super) fn pf_reset(&mut self, shared: &Shared) {
+    pub(super) fn pf_reset(&mut self, shared: &X710State) {
         let now = Instant::now();
         self.reset_until = now + self.reset_delay;
         for q in self.txq.iter_mut() {
@@ -159,13 +160,13 @@ impl Core {
         shared.counters().rx_disabled += lost as u64;
     }
 
-    pub(super) fn link_up(&self, shared: &Shared, now: Instant) -> bool {
+    pub(super) fn link_up(&self, shared: &X710State, now: Instant) -> bool {
         let own = self.link.cable && self.link.enabled && self.link.down_until.is_none_or(|t| now >= t);
         own && shared.peer().is_none_or(|p| p.link_active.load(Ordering::Relaxed))
     }
 
     /// Re-evaluates the link and posts a link status event on the ARQ when it changed (docs/hw/i40e.md §5.5).
-    pub(super) fn update_link(&mut self, shared: &Shared, now: Instant) {
+    pub(super) fn update_link(&mut self, shared: &X710State, now: Instant) {
         shared.link_active.store(self.link.cable && self.link.enabled, Ordering::Relaxed);
         let up = self.link_up(shared, now);
         if up == self.link.last_up {
@@ -180,7 +181,7 @@ impl Core {
         }
     }
 
-    pub(super) fn read(&mut self, shared: &Shared, offset: usize) -> u32 {
+    pub(super) fn read(&mut self, shared: &X710State, offset: usize) -> u32 {
         let now = Instant::now();
         if let Some(v) = self.stats.read(offset) {
             return v;
@@ -217,7 +218,7 @@ impl Core {
         }
     }
 
-    fn read_queue(&self, shared: &Shared, q: usize, kind: QReg, now: Instant) -> Option<u32> {
+    fn read_queue(&self, shared: &X710State, q: usize, kind: QReg, now: Instant) -> Option<u32> {
         if q >= self.txq.len() {
             return None;
         }
@@ -237,7 +238,7 @@ impl Core {
         })
     }
 
-    pub(super) fn write(&mut self, shared: &Shared, offset: usize, value: u32) {
+    pub(super) fn write(&mut self, shared: &X710State, offset: usize, value: u32) {
         let now = Instant::now();
         if self.in_reset(now) {
             return; // the device ignores writes while the PF resets
@@ -293,7 +294,7 @@ impl Core {
     }
 
     /// PFHMC_SDCMD with PMSDWR: latch SDDATALOW/HIGH into SD `PMSDIDX` (docs/hw/i40e.md §8.2, §8.3 step 4).
-    pub(super) fn write_sdcmd(&mut self, shared: &Shared, value: u32) {
+    pub(super) fn write_sdcmd(&mut self, shared: &X710State, value: u32) {
         self.set_reg(PFHMC_SDCMD, value);
         if !PFHMC_SDCMD_PMSDWR.is_set(value) {
             return;
@@ -317,7 +318,7 @@ impl Core {
     }
 
     /// GLLAN_TXPRE_QDIS(b): announce a TX queue disable (SET_QDIS) or its end (CLEAR_QDIS), docs/hw/i40e.md §9.4 step 1.
-    pub(super) fn write_txpre_qdis(&mut self, shared: &Shared, block: usize, value: u32) {
+    pub(super) fn write_txpre_qdis(&mut self, shared: &X710State, block: usize, value: u32) {
         let set = TXPRE_QDIS_SET_QDIS.is_set(value);
         let clear = TXPRE_QDIS_CLEAR_QDIS.is_set(value);
         let stored = value & !(TXPRE_QDIS_SET_QDIS.mask() | TXPRE_QDIS_CLEAR_QDIS.mask());
@@ -342,7 +343,7 @@ impl Core {
         self.txq[q].qdis_cleared = clear;
     }
 
-    fn write_queue(&mut self, shared: &Shared, q: usize, kind: QReg, offset: usize, value: u32, now: Instant) {
+    fn write_queue(&mut self, shared: &X710State, q: usize, kind: QReg, offset: usize, value: u32, now: Instant) {
         let delay = shared.config.queue_enable_delay;
         match kind {
             QReg::TxTail => shared.ring_doorbell(true, q, value),
@@ -413,7 +414,7 @@ impl Core {
     }
 
     /// Reads and checks PF queue `q`'s context through the HMC (docs/hw/i40e.md §8.3 step 7).
-    pub(super) fn read_context(&mut self, shared: &Shared, q: usize, tx: bool) -> Result<Vec<u8>, String> {
+    pub(super) fn read_context(&mut self, shared: &X710State, q: usize, tx: bool) -> Result<Vec<u8>, Error> {
         let f = usize::from(shared.config.pf_id);
         let (base, cnt, len, obj) = if tx {
             (glhmc_lantxbase(f), glhmc_lantxcnt(f), hmc::TX_CTX_LEN, "TX")
@@ -422,12 +423,13 @@ impl Core {
         };
         let count = GLHMC_CNT.get(self.reg(cnt)) as usize;
         if q >= count {
-            return Err(format!(
-                "GLHMC_LAN{obj}CNT({f}) = {count} has no context for queue {q} (docs/hw/i40e.md §8.3 step 6)"
-            ));
+            return Err(Error::Violation {
+                at: format!("GLHMC_LAN{obj}CNT({f})"),
+                rule: format!("= {count} has no context for queue {q} (docs/hw/i40e.md §8.3 step 6)"),
+            });
         }
         let fpm = u64::from(GLHMC_BASE.get(self.reg(base))) * hmc::FPM_BASE_UNIT + (q * len) as u64;
-        let iova = match self.sd.translate(&shared.dma, fpm, len) {
+        let iova = match self.sd.translate(&shared.io.dma, fpm, len) {
             Ok(iova) => iova,
             Err(why) => {
                 self.hmc_error(fpm, tx);
@@ -435,10 +437,9 @@ impl Core {
             }
         };
         let mut obj_bytes = vec![0u8; len];
-        shared
-            .dma
-            .read(iova, &mut obj_bytes, &|| format!("{obj} queue context {q}"))
-            .map_err(|_| format!("{obj} context of queue {q} at IOVA {iova:#x} is outside the IOVA map"))?;
+        shared.io.dma.read(iova, &mut obj_bytes, &|| format!("{obj} queue context {q}")).map_err(|_| {
+            Error::Unmapped(format!("{obj} context of queue {q} at IOVA {iova:#x} is outside the IOVA map"))
+        })?;
         Ok(obj_bytes)
     }
 
@@ -451,18 +452,23 @@ impl Core {
         self.set_reg(PFINT_ICR0, icr);
     }
 
-    pub(super) fn enable_tx(&mut self, shared: &Shared, q: usize) -> Result<(), String> {
+    pub(super) fn enable_tx(&mut self, shared: &X710State, q: usize) -> Result<(), Error> {
         if !self.txq[q].qdis_cleared {
-            return Err(
-                "no CLEAR_QDIS for it in GLLAN_TXPRE_QDIS since reset or the last SET_QDIS (docs/hw/i40e.md §9.4 step 1)".into()
-            );
+            return Err(Error::Violation {
+                at: "GLLAN_TXPRE_QDIS".into(),
+                rule: "no CLEAR_QDIS for the queue since reset or the last SET_QDIS (docs/hw/i40e.md §9.4 step 1)"
+                    .into(),
+            });
         }
         let ctl = self.reg(qtx_ctl(q));
         if QTX_CTL_PFVF_Q.get(ctl) != QTX_CTL_PFVF_Q_PF || QTX_CTL_PF_INDX.get(ctl) != u32::from(shared.config.pf_id) {
-            return Err(format!(
-                "QTX_CTL({q}) = {ctl:#x}, want PFVF_Q = 2 (PF queue) and PF_INDX = {} (docs/hw/i40e.md §9.2 step 3)",
-                shared.config.pf_id
-            ));
+            return Err(Error::Violation {
+                at: format!("QTX_CTL({q})"),
+                rule: format!(
+                    "= {ctl:#x}, want PFVF_Q = 2 (PF queue) and PF_INDX = {} (docs/hw/i40e.md §9.2 step 3)",
+                    shared.config.pf_id
+                ),
+            });
         }
         let head = QTX_HEAD_HEAD.get(self.reg(qtx_head(q)));
         let obj = self.read_context(shared, q, true)?;
@@ -470,7 +476,10 @@ impl Core {
         let u = hmc::unpack(&obj, hmc::TX_CTX_FIELDS, &what)?;
         let ctx = hmc::tx_ctx(&u, &what, &self.aq.qs_handles(&shared.config))?;
         if head >= ctx.qlen {
-            return Err(format!("QTX_HEAD({q}) = {head} past the ring of {}", ctx.qlen));
+            return Err(Error::Violation {
+                at: format!("QTX_HEAD({q})"),
+                rule: format!("= {head} past the ring of {}", ctx.qlen),
+            });
         }
         let tail = shared.tx_tail[q].load(Ordering::Acquire);
         if tail != head {
@@ -484,18 +493,21 @@ impl Core {
         Ok(())
     }
 
-    pub(super) fn enable_rx(&mut self, shared: &Shared, q: usize) -> Result<(), String> {
+    pub(super) fn enable_rx(&mut self, shared: &X710State, q: usize) -> Result<(), Error> {
         let obj = self.read_context(shared, q, false)?;
         let what = format!("RX context of queue {q}");
         let u = hmc::unpack(&obj, hmc::RX_CTX_FIELDS, &what)?;
         let ctx = hmc::rx_ctx(&u, &what)?;
         let head = u.get("head") as u32;
         if head >= ctx.qlen {
-            return Err(format!("{what}: head {head} past the ring"));
+            return Err(Error::Violation { at: what.to_string(), rule: format!("head {head} past the ring") });
         }
         let tail = shared.rx_tail[q].load(Ordering::Acquire);
         if tail >= ctx.qlen {
-            return Err(format!("QRX_TAIL({q}) = {tail} past the ring of {}", ctx.qlen));
+            return Err(Error::Violation {
+                at: format!("QRX_TAIL({q})"),
+                rule: format!("= {tail} past the ring of {}", ctx.qlen),
+            });
         }
         self.rxq[q].ctx = Some(ctx);
         shared.rx_qlen[q].store(ctx.qlen, Ordering::Release);

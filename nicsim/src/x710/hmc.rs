@@ -6,6 +6,7 @@
 //! wrong offset lands there and is reported instead of being silently ignored.
 
 use crate::dma::IovaMap;
+use crate::Error;
 
 use super::regs::*;
 
@@ -61,34 +62,47 @@ impl Default for SdTable {
 impl SdTable {
     /// Translates `len` bytes at FPM address `fpm` to an IOVA, walking a paged SD's PD page by DMA. The object
     /// must not straddle a direct SD's extent or a backing page.
-    pub fn translate(&self, dma: &IovaMap, fpm: u64, len: usize) -> Result<u64, String> {
+    pub fn translate(&self, dma: &IovaMap, fpm: u64, len: usize) -> Result<u64, Error> {
         let idx = (fpm / SD_SPAN) as usize;
         let sd = self.sds.get(idx).copied().unwrap_or_default();
         if !sd.valid {
-            return Err(format!("FPM address {fpm:#x} lies in SD {idx}, which is not valid (docs/hw/i40e.md §8.3)"));
+            return Err(Error::Violation {
+                at: "FPM".into(),
+                rule: format!("address {fpm:#x} lies in SD {idx}, which is not valid (docs/hw/i40e.md §8.3)"),
+            });
         }
         let off = fpm % SD_SPAN;
         if sd.direct {
             let extent = u64::from(sd.bp_count) * PAGE;
             if off + len as u64 > extent {
-                return Err(format!(
-                    "FPM address {fpm:#x} + {len} is past direct SD {idx}'s {} backing pages (docs/hw/i40e.md §8.3)",
-                    sd.bp_count
-                ));
+                return Err(Error::Violation {
+                    at: "FPM".into(),
+                    rule: format!(
+                        "address {fpm:#x} + {len} is past direct SD {idx}'s {} backing pages (docs/hw/i40e.md §8.3)",
+                        sd.bp_count
+                    ),
+                });
             }
             return Ok(sd.addr + off);
         }
         let pd = off / PAGE;
         if pd >= PDS_PER_SD || (off % PAGE) + len as u64 > PAGE {
-            return Err(format!("FPM address {fpm:#x} + {len} straddles a backing page of paged SD {idx}"));
+            return Err(Error::Violation {
+                at: "FPM".into(),
+                rule: format!("address {fpm:#x} + {len} straddles a backing page of paged SD {idx}"),
+            });
         }
         let mut raw = [0u8; 8];
         let at = sd.addr + pd * 8;
-        dma.read(at, &mut raw, &|| format!("HMC PD entry {pd} of SD {idx}"))
-            .map_err(|_| format!("PD entry {pd} of SD {idx} at IOVA {at:#x} is outside the IOVA map"))?;
+        dma.read(at, &mut raw, &|| format!("HMC PD entry {pd} of SD {idx}")).map_err(|_| {
+            Error::Unmapped(format!("PD entry {pd} of SD {idx} at IOVA {at:#x} is outside the IOVA map"))
+        })?;
         let entry = u64::from_le_bytes(raw);
         if entry & 1 == 0 {
-            return Err(format!("PD entry {pd} of SD {idx} is not valid (bit 0 clear, docs/hw/i40e.md §8.3 step 5)"));
+            return Err(Error::Violation {
+                at: "PD".into(),
+                rule: format!("entry {pd} of SD {idx} is not valid (bit 0 clear, docs/hw/i40e.md §8.3 step 5)"),
+            });
         }
         Ok((entry & !(PAGE - 1)) + off % PAGE)
     }
@@ -182,13 +196,16 @@ impl Unpacked {
 }
 
 /// Unpacks `obj` by `fields`, failing on any set bit outside them.
-pub(crate) fn unpack(obj: &[u8], fields: &[CtxField], what: &str) -> Result<Unpacked, String> {
+pub(crate) fn unpack(obj: &[u8], fields: &[CtxField], what: &str) -> Result<Unpacked, Error> {
     let mut covered = vec![false; obj.len() * 8];
     for &(_, lsb, width) in fields {
         covered[lsb..lsb + width].iter_mut().for_each(|c| *c = true);
     }
     if let Some(bit) = (0..obj.len() * 8).find(|&b| !covered[b] && obj[b / 8] & (1 << (b % 8)) != 0) {
-        return Err(format!("{what}: reserved bit {bit} is set (no field of docs/hw/i40e.md §8.5/§8.6 is there)"));
+        return Err(Error::Violation {
+            at: what.to_string(),
+            rule: format!("reserved bit {bit} is set (no field of docs/hw/i40e.md §8.5/§8.6 is there)"),
+        });
     }
     Ok(Unpacked { values: fields.iter().map(|&(n, lsb, w)| (n, get_bits(obj, lsb, w))).collect() })
 }
@@ -201,9 +218,12 @@ pub(crate) const RING_MAX: u64 = 8160;
 pub(crate) const RING_MULTIPLE: u64 = 32;
 
 /// Checks a context's ring length (docs/hw/i40e.md §15: 64 to 8160, a multiple of 32).
-pub(crate) fn check_qlen(qlen: u64, what: &str) -> Result<(), String> {
+pub(crate) fn check_qlen(qlen: u64, what: &str) -> Result<(), Error> {
     if !(RING_MIN..=RING_MAX).contains(&qlen) || !qlen.is_multiple_of(RING_MULTIPLE) {
-        return Err(format!("{what}: qlen {qlen} (must be a multiple of 32 from 64 to 8160, docs/hw/i40e.md §15)"));
+        return Err(Error::Violation {
+            at: what.to_string(),
+            rule: format!("qlen {qlen} (must be a multiple of 32 from 64 to 8160, docs/hw/i40e.md §15)"),
+        });
     }
     Ok(())
 }
@@ -234,57 +254,77 @@ pub(crate) struct RxCtx {
 pub(crate) const MAX_FRAME: u64 = 9728;
 
 /// Validates an unpacked TX context (docs/hw/i40e.md §8.5). `handles` are the queue-set handles the firmware handed out.
-pub(crate) fn tx_ctx(u: &Unpacked, what: &str, handles: &[u32]) -> Result<TxCtx, String> {
+pub(crate) fn tx_ctx(u: &Unpacked, what: &str, handles: &[u32]) -> Result<TxCtx, Error> {
     check_qlen(u.get("qlen"), what)?;
     // timesync_ena only allows TSYN context descriptors (docs/hw/i40e.md §8.5, §10.4); the TX path refuses those.
     for f in ["fc_ena", "fd_ena", "alt_vlan_ena", "rdylist_act"] {
         if u.get(f) != 0 {
-            return Err(format!(
-                "{what}: {f} = 1 (the model supports plain LAN queues only; docs/hw/i40e.md §8.5 wants 0)"
-            ));
+            return Err(Error::Violation {
+                at: what.to_string(),
+                rule: format!("{f} = 1 (the model supports plain LAN queues only; docs/hw/i40e.md §8.5 wants 0)"),
+            });
         }
     }
     if u.get("new_context") != 1 {
-        return Err(format!("{what}: new_context = 0 (docs/hw/i40e.md §8.5: set it to 1)"));
+        return Err(Error::Violation {
+            at: what.to_string(),
+            rule: "new_context = 0 (docs/hw/i40e.md §8.5: set it to 1)".into(),
+        });
     }
     if u.get("base") == 0 {
-        return Err(format!("{what}: base = 0 (ring IOVA / 128)"));
+        return Err(Error::Violation { at: what.to_string(), rule: "base = 0 (ring IOVA / 128)".into() });
     }
     let rdylist = u.get("rdylist") as u32;
     if !handles.contains(&rdylist) {
-        return Err(format!(
-            "{what}: rdylist {rdylist:#x} is not a queue-set handle the firmware gave out ({handles:#x?}; docs/hw/i40e.md §6.6, §8.5)"
-        ));
+        return Err(Error::Violation { at: what.to_string(), rule: format!("rdylist {rdylist:#x} is not a queue-set handle the firmware gave out ({handles:#x?}; docs/hw/i40e.md §6.6, §8.5)") });
     }
     let head_wb = (u.get("head_wb_ena") == 1).then(|| u.get("head_wb_addr"));
     if head_wb.is_some_and(|a| !a.is_multiple_of(4)) {
-        return Err(format!("{what}: head_wb_addr {:#x} not 4-byte aligned", u.get("head_wb_addr")));
+        return Err(Error::Violation {
+            at: what.to_string(),
+            rule: format!("head_wb_addr {:#x} not 4-byte aligned", u.get("head_wb_addr")),
+        });
     }
     Ok(TxCtx { base: u.get("base") << 7, qlen: u.get("qlen") as u32, head_wb, timesync: u.get("timesync_ena") == 1 })
 }
 
 /// Validates an unpacked RX context (docs/hw/i40e.md §8.6).
-pub(crate) fn rx_ctx(u: &Unpacked, what: &str) -> Result<RxCtx, String> {
+pub(crate) fn rx_ctx(u: &Unpacked, what: &str) -> Result<RxCtx, Error> {
     check_qlen(u.get("qlen"), what)?;
     if u.get("base") == 0 {
-        return Err(format!("{what}: base = 0 (ring IOVA / 128)"));
+        return Err(Error::Violation { at: what.to_string(), rule: "base = 0 (ring IOVA / 128)".into() });
     }
     let dbuff = u.get("dbuff");
     if dbuff == 0 {
-        return Err(format!("{what}: dbuff = 0 (data buffer size / 128, docs/hw/i40e.md §8.6)"));
+        return Err(Error::Violation {
+            at: what.to_string(),
+            rule: "dbuff = 0 (data buffer size / 128, docs/hw/i40e.md §8.6)".into(),
+        });
     }
     if u.get("dtype") != 0 || u.get("hsplit_0") != 0 || u.get("hsplit_1") != 0 || u.get("hbuff") != 0 {
-        return Err(format!("{what}: header split requested (dtype/hsplit/hbuff); the model supports none"));
+        return Err(Error::Violation {
+            at: what.to_string(),
+            rule: "header split requested (dtype/hsplit/hbuff); the model supports none".into(),
+        });
     }
     if u.get("fc_ena") != 0 || u.get("showiv") != 0 {
-        return Err(format!("{what}: fc_ena/showiv set (FCoE and inner-VLAN display are not modelled)"));
+        return Err(Error::Violation {
+            at: what.to_string(),
+            rule: "fc_ena/showiv set (FCoE and inner-VLAN display are not modelled)".into(),
+        });
     }
     let rxmax = u.get("rxmax");
     if rxmax == 0 || rxmax > MAX_FRAME {
-        return Err(format!("{what}: rxmax {rxmax} (1..=9728 bytes, docs/hw/i40e.md §8.6/§15)"));
+        return Err(Error::Violation {
+            at: what.to_string(),
+            rule: format!("rxmax {rxmax} (1..=9728 bytes, docs/hw/i40e.md §8.6/§15)"),
+        });
     }
     if u.get("prefena") != 1 {
-        return Err(format!("{what}: prefena = 0 (docs/hw/i40e.md §8.6: the manual demands 1)"));
+        return Err(Error::Violation {
+            at: what.to_string(),
+            rule: "prefena = 0 (docs/hw/i40e.md §8.6: the manual demands 1)".into(),
+        });
     }
     Ok(RxCtx {
         base: u.get("base") << 7,
@@ -320,6 +360,8 @@ mod tests {
         let mut obj = [0u8; 32];
         set_bits(&mut obj, 150, 4, 0xF);
         let err = unpack(&obj, RX_CTX_FIELDS, "RX ctx").map(|_| ()).unwrap_err();
-        assert!(err.contains("reserved bit"), "{err}");
+        let Error::Violation { at, rule } = &err else { panic!("{err:?}") };
+        assert_eq!(at, "RX ctx");
+        assert!(rule.contains("reserved bit 150"), "{err}");
     }
 }

@@ -6,7 +6,7 @@
 //! queue linked lists (the vector comes from the queue's MSIX_INDX).
 
 use super::regs::*;
-use super::{Core, Shared};
+use super::{Core, X710State};
 
 /// Per-vector state the registers do not show.
 #[derive(Debug, Clone, Default)]
@@ -37,14 +37,14 @@ fn dyn_ctl(vector: usize) -> usize {
 
 impl Core {
     /// Latches a vector 0 cause in PFINT_ICR0 and signals it if enabled.
-    pub(super) fn raise_icr0(&mut self, shared: &Shared, cause: Field) {
+    pub(super) fn raise_icr0(&mut self, shared: &X710State, cause: Field) {
         let icr = self.reg(PFINT_ICR0) | cause.mask();
         self.set_reg(PFINT_ICR0, icr);
         self.try_signal(shared, 0);
     }
 
     /// A queue finished work the driver asked to hear about (an RX write-back, a TX RS write-back).
-    pub(super) fn queue_cause(&mut self, shared: &Shared, q: usize, rx: bool) {
+    pub(super) fn queue_cause(&mut self, shared: &X710State, q: usize, rx: bool) {
         let ctl = self.reg(if rx { qint_rqctl(q) } else { qint_tqctl(q) });
         if !QINT_CAUSE_ENA.is_set(ctl) {
             return;
@@ -63,7 +63,7 @@ impl Core {
     }
 
     /// PFINT_DYN_CTL0 / PFINT_DYN_CTLN writes: INTENA (unless INTENA_MSK), SWINT_TRIG raises a cause at once.
-    pub(super) fn write_dyn_ctl(&mut self, shared: &Shared, vector: usize, value: u32) {
+    pub(super) fn write_dyn_ctl(&mut self, shared: &X710State, vector: usize, value: u32) {
         let old = self.reg(dyn_ctl(vector));
         let mut stored = value & !(DYN_CTL_CLEARPBA.mask() | DYN_CTL_SWINT_TRIG.mask() | DYN_CTL_INTENA_MSK.mask());
         if DYN_CTL_INTENA_MSK.is_set(value) {
@@ -77,7 +77,7 @@ impl Core {
     }
 
     /// PFINT_ICR0_ENA writes: an enabled cause already latched signals now.
-    pub(super) fn write_icr0_ena(&mut self, shared: &Shared, value: u32) {
+    pub(super) fn write_icr0_ena(&mut self, shared: &X710State, value: u32) {
         self.set_reg(PFINT_ICR0_ENA, value);
         self.try_signal(shared, 0);
     }
@@ -91,7 +91,7 @@ impl Core {
         (n.is_multiple_of(4) && n / 4 + 1 < self.intr.pending.len()).then_some(n / 4 + 1)
     }
 
-    fn try_signal(&mut self, shared: &Shared, vector: usize) {
+    fn try_signal(&mut self, shared: &X710State, vector: usize) {
         let causes = self.intr.pending[vector] || (vector == 0 && self.reg(PFINT_ICR0) & self.reg(PFINT_ICR0_ENA) != 0);
         let ctl = self.reg(dyn_ctl(vector));
         if !causes || !DYN_CTL_INTENA.is_set(ctl) {
@@ -101,8 +101,6 @@ impl Core {
         self.set_reg(dyn_ctl(vector), ctl & !DYN_CTL_INTENA.mask());
         self.intr.pending[vector] = false;
         self.intr.sent[vector] += 1;
-        if let Some(sink) = shared.irq.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            sink(vector as u16);
-        }
+        shared.io.signal(vector as u16);
     }
 }

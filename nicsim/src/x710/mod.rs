@@ -24,17 +24,15 @@ mod rx;
 mod stats;
 mod tx;
 
-pub use port::{run_until_idle_x710, X710Bar, X710Port, X710};
+pub use port::{X710Bar, X710Port, X710Thread, X710};
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use crate::dma::IovaMap;
-use crate::fault::{Fault, FaultLog};
-use crate::wire::{Sent, Wire};
+use crate::fault::Fault;
+use crate::model::Plumbing;
 use adminq::AdminQ;
 pub use adminq::{flag, opcode, AqRc};
 use hmc::{RxCtx, SdTable, TxCtx};
@@ -192,12 +190,8 @@ pub enum X710RxError {
     Oversize,
 }
 
-/// A frame on a wire: Ethernet bytes without FCS, and whether it arrived damaged.
-#[derive(Debug, Clone)]
-pub(crate) struct WireFrame {
-    pub data: Vec<u8>,
-    pub error: Option<X710RxError>,
-}
+/// A frame on this model's wires.
+pub(crate) type WireFrame = crate::wire::WireFrame<X710RxError>;
 
 /// Model-side counters that never clear and never wrap: exact counts for tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -220,18 +214,15 @@ pub struct X710Counters {
     pub arq_events: u64,
 }
 
-/// Frames waiting in the RX packet buffer.
-#[derive(Default)]
-struct Inbound {
-    frames: VecDeque<WireFrame>,
-    bytes: usize,
-}
+/// The RX packet buffer.
+type Inbound = crate::wire::Inbound<X710RxError>;
 
 /// RX packet buffer capacity of the model (bytes).
 const PACKET_BUFFER: usize = 512 << 10;
 
-/// State shared by the [`X710Bar`], the [`X710Port`] handles and the model thread.
-pub(crate) struct Shared {
+/// State shared by the [`X710Bar`], the [`X710Port`] handles and the model thread (opaque: reached through those
+/// handles).
+pub struct X710State {
     config: X710Config,
     core: Mutex<Core>,
     /// QTX_TAIL / QRX_TAIL doorbells, written without the model lock.
@@ -241,32 +232,22 @@ pub(crate) struct Shared {
     tx_qlen: Box<[AtomicU32]>,
     rx_qlen: Box<[AtomicU32]>,
     inbound: Mutex<Inbound>,
-    faults: Arc<FaultLog>,
-    dma: Arc<IovaMap>,
-    /// Where TX frames go.
-    pub(super) wire: Wire<Shared>,
+    /// Where TX frames go, the thread's parking, the interrupt sink (docs/hw/i40e.md §14.1).
+    pub(super) io: Plumbing<X710State>,
     /// Our side of the link is administratively up with the cable in: what a wired peer sees of us.
     link_active: AtomicBool,
     /// Frames dropped at arrival, not yet added to GLPRT_RDPC.
     missed: AtomicU64,
     counters: Mutex<X710Counters>,
-    parked: AtomicBool,
-    thread: Mutex<Option<Thread>>,
-    /// Where interrupt messages go (docs/hw/i40e.md §14.1); none: nowhere.
-    irq: Mutex<Option<crate::x540::IrqSink>>,
 }
 
-impl Shared {
+impl X710State {
     fn lock(&self) -> MutexGuard<'_, Core> {
         self.core.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn kick(&self) {
-        if self.parked.load(Ordering::Acquire) {
-            if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                t.unpark();
-            }
-        }
+        self.io.kick();
     }
 
     fn counters(&self) -> MutexGuard<'_, X710Counters> {
@@ -290,8 +271,8 @@ impl Shared {
         self.kick();
     }
 
-    fn fault(&self, what: String) {
-        self.faults.record(Fault::Protocol { what });
+    fn fault(&self, what: impl std::fmt::Display) {
+        self.io.faults.record(Fault::Protocol { what: what.to_string() });
     }
 
     /// A frame arrives from the wire: into the packet buffer, or dropped if it is full.
@@ -311,8 +292,8 @@ impl Shared {
         true
     }
 
-    fn peer(&self) -> Option<Arc<Shared>> {
-        self.wire.peer()
+    fn peer(&self) -> Option<Arc<X710State>> {
+        self.io.peer()
     }
 
     /// Sends a frame out of the MAC (or back into our RX with MAC/PHY loopback).
@@ -321,24 +302,12 @@ impl Shared {
             self.receive(frame);
             return;
         }
-        match self.wire.send(frame.data) {
-            Sent::Done => {}
-            Sent::Peer(peer, data) => {
-                peer.receive(WireFrame { data, error: frame.error });
-            }
-            Sent::Failed(e) => self.fault(format!("pcap wire: {e}")),
-        }
-    }
-
-    fn pump_wire(&self) -> usize {
-        self.wire.pump(64, |data| {
-            self.receive(WireFrame { data, error: None });
-        })
+        self.io.transmit(frame.data, frame.error);
     }
 
     /// Runs the device and firmware once: link, admin queue, TX rings, RX frames. Returns the work done.
     fn step(&self) -> usize {
-        let arrived = self.pump_wire();
+        let arrived = self.io.pump(self);
         let mut core = self.lock();
         let now = Instant::now();
         let missed = self.missed.swap(0, Ordering::Relaxed);
@@ -464,44 +433,8 @@ pub(crate) const VSI_SEID_BASE: u16 = 512;
 /// Queue-set handle base (a 10-bit rdylist value, docs/hw/i40e.md §8.5).
 pub(crate) const QS_HANDLE_BASE: u16 = 0x40;
 
-/// The model thread of one port; stops (and joins) on drop, re-raising a panic of the thread unless the current
-/// thread is already panicking.
-#[derive(Debug)]
-pub struct X710Thread {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl X710Thread {
-    /// Stops the thread and returns whether it ended normally.
-    pub fn stop(mut self) -> std::thread::Result<()> {
-        self.stop_inner()
-    }
-
-    fn stop_inner(&mut self) -> std::thread::Result<()> {
-        self.stop.store(true, Ordering::Release);
-        match self.handle.take() {
-            Some(h) => {
-                h.thread().unpark();
-                h.join()
-            }
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for X710Thread {
-    fn drop(&mut self) {
-        if let Err(panic) = self.stop_inner() {
-            if !std::thread::panicking() {
-                std::panic::resume_unwind(panic);
-            }
-        }
-    }
-}
-
-impl std::fmt::Debug for Shared {
+impl std::fmt::Debug for X710State {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared").field("pf_id", &self.config.pf_id).finish()
+        f.debug_struct("X710State").field("pf_id", &self.config.pf_id).finish()
     }
 }

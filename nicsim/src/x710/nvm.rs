@@ -3,7 +3,7 @@
 //! of the image 0xBABA. Writes to the shadow RAM are not modelled (a fault).
 
 use super::regs::*;
-use super::{Core, Shared};
+use super::{Core, X710State};
 
 /// GLNVM_GENS.SR_SIZE of the model: 4 KB (2048 words), one 4 KB sector. Real parts have 64 KB; the driver takes the
 /// size from the register and a small image keeps a probe's checksum pass short, but it reads whole sectors, so the
@@ -97,7 +97,7 @@ impl Core {
     }
 
     /// GLNVM_SRCTL and GLNVM_SRDATA writes: START with WRITE clear reads the word at ADDR into SRDATA.RDDATA.
-    pub(super) fn nvm_write(&mut self, shared: &Shared, offset: usize, value: u32) {
+    pub(super) fn nvm_write(&mut self, shared: &X710State, offset: usize, value: u32) {
         if offset != GLNVM_SRCTL {
             self.set_reg(offset, GLNVM_SRDATA_WRDATA.get(value) | (self.reg(offset) & GLNVM_SRDATA_RDDATA.mask()));
             return;

@@ -1,26 +1,24 @@
-//! The handles a test or a driver holds: the BAR ([`X710Bar`], a `drvkit::bar::RegisterSpace`) and the port
-//! ([`X710Port`]: wires, frame and fault injection, stepping, inspection).
+//! The handles a test or a driver holds: the BAR ([`X710Bar`], a `drvkit::bar::RegisterSpace`), the model's side
+//! of the [`Model`] trait (what [`X710Port`], the handle every model has, does on this NIC), and the X710's own
+//! inspection and faults.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use drvkit::bar::RegisterSpace;
-use swports::pcap_file::{self, PcapError};
 
-use crate::dma::IovaMap;
-use crate::fault::{Fault, FaultLog};
+use crate::fault::Fault;
+use crate::model::{FrameCounts, Model, ModelPort, Plumbing, SharedBar};
 use crate::pci::{PciIdentity, VENDOR_INTEL};
-use crate::wire::Wire;
 
 use super::regs::*;
-use super::{AqRc, Core, Inbound, Shared, WireFrame, X710Config, X710Counters, X710RxError, X710Thread};
+use super::{AqRc, Core, Inbound, WireFrame, X710Config, X710Counters, X710RxError, X710State};
 
 /// The model's BAR0: a [`RegisterSpace`] for the driver.
 #[derive(Clone)]
 pub struct X710Bar {
-    shared: Arc<Shared>,
+    shared: Arc<X710State>,
 }
 
 impl std::fmt::Debug for X710Bar {
@@ -33,7 +31,7 @@ impl X710Bar {
     fn check(&self, offset: usize, what: &str) -> bool {
         let len = self.shared.config.bar0_len;
         if !offset.is_multiple_of(4) || offset + 4 > len {
-            self.shared.faults.record(Fault::Register {
+            self.shared.io.faults.record(Fault::Register {
                 offset,
                 what: format!("{what} outside the {len:#x}-byte BAR0 or unaligned"),
             });
@@ -83,17 +81,12 @@ fn doorbell(offset: usize, n: usize) -> Option<(bool, usize)> {
     })
 }
 
-/// A handle on one model PF: wires, frame injection, fault injection, stepping and inspection.
-#[derive(Clone)]
-pub struct X710Port {
-    shared: Arc<Shared>,
-}
+/// A handle on one model PF: wires, frame injection, fault injection, stepping and inspection. The handle every
+/// model has ([`ModelPort`]) with the X710's own inspection and faults below.
+pub type X710Port = ModelPort<X710State>;
 
-impl std::fmt::Debug for X710Port {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("X710Port").field("pf_id", &self.shared.config.pf_id).finish()
-    }
-}
+/// The model thread of one PF (the one every model has).
+pub type X710Thread = crate::model::ModelThread;
 
 /// Constructors of the X710 model.
 #[derive(Debug)]
@@ -103,61 +96,66 @@ impl X710 {
     /// A model PF: its BAR0 for the driver and the port handle for the test.
     #[allow(clippy::new_ret_no_self)] // a device and its handle, like `X540::new`
     pub fn new(config: X710Config) -> (X710Bar, X710Port) {
+        let port = X710Port::create(config);
+        (port.bar(), port)
+    }
+
+    /// Two PFs of one adapter wired back to back: ports 0 and 1, PFs 0 and 1, MACs one apart, disjoint queues.
+    pub fn pair(config: X710Config) -> ((X710Bar, X710Port), (X710Bar, X710Port)) {
+        let (a, b) = X710Port::create_pair(config);
+        ((a.bar(), a), (b.bar(), b))
+    }
+}
+
+impl Model for X710State {
+    type Config = X710Config;
+    type RxError = X710RxError;
+    type Counters = X710Counters;
+    const FAMILY: &'static str = "x710";
+
+    fn build(config: X710Config) -> Arc<Self> {
         assert!(
             config.num_queues > 0 && usize::from(config.first_queue) + usize::from(config.num_queues) <= MAX_QUEUES
         );
         assert!(matches!(config.rss_table_size, 128 | 512), "RSS table size is 128 or 512 (docs/hw/i40e.md §15)");
-        let faults = Arc::new(FaultLog::new(config.panic_on_fault));
         let n = usize::from(config.num_queues);
-        let shared = Arc::new(Shared {
+        Arc::new(X710State {
             core: Mutex::new(Core::new(&config)),
             tx_tail: (0..n).map(|_| AtomicU32::new(0)).collect(),
             rx_tail: (0..n).map(|_| AtomicU32::new(0)).collect(),
             tx_qlen: (0..n).map(|_| AtomicU32::new(0)).collect(),
             rx_qlen: (0..n).map(|_| AtomicU32::new(0)).collect(),
             inbound: Mutex::new(Inbound::default()),
-            dma: Arc::new(IovaMap::new(faults.clone())),
-            faults,
-            wire: Wire::default(),
+            io: Plumbing::new(config.panic_on_fault),
             link_active: AtomicBool::new(config.link_enabled),
             missed: AtomicU64::new(0),
             counters: Mutex::new(X710Counters::default()),
-            parked: AtomicBool::new(false),
-            thread: Mutex::new(None),
-            irq: Mutex::new(None),
             config,
-        });
-        (X710Bar { shared: shared.clone() }, X710Port { shared })
+        })
     }
 
-    /// Two PFs of one adapter wired back to back: ports 0 and 1, PFs 0 and 1, MACs one apart, disjoint queues.
-    pub fn pair(config: X710Config) -> ((X710Bar, X710Port), (X710Bar, X710Port)) {
+    fn twin_configs(config: X710Config) -> (X710Config, X710Config) {
         let mut c1 = config.clone();
         c1.port = 1;
         c1.pf_id = 1;
         c1.mac[5] = c1.mac[5].wrapping_add(1);
         c1.first_queue = config.first_queue + config.num_queues;
-        let a = X710::new(X710Config { port: 0, pf_id: 0, ..config });
-        let b = X710::new(c1);
-        a.1.wire_to(&b.1);
-        (a, b)
-    }
-}
-
-impl X710Port {
-    /// Another handle on the BAR.
-    pub fn bar(&self) -> X710Bar {
-        X710Bar { shared: self.shared.clone() }
+        (X710Config { port: 0, pf_id: 0, ..config }, c1)
     }
 
-    /// The IOVA map: give it to the driver as its `DmaMapper`; the model's DMA goes only through it.
-    pub fn dma_mapper(&self) -> Arc<IovaMap> {
-        self.shared.dma.clone()
+    fn config(&self) -> &X710Config {
+        &self.config
+    }
+    fn unit(&self) -> u16 {
+        self.config.pf_id.into()
+    }
+    fn plumbing(&self) -> &Plumbing<Self> {
+        &self.io
     }
 
     /// What the PF presents on the PCI bus (docs/hw/i40e.md §1): 8086:device, BAR0 and BAR3.
-    pub fn pci_identity(&self) -> PciIdentity {
-        let c = &self.shared.config;
+    fn identity(&self) -> PciIdentity {
+        let c = &self.config;
         PciIdentity {
             vendor: VENDOR_INTEL,
             device: c.part.device_id(),
@@ -166,139 +164,87 @@ impl X710Port {
             msix_vectors: c.msix_vectors,
         }
     }
+    /// BAR0, the registers; BAR3 holds the MSI-X table.
+    fn bar(self: &Arc<Self>, index: usize) -> Option<SharedBar> {
+        (index == 0).then(|| Arc::new(X710Bar { shared: self.clone() }) as SharedBar)
+    }
+    fn prefetchable(&self) -> bool {
+        true
+    }
+    fn msix_bar(&self) -> usize {
+        3 // docs/hw/i40e.md §1: BAR3
+    }
+    /// PFGEN_CTRL.PFSWR, the PF software reset (docs/hw/i40e.md §4).
+    fn function_reset(self: &Arc<Self>) {
+        X710Bar { shared: self.clone() }.write32(PFGEN_CTRL, PFGEN_CTRL_PFSWR.mask());
+    }
 
-    /// Sends the port's MSI-X messages to `sink` (called with the vector number) instead of nowhere; `None`
-    /// disconnects it. The model signals from its own thread or the register caller's.
-    pub fn set_irq_sink(&self, sink: Option<crate::x540::IrqSink>) {
-        *self.shared.irq.lock().unwrap_or_else(|e| e.into_inner()) = sink;
+    fn arrive(&self, data: Vec<u8>, error: Option<X710RxError>) -> bool {
+        self.receive(WireFrame { data, error })
+    }
+    fn run_once(self: &Arc<Self>) -> usize {
+        self.step()
+    }
+    fn frames_waiting(&self) -> usize {
+        // One lock at a time: the model thread takes the core lock and then the packet buffer's.
+        let blocked = usize::from(self.lock().rx_blocked.is_some());
+        self.inbound.lock().unwrap_or_else(|e| e.into_inner()).frames.len() + blocked
+    }
+
+    /// As PRTMAC_LINKSTA would say.
+    fn link_is_up(&self) -> bool {
+        self.lock().link_up(self, Instant::now())
+    }
+    /// Link events on the ARQ if enabled.
+    fn flap_link(self: &Arc<Self>, down_for: Duration) {
+        let mut core = self.lock();
+        core.link.down_until = Some(Instant::now() + down_for);
+        core.update_link(self, Instant::now());
+    }
+    /// Cable (or module) in or out.
+    fn plug_cable(self: &Arc<Self>, connected: bool) {
+        let mut core = self.lock();
+        core.link.cable = connected;
+        core.update_link(self, Instant::now());
+    }
+
+    fn exact_counters(&self) -> X710Counters {
+        *self.counters()
+    }
+    fn frame_counts(&self) -> FrameCounts {
+        let c = *self.counters();
+        FrameCounts {
+            rx_delivered: c.rx_delivered,
+            rx_dropped: c.rx_missed + c.rx_filtered + c.rx_disabled,
+            tx_sent: c.tx_sent,
+            tx_dropped: c.tx_dropped_link_down,
+        }
+    }
+    fn named_counters(&self) -> Vec<(&'static str, u64)> {
+        let c = *self.counters();
+        vec![
+            ("rx_delivered", c.rx_delivered),
+            ("tx_sent", c.tx_sent),
+            ("rx_missed", c.rx_missed),
+            ("rx_filtered", c.rx_filtered),
+            ("rx_disabled", c.rx_disabled),
+            ("tx_dropped_link_down", c.tx_dropped_link_down),
+            ("aq_commands", c.aq_commands),
+            ("arq_events", c.arq_events),
+        ]
+    }
+}
+
+/// What only the X710 model has.
+impl ModelPort<X710State> {
+    /// Another handle on the BAR.
+    pub fn bar(&self) -> X710Bar {
+        X710Bar { shared: self.shared.clone() }
     }
 
     /// Messages signalled so far on each MSI-X vector, whether or not a sink was connected.
     pub fn irq_counts(&self) -> Vec<u64> {
         self.shared.lock().intr.sent.clone()
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &X710Config {
-        &self.shared.config
-    }
-
-    /// Wires this port to another back to back (frames both ways; each sees the other's link).
-    pub fn wire_to(&self, other: &X710Port) {
-        Wire::connect((&self.shared.wire, &self.shared), (&other.shared.wire, &other.shared));
-    }
-
-    /// Sends transmitted frames to a pcap file instead.
-    pub fn wire_to_pcap(&self, path: impl AsRef<Path>) -> Result<(), PcapError> {
-        self.shared.wire.to_pcap(path)
-    }
-
-    /// Wires the port to a new TAP interface (the kernel is the link partner); returns its name.
-    pub fn wire_to_tap(&self, name: &str) -> std::io::Result<String> {
-        let ifname = self.shared.wire.to_tap(name)?;
-        self.shared.kick();
-        Ok(ifname)
-    }
-
-    /// Flushes a pcap wire.
-    pub fn flush_pcap(&self) -> Result<(), PcapError> {
-        self.shared.wire.flush_pcap()
-    }
-
-    /// Back to capturing transmitted frames for [`X710Port::take_tx`].
-    pub fn unwire(&self) {
-        self.shared.wire.unwire();
-    }
-
-    /// A frame (no FCS) arrives on the wire. False if the packet buffer was full.
-    pub fn inject(&self, frame: &[u8]) -> bool {
-        self.shared.receive(WireFrame { data: frame.to_vec(), error: None })
-    }
-
-    /// A damaged frame arrives: it is delivered with the error bit in its write-back.
-    pub fn inject_error(&self, frame: &[u8], error: X710RxError) -> bool {
-        self.shared.receive(WireFrame { data: frame.to_vec(), error: Some(error) })
-    }
-
-    /// Injects every record of a pcap file; returns how many were accepted.
-    pub fn inject_pcap(&self, path: impl AsRef<Path>) -> Result<usize, PcapError> {
-        let records = pcap_file::read_all(path)?;
-        Ok(records.into_iter().filter(|r| self.inject(&r.data)).count())
-    }
-
-    /// Frames transmitted while unwired (without FCS), oldest first.
-    pub fn take_tx(&self) -> Vec<Vec<u8>> {
-        self.shared.wire.take_captured()
-    }
-
-    /// Frames waiting in the packet buffer.
-    pub fn rx_pending(&self) -> usize {
-        // One lock at a time: the model thread takes the core lock and then the packet buffer's.
-        let blocked = usize::from(self.shared.lock().rx_blocked.is_some());
-        self.shared.inbound.lock().unwrap_or_else(|e| e.into_inner()).frames.len() + blocked
-    }
-
-    /// Processes everything pending now (admin queue, TX rings, RX frames); returns the work done (0: idle).
-    pub fn step(&self) -> usize {
-        self.shared.step()
-    }
-
-    /// Runs the model in its own thread until the guard drops.
-    pub fn start_thread(&self) -> X710Thread {
-        let stop = Arc::new(AtomicBool::new(false));
-        let shared = self.shared.clone();
-        let stop2 = stop.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("nicsim-x710-{}", shared.config.pf_id))
-            .spawn(move || {
-                *shared.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
-                let mut idle = 0u32;
-                while !stop2.load(Ordering::Acquire) {
-                    if shared.step() > 0 {
-                        idle = 0;
-                        continue;
-                    }
-                    idle += 1;
-                    if idle < 64 {
-                        std::thread::yield_now();
-                    } else {
-                        // Doorbells are plain atomics: the park is bounded so a tail written without a kick is
-                        // still seen promptly.
-                        shared.parked.store(true, Ordering::Release);
-                        std::thread::park_timeout(Duration::from_micros(200));
-                        shared.parked.store(false, Ordering::Release);
-                    }
-                }
-                *shared.thread.lock().unwrap_or_else(|e| e.into_inner()) = None;
-            })
-            .expect("spawn model thread");
-        X710Thread { stop, handle: Some(handle) }
-    }
-
-    /// Faults recorded so far.
-    pub fn faults(&self) -> Vec<Fault> {
-        self.shared.faults.faults()
-    }
-
-    /// Removes and returns the faults recorded so far.
-    pub fn take_faults(&self) -> Vec<Fault> {
-        self.shared.faults.take()
-    }
-
-    /// Panics with the list if any fault was recorded.
-    #[track_caller]
-    pub fn assert_no_faults(&self) {
-        self.shared.faults.assert_none()
-    }
-
-    /// Turns panic-on-fault on or off.
-    pub fn set_panic_on_fault(&self, on: bool) {
-        self.shared.faults.set_panic_on_fault(on)
-    }
-
-    /// The model's exact counters.
-    pub fn counters(&self) -> X710Counters {
-        *self.shared.counters()
     }
 
     /// The current value of a statistics counter by its L register offset (e.g. `stat::GLPRT_UPRC + 8 * port`).
@@ -323,30 +269,6 @@ impl X710Port {
     pub fn stall_admin_queue(&self, stalled: bool, critical: bool) {
         self.shared.lock().aq.stall(stalled, critical);
         self.shared.kick();
-    }
-
-    /// Fault injection: the link goes down now and comes back after `down_for` (events on the ARQ if enabled).
-    pub fn link_flap(&self, down_for: Duration) {
-        let mut core = self.shared.lock();
-        core.link.down_until = Some(Instant::now() + down_for);
-        core.update_link(&self.shared, Instant::now());
-        drop(core);
-        self.shared.kick();
-    }
-
-    /// Fault injection: cable (or module) in or out.
-    pub fn set_cable(&self, connected: bool) {
-        let mut core = self.shared.lock();
-        core.link.cable = connected;
-        core.update_link(&self.shared, Instant::now());
-        drop(core);
-        self.shared.kick();
-    }
-
-    /// Whether the link is up now (as PRTMAC_LINKSTA would say).
-    pub fn link_up(&self) -> bool {
-        let core = self.shared.lock();
-        core.link_up(&self.shared, Instant::now())
     }
 
     /// Fault injection: TX queue `queue` (PF-relative; `None`: every queue, also those enabled later) stops
@@ -399,17 +321,5 @@ impl X710Port {
     /// Opcodes of the admin commands completed so far, in order.
     pub fn aq_log(&self) -> Vec<(u16, AqRc)> {
         self.shared.lock().aq.log.clone()
-    }
-}
-
-/// Steps every port until none has work left; returns the total work.
-pub fn run_until_idle_x710(ports: &[&X710Port]) -> usize {
-    let mut total = 0;
-    loop {
-        let work: usize = ports.iter().map(|p| p.step()).sum();
-        if work == 0 {
-            return total;
-        }
-        total += work;
     }
 }

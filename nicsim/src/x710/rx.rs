@@ -5,11 +5,12 @@
 //! writes), with the Toeplitz function only (GLQF_CTL.HTOEP = 1), and picks table entry `hash mod table size`.
 
 use crate::net::{self, L3};
+use crate::Error;
 
 use super::hmc::RxCtx;
 use super::regs::pctype::*;
 use super::regs::*;
-use super::{adminq, Core, Shared, WireFrame, X710RxError};
+use super::{adminq, Core, WireFrame, X710RxError, X710State};
 
 /// Frames handled per step, so TX and the admin queue are not starved.
 const RX_BUDGET: usize = 256;
@@ -174,7 +175,7 @@ enum Delivery {
 }
 
 impl Core {
-    fn count_rx_drop(&mut self, shared: &Shared) {
+    fn count_rx_drop(&mut self, shared: &X710State) {
         let port = usize::from(shared.config.port);
         self.stats.add(stat::GLPRT_RDPC + 8 * port, 1);
         self.stats.add(stat::GLV_RDPC + 8 * adminq::vsi_stat_index(&shared.config), 1);
@@ -197,7 +198,7 @@ impl Core {
     }
 
     /// MAC checks, filters and queue selection. `None`: dropped (and counted).
-    fn classify(&mut self, shared: &Shared, frame: WireFrame) -> Option<Classified> {
+    fn classify(&mut self, shared: &X710State, frame: WireFrame) -> Option<Classified> {
         let port = usize::from(shared.config.port);
         let len = frame.data.len();
         if len < MIN_FRAME {
@@ -251,7 +252,7 @@ impl Core {
         if hena & (1 << pctype) != 0 {
             if !GLQF_CTL_HTOEP.is_set(self.reg(GLQF_CTL)) {
                 shared.fault(
-                    "GLQF_CTL.HTOEP = 0: the simple XOR hash is not modelled (DPDK forces Toeplitz, docs/hw/i40e.md §12.2)".into(),
+                    "GLQF_CTL.HTOEP = 0: the simple XOR hash is not modelled (DPDK forces Toeplitz, docs/hw/i40e.md §12.2)",
                 );
             }
             let h = net::toeplitz(&self.rss_key(), &input);
@@ -287,7 +288,7 @@ impl Core {
     }
 
     /// Moves frames from the packet buffer into RX rings. Returns the number of frames handled.
-    pub(crate) fn process_rx(&mut self, shared: &Shared) -> usize {
+    pub(crate) fn process_rx(&mut self, shared: &X710State) -> usize {
         let mut work = 0;
         while work < RX_BUDGET {
             let c = match self.rx_blocked.take() {
@@ -319,7 +320,7 @@ impl Core {
         work
     }
 
-    fn deliver(&mut self, shared: &Shared, c: &Classified) -> Delivery {
+    fn deliver(&mut self, shared: &X710State, c: &Classified) -> Delivery {
         let Some(q) = c.queue else { return Delivery::Done };
         let now = std::time::Instant::now();
         let Some(ctx) = self.rxq[q].ctx.filter(|_| self.rxq[q].ena.stat(now)) else {
@@ -369,27 +370,30 @@ impl Core {
     /// Writes one buffer of a frame and its descriptor write-back; `last` carries the frame's status.
     fn write_rx_buffer(
         &self,
-        shared: &Shared,
+        shared: &X710State,
         q: usize,
         ctx: &RxCtx,
         idx: u32,
         chunk: &[u8],
         last: Option<(&Classified, bool, bool)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let at = ctx.base + u64::from(idx) * ctx.desc_len as u64;
         let [pkt_addr, hdr_addr] = shared
+            .io
             .dma
             .read_desc(at, &|| format!("RX descriptor {idx} of queue {q}"))
-            .map_err(|_| format!("RX descriptor {idx} of queue {q} outside the IOVA map"))?;
+            .map_err(|_| Error::Unmapped(format!("RX descriptor {idx} of queue {q} outside the IOVA map")))?;
         if hdr_addr & 1 != 0 {
-            return Err(format!(
-                "RX descriptor {idx} of queue {q}: hdr_addr bit 0 (where DD goes) is set: a descriptor not re-armed (docs/hw/i40e.md §10.1)"
-            ));
+            return Err(Error::Violation {
+                at: format!("RX descriptor {idx} of queue {q}"),
+                rule: "hdr_addr bit 0 (where DD goes) is set: a descriptor not re-armed (docs/hw/i40e.md §10.1)".into(),
+            });
         }
-        shared
-            .dma
-            .write(pkt_addr, chunk, &|| format!("RX buffer of descriptor {idx}, queue {q}"))
-            .map_err(|_| format!("RX buffer {pkt_addr:#x} of descriptor {idx}, queue {q}, outside the IOVA map"))?;
+        shared.io.dma.write(pkt_addr, chunk, &|| format!("RX buffer of descriptor {idx}, queue {q}")).map_err(
+            |_| {
+                Error::Unmapped(format!("RX buffer {pkt_addr:#x} of descriptor {idx}, queue {q}, outside the IOVA map"))
+            },
+        )?;
         let mut lo = wb::DD.val(1);
         let mut hi = wb::LENGTH_PBUF.val(chunk.len() as u32);
         let mut qw0_lo = 0u32;
@@ -418,13 +422,15 @@ impl Core {
         }
         if ctx.desc_len == 32 {
             shared
+                .io
                 .dma
                 .write(at + 16, &[0u8; 16], &|| format!("RX write-back qwords 2-3, descriptor {idx}"))
-                .map_err(|_| "RX descriptor upper half outside the IOVA map".to_string())?;
+                .map_err(|_| Error::Unmapped("RX descriptor upper half outside the IOVA map".into()))?;
         }
         shared
+            .io
             .dma
             .write_back(at, [qw0_lo, qw0_hi, lo, hi], 2, &|| format!("RX write-back {idx}, queue {q}"))
-            .map_err(|_| format!("RX write-back of descriptor {idx}, queue {q}, failed"))
+            .map_err(|_| Error::Unmapped(format!("RX write-back of descriptor {idx}, queue {q}, failed")))
     }
 }

@@ -2,13 +2,14 @@
 //! checksum and VLAN insertion, and the malicious-driver checks of docs/hw/i40e.md §11 (a violation disables the queue, sets
 //! GL_MDET_TX and is recorded as a fault).
 
+use crate::Error;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::net;
 
 use super::regs::*;
-use super::{adminq, Core, Shared, WireFrame};
+use super::{adminq, Core, WireFrame, X710State};
 
 /// Descriptors handled per queue per step.
 const TX_BUDGET: u32 = 256;
@@ -71,7 +72,7 @@ pub(crate) struct Pending {
 
 impl Core {
     /// Processes every enabled TX queue up to its tail. Returns the number of descriptors handled.
-    pub(crate) fn process_tx(&mut self, shared: &Shared, now: Instant) -> usize {
+    pub(crate) fn process_tx(&mut self, shared: &X710State, now: Instant) -> usize {
         let mut work = 0;
         if self.tx_suspended {
             return 0;
@@ -86,21 +87,21 @@ impl Core {
         work
     }
 
-    fn process_tx_queue(&mut self, shared: &Shared, q: usize) -> usize {
+    fn process_tx_queue(&mut self, shared: &X710State, q: usize) -> usize {
         let Some(ctx) = self.txq[q].ctx else { return 0 };
         let tail = shared.tx_tail[q].load(Ordering::Acquire);
         let mut done = 0;
         while self.txq[q].head != tail && done < TX_BUDGET {
             let idx = self.txq[q].head;
             let at = ctx.base + u64::from(idx) * DESC_LEN;
-            let Ok([addr, qw1]) = shared.dma.read_desc(at, &|| format!("TX descriptor {idx} of queue {q}")) else {
+            let Ok([addr, qw1]) = shared.io.dma.read_desc(at, &|| format!("TX descriptor {idx} of queue {q}")) else {
                 return self.mdd(shared, q, format!("TX descriptor {idx} outside the IOVA map")) + done as usize;
             };
             let dtype = get(qw1, txd::DTYPE);
             match dtype {
                 txd::DTYPE_DATA => {
                     if let Err(why) = self.tx_data(shared, q, idx, addr, qw1) {
-                        return self.mdd(shared, q, why) + done as usize;
+                        return self.mdd(shared, q, why.to_string()) + done as usize;
                     }
                 }
                 txd::DTYPE_CONTEXT => {
@@ -142,10 +143,10 @@ impl Core {
             if get(qw1, txd::CMD) & txd::CMD_RS != 0 {
                 let r = match ctx.head_wb {
                     // Head write-back (docs/hw/i40e.md §10.5): the index of the next descriptor the device will read.
-                    Some(addr) => shared.dma.write_u32(addr, next, &|| format!("TX head write-back, queue {q}")),
+                    Some(addr) => shared.io.dma.write_u32(addr, next, &|| format!("TX head write-back, queue {q}")),
                     None => {
                         let v = ((qw1 as u32) & !0xF) | txd::DTYPE_DONE as u32;
-                        shared.dma.write_u32(at + 8, v, &|| format!("TX DD write-back {idx}, queue {q}"))
+                        shared.io.dma.write_u32(at + 8, v, &|| format!("TX DD write-back {idx}, queue {q}"))
                     }
                 };
                 if r.is_err() {
@@ -159,26 +160,30 @@ impl Core {
         // finds the others complete through this word.
         if let (Some(addr), true) = (ctx.head_wb, done > 0) {
             let head = self.txq[q].head;
-            let _ = shared.dma.write_u32(addr, head, &|| format!("TX head write-back, queue {q}"));
+            let _ = shared.io.dma.write_u32(addr, head, &|| format!("TX head write-back, queue {q}"));
         }
         done as usize
     }
 
     /// One data descriptor: gather its buffer, and send the packet at EOP.
-    fn tx_data(&mut self, shared: &Shared, q: usize, idx: u32, addr: u64, qw1: u64) -> Result<(), String> {
+    fn tx_data(&mut self, shared: &X710State, q: usize, idx: u32, addr: u64, qw1: u64) -> Result<(), Error> {
         let cmd = get(qw1, txd::CMD);
         let size = get(qw1, txd::BUF_SZ) as usize;
         if cmd & !txd::CMD_KNOWN != 0 {
-            return Err(format!("descriptor {idx}: CMD {cmd:#x}"));
+            return Err(Error::Violation { at: format!("descriptor {idx}"), rule: format!("CMD {cmd:#x}") });
         }
         if size == 0 {
-            return Err(format!("descriptor {idx}: a buffer of length 0 (docs/hw/i40e.md §11)"));
+            return Err(Error::Violation {
+                at: format!("descriptor {idx}"),
+                rule: "a buffer of length 0 (docs/hw/i40e.md §11)".into(),
+            });
         }
         let mut buf = vec![0u8; size];
         shared
+            .io
             .dma
             .read(addr, &mut buf, &|| format!("TX buffer of descriptor {idx}, queue {q}"))
-            .map_err(|_| format!("descriptor {idx}: buffer {addr:#x} outside the IOVA map"))?;
+            .map_err(|_| Error::Unmapped(format!("descriptor {idx}: buffer {addr:#x} outside the IOVA map")))?;
         let p = self.txq[q].pending.get_or_insert_with(|| Pending {
             data: Vec::new(),
             descs: 0,
@@ -190,19 +195,25 @@ impl Core {
         p.descs += 1;
         p.l2tag1 = get(qw1, txd::L2TAG1) as u16;
         if p.descs > MAX_DATA_DESCS {
-            return Err(format!("a packet spans more than {MAX_DATA_DESCS} data descriptors (docs/hw/i40e.md §11)"));
+            return Err(Error::Violation {
+                at: String::new(),
+                rule: format!("a packet spans more than {MAX_DATA_DESCS} data descriptors (docs/hw/i40e.md §11)"),
+            });
         }
         if cmd & txd::CMD_EOP == 0 {
             return Ok(());
         }
         let p = self.txq[q].pending.take().expect("pending packet");
         if p.data.len() < MIN_PACKET {
-            return Err(format!("a packet of {} bytes (at least 17, docs/hw/i40e.md §11)", p.data.len()));
+            return Err(Error::Violation {
+                at: String::new(),
+                rule: format!("a packet of {} bytes (at least 17, docs/hw/i40e.md §11)", p.data.len()),
+            });
         }
         self.send(shared, q, p)
     }
 
-    fn send(&mut self, shared: &Shared, q: usize, p: Pending) -> Result<(), String> {
+    fn send(&mut self, shared: &X710State, q: usize, p: Pending) -> Result<(), Error> {
         let mut frame = p.data;
         if p.cmd & txd::CMD_ICRC == 0 {
             shared.fault(format!(
@@ -213,7 +224,10 @@ impl Core {
         let ip_len = get(p.offset, txd::IPLEN) as usize * 4;
         if p.cmd & txd::CMD_IIPT_MASK == txd::CMD_IIPT_IPV4_CSUM {
             if ip_len < 20 || mac_len + ip_len > frame.len() {
-                return Err(format!("IPv4 checksum with MACLEN {mac_len} / IPLEN {ip_len} outside the packet"));
+                return Err(Error::Violation {
+                    at: String::new(),
+                    rule: format!("IPv4 checksum with MACLEN {mac_len} / IPLEN {ip_len} outside the packet"),
+                });
             }
             frame[mac_len + 10..mac_len + 12].fill(0);
             let c = net::internet_checksum(&frame[mac_len..mac_len + ip_len]);
@@ -225,11 +239,16 @@ impl Core {
             let field = match l4 {
                 txd::CMD_L4T_TCP => 16,
                 txd::CMD_L4T_UDP => 6,
-                txd::CMD_L4T_SCTP => return Err("SCTP CRC offload is not modelled".into()),
+                txd::CMD_L4T_SCTP => {
+                    return Err(Error::Violation { at: "SCTP".into(), rule: "CRC offload is not modelled".into() })
+                }
                 _ => unreachable!("two-bit field"),
             };
             if ip_len == 0 || l4_off + field + 2 > frame.len() {
-                return Err(format!("L4 checksum with MACLEN {mac_len} / IPLEN {ip_len} outside the packet"));
+                return Err(Error::Violation {
+                    at: "L4".into(),
+                    rule: format!("checksum with MACLEN {mac_len} / IPLEN {ip_len} outside the packet"),
+                });
             }
             // The field holds the pseudo-header sum (as DPDK's checksum prepare leaves it); the device sums the
             // L4 bytes over it.
@@ -244,11 +263,13 @@ impl Core {
         if frame.len() < MIN_FRAME {
             frame.resize(MIN_FRAME, 0);
         }
-        if frame.len() + 4 > usize::from(self.link.max_frame) {
+        // The MTU is the receiver's business (its MAC counts GLPRT_ROC, docs/hw/i40e.md §19); what no 700-series
+        // port can send is a frame above the largest one (docs/hw/i40e.md §15).
+        if frame.len() + 4 > super::hmc::MAX_FRAME as usize {
             shared.fault(format!(
-                "TX queue {q}: a {}-byte frame above Set MAC Config's max_frame_size {} (dropped)",
+                "TX queue {q}: a {}-byte frame above the largest frame, {} bytes (dropped; docs/hw/i40e.md §15)",
                 frame.len() + 4,
-                self.link.max_frame
+                super::hmc::MAX_FRAME
             ));
             return Ok(());
         }
@@ -266,7 +287,7 @@ impl Core {
 
     /// Malicious driver detection (docs/hw/i40e.md §11): the queue stops (QENA_STAT drops while QENA_REQ stays), GL_MDET_TX
     /// latches, and the violation is recorded. Returns 1 (work done).
-    fn mdd(&mut self, shared: &Shared, q: usize, why: String) -> usize {
+    fn mdd(&mut self, shared: &X710State, q: usize, why: String) -> usize {
         shared.fault(format!("MDD on TX queue {q}: {why}; the queue is disabled"));
         // Only VALID's position is in docs/hw/i40e.md §11; the other fields are left 0.
         self.set_reg(GL_MDET_TX, GL_MDET_VALID.val(1));

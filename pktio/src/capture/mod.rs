@@ -450,7 +450,9 @@ fn finish(r: Running) -> std::io::Result<CaptureStats> {
 
 /// Stops the running capture, writes its statistics blocks and closes the file. `None`: no capture was running.
 pub fn stop() -> Option<std::io::Result<(PathBuf, CaptureStats)>> {
-    let r = current().lock().unwrap_or_else(|e| e.into_inner()).take()?;
+    // Held until the file is closed: no one sees "no capture" while its writer still writes.
+    let mut cur = current().lock().unwrap_or_else(|e| e.into_inner());
+    let r = cur.take()?;
     let path = r.path.clone();
     Some(finish(r).map(|s| (path, s)))
 }

@@ -491,7 +491,8 @@ fn run_mode<E: Engine>(streams: &mut [Stream], b: &mut PacketBatch, stop: &Atomi
 }
 
 /// What one forwarding lcore does: `tx_first` txonly bursts on every stream, then `mode` until `stop` is set.
-/// Returns the streams (and so the queues).
+/// `stop` ends the tx_first rounds too (a `start tx_first 4294967295` is ended by `stop`, `quit` or a signal
+/// like any run). Returns the streams (and so the queues).
 pub fn lcore_main(
     mode: FwdMode,
     mut streams: Vec<Stream>,
@@ -501,6 +502,9 @@ pub fn lcore_main(
 ) -> Vec<Stream> {
     let mut b = PacketBatch::with_capacity(burst);
     for _ in 0..tx_first {
+        if stop.load(Ordering::Relaxed) {
+            return streams;
+        }
         for s in streams.iter_mut() {
             TxOnly::burst::<true>(s, &mut b);
         }

@@ -1,10 +1,11 @@
-//! `nicsim-vfio-user --model x540|82599|x710 --socket PATH [--tap NAME] [--mac 02:..] [--stats FILE] [--once]`: serves one
+//! `nicsim-vfio-user --model x540|82599|x710|sp670 --socket PATH [--tap NAME] [--mac 02:..] [--stats FILE] [--once]`: serves one
 //! model port over vfio-user to QEMU (`-device vfio-user-pci,socket=PATH`), one client after another (the device
 //! reset in between), or only the first with `--once`.
 //!
 //! The model runs in its own thread; with `--tap` its wire is that TAP interface (created, or attached to when it
 //! exists and is persistent). `--stats FILE` rewrites FILE every 100 ms with the model's counters, interrupt
-//! messages, fault count and each fault (`fault=...`) as `key=value` lines; every fault the model records is printed on stderr as it happens
+//! messages, fault count and each fault (`fault=...`) as `key=value` lines (the counters are the model's own, by
+//! name: `rx_delivered` and `tx_sent` for every model); every fault the model records is printed on stderr as it happens
 //! (`nicsim-vfio-user: FAULT ...`), so a driver's misuse names its register.
 
 use std::path::PathBuf;
@@ -13,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nicsim::{X540Config, X540Port, X710Config, X710Port, X540, X710};
-use vfio_user_model::{serve, Error, Model, ModelDevice, X540Model, X710Model};
+use nicsim::{Model, ModelPort, Sp670Config, Sp670State, X540Config, X540State, X710Config, X710State};
+use vfio_user_model::{serve, Error, ModelDevice};
 
 struct Args {
     model: String,
@@ -54,58 +55,29 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
-/// The test's handle on whichever model is served.
-#[derive(Clone)]
-enum Port {
-    X540(X540Port),
-    X710(X710Port),
-}
-
-impl Port {
-    fn faults(&self) -> Vec<nicsim::Fault> {
-        match self {
-            Port::X540(p) => p.faults(),
-            Port::X710(p) => p.faults(),
-        }
+/// The stats file's text: the model's counters by name, link, interrupt messages per kind, faults.
+fn report<S: Model>(port: &ModelPort<S>, sent: [u64; 3], faults: &[nicsim::Fault]) -> String {
+    let mut text: String = port.named_counters().iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    text += &format!(
+        "link_up={}\nirq_intx={}\nirq_msi={}\nirq_msix={}\nfaults={}\n",
+        u8::from(port.link_up()),
+        sent[0],
+        sent[1],
+        sent[2],
+        faults.len()
+    );
+    // The faults themselves, one line each, so that a host check can name the register.
+    for f in faults {
+        text += &format!("fault={}\n", format!("{f:?}").replace('\n', " "));
     }
-
-    /// (rx_delivered, tx_sent, the stats file's other lines).
-    fn report(&self) -> (u64, u64, String) {
-        match self {
-            Port::X540(p) => {
-                let c = p.counters();
-                let irqs: u64 = p.irq_counts().iter().sum();
-                let more = format!(
-                    "rx_missed={}\nrx_filtered={}\nrx_disabled={}\nrx_errors={}\ntx_dropped_link_down={}\nlink_up={}\nirq_messages={irqs}\n",
-                    c.rx_missed,
-                    c.rx_filtered,
-                    c.rx_disabled,
-                    c.rx_errors,
-                    c.tx_dropped_link_down,
-                    u8::from(p.link_is_up())
-                );
-                (c.rx_delivered, c.tx_sent, more)
-            }
-            Port::X710(p) => {
-                let c = p.counters();
-                let more = format!(
-                    "rx_missed={}\nrx_filtered={}\nrx_disabled={}\ntx_dropped_link_down={}\nlink_up={}\n",
-                    c.rx_missed,
-                    c.rx_filtered,
-                    c.rx_disabled,
-                    c.tx_dropped_link_down,
-                    u8::from(p.link_up())
-                );
-                (c.rx_delivered, c.tx_sent, more)
-            }
-        }
-    }
+    text
 }
 
 /// Serves `device` (one client after another, see the crate docs) while a reporter thread prints faults and
 /// rewrites the stats file.
-fn run<M: Model>(args: &Args, device: &mut ModelDevice<M>, port: &Port, stats: Option<PathBuf>) -> Result<(), Error> {
+fn run<S: Model>(args: &Args, device: &mut ModelDevice<S>, stats: Option<PathBuf>) -> Result<(), Error> {
     let routes = device.irqs();
+    let port = device.model().clone();
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = stop.clone();
     let p2 = port.clone();
@@ -118,20 +90,8 @@ fn run<M: Model>(args: &Args, device: &mut ModelDevice<M>, port: &Port, stats: O
             }
             seen = faults.len();
             if let Some(path) = &stats {
-                let (rx, tx, more) = p2.report();
-                let sent = routes.sent();
-                let mut text = format!(
-                    "rx_delivered={rx}\ntx_sent={tx}\n{more}irq_intx={}\nirq_msi={}\nirq_msix={}\nfaults={}\n",
-                    sent[0],
-                    sent[1],
-                    sent[2],
-                    faults.len()
-                );
-                // The faults themselves, one line each, so that a host check can name the register.
-                for f in &faults {
-                    text += &format!("fault={}\n", format!("{f:?}").replace('\n', " "));
-                }
                 let tmp = path.with_extension("tmp");
+                let text = report(&p2, routes.sent(), &faults);
                 if std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)).is_err() {
                     eprintln!("nicsim-vfio-user: cannot write {}", path.display());
                 }
@@ -145,9 +105,11 @@ fn run<M: Model>(args: &Args, device: &mut ModelDevice<M>, port: &Port, stats: O
         eprintln!("nicsim-vfio-user: serving {} on {}", args.model, args.socket.display());
         let r = serve(&args.socket, device);
         let _ = std::fs::remove_file(&args.socket);
-        let (rx, tx, _) = port.report();
+        let counts = port.frame_counts();
         eprintln!(
-            "nicsim-vfio-user: client gone; rx_delivered={rx} tx_sent={tx} faults={} odd_accesses={}",
+            "nicsim-vfio-user: client gone; rx_delivered={} tx_sent={} faults={} odd_accesses={}",
+            counts.rx_delivered,
+            counts.tx_sent,
             port.faults().len(),
             device.odd_accesses
         );
@@ -161,54 +123,53 @@ fn run<M: Model>(args: &Args, device: &mut ModelDevice<M>, port: &Port, stats: O
     result
 }
 
-fn main() -> ExitCode {
-    let args = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("nicsim-vfio-user: {e}\nusage: nicsim-vfio-user --model x540|82599|x710 --socket PATH [--tap NAME] [--mac MAC] [--stats FILE] [--once]");
-            return ExitCode::from(2);
-        }
-    };
-    let stats = args.stats.clone();
-    let result = match args.model.as_str() {
-        "x540" | "82599" => {
-            let mut config = if args.model == "x540" { X540Config::default() } else { X540Config::x82599() };
-            if let Some(mac) = args.mac {
-                config.mac = mac;
-            }
-            let (bar, port) = X540::new(config);
-            if let Err(e) = args.tap.as_deref().map(|t| port.wire_to_tap(t)).transpose() {
-                eprintln!("nicsim-vfio-user: TAP: {e}");
-                return ExitCode::FAILURE;
-            }
-            let _thread = port.start_thread();
-            let mut device = ModelDevice::new(X540Model { bar, port: port.clone() });
-            run(&args, &mut device, &Port::X540(port), stats)
-        }
-        "x710" => {
-            let mut config = X710Config::default();
-            if let Some(mac) = args.mac {
-                config.mac = mac;
-            }
-            let (bar, port) = X710::new(config);
-            if let Err(e) = args.tap.as_deref().map(|t| port.wire_to_tap(t)).transpose() {
-                eprintln!("nicsim-vfio-user: TAP: {e}");
-                return ExitCode::FAILURE;
-            }
-            let _thread = port.start_thread();
-            let mut device = ModelDevice::new(X710Model { bar, port: port.clone() });
-            run(&args, &mut device, &Port::X710(port), stats)
-        }
-        other => {
-            eprintln!("nicsim-vfio-user: unknown model {other} (x540, 82599, x710)");
-            return ExitCode::from(2);
-        }
-    };
-    match result {
+/// Builds the model port, wires it to the TAP if asked, runs its thread and serves it.
+fn serve_model<S: Model>(args: &Args, config: S::Config) -> ExitCode {
+    let port = ModelPort::<S>::create(config);
+    if let Err(e) = args.tap.as_deref().map(|t| port.wire_to_tap(t)).transpose() {
+        eprintln!("nicsim-vfio-user: TAP: {e}");
+        return ExitCode::FAILURE;
+    }
+    let _thread = port.start_thread();
+    let mut device = ModelDevice::new(port);
+    match run(args, &mut device, args.stats.clone()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("nicsim-vfio-user: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+const USAGE: &str =
+    "usage: nicsim-vfio-user --model x540|82599|x710|sp670 --socket PATH [--tap NAME] [--mac MAC] [--stats FILE] [--once]";
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("nicsim-vfio-user: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let mac = |default: [u8; 6]| args.mac.unwrap_or(default);
+    match args.model.as_str() {
+        "x540" => {
+            serve_model::<X540State>(&args, X540Config { mac: mac(X540Config::default().mac), ..Default::default() })
+        }
+        "82599" => {
+            let base = X540Config::x82599();
+            serve_model::<X540State>(&args, X540Config { mac: mac(base.mac), ..base })
+        }
+        "x710" => {
+            serve_model::<X710State>(&args, X710Config { mac: mac(X710Config::default().mac), ..Default::default() })
+        }
+        "sp670" => {
+            serve_model::<Sp670State>(&args, Sp670Config { mac: mac(Sp670Config::default().mac), ..Default::default() })
+        }
+        other => {
+            eprintln!("nicsim-vfio-user: unknown model {other} (x540, 82599, x710, sp670)\n{USAGE}");
+            ExitCode::from(2)
         }
     }
 }

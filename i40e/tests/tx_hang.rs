@@ -1,0 +1,86 @@
+//! The TX hang watchdog (ringkit's, as Linux's i40e looks for hung queues): a queue the device stopped serving is
+//! found within the watchdog's timeout once the ring is full, reported (xstats, a typed error, a log line) and
+//! restarted, dropping and counting what it held; once the device serves it again, new traffic flows and none of
+//! the dropped packets comes out.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use hugepage::Allocator;
+use i40e::{I40e, Timing};
+use mempool::PacketBatch;
+use nicsim::{X710Config, X710};
+use pktio::TypedQueues;
+use pktio::{EthDev, PortConfig, TxQueue};
+
+fn xstat(dev: &impl EthDev, name: &str) -> u64 {
+    dev.xstats().into_iter().find(|x| x.name == name).map(|x| x.value).unwrap_or_else(|| panic!("no xstat {name}"))
+}
+
+#[test]
+fn a_hung_tx_queue_is_detected_within_the_timeout_restarted_and_sends_again() {
+    let pool = pool("tx-hang", 1023);
+    let (bar, model) = X710::new(X710Config::default());
+    let thread = model.start_thread();
+    let options = i40e::Options {
+        timing: Timing { tx_hang: Duration::from_millis(200), ..Timing::fast() },
+        ..options("model0", &model)
+    };
+    let mut dev = I40e::new(Arc::new(bar), model.dma_mapper(), Allocator::no_huge(), options).unwrap();
+    dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();
+    dev.start(&pool).unwrap();
+    wait_for(5, "link up", || dev.link().up);
+    model.unwire();
+    let mac = dev.mac_addr().0;
+    let old = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (1, 2), 64);
+    let new = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (3, 4), 64);
+    let burst = |tx: &mut i40e::I40eTxQueue<nicsim::X710Bar>, f: &[u8], n: usize| {
+        let mut b = PacketBatch::new();
+        for _ in 0..n {
+            b.push(mbuf_from(&pool, f)).unwrap();
+        }
+        tx.tx_burst(&mut b)
+    };
+    let mut tx = dev.tx_queue_typed(0).unwrap();
+    model.tx_hang(Some(0), true);
+    let mut accepted = 0;
+    for _ in 0..6 {
+        accepted += burst(&mut tx, &old, 32);
+    }
+    assert!(accepted > 0 && accepted < 128, "a hung queue holds at most one ring: {accepted}");
+    assert!(model.take_tx().is_empty(), "nothing leaves a hung queue");
+    assert_eq!(xstat(&dev, "tx_hangs"), 0, "a full ring is not yet a hang");
+    assert!(dev.check_tx_hangs().is_ok());
+    wait_for(10, "the watchdog to find the hang", || {
+        burst(&mut tx, &old, 8);
+        xstat(&dev, "tx_hangs") >= 1
+    });
+    assert_eq!((xstat(&dev, "tx_hangs"), xstat(&dev, "tx_hang_restarts")), (1, 1));
+    assert_eq!(xstat(&dev, "tx_hang_dropped"), accepted as u64, "every packet the ring held, dropped");
+    let err = dev.check_tx_hangs().expect_err("the hang is reported");
+    match err.driver_error::<i40e::Error>() {
+        Some(i40e::Error::TxHang { hang, restarts, .. }) => {
+            assert_eq!((hang.queue, *restarts), (0, 1));
+            assert!(hang.stalled_for >= Duration::from_millis(200), "{hang}");
+        }
+        other => panic!("{err}: {other:?}"),
+    }
+    // The device serves the queue again: what is sent now goes out, and nothing of what the restart dropped.
+    model.tx_hang(Some(0), false);
+    assert_eq!(burst(&mut tx, &new, 4), 4);
+    let mut out = Vec::new();
+    wait_for(5, "the new frames", || {
+        out.extend(model.take_tx());
+        out.len() >= 4
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    out.extend(model.take_tx());
+    assert_eq!(out, vec![new.clone(); 4]);
+    drop(tx);
+    dev.stop().unwrap();
+    assert!(pool.is_full(), "{} buffers held", pool.in_use());
+    close(Port { dev, thread, model });
+}
