@@ -8,13 +8,14 @@ mod common;
 
 use common::Port;
 use hinic3::Hinic3;
-use nicsim::{Sp670Bar, Sp670Config, Sp670RxError};
+use nicsim::{ModelPort, Sp670Bar, Sp670Config, Sp670RxError, Sp670State};
 use pktio::EthDev;
 use testkit::conformance::{Conformance, Spec};
 
 impl Conformance for Port {
     type Dev = Hinic3<Sp670Bar>;
     type Error = hinic3::Error;
+    type Model = Sp670State;
     /// RETA: the indirection table (docs/hw/hinic3.md §11); the CRC counter: the vport's rx_err (L2NIC
     /// GET_VPORT_STAT).
     const SPEC: Spec = Spec {
@@ -36,8 +37,17 @@ impl Conformance for Port {
     fn open_pair() -> (Port, Port) {
         common::open_pair(Sp670Config::default())
     }
-    testkit::delegate_to_model! {
-        dev: dev, model: model, crc_error: Sp670RxError::Crc, tx_dropped: tx_dropped, rx_missed: rx_no_buffer,
+    fn dev(&self) -> &Self::Dev {
+        &self.dev
+    }
+    fn dev_mut(&mut self) -> &mut Self::Dev {
+        &mut self.dev
+    }
+    fn model(&self) -> &ModelPort<Sp670State> {
+        &self.model
+    }
+    fn bad_fcs() -> Sp670RxError {
+        Sp670RxError::Crc
     }
     fn set_tx_hang(&self, queue: u16, hung: bool) {
         self.model.tx_hang(Some(usize::from(queue)), hung)

@@ -7,12 +7,13 @@ mod common;
 
 use common::Port;
 use i40e::I40e;
-use nicsim::{X710Bar, X710Config, X710RxError};
+use nicsim::{ModelPort, X710Bar, X710Config, X710RxError, X710State};
 use testkit::conformance::{Conformance, Spec};
 
 impl Conformance for Port {
     type Dev = I40e<X710Bar>;
     type Error = i40e::Error;
+    type Model = X710State;
     /// RETA: the model's table size (capability 0x40); the CRC counter: GLPRT_CRCERRS.
     const SPEC: Spec = Spec {
         name: "i40e",
@@ -34,8 +35,17 @@ impl Conformance for Port {
     fn open_pair() -> (Port, Port) {
         common::open_pair(X710Config::default())
     }
-    testkit::delegate_to_model! {
-        dev: dev, model: model, crc_error: X710RxError::Crc, tx_dropped: tx_dropped_link_down, rx_missed: rx_missed,
+    fn dev(&self) -> &Self::Dev {
+        &self.dev
+    }
+    fn dev_mut(&mut self) -> &mut Self::Dev {
+        &mut self.dev
+    }
+    fn model(&self) -> &ModelPort<X710State> {
+        &self.model
+    }
+    fn bad_fcs() -> X710RxError {
+        X710RxError::Crc
     }
     fn set_tx_hang(&self, queue: u16, hung: bool) {
         self.model.tx_hang(Some(usize::from(queue)), hung)

@@ -8,7 +8,7 @@
 mod common;
 
 use ixgbe::Ixgbe;
-use nicsim::{ModelThread, RxError, SimBar, X540Config, X540Port};
+use nicsim::{ModelPort, ModelThread, RxError, SimBar, X540Config, X540Port, X540State};
 use testkit::conformance::{Conformance, Spec};
 
 /// The driver on a model port whose thread runs for as long as this lives. Field order: the driver drops (and
@@ -31,6 +31,7 @@ impl Port {
 impl Conformance for Port {
     type Dev = Ixgbe<SimBar>;
     type Error = ixgbe::Error;
+    type Model = X540State;
     /// RETA: 128 entries of 4 bits; the CRC counter: CRCERRS.
     const SPEC: Spec = Spec {
         name: "ixgbe",
@@ -54,8 +55,17 @@ impl Conformance for Port {
         let (a, b) = common::pair(X540Config::default());
         (Port::running(a), Port::running(b))
     }
-    testkit::delegate_to_model! {
-        dev: dev, model: model, crc_error: RxError::Crc, tx_dropped: tx_dropped_link_down, rx_missed: rx_missed,
+    fn dev(&self) -> &Self::Dev {
+        &self.dev
+    }
+    fn dev_mut(&mut self) -> &mut Self::Dev {
+        &mut self.dev
+    }
+    fn model(&self) -> &ModelPort<X540State> {
+        &self.model
+    }
+    fn bad_fcs() -> RxError {
+        RxError::Crc
     }
     fn set_tx_hang(&self, queue: u16, hung: bool) {
         if hung {

@@ -23,7 +23,7 @@ pub fn threaded_forwarding_between_two_model_ports_counts_exactly<P: Conformance
     assert_eq!((s0.obytes, s1.ibytes), (total * 64, total * 64), "{}", P::SPEC.name);
     let (c0, c1) = (a.counts(), b.counts());
     assert_eq!((c0.tx_sent, c0.rx_delivered, c1.tx_sent, c1.rx_delivered), (total, total, total, total));
-    assert_eq!((c0.tx_dropped, c0.rx_missed, c1.tx_dropped, c1.rx_missed), (0, 0, 0, 0), "{}", P::SPEC.name);
+    assert_eq!((c0.tx_dropped, c0.rx_dropped, c1.tx_dropped, c1.rx_dropped), (0, 0, 0, 0), "{}", P::SPEC.name);
     P::after_forward(&a, &b, total);
     finish(vec![a, b], &pool);
 }

@@ -26,20 +26,8 @@ pub mod rss;
 
 use std::time::Duration;
 
+use nicsim::{FrameCounts, Model, ModelPort};
 use pktio::TypedQueues;
-
-/// What a model counted of the traffic it carried (its own counters, not the driver's).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ModelCounts {
-    /// Frames the device sent on the wire.
-    pub tx_sent: u64,
-    /// Frames the device dropped on TX (link down, malformed).
-    pub tx_dropped: u64,
-    /// Frames the device wrote into the host's RX rings.
-    pub rx_delivered: u64,
-    /// Frames the device dropped for want of an RX buffer.
-    pub rx_missed: u64,
-}
 
 /// The figures a driver and model pair gives the suite.
 #[derive(Clone, Copy, Debug)]
@@ -68,6 +56,8 @@ pub trait Conformance: Sized {
     type Dev: TypedQueues<Rx: Send, Tx: Send>;
     /// The driver's error type, which a failure of the device must reach `pktio::Error` as.
     type Error: std::error::Error + 'static;
+    /// The model's port state (`X540State`, ...): the model port is a [`ModelPort`] of it.
+    type Model: Model;
 
     /// What the suite expects of this device.
     const SPEC: Spec;
@@ -81,27 +71,49 @@ pub trait Conformance: Sized {
     fn dev(&self) -> &Self::Dev;
     /// The driver, to configure, start and take queues.
     fn dev_mut(&mut self) -> &mut Self::Dev;
+    /// The model port the driver runs on.
+    fn model(&self) -> &ModelPort<Self::Model>;
+    /// The model's receive error for a frame with a bad FCS.
+    fn bad_fcs() -> <Self::Model as Model>::RxError;
 
     /// Puts `frame` on the port's wire (into the model's RX); false if the model's wire queue is full.
-    fn inject(&self, frame: &[u8]) -> bool;
+    fn inject(&self, frame: &[u8]) -> bool {
+        self.model().inject(frame)
+    }
     /// Puts `frame` on the wire with a bad FCS.
-    fn inject_bad_fcs(&self, frame: &[u8]) -> bool;
+    fn inject_bad_fcs(&self, frame: &[u8]) -> bool {
+        self.model().inject_error(frame, Self::bad_fcs())
+    }
     /// Frames injected that the model has not yet taken.
-    fn rx_pending(&self) -> usize;
+    fn rx_pending(&self) -> usize {
+        self.model().rx_pending()
+    }
     /// The frames the device sent since the last call (with the port unwired).
-    fn take_tx(&self) -> Vec<Vec<u8>>;
-    /// The model's own counters.
-    fn counts(&self) -> ModelCounts;
+    fn take_tx(&self) -> Vec<Vec<u8>> {
+        self.model().take_tx()
+    }
+    /// The frame counts every model keeps alike (its own, not the driver's).
+    fn counts(&self) -> FrameCounts {
+        self.model().frame_counts()
+    }
     /// Disconnects the port from its peer: what it sends is kept for [`Conformance::take_tx`].
-    fn unwire(&self);
+    fn unwire(&self) {
+        self.model().unwire()
+    }
     /// Stops (or lets go again) the device's processing of TX queue `queue`.
     fn set_tx_hang(&self, queue: u16, hung: bool);
     /// Takes the link down for `down_for`, then up again.
-    fn link_flap(&self, down_for: Duration);
+    fn link_flap(&self, down_for: Duration) {
+        self.model().link_flap(down_for)
+    }
     /// Pulls or plugs the cable.
-    fn set_cable(&self, connected: bool);
+    fn set_cable(&self, connected: bool) {
+        self.model().set_cable(connected)
+    }
     /// Panics with the model's faults, if it recorded any.
-    fn assert_no_faults(&self);
+    fn assert_no_faults(&self) {
+        self.model().assert_no_faults()
+    }
     /// Closes the driver while the model runs and requires that it left no DMA mapping and caused no fault.
     fn close(self);
 
@@ -117,66 +129,6 @@ pub trait Conformance: Sized {
     /// The checks of the forwarding run particular to this device (its own counters), given the two ports and
     /// the packet count; nothing by default.
     fn after_forward(_a: &Self, _b: &Self, _total: u64) {}
-}
-
-/// Writes, inside an `impl Conformance for Port` block, the methods that only hand the call on: `dev` and `dev_mut`
-/// to the port's driver field; `inject`, `rx_pending`, `take_tx`, `unwire`, `link_flap`, `set_cable` and
-/// `assert_no_faults` to its model field, whose methods of those names every nicsim model port has;
-/// `inject_bad_fcs` to the model's `inject_error` with its CRC error; and `counts` from the model's `counters()`,
-/// naming the model's fields for TX drops and RX misses (`tx_sent` and `rx_delivered` are named alike in every
-/// model):
-///
-/// ```ignore
-/// testkit::delegate_to_model! {
-///     dev: dev, model: model, crc_error: X710RxError::Crc, tx_dropped: tx_dropped_link_down, rx_missed: rx_missed,
-/// }
-/// ```
-#[macro_export]
-macro_rules! delegate_to_model {
-    (
-        dev: $dev:ident, model: $model:ident, crc_error: $crc_error:expr,
-        tx_dropped: $tx_dropped:ident, rx_missed: $rx_missed:ident $(,)?
-    ) => {
-        fn dev(&self) -> &Self::Dev {
-            &self.$dev
-        }
-        fn dev_mut(&mut self) -> &mut Self::Dev {
-            &mut self.$dev
-        }
-        fn inject(&self, frame: &[u8]) -> bool {
-            self.$model.inject(frame)
-        }
-        fn inject_bad_fcs(&self, frame: &[u8]) -> bool {
-            self.$model.inject_error(frame, $crc_error)
-        }
-        fn rx_pending(&self) -> usize {
-            self.$model.rx_pending()
-        }
-        fn take_tx(&self) -> Vec<Vec<u8>> {
-            self.$model.take_tx()
-        }
-        fn counts(&self) -> $crate::conformance::ModelCounts {
-            let c = self.$model.counters();
-            $crate::conformance::ModelCounts {
-                tx_sent: c.tx_sent,
-                tx_dropped: c.$tx_dropped,
-                rx_delivered: c.rx_delivered,
-                rx_missed: c.$rx_missed,
-            }
-        }
-        fn unwire(&self) {
-            self.$model.unwire()
-        }
-        fn link_flap(&self, down_for: std::time::Duration) {
-            self.$model.link_flap(down_for)
-        }
-        fn set_cable(&self, connected: bool) {
-            self.$model.set_cable(connected)
-        }
-        fn assert_no_faults(&self) {
-            self.$model.assert_no_faults()
-        }
-    };
 }
 
 /// Writes one `#[test]` per conformance check for the port type `$port` (an implementation of [`Conformance`]).
