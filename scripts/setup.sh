@@ -6,7 +6,8 @@
 #   2. rustup's x86_64-unknown-linux-musl (the VM guest's static binaries) and aarch64-unknown-linux-gnu targets;
 #   3. the QEMU with the vfio-user client (tests/vm/qemu-vfio-user.sh: built once from Debian's source package);
 #   4. the VM guest's kernel and busybox (downloaded from Debian's archive, never installed);
-#   5. DPDK's 25.11 source from sid's deb-src (apt-get source, unpacked under PKTIO_CACHE/src/dpdk-25.11, never
+#   5. DPDK's 25.11 source from sid's deb-src (apt-get source, unpacked under PKTIO_CACHE/src/dpdk-25.11; where the
+#      mirror lacks the source, the exporter and its endpoints from sid's dpdk package instead; never
 #      built), for its telemetry exporter (usertools/dpdk-telemetry-exporter.py) that testpmd-rs's tests run;
 #   6. 2 MiB hugepages reserved.
 #

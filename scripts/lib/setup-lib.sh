@@ -266,8 +266,44 @@ setup_guest_downloads() {
 # and later) with its telemetry-endpoints/, which testpmd-rs/tests/exporter.rs runs. Only unpacked, never built.
 DPDK_SRC_SERIES=25.11
 DPDK_SRC_DIR=$CACHE/src/dpdk-$DPDK_SRC_SERIES
+# Where the package route below puts the same two usertools when the mirror has the binary package, not the source.
+DPDK_TOOLS_DIR=$CACHE/dpdk-$DPDK_SRC_SERIES-usertools
+dpdk_usertools_ok() {
+  [ -f "$1/dpdk-telemetry-exporter.py" ] && [ -d "$1/telemetry-endpoints" ]
+}
 dpdk_source_ok() {
-  [ -f "$DPDK_SRC_DIR/usertools/dpdk-telemetry-exporter.py" ] && [ -d "$DPDK_SRC_DIR/usertools/telemetry-endpoints" ]
+  dpdk_usertools_ok "$DPDK_SRC_DIR/usertools" || dpdk_usertools_ok "$DPDK_TOOLS_DIR"
+}
+
+# The package route: sid's binary `dpdk` of version $1 ships the exporter (/usr/bin) and its endpoints
+# (/usr/share/dpdk/telemetry-endpoints). Fetched with `apt-get download` through an apt configuration of its own
+# (sid's binary lists only, kept under $CACHE/apt-sid), so no install ever sees sid; unpacked, never installed.
+dpdk_usertools_from_package() {
+  local v=$1 dir=$CACHE/apt-sid work=$CACHE/src/dpdk-deb.tmp src uri key signed=""
+  src=$(derive_debian_source) || return 1
+  read -r uri key <<<"$src"
+  [ "$key" != - ] && signed="Signed-By: $key"
+  mkdir -p "$dir/sources.list.d" "$dir/lists/partial" "$dir/archives/partial"
+  : >"$dir/sources.list"
+  printf '%s\n' "# Written by scripts/setup.sh (pktio): sid's binary lists, only to download DPDK's usertools." \
+    "Types: deb" "URIs: $uri" "Suites: sid" "Components: main" "$signed" >"$dir/sources.list.d/sid.sources"
+  printf '%s\n' "// Written by scripts/setup.sh (pktio): only apt-get download uses it; nothing is installed from it." \
+    "Dir::Etc::SourceList \"$dir/sources.list\";" "Dir::Etc::SourceParts \"$dir/sources.list.d\";" \
+    "Dir::State::Lists \"$dir/lists\";" "Dir::Cache::Archives \"$dir/archives\";" \
+    "Dir::Cache::pkgcache \"$dir/pkgcache.bin\";" "Dir::Cache::srcpkgcache \"$dir/srcpkgcache.bin\";" \
+    "APT::Sandbox::User \"root\";" >"$dir/apt.conf"
+  rm -rf "$work" && mkdir -p "$work"
+  if ! (export APT_CONFIG=$dir/apt.conf && apt_get update -qq && cd "$work" &&
+    apt_get download -qq "dpdk=$v" >/dev/null && dpkg-deb -x dpdk_*.deb tree); then
+    rm -rf "$work"
+    return 1
+  fi
+  local rc=0
+  rm -rf "$DPDK_TOOLS_DIR" && mkdir -p "$DPDK_TOOLS_DIR" &&
+    cp "$work/tree/usr/bin/dpdk-telemetry-exporter.py" "$DPDK_TOOLS_DIR/" &&
+    cp -r "$work/tree/usr/share/dpdk/telemetry-endpoints" "$DPDK_TOOLS_DIR/" || rc=1
+  rm -rf "$work"
+  return $rc
 }
 
 setup_dpdk_source() {
@@ -291,7 +327,12 @@ setup_dpdk_source() {
   done
   if [ -z "$picked" ]; then
     rm -rf "$work"
-    say "none of DPDK's sources could be fetched ($(echo $versions)): the exporter test will say so"
+    # Seen here: a mirror that serves sid's dpdk packages but answers 404 for the source's files.
+    for v in $versions; do
+      say "trying sid's dpdk $v package for the exporter instead, into $DPDK_TOOLS_DIR"
+      dpdk_usertools_from_package "$v" && return 0
+    done
+    say "neither DPDK's source nor its package could be fetched ($(echo $versions)): the exporter test will say so"
     return 0
   fi
   rm -rf "$DPDK_SRC_DIR" && mv "$work/tree" "$DPDK_SRC_DIR" && rm -rf "$work"

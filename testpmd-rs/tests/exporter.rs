@@ -4,7 +4,8 @@
 //! as dpdk-testpmd).
 //!
 //! The exporter comes from DPDK's 25.11 source that `scripts/setup.sh` unpacks under
-//! `$PKTIO_CACHE/src/dpdk-25.11` (default `/var/cache/pktio`). Without it the test says so and passes, unless
+//! `$PKTIO_CACHE/src/dpdk-25.11` (default `/var/cache/pktio`), or, where the mirror has sid's `dpdk` package but
+//! not its source, from that package, unpacked under `$PKTIO_CACHE/dpdk-25.11-usertools`. Without it the test says so and passes, unless
 //! DPDK_TESTS_REQUIRED=1 (scripts/test.sh), where it fails. The endpoints it reads are also checked on their own,
 //! without the exporter.
 
@@ -21,8 +22,10 @@ use common::*;
 fn usertools() -> Option<PathBuf> {
     let cache = std::env::var_os("PKTIO_CACHE").map_or_else(|| PathBuf::from("/var/cache/pktio"), PathBuf::from);
     let dir = cache.join("src/dpdk-25.11/usertools");
-    if dir.join("dpdk-telemetry-exporter.py").is_file() && dir.join("telemetry-endpoints").is_dir() {
-        return Some(dir);
+    for d in [dir.clone(), cache.join("dpdk-25.11-usertools")] {
+        if d.join("dpdk-telemetry-exporter.py").is_file() && d.join("telemetry-endpoints").is_dir() {
+            return Some(d);
+        }
     }
     let why = format!("needs DPDK's exporter at {}/dpdk-telemetry-exporter.py (bash scripts/setup.sh)", dir.display());
     if std::env::var("DPDK_TESTS_REQUIRED").as_deref() == Ok("1") {
