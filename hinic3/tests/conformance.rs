@@ -8,7 +8,7 @@ mod common;
 
 use common::Port;
 use hinic3::Hinic3;
-use nicsim::{ModelPort, Sp670Bar, Sp670Config, Sp670RxError, Sp670State};
+use nicsim::{Sp670Bar, Sp670Config, Sp670RxError, Sp670State};
 use pktio::EthDev;
 use testkit::conformance::{Conformance, Spec};
 
@@ -38,15 +38,7 @@ impl Conformance for Port {
     fn open_pair() -> (Port, Port) {
         common::open_pair(Sp670Config::default())
     }
-    fn dev(&self) -> &Self::Dev {
-        &self.dev
-    }
-    fn dev_mut(&mut self) -> &mut Self::Dev {
-        &mut self.dev
-    }
-    fn model(&self) -> &ModelPort<Sp670State> {
-        &self.model
-    }
+    testkit::conformance_fields!();
     fn bad_fcs() -> Sp670RxError {
         Sp670RxError::Crc
     }

@@ -7,7 +7,7 @@ mod common;
 
 use common::Port;
 use i40e::I40e;
-use nicsim::{ModelPort, X710Bar, X710Config, X710RxError, X710State};
+use nicsim::{X710Bar, X710Config, X710RxError, X710State};
 use testkit::conformance::{Conformance, Spec};
 
 impl Conformance for Port {
@@ -35,15 +35,7 @@ impl Conformance for Port {
     fn open_pair() -> (Port, Port) {
         common::open_pair(X710Config::default())
     }
-    fn dev(&self) -> &Self::Dev {
-        &self.dev
-    }
-    fn dev_mut(&mut self) -> &mut Self::Dev {
-        &mut self.dev
-    }
-    fn model(&self) -> &ModelPort<X710State> {
-        &self.model
-    }
+    testkit::conformance_fields!();
     fn bad_fcs() -> X710RxError {
         X710RxError::Crc
     }

@@ -8,7 +8,7 @@
 mod common;
 
 use ixgbe::Ixgbe;
-use nicsim::{ModelPort, ModelThread, RxError, SimBar, X540Config, X540Port, X540State};
+use nicsim::{ModelThread, RxError, SimBar, X540Config, X540Port, X540State};
 use testkit::conformance::{Conformance, Spec};
 
 /// The driver on a model port whose thread runs for as long as this lives. Field order: the driver drops (and
@@ -55,15 +55,7 @@ impl Conformance for Port {
         let (a, b) = common::pair(X540Config::default());
         (Port::running(a), Port::running(b))
     }
-    fn dev(&self) -> &Self::Dev {
-        &self.dev
-    }
-    fn dev_mut(&mut self) -> &mut Self::Dev {
-        &mut self.dev
-    }
-    fn model(&self) -> &ModelPort<X540State> {
-        &self.model
-    }
+    testkit::conformance_fields!();
     fn bad_fcs() -> RxError {
         RxError::Crc
     }

@@ -26,7 +26,8 @@ pub mod rss;
 
 use std::time::Duration;
 
-use nicsim::{FrameCounts, Model, ModelPort};
+pub use nicsim::ModelPort;
+use nicsim::{FrameCounts, Model};
 use pktio::TypedQueues;
 
 /// The figures a driver and model pair gives the suite.
@@ -129,6 +130,23 @@ pub trait Conformance: Sized {
     /// The checks of the forwarding run particular to this device (its own counters), given the two ports and
     /// the packet count; nothing by default.
     fn after_forward(_a: &Self, _b: &Self, _total: u64) {}
+}
+
+/// Inside an `impl Conformance for Port`: the three accessors of a port type whose driver and model are its `dev`
+/// and `model` fields (as every driver's `tests/common::Port` has them).
+#[macro_export]
+macro_rules! conformance_fields {
+    () => {
+        fn dev(&self) -> &Self::Dev {
+            &self.dev
+        }
+        fn dev_mut(&mut self) -> &mut Self::Dev {
+            &mut self.dev
+        }
+        fn model(&self) -> &$crate::conformance::ModelPort<Self::Model> {
+            &self.model
+        }
+    };
 }
 
 /// Writes one `#[test]` per conformance check for the port type `$port` (an implementation of [`Conformance`]).
