@@ -63,7 +63,10 @@ pub mod stats;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use dev::{max_speed_of, open_vfio, I40e, I40eRxQueue, I40eTxQueue, Identity, MainVsi, Options, Timing, PCI_IDS};
+pub use dev::{
+    max_speed_of, open_vfio, I40e, I40eRxQueue, I40eTxQueue, Identity, MainVsi, Options, Timing, PCI_IDS,
+    PHY_ABILITIES_ATTEMPTS, RX_CTL_ATTEMPTS,
+};
 pub use error::Error;
 
 use drvkit::pci::PciId;

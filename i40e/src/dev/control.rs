@@ -39,7 +39,10 @@ impl<R: RegisterSpace> I40e<R> {
         let mut p = [0u8; 16];
         cmds::PhyAbilitiesCmd { param0 }.encode_into(&mut p);
         let mut buf = vec![0u8; cmds::phy::ABILITIES_LEN];
-        self.aq(Opcode::GetPhyAbilities, p, Some(Buffer { data: &mut buf, rd: false }), &[])?;
+        // The firmware answers EAGAIN while it is busy with the PHY: DPDK's `i40e_aq_get_phy_capabilities` asks
+        // again, up to 500 times 1 ms (docs/hw/i40e.md §5.6).
+        let buf_ref = Some(Buffer { data: &mut buf, rd: false });
+        self.aq_retry(Opcode::GetPhyAbilities, p, buf_ref, &[], PHY_ABILITIES_ATTEMPTS).map_err(|e| self.dev_err(e))?;
         Ok(cmds::PhyAbilities::decode(&buf))
     }
 

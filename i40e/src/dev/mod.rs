@@ -65,6 +65,12 @@ pub fn max_speed_of(vendor: u16, device: u16) -> Option<u32> {
 
 /// The newest admin-queue API this driver was written for (docs/hw/i40e.md §6.1: API major 1; the headers target 1.15).
 pub const API_KNOWN: (u16, u16) = (1, 15);
+/// Get PHY Abilities is sent up to this many times while the firmware answers EAGAIN (docs/hw/i40e.md §5.6,
+/// DPDK's I40E_MAX_PHY_TIMEOUT in `i40e_aq_get_phy_capabilities`).
+pub const PHY_ABILITIES_ATTEMPTS: u32 = 500;
+/// An RX-control command (0x0206/0x0207) is sent up to this many times while the firmware answers EAGAIN, before
+/// the MMIO fallback (docs/hw/i40e.md §6.11, DPDK's `i40e_read_rx_ctl` / `i40e_write_rx_ctl`: 5 retries).
+pub const RX_CTL_ATTEMPTS: u32 = 1 + 5;
 /// Largest frame (docs/hw/i40e.md §15).
 pub const MAX_FRAME_SIZE: u32 = MAX_FRAME;
 /// Header, CRC and two VLAN tags added to the MTU (docs/hw/i40e.md §7.3).
@@ -99,6 +105,8 @@ pub struct Timing {
     pub clear_pre_disable: Duration,
     /// A full TX ring with no completion for this long is a hung queue, restarted ([`ringkit::TxWatchdog`]).
     pub tx_hang: Duration,
+    /// Pause before a command the firmware answered EAGAIN is sent again (docs/hw/i40e.md §5.6: 1 ms).
+    pub aq_eagain_retry: Duration,
 }
 
 impl Timing {
@@ -115,6 +123,7 @@ impl Timing {
             queue: QueueTiming::HARDWARE,
             clear_pre_disable: Duration::from_micros(400),
             tx_hang: ringkit::DEFAULT_TX_HANG_TIMEOUT,
+            aq_eagain_retry: Duration::from_millis(1),
         }
     }
 
@@ -322,6 +331,33 @@ impl<R: RegisterSpace> I40e<R> {
     pub(super) fn aq(&self, op: Opcode, params: [u8; 16], buf: Option<Buffer<'_>>, accept: &[u8]) -> Result<AqDesc> {
         let mut aq = self.aq.lock().unwrap_or_else(|e| e.into_inner());
         aq.send(&self.regs, op, params, buf, accept).map_err(|e| self.dev_err(e))
+    }
+
+    /// Sends one admin-queue command up to `attempts` times while the firmware answers EAGAIN, pausing
+    /// [`Timing::aq_eagain_retry`] between (docs/hw/i40e.md §5.6). The last answer is the result.
+    pub(super) fn aq_retry(
+        &self,
+        op: Opcode,
+        params: [u8; 16],
+        mut buf: Option<Buffer<'_>>,
+        accept: &[u8],
+        attempts: u32,
+    ) -> std::result::Result<AqDesc, DevError> {
+        let mut left = attempts.max(1);
+        loop {
+            let again = buf.as_mut().map(|b| Buffer { data: &mut *b.data, rd: b.rd });
+            let answer = {
+                let mut aq = self.aq.lock().unwrap_or_else(|e| e.into_inner());
+                aq.send(&self.regs, op, params, again, accept)
+            };
+            left -= 1;
+            match answer {
+                Err(DevError::AdminQueue { status, .. }) if status == cmds::status::EAGAIN && left > 0 => {
+                    std::thread::sleep(self.options.timing.aq_eagain_retry);
+                }
+                other => return other,
+            }
+        }
     }
 }
 

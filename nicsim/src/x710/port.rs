@@ -261,7 +261,13 @@ impl ModelPort<X710State> {
     /// Fault injection: the next admin command (of `opcode`, or any with `None`) completes with return code `rc`
     /// (and ERR) without being executed. Armed until it fires, across PF resets (so it can hit a driver's bring-up).
     pub fn inject_aq_error(&self, opcode: Option<u16>, rc: AqRc) {
-        self.shared.lock().aq.inject_error(opcode, rc);
+        self.inject_aq_errors(opcode, rc, 1);
+    }
+
+    /// Fault injection: the next `times` admin commands of `opcode` (or any, with `None`) complete with `rc`
+    /// without being executed, e.g. a firmware answering EAGAIN while it is busy with the PHY.
+    pub fn inject_aq_errors(&self, opcode: Option<u16>, rc: AqRc, times: u32) {
+        self.shared.lock().aq.inject_error(opcode, rc, times);
     }
 
     /// Fault injection: while stalled, the firmware takes no admin command (ATQH stands still): a command that
