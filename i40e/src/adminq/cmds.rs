@@ -23,6 +23,8 @@ pub enum Opcode {
     ClearPxeMode = 0x0110,
     /// Get Switch Config.
     GetSwitchConfig = 0x0200,
+    /// RX control register read.
+    RxCtlRead = 0x0206,
     /// RX control register write.
     RxCtlWrite = 0x0207,
     /// Update VSI.
@@ -67,6 +69,7 @@ impl Opcode {
             Opcode::MacAddressRead => "MAC address read",
             Opcode::ClearPxeMode => "clear PXE mode",
             Opcode::GetSwitchConfig => "get switch config",
+            Opcode::RxCtlRead => "RX control register read",
             Opcode::RxCtlWrite => "RX control register write",
             Opcode::UpdateVsi => "update VSI",
             Opcode::GetVsiParams => "get VSI parameters",
@@ -669,7 +672,7 @@ pub mod phy_event {
 }
 
 aq_layout!(
-    /// RX control register write 0x0207 (docs/hw/i40e.md §6.11).
+    /// RX control register read 0x0206 and write 0x0207 (docs/hw/i40e.md §6.11): the read answers in `value`.
     RxCtlWriteCmd, 16, {
         /// Register address.
         address: u32 = 4,

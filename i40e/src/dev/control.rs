@@ -152,16 +152,41 @@ impl<R: RegisterSpace> I40e<R> {
 
     // ---- RSS (docs/hw/i40e.md §12) ----
 
-    /// Writes an RX-filter register: through command 0x0207 from API 1.5 on, falling back to MMIO (docs/hw/i40e.md §6.11).
+    /// The RX-control commands are there from API 1.5 on (docs/hw/i40e.md §6.11).
+    fn rx_ctl_by_command(&self) -> bool {
+        self.id.api >= (1, 5)
+    }
+
+    /// Reads an RX-filter register: through command 0x0206 from API 1.5 on, sent again on EAGAIN up to 5 times,
+    /// falling back to MMIO (docs/hw/i40e.md §5.6, §6.11; DPDK `i40e_read_rx_ctl`).
+    pub(super) fn read_rx_ctl(&self, reg: Reg) -> u32 {
+        if self.rx_ctl_by_command() {
+            let mut p = [0u8; 16];
+            cmds::RxCtlWriteCmd { address: reg.0 as u32, value: 0 }.encode_into(&mut p);
+            if let Ok(d) = self.aq_retry(Opcode::RxCtlRead, p, None, &[], RX_CTL_ATTEMPTS) {
+                return cmds::RxCtlWriteCmd::decode(&d.params).value;
+            }
+        }
+        self.regs.read(reg)
+    }
+
+    /// Writes an RX-filter register: through command 0x0207 from API 1.5 on, sent again on EAGAIN up to 5 times,
+    /// falling back to MMIO (docs/hw/i40e.md §5.6, §6.11; DPDK `i40e_write_rx_ctl`).
     pub(super) fn write_rx_ctl(&self, reg: Reg, value: u32) {
-        if self.id.api >= (1, 5) {
+        if self.rx_ctl_by_command() {
             let mut p = [0u8; 16];
             cmds::RxCtlWriteCmd { address: reg.0 as u32, value }.encode_into(&mut p);
-            if self.aq(Opcode::RxCtlWrite, p, None, &[]).is_ok() {
+            if self.aq_retry(Opcode::RxCtlWrite, p, None, &[], RX_CTL_ATTEMPTS).is_ok() {
                 return;
             }
         }
         self.regs.write(reg, value);
+    }
+
+    /// Read-modify-write of an RX-filter register through the RX-control commands.
+    fn update_rx_ctl(&self, reg: Reg, update: impl FnOnce(u32) -> u32) {
+        let value = self.read_rx_ctl(reg);
+        self.write_rx_ctl(reg, update(value));
     }
 
     pub(super) fn hena_of(functions: RssHashFunctions) -> u64 {
@@ -194,12 +219,12 @@ impl<R: RegisterSpace> I40e<R> {
         self.write_rx_ctl(pfqf_hena(0), 0);
         self.write_rx_ctl(pfqf_hena(1), 0);
         let Some(rss) = &self.state.config.rss else { return };
-        self.regs.clear_bits(PRTQF_CTL_0, prtqf_ctl_0::HSYM_ENA);
-        self.regs.set_bits(GLQF_CTL, glqf_ctl::HTOEP);
-        let ctl = self.regs.read(PFQF_CTL_0);
-        let ctl =
-            if self.lut.len() > HLUT_ENTRIES { ctl | pfqf_ctl_0::HASHLUTSIZE } else { ctl & !pfqf_ctl_0::HASHLUTSIZE };
-        self.write_rx_ctl(PFQF_CTL_0, ctl);
+        // GLQF_CTL is shared by every PF of the device and PRTQF_CTL_0 by the port's: both through the firmware,
+        // as DPDK does (docs/hw/i40e.md §6.11).
+        self.update_rx_ctl(PRTQF_CTL_0, |v| v & !prtqf_ctl_0::HSYM_ENA);
+        self.update_rx_ctl(GLQF_CTL, |v| v | glqf_ctl::HTOEP);
+        let big = self.lut.len() > HLUT_ENTRIES;
+        self.update_rx_ctl(PFQF_CTL_0, |v| if big { v | pfqf_ctl_0::HASHLUTSIZE } else { v & !pfqf_ctl_0::HASHLUTSIZE });
         self.apply_key();
         self.apply_lut();
         let hena = Self::hena_of(rss.functions);

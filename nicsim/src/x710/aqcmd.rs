@@ -40,7 +40,7 @@ const SWITCH_HEADER: usize = 16;
 const SWITCH_ELEMENT: usize = 16;
 
 /// RX control registers command 0x0206/0x0207 may reach (docs/hw/i40e.md §6.11, §12.1).
-fn rx_ctl_register(addr: usize) -> bool {
+pub(super) fn rx_ctl_register(addr: usize) -> bool {
     matches!(addr, PFQF_CTL_0 | GLQF_CTL | PRTQF_CTL_0)
         || addr == pfqf_hena(0)
         || addr == pfqf_hena(1)

@@ -288,6 +288,9 @@ impl Core {
                     self.write_queue(shared, q, kind, offset, value, now);
                     return;
                 }
+                if super::aqcmd::rx_ctl_register(offset) {
+                    shared.counters().rx_ctl_mmio_writes += 1;
+                }
                 self.set_reg(offset, value);
             }
         }

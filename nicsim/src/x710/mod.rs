@@ -212,6 +212,9 @@ pub struct X710Counters {
     pub aq_commands: u64,
     /// Events posted on the ARQ.
     pub arq_events: u64,
+    /// RX control registers (docs/hw/i40e.md §6.11) written by MMIO rather than through command 0x0207: from API
+    /// 1.5 on a driver uses the command and falls back to MMIO only when it fails.
+    pub rx_ctl_mmio_writes: u64,
 }
 
 /// The RX packet buffer.
