@@ -2,6 +2,7 @@
 
 use drvkit::bar::RegisterSpace;
 use pktio::{LinkStatus, MacAddr, Result, RssHashFunctions};
+use std::sync::atomic::Ordering;
 
 use super::*;
 use crate::adminq::cmds::{self, Opcode};
@@ -26,8 +27,14 @@ impl<R: RegisterSpace> I40e<R> {
             };
             let Some(ev) = ev else { break };
             if ev.desc.head.opcode == Opcode::GetLinkStatus.value() {
-                *self.link.lock().unwrap_or_else(|e| e.into_inner()) =
-                    link_of(&cmds::LinkStatus::decode(&ev.desc.params));
+                let link = link_of(&cmds::LinkStatus::decode(&ev.desc.params));
+                *self.link.lock().unwrap_or_else(|e| e.into_inner()) = link;
+                // The first link-up after start: Set MAC Config again, as some parts ignored it with the link
+                // down (docs/hw/i40e.md §7.3); a failure leaves it for the next link-up.
+                if link.up && self.mac_config_on_link_up.swap(false, Ordering::Relaxed) && self.set_mac_config().is_err()
+                {
+                    self.mac_config_on_link_up.store(true, Ordering::Relaxed);
+                }
             }
         }
     }

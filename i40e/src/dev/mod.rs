@@ -228,6 +228,9 @@ pub struct I40e<R: RegisterSpace> {
     /// What each TX queue's hang watchdog found since the port started.
     tx_hang: Vec<Arc<ringkit::TxHangState>>,
     link: Mutex<LinkStatus>,
+    /// Set MAC Config is to be sent again at the next link-up event: some parts take it only with the link up
+    /// (docs/hw/i40e.md §7.3).
+    mac_config_on_link_up: std::sync::atomic::AtomicBool,
     hw: Mutex<HwStats>,
     xbase: Vec<u64>,
     /// The port filters by VLAN: its MACs have MAC + VLAN filters, no MAC-only ones (dev/vlan.rs).
@@ -269,6 +272,7 @@ impl<R: RegisterSpace> I40e<R> {
             tx: Vec::new(),
             tx_hang: Vec::new(),
             link: Mutex::new(LinkStatus::default()),
+            mac_config_on_link_up: Default::default(),
             hw: Mutex::new(HwStats::default()),
             xbase: vec![0; stats::COUNTERS.len()],
             vlan_filtering: false,
@@ -437,6 +441,7 @@ impl<R: RegisterSpace> I40e<R> {
         self.apply_rx_modes()?;
         self.set_phy(true)?;
         self.set_mac_config()?;
+        self.mac_config_on_link_up.store(true, std::sync::atomic::Ordering::Relaxed);
         self.poll_events();
         Ok(())
     }
@@ -555,6 +560,7 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
         // TX first, then RX (docs/hw/i40e.md §9.4); each ring disables its queue as it drops.
         self.tx.clear();
         self.rx.clear();
+        self.mac_config_on_link_up.store(false, std::sync::atomic::Ordering::Relaxed);
         // DPDK takes the link down administratively at stop; start brings it up again.
         self.set_phy(false)
     }

@@ -273,6 +273,10 @@ impl Core {
                 if drop_blocking && c.api_version < (1, 8) {
                     return fail(self, AqRc::Einval, "drop-blocking before API 1.8 (docs/hw/i40e.md §7.3)".into());
                 }
+                // docs/hw/i40e.md §7.3: on some parts the MAC takes its configuration only with the link up.
+                if c.mac_config_needs_link && !self.link_up(shared, std::time::Instant::now()) {
+                    return ok(p, false);
+                }
                 self.link.max_frame = max_frame_size;
                 self.link.crc_en = crc_en;
                 ok(p, false)

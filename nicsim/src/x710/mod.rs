@@ -146,6 +146,9 @@ pub struct X710Config {
     pub panic_on_fault: bool,
     /// BAR0 size (docs/hw/i40e.md §1: 8 MiB on an XL710-Q2).
     pub bar0_len: usize,
+    /// Set MAC Config takes only while the link is up (docs/hw/i40e.md §7.3: some parts): sent with the link down
+    /// it completes OK and changes nothing, so a driver must send it again once the link is up.
+    pub mac_config_needs_link: bool,
 }
 
 impl Default for X710Config {
@@ -170,6 +173,7 @@ impl Default for X710Config {
             link_enabled: true,
             panic_on_fault: false,
             bar0_len: BAR0_LEN,
+            mac_config_needs_link: false,
         }
     }
 }
