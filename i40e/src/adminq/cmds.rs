@@ -49,6 +49,8 @@ pub enum Opcode {
     GetLinkStatus = 0x0607,
     /// Set PHY Interrupt Mask.
     SetPhyIntMask = 0x0613,
+    /// Set Loopback.
+    SetLoopback = 0x0618,
     /// LAN queue overflow (event only).
     LanOverflow = 0x1001,
 }
@@ -82,6 +84,7 @@ impl Opcode {
             Opcode::SetMacConfig => "set MAC config",
             Opcode::GetLinkStatus => "get link status",
             Opcode::SetPhyIntMask => "set PHY interrupt mask",
+            Opcode::SetLoopback => "set loopback",
             Opcode::LanOverflow => "LAN overflow",
         }
     }
@@ -558,6 +561,8 @@ pub mod phy {
     pub const REPORT_INIT: u32 = 0x2;
     /// Pause TX | pause RX | low power: kept from the current abilities.
     pub const KEEP_MASK: u8 = 0x07;
+    /// Flow control: PAUSE_TX | PAUSE_RX.
+    pub const PAUSE: u8 = 0x03;
     /// Link enabled.
     pub const ENABLE_LINK: u8 = 0x08;
     /// Auto-negotiation.
@@ -568,6 +573,20 @@ pub mod phy {
     pub const ALL_TYPES: u32 = 0x7FFF_FFFF;
     /// Every 25G PHY type.
     pub const ALL_TYPES_EXT: u8 = 0x3F;
+}
+
+aq_layout!(
+    /// Set Loopback 0x0618 (docs/hw/i40e.md §7.6).
+    SetLoopbackCmd, 2, {
+        /// [`loopback::NONE`], ...
+        lb_mode: u16 = 0,
+    }
+);
+
+/// Loopback modes (docs/hw/i40e.md §7.6).
+pub mod loopback {
+    /// No loopback.
+    pub const NONE: u16 = 0;
 }
 
 aq_layout!(

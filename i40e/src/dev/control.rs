@@ -99,6 +99,46 @@ impl<R: RegisterSpace> I40e<R> {
         Ok(())
     }
 
+    /// Flow control off, as DPDK leaves it (`i40e_set_fc` with I40E_FC_NONE, docs/hw/i40e.md §7.2): the NVM may
+    /// leave pause frames on. Set PHY Config only when the current abilities have a pause bit; the rest of the
+    /// configuration is the current one, applied at once.
+    pub(super) fn set_fc_none(&self) -> Result<()> {
+        let cur = self.phy_abilities(0)?;
+        if cur.abilities & cmds::phy::PAUSE == 0 {
+            return Ok(());
+        }
+        let mut p = [0u8; 16];
+        cmds::SetPhyConfigCmd {
+            phy_type: cur.phy_type,
+            phy_type_ext: cur.phy_type_ext,
+            link_speed: cur.link_speed,
+            abilities: (cur.abilities & !cmds::phy::PAUSE) | cmds::phy::ENABLE_ATOMIC_LINK,
+            eee_capability: cur.eee_capability,
+            eeer: cur.eeer_val,
+            low_power_ctrl: cur.d3_lpan,
+            fec_config: cur.fec_cfg_curr_mod_ext_info,
+        }
+        .encode_into(&mut p);
+        self.aq(Opcode::SetPhyConfig, p, None, &[])?;
+        Ok(())
+    }
+
+    /// No loopback (Set Loopback 0x0618, docs/hw/i40e.md §7.6): DPDK's `i40e_dev_start` sets the configured mode,
+    /// none by default, so a port an earlier user left in loopback does not stay so.
+    pub(super) fn set_loopback_none(&self) -> Result<()> {
+        let mut p = [0u8; 16];
+        cmds::SetLoopbackCmd { lb_mode: cmds::loopback::NONE }.encode_into(&mut p);
+        self.aq(Opcode::SetLoopback, p, None, &[])?;
+        Ok(())
+    }
+
+    /// Hash filters in a known state (DPDK `i40e_hw_init`, docs/hw/i40e.md §12.2): PFQF_CTL_0 cleared and the
+    /// port's symmetric hash off, whatever an earlier driver left.
+    pub(super) fn clear_hash_filters(&self) {
+        self.write_rx_ctl(PFQF_CTL_0, 0);
+        self.update_rx_ctl(PRTQF_CTL_0, |v| v & !prtqf_ctl_0::HSYM_ENA);
+    }
+
     pub(super) fn set_mac_config(&self) -> Result<()> {
         let frame = (self.state.config.mtu as u32 + FRAME_OVERHEAD).min(MAX_FRAME_SIZE);
         let mut p = [0u8; 16];

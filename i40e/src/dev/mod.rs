@@ -439,6 +439,7 @@ impl<R: RegisterSpace> I40e<R> {
         self.rx = rx;
         self.tx = tx;
         self.apply_rx_modes()?;
+        self.set_loopback_none()?;
         self.set_phy(true)?;
         self.set_mac_config()?;
         self.mac_config_on_link_up.store(true, std::sync::atomic::Ordering::Relaxed);

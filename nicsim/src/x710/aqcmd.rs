@@ -267,6 +267,7 @@ impl Core {
                 let type_ok = if t < 32 { phy_type & (1 << t) != 0 } else { phy_type_ext & 0x04 != 0 };
                 self.link.enabled = abilities & 0x08 != 0 && type_ok && link_speed & c.part.speed_bit() != 0;
                 self.link.phy_config = Some((phy_type, link_speed, phy_type_ext));
+                self.link.pause = abilities & super::PHY_PAUSE_MASK;
                 ok(p, false)
             }
             Command::SetMacConfig { max_frame_size, crc_en, drop_blocking } => {
@@ -640,7 +641,8 @@ impl Core {
         }
         let enabled = initial || self.link.enabled;
         // link enabled 0x08, AN enabled 0x10, module qualified 0x20 (docs/hw/i40e.md §7.1).
-        buf[5] = if enabled { 0x08 } else { 0 } | 0x10 | 0x20;
+        let pause = if initial { c.nvm_pause & super::PHY_PAUSE_MASK } else { self.link.pause };
+        buf[5] = if enabled { 0x08 } else { 0 } | 0x10 | 0x20 | pause;
         put32(buf, 16, 0x7710_0000 | u32::from(c.part.device_id()));
     }
 

@@ -324,6 +324,22 @@ impl ModelPort<X710State> {
         (core.link.max_frame, core.link.crc_en)
     }
 
+    /// The port's loopback mode (Set Loopback, docs/hw/i40e.md §7.6; 0: none).
+    pub fn loopback(&self) -> u16 {
+        self.shared.lock().link.loopback
+    }
+
+    /// Fault injection: the port left in loopback `mode` by an earlier user (another driver, a tool): a firmware
+    /// setting of the port, which a PF reset keeps.
+    pub fn set_loopback(&self, mode: u16) {
+        self.shared.lock().link.loopback = mode;
+    }
+
+    /// PAUSE_TX (0x01) | PAUSE_RX (0x02) of the current PHY configuration: the flow control in force.
+    pub fn flow_control(&self) -> u8 {
+        self.shared.lock().link.pause
+    }
+
     /// Opcodes of the admin commands completed so far, in order.
     pub fn aq_log(&self) -> Vec<(u16, AqRc)> {
         self.shared.lock().aq.log.clone()
