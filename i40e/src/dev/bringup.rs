@@ -190,7 +190,7 @@ impl<R: RegisterSpace> I40e<R> {
         let _ = self.set_fc_none();
         self.update_info();
         self.state.mac = self.id.mac;
-        *self.hw.lock().unwrap_or_else(|e| e.into_inner()) = HwStats::new(&self.regs, self.id.port, self.vsi.stat_idx);
+        *self.hw.lock().unwrap_or_else(|e| e.into_inner()) = HwStats::new(&self.regs, self.stat_index());
         Ok(())
     }
 

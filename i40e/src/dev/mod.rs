@@ -42,7 +42,7 @@ pub const PCI_IDS: &[(u16, u16, u32)] = &[
     (0x8086, 0x1581, 10_000),
     (0x8086, 0x1583, 40_000),
     (0x8086, 0x1584, 40_000),
-    (0x8086, 0x1585, 40_000),
+    (0x8086, 0x1585, 10_000),
     (0x8086, 0x1586, 10_000),
     (0x8086, 0x1587, 20_000),
     (0x8086, 0x1588, 20_000),
@@ -456,9 +456,14 @@ impl<R: RegisterSpace> I40e<R> {
         s
     }
 
+    /// Where this PF's counters are.
+    pub(super) fn stat_index(&self) -> stats::StatIndex {
+        stats::StatIndex { port: self.id.port, vsi: self.vsi.stat_idx, pf: self.id.pf_id }
+    }
+
     fn hw_totals(&self) -> Vec<u64> {
         let mut hw = self.hw.lock().unwrap_or_else(|e| e.into_inner());
-        hw.update(&self.regs, self.id.port, self.vsi.stat_idx).to_vec()
+        hw.update(&self.regs, self.stat_index()).to_vec()
     }
 
     /// Undoes the bring-up in reverse (docs/hw/i40e.md §3 shutdown): queues off, HMC cleared, Queue Shutdown, admin queue off, PF
@@ -631,8 +636,11 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
     fn xstats(&self) -> Vec<XStat> {
         let mut out = self.stats().generic_xstats();
         let hw = self.hw_totals();
-        for (i, d) in stats::COUNTERS.iter().enumerate() {
-            out.push(XStat::new(d.name, hw[i].wrapping_sub(self.xbase.get(i).copied().unwrap_or(0))));
+        let mut since: Vec<u64> =
+            hw.iter().enumerate().map(|(i, v)| v.wrapping_sub(self.xbase.get(i).copied().unwrap_or(0))).collect();
+        stats::exclude_crc(&mut since);
+        for (d, v) in stats::COUNTERS.iter().zip(since) {
+            out.push(XStat::new(d.name, v));
         }
         out.extend(ringkit::watchdog::xstats(&self.tx_hang));
         out
