@@ -48,10 +48,10 @@ fn a_hung_tx_queue_is_detected_within_the_timeout_restarted_and_sends_again() {
     assert_eq!(xstat(&dev, "tx_hangs"), 0, "a full ring is not yet a hang");
     assert!(dev.check_tx_hangs().is_ok());
     // The application keeps offering packets: the slow path looks, and after the 200 ms timeout calls it hung.
-    wait_for("the watchdog to find the hang", Duration::from_secs(10), || {
+    wait_for("the watchdog to find the hang and restart the queue", Duration::from_secs(10), || {
         send(&pool, &mut tx, &old, 8);
         port.step();
-        xstat(&dev, "tx_hangs") >= 1
+        xstat(&dev, "tx_hang_restarts") >= 1
     });
     assert_eq!(xstat(&dev, "tx_hangs"), 1);
     assert_eq!(xstat(&dev, "tx_hang_restarts"), 1);
