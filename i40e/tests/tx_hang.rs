@@ -92,8 +92,7 @@ fn a_stall_with_a_partly_filled_ring_is_found_by_polling_stats_counted_once_and_
     let (bar, model) = X710::new(X710Config::default());
     let thread = model.start_thread();
     let timeout = Duration::from_millis(200);
-    let options =
-        i40e::Options { timing: Timing { tx_hang: timeout, ..Timing::fast() }, ..options("model0", &model) };
+    let options = i40e::Options { timing: Timing { tx_hang: timeout, ..Timing::fast() }, ..options("model0", &model) };
     let mut dev = I40e::new(Arc::new(bar), model.dma_mapper(), Allocator::no_huge(), options).unwrap();
     dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();
     dev.start(&pool).unwrap();

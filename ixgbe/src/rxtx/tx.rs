@@ -183,7 +183,8 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         regs.write(F::txdctl(q), F::TXDCTL_INIT);
         // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
         let mut core = unsafe { TxCore::new(ring, size, rs_thresh, free_thresh, setup.pool, setup.stats) };
-        let restart = QueueRestart::<R, F> { regs: regs.clone(), queue: q, timeout: config.enable_timeout, family: PhantomData };
+        let restart =
+            QueueRestart::<R, F> { regs: regs.clone(), queue: q, timeout: config.enable_timeout, family: PhantomData };
         core.set_watchdog(TxWatchdog::new(setup.port, q, config.tx_hang, setup.hang), Box::new(restart));
         Ok(TxRing {
             core,
