@@ -89,11 +89,6 @@ impl SqProgress {
     }
 }
 
-// SAFETY: the CI slot is only read (volatile) here; the device is its one writer.
-unsafe impl Sync for SqProgress {}
-// SAFETY: the DMA area is owned memory with no thread affinity.
-unsafe impl Send for SqProgress {}
-
 /// One TX queue. Owned by one thread.
 pub struct TxRing<D: RegisterSpace> {
     ring: NonNull<SqWqebb>,
