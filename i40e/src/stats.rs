@@ -146,7 +146,11 @@ pub const CRC_INCLUDED: [(usize, [usize; 3]); 3] = [
     ),
     (
         index_of("vsi_rx_good_bytes"),
-        [index_of("vsi_rx_unicast_packets"), index_of("vsi_rx_multicast_packets"), index_of("vsi_rx_broadcast_packets")],
+        [
+            index_of("vsi_rx_unicast_packets"),
+            index_of("vsi_rx_multicast_packets"),
+            index_of("vsi_rx_broadcast_packets"),
+        ],
     ),
 ];
 /// Ethernet CRC length.

@@ -21,7 +21,8 @@ const HTOEP: u32 = 1 << 1;
 fn rss_started(pool: &mempool::Mempool) -> Port {
     let mut port = open_one(X710Config::default());
     let rss = RssConfig { key: None, functions: RssHashFunctions::UDP };
-    let cfg = PortConfig { rx_queues: 2, tx_queues: 2, rx_desc: 128, tx_desc: 128, rss: Some(rss), ..Default::default() };
+    let cfg =
+        PortConfig { rx_queues: 2, tx_queues: 2, rx_desc: 128, tx_desc: 128, rss: Some(rss), ..Default::default() };
     port.dev.configure(&cfg).unwrap();
     port.dev.start(pool).unwrap();
     port
@@ -48,7 +49,9 @@ fn an_rx_control_write_answered_eagain_is_sent_again_not_written_by_mmio() {
     let mut port = rss_started(&pool);
     let from = port.model.aq_log().len();
     port.model.inject_aq_errors(Some(RX_CTL_WRITE), AqRc::Eagain, 5);
-    port.dev.rss_hash_update(&RssConfig { key: None, functions: RssHashFunctions(RssHashFunctions::IPV4_TCP) }).unwrap();
+    port.dev
+        .rss_hash_update(&RssConfig { key: None, functions: RssHashFunctions(RssHashFunctions::IPV4_TCP) })
+        .unwrap();
     let a = answers(&port, from, RX_CTL_WRITE);
     assert_eq!(a[..6], [AqRc::Eagain, AqRc::Eagain, AqRc::Eagain, AqRc::Eagain, AqRc::Eagain, AqRc::Ok], "{a:?}");
     assert_eq!(port.model.counters().rx_ctl_mmio_writes, 0, "5 EAGAINs are waited out, no MMIO fallback");
@@ -63,7 +66,9 @@ fn an_rx_control_write_still_eagain_after_5_retries_falls_back_to_mmio() {
     let from = port.model.aq_log().len();
     // apply_rss writes PFQF_HENA(0) first: six EAGAINs for it, then the firmware answers again.
     port.model.inject_aq_errors(Some(RX_CTL_WRITE), AqRc::Eagain, i40e::RX_CTL_ATTEMPTS);
-    port.dev.rss_hash_update(&RssConfig { key: None, functions: RssHashFunctions(RssHashFunctions::IPV4_TCP) }).unwrap();
+    port.dev
+        .rss_hash_update(&RssConfig { key: None, functions: RssHashFunctions(RssHashFunctions::IPV4_TCP) })
+        .unwrap();
     let a = answers(&port, from, RX_CTL_WRITE);
     assert_eq!(a.iter().take_while(|rc| **rc == AqRc::Eagain).count(), 6, "{a:?}");
     assert_eq!(port.model.counters().rx_ctl_mmio_writes, 1, "one write by MMIO, the rest by command");

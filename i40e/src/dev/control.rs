@@ -31,7 +31,9 @@ impl<R: RegisterSpace> I40e<R> {
                 *self.link.lock().unwrap_or_else(|e| e.into_inner()) = link;
                 // The first link-up after start: Set MAC Config again, as some parts ignored it with the link
                 // down (docs/hw/i40e.md §7.3); a failure leaves it for the next link-up.
-                if link.up && self.mac_config_on_link_up.swap(false, Ordering::Relaxed) && self.set_mac_config().is_err()
+                if link.up
+                    && self.mac_config_on_link_up.swap(false, Ordering::Relaxed)
+                    && self.set_mac_config().is_err()
                 {
                     self.mac_config_on_link_up.store(true, Ordering::Relaxed);
                 }
@@ -271,7 +273,10 @@ impl<R: RegisterSpace> I40e<R> {
         self.update_rx_ctl(PRTQF_CTL_0, |v| v & !prtqf_ctl_0::HSYM_ENA);
         self.update_rx_ctl(GLQF_CTL, |v| v | glqf_ctl::HTOEP);
         let big = self.lut.len() > HLUT_ENTRIES;
-        self.update_rx_ctl(PFQF_CTL_0, |v| if big { v | pfqf_ctl_0::HASHLUTSIZE } else { v & !pfqf_ctl_0::HASHLUTSIZE });
+        self.update_rx_ctl(
+            PFQF_CTL_0,
+            |v| if big { v | pfqf_ctl_0::HASHLUTSIZE } else { v & !pfqf_ctl_0::HASHLUTSIZE },
+        );
         self.apply_key();
         self.apply_lut();
         let hena = Self::hena_of(rss.functions);
