@@ -2,7 +2,7 @@
 //! these, so the [`EthDev`] forwarding is written once for every model family.
 
 use mempool::Mempool;
-use nicsim::{Model, ModelPort, ModelThread};
+use crate::{Model, ModelPort, ModelThread};
 use pktio::{
     DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result, RssConfig, RxQueue, TxQueue, XStat,
 };

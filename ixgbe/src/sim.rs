@@ -1,4 +1,4 @@
-//! `net_sim_x540`: the real ixgbe driver on behavioural X540 models ([`nicsim`]), so users can run it without hardware:
+//! `net_sim_x540` (feature `sim`): this driver on behavioural X540 models ([`nicsim`]), so users can run it without hardware:
 //! `testpmd-rs --vdev net_sim_x540,ports=2 -- -i` forwards between two simulated ports wired back to back.
 //!
 //! Devargs: `ports=N` (even, default 2: N/2 dual-port X540s, each pair wired back to back),
@@ -20,15 +20,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hugepage::Allocator;
+use nicsim::vdev::{with_card_byte, SimDriver, SimNic};
 use nicsim::{Chip, LinkSpeed, SimBar, X540Config, X540Port};
 use pktio::devargs::Devargs;
 use pktio::driver::VdevDriver;
 use pktio::{EthDev, Result};
 
-use ixgbe::{Ixgbe, MacType, Media, Options, Timing};
+use crate::{Ixgbe, MacType, Media, Options, Timing};
 
-pub use crate::vdev::MAX_PORTS;
-use crate::vdev::{with_card_byte, SimDriver};
+/// This driver's simulated NICs, for simports' model list: each vdev, and the devargs and link speed of its
+/// forwarding runs.
+pub const SIM_NICS: &[SimNic] = &[
+    SimNic::new(VDEV, "net_ixgbe", &[("net_sim_x540,ports=2", 10_000)]),
+    SimNic::new(VDEV_82599, "net_ixgbe", &[("net_sim_82599,ports=2", 10_000)]),
+];
 
 /// The driver name users type.
 pub const VDEV_DRIVER: &str = "net_sim_x540";
@@ -60,7 +65,7 @@ pub fn model_timing() -> Timing {
 }
 
 /// One simulated port: the ixgbe driver, and the X540 (or 82599) model (with its thread) behind it.
-pub type SimPort = crate::port::SimPort<Ixgbe<SimBar>, nicsim::X540State>;
+pub type SimPort = nicsim::vdev::SimPort<Ixgbe<SimBar>, nicsim::X540State>;
 
 /// The ixgbe driver on the X540 model (`X82599`: on its 82599 variant by default).
 #[derive(Debug)]
@@ -107,12 +112,12 @@ impl<const X82599: bool> SimDriver for IxgbeSim<X82599> {
 
 /// Opens the ports of a `net_sim_x540` vdev.
 pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    crate::vdev::open_vdev::<IxgbeSim<false>>(args, allocator)
+    nicsim::vdev::open_vdev::<IxgbeSim<false>>(args, allocator)
 }
 
 /// Opens the ports of a `net_sim_82599` vdev.
 pub fn open_vdev_82599(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    crate::vdev::open_vdev::<IxgbeSim<true>>(args, allocator)
+    nicsim::vdev::open_vdev::<IxgbeSim<true>>(args, allocator)
 }
 
 #[cfg(test)]
