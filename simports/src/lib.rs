@@ -111,6 +111,17 @@ mod tests {
         }
     }
 
+    /// build.rs read the model list from Cargo.toml: every driver with `features = ["sim"]`, in the file's order.
+    #[test]
+    fn the_model_list_is_the_sim_drivers_of_cargo_toml_in_order() {
+        let want: Vec<&str> = [ixgbe::sim::SIM_NICS, i40e::sim::SIM_NICS, hinic3::sim::SIM_NICS]
+            .iter()
+            .flat_map(|l| l.iter().map(|n| n.vdev.name))
+            .collect();
+        assert_eq!(SIM_NICS.iter().map(|n| n.vdev.name).collect::<Vec<_>>(), want);
+        assert_eq!(want, ["net_sim_x540", "net_sim_82599", "net_sim_x710", "net_sim_sp670"]);
+    }
+
     #[test]
     fn every_nic_of_the_model_list_is_registered_and_forwards_on_each_run() {
         let names: Vec<_> = VDEV_DRIVERS.iter().map(|d| d.name).collect();
