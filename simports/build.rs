@@ -7,7 +7,11 @@ fn main() {
     let path = manifest.join("Cargo.toml");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     let drivers = drivers_with_sim(&text);
-    assert!(!drivers.is_empty(), "{}: no dependency with features = [\"sim\"]: the model list is empty", path.display());
+    assert!(
+        !drivers.is_empty(),
+        "{}: no dependency with features = [\"sim\"]: the model list is empty",
+        path.display()
+    );
     let lists: Vec<String> = drivers.iter().map(|d| format!("{}::sim::SIM_NICS", d.replace('-', "_"))).collect();
     let body = format!("&[{}]\n", lists.join(", "));
     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("model_list.rs");
@@ -23,9 +27,7 @@ fn drivers_with_sim(text: &str) -> Vec<String> {
     let mut drivers: Vec<(usize, String)> = deps
         .iter()
         .filter(|(_, spec)| {
-            spec.get("features")
-                .and_then(|f| f.as_array())
-                .is_some_and(|f| f.iter().any(|x| x.as_str() == Some("sim")))
+            spec.get("features").and_then(|f| f.as_array()).is_some_and(|f| f.iter().any(|x| x.as_str() == Some("sim")))
         })
         // `toml::Table` need not keep the file's order: order by where each name's line starts.
         .map(|(name, _)| (line_of(text, name), name.clone()))

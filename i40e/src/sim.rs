@@ -26,11 +26,8 @@ use crate::{max_speed_of, I40e, Options, Timing};
 
 /// This driver's simulated NIC, for simports' model list: the vdev, and the devargs and link speed of its
 /// forwarding runs.
-pub const SIM_NICS: &[SimNic] = &[SimNic::new(
-    VDEV,
-    "net_i40e",
-    &[("net_sim_x710,ports=2", 10_000), ("net_sim_x710,ports=2,part=xl710", 40_000)],
-)];
+pub const SIM_NICS: &[SimNic] =
+    &[SimNic::new(VDEV, "net_i40e", &[("net_sim_x710,ports=2", 10_000), ("net_sim_x710,ports=2,part=xl710", 40_000)])];
 
 /// The driver name users type.
 pub const VDEV_DRIVER: &str = "net_sim_x710";
