@@ -5,16 +5,7 @@ use std::time::{Duration, Instant};
 
 use hugepage::Allocator;
 use mempool::{Mempool, PacketBatch, PoolConfig};
-use pktio::devargs::Devargs;
-use pktio::{EthDev, PortConfig, Result};
-
-/// Opens `devargs` with the vdev driver `open` (`VdevDriver::open`), as the EAL does once it found the driver.
-pub fn open_with(
-    open: fn(&Devargs, &Allocator) -> Result<Vec<Box<dyn EthDev>>>,
-    devargs: &str,
-) -> Result<Vec<Box<dyn EthDev>>> {
-    open(&Devargs::parse(devargs)?, &Allocator::no_huge())
-}
+use pktio::{EthDev, PortConfig};
 
 /// Two wired simulated ports opened from `devargs`, driven by `driver`, the first named `device`: 32 frames from
 /// port 0 reach port 1 byte for byte at `speed`, and every buffer is back in the pool after stop.
