@@ -115,6 +115,6 @@ mod tests {
     }
 
     fn forward_on(devargs: &str, speed: u32) {
-        nicsim::vdev::testing::forward_pair(open(devargs).unwrap(), devargs, speed, "net_hinic3", "net_sim_sp670_p0");
+        testkit::sim::forward_pair(open(devargs).unwrap(), devargs, speed, "net_hinic3", "net_sim_sp670_p0");
     }
 }

@@ -118,6 +118,6 @@ mod tests {
     }
 
     fn forward_on(devargs: &str, speed: u32) {
-        nicsim::vdev::testing::forward_pair(open(devargs).unwrap(), devargs, speed, "net_i40e", "net_sim_x710_p0");
+        testkit::sim::forward_pair(open(devargs).unwrap(), devargs, speed, "net_i40e", "net_sim_x710_p0");
     }
 }

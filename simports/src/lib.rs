@@ -134,7 +134,7 @@ mod tests {
             assert!(nic.vdev.devargs.contains(&"ports") && nic.vdev.devargs.contains(&"tap"), "{}", nic.vdev.name);
             for &(devargs, mbps) in nic.runs {
                 let device = format!("{}_p0", nic.vdev.name);
-                nicsim::vdev::testing::forward_pair(open(devargs).unwrap(), devargs, mbps, nic.driver, &device);
+                testkit::sim::forward_pair(open(devargs).unwrap(), devargs, mbps, nic.driver, &device);
             }
         }
     }

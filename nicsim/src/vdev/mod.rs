@@ -9,8 +9,6 @@
 //! the dependency graph stays acyclic (drivers → nicsim, simports → drivers).
 
 mod port;
-#[cfg(any(test, feature = "testing"))]
-pub mod testing;
 
 pub use port::SimPort;
 

@@ -1,5 +1,5 @@
-//! Test support for the `net_sim_*` vdevs (feature `testing`): the forwarding check every simulated NIC's tests
-//! run, in simports and in the drivers' `src/sim.rs`.
+//! The `net_sim_*` vdevs' forwarding check (simports' tests and the drivers' `src/sim.rs`): a pair of simulated
+//! ports opened from devargs forwards byte for byte at its link speed and gives every buffer back.
 
 use std::time::{Duration, Instant};
 
