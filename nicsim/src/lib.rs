@@ -25,6 +25,10 @@
 //! `net_sim_*` vdevs, the vfio-user server, the drivers' tests) are written over `ModelPort<S: Model>`. The
 //! models' one error type is [`Error`]; what a driver gets wrong is recorded as a [`Fault`].
 //!
+//! [`vdev`] is the `net_sim_*` vdevs' machinery over the trait (one generic [`vdev::open_vdev`], the
+//! [`vdev::SimPort`] it hands out, the [`vdev::SimDriver`] a driver crate with a model implements in its
+//! `src/sim.rs`); it depends on the port API and on no driver.
+//!
 //! # Instantiating a port
 //!
 //! ```
@@ -136,6 +140,7 @@ pub mod net;
 pub mod pci;
 pub mod sp670;
 mod tap;
+pub mod vdev;
 mod wire;
 pub mod x540;
 pub mod x710;
