@@ -423,6 +423,46 @@ for c in cs:
 print("crowd ok", n)
 "#;
 
+/// The stack's counter `name` from its control socket (`netstack-ctl counters`), read while the server runs.
+fn stack_counter(net: &Net, name: &str) -> u64 {
+    let path = netstack::config::control_socket_path(&net.dir, "redis", 0);
+    let text = netstack::control::request(&path, "counters").unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .find_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next() == Some(name)).then(|| words.next()?.parse().ok()).flatten()
+        })
+        .unwrap_or_else(|| panic!("no counter {name} in:\n{text}"))
+}
+
+/// One client, one request at a time (`redis-benchmark -c 1`, issue 25's latency shape): each request is one
+/// segment in and its reply one segment out, the reply carrying the ACK, and nothing is retransmitted. A reply
+/// that left after smoltcp's ACK delay (a pure ACK first), a reply split in two or a retransmission would each
+/// add segments and cost the client a round trip or a timer.
+fn one_connection_is_one_segment_each_way(net: &Net) {
+    const REQUESTS: u64 = 2000;
+    // Beside the requests: redis-benchmark's CONFIG GET connection and each connection's handshake and close.
+    const SLACK: u64 = 24;
+    let before: Vec<u64> = ["tcp_rx_segments", "tcp_tx_segments", "tcp_retransmissions"]
+        .iter()
+        .map(|c| stack_counter(net, c))
+        .collect();
+    let seen = redis_benchmark(net, &["-n", &REQUESTS.to_string(), "-c", "1", "-P", "1", "-t", "get"]);
+    assert_eq!(seen, ["GET"], "redis-benchmark -c 1 -t get");
+    let after: Vec<u64> = ["tcp_rx_segments", "tcp_tx_segments", "tcp_retransmissions"]
+        .iter()
+        .map(|c| stack_counter(net, c))
+        .collect();
+    let (rx, tx, retx) = (after[0] - before[0], after[1] - before[1], after[2] - before[2]);
+    eprintln!("-c 1: {rx} segments in, {tx} out, {retx} retransmitted for {REQUESTS} requests");
+    assert_eq!(retx, 0, "retransmissions during {REQUESTS} one-at-a-time requests");
+    assert!((REQUESTS..=REQUESTS + SLACK).contains(&rx), "{rx} segments received for {REQUESTS} requests");
+    assert!(
+        (REQUESTS..=REQUESTS + SLACK).contains(&tx),
+        "{tx} segments sent for {REQUESTS} replies: a reply should carry its ACK, in one segment"
+    );
+}
+
 fn redis_suite(link: Link, tag: &str, subnet: &str, full: bool) {
     if !usable(&["ip", "ethtool", "redis-server", "redis-cli", "redis-benchmark", "redis-check-rdb", PYTHON]) {
         return;
@@ -446,6 +486,7 @@ fn redis_suite(link: Link, tag: &str, subnet: &str, full: bool) {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&admin.stdout), "hello world\n", "{admin:?}");
+    one_connection_is_one_segment_each_way(&net);
     let n = if full { "10000" } else { "2000" };
     let seen = redis_benchmark(&net, &["-n", n, "-c", "50"]);
     for t in DEFAULT_TESTS {
