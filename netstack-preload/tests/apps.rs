@@ -443,16 +443,12 @@ fn one_connection_is_one_segment_each_way(net: &Net) {
     const REQUESTS: u64 = 2000;
     // Beside the requests: redis-benchmark's CONFIG GET connection and each connection's handshake and close.
     const SLACK: u64 = 24;
-    let before: Vec<u64> = ["tcp_rx_segments", "tcp_tx_segments", "tcp_retransmissions"]
-        .iter()
-        .map(|c| stack_counter(net, c))
-        .collect();
+    let before: Vec<u64> =
+        ["tcp_rx_segments", "tcp_tx_segments", "tcp_retransmissions"].iter().map(|c| stack_counter(net, c)).collect();
     let seen = redis_benchmark(net, &["-n", &REQUESTS.to_string(), "-c", "1", "-P", "1", "-t", "get"]);
     assert_eq!(seen, ["GET"], "redis-benchmark -c 1 -t get");
-    let after: Vec<u64> = ["tcp_rx_segments", "tcp_tx_segments", "tcp_retransmissions"]
-        .iter()
-        .map(|c| stack_counter(net, c))
-        .collect();
+    let after: Vec<u64> =
+        ["tcp_rx_segments", "tcp_tx_segments", "tcp_retransmissions"].iter().map(|c| stack_counter(net, c)).collect();
     let (rx, tx, retx) = (after[0] - before[0], after[1] - before[1], after[2] - before[2]);
     eprintln!("-c 1: {rx} segments in, {tx} out, {retx} retransmitted for {REQUESTS} requests");
     assert_eq!(retx, 0, "retransmissions during {REQUESTS} one-at-a-time requests");
