@@ -83,5 +83,6 @@ mod exports;
 pub mod fdtable;
 pub mod lock;
 pub mod real;
+pub mod signals;
 pub mod sockopt;
 pub mod state;

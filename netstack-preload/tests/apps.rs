@@ -289,6 +289,62 @@ fn every_intercepted_call_on_stack_sockets() {
     eprintln!("{out}");
 }
 
+/// A signal handler that runs while a wait spins in user space: the wait fails with EINTR, as the kernel's do
+/// (nginx stops on SIGTERM that way). Python raises from the handler, so a wait that returns EINTR raises; one
+/// that swallowed the signal would hang until the test's timeout.
+const SIGNAL_DURING_SPIN: &str = r#"
+import select, signal, socket, sys, time
+host = sys.argv[1]
+class Woke(Exception):
+    pass
+def on_alarm(sig, frame):
+    raise Woke()
+signal.signal(signal.SIGALRM, on_alarm)
+s = socket.socket()
+s.bind((host, 7100))
+s.listen()
+ep = select.epoll()
+ep.register(s.fileno(), select.EPOLLIN)
+p = select.poll()
+p.register(s.fileno(), select.POLLIN)
+waits = [("epoll_wait", lambda: ep.poll(-1)), ("poll", lambda: p.poll()), ("select", lambda: select.select([s], [], []))]
+for name, wait in waits:
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    start = time.monotonic()
+    try:
+        got = wait()
+        sys.exit(f"{name} returned {got} without the signal")
+    except Woke:
+        pass
+    took = time.monotonic() - start
+    assert took < 3, f"{name} saw the signal after {took:.2f} s"
+    print(f"{name}: EINTR after {took:.3f} s")
+old = signal.signal(signal.SIGALRM, signal.SIG_DFL)
+assert old is on_alarm, old
+print("signals ok")
+"#;
+
+#[test]
+fn a_signal_during_the_idle_spin_interrupts_the_wait() {
+    if !usable(&["ip", "ethtool", PYTHON]) {
+        return;
+    }
+    let net = Net::new("s", "10.236.0", Link::Veth);
+    let config = net.config("signals");
+    let out = Command::new("ip")
+        .args(["netns", "exec", &net.app_ns, "timeout", "30", PYTHON, "-c", SIGNAL_DURING_SPIN, &net.app_ip])
+        .env("LD_PRELOAD", library())
+        .env("NETSTACK_CONFIG", &config)
+        // Spin for a minute after the last traffic: every signal lands while the wait is in user space.
+        .env("NETSTACK_PRELOAD_SPIN_US", "60000000")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("signals ok"), "{}:\n{text}", out.status);
+    assert!(text.contains("up: inet 10.236.0.1/24"), "the stack came up:\n{text}");
+    eprintln!("{text}");
+}
+
 fn redis_cli(net: &Net, args: &[&str]) -> String {
     let mut a = vec!["-h", &net.app_ip, "-p", "6380"];
     a.extend_from_slice(args);
