@@ -1,18 +1,18 @@
-//! Faults injected into the independent SP670 model end in recovery or a typed [`hinic3::Error`] naming the module
-//! and command, and nothing leaks: the pool is full and the model's IOVA map empty after.
+//! Control-plane faults injected into the independent SP670 model (management, mailbox, command queue, firmware
+//! readiness) end in recovery or a typed [`hinic3::Error`] naming the module and command, and nothing leaks: the
+//! pool is full and the model's IOVA map empty after. The faults every model has (link flap, cable, TX hang,
+//! damaged frames) are in the conformance suite (conformance.rs).
 
 mod common;
 
-use pktio::TypedQueues;
 use std::time::Duration;
 
 use common::*;
 use hinic3::cmdq::ucode;
 use hinic3::mgmt::{l2nic, module};
 use hinic3::Error;
-use mempool::PacketBatch;
 use nicsim::{Sp670, Sp670Config};
-use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
+use pktio::{EthDev, PortConfig};
 
 fn started(pool: &mempool::Mempool, rx_queues: u16) -> Port {
     let mut port = open_one(Sp670Config::default());
@@ -114,101 +114,6 @@ fn a_command_queue_error_and_stall_are_typed_naming_the_command_then_it_recovers
     port.model.stall_cmdq(false);
     wait_for(5, "the command queue to work again", || port.dev.reta_update(&reta2).is_ok());
     assert_eq!(port.model.rss_indirection().to_vec(), reta2);
-    finish(port, &pool);
-}
-
-#[test]
-fn a_link_flap_reaches_link_through_the_event_queue() {
-    let pool = pool("fault-flap", 1023);
-    let port = started(&pool, 1);
-    assert_eq!(port.dev.link().speed_mbps, 100_000);
-    port.model.link_flap(Duration::from_millis(300));
-    wait_for(5, "link down", || !port.dev.link().up);
-    wait_for(5, "link up again", || port.dev.link().up);
-    assert_eq!(port.dev.link().speed_mbps, 100_000);
-    port.model.set_cable(false);
-    wait_for(5, "link down (cable out)", || !port.dev.link().up);
-    port.model.set_cable(true);
-    wait_for(5, "link up (cable in)", || port.dev.link().up);
-    wait_for(5, "every link event acknowledged", || {
-        port.dev.link();
-        port.model.unacked_events().is_empty()
-    });
-    finish(port, &pool);
-}
-
-#[test]
-fn a_hung_tx_queue_fills_and_stop_still_frees_every_buffer_then_it_sends_again() {
-    let pool = pool("fault-hang", 1023);
-    let mut port = started(&pool, 1);
-    let mac = port.dev.mac_addr().0;
-    port.model.unwire();
-    port.model.tx_hang(Some(0), true);
-    let mut tx = port.dev.tx_queue_typed(0).unwrap();
-    let frame = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (1, 2), 64);
-    let mut sent = 0;
-    for _ in 0..8 {
-        let mut b = PacketBatch::new();
-        for _ in 0..32 {
-            b.push(mbuf_from(&pool, &frame)).unwrap();
-        }
-        sent += tx.tx_burst(&mut b);
-        drop(b);
-    }
-    assert!(sent < 256, "a hung queue took {sent} frames into a 128-entry ring");
-    assert!(port.model.take_tx().is_empty(), "nothing leaves a hung queue");
-    drop(tx);
-    // Stopping either drains or says what would not stop: both leave no buffer behind.
-    match port.dev.stop() {
-        Ok(()) => {}
-        Err(e) => assert!(e.driver_error::<Error>().is_some(), "untyped: {e}"),
-    }
-    assert!(pool.is_full(), "{} buffers held by a stopped port", pool.in_use());
-    port.model.tx_hang(Some(0), false);
-    port.dev.start(&pool).unwrap();
-    wait_for(5, "link up after the restart", || port.dev.link().up);
-    let mut tx = port.dev.tx_queue_typed(0).unwrap();
-    let mut b = PacketBatch::new();
-    b.push(mbuf_from(&pool, &frame)).unwrap();
-    assert_eq!(tx.tx_burst(&mut b), 1);
-    let mut out = Vec::new();
-    wait_for(5, "a frame after recovery", || {
-        out.extend(port.model.take_tx());
-        !out.is_empty()
-    });
-    assert_eq!(out, vec![frame]);
-    drop(tx);
-    finish(port, &pool);
-}
-
-#[test]
-fn damaged_frames_are_dropped_and_counted_and_good_ones_still_arrive() {
-    let pool = pool("fault-crc", 1023);
-    let mut port = started(&pool, 1);
-    let mac = port.dev.mac_addr().0;
-    let mut rx = port.dev.rx_queue_typed(0).unwrap();
-    let good = udp_frame(mac, [2, 0, 0, 0, 0, 9], ([1, 1, 1, 1], [2, 2, 2, 2]), (1, 2), 100);
-    for k in 0..6 {
-        if k % 2 == 0 {
-            assert!(port.model.inject_error(&good, nicsim::Sp670RxError::Crc));
-        } else {
-            assert!(port.model.inject(&good));
-        }
-    }
-    let mut got = PacketBatch::with_capacity(8);
-    wait_for(5, "the good frames", || {
-        rx.rx_burst(&mut got);
-        got.len() >= 3
-    });
-    wait_for(5, "the model to take every frame", || port.model.rx_pending() == 0);
-    rx.rx_burst(&mut got);
-    assert_eq!(got.len(), 3, "only the good frames are delivered");
-    assert!(got.iter().all(|m| bytes(m) == good));
-    drop(got);
-    wait_for(2, "the FCS errors counted", || port.dev.stats().ierrors == 3);
-    let rx_err = port.dev.xstats().into_iter().find(|x| x.name == "rx_err").map(|x| x.value);
-    assert_eq!(rx_err, Some(3));
-    drop(rx);
     finish(port, &pool);
 }
 

@@ -1,60 +1,14 @@
-//! Jumbo frames (multi-segment chains both ways) and checksum offload flags (RX) and insertion (TX).
+//! Checksum offload flags (RX) and insertion (TX). Jumbo frames as chains both ways are in the conformance suite
+//! (conformance.rs).
 mod common;
 
 use common::*;
 use mempool::{ol_flags, PacketBatch, TxOffload};
-use nicsim::{run_until_idle, X540Config};
+use nicsim::X540Config;
 use pktio::TypedQueues;
 use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
 
-use drvtest::{bytes, mbuf_from};
-
-#[test]
-fn jumbo_9000_byte_frames_both_directions_as_chains() {
-    let ((mut d0, p0), (mut d1, p1)) = pair(X540Config::default());
-    let pool = pool(4096, 2048);
-    let config = PortConfig { mtu: 9000, rx_desc: 256, tx_desc: 256, ..Default::default() };
-    start(&mut d0, &config, &pool);
-    start(&mut d1, &config, &pool);
-    let (mac0, mac1) = (d0.mac_addr().0, d1.mac_addr().0);
-    let (mut rx0, mut tx0) = (d0.rx_queue_typed(0).unwrap(), d0.tx_queue_typed(0).unwrap());
-    let (mut rx1, mut tx1) = (d1.rx_queue_typed(0).unwrap(), d1.tx_queue_typed(0).unwrap());
-    let max = 9000 + 14;
-    for (i, len) in [max, 9000, 4097, 2048, 2049, max].into_iter().enumerate() {
-        let f01 = udp_frame(mac1, mac0, ([10, 0, 0, 1], [10, 0, 0, 2]), (1000 + i as u16, 2000), len);
-        let f10 = udp_frame(mac0, mac1, ([10, 0, 0, 2], [10, 0, 0, 1]), (2000, 1000 + i as u16), len);
-        let mut b = PacketBatch::new();
-        b.push(mbuf_from(&pool, &f01)).unwrap();
-        assert_eq!(tx0.tx_burst(&mut b), 1);
-        b.push(mbuf_from(&pool, &f10)).unwrap();
-        assert_eq!(tx1.tx_burst(&mut b), 1);
-        run_until_idle(&[&p0, &p1]);
-        for (rx, want) in [(&mut rx1, &f01), (&mut rx0, &f10)] {
-            assert_eq!(rx.rx_burst(&mut b), 1, "frame of {len} bytes");
-            let m = b.pop().unwrap();
-            assert_eq!(m.pkt_len() as usize, len);
-            assert_eq!(m.nb_segs() as usize, len.div_ceil(2048));
-            assert_eq!(&bytes(&m), want);
-            assert_eq!(
-                m.ol_flags() & (ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_GOOD),
-                ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_GOOD
-            );
-        }
-    }
-    // One byte over the MTU is not delivered.
-    let mut b = PacketBatch::new();
-    let over = udp_frame(mac1, mac0, ([10, 0, 0, 1], [10, 0, 0, 2]), (1, 2), max + 1);
-    b.push(mbuf_from(&pool, &over)).unwrap();
-    tx0.tx_burst(&mut b);
-    run_until_idle(&[&p0, &p1]);
-    assert_eq!(rx1.rx_burst(&mut b), 0);
-    drop((rx0, tx0, rx1, tx1));
-    d0.stop().unwrap();
-    d1.stop().unwrap();
-    assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
-    p0.assert_no_faults();
-    p1.assert_no_faults();
-}
+use testkit::{bytes, mbuf_from};
 
 #[test]
 fn rx_checksum_flags_good_and_bad() {

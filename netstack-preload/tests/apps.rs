@@ -15,27 +15,10 @@ use std::time::{Duration, Instant};
 
 const PYTHON: &str = "/usr/bin/python3";
 
-fn have(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
-
+/// Whether the test can run (root and `tools`); otherwise says why and returns false, or panics when
+/// NETNS_TESTS_REQUIRED=1 or REAL_CLIENT_TESTS_REQUIRED=1.
 fn usable(tools: &[&str]) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
-    let reason = if !root {
-        "needs root to create network namespaces".to_owned()
-    } else if !missing.is_empty() {
-        format!("needs {} (bash scripts/setup.sh installs them)", missing.join(", "))
-    } else {
-        return true;
-    };
-    let required = |v: &str| std::env::var(v).is_ok_and(|v| v == "1");
-    if required("NETNS_TESTS_REQUIRED") || required("REAL_CLIENT_TESTS_REQUIRED") {
-        panic!("the test is required but cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-    false
+    testkit::netns::usable_for(&["NETNS_TESTS_REQUIRED", "REAL_CLIENT_TESTS_REQUIRED"], tools)
 }
 
 fn run(cmd: &str, args: &[&str]) -> String {
@@ -380,28 +363,7 @@ fn start_redis(net: &Net, config: &Path) -> App {
 }
 
 /// redis-benchmark 7.0's default tests, as named in its output.
-const DEFAULT_TESTS: &[&str] = &[
-    "PING_INLINE",
-    "PING_MBULK",
-    "SET",
-    "GET",
-    "INCR",
-    "LPUSH",
-    "RPUSH",
-    "LPOP",
-    "RPOP",
-    "SADD",
-    "HSET",
-    "SPOP",
-    "ZADD",
-    "ZPOPMIN",
-    "LPUSH (needed to benchmark LRANGE)",
-    "LRANGE_100 (first 100 elements)",
-    "LRANGE_300 (first 300 elements)",
-    "LRANGE_500 (first 500 elements)",
-    "LRANGE_600 (first 600 elements)",
-    "MSET (10 keys)",
-];
+use testkit::redis::BENCHMARK_DEFAULT_TESTS as DEFAULT_TESTS;
 
 /// Runs redis-benchmark; the tests it reported with a positive rate.
 fn redis_benchmark(net: &Net, args: &[&str]) -> Vec<String> {

@@ -12,64 +12,22 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-fn have(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
-
 fn usable() -> bool {
-    let reason = if unsafe_geteuid() != 0 {
-        "needs root to create network namespaces"
-    } else if !["ip", "ping", "ethtool", "python3"].iter().all(|t| have(t)) {
-        "needs ip, ping, ethtool and python3 (bash scripts/setup.sh installs them)"
-    } else {
-        return true;
-    };
-    if std::env::var("NETNS_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("NETNS_TESTS_REQUIRED=1 but the test cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-    false
+    testkit::netns::usable(&["ip", "ping", "ethtool", "python3"])
 }
 
-fn unsafe_geteuid() -> u32 {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() }
-}
-
-fn run(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd).args(args).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{cmd} {args:?}:\n{text}");
-    text
-}
+use testkit::netns::run;
 
 /// Network namespaces (and the interfaces in them) and a scratch directory, removed on drop.
-struct Netns(Vec<String>, PathBuf);
+struct Netns(testkit::netns::Netns, testkit::TempDir);
 
 impl Netns {
     fn new(names: &[&str]) -> Netns {
-        let ns: Vec<String> = names.iter().map(|n| format!("{n}-{}", std::process::id())).collect();
-        let dir = std::env::temp_dir().join(format!("netstack-{}-{}", names[0], std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let guard = Netns(ns, dir);
-        for n in &guard.0 {
-            let _ = Command::new("ip").args(["netns", "del", n]).output();
-            run("ip", &["netns", "add", n]);
-            run("ip", &["-n", n, "link", "set", "lo", "up"]);
-            let _ = Command::new("ip")
-                .args(["netns", "exec", n, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])
-                .output();
+        let ns = testkit::netns::Netns::new(names);
+        for i in 0..names.len() {
+            ns.sysctl(i, "net.ipv6.conf.all.disable_ipv6=1");
         }
-        guard
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        for n in &self.0 {
-            let _ = Command::new("ip").args(["netns", "del", n]).output();
-        }
-        let _ = std::fs::remove_dir_all(&self.1);
+        Netns(ns, testkit::TempDir::new(&format!("netstack-{}", names[0])))
     }
 }
 
@@ -145,7 +103,7 @@ sys.exit(0 if reply == data and peer == (sys.argv[1], int(sys.argv[2])) else "re
 /// server's. Returns them and va's MAC.
 fn veth_pair(names: [&str; 2], subnet: &str) -> (Netns, String) {
     let ns = Netns::new(&names);
-    let (cli, srv) = (&ns.0[0], &ns.0[1]);
+    let (cli, srv) = (&ns.0 .0[0], &ns.0 .0[1]);
     run("ip", &["-n", cli, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", srv]);
     run("ip", &["-n", cli, "addr", "add", &format!("{subnet}.1/24"), "dev", "va"]);
     run("ip", &["-n", cli, "link", "set", "va", "up"]);
@@ -165,10 +123,10 @@ fn spawn_echo(ns: &Netns, config_text: &str) -> (Server, PathBuf) {
 
 /// As [`spawn_echo`], with `idle_args` as the runtime's idle options.
 fn spawn_echo_with(ns: &Netns, config_text: &str, idle_args: &[&str]) -> (Server, PathBuf) {
-    let config = ns.1.join("udp-echo.toml");
+    let config = ns.1 .0.join("udp-echo.toml");
     std::fs::write(&config, config_text).unwrap();
     let mut child = Command::new("ip")
-        .args(["netns", "exec", &ns.0[1], env!("CARGO_BIN_EXE_udp-echo"), "--config"])
+        .args(["netns", "exec", &ns.0 .0[1], env!("CARGO_BIN_EXE_udp-echo"), "--config"])
         .arg(&config)
         .args(idle_args)
         .args(["--port", "7007"])
@@ -202,11 +160,11 @@ fn kernel_ping_and_udp_client_reach_udp_echo_over_veth() {
         return;
     }
     let (ns, mac_va) = veth_pair(["nstk-cli", "nstk-srv"], "10.193.0");
-    let cli = &ns.0[0];
+    let cli = &ns.0 .0[0];
     let text = format!(
         "lcores = \"0\"\n[port]\ndevice = \"net_af_packet0,iface=vb\"\n[ipv4]\naddress = \"10.193.0.2/24\"\n\
          [memory]\npool_size = 2048\n[control]\nname = \"echo-test\"\ndir = \"{}\"\n",
-        ns.1.display()
+        ns.1 .0.display()
     );
     let (mut server, config) = spawn_echo(&ns, &text);
     let up = server.wait_for("lcore 0 up", Duration::from_secs(1));
@@ -233,7 +191,7 @@ fn kernel_ping_and_udp_client_reach_udp_echo_over_veth() {
     let out = server.interrupt();
     assert!(counter(&out, "icmp_echo_replies") >= 3, "{out}");
     assert!(counter(&out, "udp_rx_datagrams") >= 1 && counter(&out, "udp_tx_datagrams") >= 1, "{out}");
-    assert!(!ns.1.join("netstack-echo-test.0.sock").exists(), "control socket left behind");
+    assert!(!ns.1 .0.join("netstack-echo-test.0.sock").exists(), "control socket left behind");
 }
 
 const MANY_FLOWS: &str = r#"
@@ -266,11 +224,11 @@ fn udp_echo_on_two_lcores_answers_every_flow() {
         return;
     }
     let (ns, _) = veth_pair(["nstk-cli2", "nstk-srv2"], "10.194.0");
-    let cli = &ns.0[0];
+    let cli = &ns.0 .0[0];
     let text = format!(
         "lcores = \"0-1\"\n[port]\ndevice = \"net_af_packet0,iface=vb,qpairs=2\"\n[ipv4]\n\
          address = \"10.194.0.2/24\"\n[control]\nname = \"echo-two\"\ndir = \"{}\"\n",
-        ns.1.display()
+        ns.1 .0.display()
     );
     let (mut server, config) = spawn_echo(&ns, &text);
     server.wait_for("lcore 1 up", Duration::from_secs(5));
@@ -311,11 +269,11 @@ fn udp_echo_sleeps_on_the_port_fd_and_wakes_for_traffic() {
         return;
     }
     let (ns, _) = veth_pair(["nstk-cliw", "nstk-srvw"], "10.195.0");
-    let cli = &ns.0[0];
+    let cli = &ns.0 .0[0];
     let text = format!(
         "lcores = \"0\"\n[port]\ndevice = \"net_af_packet0,iface=vb\"\n[ipv4]\naddress = \"10.195.0.2/24\"\n\
          [memory]\npool_size = 2048\n[control]\nname = \"echo-wake\"\ndir = \"{}\"\n",
-        ns.1.display()
+        ns.1 .0.display()
     );
     let (mut server, config) = spawn_echo_with(&ns, &text, &[]);
     let pid = server.child.id();
@@ -368,24 +326,24 @@ fn udp_7007(frame: &[u8]) -> Option<(bool, &[u8])> {
 /// the file back.
 #[test]
 fn a_running_server_is_captured_by_pktio_dumpcap() {
-    if !usable() || !apptest::have_tcpdump() {
+    if !usable() || !testkit::have_tcpdump() {
         return;
     }
     let (ns, _) = veth_pair(["nstk-capc", "nstk-caps"], "10.193.2");
-    let cli = &ns.0[0];
+    let cli = &ns.0 .0[0];
     let prefix = format!("nstk-cap-{}", std::process::id());
     let text = format!(
         "lcores = \"0\"\n[port]\ndevice = \"net_af_packet0,iface=vb\"\n[ipv4]\naddress = \"10.193.2.2/24\"\n\
          [memory]\npool_size = 2048\n[control]\nname = \"cap-test\"\ndir = \"{}\"\n",
-        ns.1.display()
+        ns.1 .0.display()
     );
     let (mut server, _config) = spawn_echo_with(&ns, &text, &["--file-prefix", &prefix]);
     // Resolve ARP both ways first, so that the capture sees the datagrams.
     let ping = run("ip", &["netns", "exec", cli, "ping", "-c", "1", "-W", "2", "10.193.2.2"]);
     assert!(ping.contains("1 received"), "{ping}");
 
-    let file = ns.1.join("echo.pcapng");
-    let mut dumpcap = Command::new(apptest::dumpcap())
+    let file = ns.1 .0.join("echo.pcapng");
+    let mut dumpcap = Command::new(testkit::dumpcap())
         .args(["--file-prefix", &prefix, "-i", "0", "--rx", "--tx", "-c", "10", "-a", "duration:60", "-w"])
         .arg(&file)
         .stdout(Stdio::piped())
@@ -405,7 +363,7 @@ fn a_running_server_is_captured_by_pktio_dumpcap() {
     let out = dumpcap.wait_with_output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && said.contains("Packets written: 10"), "pktio-dumpcap: {said}");
-    let pcap = ns.1.join("echo.pcap");
+    let pcap = ns.1 .0.join("echo.pcap");
     let td = Command::new("tcpdump").arg("-r").arg(&file).arg("-w").arg(&pcap).output().unwrap();
     assert!(td.status.success(), "tcpdump: {}", String::from_utf8_lossy(&td.stderr));
     let frames = swports::pcap_file::read_all(&pcap).unwrap();

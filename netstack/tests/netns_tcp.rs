@@ -17,43 +17,11 @@ use hugepage::Allocator;
 use netstack::{Counters, Error, EventKind, Handle, Stack, StackConfig};
 use pktio::{Mempool, PoolConfig, PortConfig};
 
-fn have(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
-
 fn usable() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let reason = if !root {
-        "needs root to create network namespaces"
-    } else if !["ip", "ethtool", "python3"].iter().all(|t| have(t)) {
-        "needs ip, ethtool and python3 (bash scripts/setup.sh installs them)"
-    } else {
-        return true;
-    };
-    if std::env::var("NETNS_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("NETNS_TESTS_REQUIRED=1 but the test cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-    false
+    testkit::netns::usable(&["ip", "ethtool", "python3"])
 }
 
-fn run(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd).args(args).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{cmd} {args:?}:\n{text}");
-    text
-}
-
-struct Netns(Vec<String>);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        for n in &self.0 {
-            let _ = Command::new("ip").args(["netns", "del", n]).output();
-        }
-    }
-}
+use testkit::netns::{run, Netns};
 
 const CLIENTS: &str = r#"
 import socket, sys, threading
@@ -147,12 +115,9 @@ fn kernel_tcp_clients_echo_through_netstack_over_veth() {
     if !usable() {
         return;
     }
-    let ns = Netns(["nstk-tcpc", "nstk-tcps"].iter().map(|n| format!("{n}-{}", std::process::id())).collect());
-    for n in &ns.0 {
-        let _ = Command::new("ip").args(["netns", "del", n]).output();
-        run("ip", &["netns", "add", n]);
-        let _ =
-            Command::new("ip").args(["netns", "exec", n, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]).output();
+    let ns = Netns::new(&["nstk-tcpc", "nstk-tcps"]);
+    for i in 0..2 {
+        ns.sysctl(i, "net.ipv6.conf.all.disable_ipv6=1");
     }
     let (cli, srv) = (ns.0[0].clone(), ns.0[1].clone());
     run("ip", &["-n", &cli, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", &srv]);

@@ -11,13 +11,12 @@ use nicsim::{X540Config, X540};
 
 #[test]
 fn kernel_frames_reach_the_model_through_a_tap() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/dev/net/tun").exists() {
-        let why = "needs root and /dev/net/tun (run as root; modprobe tun)";
-        if std::env::var("NETNS_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
-            panic!("NETNS_TESTS_REQUIRED=1 but the test cannot run: {why}");
-        }
-        eprintln!("SKIPPED: {why}");
+    let why = "needs root and /dev/net/tun (run as root; modprobe tun)";
+    if !testkit::require(
+        "NETNS_TESTS_REQUIRED",
+        testkit::is_root() && std::path::Path::new("/dev/net/tun").exists(),
+        why,
+    ) {
         return;
     }
     // A thread of its own, moved into a fresh network namespace: the host's interfaces are never touched.

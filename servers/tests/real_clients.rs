@@ -22,12 +22,7 @@ fn have(tool: &str) -> bool {
     if Command::new(tool).arg("--version").output().is_ok() {
         return true;
     }
-    let why = format!("{tool} is not installed (scripts/setup.sh installs it)");
-    if std::env::var("REAL_CLIENT_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("REAL_CLIENT_TESTS_REQUIRED=1 but the test cannot run: {why}");
-    }
-    eprintln!("SKIPPED: {why}");
-    false
+    testkit::skip("REAL_CLIENT_TESTS_REQUIRED", &format!("{tool} is not installed (scripts/setup.sh installs it)"))
 }
 
 /// A loopback listener whose every connection runs `serve` on its own thread; stops accepting on drop.
@@ -143,28 +138,7 @@ fn redis_cli_round_trips() {
 }
 
 /// redis-benchmark 7.0's default tests, as named in its output.
-const DEFAULT_TESTS: &[&str] = &[
-    "PING_INLINE",
-    "PING_MBULK",
-    "SET",
-    "GET",
-    "INCR",
-    "LPUSH",
-    "RPUSH",
-    "LPOP",
-    "RPOP",
-    "SADD",
-    "HSET",
-    "SPOP",
-    "ZADD",
-    "ZPOPMIN",
-    "LPUSH (needed to benchmark LRANGE)",
-    "LRANGE_100 (first 100 elements)",
-    "LRANGE_300 (first 300 elements)",
-    "LRANGE_500 (first 500 elements)",
-    "LRANGE_600 (first 600 elements)",
-    "MSET (10 keys)",
-];
+use testkit::redis::BENCHMARK_DEFAULT_TESTS as DEFAULT_TESTS;
 
 #[test]
 fn redis_benchmark_runs_every_default_test_without_errors() {

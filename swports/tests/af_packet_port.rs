@@ -2,15 +2,13 @@
 //! port opens one end, a raw socket on the other end plays the kernel side. Needs root and `ip`; skipped with a
 //! message otherwise, or failed when NETNS_TESTS_REQUIRED=1 (scripts/test.sh sets it).
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use hugepage::Allocator;
 use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig};
 use swports::open_vdev;
 
-use common::netns::{assert_wait_fd_wakes, frame, ip, ip_out, seq_of, RawSocket, VethPair, MAGIC, PEER};
+use testkit::veth::{assert_wait_fd_wakes, frame, ip, ip_out, seq_of, RawSocket, VethPair, MAGIC, PEER};
 
 fn pool(name: &str) -> Mempool {
     Mempool::new(&format!("{name}-{}", std::process::id()), &PoolConfig::with_size(2048), &Allocator::no_huge())

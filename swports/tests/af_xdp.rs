@@ -3,15 +3,13 @@
 //! Needs root and `ip`; skipped with a message otherwise, or failed when NETNS_TESTS_REQUIRED=1 (scripts/test.sh
 //! sets it).
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use hugepage::Allocator;
 use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig};
 use swports::open_vdev;
 
-use common::netns::{assert_wait_fd_wakes, frame, seq_of, VethPair, PEER};
+use testkit::veth::{assert_wait_fd_wakes, frame, seq_of, VethPair, PEER};
 
 fn sized_pool(name: &str, cfg: PoolConfig) -> Mempool {
     Mempool::new(&format!("{name}-{}", std::process::id()), &cfg, &Allocator::no_huge()).unwrap()

@@ -11,15 +11,7 @@ use std::time::{Duration, Instant};
 use hugepage::Allocator;
 use pktio::{MacAddr, Mempool, PacketBatch, PoolConfig, PortConfig};
 use swports::open_vdev;
-
-/// Skips the calling test with what it needs, or fails it when NETNS_TESTS_REQUIRED=1 (the project's test command
-/// sets it: there a missing tool or privilege is a broken machine, not a pass).
-fn skip(reason: &str) {
-    if std::env::var("NETNS_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("NETNS_TESTS_REQUIRED=1 but the test cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-}
+use testkit::netns::ip;
 
 /// A network namespace the calling thread has entered; on drop the thread goes back and the namespace is deleted.
 struct NetNs {
@@ -31,13 +23,7 @@ impl NetNs {
     /// Creates namespace `pktio-<tag>-<pid>` and moves this thread into it; `None` (with a message) when the test
     /// cannot run here.
     fn enter(tag: &str) -> Option<NetNs> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            skip("needs root to create network namespaces (run as root: sudo -E cargo test)");
-            return None;
-        }
-        if Command::new("ip").arg("-V").output().is_err() {
-            skip("the `ip` command is missing (apt-get install iproute2, or bash scripts/setup.sh)");
+        if !testkit::netns::usable(&["ip"]) {
             return None;
         }
         let name = format!("pktio-{tag}-{}", std::process::id());
@@ -82,11 +68,6 @@ impl Drop for NetNs {
         unsafe { libc::setns(self.home.as_raw_fd(), libc::CLONE_NEWNET) };
         let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
     }
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
 }
 
 fn pool(name: &str) -> Mempool {

@@ -32,7 +32,7 @@ fn frames() -> Vec<Vec<u8>> {
 
 #[test]
 fn capture_while_forwarding_holds_the_forwarded_frames() {
-    if !apptest::have_tcpdump() {
+    if !testkit::have_tcpdump() {
         return;
     }
     let dir = TempDir::new("capture");

@@ -20,14 +20,8 @@ use swports::pcap_file::{read_all, PcapWriter};
 fn dpdk_testpmd() -> Option<&'static str> {
     let found = Command::new("dpdk-testpmd").arg("--version").output().is_ok();
     let stdbuf = Command::new("stdbuf").arg("--version").output().is_ok();
-    if found && stdbuf {
-        return Some("dpdk-testpmd");
-    }
-    if std::env::var("DPDK_TESTS_REQUIRED").as_deref() == Ok("1") {
-        panic!("DPDK_TESTS_REQUIRED=1 but dpdk-testpmd or stdbuf is missing: apt-get install dpdk coreutils");
-    }
-    eprintln!("skipped: needs dpdk-testpmd (apt-get install dpdk); set DPDK_TESTS_REQUIRED=1 to fail instead");
-    None
+    let why = "needs dpdk-testpmd and stdbuf (apt-get install dpdk coreutils)";
+    testkit::require("DPDK_TESTS_REQUIRED", found && stdbuf, why).then_some("dpdk-testpmd")
 }
 
 fn sum16(data: &[u8]) -> u32 {

@@ -7,61 +7,24 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-
-fn have(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
+use testkit::netns::{ip, Netns};
 
 /// Whether the tests can run here (root, ip, ping, and /dev/net/tun when `tun`); otherwise skips with the reason
 /// (or fails, under NETNS_TESTS_REQUIRED=1).
 fn usable(tun: bool) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return skip_netns("needs root to create network namespaces (run as root: sudo -E cargo test)");
+    if !testkit::netns::usable(&["ip", "ping"]) {
+        return false;
     }
-    if !have("ip") || !have("ping") {
-        return skip_netns("needs ip and ping (apt-get install iproute2 iputils-ping, or bash scripts/setup.sh)");
-    }
-    if tun && !std::path::Path::new("/dev/net/tun").exists() {
-        return skip_netns("needs /dev/net/tun (modprobe tun)");
-    }
-    true
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().unwrap();
-    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// Network namespaces removed on drop (with every interface in them).
-struct Netns(Vec<String>);
-
-impl Netns {
-    fn new(names: &[&str]) -> Netns {
-        let ns = Netns(names.iter().map(|n| format!("{n}-{}", std::process::id())).collect());
-        for n in &ns.0 {
-            let _ = Command::new("ip").args(["netns", "del", n]).output();
-            ip(&["netns", "add", n]);
-            ip(&["-n", n, "link", "set", "lo", "up"]);
-        }
-        ns
-    }
-
-    fn sysctl(&self, i: usize, setting: &str) {
-        let _ = Command::new("ip").args(["netns", "exec", &self.0[i], "sysctl", "-qw", setting]).output();
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        for n in &self.0 {
-            let _ = Command::new("ip").args(["netns", "del", n]).output();
-        }
-    }
+    testkit::require(
+        "NETNS_TESTS_REQUIRED",
+        !tun || Path::new("/dev/net/tun").exists(),
+        "needs /dev/net/tun (modprobe tun)",
+    )
 }
 
 fn ping(ns: &str, addr: &str) -> String {

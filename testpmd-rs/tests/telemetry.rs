@@ -14,14 +14,10 @@ use std::time::{Duration, Instant};
 use common::*;
 
 fn client() -> Option<&'static str> {
-    if Command::new("python3").arg("-c").arg("1").output().is_ok() && Path::new("/usr/bin/dpdk-telemetry.py").exists() {
-        return Some("/usr/bin/dpdk-telemetry.py");
-    }
-    if std::env::var("DPDK_TESTS_REQUIRED").as_deref() == Ok("1") {
-        panic!("DPDK_TESTS_REQUIRED=1 but dpdk-telemetry.py is missing: apt-get install dpdk-dev");
-    }
-    eprintln!("skipped: needs dpdk-telemetry.py (apt-get install dpdk-dev); set DPDK_TESTS_REQUIRED=1 to fail");
-    None
+    let present =
+        Command::new("python3").arg("-c").arg("1").output().is_ok() && Path::new("/usr/bin/dpdk-telemetry.py").exists();
+    let why = "needs dpdk-telemetry.py (apt-get install dpdk-dev)";
+    testkit::require("DPDK_TESTS_REQUIRED", present, why).then_some("/usr/bin/dpdk-telemetry.py")
 }
 
 /// Runs the client with `commands` on stdin (non-interactive: it prints one JSON line per command).

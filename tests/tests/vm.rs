@@ -38,7 +38,7 @@ struct VmRun {
 /// Whether a skip must fail the run: the project's test command (scripts/test.sh) sets VM_TESTS_REQUIRED=1, so a
 /// missing QEMU, a failed install or a missing privilege is reported, not passed over.
 fn required() -> bool {
-    std::env::var("VM_TESTS_REQUIRED").is_ok_and(|v| v == "1")
+    testkit::required("VM_TESTS_REQUIRED")
 }
 
 fn vm_run() -> &'static VmRun {

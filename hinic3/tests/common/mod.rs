@@ -53,4 +53,4 @@ pub fn close(port: Port) {
 }
 
 #[allow(unused_imports)] // each test binary uses a part
-pub use drvtest::{bytes, checksum, cross, mbuf_from, pool, pseudo, receive, tcp_frame, udp_frame, wait_for};
+pub use testkit::{bytes, checksum, cross, mbuf_from, pool, pseudo, receive, tcp_frame, udp_frame, wait_for};

@@ -33,16 +33,11 @@ pub fn read(path: impl AsRef<Path>) -> String {
 }
 
 /// Whether the tests may change hugepages (root); otherwise they skip with a printed reason.
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
+#[allow(unused_imports)] // each test binary uses a part
+pub use testkit::is_root;
 
 /// Skips the calling test with a reason, or fails it when HUGEPAGE_TESTS_REQUIRED=1 (CI on a machine that must have
 /// hugepages).
 pub fn skip(reason: &str) {
-    if std::env::var("HUGEPAGE_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("HUGEPAGE_TESTS_REQUIRED=1 but the test cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
+    testkit::skip("HUGEPAGE_TESTS_REQUIRED", reason);
 }

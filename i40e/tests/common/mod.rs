@@ -45,7 +45,7 @@ pub fn open_pair(config: X710Config) -> (Port, Port) {
 }
 
 #[allow(unused_imports)] // each test binary uses a part
-pub use drvtest::{bytes, checksum, cross, mbuf_from, pool, pseudo, receive, tcp_frame, udp_frame, wait_for};
+pub use testkit::{bytes, checksum, cross, mbuf_from, pool, pseudo, receive, tcp_frame, udp_frame, wait_for};
 
 /// Closes the driver and checks it left nothing: no DMA mapping in the model's IOVA map, no fault (the close's own
 /// admin commands and register writes included).

@@ -83,4 +83,4 @@ pub fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
 }
 
 #[allow(unused_imports)] // each test binary uses a part
-pub use drvtest::{checksum, pseudo, tcp_frame, udp_frame};
+pub use testkit::{checksum, pseudo, tcp_frame, udp_frame};

@@ -1,3 +1,3 @@
-//! The shared test support (the `apptest` crate).
+//! The shared test support (the `testkit` crate).
 
-pub use apptest::*;
+pub use testkit::*;

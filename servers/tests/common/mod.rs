@@ -9,37 +9,13 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-pub fn have(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
-
 /// Whether the test can run (root and `tools`); otherwise says why and returns false, or panics when
 /// NETNS_TESTS_REQUIRED=1 or REAL_CLIENT_TESTS_REQUIRED=1 (scripts/test.sh sets both).
 pub fn usable(tools: &[&str]) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
-    let reason = if !root {
-        "needs root to create network namespaces".to_owned()
-    } else if !missing.is_empty() {
-        format!("needs {} (bash scripts/setup.sh installs them)", missing.join(", "))
-    } else {
-        return true;
-    };
-    let required = |v: &str| std::env::var(v).is_ok_and(|v| v == "1");
-    if required("NETNS_TESTS_REQUIRED") || required("REAL_CLIENT_TESTS_REQUIRED") {
-        panic!("the test is required but cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-    false
+    testkit::netns::usable_for(&["NETNS_TESTS_REQUIRED", "REAL_CLIENT_TESTS_REQUIRED"], tools)
 }
 
-pub fn run(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd).args(args).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{cmd} {args:?}:\n{text}");
-    text
-}
+pub use testkit::netns::run;
 
 /// A client namespace joined to the host by a veth pair: `<tag>n` (`<subnet>.2/24`) inside, `<tag>h` (no address,
 /// for the server) outside; and a scratch directory. All removed on drop.

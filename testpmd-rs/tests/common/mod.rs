@@ -3,10 +3,10 @@
 
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
+
+use testkit::App;
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_testpmd-rs");
@@ -18,78 +18,32 @@ pub fn command(eal: &[&str], app: &[&str]) -> Command {
     c
 }
 
-/// A running testpmd-rs whose stdin we write and whose stdout and stderr we collect (merged, in arrival order
-/// per stream).
-pub struct Session {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    out: Arc<Mutex<String>>,
-    readers: Vec<std::thread::JoinHandle<()>>,
+/// A running testpmd-rs whose stdin we write and whose stdout and stderr we collect: the test kit's [`testkit::App`]
+/// (through `Deref`: `send`, `send_bytes`, `output`, `wait_for_from`, `pid`) plus testpmd's prompt.
+pub struct Session(App);
+
+impl std::ops::Deref for Session {
+    type Target = App;
+    fn deref(&self) -> &App {
+        &self.0
+    }
 }
 
-fn collect(mut r: impl Read + Send + 'static, out: Arc<Mutex<String>>) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        loop {
-            match r.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => out.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n])),
-            }
-        }
-    })
+impl std::ops::DerefMut for Session {
+    fn deref_mut(&mut self) -> &mut App {
+        &mut self.0
+    }
 }
 
 impl Session {
     /// Starts `cmd` with piped stdio.
-    pub fn spawn(mut cmd: Command) -> Session {
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("testpmd-rs starts");
-        let out = Arc::new(Mutex::new(String::new()));
-        let readers = vec![
-            collect(child.stdout.take().unwrap(), out.clone()),
-            collect(child.stderr.take().unwrap(), out.clone()),
-        ];
-        let stdin = child.stdin.take();
-        Session { child, stdin, out, readers }
-    }
-
-    /// Sends one command line.
-    pub fn send(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{line}").expect("write to testpmd-rs");
-        stdin.flush().unwrap();
-    }
-
-    /// Sends raw bytes (for input that is not UTF-8).
-    pub fn send_bytes(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(bytes).expect("write to testpmd-rs");
-        stdin.flush().unwrap();
-    }
-
-    /// Everything printed so far.
-    pub fn output(&self) -> String {
-        self.out.lock().unwrap().clone()
-    }
-
-    /// Waits until the output (after byte `from`) contains `needle`; returns the output.
-    pub fn wait_for_from(&self, from: usize, needle: &str, timeout: Duration) -> String {
-        let end = Instant::now() + timeout;
-        loop {
-            let o = self.output();
-            if o.get(from..).is_some_and(|t| t.contains(needle)) {
-                return o;
-            }
-            if Instant::now() > end {
-                panic!("timed out waiting for {needle:?}; output so far:\n{o}");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+    pub fn spawn(cmd: Command) -> Session {
+        Session(App::spawn_interactive(cmd))
     }
 
     /// Waits until the output contains `needle`.
     pub fn wait_for(&self, needle: &str, timeout: Duration) -> String {
-        self.wait_for_from(0, needle, timeout)
+        self.0.wait_for_from(0, needle, timeout)
     }
 
     /// Sends `line` and waits for the next prompt after it; returns what the command printed.
@@ -122,38 +76,8 @@ impl Session {
     }
 
     /// Closes stdin and waits for the exit; returns the status and the whole output.
-    pub fn finish(mut self) -> (ExitStatus, String) {
-        drop(self.stdin.take());
-        let end = Instant::now() + Duration::from_secs(30);
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if Instant::now() > end {
-                let _ = self.child.kill();
-                panic!("testpmd-rs did not exit; output:\n{}", self.output());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        for r in self.readers.drain(..) {
-            let _ = r.join();
-        }
-        let o = self.output();
-        (status, o)
-    }
-
-    /// Process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+    pub fn finish(self) -> (ExitStatus, String) {
+        self.0.wait_within(Duration::from_secs(30))
     }
 }
 
@@ -258,35 +182,13 @@ pub fn assert_pool_full(text: &str) {
 }
 
 /// A scratch directory removed on drop.
-pub struct TempDir(pub std::path::PathBuf);
-
-impl TempDir {
-    pub fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("testpmd-rs-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-
-    pub fn path(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+#[allow(unused_imports)] // each test binary uses a part
+pub use testkit::TempDir;
 
 /// Skips the calling test with what it needs (returns false), or fails it when NETNS_TESTS_REQUIRED=1: the project's
 /// test command sets it, and there a missing tool or privilege is a broken machine, not a pass.
 pub fn skip_netns(reason: &str) -> bool {
-    if std::env::var("NETNS_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("NETNS_TESTS_REQUIRED=1 but the test cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-    false
+    testkit::skip("NETNS_TESTS_REQUIRED", reason)
 }
 
 /// Two null ports and two simulated X540 ports: the EAL arguments the stdin-script tests run on.

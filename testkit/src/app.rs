@@ -1,20 +1,22 @@
-//! Test support for the sample applications (l2fwd, l3fwd): spawn a binary with its output collected, poll for
-//! text with a deadline, stop it with SIGINT, and pcap helpers to write inputs and compare outputs frame by frame.
-//! Used only as a dev-dependency; not part of any application build.
+//! Driving an application binary from its tests (l2fwd, l3fwd, testpmd-rs, netstack): spawn it with its output
+//! collected, poll for text with a deadline, stop it with SIGINT, read numbers and addresses from what it prints,
+//! and capture a running application's ports with `pktio-dumpcap`.
 
-use std::io::Read;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::io::{Read, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use swports::pcap_file::{read_all, PcapWriter};
+use crate::pcap::read_frames;
 
 /// How long a test waits for the application: generous, the machine may be loaded.
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
-/// A running application with its stdout and stderr collected.
+/// A running application with its stdout and stderr collected (merged, in arrival order per stream), and its stdin
+/// open for [`App::send`] when started with [`App::spawn_interactive`].
 pub struct App {
     child: Child,
+    stdin: Option<ChildStdin>,
     out: Arc<Mutex<String>>,
     readers: Vec<std::thread::JoinHandle<()>>,
 }
@@ -32,21 +34,65 @@ fn collect(mut r: impl Read + Send + 'static, out: Arc<Mutex<String>>) -> std::t
 }
 
 impl App {
-    /// Starts `bin` with `args`.
+    /// Starts `bin` with `args`, stdin closed.
     pub fn spawn(bin: &str, args: &[String]) -> App {
-        let mut child = Command::new(bin)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
+        let mut cmd = Command::new(bin);
+        cmd.args(args).stdin(Stdio::null());
+        App::start(cmd)
+    }
+
+    /// Starts `cmd` with its stdin piped, for [`App::send`].
+    pub fn spawn_interactive(mut cmd: Command) -> App {
+        cmd.stdin(Stdio::piped());
+        App::start(cmd)
+    }
+
+    fn start(mut cmd: Command) -> App {
+        let mut child =
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{cmd:?} starts: {e}"));
         let out = Arc::new(Mutex::new(String::new()));
         let readers = vec![
             collect(child.stdout.take().unwrap(), out.clone()),
             collect(child.stderr.take().unwrap(), out.clone()),
         ];
-        App { child, out, readers }
+        let stdin = child.stdin.take();
+        App { child, stdin, out, readers }
+    }
+
+    /// Writes `line` and a newline to the application's stdin.
+    pub fn send(&mut self, line: &str) {
+        self.send_bytes(format!("{line}\n").as_bytes());
+    }
+
+    /// Writes raw bytes (input that need not be UTF-8) to the application's stdin.
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open (App::spawn_interactive)");
+        stdin.write_all(bytes).expect("write to the application");
+        stdin.flush().unwrap();
+    }
+
+    /// Closes the application's stdin (an interactive program's end of input).
+    pub fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until the output after byte `from` contains `needle`; returns the whole output. Panics with the output
+    /// after `timeout`.
+    pub fn wait_for_from(&self, from: usize, needle: &str, timeout: Duration) -> String {
+        let end = Instant::now() + timeout;
+        loop {
+            let o = self.output();
+            if o.get(from..).is_some_and(|t| t.contains(needle)) {
+                return o;
+            }
+            assert!(Instant::now() < end, "timed out waiting for {needle:?}; output so far:\n{o}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Everything printed so far.
@@ -78,8 +124,14 @@ impl App {
     }
 
     /// Waits for the exit; returns the status and the whole output.
-    pub fn wait(mut self) -> (ExitStatus, String) {
-        let end = Instant::now() + DEADLINE;
+    pub fn wait(self) -> (ExitStatus, String) {
+        self.wait_within(DEADLINE)
+    }
+
+    /// Waits at most `deadline` for the exit (then kills it and panics); returns the status and the whole output.
+    pub fn wait_within(mut self, deadline: Duration) -> (ExitStatus, String) {
+        drop(self.stdin.take());
+        let end = Instant::now() + deadline;
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
                 break s;
@@ -134,25 +186,6 @@ impl Drop for TempDir {
     }
 }
 
-pub fn write_pcap(path: &str, frames: &[Vec<u8>]) {
-    let mut w = PcapWriter::create(path).unwrap();
-    for (i, f) in frames.iter().enumerate() {
-        w.write_packet(1_700_000_000_000_000_000 + i as u64 * 1000, f).unwrap();
-    }
-    w.flush().unwrap();
-}
-
-pub fn read_frames(path: &str) -> Vec<Vec<u8>> {
-    read_all(path).unwrap().into_iter().map(|r| r.data).collect()
-}
-
-pub fn assert_frames_eq(got: &[Vec<u8>], want: &[Vec<u8>]) {
-    assert_eq!(got.len(), want.len(), "frame count");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert_eq!(g, w, "frame {i} differs");
-    }
-}
-
 /// The number after `label` on the last line that holds it.
 pub fn last_number(text: &str, label: &str) -> Option<u64> {
     let at = text.rfind(label)? + label.len();
@@ -164,47 +197,6 @@ pub fn mac_after(text: &str, prefix: &str) -> [u8; 6] {
     let line = text.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix:?} in:\n{text}"));
     let m: pktio::MacAddr = line[prefix.len()..].trim().parse().unwrap();
     m.0
-}
-
-/// Ethernet/IPv4/UDP frames with a payload pattern (`n` of them, seeded), checksum right, TTL 64.
-pub fn udp_frames(seed: u8, n: usize, dst: impl Fn(usize) -> [u8; 4]) -> Vec<Vec<u8>> {
-    (0..n)
-        .map(|i| {
-            let len = [60usize, 64, 128, 333, 1000, 1514][i % 6];
-            let mut f = vec![0u8; len];
-            f[0..6].copy_from_slice(&[0x02, 0xaa, 0, 0, 0, seed]);
-            f[6..12].copy_from_slice(&[0x02, 0xbb, 0, 0, 0, i as u8]);
-            f[12..14].copy_from_slice(&[0x08, 0x00]);
-            f[14] = 0x45;
-            f[16..18].copy_from_slice(&((len - 14) as u16).to_be_bytes());
-            f[18..20].copy_from_slice(&(i as u16).to_be_bytes());
-            f[22] = 64;
-            f[23] = 17;
-            f[26..30].copy_from_slice(&[10, seed, (i >> 8) as u8, i as u8]);
-            f[30..34].copy_from_slice(&dst(i));
-            f[34..36].copy_from_slice(&(1000 + i as u16).to_be_bytes());
-            f[36..38].copy_from_slice(&9u16.to_be_bytes());
-            f[38..40].copy_from_slice(&((len - 34) as u16).to_be_bytes());
-            for (k, b) in f[42..].iter_mut().enumerate() {
-                *b = (k as u8).wrapping_mul(7).wrapping_add(seed);
-            }
-            set_ipv4_checksum(&mut f[14..34]);
-            f
-        })
-        .collect()
-}
-
-/// Writes a correct IPv4 header checksum into a 20-byte header.
-pub fn set_ipv4_checksum(h: &mut [u8]) {
-    h[10..12].fill(0);
-    let mut s = 0u32;
-    for c in h.chunks(2) {
-        s += u16::from_be_bytes([c[0], c[1]]) as u32;
-    }
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    h[10..12].copy_from_slice(&(!(s as u16)).to_be_bytes());
 }
 
 /// The `pktio-dumpcap` binary (built by the testpmd-rs package) of the target directory this test runs from;
@@ -236,14 +228,11 @@ pub fn dumpcap() -> std::path::PathBuf {
 /// True when tcpdump is installed; without it a capture test says so and passes, unless DPDK_TESTS_REQUIRED=1
 /// (scripts/test.sh) makes it fail.
 pub fn have_tcpdump() -> bool {
-    if Command::new("tcpdump").arg("--version").output().is_ok() {
-        return true;
-    }
-    if std::env::var("DPDK_TESTS_REQUIRED").as_deref() == Ok("1") {
-        panic!("DPDK_TESTS_REQUIRED=1 but tcpdump is missing: apt-get install tcpdump");
-    }
-    eprintln!("skipped: needs tcpdump (apt-get install tcpdump)");
-    false
+    crate::require(
+        "DPDK_TESTS_REQUIRED",
+        Command::new("tcpdump").arg("--version").output().is_ok(),
+        "needs tcpdump (apt-get install tcpdump)",
+    )
 }
 
 /// Captures from the application running with EAL `--file-prefix prefix` with `pktio-dumpcap` (`args`: which
@@ -266,16 +255,4 @@ pub fn dumpcap_frames(dir: &TempDir, prefix: &str, args: &[&str], count: usize) 
     let td = Command::new("tcpdump").args(["-r", &out, "-w", &copy]).output().unwrap();
     assert!(td.status.success(), "tcpdump: {}", String::from_utf8_lossy(&td.stderr));
     read_frames(&copy)
-}
-
-/// Requires `got` to be `want` repeated in order from some frame on (an input replayed without end, captured
-/// from an arbitrary point): every frame byte for byte.
-pub fn assert_cyclic_run(got: &[Vec<u8>], want: &[Vec<u8>]) {
-    assert!(!got.is_empty(), "nothing captured");
-    let first = want.iter().position(|w| w == &got[0]).unwrap_or_else(|| {
-        panic!("captured frame 0 is none of the expected ones: {:02x?}", &got[0][..got[0].len().min(64)])
-    });
-    for (k, g) in got.iter().enumerate() {
-        assert_eq!(g, &want[(first + k) % want.len()], "captured frame {k} (from expected frame {first} on)");
-    }
 }

@@ -1,4 +1,4 @@
-//! Network-namespace scaffolding shared by the port tests that talk to the kernel over veth (af_packet, af_xdp):
+//! Veth scaffolding for the port tests that talk to the kernel over veth (swports' af_packet and af_xdp):
 //! a veth pair whose ends live in two namespaces the test creates and removes, a raw socket playing the kernel side,
 //! and the test frames. Needs root and `ip`; without them a test is skipped with a message, or fails when
 //! NETNS_TESTS_REQUIRED=1 (scripts/test.sh sets it).
@@ -9,6 +9,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use pktio::{EthDev, MacAddr};
+
+pub use crate::netns::{ip, ip_out};
 use swports::open_vdev;
 
 /// The peer's MAC address in test frames.
@@ -17,24 +19,6 @@ pub const PEER: MacAddr = MacAddr([0x02, 0, 0, 0, 0xbb, 1]);
 /// Our experimental ethertype: frames the test injects carry it, so other traffic is easy to ignore.
 pub const ETHERTYPE: u16 = 0x88b5;
 pub const MAGIC: &[u8; 4] = b"PKIO";
-
-/// Skips the calling test with what it needs, or fails it when NETNS_TESTS_REQUIRED=1 (the project's test command
-/// sets it: there a missing tool or privilege is a broken machine, not a pass).
-pub fn skip(reason: &str) {
-    if std::env::var("NETNS_TESTS_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("NETNS_TESTS_REQUIRED=1 but the test cannot run: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-}
-
-pub fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
-}
-
-pub fn ip_out(args: &[&str]) -> String {
-    String::from_utf8_lossy(&Command::new("ip").args(args).output().expect("run ip").stdout).into_owned()
-}
 
 /// Two namespaces joined by a veth pair, `a` in the first, `b` in the second, both up and quiet (no IPv6). Removed
 /// on drop; the thread returns to its own namespace.
@@ -51,13 +35,7 @@ pub struct VethPair {
 impl VethPair {
     /// A fresh pair tagged `tag` (short: it goes into the interface names), whose end `a` opens as `vdev`.
     pub fn new(tag: &str, vdev: &'static str) -> Option<VethPair> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            skip("needs root to create network namespaces and veth pairs (run as root: sudo -E cargo test)");
-            return None;
-        }
-        if Command::new("ip").arg("-V").output().is_err() {
-            skip("the `ip` command is missing (apt-get install iproute2, or bash scripts/setup.sh)");
+        if !crate::netns::usable(&["ip"]) {
             return None;
         }
         let id = std::process::id();
