@@ -242,6 +242,7 @@ impl State {
             let _ = self.stack();
         }
         let deadline = (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
+        let signals = crate::signals::delivered();
         let mut idle_since = None;
         loop {
             if self.poll_stack() {
@@ -261,6 +262,10 @@ impl State {
             }
             if n > 0 || timeout == 0 || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(n);
+            }
+            if crate::signals::delivered() != signals {
+                // A handler ran while we spun in user space: the kernel's wait would have failed with EINTR.
+                return Err(libc::EINTR);
             }
             let k = self.idle(&mut idle_since, deadline, Sleep::Epoll(epfd, out, max))?;
             // SAFETY: the kernel wrote `k` events to `out`.
@@ -291,6 +296,7 @@ impl State {
             })
             .collect();
         let any_kernel = kernel.iter().any(|p| p.fd >= 0);
+        let signals = crate::signals::delivered();
         let mut idle_since = None;
         loop {
             if self.poll_stack() {
@@ -335,6 +341,9 @@ impl State {
             }
             if n > 0 || timeout == Some(Duration::ZERO) || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(n);
+            }
+            if crate::signals::delivered() != signals {
+                return Err(libc::EINTR);
             }
             self.idle(&mut idle_since, deadline, Sleep::Poll(&mut kernel))?;
         }

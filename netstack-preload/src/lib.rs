@@ -28,7 +28,9 @@
 //! `sendmsg`, `sendfile`/`sendfile64` (the file is read straight into the connection's send buffer),
 //! `close`, `shutdown`, `setsockopt`/`getsockopt`, `getsockname`, `getpeername`, `fcntl`/`fcntl64`
 //! (O_NONBLOCK, FD_CLOEXEC, F_DUPFD), `ioctl` (FIONBIO, FIONREAD), `dup`, `dup2`, `dup3`, `epoll_ctl`,
-//! `epoll_wait`, `epoll_pwait`, `poll`, `ppoll`, `select`, `pselect`, `fork`. `epoll_create`/`epoll_create1`
+//! `epoll_wait`, `epoll_pwait`, `poll`, `ppoll`, `select`, `pselect`, `fork`, and `sigaction`/`signal` (the
+//! application's handlers are wrapped to count the signals a thread receives: a wait that spins in user space
+//! fails with EINTR after a handler ran, as the kernel's does; see [`signals`]). `epoll_create`/`epoll_create1`
 //! need nothing of ours: a set becomes mixed when its first stack socket is added. Flags: MSG_DONTWAIT,
 //! MSG_NOSIGNAL, MSG_PEEK (TCP), MSG_WAITALL. Errors are Linux's: EAGAIN, EINPROGRESS, EALREADY, EISCONN,
 //! ECONNREFUSED, ECONNRESET (once, then EPIPE), EPIPE with SIGPIPE unless MSG_NOSIGNAL, EADDRINUSE, ENOTCONN.
@@ -83,5 +85,6 @@ mod exports;
 pub mod fdtable;
 pub mod lock;
 pub mod real;
+pub mod signals;
 pub mod sockopt;
 pub mod state;

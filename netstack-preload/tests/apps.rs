@@ -272,6 +272,62 @@ fn every_intercepted_call_on_stack_sockets() {
     eprintln!("{out}");
 }
 
+/// A signal handler that runs while a wait spins in user space: the wait fails with EINTR, as the kernel's do
+/// (nginx stops on SIGTERM that way). Python raises from the handler, so a wait that returns EINTR raises; one
+/// that swallowed the signal would hang until the test's timeout.
+const SIGNAL_DURING_SPIN: &str = r#"
+import select, signal, socket, sys, time
+host = sys.argv[1]
+class Woke(Exception):
+    pass
+def on_alarm(sig, frame):
+    raise Woke()
+signal.signal(signal.SIGALRM, on_alarm)
+s = socket.socket()
+s.bind((host, 7100))
+s.listen()
+ep = select.epoll()
+ep.register(s.fileno(), select.EPOLLIN)
+p = select.poll()
+p.register(s.fileno(), select.POLLIN)
+waits = [("epoll_wait", lambda: ep.poll(-1)), ("poll", lambda: p.poll()), ("select", lambda: select.select([s], [], []))]
+for name, wait in waits:
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    start = time.monotonic()
+    try:
+        got = wait()
+        sys.exit(f"{name} returned {got} without the signal")
+    except Woke:
+        pass
+    took = time.monotonic() - start
+    assert took < 3, f"{name} saw the signal after {took:.2f} s"
+    print(f"{name}: EINTR after {took:.3f} s")
+old = signal.signal(signal.SIGALRM, signal.SIG_DFL)
+assert old is on_alarm, old
+print("signals ok")
+"#;
+
+#[test]
+fn a_signal_during_the_idle_spin_interrupts_the_wait() {
+    if !usable(&["ip", "ethtool", PYTHON]) {
+        return;
+    }
+    let net = Net::new("s", "10.236.0", Link::Veth);
+    let config = net.config("signals");
+    let out = Command::new("ip")
+        .args(["netns", "exec", &net.app_ns, "timeout", "30", PYTHON, "-c", SIGNAL_DURING_SPIN, &net.app_ip])
+        .env("LD_PRELOAD", library())
+        .env("NETSTACK_CONFIG", &config)
+        // Spin for a minute after the last traffic: every signal lands while the wait is in user space.
+        .env("NETSTACK_PRELOAD_SPIN_US", "60000000")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("signals ok"), "{}:\n{text}", out.status);
+    assert!(text.contains("up: inet 10.236.0.1/24"), "the stack came up:\n{text}");
+    eprintln!("{text}");
+}
+
 fn redis_cli(net: &Net, args: &[&str]) -> String {
     let mut a = vec!["-h", &net.app_ip, "-p", "6380"];
     a.extend_from_slice(args);
@@ -385,6 +441,43 @@ for c in cs:
 print("crowd ok", n)
 "#;
 
+/// The stack's counter `name` from its control socket (`netstack-ctl counters`), read while the server runs.
+fn stack_counter(net: &Net, name: &str) -> u64 {
+    let path = netstack::config::control_socket_path(&net.dir, "redis", 0);
+    let text = netstack::control::request(&path, "counters").unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .find_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next() == Some(name)).then(|| words.next()?.parse().ok()).flatten()
+        })
+        .unwrap_or_else(|| panic!("no counter {name} in:\n{text}"))
+}
+
+/// One client, one request at a time (`redis-benchmark -c 1`, issue 25's latency shape): each request is one
+/// segment in and its reply one segment out, the reply carrying the ACK. A reply that left after smoltcp's ACK
+/// delay (a pure ACK first) or split in two would add a segment per request and cost the client a round trip.
+fn one_connection_is_one_segment_each_way(net: &Net) {
+    const REQUESTS: u64 = 2000;
+    // Beside the requests: redis-benchmark's CONFIG GET connection and each connection's handshake and close.
+    const SLACK: u64 = 24;
+    let before: Vec<u64> =
+        ["tcp_rx_segments", "tcp_tx_segments", "tcp_retransmissions"].iter().map(|c| stack_counter(net, c)).collect();
+    let seen = redis_benchmark(net, &["-n", &REQUESTS.to_string(), "-c", "1", "-P", "1", "-t", "get"]);
+    assert_eq!(seen, ["GET"], "redis-benchmark -c 1 -t get");
+    let after: Vec<u64> =
+        ["tcp_rx_segments", "tcp_tx_segments", "tcp_retransmissions"].iter().map(|c| stack_counter(net, c)).collect();
+    let (rx, tx, retx) = (after[0] - before[0], after[1] - before[1], after[2] - before[2]);
+    eprintln!("-c 1: {rx} segments in, {tx} out, {retx} retransmitted for {REQUESTS} requests");
+    // smoltcp's minimum retransmission timeout is 10 ms (Linux's 200 ms): a client the loaded machine stalls
+    // longer than that gets a reply again, and its duplicate ACK comes back. A few, not a flood.
+    assert!(retx <= REQUESTS / 20, "{retx} retransmissions during {REQUESTS} one-at-a-time requests");
+    assert!((REQUESTS..=REQUESTS + SLACK + retx).contains(&rx), "{rx} segments received for {REQUESTS} requests");
+    assert!(
+        (REQUESTS..=REQUESTS + SLACK + retx).contains(&tx),
+        "{tx} segments sent for {REQUESTS} replies ({retx} retransmitted): a reply should carry its ACK, in one segment"
+    );
+}
+
 fn redis_suite(link: Link, tag: &str, subnet: &str, full: bool) {
     if !usable(&["ip", "ethtool", "redis-server", "redis-cli", "redis-benchmark", "redis-check-rdb", PYTHON]) {
         return;
@@ -408,6 +501,7 @@ fn redis_suite(link: Link, tag: &str, subnet: &str, full: bool) {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&admin.stdout), "hello world\n", "{admin:?}");
+    one_connection_is_one_segment_each_way(&net);
     let n = if full { "10000" } else { "2000" };
     let seen = redis_benchmark(&net, &["-n", n, "-c", "50"]);
     for t in DEFAULT_TESTS {

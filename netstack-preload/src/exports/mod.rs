@@ -102,4 +102,5 @@ unsafe fn iovecs<'a>(iov: *const libc::iovec, n: c_int) -> Res<Vec<&'a mut [u8]>
 mod control;
 mod io;
 mod poll;
+mod signals;
 mod sockets;
