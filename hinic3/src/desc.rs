@@ -47,6 +47,9 @@ pub mod queue_info {
     pub const UC: u32 = bit(28);
     /// Smallest MSS the hardware takes.
     pub const MSS_MIN: u32 = 80;
+    /// MSS of an extended WQE without TSO: never 0 (DPDK `hinic3_prepare_sq_ctrl`'s TX_MSS_DEFAULT,
+    /// docs/hw/hinic3.md §10.2).
+    pub const MSS_DEFAULT: u32 = 0x3E00;
 }
 
 /// Task section dword 0 (`pkt_info0`).

@@ -156,6 +156,15 @@ fn descriptor_mistakes_are_faults() {
     assert!(r.port.take_tx().is_empty());
     assert_eq!(r.hw_ci(0), 0);
     assert!(protocol_faults(&r.port).iter().any(|s| s.contains("owner bit")));
+    // An extended WQE without TSO whose queue_info leaves MSS 0 (DPDK hinic3_prepare_sq_ctrl puts 0x3E00 there).
+    let mut r = Rig::new(Sp670Config::default());
+    r.init_and_start(1);
+    r.send_ext_qi(0, &udp_frame([2, 0, 0, 0, 0, 0x99], [10, 0, 0, 1], 1, 60), 2, None, 1 << 28);
+    r.step();
+    assert!(r.port.take_tx().is_empty());
+    assert_eq!(r.hw_ci(0), 0);
+    let f = protocol_faults(&r.port);
+    assert!(f.iter().any(|s| s.contains("SQ 0") && s.contains("MSS 0")), "{f:?}");
     // A doorbell while FUNC_ATTR4 has doorbells off is lost.
     let mut r = Rig::new(Sp670Config::default());
     r.init_and_start(1);

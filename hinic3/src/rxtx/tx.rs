@@ -383,7 +383,8 @@ impl<D: RegisterSpace> TxRing<D> {
                 | queue_info::PLDOFF.val(hdr_len / 2)
                 | queue_info::MSS.val(off.tso_segsz as u32)
         } else {
-            queue_info::UC
+            // Without TSO the MSS field still carries the default (the SP670 takes 0 as malformed).
+            queue_info::UC | queue_info::MSS.val(queue_info::MSS_DEFAULT)
         };
         let start = self.pi;
         let mut segs_it = m.segments();

@@ -624,8 +624,14 @@ impl Rig {
         self.push_sq(q, &[[ctrl, 0, (a >> 32) as u32, a as u32]]);
     }
 
-    /// An extended send: task section (`task`) and the frame cut into `pieces` buffers.
+    /// An extended send: task section (`task`) and the frame cut into `pieces` buffers, queue_info UC with the
+    /// default MSS 0x3E00 as DPDK's `hinic3_prepare_sq_ctrl` writes it.
     pub fn send_ext(&mut self, q: usize, frame: &[u8], pieces: usize, task: Option<[u32; 4]>) {
+        self.send_ext_qi(q, frame, pieces, task, QI_UC_DEFAULT_MSS);
+    }
+
+    /// `send_ext` with the queue_info dword `qi` as given.
+    pub fn send_ext_qi(&mut self, q: usize, frame: &[u8], pieces: usize, task: Option<[u32; 4]>, qi: u32) {
         let per = frame.len().div_ceil(pieces);
         let mut addrs = Vec::new();
         for (k, c) in frame.chunks(per).enumerate() {
@@ -635,7 +641,7 @@ impl Rig {
         }
         let n = addrs.len() as u32;
         let ctrl = addrs[0].1 | n << 19 | u32::from(task.is_some()) << 27 | 1 << 30 | u32::from(self.sq_owner[q]) << 31;
-        let mut w = vec![[ctrl, 1 << 28, (addrs[0].0 >> 32) as u32, addrs[0].0 as u32]];
+        let mut w = vec![[ctrl, qi, (addrs[0].0 >> 32) as u32, addrs[0].0 as u32]];
         w.extend(task);
         for (a, l) in &addrs[1..] {
             w.push([*l, 0, (a >> 32) as u32, *a as u32]);
@@ -647,6 +653,9 @@ impl Rig {
         u16::from_le_bytes(self.read_mem(CI_SLOTS + 64 * q, 2).try_into().unwrap())
     }
 }
+
+/// queue_info of an extended WQE without TSO: UC (bit 28) and MSS (26:13) TX_MSS_DEFAULT 0x3E00.
+pub const QI_UC_DEFAULT_MSS: u32 = 1 << 28 | 0x3E00 << 13;
 
 pub const RSS_KEY: [u8; 40] = [
     0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b,
