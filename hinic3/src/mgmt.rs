@@ -60,6 +60,10 @@ pub mod l2nic {
     pub const CLEAN_VPORT_STAT: u16 = 10;
     /// CLEAR_QP_RESOURCE.
     pub const CLEAR_QP_RESOURCE: u16 = 11;
+    /// CFG_RX_LRO.
+    pub const CFG_RX_LRO: u16 = 13;
+    /// CFG_LRO_TIMER.
+    pub const CFG_LRO_TIMER: u16 = 14;
     /// FEATURE_NEGO (NIC features).
     pub const FEATURE_NEGO: u16 = 15;
     /// GET_MAC.
@@ -68,6 +72,10 @@ pub mod l2nic {
     pub const SET_MAC: u16 = 21;
     /// DEL_MAC.
     pub const DEL_MAC: u16 = 22;
+    /// SET_VLAN_FILTER_EN.
+    pub const SET_VLAN_FILTER_EN: u16 = 26;
+    /// SET_RX_VLAN_OFFLOAD (VLAN strip).
+    pub const SET_RX_VLAN_OFFLOAD: u16 = 27;
     /// RSS_CFG.
     pub const RSS_CFG: u16 = 60;
     /// RSS_TEMP_MGR.
@@ -328,6 +336,37 @@ pub fn sq_ci_attr(func_id: u16, sq: u32, ci_iova: u64) -> Msg<32> {
 /// L2NIC 9/10/11: the 12-byte requests carrying only func_id.
 pub fn func_only(func_id: u16) -> Msg<12> {
     Msg::new().u16(8, func_id)
+}
+
+/// The opcode of L2NIC 13 and 14 that sets (0 reads).
+const OP_SET: u8 = 1;
+
+/// L2NIC 13 CFG_RX_LRO (28 bytes), set: LRO for IPv4 and IPv6 on or off, merged packets of at most `max_kib` KiB
+/// (at least 1, DPDK `hinic3_set_lro`).
+pub fn cfg_rx_lro(func_id: u16, enable: bool, max_kib: u8) -> Msg<28> {
+    Msg::new().u16(8, func_id).u8(10, OP_SET).u8(12, enable as u8).u8(13, enable as u8).u8(14, max_kib.max(1))
+}
+
+/// L2NIC 14 CFG_LRO_TIMER (16 bytes), set (PF only).
+pub fn cfg_lro_timer(timer: u32) -> Msg<16> {
+    Msg::new().u8(8, OP_SET).u32(12, timer)
+}
+
+/// L2NIC 26 SET_VLAN_FILTER_EN ctrl bits.
+pub mod vlan_filter {
+    use super::bit;
+    /// Filter by the VLAN table.
+    pub const VLAN: u32 = bit(0);
+}
+
+/// L2NIC 26 SET_VLAN_FILTER_EN (16 bytes).
+pub fn set_vlan_filter(func_id: u16, ctrl: u32) -> Msg<16> {
+    Msg::new().u16(8, func_id).u32(12, ctrl)
+}
+
+/// L2NIC 27 SET_RX_VLAN_OFFLOAD (16 bytes): VLAN strip on or off.
+pub fn set_rx_vlan_offload(func_id: u16, strip: bool) -> Msg<16> {
+    Msg::new().u16(8, func_id).u8(10, strip as u8)
 }
 
 /// L2NIC 20/21/22 GET/SET/DEL_MAC (20 bytes).

@@ -69,6 +69,8 @@ pub struct Rig {
     pub sq_owner: Vec<bool>,
     pub rq_pi: Vec<u32>,
     pub rq_ci: Vec<u32>,
+    /// `init_and_start` without L2NIC 13, 14, 26 and 27 (a driver that leaves LRO and VLAN offloads unset).
+    pub leave_offloads_unset: bool,
 }
 
 pub fn poll(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
@@ -137,6 +139,7 @@ impl Rig {
             sq_owner: vec![true; n],
             rq_pi: vec![0; n],
             rq_ci: vec![0; n],
+            leave_offloads_unset: false,
         }
     }
 
@@ -446,6 +449,9 @@ impl Rig {
         let mut mode = vec![0u8; 16];
         mode[12..16].copy_from_slice(&7u32.to_le_bytes());
         self.ok(module::L2NIC, 7, &mode);
+        if !self.leave_offloads_unset {
+            self.lro_and_vlan_off();
+        }
         if nq > 1 {
             self.rss_setup(nq);
         }
@@ -465,6 +471,21 @@ impl Rig {
         let mut ls = vec![0u8; 12];
         ls[8] = self.port.config().port_id;
         assert_eq!(self.ok(module::MAG, 7, &ls)[9], 1, "link up");
+    }
+
+    /// What DPDK's `hinic3_set_lro` and `hinic3_set_vlan` send at start without LRO, VLAN filter or strip
+    /// (docs/hw/hinic3.md §7.3): L2NIC 13 LRO off (max 1 KiB), 14 timer 16, 26 filter off, 27 strip off.
+    pub fn lro_and_vlan_off(&mut self) {
+        let mut lro = vec![0u8; 28];
+        lro[10] = 1;
+        lro[14] = 1;
+        self.ok(module::L2NIC, 13, &lro);
+        let mut timer = vec![0u8; 16];
+        timer[8] = 1;
+        timer[12..16].copy_from_slice(&16u32.to_le_bytes());
+        self.ok(module::L2NIC, 14, &timer);
+        self.ok(module::L2NIC, 26, &[0; 16]);
+        self.ok(module::L2NIC, 27, &[0; 16]);
     }
 
     /// RSS as DPDK orders it (docs/hw/hinic3.md §11), the table spreading entry e to queue (e × 7 + 3) mod nq.
