@@ -34,6 +34,9 @@ pub mod comm {
     pub const SET_DMA_ATTR: u16 = 25;
     /// GET_FW_VERSION.
     pub const GET_FW_VERSION: u16 = 60;
+    /// COMM feature bit 9 USE_REAL_RX_BUF_SIZE: the root context's rx_buf_sz is in bytes, not a table index
+    /// (docs/hw/hinic3.md §10.4, DPDK `get_hw_rx_buf_size`).
+    pub const FEATURE_USE_REAL_RX_BUF_SIZE: u64 = 1 << 9;
     /// DPDK's FUNC_RESET flags: NIC | COMM | FLUSH | MQM | SMF | command channel (docs/hw/hinic3.md §7.3).
     pub const RESET_FLAGS: u64 = 0x3407;
 }
@@ -229,12 +232,12 @@ pub fn set_cmdq_depth(func_id: u16, depth: u16) -> Msg<32> {
     Msg::new().u16(8, func_id).u8(10, 1).u8(11, depth.trailing_zeros() as u8)
 }
 
-/// COMM 21 SET_VAT use (b): the root context. `rx_buf_idx` from docs/hw/hinic3.md §10.4; depths are entry counts
-/// (powers of two).
-pub fn set_root_ctx(func_id: u16, rx_buf_idx: u16, sq_depth: u16, rq_depth: u16) -> Msg<32> {
+/// COMM 21 SET_VAT use (b): the root context. `rx_buf_sz` is the index of docs/hw/hinic3.md §10.4, or the size in
+/// bytes with COMM bit 9 ([`comm::FEATURE_USE_REAL_RX_BUF_SIZE`]); depths are entry counts (powers of two).
+pub fn set_root_ctx(func_id: u16, rx_buf_sz: u16, sq_depth: u16, rq_depth: u16) -> Msg<32> {
     Msg::new()
         .u16(8, func_id)
-        .u16(12, rx_buf_idx)
+        .u16(12, rx_buf_sz)
         .u8(14, 1)
         .u16(16, sq_depth.trailing_zeros() as u16)
         // RQ depth in 8-byte units: entries << wqe shift (1 for the normal WQE, docs/hw/hinic3.md §7.3).

@@ -169,3 +169,30 @@ fn stop_flushes_every_rq_and_takes_its_posted_buffers_back() {
     assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
     close(p);
 }
+
+/// COMM bit 9 (USE_REAL_RX_BUF_SIZE) offered: the root context carries the RX buffer size in bytes (DPDK
+/// get_hw_rx_buf_size's caller, docs/hw/hinic3.md §10.4); the model reads it so and agrees with SET_FUNC_TBL, and a
+/// frame arrives whole.
+#[test]
+fn with_comm_bit_9_the_root_context_gives_the_rx_buffer_size_in_bytes() {
+    let pool = pool("realbuf", 511);
+    let bit9 = hinic3::mgmt::comm::FEATURE_USE_REAL_RX_BUF_SIZE;
+    assert_eq!(bit9, nicsim::sp670::COMM_REAL_RX_BUF);
+    let mut p = open_one(Sp670Config { comm_features: bit9, ..Default::default() });
+    p.dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();
+    p.dev.start(&pool).unwrap();
+    wait_for(5, "link", || p.dev.link().up);
+    let frame = udp_frame(p.model.config().mac, [2, 0, 0, 0, 0, 9], ([1, 1, 1, 1], [2, 2, 2, 2]), (5, 6), 1000);
+    let mut rx = p.dev.rx_queue_typed(0).unwrap();
+    assert!(p.model.inject(&frame));
+    let mut got = mempool::PacketBatch::new();
+    wait_for(5, "the frame", || {
+        pktio::RxQueue::rx_burst(&mut rx, &mut got);
+        !got.is_empty()
+    });
+    assert_eq!(bytes(got.iter().next().unwrap()), frame);
+    drop((got, rx));
+    p.model.assert_no_faults();
+    p.dev.stop().unwrap();
+    close(p);
+}

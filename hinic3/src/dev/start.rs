@@ -116,7 +116,10 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
     dev.cmdq(ucode::CLEAN_QUEUE_CONTEXT, &ctx::clean_queue_ctx(QueueType::Sq, most))?;
     dev.cmdq(ucode::CLEAN_QUEUE_CONTEXT, &ctx::clean_queue_ctx(QueueType::Rq, most))?;
     // Step 7: root context.
-    dev.call(module::COMM, mgmt::comm::SET_VAT, &mgmt::set_root_ctx(f, buf_idx, cfg.tx_desc, cfg.rx_desc).0, &[])?;
+    // With COMM bit 9 the firmware reads the buffer size in bytes (DPDK get_hw_rx_buf_size's caller).
+    let rx_buf_sz =
+        if dev.id.comm_features & mgmt::comm::FEATURE_USE_REAL_RX_BUF_SIZE != 0 { buf_len as u16 } else { buf_idx };
+    dev.call(module::COMM, mgmt::comm::SET_VAT, &mgmt::set_root_ctx(f, rx_buf_sz, cfg.tx_desc, cfg.rx_desc).0, &[])?;
     // Step 8: CI attributes.
     let cis: Vec<_> = dev.tx.iter().filter_map(|t| lock(t).as_ref().map(|t| (t.queue(), t.ci_iova()))).collect();
     for (q, ci) in cis {
