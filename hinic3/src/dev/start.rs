@@ -223,7 +223,9 @@ fn hw_stop<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
         }
     };
     keep(dev.call(module::HILINK, mag::SET_PORT_ENABLE, &mgmt::set_port_enable(f, false).0, &[]));
-    keep(dev.call(module::L2NIC, l2nic::SET_VPORT_ENABLE, &mgmt::set_vport_enable(f, false, 0).0, &[]));
+    // num_qps as at enable (DPDK hinic3_set_vport_enable sends num_rqs both ways).
+    let rqs = dev.state.config.rx_queues as u8;
+    keep(dev.call(module::L2NIC, l2nic::SET_VPORT_ENABLE, &mgmt::set_vport_enable(f, false, rqs).0, &[]));
     // Drain: the hardware CI reaches each SQ's PI (the rings are back in the port: a dropped handle gives its ring
     // back, and the port refuses to stop while one is alive).
     let deadline = Instant::now() + dev.options.timing.drain;

@@ -204,6 +204,10 @@ fn start_programs_queues_and_rss_stop_and_close_undo_it() {
             (module::COMM, comm::SET_VAT),
         ]
     );
+    // Vport enable and disable both carry the number of RQs (DPDK hinic3_set_vport_enable: num_qps = num_rqs).
+    let log = fw.mgmt_log();
+    let vport: Vec<_> = log.iter().filter(|c| (c.module, c.cmd) == (module::L2NIC, l2nic::SET_VPORT_ENABLE)).collect();
+    assert_eq!(vport.iter().map(|c| (c.body[12], c.body[13])).collect::<Vec<_>>(), vec![(1, 2), (0, 2)]);
     assert!(pool.is_full(), "every RX buffer back in the pool");
     let before = fw.mgmt_log().len();
     drop(dev);
