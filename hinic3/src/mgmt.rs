@@ -34,6 +34,10 @@ pub mod comm {
     pub const SET_DMA_ATTR: u16 = 25;
     /// GET_FW_VERSION.
     pub const GET_FW_VERSION: u16 = 60;
+    /// GET_BOARD_INFO.
+    pub const GET_BOARD_INFO: u16 = 61;
+    /// GET_FW_VERSION's fw_type for the management CPU's firmware (DPDK HINIC3_FW_VER_TYPE_MPU).
+    pub const FW_TYPE_MPU: u16 = 1;
     /// COMM feature bit 9 USE_REAL_RX_BUF_SIZE: the root context's rx_buf_sz is in bytes, not a table index
     /// (docs/hw/hinic3.md §10.4, DPDK `get_hw_rx_buf_size`).
     pub const FEATURE_USE_REAL_RX_BUF_SIZE: u64 = 1 << 9;
@@ -262,6 +266,45 @@ pub fn set_dma_attr(func_id: u16) -> Msg<20> {
 /// CFGM 0 GET_DEV_CAP request (336 bytes).
 pub fn get_dev_cap(func_id: u16) -> Msg<336> {
     Msg::new().u16(8, func_id)
+}
+
+/// COMM 60 GET_FW_VERSION (48 bytes): fw_type u16 at 8; the answer's version string at 12 (16 bytes, NUL-padded),
+/// its build time at 28 (20 bytes) (DPDK `hinic3_get_mgmt_version`).
+pub fn get_fw_version(fw_type: u16) -> Msg<48> {
+    Msg::new().u16(8, fw_type)
+}
+
+/// The version string of a GET_FW_VERSION answer.
+pub fn fw_version(answer: &[u8]) -> Option<String> {
+    let v = answer.get(12..28)?;
+    let end = v.iter().position(|&b| b == 0).unwrap_or(v.len());
+    Some(String::from_utf8_lossy(&v[..end]).into_owned())
+}
+
+/// COMM 61 GET_BOARD_INFO (128 bytes, the request all zero; DPDK `hinic3_get_board_info`).
+pub fn get_board_info() -> Msg<128> {
+    Msg::new()
+}
+
+/// What a GET_BOARD_INFO answer says (bytes 8 on: board_type, port_num, port_speed, pcie_width, host_num, pf_num).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BoardInfo {
+    /// Board type.
+    pub board_type: u8,
+    /// Physical ports on the board.
+    pub port_num: u8,
+    /// Port speed code (the MAG speed codes of docs/hw/hinic3.md §7.3).
+    pub port_speed: u8,
+    /// PFs on the board.
+    pub pf_num: u8,
+}
+
+impl BoardInfo {
+    /// Decodes a GET_BOARD_INFO answer.
+    pub fn decode(answer: &[u8]) -> Option<BoardInfo> {
+        let b = answer.get(8..14)?;
+        Some(BoardInfo { board_type: b[0], port_num: b[1], port_speed: b[2], pf_num: b[5] })
+    }
 }
 
 /// What GET_DEV_CAP says (docs/hw/hinic3.md §7.3 CFGM).

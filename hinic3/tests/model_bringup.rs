@@ -108,8 +108,8 @@ fn with_comm_bit_3_every_request_goes_inline_in_segments_and_the_model_takes_the
     wait_for(5, "link", || p.dev.link().up);
     p.dev.stop().unwrap();
     let s = p.dev.mailbox_stats();
-    // Only FUNC_RESET and FEATURE_NEGO go by DMA, before the feature is known.
-    assert_eq!(s.dma_messages, 2, "{s:?}");
+    // Only GET_BOARD_INFO, GET_FW_VERSION, FUNC_RESET and FEATURE_NEGO go by DMA, before the feature is known.
+    assert_eq!(s.dma_messages, 4, "{s:?}");
     assert!(s.inline_messages > 20, "{s:?}");
     // GET_DEV_CAP alone (336 bytes) takes 7 segments; RSS key (52), SET_FUNC_TBL (56) two each.
     assert!(s.inline_segments >= s.inline_messages + 6 + 2, "{s:?}");
@@ -194,5 +194,23 @@ fn with_comm_bit_9_the_root_context_gives_the_rx_buffer_size_in_bytes() {
     drop((got, rx));
     p.model.assert_no_faults();
     p.dev.stop().unwrap();
+    close(p);
+}
+
+/// Probe asks the firmware version (COMM 60, fw_type MPU) and the board (COMM 61) as DPDK does
+/// (hinic3_get_mgmt_version, hinic3_get_board_info); the driver exposes what the model answered.
+#[test]
+fn probe_reads_the_firmware_version_and_the_board() {
+    let config = Sp670Config { fw_version: "3.1.4.15".into(), ..Default::default() };
+    let p = open_one(config);
+    let id = p.dev.identity();
+    assert_eq!(id.fw_version.as_deref(), Some("3.1.4.15"));
+    let board = id.board.expect("board info");
+    assert_eq!((board.port_num, board.pf_num), (2, 1));
+    let log = p.model.mgmt_log();
+    for cmd in [60, 61] {
+        assert!(log.iter().any(|&(m, c, st)| (m, c, st) == (module::COMM, cmd, 0)), "COMM {cmd}: {log:?}");
+    }
+    p.model.assert_no_faults();
     close(p);
 }

@@ -108,6 +108,8 @@ pub(super) fn open<R: RegisterSpace>(
             nic_features: 0,
             cap: DevCap { port_id: 0, valid_cos_bitmap: 1, max_sqs: 1, max_rqs: 1 },
             mac: MacAddr::ZERO,
+            fw_version: None,
+            board: None,
         },
         link: Mutex::new(LinkStatus::default()),
         rx: Vec::new(),
@@ -134,6 +136,16 @@ impl<R: RegisterSpace> Hinic3<R> {
     /// docs/hw/hinic3.md §14.1 steps 6 to 19.
     fn init_functions(&mut self) -> Result<()> {
         let f = self.func();
+        // Step 5: board and firmware version, in DPDK's order (hinic3_get_board_info, hinic3_get_mgmt_version):
+        // only reported, so a firmware that refuses them does not stop the port (DPDK tolerates the board failing).
+        self.id.board = self
+            .call(module::COMM, comm::GET_BOARD_INFO, &mgmt::get_board_info().0, &[])
+            .ok()
+            .and_then(|a| mgmt::BoardInfo::decode(&a));
+        self.id.fw_version = self
+            .call(module::COMM, comm::GET_FW_VERSION, &mgmt::get_fw_version(comm::FW_TYPE_MPU).0, &[])
+            .ok()
+            .and_then(|a| mgmt::fw_version(&a));
         self.call(module::COMM, comm::FUNC_RESET, &mgmt::func_reset(f, comm::RESET_FLAGS).0, &[])?;
         let a = self.call(module::COMM, comm::FEATURE_NEGO, &mgmt::feature_nego(f, false, 0).0, &[])?;
         self.id.comm_features = if a.len() >= 24 { mgmt::get_u64(&a, 16) } else { 0 };

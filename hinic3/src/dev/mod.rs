@@ -128,6 +128,11 @@ pub struct Identity {
     pub cap: DevCap,
     /// The factory MAC.
     pub mac: MacAddr,
+    /// The management firmware's version (COMM 60 at probe, what DPDK's `hinic3_fw_version_get` reports); `None`
+    /// when the firmware refused the question.
+    pub fw_version: Option<String>,
+    /// The board (COMM 61 at probe); `None` when the firmware refused the question.
+    pub board: Option<crate::mgmt::BoardInfo>,
 }
 
 /// The management channel: mailbox and command queue, used one command at a time.

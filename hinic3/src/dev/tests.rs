@@ -63,6 +63,8 @@ fn bring_up_runs_in_dpdk_order_and_leaves_the_pf_active() {
     assert_eq!(
         cmds(&fw),
         vec![
+            (module::COMM, comm::GET_BOARD_INFO),
+            (module::COMM, comm::GET_FW_VERSION),
             (module::COMM, comm::FUNC_RESET),
             (module::COMM, comm::FEATURE_NEGO),
             (module::COMM, comm::SET_FUNC_SVC_USED_STATE),
@@ -78,10 +80,11 @@ fn bring_up_runs_in_dpdk_order_and_leaves_the_pf_active() {
         ]
     );
     let log = fw.mgmt_log();
-    assert_eq!(&log[0].body[8..10], &5u16.to_le_bytes(), "func_id from FUNC_ATTR0");
-    assert_eq!(crate::mgmt::get_u64(&log[0].body, 16), comm::RESET_FLAGS);
-    assert_eq!(log[4].body[11], 8, "1 MiB WQ pages");
-    assert_eq!(log[6].body[10..12], [1, 6], "cmdq depth 64");
+    assert_eq!(&log[1].body[8..10], &comm::FW_TYPE_MPU.to_le_bytes(), "the MPU's version");
+    assert_eq!(&log[2].body[8..10], &5u16.to_le_bytes(), "func_id from FUNC_ATTR0");
+    assert_eq!(crate::mgmt::get_u64(&log[2].body, 16), comm::RESET_FLAGS);
+    assert_eq!(log[6].body[11], 8, "1 MiB WQ pages");
+    assert_eq!(log[8].body[10..12], [1, 6], "cmdq depth 64");
     assert_eq!(attr6::PF_STATUS.get(fw.reg(regs::FUNC_ATTR6)), attr6::STATUS_ACTIVE);
     assert_ne!(fw.reg(regs::MAILBOX_RESULT_L), 0, "write-back area registered");
     assert_eq!(dev.mac_addr(), MacAddr(MAC));
