@@ -247,7 +247,11 @@ fn a_link_event_changes_the_link_and_is_acknowledged() {
     assert!(l.up);
     assert_eq!(l.speed_mbps, 100_000);
     let ack = fw.mgmt_log().into_iter().find(|c| c.module == module::HILINK && c.cmd == 7 && c.body == body);
-    assert!(ack.is_some(), "the event's body echoed back");
+    let ack = ack.expect("the event's body echoed back");
+    // As DPDK's send_mbox_seg for a response: AEQ_ID and the destination AEQ both HINIC3_MBOX_RSP_MSG_AEQ (1).
+    assert!(ack.header.answer && ack.header.no_ack);
+    assert_eq!(ack.header.aeq_id, 1, "AEQ_ID of the acknowledgement");
+    assert_eq!(crate::regs::mbox_int::DST_AEQ.get(ack.int_offset), 1, "destination AEQ of the acknowledgement");
     body[9] = 0;
     fw.post(0, Header { msg_id: 4, ..h }, &body);
     assert!(!dev.link().up);
