@@ -9,7 +9,7 @@ use std::ptr::NonNull;
 use volatile::VolatilePtr;
 
 /// 32-bit register access by byte offset. Offsets are checked against the space's size.
-pub trait RegisterSpace: Send + Sync {
+pub trait RegisterSpace: Send + Sync + 'static {
     /// Reads the 32-bit register at `offset`.
     fn read32(&self, offset: usize) -> u32;
     /// Writes the 32-bit register at `offset`.

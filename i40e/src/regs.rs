@@ -312,6 +312,13 @@ pub mod qena {
     pub const QENA_STAT: u32 = bit(2);
 }
 /// QTX_CTL fields.
+/// QTX_HEAD fields (docs/hw/i40e.md §9.1).
+pub mod qtx_head {
+    use super::Field;
+    /// The next descriptor the queue fetches.
+    pub const HEAD: Field = Field::new(12, 0);
+}
+
 pub mod qtx_ctl {
     use super::Field;
     /// Queue owner type.

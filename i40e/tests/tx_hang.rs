@@ -1,12 +1,13 @@
 //! The TX hang watchdog (ringkit's, as Linux's i40e looks for hung queues): a queue the device stopped serving is
 //! found within the watchdog's timeout once the ring is full, reported (xstats, a typed error, a log line) and
 //! restarted, dropping and counting what it held; once the device serves it again, new traffic flows and none of
-//! the dropped packets comes out.
+//! the dropped packets comes out. A stalled queue whose ring never fills is found from the control plane's reads
+//! (stats, xstats, link, `check_tx_hangs`), counted once, and restarted by the next burst that finds the ring full.
 
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use hugepage::Allocator;
@@ -54,9 +55,9 @@ fn a_hung_tx_queue_is_detected_within_the_timeout_restarted_and_sends_again() {
     assert!(model.take_tx().is_empty(), "nothing leaves a hung queue");
     assert_eq!(xstat(&dev, "tx_hangs"), 0, "a full ring is not yet a hang");
     assert!(dev.check_tx_hangs().is_ok());
-    wait_for(10, "the watchdog to find the hang", || {
+    wait_for(10, "the watchdog to find the hang and restart the queue", || {
         burst(&mut tx, &old, 8);
-        xstat(&dev, "tx_hangs") >= 1
+        xstat(&dev, "tx_hang_restarts") >= 1
     });
     assert_eq!((xstat(&dev, "tx_hangs"), xstat(&dev, "tx_hang_restarts")), (1, 1));
     assert_eq!(xstat(&dev, "tx_hang_dropped"), accepted as u64, "every packet the ring held, dropped");
@@ -79,6 +80,84 @@ fn a_hung_tx_queue_is_detected_within_the_timeout_restarted_and_sends_again() {
     std::thread::sleep(Duration::from_millis(20));
     out.extend(model.take_tx());
     assert_eq!(out, vec![new.clone(); 4]);
+    drop(tx);
+    dev.stop().unwrap();
+    assert!(pool.is_full(), "{} buffers held", pool.in_use());
+    close(Port { dev, thread, model });
+}
+
+#[test]
+fn a_stall_with_a_partly_filled_ring_is_found_by_polling_stats_counted_once_and_restarted_on_a_full_ring() {
+    let pool = pool("tx-hang-partial", 1023);
+    let (bar, model) = X710::new(X710Config::default());
+    let thread = model.start_thread();
+    let timeout = Duration::from_millis(200);
+    let options = i40e::Options { timing: Timing { tx_hang: timeout, ..Timing::fast() }, ..options("model0", &model) };
+    let mut dev = I40e::new(Arc::new(bar), model.dma_mapper(), Allocator::no_huge(), options).unwrap();
+    dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();
+    dev.start(&pool).unwrap();
+    wait_for(5, "link up", || dev.link().up);
+    model.unwire();
+    let mac = dev.mac_addr().0;
+    let old = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (1, 2), 64);
+    let new = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (3, 4), 64);
+    let burst = |tx: &mut i40e::I40eTxQueue<nicsim::X710Bar>, f: &[u8], n: usize| {
+        let mut b = PacketBatch::new();
+        for _ in 0..n {
+            b.push(mbuf_from(&pool, f)).unwrap();
+        }
+        tx.tx_burst(&mut b)
+    };
+    let mut tx = dev.tx_queue_typed(0).unwrap();
+    model.tx_hang(Some(0), true);
+    // Ten frames, then nothing: the ring never fills, so the TX path never looks.
+    let hung_at = Instant::now();
+    assert_eq!(burst(&mut tx, &old, 10), 10);
+    assert_eq!(xstat(&dev, "tx_hangs"), 0, "not before the timeout");
+    wait_for(10, "a stats read to find the hang", || {
+        dev.stats();
+        xstat(&dev, "tx_hangs") >= 1
+    });
+    assert!(hung_at.elapsed() >= timeout, "found after {:?}, before the timeout", hung_at.elapsed());
+    assert!(model.take_tx().is_empty(), "nothing leaves a hung queue");
+    assert_eq!(xstat(&dev, "tx_hang_restarts"), 0, "the control plane only detects");
+    let err = dev.check_tx_hangs().expect_err("the hang is reported");
+    match err.driver_error::<i40e::Error>() {
+        Some(i40e::Error::TxHang { hang, restarts, dropped }) => {
+            assert_eq!((hang.queue, hang.pending, *restarts, *dropped), (0, 10, 0, 0), "{hang}");
+            assert!(hang.stalled_for >= timeout, "{hang}");
+        }
+        other => panic!("{err}: {other:?}"),
+    }
+    // More reads (the link query too) see the same stall: counted once.
+    for _ in 0..3 {
+        dev.link();
+        dev.stats();
+    }
+    assert_eq!(xstat(&dev, "tx_hangs"), 1);
+    // Recovery as on a full ring: the owner's slow path knows the stall was reported and restarts at once.
+    // The first burst that finds the ring full restarts it (117 slots left: the fourth burst of 32), no second
+    // timeout.
+    let mut accepted = 10;
+    for _ in 0..4 {
+        accepted += burst(&mut tx, &old, 32);
+    }
+    assert_eq!(xstat(&dev, "tx_hang_restarts"), 1, "{accepted} accepted");
+    assert!(accepted < 128, "{accepted}");
+    assert_eq!(xstat(&dev, "tx_hangs"), 1, "one stall, one hang, whoever saw it");
+    assert_eq!(xstat(&dev, "tx_hang_dropped"), accepted as u64, "every packet the ring held, dropped");
+    model.tx_hang(Some(0), false);
+    assert_eq!(burst(&mut tx, &new, 4), 4);
+    let mut out = Vec::new();
+    wait_for(5, "the new frames", || {
+        out.extend(model.take_tx());
+        out.len() >= 4
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    out.extend(model.take_tx());
+    assert_eq!(out, vec![new.clone(); 4], "nothing of what the restart dropped");
+    dev.stats();
+    assert_eq!(xstat(&dev, "tx_hangs"), 1, "a queue that sends again is not hung");
     drop(tx);
     dev.stop().unwrap();
     assert!(pool.is_full(), "{} buffers held", pool.in_use());

@@ -24,7 +24,7 @@ pub mod watchdog;
 
 pub use rx::{RxBuffers, RxDescriptor, RxEngine, RxFormat};
 pub use tx::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
-pub use watchdog::{TxHang, TxHangState, TxWatchdog, DEFAULT_TX_HANG_TIMEOUT};
+pub use watchdog::{TxHang, TxHangState, TxRestart, TxWatchdog, DEFAULT_TX_HANG_TIMEOUT};
 
 /// Whether the CPU has AVX: the RX fast runs then take their AVX builds (three-operand forms of the same SSE2
 /// steps; [`rx::IsaLevel`]). Decided per ring at creation; false off x86-64.

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
 
 use crate::idx;
-use crate::watchdog::{TxHang, TxWatchdog};
+use crate::watchdog::{TxRestart, TxWatchdog};
 use drvkit::barrier::dma_wmb;
 use pktio::stats::TxQueueStats;
 
@@ -93,8 +93,11 @@ pub struct TxCore<D: TxDescriptor> {
     shadow: Box<[Option<NonNull<MbufHeader>>]>,
     /// The queue's counters (moved by the burst).
     stats: Arc<TxQueueStats>,
-    /// The hang watchdog, looked at only when a burst found the ring full ([`TxCore::check_hang`]).
-    watchdog: Option<TxWatchdog>,
+    /// The hang watchdog and how to restart the queue, looked at only when a burst found the ring full
+    /// ([`TxCore::check_hang`]).
+    watchdog: Option<(TxWatchdog, Box<dyn TxRestart>)>,
+    /// Restarts so far: a driver that keeps device state per ring (a context slot) notes it with this.
+    generation: u32,
 }
 
 // SAFETY: the core owns the packets in `shadow`; `ring` points into memory its owner keeps alive and uses from
@@ -134,23 +137,40 @@ impl<D: TxDescriptor> TxCore<D> {
             shadow: vec![None; size].into_boxed_slice(),
             stats,
             watchdog: None,
+            generation: 0,
         }
     }
 
-    /// Watches this ring for hangs with `w` (see [`TxCore::check_hang`]).
-    pub fn set_watchdog(&mut self, w: TxWatchdog) {
-        self.watchdog = Some(w);
+    /// Watches this ring for hangs with `w`, restarting it through `restart` when it is hung (see
+    /// [`TxCore::check_hang`]).
+    pub fn set_watchdog(&mut self, w: TxWatchdog, restart: Box<dyn TxRestart>) {
+        self.watchdog = Some((w, restart));
     }
 
-    /// The slow-path hang check, for a driver whose burst could not place everything (the ring full after
-    /// cleanup): the completion point is the oldest slot not yet cleaned, which moves whenever the device writes
-    /// back an RS descriptor. Returns a hang once it is detected (see [`TxWatchdog::stalled`]).
+    /// Queue restarts so far (it changes when [`TxCore::reset`] ran).
+    #[inline(always)]
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// The slow-path hang check, run when a burst could not place everything (the ring full after cleanup): the
+    /// device's head (read through the driver's [`TxRestart::head`]) is the completion point, the slots from it to
+    /// the tail are outstanding. A queue found hung, here or by the port's control plane (the stall reported and
+    /// the head still where it stood), is restarted: stopped, emptied ([`TxCore::reset`]) and started again.
+    /// Returns whether it was.
     #[cold]
     #[inline(never)]
-    pub fn check_hang(&mut self) -> Option<TxHang> {
-        let pending = self.size - 1 - self.nb_free;
-        let clean = self.clean;
-        self.watchdog.as_mut()?.stalled(clean, pending)
+    pub fn check_hang(&mut self) -> bool {
+        let Some((w, mut restart)) = self.watchdog.take() else { return false };
+        let head = restart.head();
+        let hung = w.look(head, self.tail, self.size).is_some() || w.reported_at() == Some(head);
+        if hung {
+            restart.stop();
+            self.reset_with(Some(&w));
+            restart.start();
+        }
+        self.watchdog = Some((w, restart));
+        hung
     }
 
     /// Empties the ring for a queue restart: frees every packet on it (counted as errors of the queue, and as the
@@ -158,6 +178,13 @@ impl<D: TxDescriptor> TxCore<D> {
     /// stopped the device reading the ring, and resets the device's head and tail to 0 before enabling it again.
     #[cold]
     pub fn reset(&mut self) -> usize {
+        let w = self.watchdog.take();
+        let dropped = self.reset_with(w.as_ref().map(|(w, _)| w));
+        self.watchdog = w;
+        dropped
+    }
+
+    fn reset_with(&mut self, w: Option<&TxWatchdog>) -> usize {
         let dropped = self.in_flight();
         let (from, live) = (self.clean, idx::dist(self.clean, self.tail, self.size));
         self.free_range(from, live, RS_FLAGS);
@@ -168,8 +195,9 @@ impl<D: TxDescriptor> TxCore<D> {
         self.rs_head = 0;
         self.rs_len = 0;
         self.rs_flags = 0;
+        self.generation = self.generation.wrapping_add(1);
         self.stats.errors.add(dropped as u64);
-        if let Some(w) = self.watchdog.as_mut() {
+        if let Some(w) = w {
             w.reset();
             w.state().dropped.add(dropped as u64);
             w.state().restarts.add(1);
@@ -430,6 +458,7 @@ impl<D: TxDescriptor> TxCore<D> {
         let pool_id = self.pool_id;
         let (mut bytes, mut errors, mut sent) = (bytes, 0u64, n as u64);
         let mut n = n;
+        let mut full = false;
         while n < pkts.len() {
             // Hot state in locals: the descriptor stores go through raw pointers the compiler cannot tell apart
             // from `self`. since_rs < rs_thresh between packets.
@@ -489,7 +518,10 @@ impl<D: TxDescriptor> TxCore<D> {
                     bytes += m.pkt_len() as u64;
                     sent += 1;
                 }
-                Ok(false) => break,
+                Ok(false) => {
+                    full = true;
+                    break;
+                }
                 Err(()) => {
                     errors += 1;
                     drop(ManuallyDrop::into_inner(m));
@@ -501,6 +533,10 @@ impl<D: TxDescriptor> TxCore<D> {
         self.stats.bytes.add(bytes);
         if errors != 0 {
             self.stats.errors.add(errors);
+        }
+        // The slow path: the ring took less than asked. Is the device still completing?
+        if full {
+            self.check_hang();
         }
         n
     }

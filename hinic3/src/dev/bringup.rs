@@ -124,6 +124,7 @@ pub(super) fn open<R: RegisterSpace>(
         vport_base: VportStats::default(),
         oversize_base: 0,
         tx_hang: Vec::new(),
+        tx_watch: Vec::new(),
         closed: false,
         keep_alive: None,
     };

@@ -181,6 +181,9 @@ pub struct Hinic3<R: RegisterSpace> {
     vport_base: VportStats,
     /// What each SQ's hang watchdog found since the port started.
     tx_hang: Vec<Arc<ringkit::TxHangState>>,
+    /// The control plane's watchdog of each SQ (over the same states) and what it reads of the SQ, looked at from
+    /// the stats, xstats, link and `check_tx_hangs` reads.
+    tx_watch: Vec<(ringkit::TxWatchdog, Arc<crate::rxtx::SqProgress>)>,
     /// MAG 151's RX oversize counter at the last reset (free-running in the device).
     oversize_base: u64,
     closed: bool,
@@ -231,10 +234,25 @@ impl<R: RegisterSpace> Hinic3<R> {
         c.as_ref().map(|c| c.mbox.stats()).unwrap_or_default()
     }
 
+    /// The control plane's look for hung SQs (as Linux's netdev watchdog timer), from the reads an application
+    /// makes periodically: an SQ whose hardware consumer index stood still short of the producer index of its last
+    /// doorbell for the timeout is counted and logged, even if its ring never fills. Memory reads only: the TX
+    /// path just publishes its producer index per burst.
+    fn watch_tx_hangs(&self) {
+        if !self.state.started {
+            return;
+        }
+        let depth = self.state.config.tx_desc as usize;
+        for (w, sq) in &self.tx_watch {
+            let _ = w.look(sq.hw_ci(depth - 1), sq.pi(), depth);
+        }
+    }
+
     /// The TX hang watchdog's verdict since the port started: `Err` ([`crate::Error::TxHang`]) once any SQ was found
     /// hung. An SQ is only re-created with its context (docs/hw/hinic3.md §14.3, §14.4), so the recovery is a port
     /// stop and start, which no longer waits for the hung SQ to drain.
     pub fn check_tx_hangs(&self) -> Result<()> {
+        self.watch_tx_hangs();
         match ringkit::watchdog::worst(&self.tx_hang) {
             None => Ok(()),
             Some((hang, _)) => Err(crate::Error::TxHang { hang }.at(&self.options.name)),
@@ -406,6 +424,7 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
     }
 
     fn link(&self) -> LinkStatus {
+        self.watch_tx_hangs();
         self.poll_events();
         *self.link.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -443,6 +462,7 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
     }
 
     fn stats(&self) -> PortStats {
+        self.watch_tx_hangs();
         let mut s = self.state.stats();
         let v = self.vport_stats().since(&self.vport_base);
         s.imissed = v.rx_discard();

@@ -63,6 +63,7 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
     // Rings (docs/hw/hinic3.md §14.2).
     let cos = dev.id.cap.default_cos();
     dev.tx_hang = (0..cfg.tx_queues).map(|_| Default::default()).collect();
+    dev.tx_watch.clear();
     for q in 0..cfg.tx_queues {
         let stats = dev.state.tx_stats(q).cloned().unwrap_or_default();
         let ring = TxRing::new(TxSetup {
@@ -78,6 +79,8 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
             hang_timeout: dev.options.timing.tx_hang,
             port: &name,
         })?;
+        let watch = ringkit::TxWatchdog::new(&name, q, dev.options.timing.tx_hang, dev.tx_hang[q as usize].clone());
+        dev.tx_watch.push((watch, ring.progress().clone()));
         dev.tx.push(slot(ring));
     }
     if dev.rx_csum.len() < cfg.rx_queues as usize {

@@ -19,4 +19,4 @@ mod tx;
 
 pub use rx::{rx_buf_size_index, RxRing, RxSetup, RX_BUF_SIZES, RX_FREE_THRESH};
 pub use rx_decode::{Cqe32, Memo};
-pub use tx::{TxRing, TxSetup, CI_SLOT, MAX_SGE, MAX_SGE_TSO, MIN_TX_LEN, TX_FREE_THRESH};
+pub use tx::{SqProgress, TxRing, TxSetup, CI_SLOT, MAX_SGE, MAX_SGE_TSO, MIN_TX_LEN, TX_FREE_THRESH};

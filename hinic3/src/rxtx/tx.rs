@@ -6,6 +6,7 @@
 //! (registered with L2NIC 8). One SQ doorbell per burst, after a store barrier.
 
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use drvkit::bar::RegisterSpace;
@@ -66,6 +67,28 @@ pub struct TxSetup<'a, D> {
     pub port: &'a str,
 }
 
+/// What the port's control plane reads of an SQ for the hang watchdog (docs/hw/hinic3.md §10.2): the consumer
+/// index the device writes to the CI slot, and the producer index the owner last rang the doorbell with (one relaxed
+/// store per burst). Shared by the ring and the port, so the CI slot outlives both.
+pub struct SqProgress {
+    ci_mem: DmaArea,
+    pi: AtomicU32,
+}
+
+impl SqProgress {
+    /// The consumer index the hardware last wrote, within a ring of `mask + 1` WQEBBs.
+    pub fn hw_ci(&self, mask: usize) -> usize {
+        // SAFETY: the slot is a live, aligned u16 of the CI memory this owns, which the device writes.
+        let ci = u16::from_le(unsafe { self.ci_mem.as_ptr().cast::<u16>().read_volatile() });
+        ci as usize & mask
+    }
+
+    /// The producer index of the last doorbell.
+    pub fn pi(&self) -> usize {
+        self.pi.load(Ordering::Relaxed) as usize
+    }
+}
+
 /// One TX queue. Owned by one thread.
 pub struct TxRing<D: RegisterSpace> {
     ring: NonNull<SqWqebb>,
@@ -97,7 +120,7 @@ pub struct TxRing<D: RegisterSpace> {
     /// Looked at when a burst finds the SQ full.
     watchdog: TxWatchdog,
     mem: DmaArea,
-    ci_mem: DmaArea,
+    progress: Arc<SqProgress>,
 }
 
 // SAFETY: the ring owns its WQE memory, its CI slot and the packets in flight; used only by the owning thread.
@@ -123,6 +146,7 @@ impl<D: RegisterSpace> TxRing<D> {
             owner: 1,
             shadow: vec![std::ptr::null_mut(); depth].into_boxed_slice(),
             ci_slot: NonNull::new(ci_mem.as_ptr().cast()).ok_or_else(|| bad("null CI slot".into()))?,
+            progress: Arc::new(SqProgress { ci_mem, pi: AtomicU32::new(0) }),
             pool_id: setup.pool.id(),
             pool: setup.pool.clone(),
             mixed: false,
@@ -135,7 +159,6 @@ impl<D: RegisterSpace> TxRing<D> {
             burst_drops: (0, 0),
             watchdog: TxWatchdog::new(setup.port, setup.queue, setup.hang_timeout, setup.hang),
             mem,
-            ci_mem,
         })
     }
 
@@ -155,13 +178,18 @@ impl<D: RegisterSpace> TxRing<D> {
         self.watchdog.reported_at() == Some(self.hw_ci())
     }
 
-    /// The slow-path hang check (docs/hw/hinic3.md §10.2: the consumer index is the SQ's completion point).
+    /// The slow-path hang check (docs/hw/hinic3.md §10.2: the hardware's consumer index is the SQ's completion
+    /// point, the WQEBBs from it to the producer index are outstanding), as the port's control plane looks.
     #[cold]
     #[inline(never)]
     fn check_hang(&mut self) {
         self.clean();
-        let pending = self.pi.wrapping_sub(self.ci) & self.mask;
-        let _ = self.watchdog.stalled(self.ci, pending);
+        let _ = self.watchdog.look(self.hw_ci(), self.pi, self.mask + 1);
+    }
+
+    /// What the port's control plane reads of this SQ.
+    pub fn progress(&self) -> &Arc<SqProgress> {
+        &self.progress
     }
 
     /// IOVA of the ring (SQ context).
@@ -171,7 +199,7 @@ impl<D: RegisterSpace> TxRing<D> {
 
     /// IOVA of the CI slot (L2NIC 8 takes it >> 2).
     pub fn ci_iova(&self) -> u64 {
-        self.ci_mem.iova(0)
+        self.progress.ci_mem.iova(0)
     }
 
     /// WQEBBs.
@@ -493,6 +521,7 @@ impl<D: RegisterSpace> TxRing<D> {
         if n > 0 {
             dma_wmb();
             doorbell::ring(&self.db, crate::regs::DB_PAGE_SQ, self.db_info, self.pi as u32);
+            self.progress.pi.store(self.pi as u32, Ordering::Relaxed);
             let (bad, bad_bytes) = std::mem::take(&mut self.burst_drops);
             self.stats.packets.add((n - bad) as u64);
             self.stats.bytes.add(bytes - bad_bytes);

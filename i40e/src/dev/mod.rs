@@ -218,6 +218,9 @@ pub struct I40e<R: RegisterSpace> {
     tx: Vec<Option<I40eTxQueue<R>>>,
     /// What each TX queue's hang watchdog found since the port started.
     tx_hang: Vec<Arc<ringkit::TxHangState>>,
+    /// The control plane's watchdog of each TX queue (over the same states), looked at from the stats, xstats,
+    /// link and `check_tx_hangs` reads.
+    tx_watch: Vec<ringkit::TxWatchdog>,
     link: Mutex<LinkStatus>,
     hw: Mutex<HwStats>,
     xbase: Vec<u64>,
@@ -259,6 +262,7 @@ impl<R: RegisterSpace> I40e<R> {
             rx: Vec::new(),
             tx: Vec::new(),
             tx_hang: Vec::new(),
+            tx_watch: Vec::new(),
             link: Mutex::new(LinkStatus::default()),
             hw: Mutex::new(HwStats::default()),
             xbase: vec![0; stats::COUNTERS.len()],
@@ -307,9 +311,26 @@ impl<R: RegisterSpace> I40e<R> {
         self.dev_err(error::timeout(what, register, t.last, budget))
     }
 
+    /// The control plane's look for hung TX queues (as Linux's netdev watchdog timer), from the reads an
+    /// application makes periodically: a queue whose head (QTX_HEAD) stood still short of its tail (QTX_TAIL) for
+    /// the timeout is counted and logged, even if its ring never fills; the queue's owner restarts it on its next
+    /// full-ring burst. Register reads only: the TX path is not involved.
+    fn watch_tx_hangs(&self) {
+        if !self.state.started {
+            return;
+        }
+        let size = self.state.config.tx_desc as usize;
+        for (k, w) in self.tx_watch.iter().enumerate() {
+            let q = self.vsi.base_queue + k as u16;
+            let head = crate::regs::qtx_head::HEAD.get(self.regs.read(crate::regs::qtx_head(q)));
+            let _ = w.look(head as usize, self.regs.read(crate::regs::qtx_tail(q)) as usize, size);
+        }
+    }
+
     /// The TX hang watchdog's verdict since the port started: `Err` ([`crate::Error::TxHang`]) once any queue was
     /// found hung (and restarted), naming the last hang.
     pub fn check_tx_hangs(&self) -> Result<()> {
+        self.watch_tx_hangs();
         match ringkit::watchdog::worst(&self.tx_hang) {
             None => Ok(()),
             Some((hang, s)) => {
@@ -350,6 +371,10 @@ impl<R: RegisterSpace> I40e<R> {
         self.tx.clear();
         let mut tx = Vec::new();
         self.tx_hang = (0..self.state.config.tx_queues).map(|_| Default::default()).collect();
+        let timeout = self.options.timing.tx_hang;
+        self.tx_watch = (self.tx_hang.iter().enumerate())
+            .map(|(k, s)| ringkit::TxWatchdog::new(&name, base + k as u16, timeout, s.clone()))
+            .collect();
         for k in 0..self.state.config.tx_queues {
             let q = base + k;
             tx.push(Some(TxRing::new(
@@ -532,6 +557,7 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
     }
 
     fn link(&self) -> LinkStatus {
+        self.watch_tx_hangs();
         self.poll_events();
         *self.link.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -577,6 +603,7 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
     }
 
     fn stats(&self) -> PortStats {
+        self.watch_tx_hangs();
         self.state.since_reset(self.raw_stats())
     }
 

@@ -18,7 +18,7 @@ use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
-use ringkit::{TxCore, TxDescriptor, TxHangState, TxWatchdog, RS_CHECK, RS_HOLES};
+use ringkit::{TxCore, TxDescriptor, TxHangState, TxRestart, TxWatchdog, RS_CHECK, RS_HOLES};
 
 use super::ring::RingConfig;
 use crate::desc::{tx, TxDesc};
@@ -207,7 +207,8 @@ impl<R: RegisterSpace> TxRing<R> {
         regs.write(regs::qtx_tail(q), 0);
         // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
         let mut core = unsafe { TxCore::new(ring, size, rs, free, setup.pool, setup.stats) };
-        core.set_watchdog(TxWatchdog::new(setup.port, q, config.tx_hang, setup.hang));
+        let restart = QueueRestart { regs: regs.clone(), queue: q, abs_queue: setup.abs_queue, timing: config.timing };
+        core.set_watchdog(TxWatchdog::new(setup.port, q, config.tx_hang, setup.hang), Box::new(restart));
         Ok(TxRing {
             core,
             tail_reg: regs::qtx_tail(q),
@@ -239,20 +240,33 @@ impl<R: RegisterSpace> TxRing<R> {
     pub fn free_slots(&self) -> usize {
         self.core.free_slots()
     }
+}
 
-    /// Recovers from a hang the watchdog found: the queue disabled (docs/hw/i40e.md §9.4), every packet on it
-    /// dropped and counted, the tail back to 0, the queue enabled again (which zeroes QTX_HEAD). The queue context
-    /// in the HMC stays as written: only the ring's position starts again.
-    #[cold]
-    #[inline(never)]
-    fn restart(&mut self) {
-        let (q, abs) = (self.queue, self.abs_queue);
-        let _ = switch_tx(&self.regs, q, abs, false, &self.config.timing);
-        self.core.reset();
-        self.regs.write(self.tail_reg, 0);
-        if switch_tx(&self.regs, q, abs, true, &self.config.timing).is_err() {
+/// How the core restarts a hung queue: the queue disabled (docs/hw/i40e.md §9.4), every packet on it dropped
+/// and counted (the core), the tail back to 0, the queue enabled again (which zeroes QTX_HEAD). The queue context
+/// in the HMC stays as written: only the ring's position starts again. The head the slow-path check reads is
+/// QTX_HEAD.
+struct QueueRestart<R: RegisterSpace> {
+    regs: Regs<R>,
+    queue: u16,
+    abs_queue: u32,
+    timing: crate::queue::QueueTiming,
+}
+
+impl<R: RegisterSpace> TxRestart for QueueRestart<R> {
+    fn head(&mut self) -> usize {
+        regs::qtx_head::HEAD.get(self.regs.read(regs::qtx_head(self.queue))) as usize
+    }
+
+    fn stop(&mut self) {
+        let _ = switch_tx(&self.regs, self.queue, self.abs_queue, false, &self.timing);
+    }
+
+    fn start(&mut self) {
+        self.regs.write(regs::qtx_tail(self.queue), 0);
+        if switch_tx(&self.regs, self.queue, self.abs_queue, true, &self.timing).is_err() {
             // Left disabled: the ring fills again and the watchdog tries again after its timeout.
-            eprintln!("TX queue {q}: did not enable again after the hang restart (QTX_ENA)");
+            eprintln!("TX queue {}: did not enable again after the hang restart (QTX_ENA)", self.queue);
         }
     }
 }
@@ -338,10 +352,6 @@ impl<R: RegisterSpace> TxQueue for TxRing<R> {
         let (taken, tail) = self.core.tx_burst(batch, queue_packet);
         if let Some(tail) = tail {
             self.regs.write(self.tail_reg, tail);
-        }
-        // The slow path: the ring took less than asked. Is the device still completing?
-        if !batch.is_empty() && self.core.check_hang().is_some() {
-            self.restart();
         }
         taken
     }

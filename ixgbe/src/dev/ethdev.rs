@@ -101,6 +101,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
     }
 
     fn link(&self) -> LinkStatus {
+        self.watch_tx_hangs();
         self.read_link()
     }
 
@@ -144,6 +145,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
     }
 
     fn stats(&self) -> PortStats {
+        self.watch_tx_hangs();
         self.state.since_reset(self.raw_stats())
     }
 

@@ -259,6 +259,9 @@ pub struct Ixgbe<R: RegisterSpace> {
     tx: Vec<Option<IxgbeTxQueue<R>>>,
     /// What each TX queue's hang watchdog found since the port started.
     tx_hang: Vec<Arc<ringkit::TxHangState>>,
+    /// The control plane's watchdog of each TX queue (over the same states), looked at from the stats, xstats,
+    /// link and `check_tx_hangs` reads.
+    tx_watch: Vec<ringkit::TxWatchdog>,
     hw: Mutex<HwStats>,
     xbase: Vec<u64>,
     /// The queue counter sets at the last reset (xstats count from there).
@@ -332,6 +335,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
             rx: Vec::new(),
             tx: Vec::new(),
             tx_hang: Vec::new(),
+            tx_watch: Vec::new(),
             hw: Mutex::new(HwStats { values: vec![0; STATS.len()], sets: QueueSets::default() }),
             xbase: vec![0; STATS.len()],
             sets_base: QueueSets::default(),
@@ -411,9 +415,26 @@ pub fn open_vfio(
 }
 
 impl<R: RegisterSpace> Ixgbe<R> {
+    /// The control plane's look for hung TX queues (as Linux's netdev watchdog timer), from the reads an
+    /// application makes periodically: a queue whose head (TDH) stood still short of its tail (TDT) for the
+    /// timeout is counted and logged, even if its ring never fills; the queue's owner restarts it on its next
+    /// full-ring burst. Register reads only: the TX path is not involved.
+    fn watch_tx_hangs(&self) {
+        if !self.state.started {
+            return;
+        }
+        let size = self.state.config.tx_desc as usize;
+        for (q, w) in self.tx_watch.iter().enumerate() {
+            let q = q as u16;
+            let (head, tail) = (self.regs.read(regs::tdh(q)), self.regs.read(regs::tdt(q)));
+            let _ = w.look(head as usize, tail as usize, size);
+        }
+    }
+
     /// The TX hang watchdog's verdict since the port started: `Err` ([`crate::Error::TxHang`]) once any queue was
     /// found hung (and restarted), naming the last hang.
     pub fn check_tx_hangs(&self) -> Result<()> {
+        self.watch_tx_hangs();
         match ringkit::watchdog::worst(&self.tx_hang) {
             None => Ok(()),
             Some((hang, s)) => Err(crate::Error::TxHang { hang, restarts: s.restarts.get(), dropped: s.dropped.get() }

@@ -181,6 +181,10 @@ impl<R: RegisterSpace> Ixgbe<R> {
         self.regs.write(MTQC, 0);
         self.regs.clear_bits(RTTDCS, rttdcs::ARBDIS);
         self.tx_hang = (0..self.state.config.tx_queues).map(|_| Default::default()).collect();
+        let timeout = self.options.timing.tx_hang;
+        self.tx_watch = (self.tx_hang.iter().enumerate())
+            .map(|(q, s)| ringkit::TxWatchdog::new(&name, q as u16, timeout, s.clone()))
+            .collect();
         for q in 0..self.state.config.tx_queues {
             let ring = TxRing::new(
                 TxSetup {

@@ -13,7 +13,7 @@ use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
-use ringkit::{TxCore, TxDescriptor, TxHangState, TxWatchdog, RS_CHECK, RS_HOLES};
+use ringkit::{TxCore, TxDescriptor, TxHangState, TxRestart, TxWatchdog, RS_CHECK, RS_HOLES};
 
 use super::ring::{disable_queue, split_iova, RingConfig};
 use super::Family;
@@ -117,8 +117,9 @@ impl TxDescriptor for TxDesc {
 /// registers.
 pub struct TxRing<R: RegisterSpace, F: Family> {
     core: TxCore<TxDesc>,
-    /// Context in slot 0 of the device, if any.
-    ctx_key: Option<u64>,
+    /// Context in slot 0 of the device, if any, with the core's generation when it was written (a restart makes
+    /// the device forget it).
+    ctx_key: Option<(u64, u32)>,
     regs: Regs<R>,
     tdt: Reg,
     queue: u16,
@@ -182,7 +183,9 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         regs.write(F::txdctl(q), F::TXDCTL_INIT);
         // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
         let mut core = unsafe { TxCore::new(ring, size, rs_thresh, free_thresh, setup.pool, setup.stats) };
-        core.set_watchdog(TxWatchdog::new(setup.port, q, config.tx_hang, setup.hang));
+        let restart =
+            QueueRestart::<R, F> { regs: regs.clone(), queue: q, timeout: config.enable_timeout, family: PhantomData };
+        core.set_watchdog(TxWatchdog::new(setup.port, q, config.tx_hang, setup.hang), Box::new(restart));
         Ok(TxRing {
             core,
             ctx_key: None,
@@ -199,12 +202,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     /// Enables the queue (docs/hw/ixgbe.md §3.7 step 33; after DMATXCTL.TE on ixgbe). A queue that does not report enabled
     /// in time is the poll's timeout (TXDCTL), for the caller to report.
     pub fn enable(&mut self) -> std::result::Result<(), PollTimeout> {
-        let q = self.queue;
-        self.regs.write(F::tdh(q), 0);
-        self.regs.set_bits(F::txdctl(q), F::QUEUE_ENABLE);
-        self.regs.poll(F::txdctl(q), F::QUEUE_ENABLE, F::QUEUE_ENABLE, self.config.enable_timeout)?;
-        self.regs.write(F::tdt(q), 0);
-        Ok(())
+        enable_queue::<R, F>(&self.regs, self.queue, self.config.enable_timeout)
     }
 
     /// Queue index.
@@ -221,20 +219,45 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     pub fn in_flight(&self) -> usize {
         self.core.in_flight()
     }
+}
 
-    /// Recovers from a hang the watchdog found (as Linux's ixgbe resets a hung ring): the queue disabled, every
-    /// packet on it dropped and counted, head and tail back to 0, the queue enabled again (docs/hw/ixgbe.md §6.3).
-    /// The context slot of the device is forgotten, so the next offloaded packet writes it again.
-    #[cold]
-    #[inline(never)]
-    fn restart(&mut self) {
-        let q = self.queue;
-        disable_queue(&self.regs, F::txdctl(q), F::QUEUE_ENABLE, F::TXDCTL_DISABLE, self.config.enable_timeout);
-        self.core.reset();
-        self.ctx_key = None;
-        if self.enable().is_err() {
+/// Head 0, the queue enabled, tail 0 (docs/hw/ixgbe.md §3.7 step 33, §6.3).
+fn enable_queue<R: RegisterSpace, F: Family>(
+    regs: &Regs<R>,
+    q: u16,
+    timeout: std::time::Duration,
+) -> std::result::Result<(), PollTimeout> {
+    regs.write(F::tdh(q), 0);
+    regs.set_bits(F::txdctl(q), F::QUEUE_ENABLE);
+    regs.poll(F::txdctl(q), F::QUEUE_ENABLE, F::QUEUE_ENABLE, timeout)?;
+    regs.write(F::tdt(q), 0);
+    Ok(())
+}
+
+/// How the core restarts a hung queue (as Linux's ixgbe resets a hung ring): the queue disabled, every packet on
+/// it dropped and counted (the core), head and tail back to 0, the queue enabled again (docs/hw/ixgbe.md §6.3).
+/// The device forgets its context slot: the ring notes the core's generation with it, so the next offloaded
+/// packet writes it again. The head the slow-path check reads is TDH.
+struct QueueRestart<R: RegisterSpace, F: Family> {
+    regs: Regs<R>,
+    queue: u16,
+    timeout: std::time::Duration,
+    family: PhantomData<F>,
+}
+
+impl<R: RegisterSpace, F: Family> TxRestart for QueueRestart<R, F> {
+    fn head(&mut self) -> usize {
+        self.regs.read(F::tdh(self.queue)) as usize
+    }
+
+    fn stop(&mut self) {
+        disable_queue(&self.regs, F::txdctl(self.queue), F::QUEUE_ENABLE, F::TXDCTL_DISABLE, self.timeout);
+    }
+
+    fn start(&mut self) {
+        if enable_queue::<R, F>(&self.regs, self.queue, self.timeout).is_err() {
             // Left disabled: the ring fills again and the watchdog tries again after its timeout.
-            eprintln!("TX queue {q}: did not enable again after the hang restart (TXDCTL)");
+            eprintln!("TX queue {}: did not enable again after the hang restart (TXDCTL)", self.queue);
         }
     }
 }
@@ -244,7 +267,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
 #[inline(never)]
 fn queue_packet(
     core: &mut TxCore<TxDesc>,
-    ctx_key: &mut Option<u64>,
+    ctx_key: &mut Option<(u64, u32)>,
     m: &Mbuf,
     p: NonNull<MbufHeader>,
 ) -> std::result::Result<bool, ()> {
@@ -277,7 +300,8 @@ fn queue_packet(
     }
     let (key, ctx, popts, vle) =
         if flags & TX_CTX_FLAGS != 0 { tx_context(m) } else { (0, TxContextDesc::default(), 0, 0) };
-    let need_ctx = flags & TX_CTX_FLAGS != 0 && *ctx_key != Some(key);
+    let ctx_now = Some((key, core.generation()));
+    let need_ctx = flags & TX_CTX_FLAGS != 0 && *ctx_key != ctx_now;
     let need = segs + need_ctx as usize;
     if need > core.free_slots() {
         return Ok(false);
@@ -291,7 +315,7 @@ fn queue_packet(
     }
     if need_ctx {
         core.put(TxDesc::context(ctx));
-        *ctx_key = Some(key);
+        *ctx_key = ctx_now;
     }
     let rs = core.rs_due(need);
     let mut last = core.tail();
@@ -322,10 +346,6 @@ impl<R: RegisterSpace, F: Family> TxQueue for TxRing<R, F> {
         let (taken, tail) = self.core.tx_burst(batch, |core, m, p| queue_packet(core, ctx_key, m, p));
         if let Some(tail) = tail {
             self.regs.write(self.tdt, tail);
-        }
-        // The slow path: the ring took less than asked. Is the device still completing?
-        if !batch.is_empty() && self.core.check_hang().is_some() {
-            self.restart();
         }
         taken
     }
