@@ -195,9 +195,7 @@ fn descriptor_mistakes_are_faults() {
 fn rings_off_256_kib_are_refused() {
     let mut r = Rig::new(Sp670Config::default());
     r.init_and_start(1);
-    for (ty, c) in
-        [(0u8, r.sq_ctx_at(1, SQ_RING + WQ_ALIGN + 0x1000)), (1, r.rq_ctx_at(1, RQ_RING + WQ_ALIGN + 0x1000))]
-    {
+    for (ty, c) in [(0u8, r.sq_ctx_at(1, SQ_RING + WQ_ALIGN + 0x1000)), (1, r.rq_ctx_at(RQ_RING + WQ_ALIGN + 0x1000))] {
         let mut b = vec![1, 0, ty, 0, 1, 0, 0, 0];
         b.extend_from_slice(&c);
         assert_ne!(r.cmdq(0, &b).0, 0, "type {ty}");

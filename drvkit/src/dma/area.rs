@@ -59,14 +59,14 @@ impl DmaArea {
             allocator.allocate(len).map_err(|e| bad(format!("cannot allocate {len} bytes for {what}: {e}")))
         };
         let mut mem = take(bytes)?;
-        if mem.iova_at(0).is_some_and(|a| a % align != 0) {
+        if mem.iova_at(0).is_some_and(|a| !a.is_multiple_of(align)) {
             mem = take(bytes + align as usize)?;
         }
         let Some(iova) = mem.iova_at(0) else {
             return Err(bad(format!("{what} ({bytes} bytes) has no IOVA")));
         };
         let start = ((align - iova % align) % align) as usize;
-        if iova % AREA_ALIGN != 0 {
+        if !iova.is_multiple_of(AREA_ALIGN) {
             return Err(bad(format!("{what} is not 4 KiB-aligned in IOVA space")));
         }
         if mem.contiguous_from(start) < bytes {

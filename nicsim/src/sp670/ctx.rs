@@ -12,7 +12,7 @@ pub const WQ_ALIGN: u64 = 256 << 10;
 
 /// A ring `ring` of `what` not on [`WQ_ALIGN`] is an error.
 pub fn check_aligned(ring: u64, what: &str) -> Result<(), Error> {
-    if ring % WQ_ALIGN != 0 {
+    if !ring.is_multiple_of(WQ_ALIGN) {
         return Err(Error::Violation {
             at: format!("{what} context"),
             rule: format!("ring IOVA {ring:#x} is not 256 KiB-aligned (docs/hw/hinic3.md §9.3)"),

@@ -185,7 +185,7 @@ impl Core {
                 );
                 r.expect(ring != 0 && (block & super::cmdq::CTX_PFN) << 12 == ring && block >> 52 == 0, format!("{name}: wq_block_pfn {block:#x} must repeat the ring PFN with start CI 0 (0-level CLA, docs/hw/hinic3.md §8.3)"));
                 r.expect(
-                    ring % super::ctx::WQ_ALIGN == 0,
+                    ring.is_multiple_of(super::ctx::WQ_ALIGN),
                     format!("{name}: cmdq {q} ring IOVA {ring:#x} is not 256 KiB-aligned (docs/hw/hinic3.md §9.3)"),
                 );
                 if r.errs.is_empty() {

@@ -559,11 +559,11 @@ impl Rig {
 
     /// RQ context of docs/hw/hinic3.md §9.2 (normal 16-byte WQE, 32-byte CQE, polling).
     pub fn rq_ctx(&self, q: usize) -> Vec<u8> {
-        self.rq_ctx_at(q, RQ_RING + q * WQ_ALIGN)
+        self.rq_ctx_at(RQ_RING + q * WQ_ALIGN)
     }
 
-    /// RQ context `q` with its ring at rig offset `at`.
-    pub fn rq_ctx_at(&self, q: usize, at: usize) -> Vec<u8> {
+    /// An RQ context with its ring at rig offset `at`.
+    pub fn rq_ctx_at(&self, at: usize) -> Vec<u8> {
         let ring = self.iova(at);
         let (pfn, block) = (ring >> 12, ring >> 9);
         let d: [u32; 16] = [
