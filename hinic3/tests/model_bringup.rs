@@ -214,3 +214,13 @@ fn probe_reads_the_firmware_version_and_the_board() {
     p.model.assert_no_faults();
     close(p);
 }
+
+/// Every AEQ the function has (the model 4) is programmed at probe, as DPDK's hinic3_aeqs_init does, not only the
+/// two the mailbox reads.
+#[test]
+fn probe_programs_every_aeq_the_function_has() {
+    let p = open_one(Sp670Config::default());
+    assert_eq!((0..4).map(|q| p.model.aeq_len(q)).collect::<Vec<_>>(), vec![64; 4]);
+    p.model.assert_no_faults();
+    close(p);
+}
