@@ -19,6 +19,8 @@
 //! - `testing` (cargo feature `testing`): a fake doorbell BAR and a scripted firmware behind fake BARs, for tests and the benchmark (not a
 //!   model).
 //! - [`PCI_DRIVERS`]: `net_hinic3`, for an application's [`pktio::driver::Registry`].
+//! - `sim` (feature `sim`, off by default): `net_sim_sp670`, this driver on the behavioural SP670 model of
+//!   `nicsim`, for simports' model list; a production build carries no model.
 //!
 //! ```no_run
 //! # fn demo(vfio: &drvkit::vfio::Vfio, pool: mempool::Mempool) -> pktio::Result<()> {
@@ -56,6 +58,8 @@ pub mod mbox;
 pub mod mgmt;
 pub mod regs;
 pub mod rxtx;
+#[cfg(any(test, feature = "sim"))]
+pub mod sim;
 pub mod stats;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

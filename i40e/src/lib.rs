@@ -24,6 +24,8 @@
 //! - [`dev`]: bring-up and [`I40e`], which implements [`pktio::EthDev`].
 //! - `testing` (cargo feature `testing`): a fake register space with a scripted firmware, for tests and the benchmark (not a model).
 //! - [`PCI_DRIVERS`]: `net_i40e`, for an application's [`pktio::driver::Registry`].
+//! - `sim` (feature `sim`, off by default): `net_sim_x710`, this driver on the behavioural X710 model of `nicsim`,
+//!   for simports' model list; a production build carries no model.
 //!
 //! ```no_run
 //! # fn demo(bar: std::sync::Arc<drvkit::bar::MmioBar>, pool: mempool::Mempool) -> pktio::Result<()> {
@@ -59,11 +61,16 @@ pub mod hmc;
 pub mod queue;
 pub mod regs;
 pub mod rxtx;
+#[cfg(any(test, feature = "sim"))]
+pub mod sim;
 pub mod stats;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use dev::{max_speed_of, open_vfio, I40e, I40eRxQueue, I40eTxQueue, Identity, MainVsi, Options, Timing, PCI_IDS};
+pub use dev::{
+    max_speed_of, open_vfio, I40e, I40eRxQueue, I40eTxQueue, Identity, MainVsi, Options, Timing, PCI_IDS,
+    PHY_ABILITIES_ATTEMPTS, RX_CTL_ATTEMPTS,
+};
 pub use error::Error;
 
 use drvkit::pci::PciId;

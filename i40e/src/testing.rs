@@ -196,6 +196,12 @@ impl FakeRegs {
                 let w = cmds::RxCtlWriteCmd::decode(&d.params);
                 self.store(Reg(w.address as usize), w.value);
             }
+            if status == 0 && d.head.opcode == Opcode::RxCtlRead.value() {
+                // The firmware reads the register for the driver (docs/hw/i40e.md §6.11).
+                let mut r = cmds::RxCtlWriteCmd::decode(&d.params);
+                r.value = self.peek(Reg(r.address as usize));
+                r.encode_into(&mut d.params);
+            }
             d.head.flags |= flags::DD | flags::CMP;
             if status != 0 {
                 d.head.flags |= flags::ERR;

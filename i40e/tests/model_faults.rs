@@ -86,3 +86,42 @@ fn a_stalled_admin_queue_times_out_naming_the_opcode_then_recovers() {
     port.model.assert_no_faults();
     finish(port, &pool);
 }
+
+const GET_PHY_ABILITIES: u16 = 0x0600;
+
+/// How the firmware answered each Get PHY Abilities since the log's `from`-th command.
+fn phy_answers(port: &Port, from: usize) -> Vec<AqRc> {
+    port.model.aq_log()[from..].iter().filter(|(op, _)| *op == GET_PHY_ABILITIES).map(|(_, rc)| *rc).collect()
+}
+
+#[test]
+fn get_phy_abilities_answered_eagain_is_asked_again_and_start_succeeds() {
+    let pool = pool("fault-phy-eagain", 1023);
+    let mut port = started(&pool);
+    port.dev.stop().unwrap();
+    let from = port.model.aq_log().len();
+    port.model.inject_aq_errors(Some(GET_PHY_ABILITIES), AqRc::Eagain, 3);
+    port.dev.start(&pool).expect("a busy PHY (EAGAIN) is waited for, as DPDK does");
+    let answers = phy_answers(&port, from);
+    assert_eq!(answers[..4], [AqRc::Eagain, AqRc::Eagain, AqRc::Eagain, AqRc::Ok], "{answers:?}");
+    wait_for(5, "link up", || port.dev.link().up);
+    port.model.assert_no_faults();
+    finish(port, &pool);
+}
+
+#[test]
+fn get_phy_abilities_eagain_past_500_attempts_is_a_typed_error() {
+    let pool = pool("fault-phy-eagain-long", 1023);
+    let mut port = started(&pool);
+    let from = port.model.aq_log().len();
+    port.model.inject_aq_errors(Some(GET_PHY_ABILITIES), AqRc::Eagain, i40e::PHY_ABILITIES_ATTEMPTS + 10);
+    let err = port.dev.set_link_up(false).expect_err("a PHY busy for longer than DPDK waits");
+    match err.driver_error::<Error>() {
+        Some(Error::AdminQueue { opcode, status, .. }) => assert_eq!((*opcode, *status), (GET_PHY_ABILITIES, 8)),
+        other => panic!("{err}: {other:?}"),
+    }
+    assert_eq!(phy_answers(&port, from).len(), i40e::PHY_ABILITIES_ATTEMPTS as usize, "asked exactly 500 times");
+    port.model.inject_aq_errors(Some(GET_PHY_ABILITIES), AqRc::Eagain, 0);
+    port.model.assert_no_faults();
+    finish(port, &pool);
+}

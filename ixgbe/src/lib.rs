@@ -17,8 +17,9 @@
 //!   [`pktio::Error::Driver`] so they can be told from bad arguments.
 //! - [`PCI_DRIVERS`]: `net_ixgbe` and `net_igb`, for an application's [`pktio::driver::Registry`].
 //!
-//! The behavioural models and the `net_sim_*` vdevs that run this driver on them live elsewhere (`nicsim`,
-//! `simports`): this crate needs `nicsim` only for its tests.
+//! - `sim` (feature `sim`, off by default): `net_sim_x540` and `net_sim_82599`, this driver on the behavioural
+//!   X540 model of `nicsim`, for simports' model list. Without the feature this crate needs `nicsim` only for its
+//!   tests, and a production build carries no model.
 //!
 //! ```no_run
 //! # fn demo(bar: std::sync::Arc<drvkit::bar::MmioBar>, pool: mempool::Mempool) -> pktio::Result<()> {
@@ -49,6 +50,8 @@ mod error;
 pub mod igb;
 pub mod regs;
 pub mod rxtx;
+#[cfg(any(test, feature = "sim"))]
+pub mod sim;
 pub mod stats;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

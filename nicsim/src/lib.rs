@@ -25,6 +25,10 @@
 //! `net_sim_*` vdevs, the vfio-user server, the drivers' tests) are written over `ModelPort<S: Model>`. The
 //! models' one error type is [`Error`]; what a driver gets wrong is recorded as a [`Fault`].
 //!
+//! [`vdev`] is the `net_sim_*` vdevs' machinery over the trait (one generic [`vdev::open_vdev`], the
+//! [`vdev::SimPort`] it hands out, the [`vdev::SimDriver`] a driver crate with a model implements in its
+//! `src/sim.rs`); it depends on the port API and on no driver.
+//!
 //! # Instantiating a port
 //!
 //! ```
@@ -93,8 +97,12 @@
 //! [`X710Port::start_thread`]), checks each descriptor's flags, lengths and every parameter byte against the
 //! notes' tables, and answers an unknown opcode with ESRCH. Queue contexts are read from host memory through the
 //! HMC segment descriptors when a queue is enabled, and any bit outside the context fields is a fault. Faults to
-//! inject: [`X710Port::inject_aq_error`], [`X710Port::stall_admin_queue`], [`X710Port::link_flap`],
-//! [`X710Port::set_cable`], [`X710Port::inject_error`], [`X710Port::tx_hang`], [`X710Port::set_stat`]; detected
+//! inject: [`X710Port::inject_aq_error`] (and [`X710Port::inject_aq_errors`], N times: a firmware answering EAGAIN
+//! while busy), [`X710Port::stall_admin_queue`], [`X710Port::link_flap`], [`X710Port::set_cable`],
+//! [`X710Port::inject_error`], [`X710Port::tx_hang`], [`X710Port::set_stat`], [`X710Port::set_loopback`] (a port
+//! left in loopback); parts that differ: [`X710Config::mac_config_needs_link`] (Set MAC Config taken only with the
+//! link up), [`X710Config::nvm_pause`] (flow control the NVM leaves on); RX-control registers written by MMIO rather
+//! than command 0x0207 are counted ([`X710Counters::rx_ctl_mmio_writes`]); detected
 //! driver faults land in the same [`FaultLog`] as the X540's (including malicious-driver detection on TX).
 //! MSI-X messages go to [`X710Port::set_irq_sink`] (vector 0 for PFINT_ICR0 causes, queue vectors by QINT_*CTL);
 //! the NVM shadow RAM reads through GLNVM_SRCTL. Not modelled: interrupt throttling, VFs and SR-IOV, more than one VSI or TC,
@@ -132,6 +140,7 @@ pub mod net;
 pub mod pci;
 pub mod sp670;
 mod tap;
+pub mod vdev;
 mod wire;
 pub mod x540;
 pub mod x710;

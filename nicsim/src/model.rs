@@ -8,7 +8,7 @@
 //! identity and BARs, what a function-level reset does, how a frame arrives and what one step of the device does,
 //! its link and its counters. The consumers (simports' `net_sim_*` vdevs, the vfio-user server, the drivers' tests)
 //! are written over `ModelPort<S: Model>`, so a new model is served by all of them once it implements the trait and
-//! is listed in simports' `SIM_NICS`.
+//! its driver's `src/sim.rs` (a [`crate::vdev::SimDriver`]) is on simports' model list.
 
 use std::fmt;
 use std::path::Path;

@@ -228,3 +228,36 @@ fn transmitted_frames_to_a_pcap_file() {
     assert_eq!(records[0].data, f);
     r.port.assert_no_faults();
 }
+
+#[test]
+fn an_admin_error_injected_n_times_hits_n_commands_of_its_opcode_then_stops() {
+    let mut r = Rig::new(X710Config::default());
+    r.reset();
+    r.init_aq();
+    r.port.inject_aq_errors(Some(0x0001), AqRc::Eagain, 3);
+    r.direct(0x0607, [0; 16]).ok(); // another opcode (Get Link Status) is not hit
+    for _ in 0..3 {
+        r.direct(0x0001, [0; 16]).failed(AqRc::Eagain);
+    }
+    r.direct(0x0001, [0; 16]).ok();
+    r.port.assert_no_faults();
+}
+
+#[test]
+fn rx_control_commands_reach_the_register_and_mmio_writes_are_counted() {
+    let mut r = Rig::new(X710Config::default());
+    r.reset();
+    r.init_aq();
+    // docs/hw/i40e.md §6.11: address at 4, value at 12; PFQF_CTL_0 is 0x1C0AC0.
+    let mut p = [0u8; 16];
+    p[4..8].copy_from_slice(&0x1C_0AC0u32.to_le_bytes());
+    p[12..16].copy_from_slice(&0x0001_0000u32.to_le_bytes());
+    r.direct(0x0207, p).ok();
+    assert_eq!(r.rd(0x1C_0AC0), 0x0001_0000);
+    p[12..16].fill(0);
+    assert_eq!(r.direct(0x0206, p).ok().p32(12), 0x0001_0000, "0x0206 reads it back");
+    assert_eq!(r.port.counters().rx_ctl_mmio_writes, 0);
+    r.wr(0x1C_0AC0, 0);
+    assert_eq!(r.port.counters().rx_ctl_mmio_writes, 1, "the MMIO fallback is told apart");
+    r.port.assert_no_faults();
+}

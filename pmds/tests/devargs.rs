@@ -43,18 +43,18 @@ fn every_pci_driver_refuses_an_unknown_key_with_its_list_before_opening_the_devi
         assert!(fake_vfio.state().ioctls.is_empty(), "{}: no VFIO call was made", driver.name);
         refused.push(driver.name);
     }
-    let mut want: Vec<&str> = Vec::new();
+    // Every PCI driver of the build was tried, this workspace's among them (a driver added to pmds' list is tried
+    // with no change here).
     for (on, names) in [
         (cfg!(feature = "hinic3"), &["net_hinic3"][..]),
         (cfg!(feature = "i40e"), &["net_i40e"]),
         (cfg!(feature = "ixgbe"), &["net_ixgbe", "net_igb"]),
         (cfg!(feature = "virtio"), &["net_virtio"]),
     ] {
-        if on {
-            want.extend(names);
+        for name in names {
+            assert_eq!(refused.contains(name), on, "{name} in {refused:?}");
         }
     }
-    assert_eq!(refused, want, "every PCI driver of the build was tried");
 }
 
 #[test]

@@ -1,72 +1,62 @@
 //! Simulated ports: each `net_sim_*` virtual device opens a real driver on a behavioural NIC model ([`nicsim`]), so
-//! the driver runs, and applications such as testpmd-rs forward, with no hardware. This is the one crate that
-//! depends on both drivers and models; driver crates use the models only in their tests.
+//! the driver runs, and applications such as testpmd-rs forward, with no hardware. This crate is **the model
+//! list**: the drivers with a model, one line each in its Cargo.toml (`mynic = { path = "../mynic", features =
+//! ["sim"] }`). What is each NIC's own lives in its driver crate, `src/sim.rs` behind the driver's `sim` feature (a
+//! `nicsim::vdev::SimDriver`: devargs keys, the model's configuration, how the driver opens on a model port, and
+//! its `SIM_NICS`); the machinery every vdev shares (the one generic `open_vdev`, the `SimPort` it hands out) is
+//! [`nicsim::vdev`]. So the graph stays acyclic: nicsim → pktio, drivers →(`sim`) nicsim, simports → drivers.
 //!
-//! - [`x540`]: `net_sim_x540` and `net_sim_82599`, the ixgbe driver on the X540 model and its 82599 variant.
-//! - [`x710`]: `net_sim_x710`, the i40e driver on the X710 / XL710 / XXV710 model.
-//! - [`sp670`]: `net_sim_sp670`, the hinic3 driver on the SP670 model.
+//! - `ixgbe::sim`: `net_sim_x540` and `net_sim_82599`, the ixgbe driver on the X540 model and its 82599 variant.
+//! - `i40e::sim`: `net_sim_x710`, the i40e driver on the X710 / XL710 / XXV710 model.
+//! - `hinic3::sim`: `net_sim_sp670`, the hinic3 driver on the SP670 model.
 //!
-//! [`SIM_NICS`] is **the model list**: one line per simulated NIC (its vdev, the driver that runs on it, the devargs
-//! a forwarding test runs it with and the link speed it then reports). [`VDEV_DRIVERS`] (for an application's
-//! [`pktio::driver::Registry`]) and the tests that walk every simulated NIC (testpmd-rs/tests/sim_nics.rs) derive
-//! from it. Every vdev opens through the one generic [`vdev::open_vdev`] over the model trait ([`nicsim::Model`]);
-//! a NIC's module says only what is its own ([`vdev::SimDriver`]). Not supported: PCI-style probing of a model
-//! (models are vdevs only).
+//! [`SIM_NICS`] is every simulated NIC of the list (its vdev, the driver that runs on it, the devargs a forwarding
+//! test runs it with and the link speed it then reports), gathered by build.rs from Cargo.toml. [`VDEV_DRIVERS`]
+//! (for an application's [`pktio::driver::Registry`]) and the tests that walk every simulated NIC
+//! (testpmd-rs/tests/sim_nics.rs) derive from it. Not supported: PCI-style probing of a model (models are vdevs
+//! only).
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
-mod port;
-pub mod vdev;
-
-pub use port::SimPort;
-
 use pktio::driver::VdevDriver;
 
-/// One simulated NIC: its vdev, and what a test that runs every simulated NIC needs to know of it.
-#[derive(Debug, Clone, Copy)]
-pub struct SimNic {
-    /// The vdev (name, devargs keys, open).
-    pub vdev: VdevDriver,
-    /// The driver that runs on the model (`DevInfo::driver_name`).
-    pub driver: &'static str,
-    /// Devargs of a forwarding run on two wired ports, and the link speed in Mb/s the ports then report.
-    pub runs: &'static [(&'static str, u32)],
-}
+pub use nicsim::vdev::{SimNic, SimPort, MAX_PORTS};
 
-impl SimNic {
-    /// A NIC of the model list: its vdev, the driver that runs on it, its forwarding runs.
-    pub const fn new(vdev: VdevDriver, driver: &'static str, runs: &'static [(&'static str, u32)]) -> Self {
-        SimNic { vdev, driver, runs }
-    }
-}
+/// Each driver's `sim::SIM_NICS`, in the order of the model list (build.rs, from Cargo.toml).
+const LISTS: &[&[SimNic]] = include!(concat!(env!("OUT_DIR"), "/model_list.rs"));
+const COUNT: usize = count(LISTS);
 
-/// Declares each NIC's module (`simports/src/<module>.rs`, its [`vdev::SimDriver`] and `VDEV`s) and lists its
-/// simulated NICs in [`SIM_NICS`]: one line per model.
-macro_rules! model_list {
-    ($($module:ident => [$($nic:expr),+ $(,)?],)+) => {
-        $(pub mod $module;)+
-        /// **The model list**, in the order of `model_list!`.
-        const NICS: &[SimNic] = &[$($($nic),+),+];
-    };
-}
-
-// The model list: one line per model module (the X540 module has two vdevs).
-model_list! {
-    x540 => [
-        SimNic::new(x540::VDEV, "net_ixgbe", &[("net_sim_x540,ports=2", 10_000)]),
-        SimNic::new(x540::VDEV_82599, "net_ixgbe", &[("net_sim_82599,ports=2", 10_000)]),
-    ],
-    x710 => [SimNic::new(x710::VDEV, "net_i40e", &[("net_sim_x710,ports=2", 10_000), ("net_sim_x710,ports=2,part=xl710", 40_000)])],
-    sp670 => [SimNic::new(sp670::VDEV, "net_hinic3", &[("net_sim_sp670,ports=2", 100_000), ("net_sim_sp670,ports=2,speed=25000", 25_000)])],
-}
-
-/// Every simulated NIC: the model list.
-pub static SIM_NICS: &[SimNic] = NICS;
+/// Every simulated NIC: the model list's drivers' NICs, in its order.
+pub static SIM_NICS: &[SimNic] = &flatten::<COUNT>(LISTS);
 
 /// Every simulated port this crate provides, for an application's registry: the vdevs of [`SIM_NICS`].
-pub static VDEV_DRIVERS: &[VdevDriver] = &vdevs_of::<{ NICS.len() }>(NICS);
+pub static VDEV_DRIVERS: &[VdevDriver] = &vdevs_of::<COUNT>(&flatten::<COUNT>(LISTS));
 
-const fn vdevs_of<const N: usize>(nics: &[SimNic]) -> [VdevDriver; N] {
+const fn count(lists: &[&[SimNic]]) -> usize {
+    let (mut n, mut i) = (0, 0);
+    while i < lists.len() {
+        n += lists[i].len();
+        i += 1;
+    }
+    n
+}
+
+const fn flatten<const N: usize>(lists: &[&[SimNic]]) -> [SimNic; N] {
+    let mut out = [lists[0][0]; N];
+    let (mut k, mut i) = (0, 0);
+    while i < lists.len() {
+        let mut j = 0;
+        while j < lists[i].len() {
+            out[k] = lists[i][j];
+            k += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+const fn vdevs_of<const N: usize>(nics: &[SimNic; N]) -> [VdevDriver; N] {
     let mut out = [nics[0].vdev; N];
     let mut i = 0;
     while i < N {
@@ -121,6 +111,21 @@ mod tests {
         }
     }
 
+    /// build.rs read the model list from Cargo.toml: one list of NICs per dependency line with
+    /// `features = ["sim"]`, none empty, and every NIC in `SIM_NICS`.
+    #[test]
+    fn the_model_list_is_every_sim_driver_of_cargo_toml() {
+        let lines = include_str!("../Cargo.toml")
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#') && l.contains("features = [\"sim\"]"))
+            .count();
+        assert!(lines >= 3, "simports/Cargo.toml lost drivers: {lines} sim lines");
+        assert_eq!(LISTS.len(), lines, "build.rs read {} of {lines} sim lines", LISTS.len());
+        assert!(LISTS.iter().all(|l| !l.is_empty()), "a driver with an empty SIM_NICS");
+        assert_eq!(SIM_NICS.len(), LISTS.iter().map(|l| l.len()).sum::<usize>());
+        assert!(SIM_NICS.len() >= 4, "the model list lost NICs: {SIM_NICS:?}");
+    }
+
     #[test]
     fn every_nic_of_the_model_list_is_registered_and_forwards_on_each_run() {
         let names: Vec<_> = VDEV_DRIVERS.iter().map(|d| d.name).collect();
@@ -129,7 +134,7 @@ mod tests {
             assert!(nic.vdev.devargs.contains(&"ports") && nic.vdev.devargs.contains(&"tap"), "{}", nic.vdev.name);
             for &(devargs, mbps) in nic.runs {
                 let device = format!("{}_p0", nic.vdev.name);
-                testing::forward_pair(open(devargs).unwrap(), devargs, mbps, nic.driver, &device);
+                testkit::sim::forward_pair(open(devargs).unwrap(), devargs, mbps, nic.driver, &device);
             }
         }
     }
@@ -141,62 +146,5 @@ mod tests {
         assert_eq!(ports[0].info().speed_capa, vec![1_000, 10_000]);
         assert_eq!(open("net_sim_x540,ports=2,mac=82599").unwrap()[0].info().speed_capa, vec![1_000, 10_000]);
         assert_eq!(open("net_sim_x540,ports=2").unwrap()[0].info().speed_capa, vec![100, 1_000, 10_000]);
-    }
-}
-
-/// Test support shared by the net_sim_* families.
-#[cfg(test)]
-pub(crate) mod testing {
-    use std::time::{Duration, Instant};
-
-    use hugepage::Allocator;
-    use mempool::{Mempool, PacketBatch, PoolConfig};
-    use pktio::{EthDev, PortConfig};
-
-    /// Two wired simulated ports opened from `devargs`, driven by `driver`, the first named `device`: 32 frames from port 0 reach port 1 byte
-    /// for byte at `speed`, and every buffer is back in the pool after stop.
-    pub(crate) fn forward_pair(mut ports: Vec<Box<dyn EthDev>>, devargs: &str, speed: u32, driver: &str, device: &str) {
-        assert_eq!(ports.len(), 2);
-        assert_eq!(ports[1].info().driver_name, driver);
-        assert_eq!(ports[0].info().device_name, device);
-        assert_ne!(ports[0].mac_addr(), ports[1].mac_addr());
-        let pool =
-            Mempool::new(&format!("sim-{devargs}"), &PoolConfig::with_size(4096), &Allocator::no_huge()).unwrap();
-        for p in ports.iter_mut() {
-            p.configure(&PortConfig { rx_desc: 256, tx_desc: 256, ..Default::default() }).unwrap();
-            p.set_promiscuous(true).unwrap();
-            p.start(&pool).unwrap();
-        }
-        let t = Instant::now();
-        while !(ports[0].link().up && ports[1].link().up) {
-            assert!(t.elapsed() < Duration::from_secs(5), "{devargs}: links stay down");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        assert_eq!(ports[0].link().speed_mbps, speed, "{devargs}");
-        let mut tx0 = ports[0].tx_queue(0).unwrap();
-        let mut rx1 = ports[1].rx_queue(0).unwrap();
-        let mut b = PacketBatch::new();
-        assert!(b.alloc_from(&pool, 32));
-        for (i, m) in b.iter_mut().enumerate() {
-            m.data_room_mut()[..64].fill(i as u8);
-            m.set_len(64);
-        }
-        assert_eq!(tx0.tx_burst(&mut b), 32);
-        let mut got = 0;
-        while got < 32 {
-            assert!(t.elapsed() < Duration::from_secs(10), "{devargs}: received {got}");
-            rx1.rx_burst(&mut b);
-            for m in b.iter() {
-                assert_eq!(m.data(), &[got as u8; 64][..], "{devargs}: frame {got}");
-                got += 1;
-            }
-            b.clear();
-        }
-        drop((tx0, rx1));
-        for p in ports.iter_mut() {
-            p.stop().unwrap();
-        }
-        drop(ports);
-        assert!(pool.is_full(), "{devargs}: {} buffers leaked", pool.in_use());
     }
 }

@@ -10,9 +10,10 @@
 //!   two namespaces with a raw socket on the kernel side, for the software ports' tests;
 //! - [`redis`]: what the tests running Debian's Redis clients share;
 //! - [`conformance`]: the suite every driver and model pair runs, over a small trait each driver's test implements.
+//! - [`sim`]: the forwarding check of the `net_sim_*` vdevs (a driver on its model, opened from devargs).
 //!
 //! The items are re-exported at the root (`testkit::udp_frame`, `testkit::App`, ...), but for `netns` and `veth`,
-//! used by path (`testkit::netns::Netns`). Not for production code: it
+//! `sim`, used by path (`testkit::netns::Netns`). Not for production code: it
 //! panics on any mismatch.
 
 pub mod app;
@@ -25,6 +26,7 @@ pub mod pcap;
 pub mod redis;
 pub mod require;
 pub mod rss;
+pub mod sim;
 pub mod veth;
 
 pub use app::*;

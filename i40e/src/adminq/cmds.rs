@@ -23,6 +23,8 @@ pub enum Opcode {
     ClearPxeMode = 0x0110,
     /// Get Switch Config.
     GetSwitchConfig = 0x0200,
+    /// RX control register read.
+    RxCtlRead = 0x0206,
     /// RX control register write.
     RxCtlWrite = 0x0207,
     /// Update VSI.
@@ -47,6 +49,8 @@ pub enum Opcode {
     GetLinkStatus = 0x0607,
     /// Set PHY Interrupt Mask.
     SetPhyIntMask = 0x0613,
+    /// Set Loopback.
+    SetLoopback = 0x0618,
     /// LAN queue overflow (event only).
     LanOverflow = 0x1001,
 }
@@ -67,6 +71,7 @@ impl Opcode {
             Opcode::MacAddressRead => "MAC address read",
             Opcode::ClearPxeMode => "clear PXE mode",
             Opcode::GetSwitchConfig => "get switch config",
+            Opcode::RxCtlRead => "RX control register read",
             Opcode::RxCtlWrite => "RX control register write",
             Opcode::UpdateVsi => "update VSI",
             Opcode::GetVsiParams => "get VSI parameters",
@@ -79,6 +84,7 @@ impl Opcode {
             Opcode::SetMacConfig => "set MAC config",
             Opcode::GetLinkStatus => "get link status",
             Opcode::SetPhyIntMask => "set PHY interrupt mask",
+            Opcode::SetLoopback => "set loopback",
             Opcode::LanOverflow => "LAN overflow",
         }
     }
@@ -555,6 +561,8 @@ pub mod phy {
     pub const REPORT_INIT: u32 = 0x2;
     /// Pause TX | pause RX | low power: kept from the current abilities.
     pub const KEEP_MASK: u8 = 0x07;
+    /// Flow control: PAUSE_TX | PAUSE_RX.
+    pub const PAUSE: u8 = 0x03;
     /// Link enabled.
     pub const ENABLE_LINK: u8 = 0x08;
     /// Auto-negotiation.
@@ -565,6 +573,20 @@ pub mod phy {
     pub const ALL_TYPES: u32 = 0x7FFF_FFFF;
     /// Every 25G PHY type.
     pub const ALL_TYPES_EXT: u8 = 0x3F;
+}
+
+aq_layout!(
+    /// Set Loopback 0x0618 (docs/hw/i40e.md §7.6).
+    SetLoopbackCmd, 2, {
+        /// [`loopback::NONE`], ...
+        lb_mode: u16 = 0,
+    }
+);
+
+/// Loopback modes (docs/hw/i40e.md §7.6).
+pub mod loopback {
+    /// No loopback.
+    pub const NONE: u16 = 0;
 }
 
 aq_layout!(
@@ -669,7 +691,7 @@ pub mod phy_event {
 }
 
 aq_layout!(
-    /// RX control register write 0x0207 (docs/hw/i40e.md §6.11).
+    /// RX control register read 0x0206 and write 0x0207 (docs/hw/i40e.md §6.11): the read answers in `value`.
     RxCtlWriteCmd, 16, {
         /// Register address.
         address: u32 = 4,

@@ -184,9 +184,13 @@ impl<R: RegisterSpace> I40e<R> {
         let keep = cmds::phy_event::LINK_UPDOWN | cmds::phy_event::MODULE_QUAL_FAIL | cmds::phy_event::MEDIA_NA;
         cmds::PhyIntMaskCmd { event_mask: !keep }.encode_into(&mut mask);
         self.aq(Opcode::SetPhyIntMask, mask, None, &[])?;
+        self.clear_hash_filters();
+        // DPDK's `eth_i40e_dev_init` turns flow control off and ignores a refusal: a firmware that will not
+        // change it is no reason to give up the port (docs/hw/i40e.md §7.2).
+        let _ = self.set_fc_none();
         self.update_info();
         self.state.mac = self.id.mac;
-        *self.hw.lock().unwrap_or_else(|e| e.into_inner()) = HwStats::new(&self.regs, self.id.port, self.vsi.stat_idx);
+        *self.hw.lock().unwrap_or_else(|e| e.into_inner()) = HwStats::new(&self.regs, self.stat_index());
         Ok(())
     }
 

@@ -2,6 +2,7 @@
 
 use drvkit::bar::RegisterSpace;
 use pktio::{LinkStatus, MacAddr, Result, RssHashFunctions};
+use std::sync::atomic::Ordering;
 
 use super::*;
 use crate::adminq::cmds::{self, Opcode};
@@ -26,8 +27,16 @@ impl<R: RegisterSpace> I40e<R> {
             };
             let Some(ev) = ev else { break };
             if ev.desc.head.opcode == Opcode::GetLinkStatus.value() {
-                *self.link.lock().unwrap_or_else(|e| e.into_inner()) =
-                    link_of(&cmds::LinkStatus::decode(&ev.desc.params));
+                let link = link_of(&cmds::LinkStatus::decode(&ev.desc.params));
+                *self.link.lock().unwrap_or_else(|e| e.into_inner()) = link;
+                // The first link-up after start: Set MAC Config again, as some parts ignored it with the link
+                // down (docs/hw/i40e.md §7.3); a failure leaves it for the next link-up.
+                if link.up
+                    && self.mac_config_on_link_up.swap(false, Ordering::Relaxed)
+                    && self.set_mac_config().is_err()
+                {
+                    self.mac_config_on_link_up.store(true, Ordering::Relaxed);
+                }
             }
         }
     }
@@ -39,7 +48,10 @@ impl<R: RegisterSpace> I40e<R> {
         let mut p = [0u8; 16];
         cmds::PhyAbilitiesCmd { param0 }.encode_into(&mut p);
         let mut buf = vec![0u8; cmds::phy::ABILITIES_LEN];
-        self.aq(Opcode::GetPhyAbilities, p, Some(Buffer { data: &mut buf, rd: false }), &[])?;
+        // The firmware answers EAGAIN while it is busy with the PHY: DPDK's `i40e_aq_get_phy_capabilities` asks
+        // again, up to 500 times 1 ms (docs/hw/i40e.md §5.6).
+        let buf_ref = Some(Buffer { data: &mut buf, rd: false });
+        self.aq_retry(Opcode::GetPhyAbilities, p, buf_ref, &[], PHY_ABILITIES_ATTEMPTS).map_err(|e| self.dev_err(e))?;
         Ok(cmds::PhyAbilities::decode(&buf))
     }
 
@@ -87,6 +99,46 @@ impl<R: RegisterSpace> I40e<R> {
         cfg.encode_into(&mut p);
         self.aq(Opcode::SetPhyConfig, p, None, &[])?;
         Ok(())
+    }
+
+    /// Flow control off, as DPDK leaves it (`i40e_set_fc` with I40E_FC_NONE, docs/hw/i40e.md §7.2): the NVM may
+    /// leave pause frames on. Set PHY Config only when the current abilities have a pause bit; the rest of the
+    /// configuration is the current one, applied at once.
+    pub(super) fn set_fc_none(&self) -> Result<()> {
+        let cur = self.phy_abilities(0)?;
+        if cur.abilities & cmds::phy::PAUSE == 0 {
+            return Ok(());
+        }
+        let mut p = [0u8; 16];
+        cmds::SetPhyConfigCmd {
+            phy_type: cur.phy_type,
+            phy_type_ext: cur.phy_type_ext,
+            link_speed: cur.link_speed,
+            abilities: (cur.abilities & !cmds::phy::PAUSE) | cmds::phy::ENABLE_ATOMIC_LINK,
+            eee_capability: cur.eee_capability,
+            eeer: cur.eeer_val,
+            low_power_ctrl: cur.d3_lpan,
+            fec_config: cur.fec_cfg_curr_mod_ext_info,
+        }
+        .encode_into(&mut p);
+        self.aq(Opcode::SetPhyConfig, p, None, &[])?;
+        Ok(())
+    }
+
+    /// No loopback (Set Loopback 0x0618, docs/hw/i40e.md §7.6): DPDK's `i40e_dev_start` sets the configured mode,
+    /// none by default, so a port an earlier user left in loopback does not stay so.
+    pub(super) fn set_loopback_none(&self) -> Result<()> {
+        let mut p = [0u8; 16];
+        cmds::SetLoopbackCmd { lb_mode: cmds::loopback::NONE }.encode_into(&mut p);
+        self.aq(Opcode::SetLoopback, p, None, &[])?;
+        Ok(())
+    }
+
+    /// Hash filters in a known state (DPDK `i40e_hw_init`, docs/hw/i40e.md §12.2): PFQF_CTL_0 cleared and the
+    /// port's symmetric hash off, whatever an earlier driver left.
+    pub(super) fn clear_hash_filters(&self) {
+        self.write_rx_ctl(PFQF_CTL_0, 0);
+        self.update_rx_ctl(PRTQF_CTL_0, |v| v & !prtqf_ctl_0::HSYM_ENA);
     }
 
     pub(super) fn set_mac_config(&self) -> Result<()> {
@@ -149,16 +201,41 @@ impl<R: RegisterSpace> I40e<R> {
 
     // ---- RSS (docs/hw/i40e.md §12) ----
 
-    /// Writes an RX-filter register: through command 0x0207 from API 1.5 on, falling back to MMIO (docs/hw/i40e.md §6.11).
+    /// The RX-control commands are there from API 1.5 on (docs/hw/i40e.md §6.11).
+    fn rx_ctl_by_command(&self) -> bool {
+        self.id.api >= (1, 5)
+    }
+
+    /// Reads an RX-filter register: through command 0x0206 from API 1.5 on, sent again on EAGAIN up to 5 times,
+    /// falling back to MMIO (docs/hw/i40e.md §5.6, §6.11; DPDK `i40e_read_rx_ctl`).
+    pub(super) fn read_rx_ctl(&self, reg: Reg) -> u32 {
+        if self.rx_ctl_by_command() {
+            let mut p = [0u8; 16];
+            cmds::RxCtlWriteCmd { address: reg.0 as u32, value: 0 }.encode_into(&mut p);
+            if let Ok(d) = self.aq_retry(Opcode::RxCtlRead, p, None, &[], RX_CTL_ATTEMPTS) {
+                return cmds::RxCtlWriteCmd::decode(&d.params).value;
+            }
+        }
+        self.regs.read(reg)
+    }
+
+    /// Writes an RX-filter register: through command 0x0207 from API 1.5 on, sent again on EAGAIN up to 5 times,
+    /// falling back to MMIO (docs/hw/i40e.md §5.6, §6.11; DPDK `i40e_write_rx_ctl`).
     pub(super) fn write_rx_ctl(&self, reg: Reg, value: u32) {
-        if self.id.api >= (1, 5) {
+        if self.rx_ctl_by_command() {
             let mut p = [0u8; 16];
             cmds::RxCtlWriteCmd { address: reg.0 as u32, value }.encode_into(&mut p);
-            if self.aq(Opcode::RxCtlWrite, p, None, &[]).is_ok() {
+            if self.aq_retry(Opcode::RxCtlWrite, p, None, &[], RX_CTL_ATTEMPTS).is_ok() {
                 return;
             }
         }
         self.regs.write(reg, value);
+    }
+
+    /// Read-modify-write of an RX-filter register through the RX-control commands.
+    fn update_rx_ctl(&self, reg: Reg, update: impl FnOnce(u32) -> u32) {
+        let value = self.read_rx_ctl(reg);
+        self.write_rx_ctl(reg, update(value));
     }
 
     pub(super) fn hena_of(functions: RssHashFunctions) -> u64 {
@@ -191,12 +268,15 @@ impl<R: RegisterSpace> I40e<R> {
         self.write_rx_ctl(pfqf_hena(0), 0);
         self.write_rx_ctl(pfqf_hena(1), 0);
         let Some(rss) = &self.state.config.rss else { return };
-        self.regs.clear_bits(PRTQF_CTL_0, prtqf_ctl_0::HSYM_ENA);
-        self.regs.set_bits(GLQF_CTL, glqf_ctl::HTOEP);
-        let ctl = self.regs.read(PFQF_CTL_0);
-        let ctl =
-            if self.lut.len() > HLUT_ENTRIES { ctl | pfqf_ctl_0::HASHLUTSIZE } else { ctl & !pfqf_ctl_0::HASHLUTSIZE };
-        self.write_rx_ctl(PFQF_CTL_0, ctl);
+        // GLQF_CTL is shared by every PF of the device and PRTQF_CTL_0 by the port's: both through the firmware,
+        // as DPDK does (docs/hw/i40e.md §6.11).
+        self.update_rx_ctl(PRTQF_CTL_0, |v| v & !prtqf_ctl_0::HSYM_ENA);
+        self.update_rx_ctl(GLQF_CTL, |v| v | glqf_ctl::HTOEP);
+        let big = self.lut.len() > HLUT_ENTRIES;
+        self.update_rx_ctl(
+            PFQF_CTL_0,
+            |v| if big { v | pfqf_ctl_0::HASHLUTSIZE } else { v & !pfqf_ctl_0::HASHLUTSIZE },
+        );
         self.apply_key();
         self.apply_lut();
         let hena = Self::hena_of(rss.functions);

@@ -42,7 +42,7 @@ pub const PCI_IDS: &[(u16, u16, u32)] = &[
     (0x8086, 0x1581, 10_000),
     (0x8086, 0x1583, 40_000),
     (0x8086, 0x1584, 40_000),
-    (0x8086, 0x1585, 40_000),
+    (0x8086, 0x1585, 10_000),
     (0x8086, 0x1586, 10_000),
     (0x8086, 0x1587, 20_000),
     (0x8086, 0x1588, 20_000),
@@ -65,6 +65,12 @@ pub fn max_speed_of(vendor: u16, device: u16) -> Option<u32> {
 
 /// The newest admin-queue API this driver was written for (docs/hw/i40e.md §6.1: API major 1; the headers target 1.15).
 pub const API_KNOWN: (u16, u16) = (1, 15);
+/// Get PHY Abilities is sent up to this many times while the firmware answers EAGAIN (docs/hw/i40e.md §5.6,
+/// DPDK's I40E_MAX_PHY_TIMEOUT in `i40e_aq_get_phy_capabilities`).
+pub const PHY_ABILITIES_ATTEMPTS: u32 = 500;
+/// An RX-control command (0x0206/0x0207) is sent up to this many times while the firmware answers EAGAIN, before
+/// the MMIO fallback (docs/hw/i40e.md §6.11, DPDK's `i40e_read_rx_ctl` / `i40e_write_rx_ctl`: 5 retries).
+pub const RX_CTL_ATTEMPTS: u32 = 1 + 5;
 /// Largest frame (docs/hw/i40e.md §15).
 pub const MAX_FRAME_SIZE: u32 = MAX_FRAME;
 /// Header, CRC and two VLAN tags added to the MTU (docs/hw/i40e.md §7.3).
@@ -99,6 +105,8 @@ pub struct Timing {
     pub clear_pre_disable: Duration,
     /// A full TX ring with no completion for this long is a hung queue, restarted ([`ringkit::TxWatchdog`]).
     pub tx_hang: Duration,
+    /// Pause before a command the firmware answered EAGAIN is sent again (docs/hw/i40e.md §5.6: 1 ms).
+    pub aq_eagain_retry: Duration,
 }
 
 impl Timing {
@@ -115,6 +123,7 @@ impl Timing {
             queue: QueueTiming::HARDWARE,
             clear_pre_disable: Duration::from_micros(400),
             tx_hang: ringkit::DEFAULT_TX_HANG_TIMEOUT,
+            aq_eagain_retry: Duration::from_millis(1),
         }
     }
 
@@ -222,6 +231,9 @@ pub struct I40e<R: RegisterSpace> {
     /// link and `check_tx_hangs` reads.
     tx_watch: Vec<ringkit::TxWatchdog>,
     link: Mutex<LinkStatus>,
+    /// Set MAC Config is to be sent again at the next link-up event: some parts take it only with the link up
+    /// (docs/hw/i40e.md §7.3).
+    mac_config_on_link_up: std::sync::atomic::AtomicBool,
     hw: Mutex<HwStats>,
     xbase: Vec<u64>,
     /// The port filters by VLAN: its MACs have MAC + VLAN filters, no MAC-only ones (dev/vlan.rs).
@@ -264,6 +276,7 @@ impl<R: RegisterSpace> I40e<R> {
             tx_hang: Vec::new(),
             tx_watch: Vec::new(),
             link: Mutex::new(LinkStatus::default()),
+            mac_config_on_link_up: Default::default(),
             hw: Mutex::new(HwStats::default()),
             xbase: vec![0; stats::COUNTERS.len()],
             vlan_filtering: false,
@@ -343,6 +356,33 @@ impl<R: RegisterSpace> I40e<R> {
     pub(super) fn aq(&self, op: Opcode, params: [u8; 16], buf: Option<Buffer<'_>>, accept: &[u8]) -> Result<AqDesc> {
         let mut aq = self.aq.lock().unwrap_or_else(|e| e.into_inner());
         aq.send(&self.regs, op, params, buf, accept).map_err(|e| self.dev_err(e))
+    }
+
+    /// Sends one admin-queue command up to `attempts` times while the firmware answers EAGAIN, pausing
+    /// [`Timing::aq_eagain_retry`] between (docs/hw/i40e.md §5.6). The last answer is the result.
+    pub(super) fn aq_retry(
+        &self,
+        op: Opcode,
+        params: [u8; 16],
+        mut buf: Option<Buffer<'_>>,
+        accept: &[u8],
+        attempts: u32,
+    ) -> std::result::Result<AqDesc, DevError> {
+        let mut left = attempts.max(1);
+        loop {
+            let again = buf.as_mut().map(|b| Buffer { data: &mut *b.data, rd: b.rd });
+            let answer = {
+                let mut aq = self.aq.lock().unwrap_or_else(|e| e.into_inner());
+                aq.send(&self.regs, op, params, again, accept)
+            };
+            left -= 1;
+            match answer {
+                Err(DevError::AdminQueue { status, .. }) if status == cmds::status::EAGAIN && left > 0 => {
+                    std::thread::sleep(self.options.timing.aq_eagain_retry);
+                }
+                other => return other,
+            }
+        }
     }
 }
 
@@ -424,8 +464,10 @@ impl<R: RegisterSpace> I40e<R> {
         self.rx = rx;
         self.tx = tx;
         self.apply_rx_modes()?;
+        self.set_loopback_none()?;
         self.set_phy(true)?;
         self.set_mac_config()?;
+        self.mac_config_on_link_up.store(true, std::sync::atomic::Ordering::Relaxed);
         self.poll_events();
         Ok(())
     }
@@ -439,9 +481,14 @@ impl<R: RegisterSpace> I40e<R> {
         s
     }
 
+    /// Where this PF's counters are.
+    pub(super) fn stat_index(&self) -> stats::StatIndex {
+        stats::StatIndex { port: self.id.port, vsi: self.vsi.stat_idx, pf: self.id.pf_id }
+    }
+
     fn hw_totals(&self) -> Vec<u64> {
         let mut hw = self.hw.lock().unwrap_or_else(|e| e.into_inner());
-        hw.update(&self.regs, self.id.port, self.vsi.stat_idx).to_vec()
+        hw.update(&self.regs, self.stat_index()).to_vec()
     }
 
     /// Undoes the bring-up in reverse (docs/hw/i40e.md §3 shutdown): queues off, HMC cleared, Queue Shutdown, admin queue off, PF
@@ -544,6 +591,7 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
         // TX first, then RX (docs/hw/i40e.md §9.4); each ring disables its queue as it drops.
         self.tx.clear();
         self.rx.clear();
+        self.mac_config_on_link_up.store(false, std::sync::atomic::Ordering::Relaxed);
         // DPDK takes the link down administratively at stop; start brings it up again.
         self.set_phy(false)
     }
@@ -615,8 +663,11 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
     fn xstats(&self) -> Vec<XStat> {
         let mut out = self.stats().generic_xstats();
         let hw = self.hw_totals();
-        for (i, d) in stats::COUNTERS.iter().enumerate() {
-            out.push(XStat::new(d.name, hw[i].wrapping_sub(self.xbase.get(i).copied().unwrap_or(0))));
+        let mut since: Vec<u64> =
+            hw.iter().enumerate().map(|(i, v)| v.wrapping_sub(self.xbase.get(i).copied().unwrap_or(0))).collect();
+        stats::exclude_crc(&mut since);
+        for (d, v) in stats::COUNTERS.iter().zip(since) {
+            out.push(XStat::new(d.name, v));
         }
         out.extend(ringkit::watchdog::xstats(&self.tx_hang));
         out

@@ -259,7 +259,8 @@ pub(crate) struct AdminQ {
     arq_overflow: bool,
     stalled: bool,
     critical: bool,
-    inject: Option<(Option<u16>, AqRc)>,
+    /// An armed error: the opcode it waits for (`None`: any), its code, and how many commands it still hits.
+    inject: Option<(Option<u16>, AqRc, u32)>,
     pub driver_version: Option<([u8; 4], String)>,
     pub log: Vec<(u16, AqRc)>,
 }
@@ -338,10 +339,10 @@ impl AdminQ {
         }
     }
 
-    /// Arms an error for the next command (of `opcode`). Test harness state, not firmware state: it survives a PF
-    /// reset, so a test can arm it before a driver's bring-up (which resets the PF first).
-    pub fn inject_error(&mut self, opcode: Option<u16>, rc: AqRc) {
-        self.inject = Some((opcode, rc));
+    /// Arms an error for the next `times` commands (of `opcode`). Test harness state, not firmware state: it
+    /// survives a PF reset, so a test can arm it before a driver's bring-up (which resets the PF first).
+    pub fn inject_error(&mut self, opcode: Option<u16>, rc: AqRc, times: u32) {
+        self.inject = (times > 0).then_some((opcode, rc, times));
     }
 
     pub fn stall(&mut self, stalled: bool, critical: bool) {
@@ -445,9 +446,9 @@ impl Core {
         if d.retval != 0 {
             return einval(self, format!("retval {:#x} set by the driver (the firmware's field)", d.retval));
         }
-        if let Some((which, rc)) = self.aq.inject {
+        if let Some((which, rc, times)) = self.aq.inject {
             if which.is_none_or(|o| o == op) {
-                self.aq.inject = None;
+                self.aq.inject = (times > 1).then_some((which, rc, times - 1));
                 return Outcome { rc, params: d.params, datalen: None, write_buf: false };
             }
         }

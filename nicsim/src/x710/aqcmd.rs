@@ -40,7 +40,7 @@ const SWITCH_HEADER: usize = 16;
 const SWITCH_ELEMENT: usize = 16;
 
 /// RX control registers command 0x0206/0x0207 may reach (docs/hw/i40e.md §6.11, §12.1).
-fn rx_ctl_register(addr: usize) -> bool {
+pub(super) fn rx_ctl_register(addr: usize) -> bool {
     matches!(addr, PFQF_CTL_0 | GLQF_CTL | PRTQF_CTL_0)
         || addr == pfqf_hena(0)
         || addr == pfqf_hena(1)
@@ -267,11 +267,16 @@ impl Core {
                 let type_ok = if t < 32 { phy_type & (1 << t) != 0 } else { phy_type_ext & 0x04 != 0 };
                 self.link.enabled = abilities & 0x08 != 0 && type_ok && link_speed & c.part.speed_bit() != 0;
                 self.link.phy_config = Some((phy_type, link_speed, phy_type_ext));
+                self.link.pause = abilities & super::PHY_PAUSE_MASK;
                 ok(p, false)
             }
             Command::SetMacConfig { max_frame_size, crc_en, drop_blocking } => {
                 if drop_blocking && c.api_version < (1, 8) {
                     return fail(self, AqRc::Einval, "drop-blocking before API 1.8 (docs/hw/i40e.md §7.3)".into());
+                }
+                // docs/hw/i40e.md §7.3: on some parts the MAC takes its configuration only with the link up.
+                if c.mac_config_needs_link && !self.link_up(shared, std::time::Instant::now()) {
+                    return ok(p, false);
                 }
                 self.link.max_frame = max_frame_size;
                 self.link.crc_en = crc_en;
@@ -636,7 +641,8 @@ impl Core {
         }
         let enabled = initial || self.link.enabled;
         // link enabled 0x08, AN enabled 0x10, module qualified 0x20 (docs/hw/i40e.md §7.1).
-        buf[5] = if enabled { 0x08 } else { 0 } | 0x10 | 0x20;
+        let pause = if initial { c.nvm_pause & super::PHY_PAUSE_MASK } else { self.link.pause };
+        buf[5] = if enabled { 0x08 } else { 0 } | 0x10 | 0x20 | pause;
         put32(buf, 16, 0x7710_0000 | u32::from(c.part.device_id()));
     }
 

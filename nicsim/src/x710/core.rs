@@ -76,6 +76,7 @@ impl Core {
                 max_frame: 9728,
                 crc_en: true,
                 loopback: 0,
+                pause: config.nvm_pause & super::PHY_PAUSE_MASK,
                 phy_config: None,
             },
             rx_blocked: None,
@@ -150,7 +151,6 @@ impl Core {
         self.vsi = Vsi::new(&shared.config);
         self.link.lse = false;
         self.link.event_mask = 0;
-        self.link.loopback = 0;
         self.rx_blocked = None;
         self.intr.reset();
         let mut inbound = shared.inbound.lock().unwrap_or_else(|e| e.into_inner());
@@ -287,6 +287,9 @@ impl Core {
                     }
                     self.write_queue(shared, q, kind, offset, value, now);
                     return;
+                }
+                if super::aqcmd::rx_ctl_register(offset) {
+                    shared.counters().rx_ctl_mmio_writes += 1;
                 }
                 self.set_reg(offset, value);
             }

@@ -146,6 +146,12 @@ pub struct X710Config {
     pub panic_on_fault: bool,
     /// BAR0 size (docs/hw/i40e.md §1: 8 MiB on an XL710-Q2).
     pub bar0_len: usize,
+    /// Set MAC Config takes only while the link is up (docs/hw/i40e.md §7.3: some parts): sent with the link down
+    /// it completes OK and changes nothing, so a driver must send it again once the link is up.
+    pub mac_config_needs_link: bool,
+    /// Flow control the NVM leaves on (Get PHY Abilities' PAUSE_TX 0x01 and PAUSE_RX 0x02, docs/hw/i40e.md §7.1)
+    /// until a Set PHY Config changes it.
+    pub nvm_pause: u8,
 }
 
 impl Default for X710Config {
@@ -170,6 +176,8 @@ impl Default for X710Config {
             link_enabled: true,
             panic_on_fault: false,
             bar0_len: BAR0_LEN,
+            mac_config_needs_link: false,
+            nvm_pause: 0,
         }
     }
 }
@@ -212,6 +220,9 @@ pub struct X710Counters {
     pub aq_commands: u64,
     /// Events posted on the ARQ.
     pub arq_events: u64,
+    /// RX control registers (docs/hw/i40e.md §6.11) written by MMIO rather than through command 0x0207: from API
+    /// 1.5 on a driver uses the command and falls back to MMIO only when it fails.
+    pub rx_ctl_mmio_writes: u64,
 }
 
 /// The RX packet buffer.
@@ -397,8 +408,10 @@ struct Link {
     event_mask: u16,
     max_frame: u16,
     crc_en: bool,
-    /// Loopback mode (Set Loopback, docs/hw/i40e.md §7.6).
+    /// Loopback mode (Set Loopback, docs/hw/i40e.md §7.6): a port setting of the firmware, kept across a PF reset.
     loopback: u16,
+    /// PAUSE_TX | PAUSE_RX of the current PHY configuration (docs/hw/i40e.md §7.1, §7.2).
+    pause: u8,
     /// The PHY types, speeds and extended types of the last Set PHY Config: what Get PHY Abilities reports as the
     /// current configuration (docs/hw/i40e.md §7.1, §7.2; `None`: the NVM's, as at power-up).
     phy_config: Option<(u32, u8, u8)>,
@@ -428,6 +441,8 @@ pub(crate) struct Core {
 }
 
 /// SEIDs and numbers the model's firmware hands out (docs/hw/i40e.md §6.5, §6.6).
+/// PAUSE_TX (0x01) and PAUSE_RX (0x02) of the PHY abilities byte (docs/hw/i40e.md §7.1).
+pub(crate) const PHY_PAUSE_MASK: u8 = 0x03;
 pub(crate) const MAC_SEID_BASE: u16 = 2;
 pub(crate) const VSI_SEID_BASE: u16 = 512;
 /// Queue-set handle base (a 10-bit rdylist value, docs/hw/i40e.md §8.5).

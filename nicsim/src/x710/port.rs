@@ -261,7 +261,13 @@ impl ModelPort<X710State> {
     /// Fault injection: the next admin command (of `opcode`, or any with `None`) completes with return code `rc`
     /// (and ERR) without being executed. Armed until it fires, across PF resets (so it can hit a driver's bring-up).
     pub fn inject_aq_error(&self, opcode: Option<u16>, rc: AqRc) {
-        self.shared.lock().aq.inject_error(opcode, rc);
+        self.inject_aq_errors(opcode, rc, 1);
+    }
+
+    /// Fault injection: the next `times` admin commands of `opcode` (or any, with `None`) complete with `rc`
+    /// without being executed, e.g. a firmware answering EAGAIN while it is busy with the PHY.
+    pub fn inject_aq_errors(&self, opcode: Option<u16>, rc: AqRc, times: u32) {
+        self.shared.lock().aq.inject_error(opcode, rc, times);
     }
 
     /// Fault injection: while stalled, the firmware takes no admin command (ATQH stands still): a command that
@@ -316,6 +322,22 @@ impl ModelPort<X710State> {
     pub fn mac_config(&self) -> (u16, bool) {
         let core = self.shared.lock();
         (core.link.max_frame, core.link.crc_en)
+    }
+
+    /// The port's loopback mode (Set Loopback, docs/hw/i40e.md §7.6; 0: none).
+    pub fn loopback(&self) -> u16 {
+        self.shared.lock().link.loopback
+    }
+
+    /// Fault injection: the port left in loopback `mode` by an earlier user (another driver, a tool): a firmware
+    /// setting of the port, which a PF reset keeps.
+    pub fn set_loopback(&self, mode: u16) {
+        self.shared.lock().link.loopback = mode;
+    }
+
+    /// PAUSE_TX (0x01) | PAUSE_RX (0x02) of the current PHY configuration: the flow control in force.
+    pub fn flow_control(&self) -> u8 {
+        self.shared.lock().link.pause
     }
 
     /// Opcodes of the admin commands completed so far, in order.

@@ -461,6 +461,8 @@ pub mod stat {
     pub const GLV_BPTC: usize = 0x33_D800;
     /// VSI TX errors (32).
     pub const GLV_TEPC: usize = 0x34_4000;
+    /// Receive errors per function (48; L of function `f` = base + 8 f, VFs 0..127, PF `p` at 128 + p).
+    pub const GL_RXERR1: usize = 0x31_8000;
 }
 
 // ---- docs/hw/i40e.md §14 interrupts (signalled by x710/intr.rs) --------------------------------------------------

@@ -57,6 +57,12 @@ const VSI: &[(usize, Width)] = &[
     (GLV_TEPC, Width::W32),
 ];
 
+/// Per-function counters (docs/hw/i40e.md §13: GL_RXERR1, 144 functions). The model has no receive error that
+/// feeds it; a test presets it ([`crate::X710Port::set_stat`]).
+const FUNCTION: &[(usize, Width)] = &[(GL_RXERR1, Width::W48)];
+/// Functions GL_RXERR1 indexes: 128 VFs, 16 PFs.
+const FUNCTIONS: usize = 144;
+
 /// Size histogram buckets (upper bounds, bytes with CRC): PRC/PTC 64, 127, 255, 511, 1023, 1522, 9522 (docs/hw/i40e.md §13).
 const HISTOGRAM: [usize; 7] = [64, 127, 255, 511, 1023, 1522, 9522];
 /// Histogram registers are 0x20 apart.
@@ -94,7 +100,7 @@ fn classify(offset: usize) -> Option<(usize, Kind)> {
             }
         })
     };
-    if let Some(k) = in_table(PORT, PORTS).or_else(|| in_table(VSI, VSIS)) {
+    if let Some(k) = in_table(PORT, PORTS).or_else(|| in_table(VSI, VSIS)).or_else(|| in_table(FUNCTION, FUNCTIONS)) {
         return Some(k);
     }
     for hist in [GLPRT_PRC64, GLPRT_PTC64] {

@@ -1,4 +1,4 @@
-//! `net_sim_x710`: the real i40e driver on behavioural 700-series models ([`nicsim::X710`]), so users can run it
+//! `net_sim_x710` (feature `sim`): this driver on behavioural 700-series models ([`nicsim::X710`]), so users can run it
 //! without hardware: `testpmd-rs --vdev net_sim_x710,ports=2 -- -i` forwards between two simulated X710 ports wired
 //! back to back.
 //!
@@ -16,14 +16,18 @@
 use std::sync::Arc;
 
 use hugepage::Allocator;
-use i40e::{max_speed_of, I40e, Options, Timing};
+use nicsim::vdev::{with_card_byte, SimDriver, SimNic};
 use nicsim::{X710Bar, X710Config, X710Part, X710Port};
 use pktio::devargs::Devargs;
 use pktio::driver::VdevDriver;
 use pktio::{EthDev, Result};
 
-pub use crate::vdev::MAX_PORTS;
-use crate::vdev::{with_card_byte, SimDriver};
+use crate::{max_speed_of, I40e, Options, Timing};
+
+/// This driver's simulated NIC, for simports' model list: the vdev, and the devargs and link speed of its
+/// forwarding runs.
+pub const SIM_NICS: &[SimNic] =
+    &[SimNic::new(VDEV, "net_i40e", &[("net_sim_x710,ports=2", 10_000), ("net_sim_x710,ports=2,part=xl710", 40_000)])];
 
 /// The driver name users type.
 pub const VDEV_DRIVER: &str = "net_sim_x710";
@@ -32,7 +36,7 @@ pub const VDEV_DRIVER: &str = "net_sim_x710";
 pub const VDEV: VdevDriver = VdevDriver { name: VDEV_DRIVER, devargs: I40eSim::KEYS, open: open_vdev };
 
 /// One simulated 700-series port: the i40e driver, and the X710 model (with its thread) behind it.
-pub type SimPort = crate::port::SimPort<I40e<X710Bar>, nicsim::X710State>;
+pub type SimPort = nicsim::vdev::SimPort<I40e<X710Bar>, nicsim::X710State>;
 
 /// The part a `part=` devarg names.
 fn part_of(name: &str) -> Option<X710Part> {
@@ -77,7 +81,7 @@ impl SimDriver for I40eSim {
 
 /// Opens the ports of a `net_sim_x710` vdev.
 pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    crate::vdev::open_vdev::<I40eSim>(args, allocator)
+    nicsim::vdev::open_vdev::<I40eSim>(args, allocator)
 }
 
 #[cfg(test)]
@@ -114,6 +118,6 @@ mod tests {
     }
 
     fn forward_on(devargs: &str, speed: u32) {
-        crate::testing::forward_pair(open(devargs).unwrap(), devargs, speed, "net_i40e", "net_sim_x710_p0");
+        testkit::sim::forward_pair(open(devargs).unwrap(), devargs, speed, "net_i40e", "net_sim_x710_p0");
     }
 }

@@ -1,4 +1,4 @@
-//! `net_sim_sp670`: the real hinic3 driver on the behavioural SP670 model ([`nicsim::Sp670`]), so users can run it
+//! `net_sim_sp670` (feature `sim`): this driver on the behavioural SP670 model ([`nicsim::Sp670`]), so users can run it
 //! without hardware: `testpmd-rs --vdev net_sim_sp670,ports=2 -- -i` forwards between two simulated SP670 ports
 //! wired back to back.
 //!
@@ -15,15 +15,22 @@
 
 use std::sync::Arc;
 
-use hinic3::{Bars, Hinic3, Options, Timing};
 use hugepage::Allocator;
+use nicsim::vdev::{with_card_byte, SimDriver, SimNic};
 use nicsim::{Sp670Bar, Sp670Config, Sp670Port};
 use pktio::devargs::Devargs;
 use pktio::driver::VdevDriver;
 use pktio::{EthDev, Result};
 
-pub use crate::vdev::MAX_PORTS;
-use crate::vdev::{with_card_byte, SimDriver};
+use crate::{Bars, Hinic3, Options, Timing};
+
+/// This driver's simulated NIC, for simports' model list: the vdev, and the devargs and link speed of its
+/// forwarding runs.
+pub const SIM_NICS: &[SimNic] = &[SimNic::new(
+    VDEV,
+    "net_hinic3",
+    &[("net_sim_sp670,ports=2", 100_000), ("net_sim_sp670,ports=2,speed=25000", 25_000)],
+)];
 
 /// The driver name users type.
 pub const VDEV_DRIVER: &str = "net_sim_sp670";
@@ -34,7 +41,7 @@ const SPEEDS: [u32; 5] = [10_000, 25_000, 40_000, 100_000, 200_000];
 pub const VDEV: VdevDriver = VdevDriver { name: VDEV_DRIVER, devargs: Hinic3Sim::KEYS, open: open_vdev };
 
 /// One simulated SP670 port: the hinic3 driver, and the SP670 model (with its thread) behind it.
-pub type SimPort = crate::port::SimPort<Hinic3<Sp670Bar>, nicsim::Sp670State>;
+pub type SimPort = nicsim::vdev::SimPort<Hinic3<Sp670Bar>, nicsim::Sp670State>;
 
 /// The hinic3 driver on the SP670 model.
 #[derive(Debug)]
@@ -73,7 +80,7 @@ impl SimDriver for Hinic3Sim {
 
 /// Opens the ports of a `net_sim_sp670` vdev.
 pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    crate::vdev::open_vdev::<Hinic3Sim>(args, allocator)
+    nicsim::vdev::open_vdev::<Hinic3Sim>(args, allocator)
 }
 
 #[cfg(test)]
@@ -108,6 +115,6 @@ mod tests {
     }
 
     fn forward_on(devargs: &str, speed: u32) {
-        crate::testing::forward_pair(open(devargs).unwrap(), devargs, speed, "net_hinic3", "net_sim_sp670_p0");
+        testkit::sim::forward_pair(open(devargs).unwrap(), devargs, speed, "net_hinic3", "net_sim_sp670_p0");
     }
 }

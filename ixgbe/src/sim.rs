@@ -1,4 +1,4 @@
-//! `net_sim_x540`: the real ixgbe driver on behavioural X540 models ([`nicsim`]), so users can run it without hardware:
+//! `net_sim_x540` (feature `sim`): this driver on behavioural X540 models ([`nicsim`]), so users can run it without hardware:
 //! `testpmd-rs --vdev net_sim_x540,ports=2 -- -i` forwards between two simulated ports wired back to back.
 //!
 //! Devargs: `ports=N` (even, default 2: N/2 dual-port X540s, each pair wired back to back),
@@ -20,15 +20,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hugepage::Allocator;
+use nicsim::vdev::{with_card_byte, SimDriver, SimNic};
 use nicsim::{Chip, LinkSpeed, SimBar, X540Config, X540Port};
 use pktio::devargs::Devargs;
 use pktio::driver::VdevDriver;
 use pktio::{EthDev, Result};
 
-use ixgbe::{Ixgbe, MacType, Media, Options, Timing};
+use crate::{Ixgbe, MacType, Media, Options, Timing};
 
-pub use crate::vdev::MAX_PORTS;
-use crate::vdev::{with_card_byte, SimDriver};
+/// This driver's simulated NICs, for simports' model list: each vdev, and the devargs and link speed of its
+/// forwarding runs.
+pub const SIM_NICS: &[SimNic] = &[
+    SimNic::new(VDEV, "net_ixgbe", &[("net_sim_x540,ports=2", 10_000)]),
+    SimNic::new(VDEV_82599, "net_ixgbe", &[("net_sim_82599,ports=2", 10_000)]),
+];
 
 /// The driver name users type.
 pub const VDEV_DRIVER: &str = "net_sim_x540";
@@ -60,7 +65,7 @@ pub fn model_timing() -> Timing {
 }
 
 /// One simulated port: the ixgbe driver, and the X540 (or 82599) model (with its thread) behind it.
-pub type SimPort = crate::port::SimPort<Ixgbe<SimBar>, nicsim::X540State>;
+pub type SimPort = nicsim::vdev::SimPort<Ixgbe<SimBar>, nicsim::X540State>;
 
 /// The ixgbe driver on the X540 model (`X82599`: on its 82599 variant by default).
 #[derive(Debug)]
@@ -107,87 +112,50 @@ impl<const X82599: bool> SimDriver for IxgbeSim<X82599> {
 
 /// Opens the ports of a `net_sim_x540` vdev.
 pub fn open_vdev(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    crate::vdev::open_vdev::<IxgbeSim<false>>(args, allocator)
+    nicsim::vdev::open_vdev::<IxgbeSim<false>>(args, allocator)
 }
 
 /// Opens the ports of a `net_sim_82599` vdev.
 pub fn open_vdev_82599(args: &Devargs, allocator: &Allocator) -> Result<Vec<Box<dyn EthDev>>> {
-    crate::vdev::open_vdev::<IxgbeSim<true>>(args, allocator)
+    nicsim::vdev::open_vdev::<IxgbeSim<true>>(args, allocator)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mempool::Mempool;
-    use mempool::{PacketBatch, PoolConfig};
-    use pktio::{PortConfig, RxQueue, TxQueue};
 
     type VdevOpen = fn(&Devargs, &Allocator) -> Result<Vec<Box<dyn EthDev>>>;
+
+    fn open_on(devargs: &str, open: VdevOpen) -> Result<Vec<Box<dyn EthDev>>> {
+        open(&Devargs::parse(devargs).unwrap(), &Allocator::no_huge())
+    }
 
     #[test]
     fn vdev_makes_wired_pairs_that_forward() {
         forward_on("net_sim_x540,ports=2", open_vdev);
+        assert!(open_on("net_sim_x540,ports=3", open_vdev).is_err());
+        assert!(open_on("net_sim_x540,bogus=1", open_vdev).is_err());
     }
 
     #[test]
     fn the_82599_vdev_makes_wired_pairs_that_forward() {
         forward_on("net_sim_82599,ports=2", open_vdev_82599);
         forward_on("net_sim_x540,ports=2,mac=82599", open_vdev);
-        let no_huge = &Allocator::no_huge();
-        assert!(open_vdev_82599(&Devargs::parse("net_sim_82599,speed=1000").unwrap(), no_huge).is_err());
-        assert!(open_vdev(&Devargs::parse("net_sim_x540,mac=82598").unwrap(), no_huge).is_err());
+        assert!(open_on("net_sim_82599,speed=1000", open_vdev_82599).is_err());
+        assert!(open_on("net_sim_x540,mac=82598", open_vdev).is_err());
     }
 
     #[test]
     fn a_tap_vdev_has_one_port() {
         // Rejected before any TAP is made (the ping through one is in testpmd-rs/tests/netns.rs).
-        let no_huge = &Allocator::no_huge();
         for bad in ["net_sim_x540,tap=simtap0,ports=2", "net_sim_x540,tap=", "net_sim_82599,tap=t0,ports=0"] {
-            let err = open_vdev(&Devargs::parse(bad).unwrap(), no_huge).err().expect(bad).to_string();
+            let err = open_on(bad, open_vdev).err().expect(bad).to_string();
             assert!(err.contains("tap") || err.contains("ports"), "{bad}: {err}");
         }
     }
 
     fn forward_on(devargs: &str, open: VdevOpen) {
-        let args = Devargs::parse(devargs).unwrap();
-        let mut ports = open(&args, &Allocator::no_huge()).unwrap();
-        assert_eq!(ports.len(), 2);
-        assert_eq!(ports[0].info().device_name, format!("{}_p0", args.name));
-        assert_ne!(ports[0].mac_addr(), ports[1].mac_addr());
-        let pool =
-            Mempool::new(&format!("sim-vdev-{devargs}"), &PoolConfig::with_size(4096), &Allocator::no_huge()).unwrap();
-        for p in ports.iter_mut() {
-            p.configure(&PortConfig { rx_desc: 256, tx_desc: 256, ..Default::default() }).unwrap();
-            p.set_promiscuous(true).unwrap();
-            p.start(&pool).unwrap();
-        }
-        let t = std::time::Instant::now();
-        while !(ports[0].link().up && ports[1].link().up) {
-            assert!(t.elapsed() < Duration::from_secs(5), "links stay down");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let mut tx0 = ports[0].tx_queue(0).unwrap();
-        let mut rx1 = ports[1].rx_queue(0).unwrap();
-        let mut b = PacketBatch::new();
-        assert!(b.alloc_from(&pool, 32));
-        for m in b.iter_mut() {
-            m.data_room_mut()[..64].fill(0xab);
-            m.set_len(64);
-        }
-        assert_eq!(tx0.tx_burst(&mut b), 32);
-        let mut got = 0;
-        while got < 32 {
-            assert!(t.elapsed() < Duration::from_secs(10), "received {got}");
-            got += rx1.rx_burst(&mut b);
-            b.clear();
-        }
-        drop((tx0, rx1));
-        for p in ports.iter_mut() {
-            p.stop().unwrap();
-        }
-        drop(ports);
-        assert!(pool.is_full());
-        assert!(open_vdev(&Devargs::parse("net_sim_x540,ports=3").unwrap(), &Allocator::no_huge()).is_err());
-        assert!(open_vdev(&Devargs::parse("net_sim_x540,bogus=1").unwrap(), &Allocator::no_huge()).is_err());
+        let device = format!("{}_p0", devargs.split(',').next().unwrap());
+        testkit::sim::forward_pair(open_on(devargs, open).unwrap(), devargs, 10_000, "net_ixgbe", &device);
     }
 }

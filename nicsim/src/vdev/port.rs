@@ -1,8 +1,8 @@
 //! One simulated port: a real driver and the model (with its thread) behind it. Every `net_sim_*` vdev hands out
 //! these, so the [`EthDev`] forwarding is written once for every model family.
 
+use crate::{Model, ModelPort, ModelThread};
 use mempool::Mempool;
-use nicsim::{Model, ModelPort, ModelThread};
 use pktio::{
     DevInfo, EthDev, LinkStatus, MacAddr, PortConfig, PortState, PortStats, Result, RssConfig, RxQueue, TxQueue, XStat,
 };

@@ -1,14 +1,23 @@
-//! The one `open_vdev` of every `net_sim_*` vdev: devargs checked, `ports=N` models made in wired pairs (or one
-//! wired to a TAP with `tap=NAME`), each model's thread started, the driver brought up on it. A simulated NIC
-//! says only what is its own ([`SimDriver`]): its keys, how they configure the model, and how its driver opens
-//! on a model port.
+//! The `net_sim_*` vdevs' machinery, written once for every driver and model: a real driver opened on model ports,
+//! as a `--vdev` device. A driver crate with a model says only what is its own, as a [`SimDriver`] in its
+//! `src/sim.rs` behind its `sim` feature (its devargs keys, how they configure the model, how the driver opens on a
+//! model port) and lists its vdevs as [`SimNic`]s; simports gathers those lists into the model list.
+//!
+//! [`open_vdev`] is the one open of every such vdev: devargs checked, `ports=N` models made in wired pairs (or one
+//! wired to a TAP with `tap=NAME`), each model's thread started, the driver brought up on it, the pair handed out
+//! as [`SimPort`]s. It depends on the port API (`pktio`) and on no driver, so the driver crates can implement it and
+//! the dependency graph stays acyclic (drivers → nicsim, simports → drivers).
+
+mod port;
+
+pub use port::SimPort;
 
 use hugepage::Allocator;
-use nicsim::{Model, ModelPort};
 use pktio::devargs::Devargs;
+use pktio::driver::VdevDriver;
 use pktio::{EthDev, Result};
 
-use crate::port::SimPort;
+use crate::{Model, ModelPort};
 
 /// Most ports one `--vdev` may create.
 pub const MAX_PORTS: u16 = 8;
@@ -33,6 +42,24 @@ pub trait SimDriver {
     fn card_config(config: &ConfigOf<Self>, card: u16) -> ConfigOf<Self>;
     /// Brings the driver up on `model`, whose thread already runs (firmware answers only while it does).
     fn open_driver(name: String, model: &ModelPort<Self::Model>, allocator: &Allocator) -> Result<Self::Driver>;
+}
+
+/// One simulated NIC: its vdev, and what a test that runs every simulated NIC needs to know of it.
+#[derive(Debug, Clone, Copy)]
+pub struct SimNic {
+    /// The vdev (name, devargs keys, open).
+    pub vdev: VdevDriver,
+    /// The driver that runs on the model (`DevInfo::driver_name`).
+    pub driver: &'static str,
+    /// Devargs of a forwarding run on two wired ports, and the link speed in Mb/s the ports then report.
+    pub runs: &'static [(&'static str, u32)],
+}
+
+impl SimNic {
+    /// A simulated NIC: its vdev, the driver that runs on it, its forwarding runs.
+    pub const fn new(vdev: VdevDriver, driver: &'static str, runs: &'static [(&'static str, u32)]) -> Self {
+        SimNic { vdev, driver, runs }
+    }
 }
 
 /// Opens the ports of a `net_sim_*` vdev of NIC `N`: `ports=N` (even, default 2, at most [`MAX_PORTS`]: pairs
