@@ -112,7 +112,14 @@ impl<D: RegisterSpace> Cmdq<D> {
         timeout: Duration,
         port: &str,
     ) -> Result<Self> {
-        let ring = DmaArea::new(allocator, mapper, CMDQ_DEPTH * CMDQ_WQE, port, "the command queue ring")?;
+        let ring = DmaArea::new_aligned(
+            allocator,
+            mapper,
+            CMDQ_DEPTH * CMDQ_WQE,
+            crate::desc::WQ_ALIGN,
+            port,
+            "the command queue ring",
+        )?;
         let buf = DmaArea::new(allocator, mapper, CMDQ_BUF, port, "the command queue buffer")?;
         Ok(Cmdq { ring, buf, db: Regs::new(db.clone()), pi: 0, wrapped: 1, timeout })
     }

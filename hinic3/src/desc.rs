@@ -13,6 +13,11 @@ pub struct SqWqebb(pub [u32; 4]);
 /// Size of an SQ WQEBB.
 pub const SQ_WQEBB: usize = 16;
 
+/// IOVA alignment of every work queue (SQ, RQ, CQE array, cmdq ring): DPDK's `hinic3_rx_queue_setup` and
+/// `hinic3_tx_queue_setup` reserve their rings with `hinic3_dma_zone_reserve(.., RTE_PGSIZE_256K, ..)`;
+/// docs/hw/hinic3.md §9.3 asks it of every ring.
+pub const WQ_ALIGN: u64 = 256 << 10;
+
 /// Control section, dword 0 (`ctrl_len`).
 pub mod ctrl {
     use super::{bit, Field};
@@ -47,6 +52,9 @@ pub mod queue_info {
     pub const UC: u32 = bit(28);
     /// Smallest MSS the hardware takes.
     pub const MSS_MIN: u32 = 80;
+    /// MSS of an extended WQE without TSO: never 0 (DPDK `hinic3_prepare_sq_ctrl`'s TX_MSS_DEFAULT,
+    /// docs/hw/hinic3.md §10.2).
+    pub const MSS_DEFAULT: u32 = 0x3E00;
 }
 
 /// Task section dword 0 (`pkt_info0`).

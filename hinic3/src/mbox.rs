@@ -52,6 +52,11 @@ pub mod hdr {
     pub const DIRECTION: Field = Field::new(31, 31);
 }
 
+/// DPDK's hinic3_msg_aeq_type: the AEQ a request names (HINIC3_ASYNC_MSG_AEQ) and the one a response names
+/// (HINIC3_MBOX_RSP_MSG_AEQ), in the header's AEQ_ID and MAILBOX_INT_OFFSET's destination AEQ.
+const ASYNC_MSG_AEQ: u32 = 0;
+const RSP_MSG_AEQ: u32 = 1;
+
 /// The send write-back (docs/hw/hinic3.md §6.2): its first 8 bytes as a big-endian u64.
 pub mod wb {
     use super::Field64;
@@ -447,9 +452,12 @@ impl<R: RegisterSpace> Mbox<R> {
     /// (docs/hw/hinic3.md §6.2, §6.3 steps 6 and 7).
     fn kick(&mut self, h: &Header, tx_dwords: u32) -> std::result::Result<(), Error> {
         let (module, cmd) = (h.module, h.cmd);
+        // DPDK send_mbox_seg: a request to HINIC3_ASYNC_MSG_AEQ (0), a response (an event's acknowledgement) to
+        // HINIC3_MBOX_RSP_MSG_AEQ (1); the management CPU ignores it (docs/hw/hinic3.md §6.5).
+        let dst_aeq = if h.answer { RSP_MSG_AEQ } else { ASYNC_MSG_AEQ };
         self.regs.write(
             regs::MAILBOX_INT_OFFSET,
-            mbox_int::TX_SIZE.val(tx_dwords) | mbox_int::DST_AEQ.val(0) | mbox_int::WB_EN.val(1),
+            mbox_int::TX_SIZE.val(tx_dwords) | mbox_int::DST_AEQ.val(dst_aeq) | mbox_int::WB_EN.val(1),
         );
         dma_wmb();
         self.regs.write(regs::MAILBOX_CONTROL, mbox_ctrl::TX_STATUS.val(1) | mbox_ctrl::DST_FUNC.val(MGMT_FUNC as u32));
@@ -512,7 +520,7 @@ impl<R: RegisterSpace> Mbox<R> {
                     let ack = Header {
                         src: self.func_id,
                         source: true,
-                        aeq_id: 0,
+                        aeq_id: RSP_MSG_AEQ as u8,
                         msg_len: DMA_DESC_LEN as u16,
                         seg_len: DMA_DESC_LEN as u8,
                         no_ack: true,

@@ -34,6 +34,13 @@ pub mod comm {
     pub const SET_DMA_ATTR: u16 = 25;
     /// GET_FW_VERSION.
     pub const GET_FW_VERSION: u16 = 60;
+    /// GET_BOARD_INFO.
+    pub const GET_BOARD_INFO: u16 = 61;
+    /// GET_FW_VERSION's fw_type for the management CPU's firmware (DPDK HINIC3_FW_VER_TYPE_MPU).
+    pub const FW_TYPE_MPU: u16 = 1;
+    /// COMM feature bit 9 USE_REAL_RX_BUF_SIZE: the root context's rx_buf_sz is in bytes, not a table index
+    /// (docs/hw/hinic3.md §10.4, DPDK `get_hw_rx_buf_size`).
+    pub const FEATURE_USE_REAL_RX_BUF_SIZE: u64 = 1 << 9;
     /// DPDK's FUNC_RESET flags: NIC | COMM | FLUSH | MQM | SMF | command channel (docs/hw/hinic3.md §7.3).
     pub const RESET_FLAGS: u64 = 0x3407;
 }
@@ -60,6 +67,10 @@ pub mod l2nic {
     pub const CLEAN_VPORT_STAT: u16 = 10;
     /// CLEAR_QP_RESOURCE.
     pub const CLEAR_QP_RESOURCE: u16 = 11;
+    /// CFG_RX_LRO.
+    pub const CFG_RX_LRO: u16 = 13;
+    /// CFG_LRO_TIMER.
+    pub const CFG_LRO_TIMER: u16 = 14;
     /// FEATURE_NEGO (NIC features).
     pub const FEATURE_NEGO: u16 = 15;
     /// GET_MAC.
@@ -68,6 +79,10 @@ pub mod l2nic {
     pub const SET_MAC: u16 = 21;
     /// DEL_MAC.
     pub const DEL_MAC: u16 = 22;
+    /// SET_VLAN_FILTER_EN.
+    pub const SET_VLAN_FILTER_EN: u16 = 26;
+    /// SET_RX_VLAN_OFFLOAD (VLAN strip).
+    pub const SET_RX_VLAN_OFFLOAD: u16 = 27;
     /// RSS_CFG.
     pub const RSS_CFG: u16 = 60;
     /// RSS_TEMP_MGR.
@@ -221,12 +236,12 @@ pub fn set_cmdq_depth(func_id: u16, depth: u16) -> Msg<32> {
     Msg::new().u16(8, func_id).u8(10, 1).u8(11, depth.trailing_zeros() as u8)
 }
 
-/// COMM 21 SET_VAT use (b): the root context. `rx_buf_idx` from docs/hw/hinic3.md §10.4; depths are entry counts
-/// (powers of two).
-pub fn set_root_ctx(func_id: u16, rx_buf_idx: u16, sq_depth: u16, rq_depth: u16) -> Msg<32> {
+/// COMM 21 SET_VAT use (b): the root context. `rx_buf_sz` is the index of docs/hw/hinic3.md §10.4, or the size in
+/// bytes with COMM bit 9 ([`comm::FEATURE_USE_REAL_RX_BUF_SIZE`]); depths are entry counts (powers of two).
+pub fn set_root_ctx(func_id: u16, rx_buf_sz: u16, sq_depth: u16, rq_depth: u16) -> Msg<32> {
     Msg::new()
         .u16(8, func_id)
-        .u16(12, rx_buf_idx)
+        .u16(12, rx_buf_sz)
         .u8(14, 1)
         .u16(16, sq_depth.trailing_zeros() as u16)
         // RQ depth in 8-byte units: entries << wqe shift (1 for the normal WQE, docs/hw/hinic3.md §7.3).
@@ -251,6 +266,45 @@ pub fn set_dma_attr(func_id: u16) -> Msg<20> {
 /// CFGM 0 GET_DEV_CAP request (336 bytes).
 pub fn get_dev_cap(func_id: u16) -> Msg<336> {
     Msg::new().u16(8, func_id)
+}
+
+/// COMM 60 GET_FW_VERSION (48 bytes): fw_type u16 at 8; the answer's version string at 12 (16 bytes, NUL-padded),
+/// its build time at 28 (20 bytes) (DPDK `hinic3_get_mgmt_version`).
+pub fn get_fw_version(fw_type: u16) -> Msg<48> {
+    Msg::new().u16(8, fw_type)
+}
+
+/// The version string of a GET_FW_VERSION answer.
+pub fn fw_version(answer: &[u8]) -> Option<String> {
+    let v = answer.get(12..28)?;
+    let end = v.iter().position(|&b| b == 0).unwrap_or(v.len());
+    Some(String::from_utf8_lossy(&v[..end]).into_owned())
+}
+
+/// COMM 61 GET_BOARD_INFO (128 bytes, the request all zero; DPDK `hinic3_get_board_info`).
+pub fn get_board_info() -> Msg<128> {
+    Msg::new()
+}
+
+/// What a GET_BOARD_INFO answer says (bytes 8 on: board_type, port_num, port_speed, pcie_width, host_num, pf_num).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BoardInfo {
+    /// Board type.
+    pub board_type: u8,
+    /// Physical ports on the board.
+    pub port_num: u8,
+    /// Port speed code (the MAG speed codes of docs/hw/hinic3.md §7.3).
+    pub port_speed: u8,
+    /// PFs on the board.
+    pub pf_num: u8,
+}
+
+impl BoardInfo {
+    /// Decodes a GET_BOARD_INFO answer.
+    pub fn decode(answer: &[u8]) -> Option<BoardInfo> {
+        let b = answer.get(8..14)?;
+        Some(BoardInfo { board_type: b[0], port_num: b[1], port_speed: b[2], pf_num: b[5] })
+    }
 }
 
 /// What GET_DEV_CAP says (docs/hw/hinic3.md §7.3 CFGM).
@@ -328,6 +382,37 @@ pub fn sq_ci_attr(func_id: u16, sq: u32, ci_iova: u64) -> Msg<32> {
 /// L2NIC 9/10/11: the 12-byte requests carrying only func_id.
 pub fn func_only(func_id: u16) -> Msg<12> {
     Msg::new().u16(8, func_id)
+}
+
+/// The opcode of L2NIC 13 and 14 that sets (0 reads).
+const OP_SET: u8 = 1;
+
+/// L2NIC 13 CFG_RX_LRO (28 bytes), set: LRO for IPv4 and IPv6 on or off, merged packets of at most `max_kib` KiB
+/// (at least 1, DPDK `hinic3_set_lro`).
+pub fn cfg_rx_lro(func_id: u16, enable: bool, max_kib: u8) -> Msg<28> {
+    Msg::new().u16(8, func_id).u8(10, OP_SET).u8(12, enable as u8).u8(13, enable as u8).u8(14, max_kib.max(1))
+}
+
+/// L2NIC 14 CFG_LRO_TIMER (16 bytes), set (PF only).
+pub fn cfg_lro_timer(timer: u32) -> Msg<16> {
+    Msg::new().u8(8, OP_SET).u32(12, timer)
+}
+
+/// L2NIC 26 SET_VLAN_FILTER_EN ctrl bits.
+pub mod vlan_filter {
+    use super::bit;
+    /// Filter by the VLAN table.
+    pub const VLAN: u32 = bit(0);
+}
+
+/// L2NIC 26 SET_VLAN_FILTER_EN (16 bytes).
+pub fn set_vlan_filter(func_id: u16, ctrl: u32) -> Msg<16> {
+    Msg::new().u16(8, func_id).u32(12, ctrl)
+}
+
+/// L2NIC 27 SET_RX_VLAN_OFFLOAD (16 bytes): VLAN strip on or off.
+pub fn set_rx_vlan_offload(func_id: u16, strip: bool) -> Msg<16> {
+    Msg::new().u16(8, func_id).u8(10, strip as u8)
 }
 
 /// L2NIC 20/21/22 GET/SET/DEL_MAC (20 bytes).

@@ -77,6 +77,10 @@ pub struct MgmtCmd {
     pub cmd: u16,
     /// The request body.
     pub body: Vec<u8>,
+    /// The mailbox header it came with.
+    pub header: crate::mbox::Header,
+    /// MAILBOX_INT_OFFSET as the send left it.
+    pub int_offset: u32,
 }
 
 /// A command-queue command the fake firmware received: the ucode command and its buffer as it sat in memory (big-endian
@@ -223,7 +227,8 @@ impl FakeFw {
             // write-back area the driver registered (IOVA = VA).
             unsafe { (wb as usize as *mut u64).write_volatile(0xFFu64.to_be()) };
         }
-        let c = MgmtCmd { module: h.module, cmd: h.cmd, body };
+        let int_offset = u32::from_be(fw.cfg[0x104 / 4]);
+        let c = MgmtCmd { module: h.module, cmd: h.cmd, body, header: h, int_offset };
         fw.mgmt_log.push(c.clone());
         if h.answer || h.no_ack {
             return; // an acknowledgement of an event

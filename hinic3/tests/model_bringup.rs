@@ -108,8 +108,8 @@ fn with_comm_bit_3_every_request_goes_inline_in_segments_and_the_model_takes_the
     wait_for(5, "link", || p.dev.link().up);
     p.dev.stop().unwrap();
     let s = p.dev.mailbox_stats();
-    // Only FUNC_RESET and FEATURE_NEGO go by DMA, before the feature is known.
-    assert_eq!(s.dma_messages, 2, "{s:?}");
+    // Only GET_BOARD_INFO, GET_FW_VERSION, FUNC_RESET and FEATURE_NEGO go by DMA, before the feature is known.
+    assert_eq!(s.dma_messages, 4, "{s:?}");
     assert!(s.inline_messages > 20, "{s:?}");
     // GET_DEV_CAP alone (336 bytes) takes 7 segments; RSS key (52), SET_FUNC_TBL (56) two each.
     assert!(s.inline_segments >= s.inline_messages + 6 + 2, "{s:?}");
@@ -167,5 +167,60 @@ fn stop_flushes_every_rq_and_takes_its_posted_buffers_back() {
     assert_eq!(p.dev.rx_buffers_flushed(), 2 * 127);
     p.model.assert_no_faults();
     assert!(pool.is_full(), "{} buffers leaked", pool.in_use());
+    close(p);
+}
+
+/// COMM bit 9 (USE_REAL_RX_BUF_SIZE) offered: the root context carries the RX buffer size in bytes (DPDK
+/// get_hw_rx_buf_size's caller, docs/hw/hinic3.md §10.4); the model reads it so and agrees with SET_FUNC_TBL, and a
+/// frame arrives whole.
+#[test]
+fn with_comm_bit_9_the_root_context_gives_the_rx_buffer_size_in_bytes() {
+    let pool = pool("realbuf", 511);
+    let bit9 = hinic3::mgmt::comm::FEATURE_USE_REAL_RX_BUF_SIZE;
+    assert_eq!(bit9, nicsim::sp670::COMM_REAL_RX_BUF);
+    let mut p = open_one(Sp670Config { comm_features: bit9, ..Default::default() });
+    p.dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();
+    p.dev.start(&pool).unwrap();
+    wait_for(5, "link", || p.dev.link().up);
+    let frame = udp_frame(p.model.config().mac, [2, 0, 0, 0, 0, 9], ([1, 1, 1, 1], [2, 2, 2, 2]), (5, 6), 1000);
+    let mut rx = p.dev.rx_queue_typed(0).unwrap();
+    assert!(p.model.inject(&frame));
+    let mut got = mempool::PacketBatch::new();
+    wait_for(5, "the frame", || {
+        pktio::RxQueue::rx_burst(&mut rx, &mut got);
+        !got.is_empty()
+    });
+    assert_eq!(bytes(got.iter().next().unwrap()), frame);
+    drop((got, rx));
+    p.model.assert_no_faults();
+    p.dev.stop().unwrap();
+    close(p);
+}
+
+/// Probe asks the firmware version (COMM 60, fw_type MPU) and the board (COMM 61) as DPDK does
+/// (hinic3_get_mgmt_version, hinic3_get_board_info); the driver exposes what the model answered.
+#[test]
+fn probe_reads_the_firmware_version_and_the_board() {
+    let config = Sp670Config { fw_version: "3.1.4.15".into(), ..Default::default() };
+    let p = open_one(config);
+    let id = p.dev.identity();
+    assert_eq!(id.fw_version.as_deref(), Some("3.1.4.15"));
+    let board = id.board.expect("board info");
+    assert_eq!((board.port_num, board.pf_num), (2, 1));
+    let log = p.model.mgmt_log();
+    for cmd in [60, 61] {
+        assert!(log.iter().any(|&(m, c, st)| (m, c, st) == (module::COMM, cmd, 0)), "COMM {cmd}: {log:?}");
+    }
+    p.model.assert_no_faults();
+    close(p);
+}
+
+/// Every AEQ the function has (the model 4) is programmed at probe, as DPDK's hinic3_aeqs_init does, not only the
+/// two the mailbox reads.
+#[test]
+fn probe_programs_every_aeq_the_function_has() {
+    let p = open_one(Sp670Config::default());
+    assert_eq!((0..4).map(|q| p.model.aeq_len(q)).collect::<Vec<_>>(), vec![64; 4]);
+    p.model.assert_no_faults();
     close(p);
 }

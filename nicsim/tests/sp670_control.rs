@@ -195,3 +195,32 @@ fn stop_and_close_sequences_are_answered() {
     assert_eq!(r.port.pf_status(), 0);
     r.port.assert_no_faults();
 }
+
+/// LRO and VLAN strip start on (the firmware's defaults are unknown, docs/hw/hinic3.md §7.3): a start without
+/// L2NIC 13 is a fault and without 27 tags are stripped; 13 and 27 turn them off, and 13 reads the state back.
+#[test]
+fn lro_and_vlan_strip_start_on_until_set() {
+    let mut r = Rig::new(Sp670Config::default());
+    r.leave_offloads_unset = true;
+    r.init_and_start(1);
+    let f = protocol_faults(&r.port);
+    assert!(f.iter().any(|s| s.contains("CFG_RX_LRO")), "{f:?}");
+    let get = [0u8; 28];
+    assert_eq!(r.ok(module::L2NIC, 13, &get)[12..14], [1, 1], "LRO on for IPv4 and IPv6");
+    let mac = r.port.config().mac;
+    let mut tagged = udp_frame(mac, [10, 0, 0, 9], 7, 64);
+    tagged.splice(12..12, [0x81, 0x00, 0x00, 42]);
+    r.port.inject(&tagged);
+    r.step();
+    let (cqe, data) = r.recv(0).expect("a tagged frame");
+    assert_eq!(data.len(), tagged.len() - 4, "the tag stripped");
+    assert_eq!((cqe[1] & 0xFFFF, cqe[2] & (1 << 21)), (42, 1 << 21), "VLAN 42 reported stripped");
+    r.lro_and_vlan_off();
+    assert_eq!(r.ok(module::L2NIC, 13, &get)[12..14], [0, 0], "LRO off");
+    r.port.inject(&tagged);
+    r.step();
+    let (cqe, data) = r.recv(0).expect("a tagged frame");
+    assert_eq!(data, tagged, "the tag kept");
+    assert_eq!(cqe[2] & (1 << 21), 0);
+    r.port.assert_no_faults();
+}

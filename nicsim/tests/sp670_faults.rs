@@ -156,6 +156,15 @@ fn descriptor_mistakes_are_faults() {
     assert!(r.port.take_tx().is_empty());
     assert_eq!(r.hw_ci(0), 0);
     assert!(protocol_faults(&r.port).iter().any(|s| s.contains("owner bit")));
+    // An extended WQE without TSO whose queue_info leaves MSS 0 (DPDK hinic3_prepare_sq_ctrl puts 0x3E00 there).
+    let mut r = Rig::new(Sp670Config::default());
+    r.init_and_start(1);
+    r.send_ext_qi(0, &udp_frame([2, 0, 0, 0, 0, 0x99], [10, 0, 0, 1], 1, 60), 2, None, 1 << 28);
+    r.step();
+    assert!(r.port.take_tx().is_empty());
+    assert_eq!(r.hw_ci(0), 0);
+    let f = protocol_faults(&r.port);
+    assert!(f.iter().any(|s| s.contains("SQ 0") && s.contains("MSS 0")), "{f:?}");
     // A doorbell while FUNC_ATTR4 has doorbells off is lost.
     let mut r = Rig::new(Sp670Config::default());
     r.init_and_start(1);
@@ -179,6 +188,31 @@ fn descriptor_mistakes_are_faults() {
     b.extend_from_slice(&c);
     assert_ne!(r.cmdq(0, &b).0, 0);
     assert!(protocol_faults(&r.port).iter().any(|s| s.contains("owner bit 31")));
+}
+
+/// SQ, RQ and cmdq rings on 4 KiB but not 256 KiB (docs/hw/hinic3.md §9.3) are refused at context set.
+#[test]
+fn rings_off_256_kib_are_refused() {
+    let mut r = Rig::new(Sp670Config::default());
+    r.init_and_start(1);
+    for (ty, c) in [(0u8, r.sq_ctx_at(1, SQ_RING + WQ_ALIGN + 0x1000)), (1, r.rq_ctx_at(RQ_RING + WQ_ALIGN + 0x1000))] {
+        let mut b = vec![1, 0, ty, 0, 1, 0, 0, 0];
+        b.extend_from_slice(&c);
+        assert_ne!(r.cmdq(0, &b).0, 0, "type {ty}");
+        let f = protocol_faults(&r.port);
+        assert!(f.iter().any(|s| s.contains(if ty == 0 { "SQ 1" } else { "RQ 1" }) && s.contains("256 KiB")), "{f:?}");
+    }
+    // The same contexts on 256 KiB are taken.
+    for (ty, c) in [(0u8, r.sq_ctx(1)), (1, r.rq_ctx(1))] {
+        let mut b = vec![1, 0, ty, 0, 1, 0, 0, 0];
+        b.extend_from_slice(&c);
+        assert_eq!(r.cmdq(0, &b), (0, 0), "type {ty}");
+    }
+    let b = r.cmdq_ctx_at(CMDQ_RING + 0x1000);
+    assert_eq!(r.call(module::COMM, 20, &b)[0], STATUS_BAD);
+    let f = protocol_faults(&r.port);
+    assert!(f.iter().any(|s| s.contains("cmdq 0") && s.contains("256 KiB")), "{f:?}");
+    r.port.assert_no_faults();
 }
 
 /// A reserved byte of each structure of docs/hw/hinic3.md §7.3 that the §14 sequences send is refused and recorded.

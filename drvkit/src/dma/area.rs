@@ -8,13 +8,16 @@ use std::sync::Arc;
 use super::{DmaError, DmaMapper, DmaMapping, Result};
 use hugepage::Allocator;
 
-/// Alignment every area has: a 4 KiB page frame, which every ring, queue page and buffer the drivers place here
-/// needs at most (i40e's admin queue and HMC pages, hinic3's AEQ pages and work queues).
+/// Alignment every area has: a 4 KiB page frame, which most rings, queue pages and buffers the drivers place here
+/// need (i40e's admin queue and HMC pages, hinic3's AEQ pages); a larger one through [`DmaArea::new_aligned`]
+/// (hinic3's work queues, 256 KiB).
 pub const AREA_ALIGN: u64 = 4096;
 
 /// One contiguous, mapped DMA area. The mapping guard owns the memory: it is unmapped before it is freed.
 pub struct DmaArea {
     map: DmaMapping,
+    /// Where the area starts in the mapping (non-zero when an alignment asked for more).
+    start: usize,
     len: usize,
 }
 
@@ -33,29 +36,56 @@ impl DmaArea {
         port: &str,
         what: &str,
     ) -> Result<Self> {
+        Self::new_aligned(allocator, mapper, bytes, AREA_ALIGN, port, what)
+    }
+
+    /// `new` with an IOVA alignment `align` (a power of two, at least 4 KiB), as devices that want rings on a
+    /// larger boundary ask (DPDK's `rte_memzone_reserve_aligned`). Memory that is not aligned by itself is taken
+    /// again `align` bytes larger and the area starts at its first aligned byte.
+    pub fn new_aligned(
+        allocator: &Allocator,
+        mapper: &Arc<dyn DmaMapper>,
+        bytes: usize,
+        align: u64,
+        port: &str,
+        what: &str,
+    ) -> Result<Self> {
         let bad = |reason: String| DmaError::Area { port: port.to_string(), reason };
-        let mem =
-            allocator.allocate(bytes).map_err(|e| bad(format!("cannot allocate {bytes} bytes for {what}: {e}")))?;
-        let iova = mem.iova_at(0);
-        if iova.is_none() || mem.contiguous_from(0) < bytes {
-            return Err(bad(format!("{what} ({bytes} bytes) is not IOVA-contiguous; use larger hugepages")));
+        let align = align.max(AREA_ALIGN);
+        if !align.is_power_of_two() {
+            return Err(bad(format!("{what}: alignment {align:#x} is not a power of two")));
         }
-        if iova.unwrap_or(0) % AREA_ALIGN != 0 {
+        let take = |len: usize| {
+            allocator.allocate(len).map_err(|e| bad(format!("cannot allocate {len} bytes for {what}: {e}")))
+        };
+        let mut mem = take(bytes)?;
+        if mem.iova_at(0).is_some_and(|a| !a.is_multiple_of(align)) {
+            mem = take(bytes + align as usize)?;
+        }
+        let Some(iova) = mem.iova_at(0) else {
+            return Err(bad(format!("{what} ({bytes} bytes) has no IOVA")));
+        };
+        let start = ((align - iova % align) % align) as usize;
+        if !iova.is_multiple_of(AREA_ALIGN) {
             return Err(bad(format!("{what} is not 4 KiB-aligned in IOVA space")));
         }
-        let area = DmaArea { map: mapper.map(&Arc::new(mem))?, len: bytes };
+        if mem.contiguous_from(start) < bytes {
+            return Err(bad(format!("{what} ({bytes} bytes) is not IOVA-contiguous; use larger hugepages")));
+        }
+        let area = DmaArea { map: mapper.map(&Arc::new(mem))?, start, len: bytes };
         area.fill(0, bytes, 0);
         Ok(area)
     }
 
     /// The device address of byte `offset`.
     pub fn iova(&self, offset: usize) -> u64 {
-        self.map.memory().iova_at(0).unwrap_or(0) + offset as u64
+        self.map.memory().iova_at(self.start).unwrap_or(0) + offset as u64
     }
 
     /// The CPU address of the area (for the hot path's rings and for tests playing the device).
     pub fn as_ptr(&self) -> *mut u8 {
-        self.map.memory().as_ptr()
+        // start + len lies inside the mapping (new_aligned checked the contiguous length from start).
+        self.map.memory().as_ptr().wrapping_add(self.start)
     }
 
     fn check(&self, offset: usize, len: usize) {

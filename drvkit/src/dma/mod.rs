@@ -140,4 +140,21 @@ mod tests {
         assert_eq!(undone.load(Ordering::SeqCst), 1);
         assert!(weak.upgrade().is_none(), "the last guard freed the memory");
     }
+
+    #[test]
+    fn an_aligned_area_starts_on_its_boundary_and_reads_back_what_was_written() {
+        let mapper: Arc<dyn DmaMapper> = Arc::new(IdentityMapper);
+        for _ in 0..4 {
+            let a = DmaArea::new_aligned(&Allocator::no_huge(), &mapper, 8192, 256 << 10, "p", "a ring").unwrap();
+            assert_eq!(a.iova(0) % (256 << 10), 0, "{a:?}");
+            assert_eq!(a.iova(8191), a.iova(0) + 8191);
+            a.write(8184, &7u64.to_le_bytes());
+            let mut b = [0u8; 8];
+            a.read(8184, &mut b);
+            assert_eq!(u64::from_le_bytes(b), 7);
+            // SAFETY: byte 8184 of the live 8192-byte area.
+            assert_eq!(unsafe { a.as_ptr().add(8184).read_volatile() }, 7);
+        }
+        assert!(DmaArea::new_aligned(&Allocator::no_huge(), &mapper, 64, 3 << 12, "p", "a ring").is_err());
+    }
 }

@@ -9,6 +9,9 @@ use pktio::{LinkStatus, MacAddr, PortConfig, PortState, Result};
 
 use super::{Bars, Ctrl, Hinic3, Identity, Options, DEFAULT_RSS_KEY};
 use crate::aeq::Aeq;
+
+/// AEQs DPDK programs at most (HINIC3_MAX_AEQS).
+const MAX_AEQS: u32 = 4;
 use crate::cmdq::{Cmdq, CMDQ_DEPTH};
 use crate::error::Error;
 use crate::mbox::Mbox;
@@ -86,6 +89,9 @@ pub(super) fn open<R: RegisterSpace>(
     // docs/hw/hinic3.md §14.1 steps 3, 4: the AEQs and the mailbox.
     let aeq0 = Aeq::new(&regs, &allocator, &mapper, 0, pci_intf, &name)?;
     let aeq1 = Aeq::new(&regs, &allocator, &mapper, 1, pci_intf, &name)?;
+    let spare_aeqs = (2..num_aeqs.min(MAX_AEQS))
+        .map(|q| Aeq::new(&regs, &allocator, &mapper, q, pci_intf, &name))
+        .collect::<Result<Vec<_>>>()?;
     let mbox = Mbox::new(&regs, &allocator, &mapper, func_id, [aeq0, aeq1], t.mbox, &name)?;
     let mut dev = Hinic3 {
         state: PortState::new(
@@ -98,7 +104,7 @@ pub(super) fn open<R: RegisterSpace>(
         db: bars.db.clone(),
         mapper,
         allocator,
-        ctrl: Mutex::new(Some(Ctrl { mbox, cmdq: None })),
+        ctrl: Mutex::new(Some(Ctrl { mbox, cmdq: None, spare_aeqs })),
         id: Identity {
             func_id,
             pci_intf,
@@ -108,6 +114,8 @@ pub(super) fn open<R: RegisterSpace>(
             nic_features: 0,
             cap: DevCap { port_id: 0, valid_cos_bitmap: 1, max_sqs: 1, max_rqs: 1 },
             mac: MacAddr::ZERO,
+            fw_version: None,
+            board: None,
         },
         link: Mutex::new(LinkStatus::default()),
         rx: Vec::new(),
@@ -135,6 +143,16 @@ impl<R: RegisterSpace> Hinic3<R> {
     /// docs/hw/hinic3.md §14.1 steps 6 to 19.
     fn init_functions(&mut self) -> Result<()> {
         let f = self.func();
+        // Step 5: board and firmware version, in DPDK's order (hinic3_get_board_info, hinic3_get_mgmt_version):
+        // only reported, so a firmware that refuses them does not stop the port (DPDK tolerates the board failing).
+        self.id.board = self
+            .call(module::COMM, comm::GET_BOARD_INFO, &mgmt::get_board_info().0, &[])
+            .ok()
+            .and_then(|a| mgmt::BoardInfo::decode(&a));
+        self.id.fw_version = self
+            .call(module::COMM, comm::GET_FW_VERSION, &mgmt::get_fw_version(comm::FW_TYPE_MPU).0, &[])
+            .ok()
+            .and_then(|a| mgmt::fw_version(&a));
         self.call(module::COMM, comm::FUNC_RESET, &mgmt::func_reset(f, comm::RESET_FLAGS).0, &[])?;
         let a = self.call(module::COMM, comm::FEATURE_NEGO, &mgmt::feature_nego(f, false, 0).0, &[])?;
         self.id.comm_features = if a.len() >= 24 { mgmt::get_u64(&a, 16) } else { 0 };
@@ -214,5 +232,8 @@ pub(super) fn close<R: RegisterSpace>(dev: &mut Hinic3<R>) {
     let _ = dev.call(module::COMM, comm::SET_FUNC_SVC_USED_STATE, &mgmt::svc_used_state(f, 0, false).0, &[]);
     if let Some(c) = dev.ctrl.lock().unwrap_or_else(|e| e.into_inner()).take() {
         c.mbox.shutdown();
+        for q in &c.spare_aeqs {
+            q.shutdown();
+        }
     }
 }

@@ -128,12 +128,20 @@ pub struct Identity {
     pub cap: DevCap,
     /// The factory MAC.
     pub mac: MacAddr,
+    /// The management firmware's version (COMM 60 at probe, what DPDK's `hinic3_fw_version_get` reports); `None`
+    /// when the firmware refused the question.
+    pub fw_version: Option<String>,
+    /// The board (COMM 61 at probe); `None` when the firmware refused the question.
+    pub board: Option<crate::mgmt::BoardInfo>,
 }
 
 /// The management channel: mailbox and command queue, used one command at a time.
 pub(crate) struct Ctrl<R: RegisterSpace> {
     pub(crate) mbox: Mbox<R>,
     pub(crate) cmdq: Option<Cmdq<R>>,
+    /// AEQs 2 and up: programmed as DPDK programs every AEQ the function has (`hinic3_aeqs_init`), never read
+    /// (nothing here sends to them), stopped at close.
+    pub(crate) spare_aeqs: Vec<crate::aeq::Aeq<R>>,
 }
 
 /// Typed RX queue: the ring, given back to the port when dropped.

@@ -25,6 +25,10 @@ const TEMPLATE_ALLOC: u8 = 1;
 const TEMPLATE_FREE: u8 = 2;
 /// Toeplitz.
 const ENGINE_TOEPLITZ: u8 = 1;
+/// LRO merge limit sent while LRO is off (KiB; DPDK `hinic3_set_lro`'s floor).
+const LRO_MAX_KIB_OFF: u8 = 1;
+/// LRO timer (DPDK HINIC3_LRO_DEFAULT_TIME_LIMIT).
+const LRO_TIMER: u32 = 16;
 
 pub(super) fn start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()> {
     if dev.state.started {
@@ -115,7 +119,10 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
     dev.cmdq(ucode::CLEAN_QUEUE_CONTEXT, &ctx::clean_queue_ctx(QueueType::Sq, most))?;
     dev.cmdq(ucode::CLEAN_QUEUE_CONTEXT, &ctx::clean_queue_ctx(QueueType::Rq, most))?;
     // Step 7: root context.
-    dev.call(module::COMM, mgmt::comm::SET_VAT, &mgmt::set_root_ctx(f, buf_idx, cfg.tx_desc, cfg.rx_desc).0, &[])?;
+    // With COMM bit 9 the firmware reads the buffer size in bytes (DPDK get_hw_rx_buf_size's caller).
+    let rx_buf_sz =
+        if dev.id.comm_features & mgmt::comm::FEATURE_USE_REAL_RX_BUF_SIZE != 0 { buf_len as u16 } else { buf_idx };
+    dev.call(module::COMM, mgmt::comm::SET_VAT, &mgmt::set_root_ctx(f, rx_buf_sz, cfg.tx_desc, cfg.rx_desc).0, &[])?;
     // Step 8: CI attributes.
     let cis: Vec<_> = dev.tx.iter().filter_map(|t| lock(t).as_ref().map(|t| (t.queue(), t.ci_iova()))).collect();
     for (q, ci) in cis {
@@ -127,6 +134,15 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
     let r = dev.apply_rx_mode();
     dev.state.started = false;
     r?;
+    // The firmware's LRO, VLAN filter and strip state is whatever it was left in: each set explicitly, as DPDK's
+    // hinic3_set_lro and hinic3_set_vlan at every start (docs/hw/hinic3.md §7.3, §14.3 step 11). This driver offers
+    // none of the three, so all go off.
+    dev.call(module::L2NIC, l2nic::CFG_RX_LRO, &mgmt::cfg_rx_lro(f, false, LRO_MAX_KIB_OFF).0, &[])?;
+    dev.call(module::L2NIC, l2nic::CFG_LRO_TIMER, &mgmt::cfg_lro_timer(LRO_TIMER).0, &[])?;
+    let filter = if dev.state.vlan_filter { mgmt::vlan_filter::VLAN } else { 0 };
+    dev.call(module::L2NIC, l2nic::SET_VLAN_FILTER_EN, &mgmt::set_vlan_filter(f, filter).0, &[])?;
+    let strip = cfg.rx_offloads & pktio::offload::RX_VLAN_STRIP != 0;
+    dev.call(module::L2NIC, l2nic::SET_RX_VLAN_OFFLOAD, &mgmt::set_rx_vlan_offload(f, strip).0, &[])?;
     dev.rss_on = cfg.rx_queues > 1;
     if dev.rss_on {
         dev.call(module::L2NIC, l2nic::RSS_TEMP_MGR, &mgmt::rss_temp_mgr(f, TEMPLATE_ALLOC, 0).0, &[])?;
@@ -210,7 +226,9 @@ fn hw_stop<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
         }
     };
     keep(dev.call(module::HILINK, mag::SET_PORT_ENABLE, &mgmt::set_port_enable(f, false).0, &[]));
-    keep(dev.call(module::L2NIC, l2nic::SET_VPORT_ENABLE, &mgmt::set_vport_enable(f, false, 0).0, &[]));
+    // num_qps as at enable (DPDK hinic3_set_vport_enable sends num_rqs both ways).
+    let rqs = dev.state.config.rx_queues as u8;
+    keep(dev.call(module::L2NIC, l2nic::SET_VPORT_ENABLE, &mgmt::set_vport_enable(f, false, rqs).0, &[]));
     // Drain: the hardware CI reaches each SQ's PI (the rings are back in the port: a dropped handle gives its ring
     // back, and the port refuses to stop while one is alive).
     let deadline = Instant::now() + dev.options.timing.drain;

@@ -63,6 +63,8 @@ fn bring_up_runs_in_dpdk_order_and_leaves_the_pf_active() {
     assert_eq!(
         cmds(&fw),
         vec![
+            (module::COMM, comm::GET_BOARD_INFO),
+            (module::COMM, comm::GET_FW_VERSION),
             (module::COMM, comm::FUNC_RESET),
             (module::COMM, comm::FEATURE_NEGO),
             (module::COMM, comm::SET_FUNC_SVC_USED_STATE),
@@ -78,10 +80,11 @@ fn bring_up_runs_in_dpdk_order_and_leaves_the_pf_active() {
         ]
     );
     let log = fw.mgmt_log();
-    assert_eq!(&log[0].body[8..10], &5u16.to_le_bytes(), "func_id from FUNC_ATTR0");
-    assert_eq!(crate::mgmt::get_u64(&log[0].body, 16), comm::RESET_FLAGS);
-    assert_eq!(log[4].body[11], 8, "1 MiB WQ pages");
-    assert_eq!(log[6].body[10..12], [1, 6], "cmdq depth 64");
+    assert_eq!(&log[1].body[8..10], &comm::FW_TYPE_MPU.to_le_bytes(), "the MPU's version");
+    assert_eq!(&log[2].body[8..10], &5u16.to_le_bytes(), "func_id from FUNC_ATTR0");
+    assert_eq!(crate::mgmt::get_u64(&log[2].body, 16), comm::RESET_FLAGS);
+    assert_eq!(log[6].body[11], 8, "1 MiB WQ pages");
+    assert_eq!(log[8].body[10..12], [1, 6], "cmdq depth 64");
     assert_eq!(attr6::PF_STATUS.get(fw.reg(regs::FUNC_ATTR6)), attr6::STATUS_ACTIVE);
     assert_ne!(fw.reg(regs::MAILBOX_RESULT_L), 0, "write-back area registered");
     assert_eq!(dev.mac_addr(), MacAddr(MAC));
@@ -204,6 +207,10 @@ fn start_programs_queues_and_rss_stop_and_close_undo_it() {
             (module::COMM, comm::SET_VAT),
         ]
     );
+    // Vport enable and disable both carry the number of RQs (DPDK hinic3_set_vport_enable: num_qps = num_rqs).
+    let log = fw.mgmt_log();
+    let vport: Vec<_> = log.iter().filter(|c| (c.module, c.cmd) == (module::L2NIC, l2nic::SET_VPORT_ENABLE)).collect();
+    assert_eq!(vport.iter().map(|c| (c.body[12], c.body[13])).collect::<Vec<_>>(), vec![(1, 2), (0, 2)]);
     assert!(pool.is_full(), "every RX buffer back in the pool");
     let before = fw.mgmt_log().len();
     drop(dev);
@@ -240,7 +247,11 @@ fn a_link_event_changes_the_link_and_is_acknowledged() {
     assert!(l.up);
     assert_eq!(l.speed_mbps, 100_000);
     let ack = fw.mgmt_log().into_iter().find(|c| c.module == module::HILINK && c.cmd == 7 && c.body == body);
-    assert!(ack.is_some(), "the event's body echoed back");
+    let ack = ack.expect("the event's body echoed back");
+    // As DPDK's send_mbox_seg for a response: AEQ_ID and the destination AEQ both HINIC3_MBOX_RSP_MSG_AEQ (1).
+    assert!(ack.header.answer && ack.header.no_ack);
+    assert_eq!(ack.header.aeq_id, 1, "AEQ_ID of the acknowledgement");
+    assert_eq!(crate::regs::mbox_int::DST_AEQ.get(ack.int_offset), 1, "destination AEQ of the acknowledgement");
     body[9] = 0;
     fw.post(0, Header { msg_id: 4, ..h }, &body);
     assert!(!dev.link().up);

@@ -17,7 +17,7 @@ use pktio::{Error, Result, RxQueue};
 use ringkit::{RxBuffers, RxEngine};
 
 use super::rx_decode::{clear, status, Cqe32, Memo};
-use crate::desc::{cqe, RqWqe, RxCqe, CQE_SIZE, RQ_WQE_SHIFT};
+use crate::desc::{cqe, RqWqe, RxCqe, CQE_SIZE, RQ_WQE_SHIFT, WQ_ALIGN};
 use crate::doorbell::{self, DbKind};
 
 /// Refill once this many entries are consumed.
@@ -95,8 +95,10 @@ impl<D: RegisterSpace> RxRing<D> {
             )));
         }
         let pool_map = setup.mapper.map(setup.pool.memory())?;
-        let wq_mem = DmaArea::new(setup.allocator, setup.mapper, depth * 16, setup.port, "an RQ ring")?;
-        let cq_mem = DmaArea::new(setup.allocator, setup.mapper, depth * CQE_SIZE, setup.port, "a CQE array")?;
+        let wq_mem =
+            DmaArea::new_aligned(setup.allocator, setup.mapper, depth * 16, WQ_ALIGN, setup.port, "an RQ ring")?;
+        let cq_mem =
+            DmaArea::new_aligned(setup.allocator, setup.mapper, depth * CQE_SIZE, WQ_ALIGN, setup.port, "a CQE array")?;
         let wqes = NonNull::new(wq_mem.as_ptr().cast::<RqWqe>()).ok_or_else(|| bad("null ring".into()))?;
         let cqes = NonNull::new(cq_mem.as_ptr().cast::<RxCqe>()).ok_or_else(|| bad("null CQEs".into()))?;
         for i in 0..depth {

@@ -221,7 +221,7 @@ fn tx_offloads_and_chains_use_the_extended_wqe() {
     assert_ne!(c[0] & (1 << 27), 0, "task section");
     assert_ne!(c[0] & (1 << 30), 0, "extended");
     assert_eq!(c[0] >> 31, 1);
-    assert_eq!(c[1], 1 << 28, "queue_info: UC only");
+    assert_eq!(c[1], 1 << 28 | 0x3E00 << 13, "queue_info: UC and the default MSS");
     assert_eq!(sq(&tx, 1).0, [1 << 24 | 1 << 25, 0, 0, 0x0456 | 1 << 19], "checksums and VLAN insert");
     assert_eq!(sq(&tx, 2).0, [30, 0, (tail_iova >> 32) as u32, tail_iova as u32]);
     let t = sq(&tx, 3).0;

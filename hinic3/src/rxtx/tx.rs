@@ -19,7 +19,7 @@ use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
 use ringkit::{TxHangState, TxWatchdog};
 
-use crate::desc::{ctrl, queue_info, task, SqWqebb};
+use crate::desc::{ctrl, queue_info, task, SqWqebb, WQ_ALIGN};
 use crate::doorbell::{self, DbKind};
 use drvkit::dma::DmaArea;
 
@@ -136,7 +136,7 @@ impl<D: RegisterSpace> TxRing<D> {
                 "TX ring of {depth}: hinic3 takes a power of two from 64 to 16384 (docs/hw/hinic3.md §9.3)"
             )));
         }
-        let mem = DmaArea::new(setup.allocator, setup.mapper, depth * 16, setup.port, "an SQ ring")?;
+        let mem = DmaArea::new_aligned(setup.allocator, setup.mapper, depth * 16, WQ_ALIGN, setup.port, "an SQ ring")?;
         let ci_mem = DmaArea::new(setup.allocator, setup.mapper, CI_SLOT, setup.port, "an SQ CI slot")?;
         Ok(TxRing {
             ring: NonNull::new(mem.as_ptr().cast()).ok_or_else(|| bad("null ring".into()))?,
@@ -411,7 +411,8 @@ impl<D: RegisterSpace> TxRing<D> {
                 | queue_info::PLDOFF.val(hdr_len / 2)
                 | queue_info::MSS.val(off.tso_segsz as u32)
         } else {
-            queue_info::UC
+            // Without TSO the MSS field still carries the default (the SP670 takes 0 as malformed).
+            queue_info::UC | queue_info::MSS.val(queue_info::MSS_DEFAULT)
         };
         let start = self.pi;
         let mut segs_it = m.segments();

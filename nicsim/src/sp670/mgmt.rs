@@ -184,6 +184,10 @@ impl Core {
                     format!("{name}: curr_wqe_page_pfn {page:#x} without hardware busy (bit 63)"),
                 );
                 r.expect(ring != 0 && (block & super::cmdq::CTX_PFN) << 12 == ring && block >> 52 == 0, format!("{name}: wq_block_pfn {block:#x} must repeat the ring PFN with start CI 0 (0-level CLA, docs/hw/hinic3.md §8.3)"));
+                r.expect(
+                    ring.is_multiple_of(super::ctx::WQ_ALIGN),
+                    format!("{name}: cmdq {q} ring IOVA {ring:#x} is not 256 KiB-aligned (docs/hw/hinic3.md §9.3)"),
+                );
                 if r.errs.is_empty() {
                     let depth = self.cmdqs[q].depth;
                     self.cmdqs[q] = super::cmdq::Cmdq { ring, depth, ci: 0, wrapped: true };
@@ -342,6 +346,13 @@ impl Core {
                 r.expect(state <= 1, format!("{name} SET_VPORT_ENABLE state {state}"));
                 r.expect(r.u8(14) == 0, format!("{name}: rx_compact_wqe_en set (docs/hw/hinic3.md §12a, not served)"));
                 r.zero(15, 16, name);
+                if r.errs.is_empty() && state == 1 && !self.mgmt.lro_set {
+                    // Not refused (the firmware would take it), but the driver receives whatever LRO merges.
+                    self.fault(format!(
+                        "{name} SET_VPORT_ENABLE: RX started without L2NIC 13 CFG_RX_LRO since the reset, LRO left on \
+                         (DPDK hinic3_set_lro sends it at every start, docs/hw/hinic3.md §7.3)"
+                    ));
+                }
                 self.mgmt.vport_enabled = state == 1;
             }
             (module::L2NIC, 7) => {
@@ -385,10 +396,28 @@ impl Core {
             }
             (module::L2NIC, 13) => {
                 self.func_id(r, 8, name);
-                r.expect(r.u8(10) <= 1 && r.u8(12) <= 1 && r.u8(13) <= 1, format!("{name} CFG_RX_LRO fields"));
+                let (op, v4, v6, max) = (r.u8(10), r.u8(12), r.u8(13), r.u8(14));
+                r.expect(op <= 1 && v4 <= 1 && v6 <= 1, format!("{name} CFG_RX_LRO fields"));
+                r.expect(op == 0 || max >= 1, format!("{name} CFG_RX_LRO max_pkt_len {max} KiB (at least 1)"));
+                r.zero(11, 12, name);
+                r.zero(15, 28, name);
+                if r.errs.is_empty() && op == 1 {
+                    self.mgmt.lro = v4 == 1 || v6 == 1;
+                    self.mgmt.lro_set = true;
+                } else if op == 0 {
+                    out[12] = u8::from(self.mgmt.lro);
+                    out[13] = u8::from(self.mgmt.lro);
+                }
             }
             (module::L2NIC, 14) => {
-                r.expect(r.u8(8) <= 1, format!("{name} CFG_LRO_TIMER opcode"));
+                let op = r.u8(8);
+                r.expect(op <= 1, format!("{name} CFG_LRO_TIMER opcode"));
+                r.zero(9, 12, name);
+                if op == 1 {
+                    self.mgmt.lro_timer = r.u32(12);
+                } else {
+                    out[12..16].copy_from_slice(&self.mgmt.lro_timer.to_le_bytes());
+                }
             }
             (module::L2NIC, 20) | (module::L2NIC, 21) | (module::L2NIC, 22) => {
                 self.func_id(r, 8, name);
@@ -421,6 +450,8 @@ impl Core {
             (module::L2NIC, 26) => {
                 self.func_id(r, 8, name);
                 r.expect(r.u32(12) & !3 == 0, format!("{name} SET_VLAN_FILTER_EN ctrl {:#x}", r.u32(12)));
+                r.zero(10, 12, name);
+                self.mgmt.vlan_filter = r.u32(12);
             }
             (module::L2NIC, 27) => {
                 self.func_id(r, 8, name);

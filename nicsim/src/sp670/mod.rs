@@ -217,7 +217,24 @@ pub(crate) struct Mgmt {
     pub macs: Vec<[u8; 6]>,
     pub sq_ci_addr: Vec<Option<u64>>,
     pub rss: Rss,
+    /// L2NIC 27: strip VLAN tags on RX.
     pub vlan_strip: bool,
+    /// L2NIC 26's ctrl word (bit 0 VLAN filter, bit 1 broadcast filter).
+    pub vlan_filter: u32,
+    /// L2NIC 13: LRO (IPv4 or IPv6) on.
+    pub lro: bool,
+    /// L2NIC 13 set since the last reset: a driver that starts RX without it leaves LRO as the firmware had it.
+    pub lro_set: bool,
+    /// L2NIC 14's timer.
+    pub lro_timer: u32,
+}
+
+impl Mgmt {
+    /// The state at power-on and after FUNC_RESET. The firmware's defaults for LRO and VLAN strip are not known
+    /// (docs/hw/hinic3.md §7.3): the model takes the case that breaks a driver which leaves them unset, both on.
+    pub(crate) fn fresh(queues: usize, wq_page_log2: u8) -> Mgmt {
+        Mgmt { sq_ci_addr: vec![None; queues], wq_page_log2, vlan_strip: true, lro: true, ..Default::default() }
+    }
 }
 
 /// Faults armed by a test.
@@ -297,7 +314,7 @@ impl Core {
             aeqs: Default::default(),
             aeq_indir: 0,
             mbox: Mailbox::default(),
-            mgmt: Mgmt { sq_ci_addr: vec![None; n], ..Default::default() },
+            mgmt: Mgmt::fresh(n, 0),
             cmdqs: Default::default(),
             sq_ctx: vec![None; n],
             rq_ctx: vec![None; n],
@@ -342,8 +359,7 @@ impl Core {
             self.cmdqs = Default::default();
         }
         self.drop_doorbells = true;
-        let rss = Rss::default();
-        self.mgmt = Mgmt { sq_ci_addr: vec![None; n], rss, wq_page_log2: self.mgmt.wq_page_log2, ..Default::default() };
+        self.mgmt = Mgmt::fresh(n, self.mgmt.wq_page_log2);
         self.clear_queues();
     }
 

@@ -384,6 +384,10 @@ impl ModelPort<Sp670State> {
     pub fn rq_context(&self, q: usize) -> Option<super::ctx::RqCtx> {
         self.shared.lock().rq_ctx[q]
     }
+    /// Length in elements of AEQ `q` (0 while it is off, docs/hw/hinic3.md §5.2).
+    pub fn aeq_len(&self, q: usize) -> u32 {
+        self.shared.lock().aeqs.get(q).map_or(0, |a| a.len())
+    }
     /// PF status (FUNC_ATTR6 15:0).
     pub fn pf_status(&self) -> u32 {
         self.shared.lock().pf_status

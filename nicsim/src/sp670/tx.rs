@@ -19,6 +19,9 @@ const CTRL_OWNER: u32 = bit(31);
 const QI_TSO: u32 = bit(11);
 const QI_UFO: u32 = bit(10);
 const QI_UC: u32 = bit(28);
+/// MSS of queue_info: never 0 in an extended WQE; without TSO the drivers put TX_MSS_DEFAULT 0x3E00 there (DPDK
+/// `hinic3_prepare_sq_ctrl`, docs/hw/hinic3.md §10.2).
+const QI_MSS: Field = Field::new(26, 13);
 const TASK_L4_CSUM: u32 = bit(24);
 const TASK_L3_CSUM: u32 = bit(25);
 const VLAN_TCI: Field = Field::new(15, 0);
@@ -161,6 +164,15 @@ impl Core {
                     at: format!("SQ {q} extended WQE at {}", sq.ci),
                     rule: format!(
                         "{bds} buffer descriptors, queue_info {qi:#010x} (UC must be 1; TSO and UFO are not modelled)"
+                    ),
+                });
+            }
+            if QI_MSS.get(qi) == 0 {
+                return Err(Error::Violation {
+                    at: format!("SQ {q} extended WQE at {}", sq.ci),
+                    rule: format!(
+                        "queue_info {qi:#010x} has MSS 0; without TSO it must carry TX_MSS_DEFAULT 0x3E00 \
+                         (DPDK hinic3_prepare_sq_ctrl, docs/hw/hinic3.md §10.2)"
                     ),
                 });
             }

@@ -36,7 +36,7 @@ pub const PPF_ELECTION: usize = 0x6000;
 
 // ---- memory layout of the rig ------------------------------------------------------------------------------------
 
-pub const MEM: usize = 4 << 20;
+pub const MEM: usize = 5 << 20;
 pub const AEQ_MEM: usize = 0x0000; // AEQ q at + q × 4 KiB
 pub const AEQ_LEN: u32 = 64;
 pub const MBOX_WB: usize = 0x4000;
@@ -45,11 +45,13 @@ pub const CI_SLOTS: usize = 0x5000; // SQ q at + q × 64
 pub const CMDQ_BUF: usize = 0x8000;
 pub const CMDQ_RING: usize = 0x40000;
 pub const CMDQ_DEPTH: u32 = 64;
-pub const SQ_RING: usize = 0x100000; // q at + q × 64 KiB
-pub const CQES: usize = 0x180000; // q at + q × 8 KiB
-pub const RQ_RING: usize = 0x200000; // q at + q × 64 KiB
-pub const RX_BUF: usize = 0x280000; // q, i at + (q × 64 + i) × 2 KiB
-pub const TX_BUF: usize = 0x300000; // i at + i × 16 KiB
+/// Work queues sit on 256 KiB (docs/hw/hinic3.md §9.3), the rig's memory itself starting on that boundary.
+pub const WQ_ALIGN: usize = 256 << 10;
+pub const SQ_RING: usize = 0x100000; // q at + q × WQ_ALIGN (queues 0 to 3)
+pub const RQ_RING: usize = 0x200000; // q at + q × WQ_ALIGN (queues 0 to 3)
+pub const CQES: usize = 0x300000; // q at + q × 8 KiB
+pub const RX_BUF: usize = 0x380000; // q, i at + (q × 64 + i) × 2 KiB
+pub const TX_BUF: usize = 0x400000; // i at + i × 16 KiB
 pub const DEPTH: u32 = 64;
 pub const BUF: usize = 2048;
 pub const FUNC: u16 = 0;
@@ -59,6 +61,8 @@ pub struct Rig {
     pub cfg: nicsim::Sp670CfgBar,
     pub db: nicsim::Sp670DbBar,
     pub mem: Arc<DmaMemory>,
+    /// Offset of the rig's byte 0 in `mem` (its first 256 KiB-aligned IOVA).
+    pub base: usize,
     pub _map: DmaMapping,
     pub msg_id: u64,
     pub aeq_ci: [u32; 4],
@@ -69,6 +73,8 @@ pub struct Rig {
     pub sq_owner: Vec<bool>,
     pub rq_pi: Vec<u32>,
     pub rq_ci: Vec<u32>,
+    /// `init_and_start` without L2NIC 13, 14, 26 and 27 (a driver that leaves LRO and VLAN offloads unset).
+    pub leave_offloads_unset: bool,
 }
 
 pub fn poll(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
@@ -119,7 +125,9 @@ impl Rig {
     }
 
     pub fn with(port: Sp670Port) -> Rig {
-        let mem = Arc::new(Allocator::no_huge().allocate(MEM).expect("memory"));
+        let mem = Arc::new(Allocator::no_huge().allocate(MEM + WQ_ALIGN).expect("memory"));
+        let iova = mem.iova_at(0).expect("an IOVA") as usize;
+        let base = (WQ_ALIGN - iova % WQ_ALIGN) % WQ_ALIGN;
         let map = port.dma_mapper().map(&mem).expect("map");
         let n = port.config().max_queues as usize;
         Rig {
@@ -127,6 +135,7 @@ impl Rig {
             db: port.db_bar(),
             port,
             mem,
+            base,
             _map: map,
             msg_id: 0,
             aeq_ci: [0; 4],
@@ -137,6 +146,7 @@ impl Rig {
             sq_owner: vec![true; n],
             rq_pi: vec![0; n],
             rq_ci: vec![0; n],
+            leave_offloads_unset: false,
         }
     }
 
@@ -148,16 +158,16 @@ impl Rig {
         self.cfg.write32(off, v.to_be())
     }
     pub fn iova(&self, off: usize) -> u64 {
-        self.mem.iova_at(off).unwrap()
+        self.mem.iova_at(self.base + off).unwrap()
     }
     pub fn write_mem(&self, off: usize, data: &[u8]) {
         // SAFETY: in bounds of the live mapping; the model touches it only after the doorbell or trigger that follows.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.mem.as_ptr().add(off), data.len()) }
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.mem.as_ptr().add(self.base + off), data.len()) }
     }
     pub fn read_mem(&self, off: usize, len: usize) -> Vec<u8> {
         let mut v = vec![0u8; len];
         // SAFETY: in bounds of the live mapping.
-        unsafe { std::ptr::copy_nonoverlapping(self.mem.as_ptr().add(off), v.as_mut_ptr(), len) }
+        unsafe { std::ptr::copy_nonoverlapping(self.mem.as_ptr().add(self.base + off), v.as_mut_ptr(), len) }
         v
     }
     pub fn step(&self) {
@@ -321,11 +331,7 @@ impl Rig {
 
     /// The command queue (docs/hw/hinic3.md §8.3): COMM 20 for cmdq 0, then COMM 21 with the depth.
     pub fn cmdq_setup(&mut self) {
-        let mut b = vec![0u8; 32];
-        b[8..10].copy_from_slice(&FUNC.to_le_bytes());
-        let pfn = self.iova(CMDQ_RING) >> 12;
-        b[16..24].copy_from_slice(&(pfn | 1 << 63).to_le_bytes());
-        b[24..32].copy_from_slice(&pfn.to_le_bytes());
+        let b = self.cmdq_ctx_at(CMDQ_RING);
         self.ok(module::COMM, 20, &b);
         let mut v = vec![0u8; 32];
         v[8..10].copy_from_slice(&FUNC.to_le_bytes());
@@ -446,6 +452,9 @@ impl Rig {
         let mut mode = vec![0u8; 16];
         mode[12..16].copy_from_slice(&7u32.to_le_bytes());
         self.ok(module::L2NIC, 7, &mode);
+        if !self.leave_offloads_unset {
+            self.lro_and_vlan_off();
+        }
         if nq > 1 {
             self.rss_setup(nq);
         }
@@ -465,6 +474,21 @@ impl Rig {
         let mut ls = vec![0u8; 12];
         ls[8] = self.port.config().port_id;
         assert_eq!(self.ok(module::MAG, 7, &ls)[9], 1, "link up");
+    }
+
+    /// What DPDK's `hinic3_set_lro` and `hinic3_set_vlan` send at start without LRO, VLAN filter or strip
+    /// (docs/hw/hinic3.md §7.3): L2NIC 13 LRO off (max 1 KiB), 14 timer 16, 26 filter off, 27 strip off.
+    pub fn lro_and_vlan_off(&mut self) {
+        let mut lro = vec![0u8; 28];
+        lro[10] = 1;
+        lro[14] = 1;
+        self.ok(module::L2NIC, 13, &lro);
+        let mut timer = vec![0u8; 16];
+        timer[8] = 1;
+        timer[12..16].copy_from_slice(&16u32.to_le_bytes());
+        self.ok(module::L2NIC, 14, &timer);
+        self.ok(module::L2NIC, 26, &[0; 16]);
+        self.ok(module::L2NIC, 27, &[0; 16]);
     }
 
     /// RSS as DPDK orders it (docs/hw/hinic3.md §11), the table spreading entry e to queue (e × 7 + 3) mod nq.
@@ -493,9 +517,24 @@ impl Rig {
         assert_eq!(self.cmdq(4, &b), (0, 0));
     }
 
+    /// COMM 20 SET_CMDQ_CTXT for cmdq 0 with its ring at rig offset `at` (docs/hw/hinic3.md §8.3).
+    pub fn cmdq_ctx_at(&self, at: usize) -> Vec<u8> {
+        let mut b = vec![0u8; 32];
+        b[8..10].copy_from_slice(&FUNC.to_le_bytes());
+        let pfn = self.iova(at) >> 12;
+        b[16..24].copy_from_slice(&(pfn | 1 << 63).to_le_bytes());
+        b[24..32].copy_from_slice(&pfn.to_le_bytes());
+        b
+    }
+
     /// SQ context of docs/hw/hinic3.md §9.1.
     pub fn sq_ctx(&self, q: usize) -> Vec<u8> {
-        let ring = self.iova(SQ_RING + q * 0x10000);
+        self.sq_ctx_at(q, SQ_RING + q * WQ_ALIGN)
+    }
+
+    /// SQ context `q` with its ring at rig offset `at`.
+    pub fn sq_ctx_at(&self, q: usize, at: usize) -> Vec<u8> {
+        let ring = self.iova(at);
         let (pfn, block) = (ring >> 12, ring >> 9);
         let d: [u32; 16] = [
             0,
@@ -520,7 +559,12 @@ impl Rig {
 
     /// RQ context of docs/hw/hinic3.md §9.2 (normal 16-byte WQE, 32-byte CQE, polling).
     pub fn rq_ctx(&self, q: usize) -> Vec<u8> {
-        let ring = self.iova(RQ_RING + q * 0x10000);
+        self.rq_ctx_at(RQ_RING + q * WQ_ALIGN)
+    }
+
+    /// An RQ context with its ring at rig offset `at`.
+    pub fn rq_ctx_at(&self, at: usize) -> Vec<u8> {
+        let ring = self.iova(at);
         let (pfn, block) = (ring >> 12, ring >> 9);
         let d: [u32; 16] = [
             0,
@@ -554,7 +598,7 @@ impl Rig {
         for v in [(b >> 32) as u32, b as u32, (c >> 32) as u32, c as u32] {
             w.extend_from_slice(&v.to_le_bytes());
         }
-        self.write_mem(RQ_RING + q * 0x10000 + i as usize * 16, &w);
+        self.write_mem(RQ_RING + q * WQ_ALIGN + i as usize * 16, &w);
         self.write_mem(CQES + q * 0x2000 + i as usize * 32, &[0; 32]);
         self.rq_pi[q] = (i + 1) % DEPTH;
     }
@@ -605,7 +649,7 @@ impl Rig {
         for (k, w) in wqebbs.iter().enumerate() {
             let e = (self.sq_pi[q] + k as u32) % DEPTH;
             let b: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
-            self.write_mem(SQ_RING + q * 0x10000 + e as usize * 16, &b);
+            self.write_mem(SQ_RING + q * WQ_ALIGN + e as usize * 16, &b);
         }
         if self.sq_pi[q] + n >= DEPTH {
             self.sq_owner[q] = !self.sq_owner[q];
@@ -624,8 +668,14 @@ impl Rig {
         self.push_sq(q, &[[ctrl, 0, (a >> 32) as u32, a as u32]]);
     }
 
-    /// An extended send: task section (`task`) and the frame cut into `pieces` buffers.
+    /// An extended send: task section (`task`) and the frame cut into `pieces` buffers, queue_info UC with the
+    /// default MSS 0x3E00 as DPDK's `hinic3_prepare_sq_ctrl` writes it.
     pub fn send_ext(&mut self, q: usize, frame: &[u8], pieces: usize, task: Option<[u32; 4]>) {
+        self.send_ext_qi(q, frame, pieces, task, QI_UC_DEFAULT_MSS);
+    }
+
+    /// `send_ext` with the queue_info dword `qi` as given.
+    pub fn send_ext_qi(&mut self, q: usize, frame: &[u8], pieces: usize, task: Option<[u32; 4]>, qi: u32) {
         let per = frame.len().div_ceil(pieces);
         let mut addrs = Vec::new();
         for (k, c) in frame.chunks(per).enumerate() {
@@ -635,7 +685,7 @@ impl Rig {
         }
         let n = addrs.len() as u32;
         let ctrl = addrs[0].1 | n << 19 | u32::from(task.is_some()) << 27 | 1 << 30 | u32::from(self.sq_owner[q]) << 31;
-        let mut w = vec![[ctrl, 1 << 28, (addrs[0].0 >> 32) as u32, addrs[0].0 as u32]];
+        let mut w = vec![[ctrl, qi, (addrs[0].0 >> 32) as u32, addrs[0].0 as u32]];
         w.extend(task);
         for (a, l) in &addrs[1..] {
             w.push([*l, 0, (a >> 32) as u32, *a as u32]);
@@ -647,6 +697,9 @@ impl Rig {
         u16::from_le_bytes(self.read_mem(CI_SLOTS + 64 * q, 2).try_into().unwrap())
     }
 }
+
+/// queue_info of an extended WQE without TSO: UC (bit 28) and MSS (26:13) TX_MSS_DEFAULT 0x3E00.
+pub const QI_UC_DEFAULT_MSS: u32 = 1 << 28 | 0x3E00 << 13;
 
 pub const RSS_KEY: [u8; 40] = [
     0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b,
