@@ -7,7 +7,7 @@
 //! the kernel has no call of ours to interrupt. nginx stops on SIGTERM by setting a flag in its handler and
 //! looking at it when `epoll_wait` fails with EINTR; a SIGTERM during the spin was lost, and nginx (with no
 //! timer, a wait without timeout) never exited. So every handler the application installs through `sigaction`
-//! or `signal` is wrapped in [`trampoline`], which counts the signals the thread received before calling the
+//! or `signal` is wrapped in `trampoline`, which counts the signals the thread received before calling the
 //! application's handler; a wait compares the count with the one it started with ([`delivered`]).
 
 use std::cell::Cell;
