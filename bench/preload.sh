@@ -36,9 +36,11 @@ for tool in redis-server redis-benchmark redis-cli nginx wrk; do
 done
 
 say "building libnetstack_preload.so and kv-server (release)"
-(cd "$ROOT" && cargo build --release -q -p netstack-preload -p servers --bin kv-server) >&2 ||
-  die "cargo build --release -p netstack-preload -p servers failed"
+# Two builds: with `--bin` in one command cargo builds only that binary, not netstack-preload's cdylib.
+(cd "$ROOT" && cargo build --release -q -p netstack-preload && cargo build --release -q -p servers --bin kv-server) >&2 ||
+  die "cargo build --release -p netstack-preload / -p servers --bin kv-server failed"
 LIB=$ROOT/target/release/libnetstack_preload.so
+[ -f "$LIB" ] || die "$LIB was not built"
 netns_setup
 KV=$(NETSTACK_NO_BUILD=1 netstack_server kv-server)
 # The library reads the same configuration as the servers.
