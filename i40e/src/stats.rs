@@ -3,8 +3,8 @@
 //! and a 64-bit total of the differences modulo the width: the first reading is the offset, later ones add what
 //! changed, wraps included (as long as a counter is read at least once per wrap).
 //!
-//! What the port API reports follows DPDK's `i40e_dev_stats_get` / `i40e_read_stats_registers` (docs/hw/i40e.md
-//! §13): `ierrors` sums [`IERRORS`] (GL_RXERR1 of the PF in, GLPRT_ILLERRC out), and the byte xstats leave the
+//! What the port API reports follows DPDK's `i40e_dev_stats_get` / `i40e_read_stats_registers`
+//! (docs/hw/i40e.md §13): `ierrors` sums [`IERRORS`] (GL_RXERR1 of the PF in, GLPRT_ILLERRC out), and the byte xstats leave the
 //! 4 CRC bytes of each packet out ([`exclude_crc`]).
 
 use drvkit::bar::RegisterSpace;

@@ -64,8 +64,8 @@ pub fn jumbo_9000_byte_frames_both_ways_as_chains<P: Conformance>() {
         }
     }
     // A frame from the wire one byte over the largest the port takes at this MTU is not delivered whole.
-    match P::largest_frame(9000) {
-        Ok(largest) => {
+    match P::SPEC.frame_over_mtu.map(|over| 9000 + over) {
+        Some(largest) => {
             let over = udp_frame(mac1, mac0, IPS, (1, 2), largest + 1);
             let delivered = b.counts().rx_delivered;
             assert!(b.inject(&over));
@@ -82,7 +82,7 @@ pub fn jumbo_9000_byte_frames_both_ways_as_chains<P: Conformance>() {
                 b.counts().rx_delivered
             );
         }
-        Err(why) => eprintln!("{}: the over-size frame check does not apply: {why}", P::SPEC.name),
+        None => eprintln!("{}: the over-size frame check does not apply: the model enforces no MTU", P::SPEC.name),
     }
     drop((rx0, tx0, rx1, tx1));
     finish(vec![a, b], &pool);

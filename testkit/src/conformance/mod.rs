@@ -48,6 +48,10 @@ pub struct Spec {
     /// Whether `reta_update` takes a shorter table whose length divides the size, repeated (ixgbe's and i40e's
     /// extension); where not, it must refuse one as a bad argument (DPDK's rule: the device's size).
     pub reta_repeats: bool,
+    /// How many bytes past the MTU the largest frame the port delivers holds, without FCS (the header and what
+    /// the NIC's limit adds), where the model enforces a limit; `None` where it does not (the over-size check then
+    /// says it does not apply).
+    pub frame_over_mtu: Option<usize>,
 }
 
 /// A driver port opened on its model, as a conformance check needs it. Field order in the implementing struct:
@@ -118,9 +122,6 @@ pub trait Conformance: Sized {
     /// Closes the driver while the model runs and requires that it left no DMA mapping and caused no fault.
     fn close(self);
 
-    /// The largest frame (without FCS) the port delivers at `mtu`, where the model enforces one; where it does not,
-    /// the reason, and the check of a frame one byte over it says it does not apply and why.
-    fn largest_frame(mtu: u16) -> Result<usize, &'static str>;
     /// The RSS key and redirection table the model holds, where it exposes them.
     fn rss_state(&self) -> Option<(Vec<u8>, Vec<u16>)> {
         None
