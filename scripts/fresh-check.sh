@@ -71,7 +71,9 @@ chmod +x "$DIR/usr/sbin/policy-rc.d"
 cp /etc/resolv.conf "$DIR/etc/resolv.conf"
 git clone -q --no-hardlinks "$ROOT" "$DIR/src"
 git -C "$DIR/src" checkout -q "$(git -C "$ROOT" rev-parse HEAD)"
-mkdir -p "$DIR/overlay"/{rustup,cargo}/{upper,work} "$DIR/root/.rustup" "$DIR/root/.cargo"
+# The user inside the root is root; its home, as the root's own passwd gives it.
+INNER_HOME=$(awk -F: '$1 == "root" { print $6 }' "$DIR/etc/passwd")
+mkdir -p "$DIR/overlay"/{rustup,cargo}/{upper,work} "$DIR$INNER_HOME/.rustup" "$DIR$INNER_HOME/.cargo"
 
 if [ $SETUP_ONLY = 1 ]; then
   inner='bash scripts/setup.sh && bash scripts/setup.sh --check'
@@ -81,7 +83,7 @@ fi
 T1=$(date +%s)
 rc=0
 unshare --mount --pid --fork --propagation private bash -euo pipefail -c '
-  d=$1 ru=$2 ch=$3 inner=$4
+  d=$1 ru=$2 ch=$3 inner=$4 home=$5
   # The root a mount point of its own, as a real root is (`ip netns exec` remounts / as a slave).
   mount --bind "$d" "$d"
   mount -t proc proc "$d/proc"
@@ -89,12 +91,12 @@ unshare --mount --pid --fork --propagation private bash -euo pipefail -c '
   mount --rbind /dev "$d/dev"
   mount -t tmpfs tmpfs "$d/run"
   mount -t tmpfs -o size=8g tmpfs "$d/tmp"
-  mount -t overlay overlay -o "lowerdir=$ru,upperdir=$d/overlay/rustup/upper,workdir=$d/overlay/rustup/work" "$d/root/.rustup"
-  mount -t overlay overlay -o "lowerdir=$ch,upperdir=$d/overlay/cargo/upper,workdir=$d/overlay/cargo/work" "$d/root/.cargo"
-  exec chroot "$d" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 CI=true \
-    PATH=/root/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  mount -t overlay overlay -o "lowerdir=$ru,upperdir=$d/overlay/rustup/upper,workdir=$d/overlay/rustup/work" "$d$home/.rustup"
+  mount -t overlay overlay -o "lowerdir=$ch,upperdir=$d/overlay/cargo/upper,workdir=$d/overlay/cargo/work" "$d$home/.cargo"
+  exec chroot "$d" /usr/bin/env -i HOME="$home" TERM=dumb LANG=C.UTF-8 CI=true \
+    PATH="$home/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
     /bin/bash -c "cd /src && $inner"
-' fresh-check "$DIR" "$RUSTUP_HOME" "$CARGO_HOME" "$inner" 2>&1 | tee -a "$LOG" || rc=$?
+' fresh-check "$DIR" "$RUSTUP_HOME" "$CARGO_HOME" "$inner" "$INNER_HOME" 2>&1 | tee -a "$LOG" || rc=$?
 T2=$(date +%s)
 
 count=$( (grep -E '^test result:' "$LOG" || true) | awk '{p+=$4; f+=$6} END {printf "%d passed, %d failed", p, f}')
