@@ -101,6 +101,21 @@ derive_debian_source() {
   echo "$uri $key"
 }
 
+# Writes $1/apt.conf: an apt configuration whose sources, lists and downloads all live under $1; $2 says what for.
+write_apt_conf() {
+  cat >"$1/apt.conf" <<EOF
+// Written by scripts/setup.sh (pktio): $2
+Dir::Etc::SourceList "$1/sources.list";
+Dir::Etc::SourceParts "$1/sources.list.d";
+Dir::State::Lists "$1/lists";
+Dir::Cache::Archives "$1/archives";
+Dir::Cache::pkgcache "$1/pkgcache.bin";
+Dir::Cache::srcpkgcache "$1/srcpkgcache.bin";
+DPkg::Lock::Timeout "$APT_LOCK_TIMEOUT";
+APT::Sandbox::User "root";
+EOF
+}
+
 # Writes the private apt configuration (once per set-up run) and exports APT_CONFIG for apt_get: the machine's own
 # source entries (copied), plus <codename>-backports and the deb-src entries QEMU's source comes from (trixie-backports
 # and sid), lists and downloaded packages kept under $APT_DIR.
@@ -137,17 +152,7 @@ Suites: trixie-backports sid
 Components: main
 $signed
 EOF
-  cat >"$APT_DIR/apt.conf" <<EOF
-// Written by scripts/setup.sh (pktio): apt with the machine's sources plus the project's, lists kept apart.
-Dir::Etc::SourceList "$APT_DIR/sources.list";
-Dir::Etc::SourceParts "$APT_DIR/sources.list.d";
-Dir::State::Lists "$APT_DIR/lists";
-Dir::Cache::Archives "$APT_DIR/archives";
-Dir::Cache::pkgcache "$APT_DIR/pkgcache.bin";
-Dir::Cache::srcpkgcache "$APT_DIR/srcpkgcache.bin";
-DPkg::Lock::Timeout "$APT_LOCK_TIMEOUT";
-APT::Sandbox::User "root";
-EOF
+  write_apt_conf "$APT_DIR" "apt with the machine's sources plus the project's, lists kept apart."
   export APT_CONFIG=$APT_DIR/apt.conf
   say "apt: updating the package lists ($CODENAME, $CODENAME-backports, deb-src trixie-backports and sid)"
   apt_get update -qq || say "apt-get update reported errors; going on with the lists at hand"
@@ -287,11 +292,7 @@ dpdk_usertools_from_package() {
   : >"$dir/sources.list"
   printf '%s\n' "# Written by scripts/setup.sh (pktio): sid's binary lists, only to download DPDK's usertools." \
     "Types: deb" "URIs: $uri" "Suites: sid" "Components: main" "$signed" >"$dir/sources.list.d/sid.sources"
-  printf '%s\n' "// Written by scripts/setup.sh (pktio): only apt-get download uses it; nothing is installed from it." \
-    "Dir::Etc::SourceList \"$dir/sources.list\";" "Dir::Etc::SourceParts \"$dir/sources.list.d\";" \
-    "Dir::State::Lists \"$dir/lists\";" "Dir::Cache::Archives \"$dir/archives\";" \
-    "Dir::Cache::pkgcache \"$dir/pkgcache.bin\";" "Dir::Cache::srcpkgcache \"$dir/srcpkgcache.bin\";" \
-    "APT::Sandbox::User \"root\";" >"$dir/apt.conf"
+  write_apt_conf "$dir" "only apt-get download uses it; nothing is installed from it."
   rm -rf "$work" && mkdir -p "$work"
   if ! (export APT_CONFIG=$dir/apt.conf && apt_get update -qq && cd "$work" &&
     apt_get download -qq "dpdk=$v" >/dev/null && dpkg-deb -x dpdk_*.deb tree); then
