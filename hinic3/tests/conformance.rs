@@ -28,6 +28,7 @@ impl Conformance for Port {
         reta_repeats: false,
         // the function table's MTU plus 26 bytes, CRC included (docs/hw/hinic3.md §19).
         frame_over_mtu: Some(26 - 4),
+        oversize_xstat: Some("mac_rx_oversize_pkt_num"),
     };
     fn open_one() -> Port {
         common::open_one(Sp670Config::default())

@@ -25,6 +25,7 @@ impl Conformance for Port {
         reta_repeats: true,
         // MTU + 26 with the CRC (docs/hw/i40e.md §7.3).
         frame_over_mtu: Some(26 - 4),
+        oversize_xstat: Some("rx_oversize_errors"),
     };
     fn open_one() -> Port {
         common::open_one(X710Config::default())

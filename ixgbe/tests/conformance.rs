@@ -43,6 +43,7 @@ impl Conformance for Port {
         reta_repeats: true,
         // MAXFRS.MFS is the MTU plus the 14-byte header and the 4-byte CRC (docs/hw/ixgbe.md §11).
         frame_over_mtu: Some(14),
+        oversize_xstat: Some("rx_oversize_errors"),
     };
     fn open_one() -> Port {
         Port::running(common::single(X540Config::default()))

@@ -141,3 +141,44 @@ pub fn stats_count_packets_bytes_and_errors_and_reset<P: Conformance>() {
     drop((tx0, rx1));
     finish(vec![a, b], &pool);
 }
+
+/// Frames above the receiving port's largest frame at MTU 1500 cross the wire from the peer's TX and are counted
+/// where the NIC counts them (its over-size xstat and `ierrors`); the ones that fit arrive; none vanishes.
+pub fn frames_above_the_mtu_are_counted_as_oversize_and_in_ierrors<P: Conformance>() {
+    let (Some(over), Some(oversize_xstat)) = (P::SPEC.frame_over_mtu, P::SPEC.oversize_xstat) else {
+        eprintln!(
+            "{}: the over-size counting check does not apply: the model counts no over-size frames",
+            P::SPEC.name
+        );
+        return;
+    };
+    let pool = pool_for::<P>("oversize", 4095);
+    let (mut a, mut b) = started_pair::<P>(&PortConfig { rx_desc: 256, tx_desc: 256, ..Default::default() }, &pool);
+    let (src, dst) = (a.dev().mac_addr().0, b.dev().mac_addr().0);
+    let mut tx = a.dev_mut().tx_queue_typed(0).unwrap();
+    let mut rx = b.dev_mut().rx_queue_typed(0).unwrap();
+    let largest = 1500 + over;
+    let mut fits = vec![1514];
+    if largest > 1514 {
+        fits.push(largest);
+    }
+    let oversize = [largest + 1, 2000, 4000, 9000, 9600];
+    let mut sent = 0;
+    for len in fits.iter().chain(&oversize) {
+        let mut batch = PacketBatch::new();
+        batch.push(mbuf_from(&pool, &udp_frame(dst, src, IPS, (1, 2), *len))).unwrap();
+        sent += tx.tx_burst(&mut batch);
+    }
+    assert_eq!(sent, fits.len() + oversize.len(), "{}: every frame taken for sending", P::SPEC.name);
+    let got = receive(&mut rx, fits.len());
+    let lens: Vec<usize> = got.iter().map(|m| m.pkt_len() as usize).collect();
+    assert_eq!(lens, fits, "{}: only the frames that fit arrive", P::SPEC.name);
+    drop(got);
+    let xstat = |p: &P| p.dev().xstats().into_iter().find(|x| x.name == oversize_xstat).map(|x| x.value);
+    wait_for(5, "the over-size frames counted", || xstat(&b) == Some(oversize.len() as u64));
+    let (s0, s1) = (a.dev().stats(), b.dev().stats());
+    assert_eq!((s0.opackets, s0.oerrors), (sent as u64, 0), "{}: {s0:?}", P::SPEC.name);
+    assert_eq!((s1.ipackets, s1.ierrors), (fits.len() as u64, oversize.len() as u64), "{}: {s1:?}", P::SPEC.name);
+    drop((tx, rx));
+    finish(vec![a, b], &pool);
+}

@@ -52,6 +52,9 @@ pub struct Spec {
     /// the NIC's limit adds), where the model enforces a limit; `None` where it does not (the over-size check then
     /// says it does not apply).
     pub frame_over_mtu: Option<usize>,
+    /// The extended statistic that counts frames received over that limit (`rx_oversize_errors`, ...), where the
+    /// NIC counts them; `None` skips the over-size counting check, saying so.
+    pub oversize_xstat: Option<&'static str>,
 }
 
 /// A driver port opened on its model, as a conformance check needs it. Field order in the implementing struct:
@@ -159,6 +162,7 @@ macro_rules! conformance_tests {
             data::frames_cross_each_way_byte_for_byte,
             data::jumbo_9000_byte_frames_both_ways_as_chains,
             data::stats_count_packets_bytes_and_errors_and_reset,
+            data::frames_above_the_mtu_are_counted_as_oversize_and_in_ierrors,
             rss::rss_spreads_flows_over_four_queues_as_toeplitz_and_the_table_say,
             rss::rss_follows_an_updated_table_over_sixteen_queues,
             faults::a_link_flap_and_a_pulled_cable_reach_link,
