@@ -21,31 +21,44 @@ fn xstat(dev: &impl EthDev, name: &str) -> u64 {
     dev.xstats().into_iter().find(|x| x.name == name).map(|x| x.value).unwrap_or_else(|| panic!("no xstat {name}"))
 }
 
-#[test]
-fn a_hung_sq_is_detected_within_the_timeout_and_a_port_restart_recovers_without_the_drain_wait() {
-    let pool = pool("tx-hang", 1023);
+/// The watchdog's timeout in these tests.
+const WATCHDOG: Duration = Duration::from_millis(200);
+
+/// A started port on an unwired SP670 model with the watchdog at [`WATCHDOG`], and two distinct frames to it
+/// (the ones sent before the hang, and after).
+fn started_unwired(pool: &mempool::Mempool) -> (Port, Vec<u8>, Vec<u8>) {
     let model = Sp670::new(Sp670Config::default());
     let thread = model.start_thread();
     let (cfg, mgmt, db) = model.bars();
     let bars = Bars { cfg: Arc::new(cfg), mgmt: Some(Arc::new(mgmt)), db: Arc::new(db) };
-    let timing = Timing { tx_hang: Duration::from_millis(200), drain: Duration::from_secs(3), ..Timing::fast() };
+    let timing = Timing { tx_hang: WATCHDOG, drain: Duration::from_secs(3), ..Timing::fast() };
     let options = Options { name: "model0".to_string(), timing };
     let dev = Hinic3::new(bars, model.dma_mapper(), Allocator::no_huge(), options).expect("bring-up");
     let mut port = Port { dev, thread, model };
     port.dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();
-    port.dev.start(&pool).unwrap();
+    port.dev.start(pool).unwrap();
     wait_for(5, "link up", || port.dev.link().up);
     port.model.unwire();
     let mac = port.dev.mac_addr().0;
     let old = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (1, 2), 64);
     let new = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (3, 4), 64);
-    let burst = |tx: &mut dyn TxQueue, f: &[u8], n: usize| {
-        let mut b = PacketBatch::new();
-        for _ in 0..n {
-            b.push(mbuf_from(&pool, f)).unwrap();
-        }
-        tx.tx_burst(&mut b)
-    };
+    (port, old, new)
+}
+
+/// Sends `n` copies of `frame`; returns how many the queue took.
+fn send(pool: &mempool::Mempool, tx: &mut dyn TxQueue, frame: &[u8], n: usize) -> usize {
+    let mut b = PacketBatch::new();
+    for _ in 0..n {
+        b.push(mbuf_from(pool, frame)).unwrap();
+    }
+    tx.tx_burst(&mut b)
+}
+
+#[test]
+fn a_hung_sq_is_detected_within_the_timeout_and_a_port_restart_recovers_without_the_drain_wait() {
+    let pool = pool("tx-hang", 1023);
+    let (mut port, old, new) = started_unwired(&pool);
+    let burst = |tx: &mut dyn TxQueue, f: &[u8], n: usize| send(&pool, tx, f, n);
     let mut tx = port.dev.tx_queue_typed(0).unwrap();
     port.model.tx_hang(Some(0), true);
     let mut accepted = 0;
@@ -96,29 +109,9 @@ fn a_hung_sq_is_detected_within_the_timeout_and_a_port_restart_recovers_without_
 #[test]
 fn a_stall_with_a_partly_filled_sq_is_found_by_polling_stats_counted_once_and_a_port_restart_recovers() {
     let pool = pool("tx-hang-partial", 1023);
-    let model = Sp670::new(Sp670Config::default());
-    let thread = model.start_thread();
-    let (cfg, mgmt, db) = model.bars();
-    let bars = Bars { cfg: Arc::new(cfg), mgmt: Some(Arc::new(mgmt)), db: Arc::new(db) };
-    let timeout = Duration::from_millis(200);
-    let timing = Timing { tx_hang: timeout, drain: Duration::from_secs(3), ..Timing::fast() };
-    let options = Options { name: "model0".to_string(), timing };
-    let dev = Hinic3::new(bars, model.dma_mapper(), Allocator::no_huge(), options).expect("bring-up");
-    let mut port = Port { dev, thread, model };
-    port.dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();
-    port.dev.start(&pool).unwrap();
-    wait_for(5, "link up", || port.dev.link().up);
-    port.model.unwire();
-    let mac = port.dev.mac_addr().0;
-    let old = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (1, 2), 64);
-    let new = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (3, 4), 64);
-    let burst = |tx: &mut dyn TxQueue, f: &[u8], n: usize| {
-        let mut b = PacketBatch::new();
-        for _ in 0..n {
-            b.push(mbuf_from(&pool, f)).unwrap();
-        }
-        tx.tx_burst(&mut b)
-    };
+    let timeout = WATCHDOG;
+    let (mut port, old, new) = started_unwired(&pool);
+    let burst = |tx: &mut dyn TxQueue, f: &[u8], n: usize| send(&pool, tx, f, n);
     let mut tx = port.dev.tx_queue_typed(0).unwrap();
     port.model.tx_hang(Some(0), true);
     // Ten frames, then nothing: the SQ never fills, so the TX path never looks.

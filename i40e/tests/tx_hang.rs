@@ -13,7 +13,7 @@ use common::*;
 use hugepage::Allocator;
 use i40e::{I40e, Timing};
 use mempool::PacketBatch;
-use nicsim::{X710Config, X710};
+use nicsim::{X710Bar, X710Config, X710Port, X710Thread, X710};
 use pktio::TypedQueues;
 use pktio::{EthDev, PortConfig, TxQueue};
 
@@ -21,30 +21,40 @@ fn xstat(dev: &impl EthDev, name: &str) -> u64 {
     dev.xstats().into_iter().find(|x| x.name == name).map(|x| x.value).unwrap_or_else(|| panic!("no xstat {name}"))
 }
 
-#[test]
-fn a_hung_tx_queue_is_detected_within_the_timeout_restarted_and_sends_again() {
-    let pool = pool("tx-hang", 1023);
+/// The watchdog's timeout in these tests.
+const WATCHDOG: Duration = Duration::from_millis(200);
+
+/// A started port on an unwired X710 model with the watchdog at [`WATCHDOG`], and two distinct frames to it (the
+/// ones sent before the hang, and after).
+fn started_unwired(pool: &mempool::Mempool) -> (I40e<X710Bar>, X710Thread, X710Port, Vec<u8>, Vec<u8>) {
     let (bar, model) = X710::new(X710Config::default());
     let thread = model.start_thread();
-    let options = i40e::Options {
-        timing: Timing { tx_hang: Duration::from_millis(200), ..Timing::fast() },
-        ..options("model0", &model)
-    };
+    let options = i40e::Options { timing: Timing { tx_hang: WATCHDOG, ..Timing::fast() }, ..options("model0", &model) };
     let mut dev = I40e::new(Arc::new(bar), model.dma_mapper(), Allocator::no_huge(), options).unwrap();
     dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();
-    dev.start(&pool).unwrap();
+    dev.start(pool).unwrap();
     wait_for(5, "link up", || dev.link().up);
     model.unwire();
     let mac = dev.mac_addr().0;
     let old = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (1, 2), 64);
     let new = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (3, 4), 64);
-    let burst = |tx: &mut i40e::I40eTxQueue<nicsim::X710Bar>, f: &[u8], n: usize| {
-        let mut b = PacketBatch::new();
-        for _ in 0..n {
-            b.push(mbuf_from(&pool, f)).unwrap();
-        }
-        tx.tx_burst(&mut b)
-    };
+    (dev, thread, model, old, new)
+}
+
+/// Sends `n` copies of `frame`; returns how many the queue took.
+fn send(pool: &mempool::Mempool, tx: &mut impl TxQueue, frame: &[u8], n: usize) -> usize {
+    let mut b = PacketBatch::new();
+    for _ in 0..n {
+        b.push(mbuf_from(pool, frame)).unwrap();
+    }
+    tx.tx_burst(&mut b)
+}
+
+#[test]
+fn a_hung_tx_queue_is_detected_within_the_timeout_restarted_and_sends_again() {
+    let pool = pool("tx-hang", 1023);
+    let (mut dev, thread, model, old, new) = started_unwired(&pool);
+    let burst = |tx: &mut i40e::I40eTxQueue<X710Bar>, f: &[u8], n: usize| send(&pool, tx, f, n);
     let mut tx = dev.tx_queue_typed(0).unwrap();
     model.tx_hang(Some(0), true);
     let mut accepted = 0;
@@ -89,25 +99,9 @@ fn a_hung_tx_queue_is_detected_within_the_timeout_restarted_and_sends_again() {
 #[test]
 fn a_stall_with_a_partly_filled_ring_is_found_by_polling_stats_counted_once_and_restarted_on_a_full_ring() {
     let pool = pool("tx-hang-partial", 1023);
-    let (bar, model) = X710::new(X710Config::default());
-    let thread = model.start_thread();
-    let timeout = Duration::from_millis(200);
-    let options = i40e::Options { timing: Timing { tx_hang: timeout, ..Timing::fast() }, ..options("model0", &model) };
-    let mut dev = I40e::new(Arc::new(bar), model.dma_mapper(), Allocator::no_huge(), options).unwrap();
-    dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();
-    dev.start(&pool).unwrap();
-    wait_for(5, "link up", || dev.link().up);
-    model.unwire();
-    let mac = dev.mac_addr().0;
-    let old = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (1, 2), 64);
-    let new = udp_frame([2, 0, 0, 0, 0, 9], mac, ([1, 1, 1, 1], [2, 2, 2, 2]), (3, 4), 64);
-    let burst = |tx: &mut i40e::I40eTxQueue<nicsim::X710Bar>, f: &[u8], n: usize| {
-        let mut b = PacketBatch::new();
-        for _ in 0..n {
-            b.push(mbuf_from(&pool, f)).unwrap();
-        }
-        tx.tx_burst(&mut b)
-    };
+    let timeout = WATCHDOG;
+    let (mut dev, thread, model, old, new) = started_unwired(&pool);
+    let burst = |tx: &mut i40e::I40eTxQueue<X710Bar>, f: &[u8], n: usize| send(&pool, tx, f, n);
     let mut tx = dev.tx_queue_typed(0).unwrap();
     model.tx_hang(Some(0), true);
     // Ten frames, then nothing: the ring never fills, so the TX path never looks.
