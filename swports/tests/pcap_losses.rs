@@ -2,33 +2,13 @@
 //! and counted (RX goes on), a write error at the file's flush is counted as TX errors, and a file is refused
 //! when it would be both replayed and written, or written by two ports.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use hugepage::Allocator;
 use pktio::{EthDev, Mempool, PacketBatch, PoolConfig};
 use swports::open_vdev;
 use swports::pcap_file::PcapWriter;
-
-/// A scratch directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("pktio-pcap-loss-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use testkit::TempDir;
 
 fn frame(len: usize, seed: u8) -> Vec<u8> {
     let mut f = vec![seed; len];

@@ -1,33 +1,13 @@
 //! net_pcap: replay and capture, byte for byte, with exact counters and no buffer left behind.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use hugepage::Allocator;
 use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig};
 use swports::open_vdev;
 use swports::pcap_file::{self, PcapWriter};
-
-/// A scratch directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("pktio-pcap-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use testkit::TempDir;
 
 fn pool(name: &str, size: u32) -> Mempool {
     Mempool::new(&format!("{name}-{}", std::process::id()), &PoolConfig::with_size(size), &Allocator::no_huge())

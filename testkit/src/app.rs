@@ -169,7 +169,7 @@ pub struct TempDir(pub std::path::PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("l2l3-{tag}-{}", std::process::id()));
+        let p = std::env::temp_dir().join(format!("pktio-test-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         TempDir(p)
@@ -177,6 +177,11 @@ impl TempDir {
 
     pub fn path(&self, name: &str) -> String {
         self.0.join(name).to_string_lossy().into_owned()
+    }
+
+    /// The path of `name` in the directory.
+    pub fn file(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
     }
 }
 
