@@ -64,6 +64,10 @@ gcc-aarch64-linux-gnu  -          -        the aarch64 linker
 libc6-dev-arm64-cross  -          -        the aarch64 C runtime (Scrt1.o, crti.o) the linker needs
 qemu-user-static       -          -        runs the aarch64 test binaries
 
+# --- Debian packages of the apps and tools (scripts/package.sh, tests/tests/package.rs)
+lintian                -          -        the packages' checks (errors fail the build)
+binutils               -          -        readelf (the packages' Depends) and strip
+
 # --- the VM tests (tests/vm): a QEMU guest with an emulated IOMMU
 qemu-system-x86        backports  1:8      the guest (igb needs QEMU >= 8); brings its firmware (qemu-system-data)
 qemu-system-data       backports  1:8      SeaBIOS/iPXE blobs also used by the vfio-user QEMU built below

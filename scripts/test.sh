@@ -19,6 +19,8 @@ export DPDK_TESTS_REQUIRED=${DPDK_TESTS_REQUIRED:-1}
 # servers' redis-cli/redis-benchmark/curl/wrk tests (setup.sh installs the clients).
 export REAL_CLIENT_TESTS_REQUIRED=${REAL_CLIENT_TESTS_REQUIRED:-1}
 export AARCH64_TESTS_REQUIRED=${AARCH64_TESTS_REQUIRED:-1}
+# the Debian packages built, checked by lintian, installed into a scratch root and run (tests/tests/package.rs).
+export PACKAGE_TESTS_REQUIRED=${PACKAGE_TESTS_REQUIRED:-1}
 export RUST_BACKTRACE=1
 bash scripts/check-setup.sh
 bash scripts/check-citations.sh

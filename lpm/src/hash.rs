@@ -6,6 +6,7 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum HashKind {
     /// `crc32` instructions (x86-64 with SSE4.2).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     Crc32c,
     /// Portable multiply-xorshift.
     Mix,

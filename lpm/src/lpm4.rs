@@ -210,6 +210,9 @@ impl Lpm4 {
             // SAFETY: a prefetch is only a hint: it never faults and changes no memory (and `line` is in bounds).
             unsafe { _mm_prefetch::<_MM_HINT_T0>(line.cast()) };
         }
+        // Elsewhere a hint only: nothing to do without an x86 prefetch.
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = ip;
     }
 
     /// Looks up a burst: `hops[i]` gets the next hop of `ips[i]`, or `miss`. Prefetches the tbl24 lines of each
