@@ -250,3 +250,11 @@ fn config_files_are_read_with_a_bound() {
     let e = Config::load(Path::new("/nonexistent/server.toml")).unwrap_err().to_string();
     assert!(e.starts_with("cannot read configuration /nonexistent/server.toml"), "{e}");
 }
+
+/// The example the Debian package ships (/usr/share/doc/pktio/examples/netstack.toml) is a valid configuration.
+#[test]
+fn the_packaged_example_configuration_loads() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/examples/netstack.toml");
+    let config = Config::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!((config.address, config.prefix_len), (Ipv4Addr::new(10, 0, 0, 2), 24));
+}
