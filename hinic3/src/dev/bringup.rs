@@ -23,6 +23,9 @@ use crate::stats::VportStats;
 const COMM_ONLY_ENHANCE_CMDQ: u64 = 1 << 8;
 /// The WQ page size set at init: 1 MiB = 4 KiB << 8 (docs/hw/hinic3.md §7.3 COMM 22).
 const WQ_PAGE_LOG2_4K: u8 = 8;
+/// Command queue types (docs/hw/hinic3.md §8.1).
+const CMDQ_SYNC: u8 = 0;
+const CMDQ_ASYNC: u8 = 1;
 
 pub(super) fn open<R: RegisterSpace>(
     bars: Bars<R>,
@@ -104,7 +107,7 @@ pub(super) fn open<R: RegisterSpace>(
         db: bars.db.clone(),
         mapper,
         allocator,
-        ctrl: Mutex::new(Some(Ctrl { mbox, cmdq: None, spare_aeqs })),
+        ctrl: Mutex::new(Some(Ctrl { mbox, cmdq: None, async_cmdq: None, spare_aeqs })),
         id: Identity {
             func_id,
             pci_intf,
@@ -171,12 +174,19 @@ impl<R: RegisterSpace> Hinic3<R> {
         self.call(module::COMM, comm::SET_FUNC_SVC_USED_STATE, &mgmt::svc_used_state(f, 0, true).0, &[])?;
         self.call(module::COMM, comm::SET_DMA_ATTR, &mgmt::set_dma_attr(f).0, &[])?;
         self.call(module::COMM, comm::CFG_PAGESIZE, &mgmt::cfg_pagesize(f, WQ_PAGE_LOG2_4K).0, &[])?;
-        // Step 12: the command queue (SYNC, id 0) and its depth.
-        let cmdq = Cmdq::new(&self.db, &self.allocator, &self.mapper, self.options.timing.cmdq, &self.options.name)?;
-        self.call(module::COMM, comm::SET_CMDQ_CTXT, &mgmt::set_cmdq_ctxt(f, 0, cmdq.ring_iova()).0, &[])?;
+        // Step 12: both command queues, SYNC (id 0) and ASYNC (id 1), each with its own ring, as DPDK's
+        // hinic3_cmdqs_init sets both contexts (docs/hw/hinic3.md §8.1); then their depth. Commands go through SYNC
+        // only; the ASYNC ring is kept so that the context the firmware holds never names freed memory.
+        let new_cmdq =
+            || Cmdq::new(&self.db, &self.allocator, &self.mapper, self.options.timing.cmdq, &self.options.name);
+        let (cmdq, async_cmdq) = (new_cmdq()?, new_cmdq()?);
+        for (id, q) in [(CMDQ_SYNC, &cmdq), (CMDQ_ASYNC, &async_cmdq)] {
+            self.call(module::COMM, comm::SET_CMDQ_CTXT, &mgmt::set_cmdq_ctxt(f, id, q.ring_iova()).0, &[])?;
+        }
         self.call(module::COMM, comm::SET_VAT, &mgmt::set_cmdq_depth(f, CMDQ_DEPTH as u16).0, &[])?;
         if let Some(c) = self.ctrl.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             c.cmdq = Some(cmdq);
+            c.async_cmdq = Some(async_cmdq);
         }
         // Step 13: events may come now.
         self.regs.write_field(regs::FUNC_ATTR6, attr6::PF_STATUS, attr6::STATUS_ACTIVE);
@@ -227,6 +237,7 @@ pub(super) fn close<R: RegisterSpace>(dev: &mut Hinic3<R>) {
     dev.regs.write_field(regs::FUNC_ATTR6, attr6::PF_STATUS, attr6::STATUS_INIT);
     if let Some(c) = dev.ctrl.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         c.cmdq = None;
+        c.async_cmdq = None;
     }
     let _ = dev.call(module::COMM, comm::CFG_PAGESIZE, &mgmt::cfg_pagesize(f, 0).0, &[]);
     let _ = dev.call(module::COMM, comm::SET_FUNC_SVC_USED_STATE, &mgmt::svc_used_state(f, 0, false).0, &[]);

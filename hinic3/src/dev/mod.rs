@@ -139,6 +139,8 @@ pub struct Identity {
 pub(crate) struct Ctrl<R: RegisterSpace> {
     pub(crate) mbox: Mbox<R>,
     pub(crate) cmdq: Option<Cmdq<R>>,
+    /// The ASYNC command queue: its context is set (as DPDK sets both), nothing is sent through it.
+    pub(crate) async_cmdq: Option<Cmdq<R>>,
     /// AEQs 2 and up: programmed as DPDK programs every AEQ the function has (`hinic3_aeqs_init`), never read
     /// (nothing here sends to them), stopped at close.
     pub(crate) spare_aeqs: Vec<crate::aeq::Aeq<R>>,
