@@ -131,7 +131,7 @@ pub(super) fn open<R: RegisterSpace>(
         rx_csum: Vec::new(),
         rx_csum_base: Vec::new(),
         vport_base: VportStats::default(),
-        oversize_base: 0,
+        port_base: Default::default(),
         tx_hang: Vec::new(),
         tx_watch: Vec::new(),
         closed: false,

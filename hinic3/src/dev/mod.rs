@@ -32,7 +32,7 @@ use crate::mgmt::{self, module, DevCap};
 use crate::regs::BeRegs;
 use crate::rxtx::RxRing;
 use crate::rxtx::TxRing;
-use crate::stats::VportStats;
+use crate::stats::{PortStats as PortCounters, VportStats};
 pub use queue::QueueHandle;
 use queue::{lock, Slot};
 
@@ -189,8 +189,8 @@ pub struct Hinic3<R: RegisterSpace> {
     /// The control plane's watchdog of each SQ (over the same states) and what it reads of the SQ, looked at from
     /// the stats, xstats, link and `check_tx_hangs` reads.
     tx_watch: Vec<(ringkit::TxWatchdog, Arc<crate::rxtx::SqProgress>)>,
-    /// MAG 151's RX oversize counter at the last reset (free-running in the device).
-    oversize_base: u64,
+    /// MAG 151's counters at the last reset (free-running in the device).
+    port_base: PortCounters,
     closed: bool,
     /// What must outlive the port (the VFIO device that maps its BARs).
     keep_alive: Option<Box<dyn std::any::Any + Send>>,
@@ -317,12 +317,13 @@ impl<R: RegisterSpace> Hinic3<R> {
             .map(drop)
     }
 
-    /// MAG 151's RX oversize counter (docs/hw/hinic3.md §19); 0 when the firmware does not answer.
-    fn rx_oversize(&self) -> u64 {
+    /// MAG 151's physical-port counters (docs/hw/hinic3.md §13); zeros when the firmware does not answer.
+    fn port_stats(&self) -> PortCounters {
         self.call(module::HILINK, mgmt::mag::GET_PORT_STAT, &mgmt::get_port_stat(self.id.cap.port_id).0, &[])
             .ok()
-            .and_then(|a| mgmt::port_stat(&a, mgmt::PORT_STAT_RX_OVERSIZE))
-            .unwrap_or(0)
+            .and_then(|a| mgmt::port_stats(&a))
+            .map(PortCounters)
+            .unwrap_or_default()
     }
 
     fn vport_stats(&self) -> VportStats {
@@ -472,7 +473,7 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
         let v = self.vport_stats().since(&self.vport_base);
         s.imissed = v.rx_discard();
         // Frames refused for their size never reach the vport: the port's counter (docs/hw/hinic3.md §19).
-        s.ierrors += v.rx_err() + self.rx_oversize().wrapping_sub(self.oversize_base);
+        s.ierrors += v.rx_err() + self.port_stats().since(&self.port_base).rx_oversize();
         s.oerrors += v.tx_discard() + v.tx_err();
         s
     }
@@ -480,13 +481,13 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
     fn reset_stats(&mut self) {
         self.state.reset_stats();
         self.vport_base = self.vport_stats();
-        self.oversize_base = self.rx_oversize();
+        self.port_base = self.port_stats();
         self.rx_csum_base = self.rx_csum.iter().map(|c| c.get()).collect();
     }
 
     fn xstats(&self) -> Vec<XStat> {
         let mut x = self.vport_stats().since(&self.vport_base).xstats();
-        x.push(XStat::new("mac_rx_oversize_pkt_num", self.rx_oversize().wrapping_sub(self.oversize_base)));
+        x.extend(self.port_stats().since(&self.port_base).xstats());
         x.extend(ringkit::watchdog::xstats(&self.tx_hang));
         for (q, (c, base)) in self.rx_csum.iter().zip(&self.rx_csum_base).enumerate() {
             x.push(XStat::new(format!("rx_q{q}_csum_errors"), c.get().wrapping_sub(*base)));
