@@ -374,11 +374,22 @@ impl Core {
         self.rqs.iter_mut().for_each(|c| *c = None);
     }
 
+    /// The WQ pages of a ring (docs/hw/hinic3.md §9.3), or a fault (the queue then does not start).
+    fn pages(&self, ring: u64, block: u64, bytes: u64, what: &str) -> Option<ctx::WqPages> {
+        let read = |at: u64, buf: &mut [u8]| self.dma.read(at, buf, &|| format!("{what} WQ page table")).is_ok();
+        ctx::wq_pages(ring, block, bytes, self.mgmt.wq_page_log2, read, what).map_err(|e| self.fault(e)).ok()
+    }
+
     /// A started SQ/RQ needs its context (cmdq 0) and the root context's depths (COMM 21).
     fn start_sq(&mut self, q: usize) -> bool {
         if self.sqs[q].is_none() {
             if let (Some(ctx), Some(root)) = (self.sq_ctx[q], self.mgmt.root) {
-                self.sqs[q] = Some(Sq::new(ctx, 1 << root.sq_depth_log2));
+                let depth = 1u32 << root.sq_depth_log2;
+                if let Some(pages) = self.pages(ctx.ring, ctx.block, u64::from(depth) * 16, &format!("SQ {q}")) {
+                    self.sqs[q] = Some(Sq::new(ctx, depth, pages));
+                } else {
+                    self.sq_ctx[q] = None; // one fault, not one per doorbell
+                }
             }
         }
         self.sqs[q].is_some()
@@ -388,7 +399,12 @@ impl Core {
         if self.rqs[q].is_none() {
             if let (Some(ctx), Some(root)) = (self.rq_ctx[q], self.mgmt.root) {
                 // rq_depth counts 8-byte units: entries << 1 for the 16-byte WQE (docs/hw/hinic3.md §7.3).
-                self.rqs[q] = Some(Rq::new(ctx, 1 << (root.rq_depth_log2 - 1)));
+                let depth = 1u32 << (root.rq_depth_log2 - 1);
+                if let Some(pages) = self.pages(ctx.ring, ctx.block, u64::from(depth) * 16, &format!("RQ {q}")) {
+                    self.rqs[q] = Some(Rq::new(ctx, depth, pages));
+                } else {
+                    self.rq_ctx[q] = None;
+                }
             }
         }
         self.rqs[q].is_some()
