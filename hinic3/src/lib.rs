@@ -63,6 +63,7 @@ pub mod sim;
 pub mod stats;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod wq;
 
 pub use dev::{open_vfio, Bars, Hinic3, Hinic3RxQueue, Hinic3TxQueue, Identity, Options, QueueHandle, Timing};
 pub use error::{module_name, status_name, Error};

@@ -59,7 +59,7 @@ fn mgmt(rounds: u32) {
     use pktio::EthDev;
     let fw = FakeFw::new(0, Box::new(|_| Answer::Echo));
     let t = Instant::now();
-    let options = hinic3::Options { name: "bench0".into(), timing: hinic3::Timing::fast() };
+    let options = hinic3::Options { timing: hinic3::Timing::fast(), ..hinic3::Options::new("bench0") };
     let mut dev =
         hinic3::Hinic3::new(fw.bars(), Arc::new(IdentityMapper), Allocator::no_huge(), options).expect("bring-up");
     let bring_up = t.elapsed();

@@ -21,8 +21,6 @@ use crate::stats::VportStats;
 
 /// COMM feature bit 8: only the enhanced command queue (docs/hw/hinic3.md §12, §12a.3), which this driver refuses.
 const COMM_ONLY_ENHANCE_CMDQ: u64 = 1 << 8;
-/// The WQ page size set at init: 1 MiB = 4 KiB << 8 (docs/hw/hinic3.md §7.3 COMM 22).
-const WQ_PAGE_LOG2_4K: u8 = 8;
 /// Command queue types (docs/hw/hinic3.md §8.1).
 const CMDQ_SYNC: u8 = 0;
 const CMDQ_ASYNC: u8 = 1;
@@ -37,6 +35,13 @@ pub(super) fn open<R: RegisterSpace>(
     let t = options.timing;
     let regs = BeRegs::new(bars.cfg.clone());
     let fail = |e: Error| e.at(&name);
+    if options.wq_page_log2 > crate::wq::MAX_WQ_PAGE_LOG2 {
+        return Err(Error::Unsupported(format!(
+            "WQ page size code {} (4 KiB << {0}): this driver takes 0 (4 KiB) to 8 (1 MiB)",
+            options.wq_page_log2
+        ))
+        .at(&name));
+    }
     // docs/hw/hinic3.md §3.2 step 1: firmware ready.
     regs.poll_with(regs::FUNC_ATTR1, t.fw_ready, std::time::Duration::from_millis(1), |v| {
         v != u32::MAX && v & attr1::MGMT_INIT_DONE != 0
@@ -173,7 +178,7 @@ impl<R: RegisterSpace> Hinic3<R> {
         }
         self.call(module::COMM, comm::SET_FUNC_SVC_USED_STATE, &mgmt::svc_used_state(f, 0, true).0, &[])?;
         self.call(module::COMM, comm::SET_DMA_ATTR, &mgmt::set_dma_attr(f).0, &[])?;
-        self.call(module::COMM, comm::CFG_PAGESIZE, &mgmt::cfg_pagesize(f, WQ_PAGE_LOG2_4K).0, &[])?;
+        self.call(module::COMM, comm::CFG_PAGESIZE, &mgmt::cfg_pagesize(f, self.options.wq_page_log2).0, &[])?;
         // Step 12: both command queues, SYNC (id 0) and ASYNC (id 1), each with its own ring, as DPDK's
         // hinic3_cmdqs_init sets both contexts (docs/hw/hinic3.md §8.1); then their depth. Commands go through SYNC
         // only; the ASYNC ring is kept so that the context the firmware holds never names freed memory.

@@ -100,12 +100,17 @@ pub struct Options {
     pub name: String,
     /// Time limits.
     pub timing: Timing,
+    /// The WQ page size set with COMM 22, as 4 KiB << this (0 to 8; docs/hw/hinic3.md §7.3, §9.3). 8 (1 MiB, DPDK's
+    /// choice) fits every ring in one page; a smaller page (Linux's product driver goes down to 4 KiB) makes rings
+    /// larger than a page span several, listed in a page table (1-level CLA), so that no ring needs more
+    /// IOVA-contiguous memory than one page.
+    pub wq_page_log2: u8,
 }
 
 impl Options {
-    /// Hardware timing.
+    /// Hardware timing, 1 MiB WQ pages.
     pub fn new(name: &str) -> Options {
-        Options { name: name.to_string(), timing: Timing::HARDWARE }
+        Options { name: name.to_string(), timing: Timing::HARDWARE, wq_page_log2: crate::wq::MAX_WQ_PAGE_LOG2 }
     }
 }
 

@@ -72,6 +72,7 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
             mapper: &dev.mapper,
             queue: q,
             depth: cfg.tx_desc,
+            wq_page_log2: dev.options.wq_page_log2,
             cos,
             pool,
             stats,
@@ -96,6 +97,7 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
             pool,
             queue: q,
             depth: cfg.rx_desc,
+            wq_page_log2: dev.options.wq_page_log2,
             buf_len,
             port_id: dev.state.port_id,
             stats,
@@ -105,9 +107,13 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
         dev.rx.push(slot(ring));
     }
     // Step 5: contexts, SQs then RQs, in batches.
-    let sq: Vec<_> =
-        dev.tx.iter().filter_map(|t| lock(t).as_ref().map(|t| ctx::sq_ctx(t.queue(), t.ring_iova()))).collect();
-    let rq: Vec<_> = dev.rx.iter().filter_map(|r| lock(r).as_ref().map(|r| ctx::rq_ctx(r.ring_iova()))).collect();
+    let sq: Vec<_> = dev
+        .tx
+        .iter()
+        .filter_map(|t| lock(t).as_ref().map(|t| ctx::sq_ctx(t.queue(), t.ring_iova(), t.block_iova())))
+        .collect();
+    let rq: Vec<_> =
+        dev.rx.iter().filter_map(|r| lock(r).as_ref().map(|r| ctx::rq_ctx(r.ring_iova(), r.block_iova()))).collect();
     for (kind, ctxs) in [(QueueType::Sq, &sq), (QueueType::Rq, &rq)] {
         for (b, chunk) in ctxs.chunks(CTX_PER_CMD).enumerate() {
             dev.cmdq(ucode::MODIFY_QUEUE_CTX, &ctx::modify_queue_ctx(kind, (b * CTX_PER_CMD) as u16, chunk))?;

@@ -48,7 +48,7 @@ fn script(c: &MgmtCmd) -> Answer {
 }
 
 fn open(fw: &Arc<FakeFw>) -> pktio::Result<Hinic3<crate::testing::FakeBar>> {
-    let options = Options { name: "hinic3-test".into(), timing: Timing::fast() };
+    let options = Options { timing: Timing::fast(), ..Options::new("hinic3-test") };
     Hinic3::new(fw.bars(), Arc::new(IdentityMapper), Allocator::no_huge(), options)
 }
 
