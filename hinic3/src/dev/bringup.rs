@@ -133,6 +133,8 @@ pub(super) fn open<R: RegisterSpace>(
         rss_on: false,
         rqs_live: 0,
         rx_flushed: 0,
+        rx_stopped: Vec::new(),
+        tx_stopped: Vec::new(),
         rx_csum: Vec::new(),
         rx_csum_base: Vec::new(),
         vport_base: VportStats::default(),

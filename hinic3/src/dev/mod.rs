@@ -7,6 +7,7 @@
 
 mod bringup;
 mod queue;
+mod queue_ctl;
 mod start;
 #[cfg(test)]
 mod tests;
@@ -182,8 +183,11 @@ pub struct Hinic3<R: RegisterSpace> {
     rss_on: bool,
     /// RQs whose contexts the device holds (set at start, zero after stop): the ones a stop flushes.
     rqs_live: u16,
-    /// RX buffers that came back from the RQ flushes of the last stop.
+    /// RX buffers that came back from the RQ flushes of the last stop (and of per-queue stops since).
     rx_flushed: usize,
+    /// Queues stopped one by one since the start (docs/hw/hinic3.md §14.6).
+    rx_stopped: Vec<bool>,
+    tx_stopped: Vec<bool>,
     /// Per RX queue: checksum-error completions (xstat `rx_qN_csum_errors`), and their values at the last reset.
     rx_csum: Vec<Arc<Counter>>,
     rx_csum_base: Vec<u64>,
@@ -369,6 +373,9 @@ impl<R: RegisterSpace + 'static> TypedQueues for Hinic3<R> {
 
     /// Typed RX queue `queue` (static dispatch; once per start).
     fn rx_queue_typed(&mut self, queue: u16) -> Result<Self::Rx> {
+        if self.rx_stopped.get(queue as usize) == Some(&true) {
+            return Err(self.state.invalid(format!("RX queue {queue} is stopped: rx_queue_start it first")));
+        }
         let slot = self.rx.get(queue as usize).cloned();
         self.state.claim_rx(queue, |_| {
             let slot = slot?;
@@ -379,6 +386,9 @@ impl<R: RegisterSpace + 'static> TypedQueues for Hinic3<R> {
 
     /// Typed TX queue `queue` (static dispatch; once per start).
     fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx> {
+        if self.tx_stopped.get(queue as usize) == Some(&true) {
+            return Err(self.state.invalid(format!("TX queue {queue} is stopped: tx_queue_start it first")));
+        }
         let slot = self.tx.get(queue as usize).cloned();
         self.state.claim_tx(queue, |_| {
             let slot = slot?;
@@ -514,6 +524,22 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
             start::program_rss(self)?;
         }
         Ok(())
+    }
+
+    fn rx_queue_stop(&mut self, queue: u16) -> Result<()> {
+        queue_ctl::rx_stop(self, queue)
+    }
+
+    fn rx_queue_start(&mut self, queue: u16) -> Result<()> {
+        queue_ctl::rx_start(self, queue)
+    }
+
+    fn tx_queue_stop(&mut self, queue: u16) -> Result<()> {
+        queue_ctl::tx_stop(self, queue)
+    }
+
+    fn tx_queue_start(&mut self, queue: u16) -> Result<()> {
+        queue_ctl::tx_start(self, queue)
     }
 
     fn reta_update(&mut self, reta: &[u16]) -> Result<()> {

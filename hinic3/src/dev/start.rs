@@ -120,6 +120,8 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
         }
     }
     dev.rqs_live = cfg.rx_queues;
+    dev.rx_stopped = vec![false; cfg.rx_queues as usize];
+    dev.tx_stopped = vec![false; cfg.tx_queues as usize];
     // Step 6: clean TSO/LRO space for the function's queues.
     let most = dev.id.cap.max_sqs.max(dev.id.cap.max_rqs);
     dev.cmdq(ucode::CLEAN_QUEUE_CONTEXT, &ctx::clean_queue_ctx(QueueType::Sq, most))?;
@@ -209,8 +211,7 @@ pub(super) fn program_rss<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
 
 /// The indirection table through cmdq 4.
 pub(super) fn program_reta<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
-    let mut t = [0u16; 256];
-    t.copy_from_slice(&dev.reta);
+    let t = super::queue_ctl::effective_reta(&dev.reta, &dev.rx_stopped);
     dev.cmdq(ucode::SET_RSS_INDIR_TABLE, &ctx::rss_indir_table(&t))
 }
 

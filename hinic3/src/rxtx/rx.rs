@@ -181,6 +181,15 @@ impl<D: RegisterSpace> RxRing<D> {
 }
 
 impl<D: RegisterSpace> RxRing<D> {
+    /// After a per-queue stop's flush: a buffer into every free slot again, then the doorbell (docs/hw/hinic3.md
+    /// §14.6 RX start). A pool that runs short leaves the rest to the bursts' refills.
+    pub(crate) fn repost(&mut self) {
+        let stats = self.engine.stats().clone();
+        if self.engine.bufs_mut().refill(&stats.nombuf).is_some() {
+            self.ring_doorbell();
+        }
+    }
+
     /// After the RQ flush (docs/hw/hinic3.md §10.6): takes back every posted buffer as its CQE returns (flush bit or
     /// done; a done frame over several buffers takes its following entries with it), clearing the CQE and freeing the
     /// buffer, until all are back or `deadline` passes. Returns how many came back; the rest are freed by the drop.
