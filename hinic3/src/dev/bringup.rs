@@ -182,7 +182,7 @@ impl<R: RegisterSpace> Hinic3<R> {
         self.call(module::COMM, comm::SET_DMA_ATTR, &mgmt::set_dma_attr(f).0, &[])?;
         self.call(module::COMM, comm::CFG_PAGESIZE, &mgmt::cfg_pagesize(f, self.options.wq_page_log2).0, &[])?;
         // Step 12: both command queues, SYNC (id 0) and ASYNC (id 1), each with its own ring, as DPDK's
-        // hinic3_cmdqs_init sets both contexts (docs/hw/hinic3.md §8.1); then their depth. Commands go through SYNC
+        // hinic3_set_cmdq_ctxts sets both contexts (docs/hw/hinic3.md §8.1); then their depth. Commands go through SYNC
         // only; the ASYNC ring is kept so that the context the firmware holds never names freed memory.
         let new_cmdq =
             || Cmdq::new(&self.db, &self.allocator, &self.mapper, self.options.timing.cmdq, &self.options.name);

@@ -85,7 +85,7 @@ fn bring_up_runs_in_dpdk_order_and_leaves_the_pf_active() {
     assert_eq!(&log[2].body[8..10], &5u16.to_le_bytes(), "func_id from FUNC_ATTR0");
     assert_eq!(crate::mgmt::get_u64(&log[2].body, 16), comm::RESET_FLAGS);
     assert_eq!(log[6].body[11], 8, "1 MiB WQ pages");
-    // Both command queues, SYNC then ASYNC, each its own 256 KiB-aligned ring (DPDK hinic3_cmdqs_init).
+    // Both command queues, SYNC then ASYNC, each its own 256 KiB-aligned ring (DPDK hinic3_set_cmdq_ctxts).
     assert_eq!((log[7].body[10], log[8].body[10]), (0, 1), "cmdq ids SYNC, ASYNC");
     let ring = |b: &[u8]| (crate::mgmt::get_u64(b, 16) & ((1 << 52) - 1)) << 12;
     let (sync, asyn) = (ring(&log[7].body), ring(&log[8].body));
