@@ -10,8 +10,12 @@
 //! takes effect when the model runs ([`Sp670Port::step`], [`crate::run_until_idle`] or the thread of
 //! [`Sp670Port::start_thread`]); a driver polls the write-back, the AEQ, the WQE busy bit and the CI slot.
 //!
+//! Work queues larger than COMM 22's WQ page are read through their page table (1-level CLA, docs/hw/hinic3.md §20);
+//! the MAG 151 counters are kept as frames pass (docs/hw/hinic3.md §22).
+//!
 //! Not modelled: interrupts, CEQs and MSI-X delivery (vectors are only masked/unmasked), VFs, the enhanced cmdq and
-//! the compact/HTN formats of docs/hw/hinic3.md §12a (their feature bits are never offered), TSO, LRO, UFO,
+//! the compact/HTN formats of docs/hw/hinic3.md §12a (their feature bits are never offered), TSO, LRO merging (only
+//! its state: on until L2NIC 13 turns it off, and a fault when RX starts without that), UFO,
 //! tunnels, VLAN filtering, multicast MAC filters, MTU enforcement, SQ CI coalescing (the CI is written after every
 //! batch), the MAG 150 port-information event (GET_PORT_INFO follows the link instead).
 //!
@@ -22,7 +26,10 @@
 //! - COMM 64 / COMM 62 (item 7) are answered but not required;
 //! - the device ID is 0x0222 (item 8);
 //! - RQ context dword 1 bit 31 and the "PI address" words (item 3) are accepted as written and not used;
-//! - the SQ owner bit is checked in compact WQEs too (item 4), as Linux and the older DPDK set it.
+//! - the SQ owner bit is checked in compact WQEs too (item 4), as Linux and the older DPDK set it;
+//! - where the firmware's default is unknown the model takes the case that breaks a driver leaving it unset: LRO and
+//!   VLAN strip on, every SQ/RQ/cmdq ring checked on 256 KiB, the WQ page 4 KiB until COMM 22, COMM bit 9 (buffer
+//!   size in bytes) offered when the configuration's `comm_features` has it.
 
 mod aeq;
 mod bars;
