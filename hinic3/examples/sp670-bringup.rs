@@ -29,7 +29,7 @@ fn main() {
         let (cfg, mgmt_bar, db) = model.bars();
         let bars = Bars { cfg: Arc::new(cfg), mgmt: Some(Arc::new(mgmt_bar)), db: Arc::new(db) };
         let t0 = Instant::now();
-        let options = Options { name: "sim0".into(), timing: Timing::fast() };
+        let options = Options { timing: Timing::fast(), ..Options::new("sim0") };
         let mut dev = Hinic3::new(bars, model.dma_mapper(), allocator.clone(), options).expect("bring-up");
         let t1 = Instant::now();
         dev.configure(&PortConfig { rx_queues: 2, ..PortConfig::default() }).expect("configure");

@@ -27,10 +27,11 @@ const RQ_OWNER: Field = Field::new(31, 31);
 const RQ_INTR_DISABLE: Field = Field::new(31, 31);
 const RQ_CQE_LEN: Field = Field::new(29, 28);
 
-/// The SQ context (docs/hw/hinic3.md §9.1) of a ring at `ring_iova` (0-level CLA), queue `sq_id`, indexes 0.
-pub fn sq_ctx(sq_id: u16, ring_iova: u64) -> Ctx {
+/// The SQ context (docs/hw/hinic3.md §9.1) of a ring whose first WQ page is at `ring_iova` and whose WQ block (the
+/// ring for 0-level CLA, its page table for 1-level, [`crate::wq`]) is at `block_iova`; queue `sq_id`, indexes 0.
+pub fn sq_ctx(sq_id: u16, ring_iova: u64, block_iova: u64) -> Ctx {
     let page_pfn = ring_iova >> 12;
-    let block_pfn = ring_iova >> 9;
+    let block_pfn = block_iova >> 9;
     let mut c = [0u32; 16];
     c[0] = PI.val(0) | CI.val(0);
     c[2] = PFN_HI.val((page_pfn >> 32) as u32) | OWNER_SQ.val(1);
@@ -47,10 +48,11 @@ pub fn sq_ctx(sq_id: u16, ring_iova: u64) -> Ctx {
     c
 }
 
-/// The RQ context (docs/hw/hinic3.md §9.2) of a normal-WQE ring at `ring_iova`, polled (dword 1 bit 31 = 1, MSI-X 0).
-pub fn rq_ctx(ring_iova: u64) -> Ctx {
+/// The RQ context (docs/hw/hinic3.md §9.2) of a normal-WQE ring (first WQ page and WQ block as for [`sq_ctx`]),
+/// polled (dword 1 bit 31 = 1, MSI-X 0).
+pub fn rq_ctx(ring_iova: u64, block_iova: u64) -> Ctx {
     let page_pfn = ring_iova >> 12;
-    let block_pfn = ring_iova >> 9;
+    let block_pfn = block_iova >> 9;
     let mut c = [0u32; 16];
     c[1] = RQ_INTR_DISABLE.val(1);
     c[2] = PFN_HI.val((page_pfn >> 32) as u32) | RQ_WQE_TYPE.val(RQ_WQE_TYPE_NORMAL) | RQ_OWNER.val(1);
@@ -122,7 +124,7 @@ mod tests {
     #[test]
     fn sq_context_fields_land_where_the_notes_say() {
         let iova = 0x0000_0123_4560_0000u64;
-        let c = sq_ctx(7, iova);
+        let c = sq_ctx(7, iova, iova);
         let pfn = iova >> 12;
         assert_eq!(c[2], (pfn >> 32) as u32 | 1 << 23, "PFN high and owner 1");
         assert_eq!(c[3], pfn as u32);
@@ -138,12 +140,15 @@ mod tests {
 
     #[test]
     fn rq_context_is_polled_normal_wqe_with_32_byte_cqes() {
-        let c = rq_ctx(0x8000_0000);
+        let c = rq_ctx(0x8000_0000, 0x8000_0000);
         assert_eq!(c[1], 1 << 31);
         assert_eq!(c[2] >> 28, 0b1010, "owner 1, WQE type 2");
         assert_eq!(c[3], 0x80000);
         assert_eq!(c[7], 1 << 28);
         assert_eq!(c[15], 0x8000_0000 >> 9);
+        // 1-level CLA: the block PFN names the page table, the page PFNs still the first page.
+        let c = rq_ctx(0x8000_0000, 0x1234_5000);
+        assert_eq!((c[3], c[11], c[15]), (0x80000, 0x80000, 0x1234_5000 >> 9));
     }
 
     #[test]

@@ -42,8 +42,8 @@
 //! Barriers come from [`drvkit::barrier`], which has the aarch64 (Kunpeng) `dmb` forms; nothing here is x86-only.
 //!
 //! Not supported: VFs (0x375F), the feature-gated formats of docs/hw/hinic3.md §12a (compact CQE, compact-task TX, the
-//! enhanced command queue, HTN commands: declined at negotiation or refused), LRO, interrupts, CEQs, direct WQEs,
-//! 1-level CLA rings (a ring must fit one 1 MiB WQ page).
+//! enhanced command queue, HTN commands: declined at negotiation or refused), LRO, interrupts, CEQs, direct WQEs.
+//! Rings larger than the WQ page ([`Options::wq_page_log2`]) span several pages through a page table ([`wq`]).
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -63,6 +63,7 @@ pub mod sim;
 pub mod stats;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod wq;
 
 pub use dev::{open_vfio, Bars, Hinic3, Hinic3RxQueue, Hinic3TxQueue, Identity, Options, QueueHandle, Timing};
 pub use error::{module_name, status_name, Error};

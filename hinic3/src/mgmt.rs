@@ -484,9 +484,9 @@ pub fn get_port_stat(port_id: u8) -> Msg<12> {
     Msg::new().u8(8, port_id)
 }
 
-/// Counter `index` of a MAG 151 answer (86 u64 from offset 8), or `None` for a short answer.
-pub fn port_stat(b: &[u8], index: usize) -> Option<u64> {
-    (index < PORT_STAT_COUNT && b.len() >= 8 + 8 * PORT_STAT_COUNT).then(|| get_u64(b, 8 + 8 * index))
+/// The 86 counters of a MAG 151 answer (u64 from offset 8), or `None` for a short answer.
+pub fn port_stats(b: &[u8]) -> Option<[u64; PORT_STAT_COUNT]> {
+    (b.len() >= 8 + 8 * PORT_STAT_COUNT).then(|| std::array::from_fn(|i| get_u64(b, 8 + 8 * i)))
 }
 
 /// MAG 153 GET_PORT_INFO (36 bytes); the answer's byte 16 is the speed code.
@@ -509,6 +509,97 @@ pub fn speed_mbps(code: u8) -> u32 {
         _ => 0,
     }
 }
+
+/// The physical-port counters of the MAG 151 answer (docs/hw/hinic3.md §13), in order: 42 TX then 44 RX, under the
+/// field names of DPDK's `struct mag_phy_port_stats`, which its hinic3 PMD reports as xstats.
+pub const PORT_STAT_NAMES: [&str; PORT_STAT_COUNT] = [
+    "mac_tx_fragment_pkt_num",
+    "mac_tx_undersize_pkt_num",
+    "mac_tx_undermin_pkt_num",
+    "mac_tx_64_oct_pkt_num",
+    "mac_tx_65_127_oct_pkt_num",
+    "mac_tx_128_255_oct_pkt_num",
+    "mac_tx_256_511_oct_pkt_num",
+    "mac_tx_512_1023_oct_pkt_num",
+    "mac_tx_1024_1518_oct_pkt_num",
+    "mac_tx_1519_2047_oct_pkt_num",
+    "mac_tx_2048_4095_oct_pkt_num",
+    "mac_tx_4096_8191_oct_pkt_num",
+    "mac_tx_8192_9216_oct_pkt_num",
+    "mac_tx_9217_12287_oct_pkt_num",
+    "mac_tx_12288_16383_oct_pkt_num",
+    "mac_tx_1519_max_bad_pkt_num",
+    "mac_tx_1519_max_good_pkt_num",
+    "mac_tx_oversize_pkt_num",
+    "mac_tx_jabber_pkt_num",
+    "mac_tx_bad_pkt_num",
+    "mac_tx_bad_oct_num",
+    "mac_tx_good_pkt_num",
+    "mac_tx_good_oct_num",
+    "mac_tx_total_pkt_num",
+    "mac_tx_total_oct_num",
+    "mac_tx_uni_pkt_num",
+    "mac_tx_multi_pkt_num",
+    "mac_tx_broad_pkt_num",
+    "mac_tx_pause_num",
+    "mac_tx_pfc_pkt_num",
+    "mac_tx_pfc_pri0_pkt_num",
+    "mac_tx_pfc_pri1_pkt_num",
+    "mac_tx_pfc_pri2_pkt_num",
+    "mac_tx_pfc_pri3_pkt_num",
+    "mac_tx_pfc_pri4_pkt_num",
+    "mac_tx_pfc_pri5_pkt_num",
+    "mac_tx_pfc_pri6_pkt_num",
+    "mac_tx_pfc_pri7_pkt_num",
+    "mac_tx_control_pkt_num",
+    "mac_tx_err_all_pkt_num",
+    "mac_tx_from_app_good_pkt_num",
+    "mac_tx_from_app_bad_pkt_num",
+    "mac_rx_fragment_pkt_num",
+    "mac_rx_undersize_pkt_num",
+    "mac_rx_undermin_pkt_num",
+    "mac_rx_64_oct_pkt_num",
+    "mac_rx_65_127_oct_pkt_num",
+    "mac_rx_128_255_oct_pkt_num",
+    "mac_rx_256_511_oct_pkt_num",
+    "mac_rx_512_1023_oct_pkt_num",
+    "mac_rx_1024_1518_oct_pkt_num",
+    "mac_rx_1519_2047_oct_pkt_num",
+    "mac_rx_2048_4095_oct_pkt_num",
+    "mac_rx_4096_8191_oct_pkt_num",
+    "mac_rx_8192_9216_oct_pkt_num",
+    "mac_rx_9217_12287_oct_pkt_num",
+    "mac_rx_12288_16383_oct_pkt_num",
+    "mac_rx_1519_max_bad_pkt_num",
+    "mac_rx_1519_max_good_pkt_num",
+    "mac_rx_oversize_pkt_num",
+    "mac_rx_jabber_pkt_num",
+    "mac_rx_bad_pkt_num",
+    "mac_rx_bad_oct_num",
+    "mac_rx_good_pkt_num",
+    "mac_rx_good_oct_num",
+    "mac_rx_total_pkt_num",
+    "mac_rx_total_oct_num",
+    "mac_rx_uni_pkt_num",
+    "mac_rx_multi_pkt_num",
+    "mac_rx_broad_pkt_num",
+    "mac_rx_pause_num",
+    "mac_rx_pfc_pkt_num",
+    "mac_rx_pfc_pri0_pkt_num",
+    "mac_rx_pfc_pri1_pkt_num",
+    "mac_rx_pfc_pri2_pkt_num",
+    "mac_rx_pfc_pri3_pkt_num",
+    "mac_rx_pfc_pri4_pkt_num",
+    "mac_rx_pfc_pri5_pkt_num",
+    "mac_rx_pfc_pri6_pkt_num",
+    "mac_rx_pfc_pri7_pkt_num",
+    "mac_rx_control_pkt_num",
+    "mac_rx_sym_err_pkt_num",
+    "mac_rx_fcs_err_pkt_num",
+    "mac_rx_send_app_good_pkt_num",
+    "mac_rx_send_app_bad_pkt_num",
+    "mac_rx_unfilter_pkt_num",
+];
 
 /// The vport counters of the L2NIC 9 answer (docs/hw/hinic3.md §13), in order.
 pub const VPORT_STAT_NAMES: [&str; 16] = [

@@ -73,7 +73,7 @@ impl SimDriver for Hinic3Sim {
     fn open_driver(name: String, model: &Sp670Port, allocator: &Allocator) -> Result<Hinic3<Sp670Bar>> {
         let (cfg, mgmt, db) = model.bars();
         let bars = Bars { cfg: Arc::new(cfg), mgmt: Some(Arc::new(mgmt)), db: Arc::new(db) };
-        let options = Options { name, timing: Timing::fast() };
+        let options = Options { timing: Timing::fast(), ..Options::new(&name) };
         Hinic3::new(bars, model.dma_mapper(), allocator.clone(), options)
     }
 }

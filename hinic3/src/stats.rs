@@ -1,9 +1,9 @@
-//! The vport counters of L2NIC 9 (docs/hw/hinic3.md §13): sixteen u64, kept with a reset base, and reported as xstats
-//! under the notes' names.
+//! The vport counters of L2NIC 9 and the physical-port counters of MAG 151 (docs/hw/hinic3.md §13): kept with a reset
+//! base, and reported as xstats under the notes' (vport) and DPDK's (port) names.
 
 use pktio::XStat;
 
-use crate::mgmt::VPORT_STAT_NAMES;
+use crate::mgmt::{PORT_STAT_COUNT, PORT_STAT_NAMES, PORT_STAT_RX_OVERSIZE, VPORT_STAT_NAMES};
 
 /// The sixteen vport counters, in the answer's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,6 +50,33 @@ impl VportStats {
     }
 }
 
+/// The 86 MAG 151 counters, in the answer's order (42 TX, then 44 RX).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortStats(pub [u64; PORT_STAT_COUNT]);
+
+impl Default for PortStats {
+    fn default() -> Self {
+        PortStats([0; PORT_STAT_COUNT])
+    }
+}
+
+impl PortStats {
+    /// These counters since `base` (wrapping: free-running in the device).
+    pub fn since(&self, base: &PortStats) -> PortStats {
+        PortStats(std::array::from_fn(|k| self.0[k].wrapping_sub(base.0[k])))
+    }
+
+    /// RX frames refused for their size (docs/hw/hinic3.md §19).
+    pub fn rx_oversize(&self) -> u64 {
+        self.0[PORT_STAT_RX_OVERSIZE]
+    }
+
+    /// Every counter by DPDK's name.
+    pub fn xstats(&self) -> Vec<XStat> {
+        PORT_STAT_NAMES.iter().zip(self.0).map(|(n, v)| XStat::new(*n, v)).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +94,16 @@ mod tests {
         let x = s.xstats();
         assert_eq!((x[13].name.as_str(), x[13].value), ("rx_discard", 130));
         assert_eq!(VportStats([0; 16]).since(&VportStats([1; 16])).0[0], u64::MAX, "wraps");
+    }
+
+    #[test]
+    fn port_counters_by_dpdk_name() {
+        let p = PortStats(std::array::from_fn(|k| 3 * k as u64 + 7)).since(&PortStats([7; PORT_STAT_COUNT]));
+        let x = p.xstats();
+        assert_eq!(x.len(), 86);
+        assert_eq!((x[0].name.as_str(), x[0].value), ("mac_tx_fragment_pkt_num", 0));
+        assert_eq!((x[41].name.as_str(), x[41].value), ("mac_tx_from_app_bad_pkt_num", 123));
+        assert_eq!((x[42 + 17].name.as_str(), p.rx_oversize()), ("mac_rx_oversize_pkt_num", 3 * 59));
+        assert_eq!(x[85].name, "mac_rx_unfilter_pkt_num");
     }
 }

@@ -233,7 +233,8 @@ impl FakeFw {
         if h.answer || h.no_ack {
             return; // an acknowledgement of an event
         }
-        if h.module == 0 && h.cmd == crate::mgmt::comm::SET_CMDQ_CTXT && c.body.len() >= 24 {
+        // The SYNC queue's ring (cmdq_id 0): the only one commands go through.
+        if h.module == 0 && h.cmd == crate::mgmt::comm::SET_CMDQ_CTXT && c.body.len() >= 24 && c.body[10] == 0 {
             let mut q = [0u8; 8];
             q.copy_from_slice(&c.body[16..24]);
             fw.cmdq_ring = (u64::from_le_bytes(q) & ((1 << 52) - 1)) << 12;

@@ -87,7 +87,7 @@ fn a_driver_that_misses_the_csr_byte_swap_is_refused_with_a_typed_error() {
     let (cfg, mgmt, db) = model.bars();
     let bars =
         Bars { cfg: Arc::new(Unswapped(cfg)), mgmt: Some(Arc::new(Unswapped(mgmt))), db: Arc::new(Unswapped(db)) };
-    let options = Options { name: "unswapped".into(), timing: Timing::fast() };
+    let options = Options { timing: Timing::fast(), ..Options::new("unswapped") };
     let err = Hinic3::new(bars, model.dma_mapper(), Allocator::no_huge(), options).err().expect("bring-up must fail");
     // The ready bit (FUNC_ATTR1 bit 30) lands in another byte: the driver waits for it and gives up, typed.
     match err.driver_error::<hinic3::Error>() {

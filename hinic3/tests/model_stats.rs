@@ -47,6 +47,22 @@ fn vport_counters_and_checksum_errors_agree_with_the_device_and_reset() {
     assert_eq!(x[0].value, 5);
     assert_eq!(x[1].value, total, "tx_unicast_bytes");
     assert_eq!(b.dev.xstats()[6].value, 5, "rx_unicast_pkts");
+    // The 86 physical-port counters (MAG 151) under DPDK's names, each the model's own.
+    for p in [&a, &b] {
+        let x = p.dev.xstats();
+        let mac: Vec<_> = x.iter().filter(|x| x.name.starts_with("mac_")).collect();
+        assert_eq!(mac.len(), 86);
+        for (i, m) in mac.iter().enumerate() {
+            assert_eq!(m.value, p.model.port_stat(i), "{}", m.name);
+        }
+    }
+    let by = |p: &Port, n: &str| p.dev.xstats().iter().find(|x| x.name == n).map(|x| x.value);
+    // On the wire with the FCS: 64, 104, 1518, 68 and 1003 bytes.
+    assert_eq!(by(&a, "mac_tx_total_pkt_num"), Some(5));
+    assert_eq!(by(&a, "mac_tx_total_oct_num"), Some(total + 20));
+    assert_eq!(by(&a, "mac_tx_65_127_oct_pkt_num"), Some(2));
+    assert_eq!(by(&b, "mac_rx_1024_1518_oct_pkt_num"), Some(1));
+    assert_eq!(by(&b, "mac_rx_uni_pkt_num"), Some(5));
 
     // A bad FCS: dropped by the device, counted as an RX error; IP and L4 checksum errors: delivered, flagged.
     let f = udp_frame(mac1, mac0, IPS, (7, 9), 80);

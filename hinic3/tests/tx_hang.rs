@@ -32,7 +32,7 @@ fn started_unwired(pool: &mempool::Mempool) -> (Port, Vec<u8>, Vec<u8>) {
     let (cfg, mgmt, db) = model.bars();
     let bars = Bars { cfg: Arc::new(cfg), mgmt: Some(Arc::new(mgmt)), db: Arc::new(db) };
     let timing = Timing { tx_hang: WATCHDOG, drain: Duration::from_secs(3), ..Timing::fast() };
-    let options = Options { name: "model0".to_string(), timing };
+    let options = Options { timing, ..Options::new("model0") };
     let dev = Hinic3::new(bars, model.dma_mapper(), Allocator::no_huge(), options).expect("bring-up");
     let mut port = Port { dev, thread, model };
     port.dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();

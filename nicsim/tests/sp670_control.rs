@@ -61,6 +61,11 @@ fn malformed_and_unknown_commands_are_refused() {
     assert_eq!(r.call(module::COMM, 0, &reset)[0], STATUS_BAD);
     let f = protocol_faults(&r.port);
     assert!(f.iter().any(|s| s.contains("func_id 9")), "{f:?}");
+    // A command queue beyond those GET_GLOBAL_ATTR reports (cmdq_num, at most 4; docs/hw/hinic3.md §7.3, §8.1).
+    let mut c = r.cmdq_ctx_at(CMDQ_ASYNC_RING);
+    c[10] = 4;
+    assert_eq!(r.call(module::COMM, 20, &c)[0], STATUS_BAD);
+    assert!(protocol_faults(&r.port).iter().any(|s| s.contains("cmdq_id 4")));
     // The root context naming another RX buffer size than SET_FUNC_TBL (docs/hw/hinic3.md §10.4).
     let mut tbl = vec![0u8; 56];
     tbl[12] = 2;

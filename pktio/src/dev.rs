@@ -453,6 +453,33 @@ pub trait EthDev: Send {
         Err(self.state().unsupported("queue statistics mapping"))
     }
 
+    /// Stops RX queue `queue` of a started port (DPDK's `rte_eth_dev_rx_queue_stop`): its handle must have been
+    /// dropped; the device takes no more frames into it and its buffers come back. The rest of the port runs on.
+    fn rx_queue_stop(&mut self, queue: u16) -> Result<()> {
+        let _ = queue;
+        Err(self.state().unsupported("per-queue start/stop"))
+    }
+
+    /// Starts RX queue `queue` again after [`EthDev::rx_queue_stop`] (DPDK's `rte_eth_dev_rx_queue_start`); it can
+    /// then be claimed again.
+    fn rx_queue_start(&mut self, queue: u16) -> Result<()> {
+        let _ = queue;
+        Err(self.state().unsupported("per-queue start/stop"))
+    }
+
+    /// Stops TX queue `queue` of a started port (DPDK's `rte_eth_dev_tx_queue_stop`): its handle must have been
+    /// dropped; what it had queued is sent first.
+    fn tx_queue_stop(&mut self, queue: u16) -> Result<()> {
+        let _ = queue;
+        Err(self.state().unsupported("per-queue start/stop"))
+    }
+
+    /// Starts TX queue `queue` again after [`EthDev::tx_queue_stop`] (DPDK's `rte_eth_dev_tx_queue_start`).
+    fn tx_queue_start(&mut self, queue: u16) -> Result<()> {
+        let _ = queue;
+        Err(self.state().unsupported("per-queue start/stop"))
+    }
+
     /// Changes RSS settings.
     fn rss_hash_update(&mut self, rss: &RssConfig) -> Result<()> {
         let _ = rss;

@@ -37,6 +37,22 @@ impl<S: Default> Claims<S> {
     fn in_use(&self) -> bool {
         self.claimed.iter().zip(&self.stats).any(|(c, s)| *c && Arc::strong_count(s) > 1)
     }
+
+    /// Queue `i` of a started port goes back, for a per-queue stop: its handle must be gone; it can be claimed again.
+    fn release(&mut self, port: &str, kind: &'static str, started: bool, i: u16) -> Result<()> {
+        if !started {
+            return Err(Error::NotStarted { port: port.to_string() });
+        }
+        let count = self.stats.len() as u16;
+        let (Some(claimed), Some(s)) = (self.claimed.get_mut(i as usize), self.stats.get(i as usize)) else {
+            return Err(Error::InvalidQueue { port: port.to_string(), kind, queue: i, count });
+        };
+        if *claimed && Arc::strong_count(s) > 1 {
+            return Err(Error::QueuesInUse { port: port.to_string() });
+        }
+        *claimed = false;
+        Ok(())
+    }
 }
 
 /// Configuration and bookkeeping common to every port. Drivers embed one and return it from
@@ -206,6 +222,19 @@ impl PortState {
         claim(&mut self.tx, port, "tx", started, queue, take)
     }
 
+    /// For a per-queue stop (DPDK's `rte_eth_dev_rx_queue_stop`): RX queue `queue` of the started port must have no
+    /// live handle; it can be claimed again after the driver starts it again.
+    pub fn release_rx(&mut self, queue: u16) -> Result<()> {
+        let (started, port) = (self.started, self.info.device_name.clone());
+        self.rx.release(&port, "rx", started, queue)
+    }
+
+    /// For a per-queue stop of TX queue `queue`, as [`PortState::release_rx`].
+    pub fn release_tx(&mut self, queue: u16) -> Result<()> {
+        let (started, port) = (self.started, self.info.device_name.clone());
+        self.tx.release(&port, "tx", started, queue)
+    }
+
     /// Claims RX queue `queue` out of the rings a driver built at start (`rings[queue]`, taken), as
     /// [`PortState::claim_rx`].
     pub fn take_rx<T>(&mut self, queue: u16, rings: &mut [Option<T>]) -> Result<T> {
@@ -333,6 +362,22 @@ mod tests {
         s.stop().unwrap();
         s.start().unwrap();
         assert!(s.claim_rx(0, Some).is_ok(), "a new start hands the queue out again");
+    }
+
+    #[test]
+    fn a_released_queue_can_be_claimed_again_once_its_handle_is_gone() {
+        let mut s = state(2);
+        s.configure(&PortConfig { rx_queues: 2, tx_queues: 2, ..Default::default() }).unwrap();
+        assert!(matches!(s.release_rx(0), Err(Error::NotStarted { .. })));
+        s.start().unwrap();
+        let h = s.claim_rx(0, Some).unwrap();
+        assert!(matches!(s.release_rx(0), Err(Error::QueuesInUse { .. })), "the handle is alive");
+        assert!(matches!(s.release_tx(2), Err(Error::InvalidQueue { kind: "tx", queue: 2, .. })));
+        drop(h);
+        s.release_rx(0).unwrap();
+        assert!(s.claim_rx(0, Some).is_ok(), "claimed again after the release");
+        s.release_tx(1).unwrap();
+        assert!(s.claim_tx(1, Some).is_ok(), "a queue never claimed releases too");
     }
 
     #[test]

@@ -59,7 +59,7 @@ fn mgmt(rounds: u32) {
     use pktio::EthDev;
     let fw = FakeFw::new(0, Box::new(|_| Answer::Echo));
     let t = Instant::now();
-    let options = hinic3::Options { name: "bench0".into(), timing: hinic3::Timing::fast() };
+    let options = hinic3::Options { timing: hinic3::Timing::fast(), ..hinic3::Options::new("bench0") };
     let mut dev =
         hinic3::Hinic3::new(fw.bars(), Arc::new(IdentityMapper), Allocator::no_huge(), options).expect("bring-up");
     let bring_up = t.elapsed();
@@ -101,6 +101,7 @@ fn main() {
         pool: &pool,
         queue: 0,
         depth: RING,
+        wq_page_log2: hinic3::wq::MAX_WQ_PAGE_LOG2,
         buf_len: 2048,
         port_id: 0,
         stats: Default::default(),
@@ -114,6 +115,7 @@ fn main() {
         mapper: &mapper,
         queue: 0,
         depth: RING,
+        wq_page_log2: hinic3::wq::MAX_WQ_PAGE_LOG2,
         cos: 0,
         pool: &pool,
         stats: Default::default(),

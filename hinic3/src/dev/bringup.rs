@@ -21,8 +21,9 @@ use crate::stats::VportStats;
 
 /// COMM feature bit 8: only the enhanced command queue (docs/hw/hinic3.md §12, §12a.3), which this driver refuses.
 const COMM_ONLY_ENHANCE_CMDQ: u64 = 1 << 8;
-/// The WQ page size set at init: 1 MiB = 4 KiB << 8 (docs/hw/hinic3.md §7.3 COMM 22).
-const WQ_PAGE_LOG2_4K: u8 = 8;
+/// Command queue types (docs/hw/hinic3.md §8.1).
+const CMDQ_SYNC: u8 = 0;
+const CMDQ_ASYNC: u8 = 1;
 
 pub(super) fn open<R: RegisterSpace>(
     bars: Bars<R>,
@@ -34,6 +35,13 @@ pub(super) fn open<R: RegisterSpace>(
     let t = options.timing;
     let regs = BeRegs::new(bars.cfg.clone());
     let fail = |e: Error| e.at(&name);
+    if options.wq_page_log2 > crate::wq::MAX_WQ_PAGE_LOG2 {
+        return Err(Error::Unsupported(format!(
+            "WQ page size code {} (4 KiB << {0}): this driver takes 0 (4 KiB) to 8 (1 MiB)",
+            options.wq_page_log2
+        ))
+        .at(&name));
+    }
     // docs/hw/hinic3.md §3.2 step 1: firmware ready.
     regs.poll_with(regs::FUNC_ATTR1, t.fw_ready, std::time::Duration::from_millis(1), |v| {
         v != u32::MAX && v & attr1::MGMT_INIT_DONE != 0
@@ -104,7 +112,7 @@ pub(super) fn open<R: RegisterSpace>(
         db: bars.db.clone(),
         mapper,
         allocator,
-        ctrl: Mutex::new(Some(Ctrl { mbox, cmdq: None, spare_aeqs })),
+        ctrl: Mutex::new(Some(Ctrl { mbox, cmdq: None, async_cmdq: None, spare_aeqs })),
         id: Identity {
             func_id,
             pci_intf,
@@ -125,10 +133,12 @@ pub(super) fn open<R: RegisterSpace>(
         rss_on: false,
         rqs_live: 0,
         rx_flushed: 0,
+        rx_stopped: Vec::new(),
+        tx_stopped: Vec::new(),
         rx_csum: Vec::new(),
         rx_csum_base: Vec::new(),
         vport_base: VportStats::default(),
-        oversize_base: 0,
+        port_base: Default::default(),
         tx_hang: Vec::new(),
         tx_watch: Vec::new(),
         closed: false,
@@ -170,13 +180,20 @@ impl<R: RegisterSpace> Hinic3<R> {
         }
         self.call(module::COMM, comm::SET_FUNC_SVC_USED_STATE, &mgmt::svc_used_state(f, 0, true).0, &[])?;
         self.call(module::COMM, comm::SET_DMA_ATTR, &mgmt::set_dma_attr(f).0, &[])?;
-        self.call(module::COMM, comm::CFG_PAGESIZE, &mgmt::cfg_pagesize(f, WQ_PAGE_LOG2_4K).0, &[])?;
-        // Step 12: the command queue (SYNC, id 0) and its depth.
-        let cmdq = Cmdq::new(&self.db, &self.allocator, &self.mapper, self.options.timing.cmdq, &self.options.name)?;
-        self.call(module::COMM, comm::SET_CMDQ_CTXT, &mgmt::set_cmdq_ctxt(f, 0, cmdq.ring_iova()).0, &[])?;
+        self.call(module::COMM, comm::CFG_PAGESIZE, &mgmt::cfg_pagesize(f, self.options.wq_page_log2).0, &[])?;
+        // Step 12: both command queues, SYNC (id 0) and ASYNC (id 1), each with its own ring, as DPDK's
+        // hinic3_set_cmdq_ctxts sets both contexts (docs/hw/hinic3.md §8.1); then their depth. Commands go through SYNC
+        // only; the ASYNC ring is kept so that the context the firmware holds never names freed memory.
+        let new_cmdq =
+            || Cmdq::new(&self.db, &self.allocator, &self.mapper, self.options.timing.cmdq, &self.options.name);
+        let (cmdq, async_cmdq) = (new_cmdq()?, new_cmdq()?);
+        for (id, q) in [(CMDQ_SYNC, &cmdq), (CMDQ_ASYNC, &async_cmdq)] {
+            self.call(module::COMM, comm::SET_CMDQ_CTXT, &mgmt::set_cmdq_ctxt(f, id, q.ring_iova()).0, &[])?;
+        }
         self.call(module::COMM, comm::SET_VAT, &mgmt::set_cmdq_depth(f, CMDQ_DEPTH as u16).0, &[])?;
         if let Some(c) = self.ctrl.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             c.cmdq = Some(cmdq);
+            c.async_cmdq = Some(async_cmdq);
         }
         // Step 13: events may come now.
         self.regs.write_field(regs::FUNC_ATTR6, attr6::PF_STATUS, attr6::STATUS_ACTIVE);
@@ -227,6 +244,7 @@ pub(super) fn close<R: RegisterSpace>(dev: &mut Hinic3<R>) {
     dev.regs.write_field(regs::FUNC_ATTR6, attr6::PF_STATUS, attr6::STATUS_INIT);
     if let Some(c) = dev.ctrl.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         c.cmdq = None;
+        c.async_cmdq = None;
     }
     let _ = dev.call(module::COMM, comm::CFG_PAGESIZE, &mgmt::cfg_pagesize(f, 0).0, &[]);
     let _ = dev.call(module::COMM, comm::SET_FUNC_SVC_USED_STATE, &mgmt::svc_used_state(f, 0, false).0, &[]);

@@ -7,6 +7,7 @@
 
 mod bringup;
 mod queue;
+mod queue_ctl;
 mod start;
 #[cfg(test)]
 mod tests;
@@ -32,7 +33,7 @@ use crate::mgmt::{self, module, DevCap};
 use crate::regs::BeRegs;
 use crate::rxtx::RxRing;
 use crate::rxtx::TxRing;
-use crate::stats::VportStats;
+use crate::stats::{PortStats as PortCounters, VportStats};
 pub use queue::QueueHandle;
 use queue::{lock, Slot};
 
@@ -100,12 +101,17 @@ pub struct Options {
     pub name: String,
     /// Time limits.
     pub timing: Timing,
+    /// The WQ page size set with COMM 22, as 4 KiB << this (0 to 8; docs/hw/hinic3.md §7.3, §9.3). 8 (1 MiB, DPDK's
+    /// choice) fits every ring in one page; a smaller page (Linux's product driver goes down to 4 KiB) makes rings
+    /// larger than a page span several, listed in a page table (1-level CLA), so that no ring needs more
+    /// IOVA-contiguous memory than one page.
+    pub wq_page_log2: u8,
 }
 
 impl Options {
-    /// Hardware timing.
+    /// Hardware timing, 1 MiB WQ pages.
     pub fn new(name: &str) -> Options {
-        Options { name: name.to_string(), timing: Timing::HARDWARE }
+        Options { name: name.to_string(), timing: Timing::HARDWARE, wq_page_log2: crate::wq::MAX_WQ_PAGE_LOG2 }
     }
 }
 
@@ -139,6 +145,8 @@ pub struct Identity {
 pub(crate) struct Ctrl<R: RegisterSpace> {
     pub(crate) mbox: Mbox<R>,
     pub(crate) cmdq: Option<Cmdq<R>>,
+    /// The ASYNC command queue: its context is set (as DPDK sets both), nothing is sent through it.
+    pub(crate) async_cmdq: Option<Cmdq<R>>,
     /// AEQs 2 and up: programmed as DPDK programs every AEQ the function has (`hinic3_aeqs_init`), never read
     /// (nothing here sends to them), stopped at close.
     pub(crate) spare_aeqs: Vec<crate::aeq::Aeq<R>>,
@@ -175,8 +183,11 @@ pub struct Hinic3<R: RegisterSpace> {
     rss_on: bool,
     /// RQs whose contexts the device holds (set at start, zero after stop): the ones a stop flushes.
     rqs_live: u16,
-    /// RX buffers that came back from the RQ flushes of the last stop.
+    /// RX buffers that came back from the RQ flushes of the last stop (and of per-queue stops since).
     rx_flushed: usize,
+    /// Queues stopped one by one since the start (docs/hw/hinic3.md §14.6).
+    rx_stopped: Vec<bool>,
+    tx_stopped: Vec<bool>,
     /// Per RX queue: checksum-error completions (xstat `rx_qN_csum_errors`), and their values at the last reset.
     rx_csum: Vec<Arc<Counter>>,
     rx_csum_base: Vec<u64>,
@@ -187,8 +198,8 @@ pub struct Hinic3<R: RegisterSpace> {
     /// The control plane's watchdog of each SQ (over the same states) and what it reads of the SQ, looked at from
     /// the stats, xstats, link and `check_tx_hangs` reads.
     tx_watch: Vec<(ringkit::TxWatchdog, Arc<crate::rxtx::SqProgress>)>,
-    /// MAG 151's RX oversize counter at the last reset (free-running in the device).
-    oversize_base: u64,
+    /// MAG 151's counters at the last reset (free-running in the device).
+    port_base: PortCounters,
     closed: bool,
     /// What must outlive the port (the VFIO device that maps its BARs).
     keep_alive: Option<Box<dyn std::any::Any + Send>>,
@@ -315,12 +326,13 @@ impl<R: RegisterSpace> Hinic3<R> {
             .map(drop)
     }
 
-    /// MAG 151's RX oversize counter (docs/hw/hinic3.md §19); 0 when the firmware does not answer.
-    fn rx_oversize(&self) -> u64 {
+    /// MAG 151's physical-port counters (docs/hw/hinic3.md §13); zeros when the firmware does not answer.
+    fn port_stats(&self) -> PortCounters {
         self.call(module::HILINK, mgmt::mag::GET_PORT_STAT, &mgmt::get_port_stat(self.id.cap.port_id).0, &[])
             .ok()
-            .and_then(|a| mgmt::port_stat(&a, mgmt::PORT_STAT_RX_OVERSIZE))
-            .unwrap_or(0)
+            .and_then(|a| mgmt::port_stats(&a))
+            .map(PortCounters)
+            .unwrap_or_default()
     }
 
     fn vport_stats(&self) -> VportStats {
@@ -361,6 +373,9 @@ impl<R: RegisterSpace + 'static> TypedQueues for Hinic3<R> {
 
     /// Typed RX queue `queue` (static dispatch; once per start).
     fn rx_queue_typed(&mut self, queue: u16) -> Result<Self::Rx> {
+        if self.rx_stopped.get(queue as usize) == Some(&true) {
+            return Err(self.state.invalid(format!("RX queue {queue} is stopped: rx_queue_start it first")));
+        }
         let slot = self.rx.get(queue as usize).cloned();
         self.state.claim_rx(queue, |_| {
             let slot = slot?;
@@ -371,6 +386,9 @@ impl<R: RegisterSpace + 'static> TypedQueues for Hinic3<R> {
 
     /// Typed TX queue `queue` (static dispatch; once per start).
     fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx> {
+        if self.tx_stopped.get(queue as usize) == Some(&true) {
+            return Err(self.state.invalid(format!("TX queue {queue} is stopped: tx_queue_start it first")));
+        }
         let slot = self.tx.get(queue as usize).cloned();
         self.state.claim_tx(queue, |_| {
             let slot = slot?;
@@ -470,7 +488,7 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
         let v = self.vport_stats().since(&self.vport_base);
         s.imissed = v.rx_discard();
         // Frames refused for their size never reach the vport: the port's counter (docs/hw/hinic3.md §19).
-        s.ierrors += v.rx_err() + self.rx_oversize().wrapping_sub(self.oversize_base);
+        s.ierrors += v.rx_err() + self.port_stats().since(&self.port_base).rx_oversize();
         s.oerrors += v.tx_discard() + v.tx_err();
         s
     }
@@ -478,13 +496,13 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
     fn reset_stats(&mut self) {
         self.state.reset_stats();
         self.vport_base = self.vport_stats();
-        self.oversize_base = self.rx_oversize();
+        self.port_base = self.port_stats();
         self.rx_csum_base = self.rx_csum.iter().map(|c| c.get()).collect();
     }
 
     fn xstats(&self) -> Vec<XStat> {
         let mut x = self.vport_stats().since(&self.vport_base).xstats();
-        x.push(XStat::new("mac_rx_oversize_pkt_num", self.rx_oversize().wrapping_sub(self.oversize_base)));
+        x.extend(self.port_stats().since(&self.port_base).xstats());
         x.extend(ringkit::watchdog::xstats(&self.tx_hang));
         for (q, (c, base)) in self.rx_csum.iter().zip(&self.rx_csum_base).enumerate() {
             x.push(XStat::new(format!("rx_q{q}_csum_errors"), c.get().wrapping_sub(*base)));
@@ -506,6 +524,22 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
             start::program_rss(self)?;
         }
         Ok(())
+    }
+
+    fn rx_queue_stop(&mut self, queue: u16) -> Result<()> {
+        queue_ctl::rx_stop(self, queue)
+    }
+
+    fn rx_queue_start(&mut self, queue: u16) -> Result<()> {
+        queue_ctl::rx_start(self, queue)
+    }
+
+    fn tx_queue_stop(&mut self, queue: u16) -> Result<()> {
+        queue_ctl::tx_stop(self, queue)
+    }
+
+    fn tx_queue_start(&mut self, queue: u16) -> Result<()> {
+        queue_ctl::tx_start(self, queue)
     }
 
     fn reta_update(&mut self, reta: &[u16]) -> Result<()> {

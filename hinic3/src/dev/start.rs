@@ -72,6 +72,7 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
             mapper: &dev.mapper,
             queue: q,
             depth: cfg.tx_desc,
+            wq_page_log2: dev.options.wq_page_log2,
             cos,
             pool,
             stats,
@@ -96,6 +97,7 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
             pool,
             queue: q,
             depth: cfg.rx_desc,
+            wq_page_log2: dev.options.wq_page_log2,
             buf_len,
             port_id: dev.state.port_id,
             stats,
@@ -105,15 +107,21 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
         dev.rx.push(slot(ring));
     }
     // Step 5: contexts, SQs then RQs, in batches.
-    let sq: Vec<_> =
-        dev.tx.iter().filter_map(|t| lock(t).as_ref().map(|t| ctx::sq_ctx(t.queue(), t.ring_iova()))).collect();
-    let rq: Vec<_> = dev.rx.iter().filter_map(|r| lock(r).as_ref().map(|r| ctx::rq_ctx(r.ring_iova()))).collect();
+    let sq: Vec<_> = dev
+        .tx
+        .iter()
+        .filter_map(|t| lock(t).as_ref().map(|t| ctx::sq_ctx(t.queue(), t.ring_iova(), t.block_iova())))
+        .collect();
+    let rq: Vec<_> =
+        dev.rx.iter().filter_map(|r| lock(r).as_ref().map(|r| ctx::rq_ctx(r.ring_iova(), r.block_iova()))).collect();
     for (kind, ctxs) in [(QueueType::Sq, &sq), (QueueType::Rq, &rq)] {
         for (b, chunk) in ctxs.chunks(CTX_PER_CMD).enumerate() {
             dev.cmdq(ucode::MODIFY_QUEUE_CTX, &ctx::modify_queue_ctx(kind, (b * CTX_PER_CMD) as u16, chunk))?;
         }
     }
     dev.rqs_live = cfg.rx_queues;
+    dev.rx_stopped = vec![false; cfg.rx_queues as usize];
+    dev.tx_stopped = vec![false; cfg.tx_queues as usize];
     // Step 6: clean TSO/LRO space for the function's queues.
     let most = dev.id.cap.max_sqs.max(dev.id.cap.max_rqs);
     dev.cmdq(ucode::CLEAN_QUEUE_CONTEXT, &ctx::clean_queue_ctx(QueueType::Sq, most))?;
@@ -203,8 +211,7 @@ pub(super) fn program_rss<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
 
 /// The indirection table through cmdq 4.
 pub(super) fn program_reta<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
-    let mut t = [0u16; 256];
-    t.copy_from_slice(&dev.reta);
+    let t = super::queue_ctl::effective_reta(&dev.reta, &dev.rx_stopped);
     dev.cmdq(ucode::SET_RSS_INDIR_TABLE, &ctx::rss_indir_table(&t))
 }
 

@@ -48,7 +48,7 @@ fn script(c: &MgmtCmd) -> Answer {
 }
 
 fn open(fw: &Arc<FakeFw>) -> pktio::Result<Hinic3<crate::testing::FakeBar>> {
-    let options = Options { name: "hinic3-test".into(), timing: Timing::fast() };
+    let options = Options { timing: Timing::fast(), ..Options::new("hinic3-test") };
     Hinic3::new(fw.bars(), Arc::new(IdentityMapper), Allocator::no_huge(), options)
 }
 
@@ -71,6 +71,7 @@ fn bring_up_runs_in_dpdk_order_and_leaves_the_pf_active() {
             (module::COMM, comm::SET_DMA_ATTR),
             (module::COMM, comm::CFG_PAGESIZE),
             (module::COMM, comm::SET_CMDQ_CTXT),
+            (module::COMM, comm::SET_CMDQ_CTXT),
             (module::COMM, comm::SET_VAT),
             (module::CFGM, 0),
             (module::L2NIC, l2nic::FEATURE_NEGO),
@@ -84,7 +85,13 @@ fn bring_up_runs_in_dpdk_order_and_leaves_the_pf_active() {
     assert_eq!(&log[2].body[8..10], &5u16.to_le_bytes(), "func_id from FUNC_ATTR0");
     assert_eq!(crate::mgmt::get_u64(&log[2].body, 16), comm::RESET_FLAGS);
     assert_eq!(log[6].body[11], 8, "1 MiB WQ pages");
-    assert_eq!(log[8].body[10..12], [1, 6], "cmdq depth 64");
+    // Both command queues, SYNC then ASYNC, each its own 256 KiB-aligned ring (DPDK hinic3_set_cmdq_ctxts).
+    assert_eq!((log[7].body[10], log[8].body[10]), (0, 1), "cmdq ids SYNC, ASYNC");
+    let ring = |b: &[u8]| (crate::mgmt::get_u64(b, 16) & ((1 << 52) - 1)) << 12;
+    let (sync, asyn) = (ring(&log[7].body), ring(&log[8].body));
+    assert_ne!(sync, asyn, "two rings");
+    assert!(sync % (256 << 10) == 0 && asyn % (256 << 10) == 0, "{sync:#x} {asyn:#x} on 256 KiB");
+    assert_eq!(log[9].body[10..12], [1, 6], "cmdq depth 64");
     assert_eq!(attr6::PF_STATUS.get(fw.reg(regs::FUNC_ATTR6)), attr6::STATUS_ACTIVE);
     assert_ne!(fw.reg(regs::MAILBOX_RESULT_L), 0, "write-back area registered");
     assert_eq!(dev.mac_addr(), MacAddr(MAC));

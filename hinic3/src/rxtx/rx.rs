@@ -19,6 +19,7 @@ use ringkit::{RxBuffers, RxEngine};
 use super::rx_decode::{clear, status, Cqe32, Memo};
 use crate::desc::{cqe, RqWqe, RxCqe, CQE_SIZE, RQ_WQE_SHIFT, WQ_ALIGN};
 use crate::doorbell::{self, DbKind};
+use crate::wq::WqMem;
 
 /// Refill once this many entries are consumed.
 pub const RX_FREE_THRESH: usize = 32;
@@ -47,6 +48,8 @@ pub struct RxSetup<'a, D> {
     pub queue: u16,
     /// Entries (a power of two).
     pub depth: u16,
+    /// WQ page size code (COMM 22: 4 KiB << this); a ring larger than a page spans several ([`crate::wq`]).
+    pub wq_page_log2: u8,
     /// Bytes the device writes per buffer (a size of the docs/hw/hinic3.md §10.4 table).
     pub buf_len: u32,
     /// Port number stamped into packets.
@@ -70,7 +73,7 @@ pub struct RxRing<D: RegisterSpace> {
     db_info: u32,
     queue: u16,
     // Dropped after the engine freed the buffers (the port stopped the queue first).
-    wq_mem: DmaArea,
+    wq_mem: WqMem,
     cq_mem: DmaArea,
     _pool_map: DmaMapping,
 }
@@ -96,7 +99,7 @@ impl<D: RegisterSpace> RxRing<D> {
         }
         let pool_map = setup.mapper.map(setup.pool.memory())?;
         let wq_mem =
-            DmaArea::new_aligned(setup.allocator, setup.mapper, depth * 16, WQ_ALIGN, setup.port, "an RQ ring")?;
+            WqMem::new(setup.allocator, setup.mapper, depth * 16, setup.wq_page_log2, setup.port, "an RQ ring")?;
         let cq_mem =
             DmaArea::new_aligned(setup.allocator, setup.mapper, depth * CQE_SIZE, WQ_ALIGN, setup.port, "a CQE array")?;
         let wqes = NonNull::new(wq_mem.as_ptr().cast::<RqWqe>()).ok_or_else(|| bad("null ring".into()))?;
@@ -137,9 +140,14 @@ impl<D: RegisterSpace> RxRing<D> {
         self.queue
     }
 
-    /// IOVA of the WQE ring (for the RQ context and for tests playing the device).
+    /// IOVA of the WQE ring's first WQ page (for the RQ context and for tests playing the device).
     pub fn ring_iova(&self) -> u64 {
-        self.wq_mem.iova(0)
+        self.wq_mem.iova()
+    }
+
+    /// IOVA of the ring's WQ block (RQ context): the ring, or its page table.
+    pub fn block_iova(&self) -> u64 {
+        self.wq_mem.block_iova()
     }
 
     /// IOVA of the CQE array.
@@ -173,6 +181,15 @@ impl<D: RegisterSpace> RxRing<D> {
 }
 
 impl<D: RegisterSpace> RxRing<D> {
+    /// After a per-queue stop's flush: a buffer into every free slot again, then the doorbell (docs/hw/hinic3.md
+    /// §14.6 RX start). A pool that runs short leaves the rest to the bursts' refills.
+    pub(crate) fn repost(&mut self) {
+        let stats = self.engine.stats().clone();
+        if self.engine.bufs_mut().refill(&stats.nombuf).is_some() {
+            self.ring_doorbell();
+        }
+    }
+
     /// After the RQ flush (docs/hw/hinic3.md §10.6): takes back every posted buffer as its CQE returns (flush bit or
     /// done; a done frame over several buffers takes its following entries with it), clearing the CQE and freeing the
     /// buffer, until all are back or `deadline` passes. Returns how many came back; the rest are freed by the drop.

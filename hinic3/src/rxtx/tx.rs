@@ -19,8 +19,9 @@ use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
 use ringkit::{TxHangState, TxWatchdog};
 
-use crate::desc::{ctrl, queue_info, task, SqWqebb, WQ_ALIGN};
+use crate::desc::{ctrl, queue_info, task, SqWqebb};
 use crate::doorbell::{self, DbKind};
+use crate::wq::WqMem;
 use drvkit::dma::DmaArea;
 
 /// Clean when fewer WQEBBs than this are free.
@@ -52,6 +53,8 @@ pub struct TxSetup<'a, D> {
     pub queue: u16,
     /// WQEBBs (a power of two).
     pub depth: u16,
+    /// WQ page size code (COMM 22: 4 KiB << this); a ring larger than a page spans several ([`crate::wq`]).
+    pub wq_page_log2: u8,
     /// The default CoS for the doorbell (docs/hw/hinic3.md §10.1).
     pub cos: u8,
     /// The pool most packets come from (the port's RX pool): their completions are freed in bulk without a test per
@@ -119,7 +122,7 @@ pub struct TxRing<D: RegisterSpace> {
     burst_drops: (usize, u64),
     /// Looked at when a burst finds the SQ full.
     watchdog: TxWatchdog,
-    mem: DmaArea,
+    mem: WqMem,
     progress: Arc<SqProgress>,
 }
 
@@ -136,7 +139,7 @@ impl<D: RegisterSpace> TxRing<D> {
                 "TX ring of {depth}: hinic3 takes a power of two from 64 to 16384 (docs/hw/hinic3.md §9.3)"
             )));
         }
-        let mem = DmaArea::new_aligned(setup.allocator, setup.mapper, depth * 16, WQ_ALIGN, setup.port, "an SQ ring")?;
+        let mem = WqMem::new(setup.allocator, setup.mapper, depth * 16, setup.wq_page_log2, setup.port, "an SQ ring")?;
         let ci_mem = DmaArea::new(setup.allocator, setup.mapper, CI_SLOT, setup.port, "an SQ CI slot")?;
         Ok(TxRing {
             ring: NonNull::new(mem.as_ptr().cast()).ok_or_else(|| bad("null ring".into()))?,
@@ -192,9 +195,14 @@ impl<D: RegisterSpace> TxRing<D> {
         &self.progress
     }
 
-    /// IOVA of the ring (SQ context).
+    /// IOVA of the ring's first WQ page (SQ context).
     pub fn ring_iova(&self) -> u64 {
-        self.mem.iova(0)
+        self.mem.iova()
+    }
+
+    /// IOVA of the ring's WQ block (SQ context): the ring, or its page table.
+    pub fn block_iova(&self) -> u64 {
+        self.mem.block_iova()
     }
 
     /// IOVA of the CI slot (L2NIC 8 takes it >> 2).
@@ -655,6 +663,7 @@ mod tests {
             mapper: &mapper,
             queue: 1,
             depth: 64,
+            wq_page_log2: 8,
             cos: 0,
             pool: &pool,
             stats: Default::default(),

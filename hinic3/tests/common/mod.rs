@@ -18,10 +18,14 @@ pub struct Port {
 
 /// Opens the driver on `model` with the model thread running.
 pub fn open(name: &str, model: Sp670Port) -> pktio::Result<Port> {
+    open_with(model, Options { timing: Timing::fast(), ..Options::new(name) })
+}
+
+/// `open` with the driver's `options`.
+pub fn open_with(model: Sp670Port, options: Options) -> pktio::Result<Port> {
     let thread = model.start_thread();
     let (cfg, mgmt, db) = model.bars();
     let bars = Bars { cfg: Arc::new(cfg), mgmt: Some(Arc::new(mgmt)), db: Arc::new(db) };
-    let options = Options { name: name.to_string(), timing: Timing::fast() };
     let dev = Hinic3::new(bars, model.dma_mapper(), Allocator::no_huge(), options)?;
     Ok(Port { dev, thread, model })
 }

@@ -24,8 +24,10 @@ pub fn check_aligned(ring: u64, what: &str) -> Result<(), Error> {
 /// What the model keeps of an SQ context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SqCtx {
-    /// Ring IOVA (WQ page PFN << 12).
+    /// Ring IOVA (WQ page PFN << 12): the first WQ page.
     pub ring: u64,
+    /// WQ block address (block PFN << 9): the ring itself (0-level CLA) or its page table (1-level).
+    pub block: u64,
     /// Starting PI and CI.
     pub pi: u16,
     /// Starting CI.
@@ -37,8 +39,10 @@ pub struct SqCtx {
 /// What the model keeps of an RQ context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RqCtx {
-    /// Ring IOVA.
+    /// Ring IOVA: the first WQ page.
     pub ring: u64,
+    /// WQ block address, as for the SQ.
+    pub block: u64,
     /// Starting PI and CI, in 8-byte units.
     pub pi: u16,
     /// Starting CI.
@@ -113,17 +117,79 @@ fn prefetch(c: &[u8; 64], page_pfn: u64, ci: u32, what: &str) -> Result<(), Erro
     Ok(())
 }
 
-/// The block PFN (dwords 14, 15) of a 0-level ring: the ring IOVA >> 9 (docs/hw/hinic3.md §9).
-fn block(c: &[u8; 64], ring: u64, what: &str) -> Result<(), Error> {
+/// The WQ block address (dwords 14, 15: block PFN << 9, docs/hw/hinic3.md §9). Whether it is the ring (0-level CLA)
+/// or a page table (1-level) depends on the ring's size against the WQ page size, known once the root context gives
+/// the depth ([`wq_pages`]).
+fn block(c: &[u8; 64], what: &str) -> Result<u64, Error> {
     reserved(c, 14, BLOCK_PFN_HI.mask(), what)?;
-    let b = pfn(BLOCK_PFN_HI.get(dw(c, 14)), dw(c, 15));
-    if b != ring >> 9 {
-        return Err(Error::Violation {
-            at: format!("{what} context"),
-            rule: format!("WQ block PFN {b:#x}, the ring at {ring:#x} gives {:#x} (0-level CLA)", ring >> 9),
-        });
+    Ok(pfn(BLOCK_PFN_HI.get(dw(c, 14)), dw(c, 15)) << 9)
+}
+
+/// Page-table entries a 1-level WQ block holds: one 4 KiB page of u64 (Linux wq.c `WQ_MAX_NUM_PAGES`).
+pub const MAX_WQ_PAGES: u64 = 4096 / 8;
+
+/// Where a work queue's bytes are: its WQ pages, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WqPages {
+    pages: Vec<u64>,
+    page_shift: u32,
+}
+
+impl WqPages {
+    /// The IOVA of byte `off` of the ring.
+    pub fn at(&self, off: u64) -> u64 {
+        self.pages[(off >> self.page_shift) as usize % self.pages.len()] + (off & ((1 << self.page_shift) - 1))
     }
-    Ok(())
+    /// WQ pages the ring spans.
+    pub fn count(&self) -> usize {
+        self.pages.len()
+    }
+}
+
+/// The pages of a ring of `bytes` whose context named `ring` and `block`, with WQ pages of 4 KiB << `page_log2`
+/// (COMM 22; docs/hw/hinic3.md §9.3). A ring that fits one page is 0-level CLA: the block is the ring. A larger one is
+/// 1-level: the block is a table of big-endian u64 page addresses (Linux wq.c `wq_init_wq_block`), the first being
+/// the context's page, each page aligned to the page size. `read` fetches table bytes from host memory.
+pub fn wq_pages(
+    ring: u64,
+    block: u64,
+    bytes: u64,
+    page_log2: u8,
+    read: impl Fn(u64, &mut [u8]) -> bool,
+    what: &str,
+) -> Result<WqPages, Error> {
+    let page_shift = 12 + u32::from(page_log2);
+    let page = 1u64 << page_shift;
+    let bad = |rule: String| Error::Violation { at: format!("{what} context"), rule };
+    if bytes <= page {
+        if block != ring {
+            return Err(bad(format!(
+                "WQ block {block:#x} differs from the ring {ring:#x}, which fits one {page}-byte WQ page (0-level CLA)"
+            )));
+        }
+        return Ok(WqPages { pages: vec![ring], page_shift });
+    }
+    let n = bytes / page;
+    if n > MAX_WQ_PAGES {
+        return Err(bad(format!("{bytes}-byte ring over {n} WQ pages of {page} bytes: a block holds {MAX_WQ_PAGES}")));
+    }
+    if block == ring || !block.is_multiple_of(512) {
+        return Err(bad(format!(
+            "{bytes}-byte ring over {n} WQ pages of {page} bytes needs a page table (1-level CLA), block {block:#x}"
+        )));
+    }
+    let mut raw = vec![0u8; 8 * n as usize];
+    if !read(block, &mut raw) {
+        return Err(Error::Unmapped(format!("{what} WQ page table at {block:#x} outside the IOVA map")));
+    }
+    let pages: Vec<u64> = raw.chunks(8).map(|b| u64::from_be_bytes(b.try_into().expect("8"))).collect();
+    if pages[0] != ring {
+        return Err(bad(format!("page table entry 0 {:#x} is not the context's WQ page {ring:#x}", pages[0])));
+    }
+    if let Some((i, p)) = pages.iter().enumerate().find(|(_, &p)| p == 0 || !p.is_multiple_of(page)) {
+        return Err(bad(format!("page table entry {i} {p:#x} is not a {page}-byte-aligned page")));
+    }
+    Ok(WqPages { pages, page_shift })
 }
 
 /// Parses SQ context `qid` (docs/hw/hinic3.md §9.1).
@@ -149,12 +215,12 @@ pub fn parse_sq(c: &[u8; 64], qid: u16) -> Result<SqCtx, Error> {
     reserved(c, 12, 0, &what)?;
     reserved(c, 13, 0, &what)?;
     let ring = page_pfn << 12;
-    block(c, ring, &what)?;
+    let block = block(c, &what)?;
     if ring == 0 {
         return Err(Error::Violation { at: format!("{what} context"), rule: "ring IOVA 0".into() });
     }
     check_aligned(ring, &what)?;
-    Ok(SqCtx { ring, pi: pi as u16, ci: ci as u16, vlan_insert_mode: VLAN_INSERT_MODE.get(dw(c, 7)) as u8 })
+    Ok(SqCtx { ring, block, pi: pi as u16, ci: ci as u16, vlan_insert_mode: VLAN_INSERT_MODE.get(dw(c, 7)) as u8 })
 }
 
 /// Parses RQ context `qid` (docs/hw/hinic3.md §9.2). The model serves the 16-byte normal WQE with 32-byte CQEs
@@ -187,10 +253,58 @@ pub fn parse_rq(c: &[u8; 64], qid: u16) -> Result<RqCtx, Error> {
     }
     prefetch(c, page_pfn, ci, &what)?;
     let ring = page_pfn << 12;
-    block(c, ring, &what)?;
+    let block = block(c, &what)?;
     if ring == 0 {
         return Err(Error::Violation { at: format!("{what} context"), rule: "ring IOVA 0".into() });
     }
     check_aligned(ring, &what)?;
-    Ok(RqCtx { ring, pi: pi as u16, ci: ci as u16, wqe_type })
+    Ok(RqCtx { ring, block, pi: pi as u16, ci: ci as u16, wqe_type })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Host memory holding one page table at 0x1000 (big-endian u64 entries, docs/hw/hinic3.md §9.3).
+    fn table(entries: &[u64]) -> impl Fn(u64, &mut [u8]) -> bool + '_ {
+        move |at, buf| {
+            let raw: Vec<u8> = entries.iter().flat_map(|e| e.to_be_bytes()).collect();
+            at == 0x1000 && buf.len() <= raw.len() && {
+                buf.copy_from_slice(&raw[..buf.len()]);
+                true
+            }
+        }
+    }
+
+    #[test]
+    fn a_ring_in_one_page_is_0_level() {
+        let w = wq_pages(0x40_0000, 0x40_0000, 4096, 0, table(&[]), "SQ 0").unwrap();
+        assert_eq!((w.count(), w.at(0x10), w.at(4095)), (1, 0x40_0010, 0x40_0FFF));
+        // A block elsewhere for a ring that fits one page: wrong.
+        assert!(wq_pages(0x40_0000, 0x1000, 4096, 0, table(&[0x40_0000]), "SQ 0").is_err());
+        // 1 MiB pages (COMM 22 code 8): a 64 KiB ring is one page.
+        assert_eq!(wq_pages(0x40_0000, 0x40_0000, 64 << 10, 8, table(&[]), "SQ 0").unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_ring_over_several_pages_reads_its_page_table() {
+        // 4096 16-byte WQEs = 64 KiB over sixteen 4 KiB pages, scattered and out of order.
+        let pages: Vec<u64> = (0..16u64).map(|i| 0x80_0000 + (15 - i) * 0x3000).collect();
+        let w = wq_pages(pages[0], 0x1000, 64 << 10, 0, table(&pages), "RQ 1").unwrap();
+        assert_eq!(w.count(), 16);
+        assert_eq!(w.at(0), pages[0]);
+        assert_eq!(w.at(4096 + 16), pages[1] + 16, "WQE 257 is in the second page");
+        assert_eq!(w.at((64 << 10) - 16), pages[15] + 4096 - 16);
+        // The 0-level form (block = ring) for a ring larger than a page is refused.
+        assert!(wq_pages(pages[0], pages[0], 64 << 10, 0, table(&pages), "RQ 1").is_err());
+        // Entry 0 must be the context's page; every page aligned to the page size.
+        assert!(wq_pages(pages[1], 0x1000, 64 << 10, 0, table(&pages), "RQ 1").is_err());
+        let mut odd = pages.clone();
+        odd[3] += 0x800;
+        assert!(wq_pages(odd[0], 0x1000, 64 << 10, 0, table(&odd), "RQ 1").is_err());
+        // A table the model cannot read.
+        assert!(matches!(wq_pages(pages[0], 0x2000, 64 << 10, 0, table(&pages), "RQ 1"), Err(Error::Unmapped(_))));
+        // More pages than a 4 KiB block holds.
+        assert!(wq_pages(pages[0], 0x1000, 4 << 20, 0, table(&pages), "RQ 1").is_err());
+    }
 }

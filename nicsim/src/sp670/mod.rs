@@ -10,8 +10,12 @@
 //! takes effect when the model runs ([`Sp670Port::step`], [`crate::run_until_idle`] or the thread of
 //! [`Sp670Port::start_thread`]); a driver polls the write-back, the AEQ, the WQE busy bit and the CI slot.
 //!
+//! Work queues larger than COMM 22's WQ page are read through their page table (1-level CLA, docs/hw/hinic3.md §20);
+//! the MAG 151 counters are kept as frames pass (docs/hw/hinic3.md §22).
+//!
 //! Not modelled: interrupts, CEQs and MSI-X delivery (vectors are only masked/unmasked), VFs, the enhanced cmdq and
-//! the compact/HTN formats of docs/hw/hinic3.md §12a (their feature bits are never offered), TSO, LRO, UFO,
+//! the compact/HTN formats of docs/hw/hinic3.md §12a (their feature bits are never offered), TSO, LRO merging (only
+//! its state: on until L2NIC 13 turns it off, and a fault when RX starts without that), UFO,
 //! tunnels, VLAN filtering, multicast MAC filters, MTU enforcement, SQ CI coalescing (the CI is written after every
 //! batch), the MAG 150 port-information event (GET_PORT_INFO follows the link instead).
 //!
@@ -22,7 +26,10 @@
 //! - COMM 64 / COMM 62 (item 7) are answered but not required;
 //! - the device ID is 0x0222 (item 8);
 //! - RQ context dword 1 bit 31 and the "PI address" words (item 3) are accepted as written and not used;
-//! - the SQ owner bit is checked in compact WQEs too (item 4), as Linux and the older DPDK set it.
+//! - the SQ owner bit is checked in compact WQEs too (item 4), as Linux and the older DPDK set it;
+//! - where the firmware's default is unknown the model takes the case that breaks a driver leaving it unset: LRO and
+//!   VLAN strip on, every SQ/RQ/cmdq ring checked on 256 KiB, the WQ page 4 KiB until COMM 22, COMM bit 9 (buffer
+//!   size in bytes) offered when the configuration's `comm_features` has it.
 
 mod aeq;
 mod bars;
@@ -374,11 +381,22 @@ impl Core {
         self.rqs.iter_mut().for_each(|c| *c = None);
     }
 
+    /// The WQ pages of a ring (docs/hw/hinic3.md §9.3), or a fault (the queue then does not start).
+    fn pages(&self, ring: u64, block: u64, bytes: u64, what: &str) -> Option<ctx::WqPages> {
+        let read = |at: u64, buf: &mut [u8]| self.dma.read(at, buf, &|| format!("{what} WQ page table")).is_ok();
+        ctx::wq_pages(ring, block, bytes, self.mgmt.wq_page_log2, read, what).map_err(|e| self.fault(e)).ok()
+    }
+
     /// A started SQ/RQ needs its context (cmdq 0) and the root context's depths (COMM 21).
     fn start_sq(&mut self, q: usize) -> bool {
         if self.sqs[q].is_none() {
             if let (Some(ctx), Some(root)) = (self.sq_ctx[q], self.mgmt.root) {
-                self.sqs[q] = Some(Sq::new(ctx, 1 << root.sq_depth_log2));
+                let depth = 1u32 << root.sq_depth_log2;
+                if let Some(pages) = self.pages(ctx.ring, ctx.block, u64::from(depth) * 16, &format!("SQ {q}")) {
+                    self.sqs[q] = Some(Sq::new(ctx, depth, pages));
+                } else {
+                    self.sq_ctx[q] = None; // one fault, not one per doorbell
+                }
             }
         }
         self.sqs[q].is_some()
@@ -388,7 +406,12 @@ impl Core {
         if self.rqs[q].is_none() {
             if let (Some(ctx), Some(root)) = (self.rq_ctx[q], self.mgmt.root) {
                 // rq_depth counts 8-byte units: entries << 1 for the 16-byte WQE (docs/hw/hinic3.md §7.3).
-                self.rqs[q] = Some(Rq::new(ctx, 1 << (root.rq_depth_log2 - 1)));
+                let depth = 1u32 << (root.rq_depth_log2 - 1);
+                if let Some(pages) = self.pages(ctx.ring, ctx.block, u64::from(depth) * 16, &format!("RQ {q}")) {
+                    self.rqs[q] = Some(Rq::new(ctx, depth, pages));
+                } else {
+                    self.rq_ctx[q] = None;
+                }
             }
         }
         self.rqs[q].is_some()

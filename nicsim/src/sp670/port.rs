@@ -324,6 +324,19 @@ impl ModelPort<Sp670State> {
     pub fn vport_stat(&self, i: usize) -> u64 {
         self.shared.lock().stats.vport[i]
     }
+    /// WQ pages SQ `q` spans once started (1: 0-level CLA; docs/hw/hinic3.md §9.3), `None` while not started.
+    pub fn sq_pages(&self, q: usize) -> Option<usize> {
+        self.shared.lock().sqs.get(q).and_then(|s| s.as_ref().map(|s| s.pages.count()))
+    }
+    /// WQ pages RQ `q` spans once started, as for [`Self::sq_pages`].
+    pub fn rq_pages(&self, q: usize) -> Option<usize> {
+        self.shared.lock().rqs.get(q).and_then(|r| r.as_ref().map(|r| r.pages.count()))
+    }
+    /// Physical-port counter `i` in MAG 151's order (docs/hw/hinic3.md §13): 0 to 41 TX, 42 to 85 RX.
+    pub fn port_stat(&self, i: usize) -> u64 {
+        let c = self.shared.lock();
+        c.stats.port_tx.iter().chain(c.stats.port_rx.iter()).nth(i).copied().unwrap_or(0)
+    }
     /// Answers (`module`, `cmd`) with `status` from now on (`None`: normally again).
     pub fn inject_mgmt_error(&self, module: u8, cmd: u16, status: Option<u8>) {
         let mut c = self.shared.lock();

@@ -98,19 +98,20 @@ pub(crate) fn rss_hash(rss: &Rss, frame: &[u8]) -> Option<u32> {
 /// One started RQ.
 #[derive(Debug, Clone)]
 pub(crate) struct Rq {
-    pub ctx: RqCtx,
     /// Entries in the ring.
     pub depth: u32,
     /// Next entry the model fills.
     pub ci: u32,
     /// Entries the driver has posted up to (from the doorbell, in entries).
     pub pi: u32,
+    /// Where the ring's WQEs are.
+    pub pages: super::ctx::WqPages,
 }
 
 impl Rq {
-    pub fn new(ctx: RqCtx, depth: u32) -> Rq {
+    pub fn new(ctx: RqCtx, depth: u32, pages: super::ctx::WqPages) -> Rq {
         let ci = (u32::from(ctx.ci) >> 1) % depth;
-        Rq { ctx, depth, ci, pi: ci }
+        Rq { depth, ci, pi: ci, pages }
     }
     fn posted(&self) -> u32 {
         (self.pi + self.depth - self.ci) % self.depth
@@ -212,13 +213,13 @@ impl Core {
             self.stats.rx(frame, false);
             return Err(Drop::NoBuffer);
         }
-        let (ring, depth, ci) = (rq.ctx.ring, rq.depth, rq.ci);
+        let (depth, ci) = (rq.depth, rq.ci);
         let mut cqe0 = 0;
         for (i, chunk) in data.chunks(buf).enumerate() {
             let e = (ci + i as u32) % depth;
             let mut w = [0u32; 4];
             let mut raw = [0u8; 16];
-            if self.dma.read(ring + u64::from(e) * 16, &mut raw, &|| format!("RQ {q} WQE fetch")).is_err() {
+            if self.dma.read(rq.pages.at(u64::from(e) * 16), &mut raw, &|| format!("RQ {q} WQE fetch")).is_err() {
                 return Err(Drop::Discard);
             }
             for (k, d) in w.iter_mut().enumerate() {
@@ -296,10 +297,7 @@ impl Core {
         for i in 0..rq.posted() {
             let e = (rq.ci + i) % rq.depth;
             let mut raw = [0u8; 16];
-            if self
-                .dma
-                .read(rq.ctx.ring + u64::from(e) * 16, &mut raw, &|| format!("RQ {q} WQE fetch (flush)"))
-                .is_err()
+            if self.dma.read(rq.pages.at(u64::from(e) * 16), &mut raw, &|| format!("RQ {q} WQE fetch (flush)")).is_err()
             {
                 break;
             }

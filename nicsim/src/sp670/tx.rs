@@ -37,7 +37,6 @@ pub const FRAME_MAX: usize = 9600 + 14 + 4 + 8;
 /// One started SQ.
 #[derive(Debug, Clone)]
 pub(crate) struct Sq {
-    pub ctx: SqCtx,
     pub depth: u32,
     /// Next WQEBB to read.
     pub ci: u32,
@@ -45,11 +44,13 @@ pub(crate) struct Sq {
     pub owner: bool,
     /// Free-running CI written back (WQEBBs).
     pub hw_ci: u16,
+    /// Where the ring's WQEBBs are.
+    pub pages: super::ctx::WqPages,
 }
 
 impl Sq {
-    pub fn new(ctx: SqCtx, depth: u32) -> Sq {
-        Sq { ctx, depth, ci: u32::from(ctx.ci) % depth, owner: true, hw_ci: ctx.ci }
+    pub fn new(ctx: SqCtx, depth: u32, pages: super::ctx::WqPages) -> Sq {
+        Sq { depth, ci: u32::from(ctx.ci) % depth, owner: true, hw_ci: ctx.ci, pages }
     }
 }
 
@@ -96,7 +97,7 @@ impl Core {
     }
 
     fn wqebb(&self, q: usize, sq: &Sq, i: u32) -> Result<[u32; 4], Error> {
-        let at = sq.ctx.ring + u64::from((sq.ci + i) % sq.depth) * 16;
+        let at = sq.pages.at(u64::from((sq.ci + i) % sq.depth) * 16);
         let mut b = [0u8; 16];
         self.dma
             .read(at, &mut b, &|| format!("SQ {q} WQEBB fetch"))

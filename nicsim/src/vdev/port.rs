@@ -138,6 +138,18 @@ impl<D: EthDev, S: Model> EthDev for SimPort<D, S> {
     fn mac_addrs(&self) -> Vec<MacAddr> {
         self.dev.mac_addrs()
     }
+    fn rx_queue_stop(&mut self, queue: u16) -> Result<()> {
+        self.dev.rx_queue_stop(queue)
+    }
+    fn rx_queue_start(&mut self, queue: u16) -> Result<()> {
+        self.dev.rx_queue_start(queue)
+    }
+    fn tx_queue_stop(&mut self, queue: u16) -> Result<()> {
+        self.dev.tx_queue_stop(queue)
+    }
+    fn tx_queue_start(&mut self, queue: u16) -> Result<()> {
+        self.dev.tx_queue_start(queue)
+    }
     fn queue_stats_mapping(&mut self, rx: bool, queue: u16, set: u8) -> Result<()> {
         self.dev.queue_stats_mapping(rx, queue, set)
     }

@@ -45,6 +45,7 @@ pub const CI_SLOTS: usize = 0x5000; // SQ q at + q × 64
 pub const CMDQ_BUF: usize = 0x8000;
 pub const CMDQ_RING: usize = 0x40000;
 pub const CMDQ_DEPTH: u32 = 64;
+pub const CMDQ_ASYNC_RING: usize = 0x80000;
 /// Work queues sit on 256 KiB (docs/hw/hinic3.md §9.3), the rig's memory itself starting on that boundary.
 pub const WQ_ALIGN: usize = 256 << 10;
 pub const SQ_RING: usize = 0x100000; // q at + q × WQ_ALIGN (queues 0 to 3)
@@ -330,8 +331,13 @@ impl Rig {
     }
 
     /// The command queue (docs/hw/hinic3.md §8.3): COMM 20 for cmdq 0, then COMM 21 with the depth.
+    /// Both command queues' contexts, SYNC (0) then ASYNC (1) on its own ring, as DPDK sets them (docs/hw/hinic3.md
+    /// §8.1), then the depth; commands go through SYNC only.
     pub fn cmdq_setup(&mut self) {
         let b = self.cmdq_ctx_at(CMDQ_RING);
+        self.ok(module::COMM, 20, &b);
+        let mut b = self.cmdq_ctx_at(CMDQ_ASYNC_RING);
+        b[10] = 1;
         self.ok(module::COMM, 20, &b);
         let mut v = vec![0u8; 32];
         v[8..10].copy_from_slice(&FUNC.to_le_bytes());
