@@ -33,5 +33,7 @@ printf '%-44s %14s %14s %14s\n' "round trip p50 / p99 (us)" \
   "$(v latency_intr_only_p50_us) / $(v latency_intr_only_p99_us)"
 printf '%-44s %14s %14s %14s\n' "round trips woken by the interrupt" "$(v latency_poll_wakeups)" "-" \
   "$(v latency_intr_only_wakeups)"
+printf '%-44s %14s %14s %14s\n' "frame on the wire to app p50 / p99 (us)" \
+  "$(v wake_spin_p50_us) / $(v wake_spin_p99_us)" "-" "$(v wake_intr_p50_us) / $(v wake_intr_p99_us)"
 printf '%-44s %14s %14s %14s\n' "under load: forwarded (kpps)" "$(v load_poll_kpps)" "$(v load_power_kpps)" "-"
 printf '%-44s %14s %14s %14s\n' "under load: sleeps" "$(v load_poll_sleeps)" "$(v load_power_sleeps)" "-"

@@ -6,6 +6,9 @@
 //!   and the whole process's (the two model threads included);
 //! - wake-up latency: one frame sent by port 1, forwarded by the lcore out of port 0, received back on port 1;
 //!   the round trip in the polling loop and in the sleeping one, whose difference is the wake-up's cost;
+//! - arrival to wake-up: a frame put on one model port's wire (ixgbe on it, its model thread running) until the
+//!   application sees it: the armed queue's descriptor readable (`poll(2)` returns), against a loop spinning on
+//!   `rx_burst`; the model's own pick-up of the frame is in both;
 //! - under load: frames forwarded per second with port 1 sending bursts as fast as the model takes them.
 //!
 //! Prints `key=value` lines for the script.
@@ -172,6 +175,14 @@ fn main() {
         println!("latency_{}_wakeups={wakeups}", label(mode));
     }
 
+    for sleeping in [false, true] {
+        let mut lat = arrival_to_app(samples, sleeping);
+        let name = if sleeping { "intr" } else { "spin" };
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        println!("wake_{name}_p50_us={:.1}", us(percentile(&mut lat, 0.5)));
+        println!("wake_{name}_p99_us={:.1}", us(percentile(&mut lat, 0.99)));
+    }
+
     for (k, &mode) in [None, Some(PowerMode::Legacy)].iter().enumerate() {
         let mut r = rig(&format!("load-{k}"), mode);
         std::thread::sleep(Duration::from_millis(100));
@@ -190,4 +201,51 @@ fn main() {
         println!("load_{}_kpps={:.1}", label(mode), got as f64 / wall.as_secs_f64() / 1e3);
         println!("load_{}_sleeps={sleeps}", label(mode));
     }
+}
+
+/// `samples` frames injected on a model port's wire one at a time; for each, the time until the application has
+/// it: woken by the armed queue's interrupt (`sleeping`) or spinning on `rx_burst`.
+fn arrival_to_app(samples: usize, sleeping: bool) -> Vec<Duration> {
+    use drvkit::irq::poll_readable;
+    use pktio::TypedQueues;
+    let (bar, model) = nicsim::X540::new(nicsim::X540Config::default());
+    let options =
+        ixgbe::Options { timing: ixgbe::sim::model_timing(), ..ixgbe::Options::new("wake0", ixgbe::MacType::X540) };
+    let mut dev = ixgbe::Ixgbe::new(Arc::new(bar), model.dma_mapper(), Allocator::no_huge(), options).unwrap();
+    dev.set_irq_source(model.irq_source());
+    let config = PoolConfig { size: 2048, cache_size: 0, ..Default::default() };
+    let pool = Mempool::new(&format!("wake-{sleeping}"), &config, &Allocator::no_huge()).unwrap();
+    let conf =
+        PortConfig { rx_desc: 256, tx_desc: 256, intr_conf: IntrConf { rxq: true, lsc: false }, ..Default::default() };
+    dev.configure(&conf).unwrap();
+    dev.start(&pool).unwrap();
+    let _thread = model.start_thread();
+    let mut rx = dev.rx_queue_typed(0).unwrap();
+    let fd = rx.wait_fd().unwrap();
+    let frame = testkit::udp_frame(dev.mac_addr().0, [2, 0, 0, 0, 0, 0x77], ([10, 0, 0, 1], [10, 0, 0, 2]), (9, 9), 64);
+    let mut b = PacketBatch::with_capacity(32);
+    let mut lat = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        std::thread::sleep(Duration::from_millis(2));
+        if sleeping {
+            rx.intr_enable().unwrap();
+        }
+        let t = Instant::now();
+        assert!(model.inject(&frame));
+        if sleeping {
+            assert!(poll_readable(fd, Duration::from_secs(5)).unwrap(), "no wake-up");
+            lat.push(t.elapsed());
+            rx.intr_disable().unwrap();
+            while rx.rx_burst(&mut b) == 0 {}
+        } else {
+            while rx.rx_burst(&mut b) == 0 {
+                assert!(t.elapsed() < Duration::from_secs(5), "a frame was lost");
+            }
+            lat.push(t.elapsed());
+        }
+        b.clear();
+    }
+    drop(rx);
+    dev.stop().unwrap();
+    lat
 }
