@@ -22,6 +22,7 @@ Guest markers (console lines):
                                            injected on NIC FROM, forwarded unchanged)
   @@vmtest inject-ip NIC COUNT TAG DST_IP SIZE     host sends COUNT IPv4 frames (protocol 253, the tagged payload)
   @@vmtest expect-routed NIC COUNT TAG DST_IP SIZE DST_MAC   host checks COUNT of them came out of NIC routed
+  @@vmtest model-mark MODEL                host notes the model's counters: the next model-stats counts from there
   @@vmtest model-stats MODEL RX TX [polled]  host checks the model's own counters and that it recorded no fault
   @@vmtest model-fault MODEL KIND LO HI    host waits for the model's fault KIND (e.g. Dma) at an IOVA in [LO, HI)
 Frame format (both ways): dst, src, ethertype 0x88b5, b"VMT1", tag (16 bytes, NUL padded), seq (u32 BE), then
@@ -94,6 +95,8 @@ VENDOR_MODULES = [
 ]
 # The model servers' stats files (name -> path), read by the `model-stats` marker.
 MODEL_STATS = {}
+# name -> (rx_delivered, tx_sent) at the guest's last `model-mark NAME`: model-stats counts from there.
+MODEL_BASE = {}
 EXCERPT_LINES = 80  # console lines of a failed test repeated in the summary
 DEFAULT_TESTS = "vfio-probe,virtio-exchange,virtio-fwd,virtio-mq,virtio-unmapped,testpmd-fwd,igb-exchange,testpmd-igb,testpmd-noargs"
 
@@ -747,10 +750,27 @@ def boot(cmd, peer, timeout, results, logf, boot_timeout=None):
     return status
 
 
+def read_model_stats(name):
+    """The model's stats file as (counters, faults)."""
+    with open(MODEL_STATS[name]) as f:
+        pairs = [line.rstrip("\n").split("=", 1) for line in f if "=" in line]
+    return dict(p for p in pairs if p[0] != "fault"), [v for k, v in pairs if k == "fault"]
+
+
+def model_mark(name):
+    """`@@vmtest model-mark NAME`: the model's counters now are the base of the next `model-stats NAME` (the
+    counters run over the whole boot; a test counts its own frames)."""
+    if name not in MODEL_STATS:
+        return False, f"model-mark {name}: no such model server"
+    st, _ = read_model_stats(name)
+    MODEL_BASE[name] = (int(st.get("rx_delivered", 0)), int(st.get("tx_sent", 0)))
+    return True, f"model {name}: counters marked at rx_delivered={MODEL_BASE[name][0]} tx_sent={MODEL_BASE[name][1]}"
+
+
 def model_stats(name, rx, tx, polled=False):
     """Host check of `@@vmtest model-stats NAME RX TX [polled]`: the model behind NAME delivered RX frames and sent
-    TX (what the guest's interface counters say), signalled MSI-X messages (not required of a `polled` driver,
-    the project's own PMDs) and recorded no fault. The server rewrites its stats file every
+    TX (what the guest's interface counters say; since the last `model-mark NAME`, if any), signalled MSI-X
+    messages (not required of a `polled` driver, the project's own PMDs) and recorded no fault. The server rewrites its stats file every
     100 ms: waits up to 5 s for the counts to agree."""
     path = MODEL_STATS.get(name)
     if path is None:
@@ -764,13 +784,16 @@ def model_stats(name, rx, tx, polled=False):
             faults = [v for k, v in pairs if k == "fault"]
         except OSError as e:
             st, faults = {"error": str(e)}, []
-        got = (int(st.get("rx_delivered", -1)), int(st.get("tx_sent", -1)), int(st.get("faults", -1)))
+        base = MODEL_BASE.get(name, (0, 0))
+        got = (int(st.get("rx_delivered", -1)) - base[0], int(st.get("tx_sent", -1)) - base[1],
+               int(st.get("faults", -1)))
         if got == (rx, tx, 0) or time.time() > deadline:
             break
         time.sleep(0.1)
     # Linux's ixgbe cleans its rings from NAPI, scheduled by the queue vector: traffic without messages is a bug.
     ok = got == (rx, tx, 0) and (polled or int(st.get("irq_msix", 0)) > 0)
-    msg = (f"model {name}: rx_delivered={got[0]} tx_sent={got[1]} faults={got[2]} (guest: rx_packets={rx} "
+    since = f" since the mark at {base}" if name in MODEL_BASE else ""
+    msg = (f"model {name}: rx_delivered={got[0]} tx_sent={got[1]}{since} faults={got[2]} (guest: rx_packets={rx} "
            f"tx_packets={tx}); irq_msix={st.get('irq_msix')} link_up={st.get('link_up')}")
     # What the driver did that the model rejects, register named: the reason a test fails.
     return ok, msg + "".join(f"; model fault: {f}" for f in faults[:5])
@@ -805,8 +828,10 @@ def model_fault(name, kind, lo, hi):
 
 def serve(args, peer, res):
     try:
-        if args[0] in ("model-stats", "model-fault"):
-            if args[0] == "model-stats":
+        if args[0] in ("model-stats", "model-fault", "model-mark"):
+            if args[0] == "model-mark":
+                ok, msg = model_mark(args[1])
+            elif args[0] == "model-stats":
                 ok, msg = model_stats(args[1], int(args[2]), int(args[3]), polled=args[4:5] == ["polled"])
             else:
                 ok, msg = model_fault(args[1], args[2], int(args[3], 0), int(args[4], 0))
