@@ -276,12 +276,18 @@ impl<S: Model> ServerBackend for ModelDevice<S> {
             .len(size as usize)
             .map_raw(&fd)
             .map_err(|e| io_err(Error::DmaMmap { iova: address, size, source: e }))?;
+        if std::env::var_os("NICSIM_TRACE_DMA").is_some() {
+            eprintln!("dma map iova {address:#x} size {size:#x} offset {offset:#x}");
+        }
         let guard = self.model.dma_mapper().map_shared(address, Arc::new(map));
         self.maps.push((address, size, guard));
         Ok(())
     }
 
     fn dma_unmap(&mut self, flags: DmaUnmapFlags, address: u64, size: u64) -> std::io::Result<()> {
+        if std::env::var_os("NICSIM_TRACE_DMA").is_some() {
+            eprintln!("dma unmap iova {address:#x} size {size:#x} flags {flags:?}");
+        }
         if flags.contains(DmaUnmapFlags::UNMAP_ALL) {
             self.maps.clear();
         } else {

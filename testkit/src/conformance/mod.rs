@@ -160,6 +160,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@each $port;
             bringup::one_port_comes_up_links_starts_and_stops_clean,
             data::frames_cross_each_way_byte_for_byte,
+            data::frames_cross_again_after_a_stop_and_start,
             data::jumbo_9000_byte_frames_both_ways_as_chains,
             data::stats_count_packets_bytes_and_errors_and_reset,
             data::frames_above_the_mtu_are_counted_as_oversize_and_in_ierrors,
