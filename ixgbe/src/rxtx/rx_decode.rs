@@ -72,7 +72,7 @@ unsafe impl<F: Family> RxFormat for AdvRx<F> {
     #[inline(always)]
     unsafe fn groups<I: Isa>(&self, run: RxRun<RxDesc>, memo: &RxMemo) -> (usize, u64) {
         // SAFETY: the trait's contract, passed on.
-        unsafe { super::rx_simd::rx_groups_sse2::<F>(run, memo) }
+        unsafe { super::rx_simd::rx_groups::<F, I>(run, memo) }
     }
 
     /// DD and EOP, no MAC error, a length that fits the buffer, and not a UDP zero-checksum error
