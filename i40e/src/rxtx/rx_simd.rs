@@ -209,7 +209,7 @@ mod tests {
         assert_eq!(got[0], (60, 60, udp, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_UDP, 0x100));
         assert_eq!(got[12].3, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_TCP, "the memo follows the type change");
         for isa in IsaLevel::supported() {
-            assert_eq!(run(isa), (n, bytes, got), "build {isa:?}");
+            assert_eq!(run(isa), (n, bytes, got.clone()), "build {isa:?}");
         }
         assert!(pool.is_full());
     }

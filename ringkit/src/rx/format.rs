@@ -73,14 +73,15 @@ impl IsaLevel {
         [IsaLevel::Base, IsaLevel::Avx, IsaLevel::Avx2].into_iter().filter(|&l| l <= best).collect()
     }
 
-    /// The RX burst mode's name of this build (every format of this workspace has SSE2 groups of four on x86-64,
-    /// AVX2 groups of eight in the AVX2 build, and takes frames one at a time elsewhere).
+    /// The RX burst mode's name of this build. Every format of this workspace has SSE2 groups of four on x86-64
+    /// and takes frames one at a time elsewhere; in the AVX2 build the formats of 16-byte write-backs (ixgbe) take
+    /// groups of eight, two per register, and those of 32-byte entries (i40e, hinic3) keep their groups of four.
     pub fn rx_name(self) -> &'static str {
         match self {
             _ if cfg!(not(target_arch = "x86_64")) => "Scalar",
             IsaLevel::Base => "Vector SSE2",
             IsaLevel::Avx => "Vector SSE2 (AVX build)",
-            IsaLevel::Avx2 => "Vector AVX2",
+            IsaLevel::Avx2 => "Vector AVX2 (16-byte write-backs 8 per step; else Vector SSE2 4 per step)",
         }
     }
 }
