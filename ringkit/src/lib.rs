@@ -35,6 +35,15 @@ pub fn cpu_has_avx() -> bool {
     return false;
 }
 
+/// Whether the CPU has AVX2: the RX fast runs then take their AVX2 builds (groups of eight, two entries per
+/// register; [`rx::IsaLevel::Avx2`]). Decided per ring at creation; false off x86-64.
+pub fn cpu_has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    return false;
+}
+
 /// The burst paths every ring on the shared engine and core runs on this CPU: RX takes runs of common frames
 /// through the format's SIMD groups ([`rx::IsaLevel::rx_name`]), TX places plain packets in groups of four and
 /// offloads or chains one by one, both in the same routine.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use mempool::ol_flags;
 use pktio::stats::Counter;
 use ringkit::rx::{FastFrame, RxEntry, RxMeta};
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use ringkit::rx::{Isa, RxRun};
 use ringkit::{RxDescriptor, RxFormat};
 
@@ -121,6 +121,13 @@ unsafe impl RxFormat for Cqe32 {
     unsafe fn groups<I: Isa>(&self, run: RxRun<RxCqe>, memo: &Memo) -> (usize, u64) {
         // SAFETY: the trait's contract, passed on; max_len is buf_len, a size of the buffer table.
         unsafe { super::rx_simd::rx_groups::<I>(run, memo) }
+    }
+
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    unsafe fn groups<I: Isa>(&self, run: RxRun<RxCqe>, memo: &Memo) -> (usize, u64) {
+        // SAFETY: the trait's contract, passed on; max_len is buf_len.
+        unsafe { super::rx_neon::rx_groups_neon(run, memo) }
     }
 
     /// The memo's status and offload word (done, not flushed, no LRO, the same flags; a VLAN-stripped frame's memo

@@ -164,7 +164,7 @@ mod tests {
     fn the_fast_run_builds_agree_and_stop_where_they_must() {
         let pool =
             Mempool::new("rx-fast", &PoolConfig { size: 255, ..Default::default() }, &Allocator::no_huge()).unwrap();
-        let run = |avx: bool| {
+        let run = |isa: IsaLevel| {
             let mut ring = vec![RxDesc::default(); 16];
             for (i, d) in ring.iter_mut().enumerate() {
                 let ptype = if i < 9 { 24 } else { 26 };
@@ -180,7 +180,6 @@ mod tests {
             }
             let mut out = vec![NonNull::dangling(); 16];
             let mut memo = RxMemo::of(0);
-            let isa = if avx { IsaLevel::Avx } else { IsaLevel::Base };
             let run = RxRun {
                 wb: ring.as_mut_ptr(),
                 shadow: shadow.as_ptr(),
@@ -188,8 +187,8 @@ mod tests {
                 n: 16,
                 max_len: pool.data_room(),
             };
-            // SAFETY: 16 descriptors, buffers and output slots; the buffers' data room is the pool's; the AVX build
-            // only where the CPU has it (checked by the caller).
+            // SAFETY: 16 descriptors, buffers and output slots; the buffers' data room is the pool's; a build the CPU
+            // runs (the caller takes them from IsaLevel::supported).
             let (n, bytes) = unsafe { fast_run(&Desc32, isa, run, &mut memo) };
             let got: Vec<(u32, u16, u64, u32, u32)> = out[..n]
                 .iter()
@@ -203,14 +202,14 @@ mod tests {
             unsafe { mempool::free_raw_bulk(&shadow[n..]) };
             (n, bytes, got)
         };
-        let (n, bytes, got) = run(false);
+        let (n, bytes, got) = run(IsaLevel::Base);
         assert_eq!(n, 13, "stops at the frame error of descriptor 13");
         assert_eq!(bytes, (60..73).sum::<u64>());
         let udp = ol_flags::RX_RSS_HASH | ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_GOOD;
         assert_eq!(got[0], (60, 60, udp, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_UDP, 0x100));
         assert_eq!(got[12].3, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_TCP, "the memo follows the type change");
-        if IsaLevel::detect() == IsaLevel::Avx {
-            assert_eq!(run(true), (n, bytes, got));
+        for isa in IsaLevel::supported() {
+            assert_eq!(run(isa), (n, bytes, got.clone()), "build {isa:?}");
         }
         assert!(pool.is_full());
     }

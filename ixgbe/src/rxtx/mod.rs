@@ -20,12 +20,18 @@
 //!
 //! Files: `family` (the [`Family`] trait), `ring` (ring settings, queue disable), `rx` (the RX queue: set-up,
 //! enable, doorbell), `rx_decode` (the write-back format: offload flags and packet type, the memo, the common frame,
-//! the general decode), `rx_simd` (its groups of four on x86-64), `tx` (the TX queue and data/context descriptors).
+//! the general decode), `rx_simd` (its groups of four, or eight with AVX2, on x86-64), `rx_neon` (its groups of four
+//! on aarch64), `rx_fast_tests` (every build against the one-at-a-time path), `tx` (the TX queue and data/context
+//! descriptors).
 
 mod family;
 mod ring;
 mod rx;
 mod rx_decode;
+#[cfg(test)]
+mod rx_fast_tests;
+#[cfg(target_arch = "aarch64")]
+mod rx_neon;
 #[cfg(target_arch = "x86_64")]
 mod rx_simd;
 mod tx;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use drvkit::barrier::dma_rmb;
 use mempool::{ol_flags, ptype};
 use ringkit::rx::{FastFrame, RxEntry, RxMeta};
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 use ringkit::rx::{Isa, RxRun};
 use ringkit::{RxDescriptor, RxFormat};
 
@@ -72,7 +72,14 @@ unsafe impl<F: Family> RxFormat for AdvRx<F> {
     #[inline(always)]
     unsafe fn groups<I: Isa>(&self, run: RxRun<RxDesc>, memo: &RxMemo) -> (usize, u64) {
         // SAFETY: the trait's contract, passed on.
-        unsafe { super::rx_simd::rx_groups_sse2::<F>(run, memo) }
+        unsafe { super::rx_simd::rx_groups::<F, I>(run, memo) }
+    }
+
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    unsafe fn groups<I: Isa>(&self, run: RxRun<RxDesc>, memo: &RxMemo) -> (usize, u64) {
+        // SAFETY: the trait's contract, passed on.
+        unsafe { super::rx_neon::rx_groups_neon::<F>(run, memo) }
     }
 
     /// DD and EOP, no MAC error, a length that fits the buffer, and not a UDP zero-checksum error
@@ -240,14 +247,14 @@ impl RxMemo {
     }
 
     /// The packet-info bits of the key (the rest of [`RX_INFO_KEY`] is 0).
-    #[cfg(any(target_arch = "x86_64", test))]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", test))]
     #[inline(always)]
     pub(super) fn key_info(&self) -> u32 {
         self.key as u32
     }
 
     /// The status bits of the key (the rest of [`rx_csum_bits`] is 0).
-    #[cfg(any(target_arch = "x86_64", test))]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", test))]
     #[inline(always)]
     pub(super) fn key_status(&self) -> u32 {
         (self.key >> 32) as u32

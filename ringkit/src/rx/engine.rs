@@ -92,7 +92,7 @@ impl<F: RxFormat> RxEngine<F> {
     /// # Panics
     /// If the CPU does not run `isa`.
     pub fn set_isa(&mut self, isa: IsaLevel) {
-        assert!(isa == IsaLevel::Base || IsaLevel::detect() == isa, "the CPU does not run {isa:?}");
+        assert!(isa <= IsaLevel::detect(), "the CPU does not run {isa:?}");
         self.isa = isa;
     }
 

@@ -8,7 +8,7 @@ use std::ptr::NonNull;
 use mempool::{Mbuf, MbufHeader};
 
 #[cfg(target_arch = "x86_64")]
-use super::format::Avx;
+use super::format::{Avx, Avx2};
 use super::format::{Base, Isa, IsaLevel, RxFormat};
 
 /// The entries a fast run looks at: `n` completions from `wb`, the buffers posted in their slots (`shadow`, same
@@ -106,6 +106,9 @@ pub unsafe fn fast_run<F: RxFormat>(fmt: &F, isa: IsaLevel, run: RxRun<F::Wb>, m
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the caller's contract; the CPU has AVX (the level says so).
         IsaLevel::Avx => unsafe { fast_run_avx(fmt, wb, shadow, out, n, max_len, memo) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller's contract; the CPU has AVX2 (the level says so).
+        IsaLevel::Avx2 => unsafe { fast_run_avx2(fmt, wb, shadow, out, n, max_len, memo) },
         // SAFETY: the caller's contract.
         _ => unsafe { fast_run_base(fmt, wb, shadow, out, n, max_len, memo) },
     }
@@ -149,6 +152,27 @@ unsafe fn fast_run_avx<F: RxFormat>(
 ) -> (usize, u64) {
     // SAFETY: the caller's contract, passed on.
     unsafe { fast_run_body::<F, Avx>(fmt, RxRun { wb, shadow, out, n, max_len }, memo) }
+}
+
+/// [`fast_run`] compiled for AVX2: the format's groups may take eight entries per step, two per 256-bit register
+/// (`I::AVX2`).
+///
+/// # Safety
+/// As [`fast_run`], and the CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline(never)]
+unsafe fn fast_run_avx2<F: RxFormat>(
+    fmt: &F,
+    wb: *mut F::Wb,
+    shadow: *const NonNull<MbufHeader>,
+    out: *mut NonNull<MbufHeader>,
+    n: usize,
+    max_len: u16,
+    memo: &mut F::Memo,
+) -> (usize, u64) {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { fast_run_body::<F, Avx2>(fmt, RxRun { wb, shadow, out, n, max_len }, memo) }
 }
 
 /// The body of every build: the format's groups while they repeat the memo (the common case: one traffic class

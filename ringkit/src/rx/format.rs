@@ -10,6 +10,9 @@ use super::RxDescriptor;
 pub trait Isa: 'static {
     /// The CPU has AVX (and so SSE4.1 and SSSE3): VEX three-operand forms, and the SSE4.1/SSSE3 shuffles.
     const AVX: bool;
+    /// The CPU has AVX2 (and AVX): 256-bit integer operations, so a format may take two 16-byte entries per
+    /// register and groups of eight.
+    const AVX2: bool;
 }
 
 /// The build for what the target always has.
@@ -18,6 +21,7 @@ pub enum Base {}
 
 impl Isa for Base {
     const AVX: bool = false;
+    const AVX2: bool = false;
 }
 
 /// The build for CPUs with AVX (x86-64 only).
@@ -26,35 +30,62 @@ pub enum Avx {}
 
 impl Isa for Avx {
     const AVX: bool = true;
+    const AVX2: bool = false;
+}
+
+/// The build for CPUs with AVX2 (x86-64 only).
+#[derive(Debug)]
+pub enum Avx2 {}
+
+impl Isa for Avx2 {
+    const AVX: bool = true;
+    const AVX2: bool = true;
 }
 
 /// The builds the engine chooses from, once per ring, at its creation ([`IsaLevel::detect`]). A new build (AVX2,
 /// AVX-512) is a variant here, an [`Isa`] type, and one more `#[target_feature]` entry in the engine's dispatch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Ordered: a CPU that runs a level runs every level below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum IsaLevel {
     /// [`Base`].
     Base,
     /// [`Avx`].
     Avx,
+    /// [`Avx2`].
+    Avx2,
 }
 
 impl IsaLevel {
-    /// The best build this CPU runs.
+    /// The best build this CPU runs (the feature tests run once per call: a ring calls this at its creation).
     pub fn detect() -> IsaLevel {
-        if crate::cpu_has_avx() {
+        if crate::cpu_has_avx2() {
+            IsaLevel::Avx2
+        } else if crate::cpu_has_avx() {
             IsaLevel::Avx
         } else {
             IsaLevel::Base
         }
     }
 
-    /// The RX burst mode's name of this build (every format of this workspace has SSE2 groups on x86-64 and takes
-    /// frames one at a time elsewhere).
+    /// Every build this CPU runs, lowest first (tests compare them).
+    pub fn supported() -> Vec<IsaLevel> {
+        let best = IsaLevel::detect();
+        [IsaLevel::Base, IsaLevel::Avx, IsaLevel::Avx2].into_iter().filter(|&l| l <= best).collect()
+    }
+
+    /// The RX burst mode's name of this build. Every format of this workspace has SSE2 groups of four on x86-64; in
+    /// the AVX2 build the formats of 16-byte write-backs (ixgbe) take groups of eight, two per register, and those
+    /// of 32-byte entries (i40e, hinic3) keep their groups of four. On aarch64 ixgbe's and hinic3's formats have
+    /// NEON groups of four and i40e's plain-code groups of four.
     pub fn rx_name(self) -> &'static str {
         match self {
+            _ if cfg!(target_arch = "aarch64") => {
+                "Vector NEON (4 per step where the format has NEON groups; else groups of 4 in plain code)"
+            }
             _ if cfg!(not(target_arch = "x86_64")) => "Scalar",
             IsaLevel::Base => "Vector SSE2",
             IsaLevel::Avx => "Vector SSE2 (AVX build)",
+            IsaLevel::Avx2 => "Vector AVX2 (16-byte write-backs 8 per step; else Vector SSE2 4 per step)",
         }
     }
 }

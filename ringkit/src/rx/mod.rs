@@ -22,4 +22,4 @@ pub use engine::RxEngine;
 #[cfg(target_arch = "x86_64")]
 pub use fast::SimdBlocks;
 pub use fast::{fast_run, RxRun};
-pub use format::{Avx, Base, FastFrame, Isa, IsaLevel, RxEntry, RxFormat, RxMeta};
+pub use format::{Avx, Avx2, Base, FastFrame, Isa, IsaLevel, RxEntry, RxFormat, RxMeta};
