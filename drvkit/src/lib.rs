@@ -9,6 +9,7 @@
 //! - [`bar`] and [`reg`]: register access over any [`bar::RegisterSpace`] (a mapped BAR or a model's registers),
 //!   registers and fields as named data, polling with a deadline.
 //! - [`barrier`]: the CPU-to-device ordering before doorbells and after completion bits.
+//! - [`irq`]: interrupt vectors as eventfds ([`irq::IrqSource`]: VFIO's MSI-X, or a model's glue in-process).
 //!
 //! The port API (`pktio`) builds on this crate (its driver registry hands probes a [`vfio::VfioDevice`]); the
 //! descriptor-ring kit that also needs the port API's queue counters is `ringkit`.
@@ -28,6 +29,7 @@
 pub mod bar;
 pub mod barrier;
 pub mod dma;
+pub mod irq;
 pub mod pci;
 pub mod reg;
 pub mod vfio;

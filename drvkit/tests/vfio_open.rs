@@ -111,6 +111,18 @@ fn a_driver_brings_up_a_device() {
     let sets = kernel.device(ADDR).unwrap().irq_sets;
     assert_eq!(sets[0], (MSIX_IRQ, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, 2));
     assert_eq!(sets[1], (MSIX_IRQ, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0));
+    // The same through the drivers' interrupt seam: MSI-X, one eventfd per vector, shared.
+    {
+        use drvkit::irq::IrqSource;
+        assert_eq!(IrqSource::max_vectors(&dev), 5);
+        let vectors = IrqSource::enable(&dev, 3).unwrap();
+        assert_eq!(vectors.len(), 3);
+        assert!(IrqSource::enable(&dev, 6).is_err());
+        IrqSource::disable(&dev).unwrap();
+        let sets = kernel.device(ADDR).unwrap().irq_sets;
+        assert_eq!(sets[2], (MSIX_IRQ, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, 3));
+        assert_eq!(sets[3], (MSIX_IRQ, VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, 0));
+    }
 
     // DMA: IOVA = VA, counted guards, unmapped with the last one; the guards own the memory.
     let memory = Arc::new(Allocator::no_huge().allocate(64 << 10).unwrap());

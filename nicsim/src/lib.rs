@@ -27,7 +27,9 @@
 //!
 //! [`vdev`] is the `net_sim_*` vdevs' machinery over the trait (one generic [`vdev::open_vdev`], the
 //! [`vdev::SimPort`] it hands out, the [`vdev::SimDriver`] a driver crate with a model implements in its
-//! `src/sim.rs`); it depends on the port API and on no driver.
+//! `src/sim.rs`); it depends on the port API and on no driver. [`irq`] delivers a model port's interrupt vectors
+//! to real eventfds in-process ([`ModelPort::irq_source`], a `drvkit::irq::IrqSource`), as VFIO's MSI-X does on
+//! a PCI device, so a driver's interrupt code runs unchanged on either.
 //!
 //! # Instantiating a port
 //!
@@ -135,6 +137,7 @@
 pub mod dma;
 mod error;
 pub mod fault;
+pub mod irq;
 pub mod model;
 pub mod net;
 pub mod pci;

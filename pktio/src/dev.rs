@@ -119,6 +119,19 @@ pub struct PortConfig {
     pub rx_offloads: u64,
     /// TX offloads requested ([`offload`]).
     pub tx_offloads: u64,
+    /// Interrupts asked for (DPDK's `dev_conf.intr_conf`); a port without them refuses the configuration.
+    pub intr_conf: IntrConf,
+}
+
+/// Which interrupts a port is configured to deliver (DPDK's `rte_eth_intr_conf`). Off, the port is polled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IntrConf {
+    /// RX queue interrupts: each RX queue's [`RxQueue::wait_fd`] is the descriptor its interrupt signals, armed
+    /// with [`RxQueue::intr_enable`] (DPDK's `intr_conf.rxq`).
+    pub rxq: bool,
+    /// Link-state-change interrupts: [`EthDev::link_event_fd`] becomes readable when the link changes (DPDK's
+    /// `intr_conf.lsc`).
+    pub lsc: bool,
 }
 
 impl Default for PortConfig {
@@ -132,6 +145,7 @@ impl Default for PortConfig {
             rss: None,
             rx_offloads: 0,
             tx_offloads: 0,
+            intr_conf: IntrConf::default(),
         }
     }
 }
@@ -245,17 +259,56 @@ impl DevInfo {
 }
 
 /// The receive side of one queue. Owned by one thread (`Send`, not `Sync`).
+///
+/// Sleeping when idle (DPDK's RX interrupts, `l3fwd-power`): when a burst finds nothing, [`Self::intr_enable`],
+/// burst once more (a frame may have come in between), then wait for [`Self::wait_fd`] to become readable
+/// (`poll(2)`/`epoll` alongside the application's own descriptors); once woken, [`Self::intr_disable`] and poll
+/// in bursts again until the queue is idle. On a port whose queues signal an interrupt (a PCI port configured with
+/// [`IntrConf::rxq`]) the descriptor is an eventfd the queue's interrupt vector writes: it stays readable until
+/// the next [`Self::intr_enable`] drains it. On a software port it is the port's own descriptor (a socket, a TAP),
+/// readable while a packet waits, and arming or disarming it does nothing.
 pub trait RxQueue: Send {
     /// Appends up to `batch.remaining()` received packets to `batch`; returns how many.
     fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize;
 
-    /// A file descriptor that `poll(2)` reports readable (`POLLIN`) while a packet waits on this queue, for a
-    /// loop that sleeps when idle instead of spinning (DPDK's RX interrupts). `None` (the default): the queue has
-    /// no such descriptor and must be polled. The descriptor stays owned by the queue. Because `poll(2)` checks
-    /// readiness after it starts waiting, a packet that arrives between an empty [`Self::rx_burst`] and the
-    /// `poll` wakes it; a wake-up may still find nothing (another reader, a frame the burst drops).
+    /// A file descriptor that `poll(2)` reports readable (`POLLIN`) when a packet arrives on this queue, for a
+    /// loop that sleeps when idle instead of spinning. `None` (the default): the queue has no such descriptor and
+    /// must be polled. The descriptor stays owned by the queue. A software port's descriptor is readable while a
+    /// packet waits, so a packet that arrives between an empty [`Self::rx_burst`] and the `poll` wakes it; an
+    /// interrupt's descriptor wakes only while armed ([`Self::intr_enable`]). A wake-up may find nothing
+    /// (another reader, a frame the burst drops, a frame already taken before the interrupt was disarmed).
     fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
         None
+    }
+
+    /// Arms the queue's interrupt (DPDK's `rte_eth_dev_rx_intr_enable`): from now on the next frame makes
+    /// [`Self::wait_fd`] readable; a signal left from before is drained first. A frame that arrived just before
+    /// arming (after the last empty burst) still wakes the waiter. The default: nothing to arm on a queue whose
+    /// descriptor is readable while a packet waits (a software port's), [`Error::NotSupported`] on a queue with
+    /// no descriptor.
+    fn intr_enable(&mut self) -> Result<()> {
+        match self.wait_fd() {
+            Some(_) => Ok(()),
+            None => Err(no_rx_interrupt()),
+        }
+    }
+
+    /// Disarms the queue's interrupt (DPDK's `rte_eth_dev_rx_intr_disable`): frames no longer signal
+    /// [`Self::wait_fd`]; the application polls. Same defaults as [`Self::intr_enable`].
+    fn intr_disable(&mut self) -> Result<()> {
+        match self.wait_fd() {
+            Some(_) => Ok(()),
+            None => Err(no_rx_interrupt()),
+        }
+    }
+}
+
+/// What a queue without a descriptor says when asked to arm one.
+fn no_rx_interrupt() -> Error {
+    Error::NotSupported {
+        port: "(an RX queue)".to_string(),
+        driver: "its driver",
+        what: "RX queue interrupts (no wait_fd; configure intr_conf.rxq on a port that has them, or poll)",
     }
 }
 
@@ -274,6 +327,14 @@ impl<Q: RxQueue + ?Sized> RxQueue for Box<Q> {
 
     fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
         (**self).wait_fd()
+    }
+
+    fn intr_enable(&mut self) -> Result<()> {
+        (**self).intr_enable()
+    }
+
+    fn intr_disable(&mut self) -> Result<()> {
+        (**self).intr_disable()
     }
 }
 
@@ -349,8 +410,18 @@ pub trait EthDev: Send {
         self.state_mut().port_id = port_id;
     }
 
-    /// Link state now.
+    /// Link state now. On a port configured with [`IntrConf::lsc`] this also acknowledges a link-state event:
+    /// [`EthDev::link_event_fd`] is drained and the link interrupt armed again, so call it after each wake-up.
     fn link(&self) -> LinkStatus;
+
+    /// A descriptor that becomes readable (`POLLIN`) when the link changes, on a started port configured with
+    /// [`IntrConf::lsc`] whose device has a link-state interrupt (DPDK's `RTE_ETH_EVENT_INTR_LSC`, delivered as a
+    /// descriptor to wait on instead of a callback). It stays readable until [`EthDev::link`] reads the new state.
+    /// The descriptor stays owned by the port and lives until it stops. Ports without one say
+    /// [`Error::NotSupported`].
+    fn link_event_fd(&self) -> Result<std::os::fd::RawFd> {
+        Err(self.state().unsupported("link-state-change interrupts"))
+    }
 
     /// The RX and TX burst paths this port runs (or would run once started); drivers with more than one path
     /// override this with the one they chose.

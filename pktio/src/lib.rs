@@ -21,8 +21,13 @@
 //! crate to move packets: mempool's buffers and pools ([`Mbuf`], [`Mempool`], [`PacketBatch`], [`PoolConfig`]),
 //! and [`MacAddr`], which is the `pkthdr` crate's (the packet headers).
 //!
+//! Interrupts (DPDK's RX-interrupt API): a port configured with [`IntrConf`] arms and disarms each RX queue's
+//! interrupt ([`RxQueue::intr_enable`], [`RxQueue::intr_disable`]) and hands out descriptors to sleep on
+//! ([`RxQueue::wait_fd`] per queue, [`EthDev::link_event_fd`] for link changes), epoll-able with the
+//! application's own. Software ports keep their own descriptors.
+//!
 //! Not supported: flow rules (`rte_flow`), starting and stopping single queues (deferred start), link-state-change
-//! callbacks (the link is polled with [`EthDev::link`]), VMDq pools, packet timestamps and PTP, traffic
+//! callbacks (a link change is a descriptor to wait on, [`EthDev::link_event_fd`], or polled), VMDq pools, packet timestamps and PTP, traffic
 //! management, and ports shared with other processes (DPDK's secondary processes).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -36,8 +41,8 @@ mod port_state;
 pub mod stats;
 
 pub use dev::{
-    offload, BurstMode, DescLimits, DevInfo, EthDev, LinkStatus, PortConfig, RssConfig, RssHashFunctions, RxQueue,
-    TxQueue, TypedQueues,
+    offload, BurstMode, DescLimits, DevInfo, EthDev, IntrConf, LinkStatus, PortConfig, RssConfig, RssHashFunctions,
+    RxQueue, TxQueue, TypedQueues,
 };
 pub use error::{Error, Result};
 pub use mempool::{self, Mbuf, Mempool, PacketBatch, PoolConfig};

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::dev::{DevInfo, LinkStatus, PortConfig};
+use crate::dev::{DevInfo, IntrConf, LinkStatus, PortConfig};
 use crate::stats::{PortStats, RxQueueStats, TxQueueStats};
 use crate::MacAddr;
 use crate::{Error, Result};
@@ -63,6 +63,9 @@ pub struct PortState {
     pub extra_macs: Vec<MacAddr>,
     /// The receive VLAN filter is on.
     pub vlan_filter: bool,
+    /// The interrupts the port can deliver (none unless the driver says so): [`PortState::configure`] refuses
+    /// the others.
+    pub intr_capa: IntrConf,
     rx: Claims<RxQueueStats>,
     tx: Claims<TxQueueStats>,
     base: PortStats,
@@ -81,6 +84,7 @@ impl PortState {
             port_id: 0,
             extra_macs: Vec::new(),
             vlan_filter: false,
+            intr_capa: IntrConf::default(),
             rx: Claims::new(),
             tx: Claims::new(),
             base: PortStats::default(),
@@ -110,13 +114,19 @@ impl PortState {
         self.base = self.queue_counters();
     }
 
-    /// Checks `config` against [`DevInfo::check`] and takes it: queue counters follow the new queue counts and
-    /// the statistics start from zero. The port must be stopped.
+    /// Checks `config` against [`DevInfo::check`] and [`PortState::intr_capa`] and takes it: queue counters
+    /// follow the new queue counts and the statistics start from zero. The port must be stopped.
     pub fn configure(&mut self, config: &PortConfig) -> Result<()> {
         if self.started {
             return Err(Error::Started { port: self.info.device_name.clone() });
         }
         self.info.check(config)?;
+        if config.intr_conf.rxq && !self.intr_capa.rxq {
+            return Err(self.unsupported("RX queue interrupts (intr_conf.rxq)"));
+        }
+        if config.intr_conf.lsc && !self.intr_capa.lsc {
+            return Err(self.unsupported("link-state-change interrupts (intr_conf.lsc)"));
+        }
         self.config = config.clone();
         self.resize_queues();
         Ok(())
@@ -333,6 +343,22 @@ mod tests {
         s.stop().unwrap();
         s.start().unwrap();
         assert!(s.claim_rx(0, Some).is_ok(), "a new start hands the queue out again");
+    }
+
+    #[test]
+    fn interrupts_are_refused_unless_the_driver_has_them() {
+        let mut s = state(1);
+        let rxq = PortConfig { intr_conf: IntrConf { rxq: true, lsc: false }, ..Default::default() };
+        let lsc = PortConfig { intr_conf: IntrConf { rxq: false, lsc: true }, ..Default::default() };
+        let err = s.configure(&rxq).unwrap_err().to_string();
+        assert!(err.contains("intr_conf.rxq") && err.contains("net_test"), "{err}");
+        assert!(s.configure(&lsc).unwrap_err().to_string().contains("intr_conf.lsc"));
+        s.intr_capa = IntrConf { rxq: true, lsc: false };
+        s.configure(&rxq).unwrap();
+        assert!(s.configure(&lsc).is_err());
+        s.intr_capa.lsc = true;
+        s.configure(&lsc).unwrap();
+        assert_eq!(s.config.intr_conf, lsc.intr_conf);
     }
 
     #[test]

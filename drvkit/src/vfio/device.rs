@@ -157,6 +157,27 @@ pub struct IrqInfo {
 pub struct EventFd(OwnedFd);
 
 impl EventFd {
+    /// A new eventfd (non-blocking, close-on-exec, count 0): what a device's interrupt vector signals.
+    pub fn new() -> io::Result<EventFd> {
+        super::sys::RealSys.eventfd().map(EventFd)
+    }
+
+    /// Adds 1 to the counter, as an interrupt does: the descriptor becomes readable.
+    pub fn signal(&self) -> io::Result<()> {
+        use std::io::Write;
+        // SAFETY: fd stays open for the call (owned by the EventFd); ManuallyDrop keeps File from closing it.
+        let mut file = std::mem::ManuallyDrop::new(unsafe {
+            <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(self.0.as_raw_fd())
+        });
+        match file.write(&1u64.to_ne_bytes()) {
+            Ok(8) => Ok(()),
+            Ok(_) => Err(io::Error::other("short eventfd write")),
+            // The counter is at its maximum: it is readable already, which is all a signal means.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Reads and clears the counter: `Some(n)` interrupts since the last read, `None` if none (non-blocking).
     pub fn read(&self) -> io::Result<Option<u64>> {
         let mut buf = [0u8; 8];

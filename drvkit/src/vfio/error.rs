@@ -207,6 +207,16 @@ pub enum VfioError {
         /// The device.
         addr: PciAddress,
     },
+    /// More interrupt vectors asked for than a device has.
+    #[error("{device}: {asked} interrupt vectors asked for, it has {has}; configure fewer RX queues with interrupts")]
+    IrqVectors {
+        /// The device.
+        device: String,
+        /// Vectors asked for.
+        asked: u32,
+        /// Vectors it has.
+        has: u32,
+    },
     /// Another system call failed.
     #[error("{what}: {source}")]
     Os {
@@ -222,7 +232,8 @@ pub enum VfioError {
 }
 
 impl VfioError {
-    pub(crate) fn os(what: impl Into<String>, source: std::io::Error) -> Self {
+    /// A failed system call, with what was being done.
+    pub fn os(what: impl Into<String>, source: std::io::Error) -> Self {
         VfioError::Os { what: what.into(), source }
     }
 }

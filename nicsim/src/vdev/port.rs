@@ -75,6 +75,9 @@ impl<D: EthDev, S: Model> EthDev for SimPort<D, S> {
     fn link(&self) -> LinkStatus {
         self.dev.link()
     }
+    fn link_event_fd(&self) -> Result<std::os::fd::RawFd> {
+        self.dev.link_event_fd()
+    }
     fn set_link_up(&mut self, up: bool) -> Result<()> {
         self.dev.set_link_up(up)
     }

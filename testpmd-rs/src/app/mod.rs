@@ -322,6 +322,7 @@ impl App {
             rss,
             rx_offloads: self.set.rx_offloads,
             tx_offloads: self.set.tx_offloads,
+            intr_conf: Default::default(),
         }
     }
 
