@@ -38,8 +38,12 @@
 //!
 //! Receive VLAN filtering (`vlan_filter`) uses the VFTA and VLNCTRL.VFE (docs/hw/ixgbe.md §10.3).
 //!
+//! RX queue and link-state interrupts (`intr_conf.rxq`/`lsc`, DPDK's RX-interrupt API) come as MSI-X vectors from
+//! a [`drvkit::irq::IrqSource`]: the VFIO device in [`open_vfio`], the model's eventfds in `sim`; see
+//! docs/hw/ixgbe.md §12.2.
+//!
 //! Not supported (yet): TSO, VLAN stripping, multicast address lists (use all-multicast), flow
-//! director, DCB, SR-IOV, interrupts (everything is polled), 82599 SFP+ module handling and its link set-up
+//! director, DCB, SR-IOV, interrupts other than RX queues and LSC (TX completions, the other causes), 82599 SFP+ module handling and its link set-up
 //! (AUTOC), the 82599 RX security-block errata sequence, RSC, header split.
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]

@@ -106,7 +106,10 @@ impl<const X82599: bool> SimDriver for IxgbeSim<X82599> {
             Chip::X82599 => (MacType::X82599, Media::Sfp),
         };
         let options = Options { name, mac_type, timing: model_timing(), media };
-        Ixgbe::new(Arc::new(model.bar()), model.dma_mapper(), allocator.clone(), options)
+        let mut dev = Ixgbe::new(Arc::new(model.bar()), model.dma_mapper(), allocator.clone(), options)?;
+        // The model's MSI-X vectors as real eventfds, as VFIO gives them on a PCI device.
+        dev.set_irq_source(model.irq_source());
+        Ok(dev)
     }
 }
 

@@ -195,6 +195,12 @@ impl App {
                 tx_desc: params.tx_queue_size,
                 mtu,
                 rss,
+                // l3fwd-power: the RX queues' interrupts where the port has them (a software port sleeps on its
+                // own descriptors).
+                intr_conf: pktio::IntrConf {
+                    rxq: params.power.is_some() && slots[p as usize].port.dev.state().intr_capa.rxq,
+                    lsc: false,
+                },
                 ..Default::default()
             };
             let dev = &mut slots[p as usize].port.dev;
@@ -253,10 +259,18 @@ impl App {
                     .dev
                     .rx_queue(t.queue)
                     .map_err(|source| Error::Port { port: t.port, source })?;
+                if self.params.power.is_some() && rx.wait_fd().is_none() {
+                    return Err(Error::Setup(format!(
+                        "port {} ({}) queue {}: no RX interrupt and no descriptor to sleep on; l3fwd-power needs \
+                         a port with RX interrupts (a PCI port whose driver has them) or one with a descriptor \
+                         (af_packet, af_xdp, tap); use l3fwd for this port",
+                        t.port, self.ports[t.port as usize].port.name, t.queue
+                    )));
+                }
                 units.push(RxUnit { port: t.port, queue: t.queue, rx, tap: tap(t.port, Direction::Rx) });
             }
             let counters = Arc::new(LcoreCounters::new(nb_ports));
-            lcores.push((lcore, Lcore { units, out, counters, tapped }));
+            lcores.push((lcore, Lcore { units, out, counters, tapped, power: self.params.power }));
         }
         let counters: Vec<Arc<LcoreCounters>> = lcores.iter().map(|(_, l)| l.counters.clone()).collect();
         println!();
@@ -312,8 +326,13 @@ impl App {
                 let _ = std::io::stdout().flush();
             }
         };
-        let main_l =
-            Lcore { units: Vec::new(), out: Vec::new(), counters: Arc::new(LcoreCounters::new(0)), tapped: false };
+        let main_l = Lcore {
+            units: Vec::new(),
+            out: Vec::new(),
+            counters: Arc::new(LcoreCounters::new(0)),
+            tapped: false,
+            power: None,
+        };
         let done = fwd::lcore_main(main_work.unwrap_or(main_l), router.clone(), stop.clone(), tick);
         println!("\nSignal received, preparing to exit...");
         let mut all = vec![done];
@@ -357,6 +376,12 @@ pub fn statistics(counters: &[Arc<LcoreCounters>], nb_ports: usize) -> String {
         total += n;
         let _ = write!(s, " {}: {n}", d.name());
     }
-    let _ = writeln!(s, "; total: {total}\n====================================================");
+    let _ = writeln!(s, "; total: {total}");
+    let sleeps: u64 = counters.iter().map(|c| c.sleeps.get()).sum();
+    if sleeps > 0 {
+        let wakeups: u64 = counters.iter().map(|c| c.wakeups.get()).sum();
+        let _ = writeln!(s, "Slept on RX interrupts: {sleeps} times, woken by a queue {wakeups} times");
+    }
+    s.push_str("====================================================\n");
     s
 }

@@ -387,6 +387,10 @@ pub struct LcoreCounters {
     pub tx: Vec<Counter>,
     /// Dropped, per reason ([`Drop::ALL`] order).
     pub dropped: [Counter; Drop::ALL.len()],
+    /// l3fwd-power: times the lcore slept on its RX queues' interrupts.
+    pub sleeps: Counter,
+    /// l3fwd-power: wake-ups by a queue's descriptor (the rest were the stop check's timeout).
+    pub wakeups: Counter,
 }
 
 impl LcoreCounters {
@@ -396,6 +400,8 @@ impl LcoreCounters {
             rx: (0..nb_ports).map(|_| Counter::default()).collect(),
             tx: (0..nb_ports).map(|_| Counter::default()).collect(),
             dropped: Default::default(),
+            sleeps: Counter::default(),
+            wakeups: Counter::default(),
         }
     }
 }
@@ -439,6 +445,8 @@ pub struct Lcore {
     pub counters: Arc<LcoreCounters>,
     /// The taps of `units` and `out` are real: the loop checks them.
     pub tapped: bool,
+    /// l3fwd-power: sleep on the RX queues' interrupts when idle (`None`: l3fwd, always polling).
+    pub power: Option<crate::params::PowerMode>,
 }
 
 #[inline(always)]
@@ -474,54 +482,77 @@ fn forward<const TAP: bool>(mut m: Mbuf, verdict: Result<u16, Drop>, out: &mut [
     }
 }
 
+/// One round over the lcore's RX queues: each burst routed and sent. Returns the packets received.
+#[inline(always)]
+fn round<R: Router, const TAP: bool>(l: &mut Lcore, router: &R, b: &mut PacketBatch, br: &mut BurstRouter<R>) -> usize {
+    let c = &*l.counters;
+    let mut got = 0;
+    for u in l.units.iter_mut() {
+        let n = u.rx.rx_burst(b);
+        if TAP {
+            u.tap.observe(b.as_slice());
+        }
+        if n == 0 {
+            continue;
+        }
+        c.rx[u.port as usize].add(n as u64);
+        got += n;
+        let out = &mut l.out[..];
+        let one_port = br.route_burst(&mut b.as_mut_slice()[..n], u.port, router);
+        // The whole burst to one port (the usual case, as DPDK's send_packets_multi finds it): rewrite the
+        // MACs in one loop and hand the RX batch itself to that port, with no per-packet moves or branches.
+        if let Some((port, t)) = one_port.and_then(|p| Some((p as usize, out.get_mut(p as usize)?.as_mut()?))) {
+            for m in b.iter_mut() {
+                m.data_mut()[..12].copy_from_slice(&t.eth_addrs);
+            }
+            if TAP {
+                t.tap.observe(b.as_slice());
+            }
+            let sent = t.tx.tx_burst(b);
+            c.tx[port].add(sent as u64);
+            if !b.is_empty() {
+                c.dropped[Drop::TxFull as usize].add(b.len() as u64);
+                b.clear();
+            }
+            continue;
+        }
+        let mut i = 0;
+        b.drain_front(n, |m| {
+            forward::<TAP>(m, br.output(i), out, c);
+            i += 1;
+        });
+        for (port, t) in out.iter_mut().enumerate() {
+            if let Some(t) = t {
+                if !t.batch.is_empty() {
+                    flush::<TAP>(t, port, c);
+                }
+            }
+        }
+    }
+    got
+}
+
 #[inline(never)]
 fn run<R: Router, const TAP: bool>(l: &mut Lcore, router: &R, stop: &AtomicBool, mut tick: impl FnMut()) {
     let mut b = PacketBatch::with_capacity(MAX_PKT_BURST);
     let mut br = BurstRouter::<R>::default();
-    let c = &*l.counters;
-    while !stop.load(Ordering::Relaxed) {
-        for u in l.units.iter_mut() {
-            let n = u.rx.rx_burst(&mut b);
-            if TAP {
-                u.tap.observe(b.as_slice());
-            }
-            if n == 0 {
-                continue;
-            }
-            c.rx[u.port as usize].add(n as u64);
-            let out = &mut l.out[..];
-            let one_port = br.route_burst(&mut b.as_mut_slice()[..n], u.port, router);
-            // The whole burst to one port (the usual case, as DPDK's send_packets_multi finds it): rewrite the
-            // MACs in one loop and hand the RX batch itself to that port, with no per-packet moves or branches.
-            if let Some((port, t)) = one_port.and_then(|p| Some((p as usize, out.get_mut(p as usize)?.as_mut()?))) {
-                for m in b.iter_mut() {
-                    m.data_mut()[..12].copy_from_slice(&t.eth_addrs);
-                }
-                if TAP {
-                    t.tap.observe(b.as_slice());
-                }
-                let sent = t.tx.tx_burst(&mut b);
-                c.tx[port].add(sent as u64);
-                if !b.is_empty() {
-                    c.dropped[Drop::TxFull as usize].add(b.len() as u64);
-                    b.clear();
-                }
-                continue;
-            }
-            let mut i = 0;
-            b.drain_front(n, |m| {
-                forward::<TAP>(m, br.output(i), out, c);
-                i += 1;
-            });
-            for (port, t) in out.iter_mut().enumerate() {
-                if let Some(t) = t {
-                    if !t.batch.is_empty() {
-                        flush::<TAP>(t, port, c);
-                    }
-                }
+    match l.power {
+        None => {
+            while !stop.load(Ordering::Relaxed) {
+                round::<R, TAP>(l, router, &mut b, &mut br);
+                tick();
             }
         }
-        tick();
+        Some(mode) => {
+            let mut idle = crate::power::Idle::new(mode);
+            while !stop.load(Ordering::Relaxed) {
+                let n = round::<R, TAP>(l, router, &mut b, &mut br);
+                if idle.after_round(n) {
+                    crate::power::sleep_until_rx(&mut l.units, &l.counters);
+                }
+                tick();
+            }
+        }
     }
 }
 

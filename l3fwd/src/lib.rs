@@ -26,6 +26,12 @@
 //! With telemetry on (the default), a running l3fwd's ports can be captured live with `pktio-dumpcap` (its queues
 //! are tapped; `--no-telemetry` runs the loop without taps).
 //!
+//! `l3fwd-power` is the same program whose lcores sleep when idle ([`power`], DPDK's l3fwd-power with its
+//! interrupt modes): by default an lcore polls while busy and, after an idle spell, arms its RX queues' interrupts
+//! (the ports are configured with `intr_conf.rxq` where they have them; software ports sleep on their own
+//! descriptors) and sleeps until a frame arrives; `--interrupt-only` sleeps at the first empty round. A queue with
+//! neither is refused at start-up. DPDK's frequency-scaling modes (`--empty-poll`, `--pmd-mgmt`, ...) are refused.
+//!
 //! Not supported: ACL lookup, event mode, `--hash-entry-num` flow generation (the option is accepted and sizes the
 //! EM table only), FIB's own table layout (FIB mode uses the LPM tables: DPDK's rte_fib is a different DIR-24-8 variant with the same results).
 
@@ -36,6 +42,7 @@ pub mod config;
 pub mod fwd;
 pub mod lookup;
 pub mod params;
+pub mod power;
 pub mod routes;
 
 /// What can go wrong before forwarding starts. Each is reported with exit status 1.

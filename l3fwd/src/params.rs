@@ -62,6 +62,46 @@ pub struct Params {
     pub no_numa: bool,
     /// Extension: print the statistics every PERIOD seconds (`-T`, 0 = only on exit).
     pub stats_period: u64,
+    /// l3fwd-power: how the lcores sleep when idle (`None`: l3fwd, which always polls).
+    pub power: Option<PowerMode>,
+}
+
+/// How l3fwd-power's lcores sleep (DPDK's `l3fwd-power` modes this project has).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PowerMode {
+    /// The default (DPDK's legacy mode): poll while busy; after an idle spell of
+    /// [`crate::power::IDLE_ROUNDS`] empty rounds, sleep on the RX queues' interrupts.
+    Legacy,
+    /// `--interrupt-only`: sleep on the interrupts as soon as a round over the queues finds nothing.
+    InterruptOnly,
+}
+
+/// l3fwd-power's options that this project does not have (DPDK's other power modes need CPU frequency control).
+const POWER_UNSUPPORTED: &[&str] =
+    &["--empty-poll", "--telemetry", "--pmd-mgmt", "--max-empty-poll", "--high-perf-cores", "--perf-config"];
+
+/// Parses l3fwd-power's application arguments: l3fwd's, plus `--interrupt-only`.
+pub fn parse_power(args: &[String]) -> Result<Parsed> {
+    let mut mode = PowerMode::Legacy;
+    let mut rest = Vec::with_capacity(args.len());
+    for a in args {
+        if a == "--interrupt-only" {
+            mode = PowerMode::InterruptOnly;
+        } else if POWER_UNSUPPORTED.iter().any(|o| a == o || a.starts_with(&format!("{o}="))) {
+            return Err(usage_err(format!(
+                "{a}: l3fwd-power's frequency-scaling modes are not supported here; the default mode (poll, sleep                  on RX interrupts when idle) and --interrupt-only are"
+            )));
+        } else {
+            rest.push(a.clone());
+        }
+    }
+    Ok(match parse(&rest)? {
+        Parsed::Run(mut p) => {
+            p.power = Some(mode);
+            Parsed::Run(p)
+        }
+        help => help,
+    })
 }
 
 impl Default for Params {
@@ -82,6 +122,7 @@ impl Default for Params {
             hash_entry_num: None,
             no_numa: false,
             stats_period: 0,
+            power: None,
         }
     }
 }
@@ -252,6 +293,23 @@ mod tests {
     fn err(s: &[&str]) -> String {
         let a: Vec<String> = s.iter().map(|x| x.to_string()).collect();
         parse(&a).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn l3fwd_power_takes_l3fwds_options_and_interrupt_only() {
+        let v = |s: &[&str]| -> Vec<String> { s.iter().map(|x| x.to_string()).collect() };
+        let power = |s: &[&str]| match parse_power(&v(s)).unwrap() {
+            Parsed::Run(p) => *p,
+            Parsed::Help => panic!("help"),
+        };
+        let p = power(&["-p", "0x3", "--config=(0,0,0),(1,0,0)"]);
+        assert_eq!((p.power, p.portmask, p.config.len()), (Some(PowerMode::Legacy), 3, 2));
+        assert_eq!(power(&["-p", "1", "--interrupt-only"]).power, Some(PowerMode::InterruptOnly));
+        assert_eq!(run(&["-p", "1"]).power, None, "l3fwd itself polls");
+        assert!(err(&["-p", "1", "--interrupt-only"]).contains("--interrupt-only"), "l3fwd does not take it");
+        let e = parse_power(&v(&["-p", "1", "--empty-poll"])).unwrap_err().to_string();
+        assert!(e.contains("not supported"), "{e}");
+        assert!(matches!(parse_power(&v(&["-h"])).unwrap(), Parsed::Help));
     }
 
     #[test]

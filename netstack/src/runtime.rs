@@ -182,6 +182,9 @@ where
     let lcores: Vec<u32> = eal.lcores().to_vec();
     let queues = lcores.len() as u16;
     let mut port_config = PortConfig { rx_queues: queues, tx_queues: queues, ..PortConfig::default() };
+    // The default idle mode sleeps on the RX queue's descriptor: on a PCI port that is its RX interrupt.
+    let wakes = options.idle_sleep.is_none() && !options.idle_yield && !options.busy_poll;
+    port_config.intr_conf.rxq = wakes && port.dev.state().intr_capa.rxq;
     if queues > 1 {
         // RSS keeps each flow on one queue, so on one lcore's stack.
         port_config.rss = Some(RssConfig { key: None, functions: RssHashFunctions::IP });
@@ -351,12 +354,19 @@ fn lcore_loop<A: App>(
                             let cap = if control.has_clients() { CONTROL_CLIENT_SLEEP } else { MAX_SLEEP };
                             let timeout = until.saturating_duration_since(Instant::now()).min(cap);
                             sleeps += 1;
-                            // No lost wake-up: ppoll checks readiness after it starts waiting, so a frame that
-                            // arrived since the last (empty) burst makes it return at once.
+                            // No lost wake-up: a software port's descriptor is readable while a frame waits, and
+                            // ppoll checks readiness after it starts waiting; a PCI port's RX interrupt is armed
+                            // here, and arming wakes for a frame that arrived since the last (empty) burst. An arm
+                            // that fails (the device) leaves a timed sleep, bounded by `timeout`.
+                            let armed = stack.rx_intr_enable().is_ok();
                             if wait_readable(&[fd, control.wait_fd()], timeout) {
                                 // Traffic (or a tool): spin again for a while before the next sleep.
                                 wakeups += 1;
                                 idle_since = None;
+                            }
+                            if armed {
+                                // Busy again: polled, the interrupt off.
+                                let _ = stack.rx_intr_disable();
                             }
                         }
                     }

@@ -351,6 +351,17 @@ impl Stack {
         self.rx.wait_fd()
     }
 
+    /// Arms the RX queue's interrupt before sleeping on [`Stack::wait_fd`] ([`pktio::RxQueue::intr_enable`]; a
+    /// software port's descriptor needs nothing).
+    pub fn rx_intr_enable(&mut self) -> pktio::Result<()> {
+        self.rx.intr_enable()
+    }
+
+    /// Disarms it after waking: the stack polls while busy.
+    pub fn rx_intr_disable(&mut self) -> pktio::Result<()> {
+        self.rx.intr_disable()
+    }
+
     /// Until when the stack may sleep if nothing arrives: the earlier of smoltcp's next timer and the next ARP
     /// aging tick. `None`: it has work now (unread data or connections still reported, socket calls smoltcp has
     /// not run yet, frames waiting to be sent), so poll again at once.

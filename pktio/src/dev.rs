@@ -572,3 +572,31 @@ pub trait TypedQueues: EthDev {
     /// Hands out TX queue `queue` (once per start), as [`EthDev::tx_queue`] does.
     fn tx_queue_typed(&mut self, queue: u16) -> Result<Self::Tx>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Q(Option<std::os::fd::RawFd>);
+
+    impl RxQueue for Q {
+        fn rx_burst(&mut self, _batch: &mut PacketBatch) -> usize {
+            0
+        }
+        fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
+            self.0
+        }
+    }
+
+    #[test]
+    fn a_queue_with_a_readiness_descriptor_needs_no_arming_one_without_cannot_sleep() {
+        let mut soft: Box<dyn RxQueue> = Box::new(Q(Some(0)));
+        soft.intr_enable().unwrap();
+        soft.intr_disable().unwrap();
+        let mut polled: Box<dyn RxQueue> = Box::new(Q(None));
+        let err = polled.intr_enable().unwrap_err();
+        assert!(matches!(err, Error::NotSupported { .. }), "{err}");
+        assert!(err.to_string().contains("intr_conf.rxq"), "{err}");
+        assert!(matches!(polled.intr_disable(), Err(Error::NotSupported { .. })));
+    }
+}

@@ -45,6 +45,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
                 key.copy_from_slice(k);
             }
         }
+        self.check_vectors(config)?;
         self.state.configure(config)?;
         self.rss_key = key;
         for (e, slot) in self.reta.iter_mut().enumerate() {
@@ -71,6 +72,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
                 self.rx.clear();
                 self.tx.clear();
                 self.regs.clear_bits(RXCTRL, rxctrl::RXEN);
+                self.teardown_interrupts();
                 Err(e)
             }
         }
@@ -85,6 +87,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
         self.rx.clear();
         self.tx.clear();
         self.regs.clear_bits(DMATXCTL, dmatxctl::TE);
+        self.teardown_interrupts();
         Ok(())
     }
 
@@ -102,7 +105,12 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
 
     fn link(&self) -> LinkStatus {
         self.watch_tx_hangs();
+        self.ack_link_event();
         self.read_link()
+    }
+
+    fn link_event_fd(&self) -> Result<std::os::fd::RawFd> {
+        self.lsc_raw_fd()
     }
 
     fn set_link_up(&mut self, up: bool) -> Result<()> {
@@ -290,6 +298,7 @@ impl<R: RegisterSpace> Drop for Ixgbe<R> {
         self.regs.clear_bits(RXCTRL, rxctrl::RXEN);
         self.rx.clear();
         self.tx.clear();
+        self.teardown_interrupts();
         self.regs.clear_bits(CTRL_EXT, ctrl_ext::DRV_LOAD);
     }
 }

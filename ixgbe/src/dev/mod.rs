@@ -8,6 +8,7 @@
 mod bringup;
 mod counters;
 mod ethdev;
+mod intr;
 mod link;
 mod start;
 
@@ -272,6 +273,12 @@ pub struct Ixgbe<R: RegisterSpace> {
     phy_addr: Option<u32>,
     /// Why the PHY could not be set up (the link may still come up: the PHY negotiates by default).
     phy_note: Option<String>,
+    /// Where the interrupt vectors come from (none: the port is polled only).
+    irqs: Option<Arc<dyn drvkit::irq::IrqSource>>,
+    /// The vectors enabled while the port is started with interrupts.
+    vectors: drvkit::irq::IrqVectors,
+    /// Vector 0's eventfd, with `intr_conf.lsc`.
+    lsc_fd: Option<Arc<drvkit::vfio::EventFd>>,
     /// What must outlive the register space (e.g. the VFIO device behind a mapped BAR).
     keep_alive: Vec<Box<dyn std::any::Any + Send>>,
 }
@@ -342,6 +349,9 @@ impl<R: RegisterSpace> Ixgbe<R> {
             qsmr: [[0; QSMR_REGS]; 2],
             phy_addr: None,
             phy_note: None,
+            irqs: None,
+            vectors: Vec::new(),
+            lsc_fd: None,
             keep_alive: Vec::new(),
         };
         dev.reset_and_init()?;
@@ -410,7 +420,10 @@ pub fn open_vfio(
     let bar = pci.device.map_bar(0)?;
     let options = Options { media: media_of(device), ..Options::new(addr.to_string(), mac_type) };
     let mut port = Ixgbe::new(Arc::new(bar), pci.mapper, allocator, options)?;
-    port.keep_alive(Box::new(pci.device));
+    // MSI-X through VFIO (docs/hw/ixgbe.md §12): the device fd routes the vectors to eventfds.
+    let device = Arc::new(pci.device);
+    port.set_irq_source(device.clone());
+    port.keep_alive(Box::new(device));
     Ok(port)
 }
 

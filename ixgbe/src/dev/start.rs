@@ -203,6 +203,9 @@ impl<R: RegisterSpace> Ixgbe<R> {
         }
         self.regs.set_bits(DMATXCTL, dmatxctl::TE);
 
+        // Vectors before the queues run: a frame's write-back then finds its IVAR entry.
+        self.setup_interrupts()?;
+
         // 3.7 start queues, then RX.
         let budget = self.options.timing.queue_enable;
         for (q, ring) in self.tx.iter_mut().flatten().enumerate() {

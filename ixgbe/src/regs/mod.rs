@@ -5,10 +5,12 @@
 
 pub use drvkit::reg::{bit, Field, PollTimeout, Reg, Regs};
 
+mod intr;
 pub mod phy;
 mod queue;
 mod stats;
 
+pub use intr::*;
 pub use queue::*;
 pub use stats::*;
 
@@ -78,17 +80,6 @@ pub mod mmngc {
     use super::bit;
     /// Management firmware vetoes resets and laser changes that would cut its own traffic.
     pub const MNG_VETO: u32 = bit(0);
-}
-
-/// Interrupt cause, read-to-clear (docs/hw/ixgbe.md §2).
-pub const EICR: Reg = Reg(0x00800);
-/// Interrupt mask clear (docs/hw/ixgbe.md §2, §3.1).
-pub const EIMC: Reg = Reg(0x00888);
-/// Every interrupt cause (docs/hw/ixgbe.md §3.1: "simply EIMC = 0xFFFF_FFFF").
-pub const EIMC_ALL: u32 = u32::MAX;
-/// Extended interrupt mask clear for vectors 0..63 (`i` = 0, 1).
-pub const fn eimc_ex(i: usize) -> Reg {
-    Reg(0x00AB0 + 4 * i)
 }
 
 /// RX DMA control (docs/hw/ixgbe.md §4, RDRXCTL).

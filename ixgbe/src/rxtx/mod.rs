@@ -34,5 +34,5 @@ pub use rx_decode::{AdvRx, RxMemo};
 
 pub use family::Family;
 pub use ring::{idx, RingConfig};
-pub use rx::{RxRing, RxSetup};
+pub use rx::{RxIntr, RxRing, RxSetup};
 pub use tx::{TxRing, TxSetup, MAX_TX_SEGS};

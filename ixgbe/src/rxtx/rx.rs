@@ -2,12 +2,14 @@
 //! across bursts, the bulk refill), the queue registers and the RDT doorbell.
 
 use std::marker::PhantomData;
+use std::os::fd::{AsRawFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use drvkit::bar::RegisterSpace;
 use drvkit::barrier::dma_wmb;
 use drvkit::dma::{DmaArea, DmaMapper, DmaMapping};
+use drvkit::vfio::EventFd;
 use hugepage::Allocator;
 use mempool::{Mempool, PacketBatch};
 use pktio::stats::RxQueueStats;
@@ -15,9 +17,9 @@ use pktio::{Error, Result, RxQueue};
 use ringkit::{RxBuffers, RxEngine};
 
 use super::ring::{disable_queue, split_iova, RingConfig};
-use super::rx_decode::{AdvRx, RxMemo};
+use super::rx_decode::{rx_status, AdvRx, RxMemo};
 use super::Family;
-use crate::desc::RxDesc;
+use crate::desc::{rx, RxDesc};
 use crate::regs::{PollTimeout, Reg, Regs};
 
 /// One RX queue: its descriptor ring, the buffers posted to it, and its counters. Owned by one thread.
@@ -30,11 +32,29 @@ pub struct RxRing<R: RegisterSpace, F: Family> {
     rdt: Reg,
     queue: u16,
     config: RingConfig,
+    /// The queue's interrupt, on a port configured with RX interrupts.
+    intr: Option<RxIntr>,
     // Dropped after `Drop::drop` disabled the queue and the engine freed its buffers: the ring's mapping, then the
     // pool's.
     _mem: DmaArea,
     _pool_map: DmaMapping,
     _family: PhantomData<F>,
+}
+
+/// An RX queue's interrupt: the eventfd its vector signals and the register writes that arm and disarm it, as
+/// the device's driver computed them for the queue's vector (the ring code knows no interrupt register).
+#[derive(Debug, Clone)]
+pub struct RxIntr {
+    /// The eventfd the vector's messages signal.
+    pub fd: Arc<EventFd>,
+    /// Unmasks the vector: (register, bits written).
+    pub unmask: (Reg, u32),
+    /// Masks it.
+    pub mask: (Reg, u32),
+    /// Clears its pending cause, where the device has a register for that.
+    pub clear: Option<(Reg, u32)>,
+    /// Sets its cause, as a frame written back does (the device then signals the vector if unmasked).
+    pub trigger: (Reg, u32),
 }
 
 /// What an RX ring needs from its device.
@@ -110,6 +130,7 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
             regs,
             queue: q,
             config,
+            intr: None,
             _mem: mem,
             _pool_map: pool_map,
             _family: PhantomData,
@@ -137,6 +158,30 @@ impl<R: RegisterSpace, F: Family> RxRing<R, F> {
     pub fn buffers_held(&self) -> usize {
         self.engine.buffers_held()
     }
+
+    /// Gives the queue its interrupt (the port was configured with RX interrupts); it starts masked.
+    pub fn set_intr(&mut self, intr: RxIntr) {
+        self.intr = Some(intr);
+    }
+
+    /// True when the next descriptor the burst will look at has been written back (DD): a frame waits.
+    fn frame_waiting(&self) -> bool {
+        let b = self.engine.bufs();
+        // Only a slot the device owns (between `next` and the tail) carries a DD that means anything.
+        if b.size() - 1 - b.held() == 0 {
+            return false;
+        }
+        // SAFETY: a descriptor of the ring, which lives as long as `self`.
+        unsafe { rx_status(self.engine.wb(b.next())) & rx::STAT_DD != 0 }
+    }
+
+    fn no_intr(&self) -> Error {
+        Error::NotSupported {
+            port: format!("RX queue {}", self.queue),
+            driver: F::DRIVER,
+            what: "RX queue interrupts on a port configured without intr_conf.rxq",
+        }
+    }
 }
 
 impl<R: RegisterSpace, F: Family> RxQueue for RxRing<R, F> {
@@ -147,6 +192,37 @@ impl<R: RegisterSpace, F: Family> RxQueue for RxRing<R, F> {
             self.regs.write(self.rdt, tail);
         }
         got
+    }
+
+    fn wait_fd(&self) -> Option<RawFd> {
+        self.intr.as_ref().map(|i| i.fd.as_raw_fd())
+    }
+
+    /// Arms the vector (docs/hw/ixgbe.md §12.1): drains the eventfd, clears the vector's stale cause (frames the
+    /// application already took while it polled), unmasks it, then looks at the next descriptor: a frame written
+    /// back after the last empty burst but before the cause was cleared would otherwise wait for the next one, so
+    /// its cause is set again (EICS) and the device signals the vector now. A frame after the clear sets the cause
+    /// itself, and the unmask (or the unmasked vector) sends the message. The vector is auto-masked when it
+    /// fires (EIAM), so one arm is at most one wake-up.
+    fn intr_enable(&mut self) -> Result<()> {
+        let Some(intr) = &self.intr else { return Err(self.no_intr()) };
+        let drained = intr.fd.read();
+        if let Some((reg, bits)) = intr.clear {
+            self.regs.write(reg, bits);
+        }
+        self.regs.write(intr.unmask.0, intr.unmask.1);
+        if self.frame_waiting() {
+            self.regs.write(intr.trigger.0, intr.trigger.1);
+        }
+        drained
+            .map(|_| ())
+            .map_err(|e| Error::os(format!("RX queue {}: draining its interrupt eventfd", self.queue), e))
+    }
+
+    fn intr_disable(&mut self) -> Result<()> {
+        let Some(intr) = &self.intr else { return Err(self.no_intr()) };
+        self.regs.write(intr.mask.0, intr.mask.1);
+        Ok(())
     }
 }
 
