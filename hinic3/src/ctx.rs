@@ -25,6 +25,7 @@ const DROP_ON: Field = Field::new(15, 0);
 const RQ_WQE_TYPE: Field = Field::new(29, 28);
 const RQ_OWNER: Field = Field::new(31, 31);
 const RQ_INTR_DISABLE: Field = Field::new(31, 31);
+const RQ_MSIX: Field = Field::new(30, 21);
 const RQ_CQE_LEN: Field = Field::new(29, 28);
 
 /// The SQ context (docs/hw/hinic3.md §9.1) of a ring whose first WQ page is at `ring_iova` and whose WQ block (the
@@ -48,13 +49,17 @@ pub fn sq_ctx(sq_id: u16, ring_iova: u64, block_iova: u64) -> Ctx {
     c
 }
 
-/// The RQ context (docs/hw/hinic3.md §9.2) of a normal-WQE ring (first WQ page and WQ block as for [`sq_ctx`]),
-/// polled (dword 1 bit 31 = 1, MSI-X 0).
-pub fn rq_ctx(ring_iova: u64, block_iova: u64) -> Ctx {
+/// The RQ context (docs/hw/hinic3.md §9.2) of a normal-WQE ring (first WQ page and WQ block as for [`sq_ctx`]):
+/// polled (dword 1 bit 31 = 1, MSI-X 0), or interrupting on vector `msix` (bit 31 = 0, the index in 30:21;
+/// docs/hw/hinic3.md §5.5).
+pub fn rq_ctx(ring_iova: u64, block_iova: u64, msix: Option<u16>) -> Ctx {
     let page_pfn = ring_iova >> 12;
     let block_pfn = block_iova >> 9;
     let mut c = [0u32; 16];
-    c[1] = RQ_INTR_DISABLE.val(1);
+    c[1] = match msix {
+        None => RQ_INTR_DISABLE.val(1),
+        Some(v) => RQ_MSIX.val(v.into()),
+    };
     c[2] = PFN_HI.val((page_pfn >> 32) as u32) | RQ_WQE_TYPE.val(RQ_WQE_TYPE_NORMAL) | RQ_OWNER.val(1);
     c[3] = page_pfn as u32;
     c[7] = RQ_CQE_LEN.val(1);
@@ -140,14 +145,14 @@ mod tests {
 
     #[test]
     fn rq_context_is_polled_normal_wqe_with_32_byte_cqes() {
-        let c = rq_ctx(0x8000_0000, 0x8000_0000);
+        let c = rq_ctx(0x8000_0000, 0x8000_0000, None);
         assert_eq!(c[1], 1 << 31);
         assert_eq!(c[2] >> 28, 0b1010, "owner 1, WQE type 2");
         assert_eq!(c[3], 0x80000);
         assert_eq!(c[7], 1 << 28);
         assert_eq!(c[15], 0x8000_0000 >> 9);
         // 1-level CLA: the block PFN names the page table, the page PFNs still the first page.
-        let c = rq_ctx(0x8000_0000, 0x1234_5000);
+        let c = rq_ctx(0x8000_0000, 0x1234_5000, None);
         assert_eq!((c[3], c[11], c[15]), (0x80000, 0x80000, 0x1234_5000 >> 9));
     }
 

@@ -30,6 +30,8 @@ pub mod comm {
     pub const SET_VAT: u16 = 21;
     /// CFG_PAGESIZE.
     pub const CFG_PAGESIZE: u16 = 22;
+    /// CFG_MSIX_CTRL_REG (per-vector coalescing, docs/hw/hinic3.md §5.5).
+    pub const CFG_MSIX_CTRL_REG: u16 = 23;
     /// SET_DMA_ATTR.
     pub const SET_DMA_ATTR: u16 = 25;
     /// GET_FW_VERSION.
@@ -256,6 +258,12 @@ pub fn clear_root_ctx(func_id: u16) -> Msg<32> {
 /// COMM 22 CFG_PAGESIZE (16 bytes): `log2_4k` = log2(bytes / 4 KiB).
 pub fn cfg_pagesize(func_id: u16, log2_4k: u8) -> Msg<16> {
     Msg::new().u16(8, func_id).u8(10, 1).u8(11, log2_4k)
+}
+
+/// COMM 23 CFG_MSIX_CTRL_REG set (24 bytes): vector `index`'s pending limit, coalescing and resend timers
+/// (docs/hw/hinic3.md §7.3, §5.5).
+pub fn cfg_msix_ctrl(func_id: u16, index: u16, pending: u8, coalesce: u8, resend: u8) -> Msg<24> {
+    Msg::new().u16(8, func_id).u8(10, 1).u16(12, index).u8(14, pending).u8(15, coalesce).u8(16, resend)
 }
 
 /// COMM 25 SET_DMA_ATTR (20 bytes): entry 0, all zero (snooping on, TPH off).

@@ -111,8 +111,16 @@ pub mod attr6 {
 /// FUNC_MSI_CLR_WR fields.
 pub mod msi_clr {
     use super::{bit, Field};
+    /// Clear the resend timer.
+    pub const CLR_RESEND: u32 = bit(0);
     /// Set the interrupt mask (vector off).
     pub const SET_MASK: u32 = bit(1);
+    /// Clear the interrupt mask (vector on).
+    pub const CLR_MASK: u32 = bit(2);
+    /// Auto-mask on: the vector masks itself when it signals.
+    pub const SET_AUTO_MASK: u32 = bit(3);
+    /// Auto-mask off.
+    pub const CLR_AUTO_MASK: u32 = bit(4);
     /// The vector the operation applies to.
     pub const INDEX: Field = Field::new(31, 22);
 }

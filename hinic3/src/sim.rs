@@ -74,7 +74,10 @@ impl SimDriver for Hinic3Sim {
         let (cfg, mgmt, db) = model.bars();
         let bars = Bars { cfg: Arc::new(cfg), mgmt: Some(Arc::new(mgmt)), db: Arc::new(db) };
         let options = Options { timing: Timing::fast(), ..Options::new(&name) };
-        Hinic3::new(bars, model.dma_mapper(), allocator.clone(), options)
+        let mut dev = Hinic3::new(bars, model.dma_mapper(), allocator.clone(), options)?;
+        // The model's vectors as eventfds, as VFIO's MSI-X on a PCI device.
+        dev.set_irq_source(model.irq_source());
+        Ok(dev)
     }
 }
 

@@ -100,7 +100,7 @@ pub mod gllan_rctl_0 {
     pub const PXE_MODE: u32 = super::bit(0);
 }
 
-// ---- docs/hw/i40e.md §14 interrupts (left disabled: the driver polls) ----
+// ---- docs/hw/i40e.md §14 interrupts (RX queues and link changes with intr_conf; off otherwise) ----
 
 /// Interrupt cause enables of vector 0.
 pub const PFINT_ICR0_ENA: Reg = Reg(0x038800);
@@ -112,11 +112,41 @@ pub const fn pfint_dyn_ctln(n: u32) -> Reg {
 }
 /// PFINT_DYN_CTL* fields.
 pub mod pfint_dyn_ctl {
-    use super::Field;
+    use super::{bit, Field};
+    /// The vector may signal (it clears itself when it does).
+    pub const INTENA: u32 = bit(0);
+    /// Clear the vector's pending bit.
+    pub const CLEARPBA: u32 = bit(1);
     /// ITR index; 3 = none.
     pub const ITR_INDX: Field = Field::new(4, 3);
     /// "No ITR".
     pub const ITR_NONE: u32 = 3;
+}
+/// Vector 0 causes, cleared by reading (docs/hw/i40e.md §14).
+pub const PFINT_ICR0: Reg = Reg(0x038780);
+/// PFINT_ICR0 / PFINT_ICR0_ENA bits.
+pub mod pfint_icr0 {
+    use super::bit;
+    /// A link change.
+    pub const LINK_STAT_CHANGE: u32 = bit(25);
+}
+/// ITR `i` of vector `n + 1`: the interval in 2 µs units (docs/hw/i40e.md §14.2).
+pub const fn pfint_itrn(i: u32, n: u32) -> Reg {
+    Reg(0x030000 + 2048 * i as usize + 4 * n as usize)
+}
+/// QINT_RQCTL / QINT_TQCTL fields (docs/hw/i40e.md §14.2).
+pub mod qint_ctl {
+    use super::{bit, Field};
+    /// The vector of the queue's cause.
+    pub const MSIX_INDX: Field = Field::new(7, 0);
+    /// The vector's ITR the cause uses.
+    pub const ITR_INDX: Field = Field::new(12, 11);
+    /// The next queue on the vector's list.
+    pub const NEXTQ_INDX: Field = Field::new(26, 16);
+    /// Its type: 0 RX, 1 TX.
+    pub const NEXTQ_TYPE: Field = Field::new(28, 27);
+    /// The cause is enabled.
+    pub const CAUSE_ENA: u32 = bit(30);
 }
 /// Queue list of vector 0.
 pub const PFINT_LNKLST0: Reg = Reg(0x038500);
@@ -129,6 +159,8 @@ pub mod pfint_lnklst {
     use super::Field;
     /// First queue of the list.
     pub const FIRSTQ_INDX: Field = Field::new(10, 0);
+    /// Its type: 0 RX, 1 TX.
+    pub const FIRSTQ_TYPE: Field = Field::new(12, 11);
     /// "End of list".
     pub const EOL: u32 = 0x7FF;
 }

@@ -75,7 +75,10 @@ impl SimDriver for I40eSim {
         let device = model.config().part.device_id();
         let max_speed = max_speed_of(0x8086, device).unwrap_or(10_000);
         let options = Options { timing: Timing::fast(), max_speed, ..Options::new(name) };
-        I40e::new(Arc::new(model.bar()), model.dma_mapper(), allocator.clone(), options)
+        let mut dev = I40e::new(Arc::new(model.bar()), model.dma_mapper(), allocator.clone(), options)?;
+        // The model's vectors as eventfds, as VFIO's MSI-X on a PCI device.
+        dev.set_irq_source(model.irq_source());
+        Ok(dev)
     }
 }
 

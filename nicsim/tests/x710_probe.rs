@@ -107,6 +107,12 @@ fn pfint_dyn_ctln(n: usize) -> usize {
 fn qint_rqctl(q: usize) -> usize {
     0x03_A000 + 4 * q
 }
+fn pfint_lnklstn(n: usize) -> usize {
+    0x03_5000 + 4 * n
+}
+fn pfint_itrn(i: usize, n: usize) -> usize {
+    0x03_0000 + 2048 * i + 4 * n
+}
 
 /// docs/hw/i40e.md §18.1: one shadow RAM word through GLNVM_SRCTL (ADDR 28:14, START 30, DONE 31) and SRDATA 31:16.
 fn sr_word(r: &Rig, addr: u32) -> u16 {
@@ -170,8 +176,11 @@ fn msix_vectors_signal_once_until_reenabled() {
     let log = sent.clone();
     r.port.set_irq_sink(Some(Arc::new(move |v| log.lock().unwrap().push(v))));
     let taken = || std::mem::take(&mut *sent.lock().unwrap());
-    // docs/hw/i40e.md §14: RX queue 0 to vector 1 (QINT_RQCTL MSIX_INDX 7:0, CAUSE_ENA 30), DYN_CTLN(0).INTENA.
-    r.wr(qint_rqctl(0), 1 << 30 | 1);
+    // docs/hw/i40e.md §14: RX queue 0 to vector 1 (QINT_RQCTL MSIX_INDX 7:0, ITR_INDX 12:11 = 3 none, NEXTQ_INDX
+    // 26:16 = 0x7FF the end, CAUSE_ENA 30), on vector 1's list (PFINT_LNKLSTN(0) FIRSTQ 0, type RX),
+    // DYN_CTLN(0).INTENA.
+    r.wr(qint_rqctl(0), 1 << 30 | 0x7FF << 16 | 3 << 11 | 1);
+    r.wr(pfint_lnklstn(0), 0);
     r.wr(pfint_dyn_ctln(0), 1);
     let g = udp(MAC, 5, 6, 60);
     r.port.inject(&g);
@@ -199,6 +208,43 @@ fn msix_vectors_signal_once_until_reenabled() {
     assert_eq!(r.rd(PFINT_ICR0) & 1 << 30, 0, "cleared by reading");
     assert!(r.port.irq_counts()[1] >= 3);
     r.port.assert_no_faults();
+}
+
+#[test]
+fn queue_causes_follow_the_vector_list_and_the_itr_throttles() {
+    let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut r = ready(X710Config::default(), 1, 1);
+    let log = sent.clone();
+    r.port.set_irq_sink(Some(Arc::new(move |v| log.lock().unwrap().push(v))));
+    let count = || sent.lock().unwrap().len();
+    let g = udp(MAC, 5, 6, 60);
+    // docs/hw/i40e.md §14.2: the cause enabled but the list of vector 1 empty (its reset value): no message, a fault.
+    r.wr(qint_rqctl(0), 1 << 30 | 0x7FF << 16 | 1);
+    r.wr(pfint_dyn_ctln(0), 1);
+    r.port.inject(&g);
+    r.step();
+    assert!(r.recv(0).is_some());
+    assert_eq!(count(), 0, "a queue off its vector's list signals nothing");
+    let faults = protocol_faults(&r.port);
+    assert!(faults.len() == 1 && faults[0].contains("not on that vector's list"), "{faults:?}");
+    // On the list, ITR 0 at 4000 × 2 µs = 8 ms: the first frame signals, the next waits for the interval.
+    r.wr(pfint_lnklstn(0), 0);
+    r.wr(pfint_itrn(0, 0), 4000);
+    let interval = Duration::from_millis(8);
+    r.port.inject(&g);
+    r.step();
+    assert!(r.recv(0).is_some());
+    assert_eq!(count(), 1);
+    let first = Instant::now();
+    r.wr(pfint_dyn_ctln(0), 1);
+    r.port.inject(&g);
+    r.step();
+    assert!(r.recv(0).is_some());
+    poll("the throttled message", || {
+        r.step();
+        count() == 2
+    });
+    assert!(first.elapsed() + Duration::from_millis(1) >= interval, "not before the ITR interval");
 }
 
 #[test]

@@ -143,6 +143,8 @@ pub(super) fn open<R: RegisterSpace>(
         tx_watch: Vec::new(),
         closed: false,
         keep_alive: None,
+        irq: None,
+        vectors: Vec::new(),
     };
     // From here a failure drops `dev`, whose close undoes what was done.
     dev.init_functions()?;

@@ -6,6 +6,7 @@
 //! through a [`drvkit::dma::DmaMapper`].
 
 mod bringup;
+mod intr;
 mod queue;
 mod queue_ctl;
 mod start;
@@ -203,6 +204,10 @@ pub struct Hinic3<R: RegisterSpace> {
     closed: bool,
     /// What must outlive the port (the VFIO device that maps its BARs).
     keep_alive: Option<Box<dyn std::any::Any + Send>>,
+    /// Where the interrupt vectors go (dev/intr.rs); none: the port only polls.
+    irq: Option<Arc<dyn drvkit::irq::IrqSource>>,
+    /// The vectors enabled while started (vector i at i).
+    vectors: drvkit::irq::IrqVectors,
 }
 
 impl<R: RegisterSpace> Hinic3<R> {
@@ -580,6 +585,9 @@ pub fn open_vfio(
         db: Arc::new(pci.device.map_bar(BAR_DB)?),
     };
     let mut port = Hinic3::new(bars, pci.mapper, allocator, Options::new(&addr.to_string()))?;
-    port.keep_alive = Some(Box::new(pci.device));
+    // MSI-X through VFIO (docs/hw/hinic3.md §5.5).
+    let device = Arc::new(pci.device);
+    port.set_irq_source(device.clone());
+    port.keep_alive = Some(Box::new(device));
     Ok(port)
 }

@@ -85,6 +85,18 @@ impl<D: RegisterSpace> RxQueue for QueueHandle<RxRing<D>> {
     fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize {
         self.ring.rx_burst(batch)
     }
+
+    fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.ring.wait_fd()
+    }
+
+    fn intr_enable(&mut self) -> pktio::Result<()> {
+        self.ring.intr_enable()
+    }
+
+    fn intr_disable(&mut self) -> pktio::Result<()> {
+        self.ring.intr_disable()
+    }
 }
 
 impl<D: RegisterSpace> TxQueue for QueueHandle<TxRing<D>> {

@@ -106,14 +106,18 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
         })?;
         dev.rx.push(slot(ring));
     }
+    dev.intr_start()?;
     // Step 5: contexts, SQs then RQs, in batches.
     let sq: Vec<_> = dev
         .tx
         .iter()
         .filter_map(|t| lock(t).as_ref().map(|t| ctx::sq_ctx(t.queue(), t.ring_iova(), t.block_iova())))
         .collect();
-    let rq: Vec<_> =
-        dev.rx.iter().filter_map(|r| lock(r).as_ref().map(|r| ctx::rq_ctx(r.ring_iova(), r.block_iova()))).collect();
+    let rq: Vec<_> = dev
+        .rx
+        .iter()
+        .filter_map(|r| lock(r).as_ref().map(|r| ctx::rq_ctx(r.ring_iova(), r.block_iova(), r.intr_vector())))
+        .collect();
     for (kind, ctxs) in [(QueueType::Sq, &sq), (QueueType::Rq, &rq)] {
         for (b, chunk) in ctxs.chunks(CTX_PER_CMD).enumerate() {
             dev.cmdq(ucode::MODIFY_QUEUE_CTX, &ctx::modify_queue_ctx(kind, (b * CTX_PER_CMD) as u16, chunk))?;
@@ -267,6 +271,7 @@ fn hw_stop<R: RegisterSpace>(dev: &mut Hinic3<R>) -> Result<()> {
         dev.rss_on = false;
     }
     keep(dev.call(module::COMM, mgmt::comm::SET_VAT, &mgmt::clear_root_ctx(f).0, &[]));
+    dev.intr_stop();
     dev.tx.clear();
     dev.rx.clear();
     *dev.link.lock().unwrap_or_else(|e| e.into_inner()) = LinkStatus::default();

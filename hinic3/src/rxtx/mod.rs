@@ -6,9 +6,11 @@
 //! descriptor) and an extended WQE spans several slots with an owner bit, so [`ringkit::TxCore`]'s RS groups do not
 //! fit it. Neither path allocates, locks, or makes a dynamic call per packet.
 //!
-//! Files: `rx` (the RX queue: WQEs, CQE addresses, doorbell, flush reclaim), `rx_decode` (the CQE format: the memo,
-//! the common frame, the general decode), `rx_simd` (its groups of four on x86-64), `rx_neon` (its groups of four on aarch64), `tx` (the TX queue).
+//! Files: `intr` (an RQ's interrupt: eventfd and arming), `rx` (the RX queue: WQEs, CQE addresses, doorbell, flush
+//! reclaim), `rx_decode` (the CQE format: the memo, the common frame, the general decode), `rx_simd` (its groups of
+//! four on x86-64), `rx_neon` (its groups of four on aarch64), `tx` (the TX queue).
 
+mod intr;
 mod rx;
 mod rx_decode;
 #[cfg(test)]
@@ -21,6 +23,7 @@ mod rx_simd;
 mod tests;
 mod tx;
 
+pub use intr::RqIntr;
 pub use rx::{rx_buf_size_index, RxRing, RxSetup, RX_BUF_SIZES, RX_FREE_THRESH};
 pub use rx_decode::{Cqe32, Memo};
 pub use tx::{SqProgress, TxRing, TxSetup, CI_SLOT, MAX_SGE, MAX_SGE_TSO, MIN_TX_LEN, TX_FREE_THRESH};

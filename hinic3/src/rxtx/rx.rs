@@ -72,6 +72,8 @@ pub struct RxRing<D: RegisterSpace> {
     db: Regs<D>,
     db_info: u32,
     queue: u16,
+    /// The queue's interrupt, on a port configured with intr_conf.rxq.
+    intr: Option<super::RqIntr<D>>,
     // Dropped after the engine freed the buffers (the port stopped the queue first).
     wq_mem: WqMem,
     cq_mem: DmaArea,
@@ -124,6 +126,7 @@ impl<D: RegisterSpace> RxRing<D> {
             db: Regs::new(setup.db.clone()),
             db_info: doorbell::info(DbKind::Rq, setup.queue, 0),
             queue: setup.queue,
+            intr: None,
             wq_mem,
             cq_mem,
             _pool_map: pool_map,
@@ -239,6 +242,50 @@ impl<D: RegisterSpace> RxQueue for RxRing<D> {
             self.doorbell(pi);
         }
         got
+    }
+
+    fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.intr.as_ref().map(|i| i.raw_fd())
+    }
+
+    fn intr_enable(&mut self) -> Result<()> {
+        match &self.intr {
+            Some(i) => i.arm("hinic3"),
+            None => Err(no_intr()),
+        }
+    }
+
+    fn intr_disable(&mut self) -> Result<()> {
+        match &self.intr {
+            Some(i) => {
+                i.disarm();
+                Ok(())
+            }
+            None => Err(no_intr()),
+        }
+    }
+}
+
+fn no_intr() -> Error {
+    Error::NotSupported {
+        port: "(an hinic3 RX queue)".to_string(),
+        driver: "net_hinic3",
+        what: "RX queue interrupts on a port not configured with intr_conf.rxq",
+    }
+}
+
+impl<D: RegisterSpace> RxRing<D> {
+    /// Gives the queue its interrupt (docs/hw/hinic3.md §5.5), disarmed; `None` takes it away.
+    pub fn set_intr(&mut self, intr: Option<super::RqIntr<D>>) {
+        if let Some(i) = &intr {
+            i.disarm();
+        }
+        self.intr = intr;
+    }
+
+    /// The queue's MSI-X vector, when it has an interrupt.
+    pub fn intr_vector(&self) -> Option<u16> {
+        self.intr.as_ref().map(|i| i.vector as u16)
     }
 }
 

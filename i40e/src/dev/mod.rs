@@ -30,6 +30,7 @@ use crate::stats::{self, HwStats};
 
 mod bringup;
 mod control;
+mod intr;
 #[cfg(test)]
 mod tests;
 mod vlan;
@@ -240,6 +241,10 @@ pub struct I40e<R: RegisterSpace> {
     vlan_filtering: bool,
     /// VLAN IDs added with `vlan_filter` (0 is implied while filtering).
     vlans: Vec<u16>,
+    /// Where the interrupt vectors go (dev/intr.rs); none: the port only polls.
+    irq: Option<Arc<dyn drvkit::irq::IrqSource>>,
+    /// The vectors enabled while started (vector i at i).
+    vectors: drvkit::irq::IrqVectors,
     /// What must outlive the register space (e.g. the VFIO device behind a mapped BAR).
     keep_alive: Vec<Box<dyn std::any::Any + Send>>,
 }
@@ -281,6 +286,8 @@ impl<R: RegisterSpace> I40e<R> {
             xbase: vec![0; stats::COUNTERS.len()],
             vlan_filtering: false,
             vlans: Vec::new(),
+            irq: None,
+            vectors: Vec::new(),
             keep_alive: Vec::new(),
         };
         dev.bring_up()?;
@@ -453,6 +460,7 @@ impl<R: RegisterSpace> I40e<R> {
                 rx_cfg,
             )?));
         }
+        self.intr_start(&mut rx)?;
         self.apply_rss();
         let budget = self.options.timing.queue.switch;
         for (k, ring) in rx.iter_mut().flatten().enumerate() {
@@ -496,6 +504,7 @@ impl<R: RegisterSpace> I40e<R> {
     fn close(&mut self) {
         self.tx.clear();
         self.rx.clear();
+        self.intr_stop();
         if let Some(hmc) = self.hmc.take() {
             hmc.clear(&self.regs);
         }
@@ -578,6 +587,7 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
                 // Rings made so far disable themselves and give their buffers back as they drop.
                 self.tx.clear();
                 self.rx.clear();
+                self.intr_stop();
                 Err(e)
             }
         }
@@ -591,6 +601,7 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
         // TX first, then RX (docs/hw/i40e.md §9.4); each ring disables its queue as it drops.
         self.tx.clear();
         self.rx.clear();
+        self.intr_stop();
         self.mac_config_on_link_up.store(false, std::sync::atomic::Ordering::Relaxed);
         // DPDK takes the link down administratively at stop; start brings it up again.
         self.set_phy(false)
@@ -606,8 +617,12 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
 
     fn link(&self) -> LinkStatus {
         self.watch_tx_hangs();
-        self.poll_events();
+        self.lsc_ack();
         *self.link.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn link_event_fd(&self) -> Result<std::os::fd::RawFd> {
+        self.lsc_fd()
     }
 
     fn set_link_up(&mut self, up: bool) -> Result<()> {
@@ -755,6 +770,9 @@ pub fn open_vfio(
     let bar = pci.device.map_bar(0)?;
     let options = Options { max_speed, ..Options::new(addr.to_string()) };
     let mut port = I40e::new(Arc::new(bar), pci.mapper, allocator, options)?;
-    port.keep_alive(Box::new(pci.device));
+    // MSI-X through VFIO (docs/hw/i40e.md §14.2).
+    let device = Arc::new(pci.device);
+    port.set_irq_source(device.clone());
+    port.keep_alive(Box::new(device));
     Ok(port)
 }

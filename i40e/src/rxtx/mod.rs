@@ -7,15 +7,17 @@
 //! locks, or makes a dynamic call per packet.
 //!
 //! Files: `ring` (ring settings and the sizes the hardware takes), `rx` (the RX queue: set-up, context, enable,
-//! doorbell), `rx_decode` (the write-back format: offload flags and packet type, the memo, the common frame, the
+//! doorbell), `intr` (its interrupt: eventfd and arming), `rx_decode` (the write-back format: offload flags and packet type, the memo, the common frame, the
 //! general decode), `rx_simd` (its groups of four), `tx` (the TX queue and its descriptors).
 
+mod intr;
 pub mod ring;
 mod rx;
 mod rx_decode;
 mod rx_simd;
 mod tx;
 
+pub use intr::RxIntr;
 pub use ring::{idx, RingConfig, RING_ALIGN, RING_MAX, RING_MIN};
 pub use rx::{RxRing, RxSetup, MAX_CHAINED, MAX_FRAME, MAX_RX_BUF};
 pub use rx_decode::{Desc32, RxMemo};

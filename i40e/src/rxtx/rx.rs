@@ -40,6 +40,9 @@ pub struct RxRing<R: RegisterSpace> {
     tail_reg: Reg,
     queue: u16,
     config: RingConfig,
+    /// The queue's interrupt, on a port configured with intr_conf.rxq.
+    intr: Option<super::RxIntr>,
+    port: String,
     // Dropped after `Drop::drop` disabled the queue and the engine freed its buffers.
     _mem: DmaArea,
     _pool_map: DmaMapping,
@@ -134,6 +137,8 @@ impl<R: RegisterSpace> RxRing<R> {
             regs,
             queue: q,
             config,
+            intr: None,
+            port: setup.port.to_string(),
             _mem: mem,
             _pool_map: pool_map,
         })
@@ -144,6 +149,12 @@ impl<R: RegisterSpace> RxRing<R> {
         dma_wmb();
         self.regs.write(self.tail_reg, self.engine.bufs().tail() as u32);
         switch_rx(&self.regs, self.queue, true, &self.config.timing)
+    }
+
+    /// Gives the queue its interrupt (docs/hw/i40e.md §14.2), disarmed.
+    pub fn set_intr(&mut self, intr: super::RxIntr) {
+        intr.disarm(&self.regs);
+        self.intr = Some(intr);
     }
 
     /// PF queue number.
@@ -170,6 +181,35 @@ impl<R: RegisterSpace> RxQueue for RxRing<R> {
             self.regs.write(self.tail_reg, tail);
         }
         got
+    }
+
+    fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.intr.as_ref().map(|i| i.raw_fd())
+    }
+
+    fn intr_enable(&mut self) -> Result<()> {
+        match &self.intr {
+            Some(i) => i.arm(&self.regs, &self.port),
+            None => Err(no_intr(&self.port)),
+        }
+    }
+
+    fn intr_disable(&mut self) -> Result<()> {
+        match &self.intr {
+            Some(i) => {
+                i.disarm(&self.regs);
+                Ok(())
+            }
+            None => Err(no_intr(&self.port)),
+        }
+    }
+}
+
+fn no_intr(port: &str) -> Error {
+    Error::NotSupported {
+        port: port.to_string(),
+        driver: "net_i40e",
+        what: "RX queue interrupts on a port not configured with intr_conf.rxq",
     }
 }
 

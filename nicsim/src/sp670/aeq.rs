@@ -25,6 +25,8 @@ pub(crate) struct Aeq {
     pub pass_odd: bool,
     /// The driver's last consumer index (AEQ_CI_SIMPLE_INDIR).
     pub ci: u32,
+    /// The last CI write armed the queue's interrupt (bit 21), not yet used by an element.
+    pub armed: bool,
 }
 
 impl Aeq {

@@ -104,19 +104,21 @@ impl Sp670CfgBar {
                     ));
                 } else {
                     c.aeqs[idx].ci = AEQ_CI_CI.get(v);
+                    c.aeqs[idx].armed = v & AEQ_CI_ARMED != 0;
                 }
             }
             FUNC_MSI_CLR_WR => {
                 let idx = MSI_CLR_IDX.get(v) as usize;
-                if idx >= c.msix_masked.len() || v & Field::new(21, 5).mask() != 0 {
+                if idx >= c.msix.vectors.len() || v & Field::new(21, 5).mask() != 0 {
                     c.fault(format!(
                         "FUNC_MSI_CLR_WR = {v:#010x}: vector {idx} of {} or reserved bits",
-                        c.msix_masked.len()
+                        c.msix.vectors.len()
                     ));
-                } else if v & bit(1) != 0 {
-                    c.msix_masked[idx] = true;
-                } else if v & bit(2) != 0 {
-                    c.msix_masked[idx] = false;
+                } else {
+                    c.msix.clr_wr(idx, v, std::time::Instant::now());
+                    let out = std::mem::take(&mut c.msix.outbox);
+                    drop(c);
+                    out.into_iter().for_each(|v| self.shared.io.signal(v));
                 }
             }
             o if (MBOX_DATA..MBOX_DATA + 64).contains(&o) => c.mbox.window[(o - MBOX_DATA) / 4] = v,

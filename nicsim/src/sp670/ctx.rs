@@ -49,6 +49,8 @@ pub struct RqCtx {
     pub ci: u16,
     /// WQE type code (2: the 16-byte normal WQE).
     pub wqe_type: u8,
+    /// The MSI-X vector of dword 1 when bit 31 leaves the queue's interrupt on.
+    pub msix: Option<u16>,
 }
 
 fn dw(c: &[u8; 64], i: usize) -> u32 {
@@ -258,7 +260,8 @@ pub fn parse_rq(c: &[u8; 64], qid: u16) -> Result<RqCtx, Error> {
         return Err(Error::Violation { at: format!("{what} context"), rule: "ring IOVA 0".into() });
     }
     check_aligned(ring, &what)?;
-    Ok(RqCtx { ring, block, pi: pi as u16, ci: ci as u16, wqe_type })
+    let msix = (dw(c, 1) & RQ_INTR_OFF == 0).then(|| RQ_MSIX.get(dw(c, 1)) as u16);
+    Ok(RqCtx { ring, block, pi: pi as u16, ci: ci as u16, wqe_type, msix })
 }
 
 #[cfg(test)]

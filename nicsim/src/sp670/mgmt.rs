@@ -261,10 +261,26 @@ impl Core {
                 );
                 r.zero(11, 12, name);
                 r.zero(19, 24, name);
-                if op == 0 {
-                    out[14] = 0;
-                    out[15] = 0xFF;
-                    out[16] = 7;
+                if r.errs.is_empty() {
+                    let v = &mut self.msix.vectors[usize::from(idx)];
+                    if op == 0 {
+                        let a = v.attr;
+                        out[14..19].copy_from_slice(&[
+                            a.pending_limit,
+                            a.coalesce_timer,
+                            a.resend_timer,
+                            a.lli_timer,
+                            a.lli_credit,
+                        ]);
+                    } else {
+                        v.attr = super::intr::MsixAttr {
+                            pending_limit: r.u8(14),
+                            coalesce_timer: r.u8(15),
+                            resend_timer: r.u8(16),
+                            lli_timer: r.u8(17),
+                            lli_credit: r.u8(18),
+                        };
+                    }
                 }
             }
             (module::COMM, 25) => {

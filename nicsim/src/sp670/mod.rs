@@ -11,9 +11,10 @@
 //! [`Sp670Port::start_thread`]); a driver polls the write-back, the AEQ, the WQE busy bit and the CI slot.
 //!
 //! Work queues larger than COMM 22's WQ page are read through their page table (1-level CLA, docs/hw/hinic3.md §20);
-//! the MAG 151 counters are kept as frames pass (docs/hw/hinic3.md §22).
+//! the MAG 151 counters are kept as frames pass (docs/hw/hinic3.md §22). `intr` raises the MSI-X vectors of RQs and
+//! AEQs (masks, auto-mask, coalescing, resend; docs/hw/hinic3.md §5.5).
 //!
-//! Not modelled: interrupts, CEQs and MSI-X delivery (vectors are only masked/unmasked), VFs, the enhanced cmdq and
+//! Not modelled: CEQs, TX (SQ CI) interrupts, VFs, the enhanced cmdq and
 //! the compact/HTN formats of docs/hw/hinic3.md §12a (their feature bits are never offered), TSO, LRO merging (only
 //! its state: on until L2NIC 13 turns it off, and a fault when RX starts without that), UFO,
 //! tunnels, VLAN filtering, multicast MAC filters, MTU enforcement, SQ CI coalescing (the CI is written after every
@@ -35,6 +36,7 @@ mod aeq;
 mod bars;
 mod cmdq;
 pub mod ctx;
+pub mod intr;
 mod mbox;
 mod mgmt;
 mod port;
@@ -124,7 +126,7 @@ pub struct Sp670Config {
     pub num_aeqs: usize,
     /// CEQs (FUNC_ATTR2 8:0; the model writes none).
     pub num_ceqs: u32,
-    /// MSI-X vectors (FUNC_ATTR2 26:16; all stay masked).
+    /// MSI-X vectors (FUNC_ATTR2 26:16).
     pub num_irqs: u32,
     /// Firmware version string (COMM 60, at most 15 bytes).
     pub fw_version: String,
@@ -274,7 +276,7 @@ pub(crate) struct Core {
     pub pf_status: u32,
     pub ppf: u32,
     pub mpf: u32,
-    pub msix_masked: Vec<bool>,
+    pub msix: intr::Msix,
     pub aeqs: [Aeq; MAX_AEQS],
     pub aeq_indir: usize,
     pub mbox: Mailbox,
@@ -307,7 +309,7 @@ impl Core {
     fn new(config: Sp670Config, dma: Arc<IovaMap>, faults: Arc<FaultLog>) -> Core {
         let n = usize::from(config.max_queues);
         Core {
-            msix_masked: vec![false; config.num_irqs as usize],
+            msix: intr::Msix::new(config.num_irqs as usize),
             cable: config.cable,
             config,
             dma,
@@ -526,6 +528,7 @@ impl Core {
                     return;
                 }
             }
+            self.aeq_event(q);
         }
     }
 

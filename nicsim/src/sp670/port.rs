@@ -34,7 +34,7 @@ pub struct Sp670State {
     /// The low dword of a doorbell written as two 32-bit stores, per 8-byte slot.
     pub(super) db_low: Mutex<Vec<Option<u32>>>,
     pub(super) inbound: Mutex<VecDeque<(Vec<u8>, Option<Sp670RxError>)>>,
-    /// Where TX frames go, the thread's parking, the interrupt sink (which the model never signals).
+    /// Where TX frames go, the thread's parking, the interrupt sink (`intr`'s vectors).
     pub(super) io: Plumbing<Sp670State>,
 }
 
@@ -54,6 +54,7 @@ impl Sp670State {
     /// Processes everything pending now; returns the work done (0: idle).
     fn step(&self) -> usize {
         let mut out = Vec::new();
+        let irqs;
         let mut work = self.io.pump(self);
         {
             let mut core = self.lock();
@@ -99,7 +100,8 @@ impl Sp670State {
             let mut back = VecDeque::new();
             for (f, err) in frames {
                 match core.receive(&f, err) {
-                    Ok(_) => {
+                    Ok(q) => {
+                        core.rq_event(q);
                         core.counters.rx_delivered += 1;
                         work += 1;
                     }
@@ -117,7 +119,10 @@ impl Sp670State {
                 *inb = back;
             }
             core.counters.tx_sent += out.len() as u64;
+            core.msix.tick(Instant::now());
+            irqs = std::mem::take(&mut core.msix.outbox);
         }
+        irqs.into_iter().for_each(|v| self.io.signal(v));
         work += out.len();
         if !out.is_empty() {
             for frame in out {
@@ -226,8 +231,8 @@ impl Model for Sp670State {
     fn prefetchable(&self) -> bool {
         true
     }
-    /// BAR2, the interrupt region: the MSI-X table and PBA (docs/hw/hinic3.md §2, unverified there); the model
-    /// keeps no MSI-X state of its own (vectors are only masked through the cfg BAR).
+    /// BAR2, the interrupt region: the MSI-X table and PBA (docs/hw/hinic3.md §2, unverified there), served by the
+    /// PCI layer; the function's own masks are the cfg BAR's FUNC_MSI_CLR_WR (`intr`).
     fn msix_bar(&self) -> usize {
         2
     }

@@ -147,6 +147,22 @@ pub const AEQ_CTRL0_RESERVED: u32 =
 
 /// FUNC_MSI_CLR_WR vector index.
 pub const MSI_CLR_IDX: Field = Field::new(31, 22);
+/// FUNC_MSI_CLR_WR: clear the resend timer.
+pub const MSI_CLR_RESEND: u32 = bit(0);
+/// FUNC_MSI_CLR_WR: set the interrupt mask.
+pub const MSI_SET_MASK: u32 = bit(1);
+/// FUNC_MSI_CLR_WR: clear the interrupt mask.
+pub const MSI_CLR_MASK: u32 = bit(2);
+/// FUNC_MSI_CLR_WR: set auto-mask.
+pub const MSI_SET_AUTO_MASK: u32 = bit(3);
+/// FUNC_MSI_CLR_WR: clear auto-mask.
+pub const MSI_CLR_AUTO_MASK: u32 = bit(4);
+/// AEQ_CTRL_0: the AEQ's MSI-X vector.
+pub const AEQ_CTRL0_MSIX: Field = Field::new(9, 0);
+/// AEQ_CTRL_0: interrupt mode "always" (0: only when armed).
+pub const AEQ_CTRL0_INT_ALWAYS: u32 = bit(31);
+/// AEQ_CI_SIMPLE_INDIR: armed (interrupt at the next element).
+pub const AEQ_CI_ARMED: u32 = bit(21);
 
 /// MAILBOX_CONTROL: TX status (write 1 to send).
 pub const MBOX_CTRL_TX_STATUS: u32 = bit(1);

@@ -147,6 +147,7 @@ impl Core {
                 && !(qrx_ena(0)..qrx_ena(MAX_QUEUES)).contains(&off)
                 && !(pfint_lnklstn(0)..pfint_lnklstn(512)).contains(&off)
                 && !(pfint_dyn_ctln(0)..pfint_dyn_ctln(512)).contains(&off)
+                && !(pfint_itrn(0, 0)..pfint_itrn(3, 0)).contains(&off)
         });
         self.vsi = Vsi::new(&shared.config);
         self.link.lse = false;

@@ -337,6 +337,7 @@ impl X710State {
         let mut work = arrived + core.process_atq(self);
         work += core.process_tx(self, now);
         work += core.process_rx(self);
+        core.intr_tick(self);
         work
     }
 }

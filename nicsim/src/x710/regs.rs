@@ -493,6 +493,28 @@ pub const DYN_CTL_INTENA_MSK: Field = Field::bit(31);
 pub const QINT_MSIX_INDX: Field = Field::new(0, 8);
 /// QINT_RQCTL/TQCTL.CAUSE_ENA.
 pub const QINT_CAUSE_ENA: Field = Field::bit(30);
+/// QINT_RQCTL/TQCTL.ITR_INDX: the vector's ITR the cause is throttled by (3: none).
+pub const QINT_ITR_INDX: Field = Field::new(11, 2);
+/// QINT_RQCTL/TQCTL.NEXTQ_INDX: the next queue on the vector's list (0x7FF: the end).
+pub const QINT_NEXTQ_INDX: Field = Field::new(16, 11);
+/// QINT_RQCTL/TQCTL.NEXTQ_TYPE: 0 RX, 1 TX.
+pub const QINT_NEXTQ_TYPE: Field = Field::new(27, 2);
+/// PFINT_LNKLST0/N.FIRSTQ_INDX (0x7FF: an empty list).
+pub const LNKLST_FIRSTQ_INDX: Field = Field::new(0, 11);
+/// PFINT_LNKLST0/N.FIRSTQ_TYPE: 0 RX, 1 TX.
+pub const LNKLST_FIRSTQ_TYPE: Field = Field::new(11, 2);
+/// The end of a queue list.
+pub const LNKLST_EOL: u32 = 0x7FF;
+/// PFINT_ITR0(i) / PFINT_ITRN(i, n).INTERVAL, in 2 µs units.
+pub const ITR_INTERVAL: Field = Field::new(0, 12);
+/// ITR i of vector 0.
+pub const fn pfint_itr0(i: usize) -> usize {
+    0x03_8000 + 128 * i
+}
+/// ITR i of vector n+1 (PFR).
+pub const fn pfint_itrn(i: usize, n: usize) -> usize {
+    0x03_0000 + 2048 * i + 4 * n
+}
 /// Vector 0 queue list (PFR).
 pub const PFINT_LNKLST0: usize = 0x03_8500;
 /// Queue list of vector n+1 (PFR).
