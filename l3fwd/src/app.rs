@@ -209,6 +209,7 @@ impl App {
             let mode = dev.burst_mode();
             println!("Port {p}: driver {}, RX burst mode: {}, TX burst mode: {}", info.driver_name, mode.rx, mode.tx);
         }
+        check_link_status(&slots);
         let plan = Plan { nb_rxq, lcores, rx: params.config.clone() };
         Ok(App { eal, _pool: pool, ports: slots, plan, tables, params, eth_dest })
     }
@@ -339,6 +340,33 @@ impl App {
 }
 
 /// The statistics block: per port RX/TX, then the drops by reason.
+/// Waits (up to 9 s, polling every 100 ms) for the enabled ports' links, then reports each, as DPDK's l3fwd does
+/// before it starts forwarding: a frame that arrives while a link is still down is lost.
+fn check_link_status(slots: &[PortSlot]) {
+    const CHECK_INTERVAL: Duration = Duration::from_millis(100);
+    const MAX_CHECKS: u32 = 90;
+    print!("\nChecking link status");
+    let _ = std::io::stdout().flush();
+    let all_up = || slots.iter().filter(|s| s.enabled).all(|s| s.port.dev.link().up);
+    let mut checks = 0;
+    while !all_up() && checks < MAX_CHECKS {
+        print!(".");
+        let _ = std::io::stdout().flush();
+        std::thread::sleep(CHECK_INTERVAL);
+        checks += 1;
+    }
+    println!("done");
+    for (p, slot) in slots.iter().enumerate().filter(|(_, s)| s.enabled) {
+        let link = slot.port.dev.link();
+        if link.up {
+            let duplex = if link.full_duplex { "FDX" } else { "HDX" };
+            println!("Port {p} Link up at {} Mbps {duplex}", link.speed_mbps);
+        } else {
+            println!("Port {p} Link down");
+        }
+    }
+}
+
 pub fn statistics(counters: &[Arc<LcoreCounters>], nb_ports: usize) -> String {
     let mut s = String::from("\nl3fwd statistics ===================================\n");
     let (mut trx, mut ttx) = (0u64, 0u64);

@@ -2,7 +2,8 @@
 //! guest tests through /dev/vfio there, and checks the verdicts read from the guest's console (and the host
 //! peer's checks on the TAPs). One boot serves every test below but the vendor-driver ones, which share a second
 //! boot: nicsim's models served over vfio-user (harness.py --vendor, a QEMU with the vfio-user client built by
-//! tests/vm/qemu-vfio-user.sh) to the guest kernel's own drivers.
+//! tests/vm/qemu-vfio-user.sh) to the guest kernel's own drivers; and the model tests, a third boot: the same four
+//! models behind the vIOMMU, bound to vfio-pci and driven by the project's own PMDs (harness.py --models).
 //!
 //! Skipped, with the reason printed, only where QEMU cannot be installed (or the harness cannot run as root); with
 //! VM_TESTS_REQUIRED=1 (set by scripts/test.sh) such a skip fails every test instead, with the same reason.
@@ -29,6 +30,12 @@ const GUEST_TESTS: &[&str] = &[
 const VENDOR_TESTS: &[&str] = &["ixgbe-x540", "ixgbe-82599", "i40e-x710"];
 const VENDOR_MODELS: &str = "x540,82599,x710";
 
+/// The tests of our drivers on the models through the guest's vfio-pci and vIOMMU, in boot order: the models'
+/// counters and fault logs are cumulative, so the fault test (x540-unmapped) comes last.
+const MODEL_TESTS: &[&str] =
+    &["vfio-probe", "models-ixgbe", "models-i40e-hinic3", "models-noargs", "models-l3fwd", "x540-unmapped"];
+const MODELS: &str = "x540,82599,x710,sp670";
+
 struct VmRun {
     skipped: Option<String>,
     verdicts: HashMap<String, (bool, String)>,
@@ -51,6 +58,15 @@ fn vendor_run() -> &'static VmRun {
     RUN.get_or_init(|| {
         let tests = VENDOR_TESTS.join(",");
         harness(&["--tests", &tests, "--nics", "", "--packages", "", "--binaries", "", "--vendor", VENDOR_MODELS])
+    })
+}
+
+fn models_run() -> &'static VmRun {
+    static RUN: OnceLock<VmRun> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let tests = MODEL_TESTS.join(",");
+        let guest = "vmtest,testpmd-rs,l3fwd";
+        harness(&["--tests", &tests, "--nics", "", "--packages", guest, "--binaries", guest, "--models", MODELS])
     })
 }
 
@@ -217,4 +233,47 @@ fn vm_linux_ixgbe_drives_the_82599_model() {
 #[test]
 fn vm_linux_i40e_drives_the_x710_model() {
     check_in(vendor_run(), "i40e-x710");
+}
+
+/// The guest set-up of the models boot: the four vfio-user models bound to vfio-pci, each in its own viable IOMMU
+/// group of the vIOMMU.
+#[test]
+fn vm_models_bound_to_vfio_pci_behind_the_viommu() {
+    check_in(models_run(), "vfio-probe");
+}
+
+/// Our ixgbe PMD on the X540 and 82599 models through the guest's vfio-pci: `testpmd-rs -a -a -- -i
+/// --forward-mode=io`, links up, frames injected on each model's TAP arrive on the other byte for byte, exact port
+/// and model counters, stop/port stop/port start/start and the same again, no model fault, the pool full.
+#[test]
+fn vm_testpmd_rs_forwards_between_the_x540_and_82599_models() {
+    check_in(models_run(), "models-ixgbe");
+}
+
+/// The same with our i40e PMD on the X710 model and our hinic3 PMD on the SP670 model (its three register BARs and
+/// the MSI-X BAR).
+#[test]
+fn vm_testpmd_rs_forwards_between_the_x710_and_sp670_models() {
+    check_in(models_run(), "models-i40e-hinic3");
+}
+
+/// `testpmd-rs -- -i` without `-a` finds the four models, each with its driver.
+#[test]
+fn vm_testpmd_rs_without_eal_arguments_finds_the_four_models() {
+    check_in(models_run(), "models-noargs");
+}
+
+/// l3fwd (LPM, its built-in routes) routes IPv4 between the X710 and SP670 models: TTL one less, the MACs
+/// rewritten, the checksum updated, exact counters.
+#[test]
+fn vm_l3fwd_routes_between_the_x710_and_sp670_models() {
+    check_in(models_run(), "models-l3fwd");
+}
+
+/// A TX buffer our ixgbe driver never mapped: the X540 model (behind QEMU's vIOMMU, which only passes on what the
+/// guest mapped) records a DMA fault at its IOVA and nothing reaches the wire; a mapped frame gets through before
+/// and after a stop/start.
+#[test]
+fn vm_x540_model_refuses_a_buffer_never_mapped() {
+    check_in(models_run(), "x540-unmapped");
 }

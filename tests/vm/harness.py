@@ -16,9 +16,14 @@ Steps (the run's files under target/vm-cache/ of the repository, or $VMTEST_CACH
 Guest markers (console lines):
   VMTEST START t / VMTEST PASS t / VMTEST FAIL t ... / VMTEST DONE      (from /init)
   @@vmtest inject NIC COUNT TAG [SIZE]     host sends COUNT frames tagged TAG to the guest on NIC's TAP
-  @@vmtest expect NIC COUNT TAG [SIZE]     host checks it received exactly COUNT frames tagged TAG from NIC (with
-                                           SIZE: each exactly SIZE bytes and byte for byte the frame the guest built,
-                                           dst = the peer, src = the NIC's MAC)
+  @@vmtest expect NIC COUNT TAG [SIZE [FROM]]  host checks it received exactly COUNT frames tagged TAG from NIC
+                                           (with SIZE: each exactly SIZE bytes and byte for byte the frame the guest
+                                           built, dst = the peer, src = the NIC's MAC; with FROM: the frame the host
+                                           injected on NIC FROM, forwarded unchanged)
+  @@vmtest inject-ip NIC COUNT TAG DST_IP SIZE     host sends COUNT IPv4 frames (protocol 253, the tagged payload)
+  @@vmtest expect-routed NIC COUNT TAG DST_IP SIZE DST_MAC   host checks COUNT of them came out of NIC routed
+  @@vmtest model-stats MODEL RX TX [polled]  host checks the model's own counters and that it recorded no fault
+  @@vmtest model-fault MODEL KIND LO HI    host waits for the model's fault KIND (e.g. Dma) at an IOVA in [LO, HI)
 Frame format (both ways): dst, src, ethertype 0x88b5, b"VMT1", tag (16 bytes, NUL padded), seq (u32 BE), then
 padding byte i = (7 i + 13 seq) mod 256 (vmtest/src/frames.rs: pad_byte).
 
@@ -72,7 +77,10 @@ VENDOR = {
     "x540": ("x540", 6, "02:00:00:54:05:40", "10.77.1.1"),
     "82599": ("82599", 7, "02:00:00:82:59:40", "10.77.2.1"),
     "x710": ("x710", 8, "02:00:00:71:00:40", "10.77.3.1"),
+    "sp670": ("sp670", 9, "02:19:e5:67:00:00", "10.77.4.1"),
 }
+# The PCI vendor:device each model presents (the guest binds these to vfio-pci in a --models run).
+MODEL_IDS = {"x540": "8086:1528", "82599": "8086:10fb", "x710": "8086:1572", "sp670": "19e5:0222"}
 # The vendor drivers and what they need, copied into the initramfs' /lib/modules (the guest scripts load them).
 VENDOR_MODULES = [
     "drivers/dca/dca",
@@ -369,13 +377,46 @@ def tap_stat(name, stat):
     return -1
 
 
+def nic_mac(nic):
+    """The guest-side MAC of an emulated NIC or of a model (the one in its NVM), as bytes."""
+    mac = NICS[nic][2] if nic in NICS else VENDOR[nic][2]
+    return bytes.fromhex(mac.replace(":", ""))
+
+
 def frame(dst, tag, seq, size=60, src=PEER_MAC):
     t = tag.encode()[:16].ljust(16, b"\0")
     body = dst + src + struct.pack("!H", ETHERTYPE) + b"VMT1" + t + struct.pack("!I", seq)
     return body + bytes((7 * i + 13 * seq) & 0xFF for i in range(len(body), max(size, len(body))))
 
 
+def ip_checksum(hdr):
+    words = struct.unpack(f"!{len(hdr) // 2}H", hdr)
+    total = sum(words)
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+IP_PROTO_TEST = 253  # RFC 3692's experimental protocol number: no stack on the way answers it
+IP_SRC = bytes([198, 18, 0, 2])
+
+
+def ip_frame(dst_mac, src_mac, dst_ip, tag, seq, size=64, ttl=64):
+    """An IPv4 frame for the routers under test: the tagged payload (b"VMT1", tag, seq, padding) of `frame` in
+    an IPv4 packet to `dst_ip` (dotted), TTL `ttl`, header checksum filled in."""
+    t = tag.encode()[:16].ljust(16, b"\0")
+    payload = b"VMT1" + t + struct.pack("!I", seq)
+    payload += bytes((7 * i + 13 * seq) & 0xFF for i in range(34 + len(payload), max(size, 34 + len(payload))))
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), seq & 0xFFFF, 0, ttl, IP_PROTO_TEST, 0, IP_SRC,
+                      socket.inet_aton(dst_ip))
+    hdr = hdr[:10] + struct.pack("!H", ip_checksum(hdr)) + hdr[12:]
+    return dst_mac + src_mac + struct.pack("!H", 0x0800) + hdr + payload
+
+
 def parse_frame(data):
+    if (len(data) >= 14 + 20 + 24 and struct.unpack("!H", data[12:14])[0] == 0x0800 and data[23] == IP_PROTO_TEST
+            and data[34:38] == b"VMT1"):
+        return data[38:54].rstrip(b"\0").decode(errors="replace"), struct.unpack("!I", data[54:58])[0]
     if len(data) < 14 + 24 or struct.unpack("!H", data[12:14])[0] != ETHERTYPE or data[14:18] != b"VMT1":
         return None
     return data[18:34].rstrip(b"\0").decode(errors="replace"), struct.unpack("!I", data[34:38])[0]
@@ -457,7 +498,7 @@ class Peer:
                 f"{tap_stat(tap, 'tx_dropped')}")
 
     def inject(self, nic, count, tag, size=60):
-        dst = bytes.fromhex(NICS[nic][2].replace(":", ""))
+        dst = nic_mac(nic)
         dropped0 = tap_stat(f"tap-{nic}", "tx_dropped")
         s = self.socks[nic]
         for i in range(count):
@@ -467,10 +508,38 @@ class Peer:
         dropped = tap_stat(f"tap-{nic}", "tx_dropped") - dropped0
         return f"injected {count} x {size} B tagged {tag} on {nic}" + (f" ({dropped} dropped by the TAP)" if dropped else "")
 
-    def expect(self, nic, count, tag, wait=None, size=None):
+    def inject_ip(self, nic, count, tag, dst_ip, size=64):
+        s = self.socks[nic]
+        for i in range(count):
+            s.send(ip_frame(nic_mac(nic), PEER_MAC, dst_ip, tag, i, size))
+            if i % 32 == 31:
+                time.sleep(0.002)  # pacing, as in inject
+        return f"injected {count} x {size} B IPv4 to {dst_ip} tagged {tag} on {nic}"
+
+    def expect_routed(self, nic, count, tag, dst_ip, size, dst_mac):
+        """`count` frames of `inject_ip(..., tag, dst_ip, size)` came out of `nic` routed: dst MAC `dst_mac`,
+        src MAC the NIC's, TTL one less, the header checksum updated, the rest byte for byte."""
+        ok, msg = self.expect(nic, count, tag)
+        if not ok:
+            return ok, msg
+        with self.lock:
+            got = list(zip(self.rx[nic].get(tag, []), self.data[nic].get(tag, [])))
+        bad = []
+        for seq, data in got:
+            want = ip_frame(dst_mac, nic_mac(nic), dst_ip, tag, seq, size, ttl=63)
+            if data != want:
+                at = next((i for i, (a, b) in enumerate(zip(data, want)) if a != b), min(len(data), len(want)))
+                bad.append(f"#{seq}: {len(data)} bytes ({len(want)} expected), first difference at byte {at}"
+                           + (f" (TTL {data[22]})" if len(data) > 22 else ""))
+        return not bad, msg + ", routed (TTL 64 -> 63, MACs rewritten, checksum updated) byte for byte: " + (
+            "identical" if not bad else "; ".join(bad[:4]))
+
+    def expect(self, nic, count, tag, wait=None, size=None, origin=None):
         """Checks that exactly `count` frames tagged `tag` came from the guest on `nic` (the guest asks once it
         handed them to its NIC): waits until `count` arrived (at most `wait` s) and until the receiver caught up
-        with the TAP, so a frame too many (or one that must not come, count 0) is seen too."""
+        with the TAP, so a frame too many (or one that must not come, count 0) is seen too. With `size`, each is
+        compared byte for byte with the frame the guest built (dst = the peer, src = NIC's MAC) or, with
+        `origin`, with the frame the peer injected on that NIC (forwarded unchanged: dst = origin's MAC)."""
         wait = self.EXPECT_TIMEOUT if wait is None else wait
         t0 = time.time()
         deadline = t0 + wait
@@ -491,10 +560,12 @@ class Peer:
         msg = f"{nic}: {len(seqs)} frames tagged {tag} received, {count} expected" + (
             "" if ok or len(seqs) != count else f" (seqs {sorted(seqs)[:8]}...)")
         if ok and size is not None:
-            src = bytes.fromhex(NICS[nic][2].replace(":", ""))
             bad = []
             for seq, got in zip(seqs, frames):
-                want = frame(PEER_MAC, tag, seq, size, src=src)
+                if origin is None:
+                    want = frame(PEER_MAC, tag, seq, size, src=nic_mac(nic))
+                else:
+                    want = frame(nic_mac(origin), tag, seq, size)
                 if got != want:
                     at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
                     bad.append(f"#{seq}: {len(got)} bytes ({len(want)} expected), first difference at byte {at}")
@@ -538,10 +609,13 @@ def kvm_usable():
 ICOUNT = "shift=2,sleep=on"
 
 
-def qemu_cmd(qemu, accel, vmlinuz, initrd, nics, tests, hugepages, test_timeout, icount=ICOUNT, vendor=None):
-    """`vendor`: {name: socket path} of vfio-user model servers. Such a run shares the guest's RAM with them
-    (a memfd) and has no vIOMMU: the guest's own drivers then DMA to guest-physical addresses, which the servers
-    map once, instead of a DMA map message per buffer."""
+def qemu_cmd(qemu, accel, vmlinuz, initrd, nics, tests, hugepages, test_timeout, icount=ICOUNT, vendor=None,
+             viommu=True):
+    """`vendor`: {name: socket path} of vfio-user model servers; the guest's RAM is then a memfd shared with them.
+    Without `viommu` (the vendor-driver run) there is no vIOMMU: the guest's own drivers DMA to guest-physical
+    addresses, which the servers map once. With it (a --models run) the models sit behind intel-iommu like the
+    emulated NICs, the guest binds them to vfio-pci (vt.vfio_ids) and QEMU sends each IOVA range the guest maps
+    as a DMA map message (IOVA -> offset in the memfd)."""
     vendor = vendor or {}
     machine = "q35" + (",memory-backend=ram" if vendor else "")
     if accel == "kvm":
@@ -551,14 +625,16 @@ def qemu_cmd(qemu, accel, vmlinuz, initrd, nics, tests, hugepages, test_timeout,
         if icount != "off":
             cmd += ["-icount", icount]
     cmd += ["-smp", "1", "-m", "256M", "-nographic", "-no-reboot", "-nic", "none", "-vga", "none"]
+    # The vIOMMU first: a PCI device finds its DMA address space when it is created. caching-mode=on makes the
+    # guest report every mapping it makes, which QEMU needs to pass them on (to vfio-user servers here).
+    if viommu:
+        cmd += ["-device", "intel-iommu,intremap=on,caching-mode=on"]
     if vendor:
         cmd += ["-object", "memory-backend-memfd,id=ram,size=256M,share=on"]
         for name, sock in vendor.items():
             slot = VENDOR[name][1]
             dev = {"driver": "vfio-user-pci", "socket": {"type": "unix", "path": sock}, "addr": f"{slot:#x}"}
             cmd += ["-device", json.dumps(dev)]
-    else:
-        cmd += ["-device", "intel-iommu,intremap=on,caching-mode=on"]
     for n in nics:
         dev, slot, mac = NICS[n]
         queues = f",queues={MQ_QUEUES}" if "mq=on" in dev else ""
@@ -570,6 +646,8 @@ def qemu_cmd(qemu, accel, vmlinuz, initrd, nics, tests, hugepages, test_timeout,
     append = (f"console=ttyS0 panic=-1 no_timer_check loglevel=4 intel_iommu=on vt.tests={tests} "
               f"vt.hugepages={hugepages} "
               f"vt.timeout={test_timeout} vt.nics={','.join(nics)}")
+    if vendor and viommu:
+        append += " vt.vfio_ids=" + ",".join(MODEL_IDS[n] for n in vendor)
     cmd += ["-kernel", vmlinuz, "-initrd", initrd, "-append", append]
     return cmd
 
@@ -698,9 +776,10 @@ def boot(cmd, peer, timeout, results, logf, boot_timeout=None):
     return status
 
 
-def model_stats(name, rx, tx):
-    """Host check of `@@vmtest model-stats NAME RX TX`: the model behind NAME delivered RX frames and sent TX
-    (what the guest's interface counters say), signalled MSI-X messages and recorded no fault. The server rewrites its stats file every
+def model_stats(name, rx, tx, polled=False):
+    """Host check of `@@vmtest model-stats NAME RX TX [polled]`: the model behind NAME delivered RX frames and sent
+    TX (what the guest's interface counters say), signalled MSI-X messages (not required of a `polled` driver,
+    the project's own PMDs) and recorded no fault. The server rewrites its stats file every
     100 ms: waits up to 5 s for the counts to agree."""
     path = MODEL_STATS.get(name)
     if path is None:
@@ -719,17 +798,47 @@ def model_stats(name, rx, tx):
             break
         time.sleep(0.1)
     # Linux's ixgbe cleans its rings from NAPI, scheduled by the queue vector: traffic without messages is a bug.
-    ok = got == (rx, tx, 0) and int(st.get("irq_msix", 0)) > 0
+    ok = got == (rx, tx, 0) and (polled or int(st.get("irq_msix", 0)) > 0)
     msg = (f"model {name}: rx_delivered={got[0]} tx_sent={got[1]} faults={got[2]} (guest: rx_packets={rx} "
            f"tx_packets={tx}); irq_msix={st.get('irq_msix')} link_up={st.get('link_up')}")
     # What the driver did that the model rejects, register named: the reason a test fails.
     return ok, msg + "".join(f"; model fault: {f}" for f in faults[:5])
 
 
+def model_fault(name, kind, lo, hi):
+    """Host check of `@@vmtest model-fault NAME KIND LO HI`: the model behind NAME recorded a fault of KIND (the
+    variant of nicsim's Fault, e.g. Dma) whose `iova` lies in [LO, HI) (the access the guest provoked). Waits up to
+    10 s for it: the guest asks right after handing the model the work."""
+    path = MODEL_STATS.get(name)
+    if path is None:
+        return False, f"model-fault {name}: no such model server"
+    deadline = time.time() + 10
+    while True:
+        try:
+            with open(path) as f:
+                faults = [line.rstrip("\n").split("=", 1)[1] for line in f if line.startswith("fault=")]
+        except OSError:
+            faults = []
+        hits = []
+        for f in faults:
+            m = re.match(r"(\w+) \{.*\biova: (\d+)", f)
+            if m and m.group(1) == kind and lo <= int(m.group(2)) < hi:
+                hits.append(f)
+        if hits or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    msg = (f"model {name}: {'recorded' if hits else 'no'} {kind} fault in [{lo:#x}, {hi:#x})"
+           + (f": {hits[0]}" if hits else f" (its faults: {faults[:5]})"))
+    return bool(hits), msg
+
+
 def serve(args, peer, res):
     try:
-        if args[0] == "model-stats":
-            ok, msg = model_stats(args[1], int(args[2]), int(args[3]))
+        if args[0] in ("model-stats", "model-fault"):
+            if args[0] == "model-stats":
+                ok, msg = model_stats(args[1], int(args[2]), int(args[3]), polled=args[4:5] == ["polled"])
+            else:
+                ok, msg = model_fault(args[1], args[2], int(args[3], 0), int(args[4], 0))
             res["host"].append((ok, msg))
             res["lines"].append(f"HOST {'PASS' if ok else 'FAIL'} {msg}")
             log(f"HOST {'PASS' if ok else 'FAIL'} {msg}")
@@ -742,9 +851,21 @@ def serve(args, peer, res):
             msg = "host: " + peer.inject(nic, count, tag, size)
             res["lines"].append(msg)
             log(msg)
+        elif cmd == "inject-ip":
+            msg = "host: " + peer.inject_ip(nic, count, tag, args[4], int(args[5]))
+            res["lines"].append(msg)
+            log(msg)
+        elif cmd == "expect-routed":
+            ok, msg = peer.expect_routed(nic, count, tag, args[4], int(args[5]), bytes.fromhex(args[6].replace(":", "")))
+            res["host"].append((ok, msg))
+            res["lines"].append(f"HOST {'PASS' if ok else 'FAIL'} {msg}")
+            log(f"HOST {'PASS' if ok else 'FAIL'} {msg}")
         elif cmd == "expect":
             size = int(args[4]) if len(args) > 4 else None
-            ok, msg = peer.expect(nic, count, tag, size=size)
+            origin = args[5] if len(args) > 5 else None
+            if origin is not None and origin not in peer.socks:
+                raise ValueError(f"unknown NIC {origin}")
+            ok, msg = peer.expect(nic, count, tag, size=size, origin=origin)
             res["host"].append((ok, msg))
             res["lines"].append(f"HOST {'PASS' if ok else 'FAIL'} {msg}")
             log(f"HOST {'PASS' if ok else 'FAIL'} {msg}")
@@ -788,16 +909,18 @@ def build_model_server(target_dir, offline):
     return os.path.join(target_dir, "debug", "nicsim-vfio-user")
 
 
-def start_models(server, names, cache):
-    """In the private namespace: per model a TAP with the host's address and a nicsim-vfio-user serving the model
-    on a socket, wired to that TAP. Returns ({name: socket}, [processes]); each server's stderr goes to
+def start_models(server, names, cache, address=True):
+    """In the private namespace: per model a TAP (with the host's address when `address`: the vendor drivers'
+    pings; a --models run's host peer sends raw frames and the TAP stays silent) and a nicsim-vfio-user serving
+    the model on a socket, wired to that TAP. Returns ({name: socket}, [processes]); each server's stderr goes to
     CACHE/model-NAME.log (faults are printed there as they happen)."""
     socks, procs = {}, []
     for name in names:
         model, _slot, mac, host = VENDOR[name]
         tap = f"tap-{name}"
         make_tap(tap)
-        run(["ip", "addr", "add", f"{host}/24", "dev", tap])
+        if address:
+            run(["ip", "addr", "add", f"{host}/24", "dev", tap])
         sock = os.path.join(cache, f"vfio-user-{name}.sock")
         stats = os.path.join(cache, f"model-{name}.stats")
         for f in (sock, stats):
@@ -858,11 +981,18 @@ def main():
     ap.add_argument("--prepare-only", action="store_true", help="install, build, make the initramfs; no boot")
     ap.add_argument("--vendor", default="", help="nicsim models served over vfio-user for the guest's own drivers, "
                     "from " + ",".join(VENDOR) + " (a QEMU with the vfio-user client, no vIOMMU)")
+    ap.add_argument("--models", default="", help="nicsim models served over vfio-user behind the vIOMMU and bound to "
+                    "vfio-pci in the guest, for the project's own drivers (guest NIC names for the host peer: the "
+                    "model names), from " + ",".join(VENDOR))
     a = ap.parse_args()
-    vendor = [v for v in a.vendor.split(",") if v]
+    if a.vendor and a.models:
+        ap.error("--vendor (the guest's own drivers, no vIOMMU) and --models (vfio-pci behind the vIOMMU) exclude "
+                 "each other")
+    vendor = [v for v in (a.vendor or a.models).split(",") if v]
+    viommu = not a.vendor
     for v in vendor:
         if v not in VENDOR:
-            ap.error(f"unknown vendor model {v}")
+            ap.error(f"unknown model {v}")
 
     nics = [n for n in a.nics.split(",") if n]
     for n in nics:
@@ -901,17 +1031,19 @@ def main():
         enter_private_netns()
         for n in nics:
             make_tap(f"tap-{n}", "mq=on" in NICS[n][0])
-        peer = Peer(nics)
-        socks, models = start_models(server, vendor, a.cache) if vendor else ({}, [])
+        # A --models run's models are NICs of the host peer too (their TAPs, made by start_models).
+        socks, models = start_models(server, vendor, a.cache, address=not viommu) if vendor else ({}, [])
+        peer = Peer(nics + (vendor if viommu else []))
         results = {}
         with open(os.path.join(a.cache, "last-console.log"), "w") as logf:
-            cmd = qemu_cmd(qemu, accel, vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout, a.icount, socks)
+            cmd = qemu_cmd(qemu, accel, vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout, a.icount, socks,
+                           viommu)
             status = boot(cmd, peer, a.timeout, results, logf, boot_timeout=30 if accel == "kvm" else None)
             if status == "noboot" and accel == "kvm":
                 log("guest did not reach /init within 30 s under KVM: retrying with TCG")
                 results.clear()
                 cmd = qemu_cmd(qemu, "tcg", vmlinuz, initrd, nics, a.tests, a.hugepages, a.test_timeout, a.icount,
-                               socks)
+                               socks, viommu)
                 status = boot(cmd, peer, a.timeout, results, logf)
             if status == "noinit":
                 # Nothing of the tests ran: a boot-time failure of the guest kernel, worth one more boot.

@@ -6,6 +6,7 @@
 #   vt.hugepages=N     2 MiB hugepages to reserve (default 32)
 #   vt.timeout=S       per-test timeout in seconds (default 60)
 #   vt.unsafe_irq=1    load vfio_iommu_type1 with allow_unsafe_interrupts=1 (virtio-iommu)
+#   vt.vfio_ids=V:D,.. more PCI functions to bind to vfio-pci (vendor:device in hex, e.g. the vfio-user models)
 # Markers on the console (parsed by the harness):
 #   VMTEST BOOTED, VMTEST BIND ..., VMTEST START name, VMTEST PASS name, VMTEST FAIL name ..., VMTEST DONE
 /bin/busybox --install -s /bin
@@ -21,12 +22,14 @@ tests=""
 hugepages=32
 timeout_s=60
 unsafe_irq=0
+vfio_ids=""
 for a in $(cat /proc/cmdline); do
     case "$a" in
     vt.tests=*) tests="${a#vt.tests=}" ;;
     vt.hugepages=*) hugepages="${a#vt.hugepages=}" ;;
     vt.timeout=*) timeout_s="${a#vt.timeout=}" ;;
     vt.unsafe_irq=*) unsafe_irq="${a#vt.unsafe_irq=}" ;;
+    vt.vfio_ids=*) vfio_ids="${a#vt.vfio_ids=}" ;;
     esac
 done
 echo "VMTEST BOOTED uptime=$(cut -d' ' -f1 /proc/uptime) kernel=$(uname -r)"
@@ -42,11 +45,15 @@ done
 echo "$hugepages" > /proc/sys/vm/nr_hugepages
 echo "VMTEST HUGEPAGES $(cat /proc/sys/vm/nr_hugepages)"
 
-# Hand the NICs under test to vfio-pci: igb (8086:10c9) and modern virtio-net (1af4:1041).
+# Hand the NICs under test to vfio-pci: igb (8086:10c9), modern virtio-net (1af4:1041) and those of vt.vfio_ids.
 for d in /sys/bus/pci/devices/*; do
     id="$(cat "$d/vendor"):$(cat "$d/device")"
-    case "$id" in
-    0x8086:0x10c9 | 0x1af4:0x1041)
+    extra=no
+    for v in $(echo "$vfio_ids" | tr ',' ' '); do
+        [ "$id" = "0x${v%%:*}:0x${v##*:}" ] && extra=yes
+    done
+    case "$id:$extra" in
+    0x8086:0x10c9:* | 0x1af4:0x1041:* | *:yes)
         bdf="${d##*/}"
         [ -e "$d/driver" ] && echo "$bdf" > "$d/driver/unbind"
         echo vfio-pci > "$d/driver_override"

@@ -5,6 +5,7 @@
 
 mod frames;
 mod igb_tests;
+mod model_tests;
 mod probe;
 mod sys;
 mod virtio_tests;
@@ -31,6 +32,11 @@ const TESTS: &[(&str, &str, TestFn)] = &[
         "igb-exchange",
         "igb (net_igb via the EAL PCI probe): link, MAC, frames both ways checked byte for byte, counters",
         igb_tests::exchange,
+    ),
+    (
+        "x540-unmapped",
+        "ixgbe on the vfio-user X540 model: a never-mapped TX buffer is a model DMA fault, nothing on the wire",
+        model_tests::x540_unmapped,
     ),
 ];
 
