@@ -78,7 +78,7 @@ fn dpdk_run() -> &'static VmRun {
     static RUN: OnceLock<VmRun> = OnceLock::new();
     RUN.get_or_init(|| {
         let tests = DPDK_TESTS.join(",");
-        harness(&["--tests", &tests, "--nics", "", "--packages", "", "--binaries", "", "--models", MODELS])
+        harness(&["--tests", &tests, "--nics", "", "--packages", "", "--binaries", "", "--models", MODELS, "--test-timeout", "120"])
     })
 }
 
