@@ -227,6 +227,11 @@ fn vsi_bandwidth_limit_and_flow_director_input_sets() {
     r.direct(0x0207, p).ok();
     p[12..16].fill(0);
     assert_eq!(r.direct(0x0206, p).p32(12), 0x1234);
+    // GLQF_FD_MSK(1, 63) (0x267200 + 4 i + 8 j): DPDK's i40e_filter_input_set_init reads and clears it this way.
+    p[4..8].copy_from_slice(&(0x26_7200u32 + 4 + 8 * 63).to_le_bytes());
+    p[12..16].copy_from_slice(&0u32.to_le_bytes());
+    r.direct(0x0207, p).ok();
+    r.direct(0x0206, p).ok();
     let faults = protocol_faults(&r.port);
     assert_eq!(faults.len(), 2, "the two refused limits: {faults:?}");
 }
