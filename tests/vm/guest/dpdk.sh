@@ -60,7 +60,10 @@ dpdk_judge() {
     mkdir -p /var/run
     : > $out
     {
-        poll 60 links_up || say "links not up after 60 s"
+        if ! poll 60 links_up; then
+            say "links not up after 60 s; dpdk-testpmd so far:"
+            grep -vE "^testpmd> show port|^ *$" $out | grep -vE "^  [A-Z#]|^[A-Z][a-z].*: " | uniq | tail -60 > /dev/console
+        fi
         echo "start"
         round=1
         traffic r1
