@@ -62,7 +62,9 @@ dpdk_judge() {
     {
         if ! poll 60 links_up; then
             say "links not up after 60 s; dpdk-testpmd so far:"
-            grep -vE "^testpmd> show port|^ *$" $out | grep -vE "^  [A-Z#]|^[A-Z][a-z].*: " | uniq | tail -60 > /dev/console
+            # The probe (up to the prompt), then the ports' last link states.
+            sed -n '1,/Interactive-mode selected/p' $out | tail -50 > /dev/console
+            grep -E "Infos for port|Link status" $out | tail -4 > /dev/console
         fi
         echo "start"
         round=1
