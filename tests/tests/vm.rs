@@ -38,8 +38,8 @@ const MODELS: &str = "x540,82599,x710,sp670";
 
 /// The DPDK-judge tests (guest/dpdk-*.sh): DPDK 25.11's own dpdk-testpmd and PMDs (scripts/setup.sh's judge) on the
 /// models, a boot of their own so each model's counters start at zero for its judge. guest/dpdk-i40e.sh and
-/// dpdk-ixgbe.sh exist but are not here yet: DPDK's i40e and ixgbe PMDs do not see the models' links come up
-/// (tests/vm/README.md, "DPDK's own PMDs").
+/// dpdk-ixgbe.sh exist but are not here yet: DPDK's i40e PMD still fails its probe on the X710 model, its ixgbe PMD
+/// on the 82599 model (tests/vm/README.md, "DPDK's own PMDs").
 const DPDK_TESTS: &[&str] = &["dpdk-hinic3"];
 const DPDK_MODELS: &str = "sp670";
 
