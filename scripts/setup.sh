@@ -9,7 +9,9 @@
 #   5. DPDK's 25.11 source from sid's deb-src (apt-get source, unpacked under PKTIO_CACHE/src/dpdk-25.11; where the
 #      mirror lacks the source, the exporter and its endpoints from sid's dpdk package instead; never
 #      built), for its telemetry exporter (usertools/dpdk-telemetry-exporter.py) that testpmd-rs's tests run;
-#   6. 2 MiB hugepages reserved.
+#   6. the DPDK judge of the VM tests (DPDK 25.11's dpdk-testpmd and PMDs, sid's binaries out of a debootstrap root:
+#      the mirror serves no 25.11 source), under PKTIO_CACHE/dpdk-judge-25.11;
+#   7. 2 MiB hugepages reserved.
 #
 # apt runs with a private configuration (PKTIO_CACHE/apt: the machine's own sources plus <codename>-backports and
 # deb-src entries derived from them), so the machine's sources are never changed. Everything runs under one file
@@ -46,7 +48,7 @@ coreutils              -          -        stdbuf (dpdk-testpmd's output unbuffe
 curl                   -          -        http-server real-client tests
 xz-utils               -          -        unpacking the guest kernel's modules
 git                    -          -        scripts/check-setup.sh and check-citations.sh (git ls-files)
-debootstrap            -          -        scripts/fresh-check.sh (a clean Debian root to run the set-up in)
+debootstrap            -          -        scripts/fresh-check.sh (a clean Debian root); the DPDK judge's sid root
 
 # --- references and judges run side by side (never linked)
 dpdk                   -          -        testpmd-rs pcap comparison with dpdk-testpmd; bench/ references
@@ -132,6 +134,7 @@ setup_rust_targets
 setup_vfio_user_qemu
 setup_guest_downloads
 setup_dpdk_source
+setup_dpdk_judge
 setup_hugepages
 missing=$(setup_missing)
 if [ -n "$missing" ]; then

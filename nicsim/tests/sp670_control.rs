@@ -229,3 +229,31 @@ fn lro_and_vlan_strip_start_on_until_set() {
     assert_eq!(cqe[2] & (1 << 21), 0);
     r.port.assert_no_faults();
 }
+
+/// L2NIC 23 UPDATE_MAC (docs/hw/hinic3.md §7.3, 28 bytes; DPDK's hinic3_update_mac at every port start, which
+/// found the model answering "not supported"): the old address leaves the filter table, the new one enters it
+/// (0x06 when it is there already); a multicast new address is refused.
+#[test]
+fn update_mac_replaces_the_filter_entry() {
+    let mut r = Rig::new(Sp670Config::default());
+    r.bring_up();
+    let old = [0x02, 0, 0, 0, 0, 0x0a];
+    let new = [0x02, 0, 0, 0, 0, 0x0b];
+    let mut set = vec![0u8; 20];
+    set[14..20].copy_from_slice(&old);
+    r.ok(module::L2NIC, 21, &set);
+    let mut upd = vec![0u8; 28];
+    upd[14..20].copy_from_slice(&old);
+    upd[22..28].copy_from_slice(&new);
+    r.ok(module::L2NIC, 23, &upd);
+    // The new address is in the table now (SET_MAC: already exists), the old one is not (SET_MAC adds it).
+    set[14..20].copy_from_slice(&new);
+    assert_eq!(r.call(module::L2NIC, 21, &set)[0], 0x06);
+    set[14..20].copy_from_slice(&old);
+    r.ok(module::L2NIC, 21, &set);
+    assert_eq!(r.call(module::L2NIC, 23, &upd)[0], 0x06, "new already present");
+    upd[22] = 0x01;
+    assert_eq!(r.call(module::L2NIC, 23, &upd)[0], STATUS_BAD);
+    assert!(protocol_faults(&r.port).iter().any(|s| s.contains("not a unicast address")));
+    assert_eq!(r.call(module::L2NIC, 23, &[0; 20])[0], STATUS_BAD, "wrong length");
+}

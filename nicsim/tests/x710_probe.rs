@@ -93,6 +93,17 @@ fn the_nvm_reads_programmed_not_blank() {
     assert_ne!(bar.read32(regs::GLNVM_FLA) & regs::GLNVM_FLA_LOCKED.mask(), 0);
 }
 
+/// GLPCI_CNF2 reports the PF's vectors and at least 2 per VF: `i40e_clear_hw` (DPDK's and Linux's shared code,
+/// docs/hw/i40e.md §4.3) clears VPINT_LNKLSTN(n) for n below MSI_X_VF_N - 2 in unsigned arithmetic; with 0 there DPDK's
+/// i40e PMD wrote 0x7FF through the whole BAR (the admin queue registers included).
+#[test]
+fn glpci_cnf2_reports_pf_and_vf_vectors() {
+    let (bar, _port) = X710::new(X710Config::default());
+    let v = bar.read32(regs::GLPCI_CNF2);
+    assert_eq!(regs::GLPCI_CNF2_MSI_X_PF_N.get(v), u32::from(X710Config::default().msix_vectors));
+    assert!(regs::GLPCI_CNF2_MSI_X_VF_N.get(v) >= 2, "MSI_X_VF_N {}", regs::GLPCI_CNF2_MSI_X_VF_N.get(v));
+}
+
 // ---- what a vendor driver's probe reads: NVM shadow RAM, debug register reads, interrupts --------------------------
 
 const GLNVM_GENS: usize = 0x0B_6100;
@@ -262,6 +273,11 @@ fn vsi_bandwidth_limit_and_flow_director_input_sets() {
     r.direct(0x0207, p).ok();
     p[12..16].fill(0);
     assert_eq!(r.direct(0x0206, p).p32(12), 0x1234);
+    // GLQF_FD_MSK(1, 63) (0x267200 + 4 i + 8 j): DPDK's i40e_filter_input_set_init reads and clears it this way.
+    p[4..8].copy_from_slice(&(0x26_7200u32 + 4 + 8 * 63).to_le_bytes());
+    p[12..16].copy_from_slice(&0u32.to_le_bytes());
+    r.direct(0x0207, p).ok();
+    r.direct(0x0206, p).ok();
     let faults = protocol_faults(&r.port);
     assert_eq!(faults.len(), 2, "the two refused limits: {faults:?}");
 }

@@ -73,6 +73,7 @@ setup_missing() {
     echo "QEMU with the vfio-user client under $CACHE (tests/vm/qemu-vfio-user.sh)"
   guest_kernel_ok || echo "VM guest kernel under $GUEST_DIR/kernel"
   guest_busybox_ok || echo "VM guest busybox under $GUEST_DIR/busybox"
+  dpdk_judge_ok || echo "the DPDK $DPDK_SRC_SERIES judge for the VM guest under $DPDK_JUDGE_DIR"
 }
 
 # --- apt, privately --------------------------------------------------------------------------------------------
@@ -338,6 +339,94 @@ setup_dpdk_source() {
   fi
   rm -rf "$DPDK_SRC_DIR" && mv "$work/tree" "$DPDK_SRC_DIR" && rm -rf "$work"
   dpdk_source_ok || say "DPDK's source $picked has no usertools/dpdk-telemetry-exporter.py"
+}
+
+# The DPDK judge of the VM tests (issue 23): DPDK 25.11's own dpdk-testpmd with the PMDs that judge our models
+# (net/hinic3, net/i40e, net/ixgbe; net/virtio, bus/pci, bus/vdev, mempool/ring beside them), run in the busybox
+# guest as `lib/ld-linux-x86-64.so.2 --library-path lib bin/dpdk-testpmd -d pmds ...`. Never linked into the
+# project. Debian's source package would be built here, but this machine's mirror answers 404 for every file of
+# dpdk 25.11.x's source while it serves sid's binaries: so the judge is sid's dpdk-testpmd (package dpdk-dev) with
+# exactly the shared objects it and the PMD plugins load (ldd in a sid root, then the root is deleted) and sid's
+# dynamic loader. Cold: ~3 min (debootstrap ~110 s, ~100 library packages ~35 s, the copy a few seconds).
+DPDK_JUDGE_ABI=26
+DPDK_JUDGE_DIR=$CACHE/dpdk-judge-$DPDK_SRC_SERIES
+DPDK_JUDGE_PMDS=(net_hinic3 net_i40e net_ixgbe net_virtio bus_pci bus_vdev mempool_ring)
+dpdk_judge_ok() {
+  [ -f "$DPDK_JUDGE_DIR/.complete" ] && [ -x "$DPDK_JUDGE_DIR/bin/dpdk-testpmd" ] &&
+    [ -x "$DPDK_JUDGE_DIR/lib/ld-linux-x86-64.so.2" ]
+}
+
+# Copies the judge out of the sid root $1 into $2 (bin/, lib/ with every object ldd names, pmds/ of symlinks into
+# lib/, so the EAL's plugin load opens the very files testpmd already links: the loader then maps each once).
+dpdk_judge_copy() {
+  local root=$1 out=$2 pmddir=usr/lib/x86_64-linux-gnu/dpdk/pmds-$DPDK_JUDGE_ABI.0 objs p f
+  mkdir -p "$out/bin" "$out/lib" "$out/pmds"
+  cp "$root/usr/bin/dpdk-testpmd" "$out/bin/"
+  objs=$( (chroot "$root" ldd /usr/bin/dpdk-testpmd
+    for p in "${DPDK_JUDGE_PMDS[@]}"; do chroot "$root" ldd "/$pmddir/librte_$p.so.$DPDK_JUDGE_ABI"; done) |
+    awk '/not found/ { print "MISSING " $1 } $2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u)
+  if grep -q MISSING <<<"$objs"; then
+    say "the DPDK judge's objects are not all in the sid root: $(grep MISSING <<<"$objs" | tr '\n' ' ')"
+    return 1
+  fi
+  for f in $objs; do
+    cp -L "$root$f" "$out/lib/$(basename "$f")" || return 1
+  done
+  for p in "${DPDK_JUDGE_PMDS[@]}"; do
+    f=librte_$p.so.$DPDK_JUDGE_ABI
+    [ -f "$out/lib/$f" ] || cp -L "$root/$pmddir/$f" "$out/lib/$f" || return 1
+    # The EAL's plugin directory scan takes only names ending in .so or .so.ABI_VERSION (26.0).
+    ln -s "../lib/$f" "$out/pmds/$f.0"
+  done
+  cp -L "$root/lib64/ld-linux-x86-64.so.2" "$out/lib/"
+  chmod 755 "$out/lib/ld-linux-x86-64.so.2"
+  # Every object resolves with sid's loader and these libraries alone (nothing of the host's).
+  for f in "$out/bin/dpdk-testpmd" "$out"/pmds/*; do
+    if "$out/lib/ld-linux-x86-64.so.2" --library-path "$out/lib" --list "$f" | grep -q "not found"; then
+      say "the DPDK judge does not resolve $f from $out/lib alone"
+      return 1
+    fi
+  done
+}
+
+setup_dpdk_judge() {
+  dpdk_judge_ok && return 0
+  command -v debootstrap >/dev/null || { say "debootstrap is missing (its package is in the table)"; exit 1; }
+  local src uri key keyring=() root=$CACHE/dpdk-judge-root t0=$SECONDS v deps
+  src=$(derive_debian_source) || { say "no Debian archive entry to fetch sid's DPDK from"; exit 1; }
+  read -r uri key <<<"$src"
+  [ "$key" != - ] && keyring=(--keyring="$key")
+  say "the DPDK $DPDK_SRC_SERIES judge for the VM guest: Debian's source of dpdk $DPDK_SRC_SERIES is not built here" \
+    "(this mirror serves none of its files), so sid's binaries: a sid root by debootstrap into $root (~3 min)"
+  rm -rf "$root" "$DPDK_JUDGE_DIR.tmp"
+  # The root's own sources.list names the same archive; apt runs inside it, never with the machine's sources.
+  if ! debootstrap --variant=minbase --include="dpdk,librte-net-hinic3-$DPDK_JUDGE_ABI" "${keyring[@]}" sid "$root" \
+    "$uri" >"$CACHE/dpdk-judge-build.log" 2>&1; then
+    tail -20 "$CACHE/dpdk-judge-build.log" >&2
+    say "debootstrap of sid failed (log: $CACHE/dpdk-judge-build.log)"
+    exit 1
+  fi
+  v=$(chroot "$root" dpkg-query -W -f='${Version}' dpdk)
+  case ${v#*:} in
+    "$DPDK_SRC_SERIES".*) ;;
+    *) say "sid's dpdk is $v, not $DPDK_SRC_SERIES.x: the judge's ABI ($DPDK_JUDGE_ABI) would not match"; exit 1 ;;
+  esac
+  # dpdk-testpmd is in dpdk-dev; its libraries (not the -dev packages) are the Depends of that package.
+  if ! (chroot "$root" sh -c "cd /tmp && apt-get download -qq dpdk-dev=$v" >/dev/null &&
+    deps=$(dpkg-deb -f "$root"/tmp/dpdk-dev_*.deb Depends | tr ',' '\n' | sed 's/(.*//; s/|.*//; s/ //g' |
+      grep -vxE 'libdpdk-dev|python3|') &&
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $deps \
+      "librte-net-virtio$DPDK_JUDGE_ABI" "librte-mempool-ring$DPDK_JUDGE_ABI" >>"$CACHE/dpdk-judge-build.log" 2>&1 &&
+    dpkg-deb -x "$root"/tmp/dpdk-dev_*.deb "$root/tmp/dev" && cp "$root/tmp/dev/usr/bin/dpdk-testpmd" "$root/usr/bin/" &&
+    dpdk_judge_copy "$root" "$DPDK_JUDGE_DIR.tmp"); then
+    say "could not assemble the DPDK judge from sid's dpdk $v (log: $CACHE/dpdk-judge-build.log; the sid root is left in $root)"
+    exit 1
+  fi
+  echo "dpdk-testpmd of Debian sid's dpdk-dev $v (binary packages; the source was not served)" \
+    >"$DPDK_JUDGE_DIR.tmp/VERSION"
+  touch "$DPDK_JUDGE_DIR.tmp/.complete"
+  rm -rf "$DPDK_JUDGE_DIR" && mv "$DPDK_JUDGE_DIR.tmp" "$DPDK_JUDGE_DIR" && rm -rf "$root"
+  say "the DPDK judge (sid's $v, $(du -sh "$DPDK_JUDGE_DIR" | cut -f1)) in $DPDK_JUDGE_DIR, in $((SECONDS - t0)) s"
 }
 
 # 2 MiB hugepages for the EAL's default (tests that need more reserve their own; --no-huge runs without).

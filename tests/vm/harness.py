@@ -126,6 +126,13 @@ def out(cmd):
 PKTIO_CACHE = os.environ.get("PKTIO_CACHE", "/var/cache/pktio")
 GUEST_DOWNLOADS = os.path.join(PKTIO_CACHE, "vm")
 FIRMWARE = "/usr/share/seabios/bios-256k.bin"
+# The DPDK judge (scripts/setup.sh: DPDK 25.11's dpdk-testpmd, its libraries, PMD plugins and loader), put under
+# /dpdk of the initramfs when a test named dpdk-* is asked for.
+DPDK_JUDGE = os.path.join(PKTIO_CACHE, "dpdk-judge-25.11")
+
+
+def needs_dpdk(tests):
+    return any(t.startswith("dpdk-") for t in tests.split(","))
 
 
 def run_setup(what):
@@ -167,9 +174,11 @@ def given_qemu():
     return q
 
 
-def have_host_parts(vendor, system_qemu):
+def have_host_parts(vendor, system_qemu, dpdk=False):
     """What the boot needs from the set-up, missing ones named (empty when all is there)."""
     missing = []
+    if dpdk and not os.path.exists(os.path.join(DPDK_JUDGE, ".complete")):
+        missing.append(f"the DPDK judge ({DPDK_JUDGE})")
     if system_qemu:
         q = qemu_binary()
         if not (q and qemu_has_igb(q)):
@@ -186,12 +195,12 @@ def have_host_parts(vendor, system_qemu):
     return missing
 
 
-def ensure_host_parts(vendor, system_qemu):
+def ensure_host_parts(vendor, system_qemu, dpdk=False):
     """(kernel dir, busybox) once everything the boot needs is there, running the set-up when it is not."""
-    missing = have_host_parts(vendor, system_qemu)
+    missing = have_host_parts(vendor, system_qemu, dpdk)
     if missing:
         run_setup(", ".join(missing))
-        missing = have_host_parts(vendor, system_qemu)
+        missing = have_host_parts(vendor, system_qemu, dpdk)
         if missing:
             raise Skip(f"still missing after scripts/setup.sh: {', '.join(missing)}")
     return os.path.join(GUEST_DOWNLOADS, "kernel"), os.path.join(GUEST_DOWNLOADS, "busybox", "bin", "busybox")
@@ -266,7 +275,25 @@ def cpio_newc(entries):
     return bytes(buf)
 
 
-def build_initramfs(cache, kdir, busybox, bindir, binaries):
+def tree_entries(top, prefix):
+    """cpio entries of the directory tree `top` under `prefix`: directories, files (modes kept), symlinks."""
+    entries = [(prefix, 0o040755, b"")]
+    for root, dirs, files in os.walk(top):
+        rel = os.path.relpath(root, top)
+        base = prefix if rel == "." else f"{prefix}/{rel}"
+        for d in sorted(dirs):
+            entries.append((f"{base}/{d}", 0o040755, b""))
+        for f in sorted(files):
+            p = os.path.join(root, f)
+            if os.path.islink(p):
+                entries.append((f"{base}/{f}", 0o120777, os.readlink(p).encode()))
+            else:
+                with open(p, "rb") as fh:
+                    entries.append((f"{base}/{f}", 0o100000 | (os.stat(p).st_mode & 0o777), fh.read()))
+    return entries
+
+
+def build_initramfs(cache, kdir, busybox, bindir, binaries, dpdk=False):
     kver = os.path.basename(glob.glob(os.path.join(kdir, "lib", "modules", "*"))[0])
     mroot = os.path.join(kdir, "lib", "modules", kver, "kernel")
     d, f, x, ln = 0o040755, 0o100644, 0o100755, 0o120777
@@ -291,6 +318,8 @@ def build_initramfs(cache, kdir, busybox, bindir, binaries):
                 entries.append((f"bin/{b}", x, fh.read()))
         else:
             log(f"note: guest binary {b} not built, not in the initramfs")
+    if dpdk:
+        entries += tree_entries(DPDK_JUDGE, "dpdk")
     for s in sorted(glob.glob(os.path.join(HERE, "guest", "*.sh"))):
         with open(s, "rb") as fh:
             entries.append((f"tests/{os.path.basename(s)}", x, fh.read()))
@@ -905,7 +934,8 @@ def main():
         qemu = None if vendor else given_qemu()
         if os.geteuid() != 0:
             raise Skip("the VM test needs root (network namespace, TAPs, VFIO in the guest): run it as root")
-        kdir, busybox = ensure_host_parts(vendor, system_qemu=not vendor and qemu is None)
+        dpdk = needs_dpdk(a.tests)
+        kdir, busybox = ensure_host_parts(vendor, system_qemu=not vendor and qemu is None, dpdk=dpdk)
         qemu = vfio_user_qemu() if vendor else (qemu or qemu_binary())
         # One harness at a time per cache (cargo, the initramfs file).
         lockf = open(os.path.join(a.cache, ".lock"), "w")
@@ -913,7 +943,8 @@ def main():
         packages = [p for p in a.packages.split(",") if p]
         bindir = build_guest(target_dir, packages, a.offline, a.guest_target) if packages else target_dir
         server = build_model_server(os.path.join(os.path.dirname(target_dir), "vm-host"), a.offline) if vendor else None
-        vmlinuz, initrd = build_initramfs(a.cache, kdir, busybox, bindir, [b for b in a.binaries.split(",") if b])
+        vmlinuz, initrd = build_initramfs(a.cache, kdir, busybox, bindir, [b for b in a.binaries.split(",") if b],
+                                          dpdk)
         log(f"prepared in {time.time() - t0:.1f} s")
         if a.prepare_only:
             return 0

@@ -459,6 +459,28 @@ impl Core {
                     self.mgmt.macs.retain(|m| *m != mac);
                 }
             }
+            (module::L2NIC, 23) => {
+                // UPDATE_MAC (docs/hw/hinic3.md §7.3): old_mac replaced by new_mac in the filter table; DPDK's
+                // hinic3_update_mac sends it at every port start.
+                self.func_id(r, 8, name);
+                let vlan = r.u16(10);
+                r.expect(vlan & 0x7FFF < 4096, format!("{name}: vlan_id {vlan:#x}"));
+                r.zero(12, 14, name);
+                r.zero(20, 22, name);
+                let (old, new): ([u8; 6], [u8; 6]) = (body6(r.b, 14), body6(r.b, 22));
+                r.expect(
+                    new[0] & 1 == 0 && new != [0; 6],
+                    format!("{name} UPDATE_MAC to {new:02x?}: not a unicast address"),
+                );
+                self.mgmt.macs.retain(|m| *m != old);
+                if self.mgmt.macs.contains(&new) {
+                    out[0] = 0x06; // already exists (docs/hw/hinic3.md §7.1)
+                } else if self.mgmt.macs.len() >= 128 {
+                    out[0] = STATUS_FULL;
+                } else {
+                    self.mgmt.macs.push(new);
+                }
+            }
             (module::L2NIC, 25) => {
                 self.func_id(r, 8, name);
                 r.expect(r.u8(10) <= 1 && r.u16(12) < 4096, format!("{name} CFG_FUNC_VLAN fields"));
@@ -626,7 +648,7 @@ pub(crate) fn request_len(module: u8, cmd: u16) -> Option<std::ops::RangeInclusi
         (module::L2NIC, 65) | (module::L2NIC, 64) => one(16),
         (module::L2NIC, 8) => one(32),
         (module::L2NIC, 9) | (module::L2NIC, 10) | (module::L2NIC, 11) | (module::L2NIC, 113) => one(12),
-        (module::L2NIC, 13) => one(28),
+        (module::L2NIC, 13) | (module::L2NIC, 23) => one(28),
         (module::L2NIC, 15) => one(48),
         (module::L2NIC, 20)
         | (module::L2NIC, 21)

@@ -12,6 +12,7 @@ use crate::Error;
 mod cap {
     pub const SWITCH_MODE: u16 = 0x0001;
     pub const VSI: u16 = 0x0017;
+    pub const DCB: u16 = 0x0018;
     pub const RSS: u16 = 0x0040;
     pub const RXQ: u16 = 0x0041;
     pub const TXQ: u16 = 0x0042;
@@ -44,6 +45,7 @@ pub(super) fn rx_ctl_register(addr: usize) -> bool {
     matches!(addr, PFQF_CTL_0 | GLQF_CTL | PRTQF_CTL_0)
         || addr == pfqf_hena(0)
         || addr == pfqf_hena(1)
+        || (0x26_7200..0x26_7200 + 8 * 64).contains(&addr) // GLQF_FD_MSK (§6.11)
         || (0x26_7600..0x26_7600 + 8 * 64).contains(&addr)
         || (0x26_7A00..0x26_7A00 + 8 * 64).contains(&addr)
         || (PRTQF_FD_INSET..PRTQF_FD_INSET + 64 * 64).contains(&addr)
@@ -326,6 +328,9 @@ impl Core {
         let mut caps: Vec<(u16, u32, u32, u32)> = vec![
             (cap::SWITCH_MODE, 0, 0, 0),
             (cap::VSI, VSIS, 0, 0),
+            // DCB present, enabled TC map 0x1 (TC0), one TC (docs/hw/i40e.md §6.2): DPDK's PMD refuses a main VSI
+            // whose TC map is not within the reported one.
+            (cap::DCB, 1, 0x1, 1),
             (cap::RSS, c.rss_table_size.into(), 6, 0),
             (cap::RXQ, q, 0, first),
             (cap::TXQ, q, 0, first),

@@ -97,7 +97,9 @@ impl Core {
             (PFGEN_PORTNUM, PFGEN_PORTNUM_PORT_NUM.val(c.port.into())),
             (PF_FUNC_RID, PF_FUNC_RID_FUNCTION.val(c.pf_id.into())),
             (PFLAN_QALLOC, PFLAN_QALLOC_FIRSTQ.val(first) | PFLAN_QALLOC_LASTQ.val(last) | PFLAN_QALLOC_VALID.val(1)),
-            (GLPCI_CNF2, GLPCI_CNF2_MSI_X_PF_N.val(c.msix_vectors.into())),
+            // MSI_X_VF_N: the drivers' shared `i40e_clear_hw` loops to MSI_X_VF_N - 2 in unsigned arithmetic
+            // (docs/hw/i40e.md §4.3), so a part reports at least 2; 0 sent DPDK's PMD through the whole BAR.
+            (GLPCI_CNF2, GLPCI_CNF2_MSI_X_PF_N.val(c.msix_vectors.into()) | GLPCI_CNF2_MSI_X_VF_N.val(2)),
             (GLHMC_LANTXOBJSZ, 7),
             (GLHMC_LANRXOBJSZ, 5),
             (GLHMC_LANQMAX, GLHMC_CNT.val(c.num_queues.into())),

@@ -135,6 +135,8 @@ pub const GLPCI_CAPSUP_ARI_EN: Field = Field::bit(4);
 pub const GLPCI_CNF2: usize = 0x0B_E494;
 /// GLPCI_CNF2.MSI_X_PF_N.
 pub const GLPCI_CNF2_MSI_X_PF_N: Field = Field::new(2, 11);
+/// GLPCI_CNF2.MSI_X_VF_N (bits 23:13): vectors per VF.
+pub const GLPCI_CNF2_MSI_X_VF_N: Field = Field::new(13, 11);
 /// The PF's queue range (docs/hw/i40e.md §4.3).
 pub const PFLAN_QALLOC: usize = 0x1C_0400;
 /// PFLAN_QALLOC.FIRSTQ.
