@@ -282,10 +282,8 @@ fn vm_testpmd_rs_forwards_between_the_x540_and_82599_models() {
 }
 
 /// The same with our i40e PMD on the X710 model and our hinic3 PMD on the SP670 model (its three register BARs and
-/// the MSI-X BAR). The first round passes byte for byte; the round after `port stop all` / `port start all` does
-/// not yet (tests/vm/README.md, "What this boot found"): run it with `--ignored`.
+/// the MSI-X BAR): both rounds, before and after `port stop all` / `port start all`, byte for byte.
 #[test]
-#[ignore = "known failure: X710/SP670 forwarding after port stop/start in the models boot (tests/vm/README.md)"]
 fn vm_testpmd_rs_forwards_between_the_x710_and_sp670_models() {
     check_in(models_run(), "models-i40e-hinic3");
 }
