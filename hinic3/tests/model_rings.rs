@@ -1,5 +1,5 @@
-//! Ring layouts against the independent SP670 model: rings over several WQ pages (1-level CLA, docs/hw/hinic3.md
-//! §9.3) with 4 KiB WQ pages and 4096 descriptors.
+//! Ring layouts against the independent SP670 model: rings over several WQ pages (1-level CLA,
+//! docs/hw/hinic3.md §9.3) with 4 KiB WQ pages and 4096 descriptors.
 
 mod common;
 

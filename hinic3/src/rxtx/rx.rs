@@ -184,8 +184,8 @@ impl<D: RegisterSpace> RxRing<D> {
 }
 
 impl<D: RegisterSpace> RxRing<D> {
-    /// After a per-queue stop's flush: a buffer into every free slot again, then the doorbell (docs/hw/hinic3.md
-    /// §14.6 RX start). A pool that runs short leaves the rest to the bursts' refills.
+    /// After a per-queue stop's flush: a buffer into every free slot again, then the doorbell
+    /// (docs/hw/hinic3.md §14.6 RX start). A pool that runs short leaves the rest to the bursts' refills.
     pub(crate) fn repost(&mut self) {
         let stats = self.engine.stats().clone();
         if self.engine.bufs_mut().refill(&stats.nombuf).is_some() {

@@ -45,7 +45,7 @@ pub(super) fn rx_ctl_register(addr: usize) -> bool {
     matches!(addr, PFQF_CTL_0 | GLQF_CTL | PRTQF_CTL_0)
         || addr == pfqf_hena(0)
         || addr == pfqf_hena(1)
-        || (0x26_7200..0x26_7200 + 8 * 64).contains(&addr) // GLQF_FD_MSK (§6.11)
+        || (0x26_7200..0x26_7200 + 8 * 64).contains(&addr) // GLQF_FD_MSK (docs/hw/i40e.md §6.11)
         || (0x26_7600..0x26_7600 + 8 * 64).contains(&addr)
         || (0x26_7A00..0x26_7A00 + 8 * 64).contains(&addr)
         || (PRTQF_FD_INSET..PRTQF_FD_INSET + 64 * 64).contains(&addr)

@@ -331,8 +331,8 @@ impl Rig {
     }
 
     /// The command queue (docs/hw/hinic3.md §8.3): COMM 20 for cmdq 0, then COMM 21 with the depth.
-    /// Both command queues' contexts, SYNC (0) then ASYNC (1) on its own ring, as DPDK sets them (docs/hw/hinic3.md
-    /// §8.1), then the depth; commands go through SYNC only.
+    /// Both command queues' contexts, SYNC (0) then ASYNC (1) on its own ring, as DPDK sets them
+    /// (docs/hw/hinic3.md §8.1), then the depth; commands go through SYNC only.
     pub fn cmdq_setup(&mut self) {
         let b = self.cmdq_ctx_at(CMDQ_RING);
         self.ok(module::COMM, 20, &b);
