@@ -300,8 +300,10 @@ fn udp_echo_sleeps_on_the_port_fd_and_wakes_for_traffic() {
     assert!(counter(&out, "icmp_echo_replies") >= 4, "{out}");
     assert!(counter(&out, "udp_tx_datagrams") >= 1, "{out}");
     assert!(counter(&out, "lcore_idle_sleeps") > 0, "{out}");
-    // Four pings, a datagram and a control request arrived while it slept: each one a wake-up by descriptor.
-    assert!(counter(&out, "lcore_idle_wakeups") >= 6, "{out}");
+    // Four pings, a datagram and a control request arrived while it slept, each 300 ms or more after the last: a
+    // wake-up by descriptor each, but on a loaded host the lcore can still be in its spin (not yet asleep) when the
+    // next one comes, so two may share a wake-up (seen: 5 of 6 at load ~5). Most must have woken it.
+    assert!(counter(&out, "lcore_idle_wakeups") >= 4, "{out}");
 }
 
 /// The UDP payload of an IPv4 frame (no options) to or from port 7007, with the port on the far side.
