@@ -134,8 +134,10 @@ impl Mailbox {
             }
             let [csum, hi, lo, len] = [self.window[2], self.window[3], self.window[4], self.window[5]];
             let len = len as usize;
-            if len == 0 || len > MSG_MAX - 8 {
-                return refuse(self, WB_ERR_ZERO_SIZE, format!("mailbox DMA body length {len} (1 to 2040)"));
+            // DMA mode carries the whole buffer: up to MBOX_MAX_BUF_SZ (2048) bytes, where an inline message's body
+            // stops at 2040 (docs/hw/hinic3.md §6.5: DPDK's first acknowledgement of a HILINK message is that size).
+            if len == 0 || len > MSG_MAX {
+                return refuse(self, WB_ERR_ZERO_SIZE, format!("mailbox DMA body length {len} (1 to 2048)"));
             }
             let mut body = vec![0u8; len.div_ceil(4) * 4];
             let iova = u64::from(hi) << 32 | u64::from(lo);
