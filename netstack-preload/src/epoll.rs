@@ -236,13 +236,15 @@ impl State {
         if max <= 0 {
             return Err(libc::EINVAL);
         }
+        // Counted from the call's start: a signal that lands while the first wait brings the stack up (slow on a
+        // loaded host) came during the application's wait, which the kernel's would have ended with EINTR.
+        let signals = crate::signals::delivered();
         if self.up.is_none() && self.epolls.get(&epfd).is_some_and(|s| s.has_entries()) {
             // First use: bring the stack up from the thread that waits (errors are logged once; the kernel part
             // of the set is still served).
             let _ = self.stack();
         }
         let deadline = (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
-        let signals = crate::signals::delivered();
         let mut idle_since = None;
         loop {
             if self.poll_stack() {
@@ -283,6 +285,8 @@ impl State {
 
     /// `poll` over an array with stack sockets in it.
     pub fn poll(&mut self, fds: &mut [pollfd], timeout: Option<Duration>) -> Res<usize> {
+        // From the call's start, as in epoll_wait.
+        let signals = crate::signals::delivered();
         if self.up.is_none() && fds.iter().any(|p| fdtable::kind(p.fd) == Kind::Stack) {
             let _ = self.stack();
         }
@@ -296,7 +300,6 @@ impl State {
             })
             .collect();
         let any_kernel = kernel.iter().any(|p| p.fd >= 0);
-        let signals = crate::signals::delivered();
         let mut idle_since = None;
         loop {
             if self.poll_stack() {
