@@ -28,7 +28,7 @@ fn one_queue_stops_and_starts_while_the_port_runs() {
         p.dev.configure(&config).unwrap();
         p.dev.start(&pool).unwrap();
     }
-    wait_for(5, "both links up", || a.dev.link().up && b.dev.link().up);
+    wait_for(30, "both links up", || a.dev.link().up && b.dev.link().up);
     let (mac0, mac1) = (a.dev.mac_addr().0, b.dev.mac_addr().0);
     let frames: Vec<_> = (0..8).map(|i| udp_frame(mac1, mac0, IPS, (i, 9), 100 + i as usize)).collect();
     let mut tx = a.dev.tx_queue_typed(0).unwrap();
@@ -43,14 +43,14 @@ fn one_queue_stops_and_starts_while_the_port_runs() {
     // The only RX queue stopped: the vport is off, frames are refused before any RQ.
     let filtered = b.model.counters().rx_filtered;
     send(&mut tx, &pool, &frames[..4]);
-    wait_for(2, "frames refused by the disabled vport", || b.model.counters().rx_filtered == filtered + 4);
+    wait_for(30, "frames refused by the disabled vport", || b.model.counters().rx_filtered == filtered + 4);
 
     b.dev.rx_queue_start(0).unwrap();
     let mut rx = b.dev.rx_queue_typed(0).unwrap();
     // The start posted the buffers again: the device takes frames before the application's first burst.
     let delivered = b.model.counters().rx_delivered;
     send(&mut tx, &pool, &frames[4..]);
-    wait_for(2, "frames in the restarted RQ", || b.model.counters().rx_delivered == delivered + 4);
+    wait_for(30, "frames in the restarted RQ", || b.model.counters().rx_delivered == delivered + 4);
     let got = receive(&mut rx, 4);
     assert_eq!(got.iter().map(bytes).collect::<Vec<_>>(), frames[4..].to_vec(), "byte for byte after the restart");
     drop(got);
@@ -86,7 +86,7 @@ fn a_stopped_rss_queue_leaves_the_indirection_table_and_returns() {
     for p in [&mut a, &mut b] {
         p.dev.start(&pool).unwrap();
     }
-    wait_for(5, "both links up", || a.dev.link().up && b.dev.link().up);
+    wait_for(30, "both links up", || a.dev.link().up && b.dev.link().up);
     let (mac0, mac1) = (a.dev.mac_addr().0, b.dev.mac_addr().0);
     let flows: Vec<_> = (0..64u16).map(|i| udp_frame(mac1, mac0, IPS, (1000 + 7 * i, 9), 80)).collect();
     let mut tx = a.dev.tx_queue_typed(0).unwrap();
@@ -95,7 +95,7 @@ fn a_stopped_rss_queue_leaves_the_indirection_table_and_returns() {
     send(&mut tx, &pool, &flows);
     // Every flow reaches a running queue: none is hashed to the stopped one.
     let mut got = 0;
-    wait_for(5, "64 frames on queues 0, 2 and 3", || {
+    wait_for(30, "64 frames on queues 0, 2 and 3", || {
         for r in rxs.iter_mut() {
             let mut inb = PacketBatch::new();
             got += r.rx_burst(&mut inb);
@@ -109,7 +109,7 @@ fn a_stopped_rss_queue_leaves_the_indirection_table_and_returns() {
     send(&mut tx, &pool, &flows);
     let mut on1 = 0;
     let mut all = 0;
-    wait_for(5, "64 frames on the four queues", || {
+    wait_for(30, "64 frames on the four queues", || {
         let mut inb = PacketBatch::new();
         let n = rx1.rx_burst(&mut inb);
         on1 += n;
