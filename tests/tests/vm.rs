@@ -33,8 +33,17 @@ const VENDOR_MODELS: &str = "x540,82599,x710";
 /// The tests of our drivers on the models through the guest's vfio-pci and vIOMMU, in boot order. Each counts the
 /// models' frames from its own start (`model-mark`), but the fault logs run over the boot, so the fault test
 /// (x540-unmapped) comes last; l3fwd comes before the X710/SP670 restart round (see tests/vm/README.md).
-const MODEL_TESTS: &[&str] =
-    &["vfio-probe", "models-ixgbe", "models-l3fwd", "models-noargs", "models-i40e-hinic3", "x540-unmapped"];
+const MODEL_TESTS: &[&str] = &[
+    "vfio-probe",
+    "models-ixgbe",
+    "models-l3fwd",
+    "models-noargs",
+    "models-i40e-hinic3",
+    "x540-rx-intr",
+    "x710-rx-intr",
+    "sp670-rx-intr",
+    "x540-unmapped",
+];
 const MODELS: &str = "x540,82599,x710,sp670";
 
 /// The DPDK-judge tests (guest/dpdk-*.sh): DPDK 25.11's own dpdk-testpmd and PMDs (scripts/setup.sh's judge) on the
@@ -299,6 +308,27 @@ fn vm_testpmd_rs_without_eal_arguments_finds_the_four_models() {
 #[test]
 fn vm_l3fwd_routes_between_the_x710_and_sp670_models() {
     check_in(models_run(), "models-l3fwd");
+}
+
+/// RX interrupts through the guest's VFIO MSI-X (VFIO_DEVICE_SET_IRQS eventfds, signalled by QEMU's vfio-user
+/// client when the model server writes the X540 model's message): our ixgbe PMD configured with `intr_conf.rxq`
+/// and `lsc`, queue 0 armed stays quiet with nothing sent and wakes (poll with a deadline) on a frame the host
+/// injects, the frame byte for byte on rx_burst; disarmed, the next frame is on rx_burst and no wake-up; pool full.
+#[test]
+fn vm_ixgbe_rx_interrupt_wakes_through_vfio_msix_on_the_x540_model() {
+    check_in(models_run(), "x540-rx-intr");
+}
+
+/// The same with our i40e PMD on the X710 model (PFINT_DYN_CTLN, QINT_RQCTL).
+#[test]
+fn vm_i40e_rx_interrupt_wakes_through_vfio_msix_on_the_x710_model() {
+    check_in(models_run(), "x710-rx-intr");
+}
+
+/// The same with our hinic3 PMD on the SP670 model (its MSI-X table in BAR2; no LSC in hinic3).
+#[test]
+fn vm_hinic3_rx_interrupt_wakes_through_vfio_msix_on_the_sp670_model() {
+    check_in(models_run(), "sp670-rx-intr");
 }
 
 /// A TX buffer our ixgbe driver never mapped: the X540 model (behind QEMU's vIOMMU, which only passes on what the

@@ -5,6 +5,7 @@
 
 mod frames;
 mod igb_tests;
+mod intr_tests;
 mod model_tests;
 mod probe;
 mod sys;
@@ -37,6 +38,21 @@ const TESTS: &[(&str, &str, TestFn)] = &[
         "x540-unmapped",
         "ixgbe on the vfio-user X540 model: a never-mapped TX buffer is a model DMA fault, nothing on the wire",
         model_tests::x540_unmapped,
+    ),
+    (
+        "x540-rx-intr",
+        "ixgbe on the X540 model: queue 0's RX interrupt through VFIO MSI-X wakes when armed, not when disarmed",
+        intr_tests::x540,
+    ),
+    (
+        "x710-rx-intr",
+        "i40e on the X710 model: queue 0's RX interrupt through VFIO MSI-X wakes when armed, not when disarmed",
+        intr_tests::x710,
+    ),
+    (
+        "sp670-rx-intr",
+        "hinic3 on the SP670 model: queue 0's RX interrupt through VFIO MSI-X wakes when armed, not when disarmed",
+        intr_tests::sp670,
     ),
 ];
 
