@@ -149,6 +149,13 @@ impl Core {
             }
             SECRXSTAT | ANLP1 => {} // read-only
             I2CCTL => self.i2c.write(value, self.sfp_eeprom.as_deref()),
+            EEC => {
+                if let Err(what) = self.ee_spi.write(self.reg(EEC), value, &self.nvm) {
+                    shared.io.faults.record(Fault::Protocol { what });
+                }
+                // GNT and DO are the hardware's, ARD the auto-read's (read back in `Core::read`).
+                self.set_reg(EEC, value & !(EEC_GNT | EEC_DO | EEC_ARD));
+            }
             MSCA => {
                 // No MDIO PHY on an SFP+ 82599: the cycle completes and reads all ones.
                 if value & MSCA_MDI_COMMAND != 0 {
