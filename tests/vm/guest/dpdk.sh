@@ -27,14 +27,13 @@ dpdk_judge() {
     if [ -n "$nic1" ]; then
         ports="0 1" allow="$allow -a $bdf1" peer0=$nic1 peer1=$nic0
     fi
-    # Port $1's link status in what testpmd printed after line $from: the answer to this query, not an older one
-    # (after `port start` a link that was up before goes down and up again).
+    # Port $1's last link status, printed since the last `port start all` (after it a link that was up goes down
+    # and up again: an answer from before it says nothing).
     link_of() {
-        tail -n +$from $out |
-            awk -v p="Infos for port $1 " '/Infos for port/ {f = index($0, p) > 0} f && /Link status:/ {v = $3} END {print v}'
+        awk -v p="Infos for port $1 " '/port start all/ {v = ""} /Infos for port/ {f = index($0, p) > 0}
+            f && /Link status:/ {v = $3} END {print v}' $out
     }
     links_up() {
-        from=$(($(wc -l < $out) + 1))
         for p in $ports; do echo "show port info $p"; done
         sleep 0.2
         for p in $ports; do [ "$(link_of $p)" = up ] || return 1; done
