@@ -5,6 +5,7 @@
 //! the [`crate::Model`] implementation and the X540's own port methods), this module (configuration, register
 //! semantics, reset, link).
 
+mod eespi;
 mod intr;
 mod nvm;
 mod phy;
@@ -346,6 +347,8 @@ pub(crate) struct Core {
     /// 82599: the SFP+ module's two-wire bus, and the module's serial-ID page (`None`: the cage is empty).
     i2c: sfp::I2cBus,
     sfp_eeprom: Option<Box<[u8; 256]>>,
+    /// 82599: the EEPROM as software bit-bangs it through EEC.
+    ee_spi: eespi::SpiEeprom,
 }
 
 /// How each statistics register reads.
@@ -474,6 +477,7 @@ impl Core {
             i2c: sfp::I2cBus::new(),
             sfp_eeprom: (config.chip == Chip::X82599 && config.sfp_module)
                 .then(|| Box::new(sfp::passive_da_cable_eeprom())),
+            ee_spi: eespi::SpiEeprom::default(),
         }
     }
 
@@ -553,6 +557,7 @@ impl Core {
         self.hang_all = false;
         self.rx_blocked = None;
         self.secrx_dis_at = None;
+        self.ee_spi = eespi::SpiEeprom::default();
         self.intr.reset();
         self.reset_until = now + self.reset_delay;
         shared.rdt.iter().chain(shared.tdt.iter()).for_each(|t| t.store(0, Ordering::Relaxed));
@@ -608,7 +613,8 @@ impl Core {
             }
             EEC => {
                 let ard = !resetting && now >= done + shared.config.eeprom_delay;
-                self.reg(EEC) | EEC_PRES | if ard { EEC_ARD } else { 0 }
+                let pins = if shared.config.chip == Chip::X82599 { self.ee_spi.lines(self.reg(EEC)) } else { 0 };
+                self.reg(EEC) | EEC_PRES | pins | if ard { EEC_ARD } else { 0 }
             }
             RDRXCTL => {
                 let dmai = !resetting && now >= done + shared.config.dma_init_delay;

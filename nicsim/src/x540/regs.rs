@@ -244,10 +244,24 @@ pub const fn rssrk(i: usize) -> usize {
 
 /// EEC, EEPROM/flash control (docs/hw/ixgbe.md §2, §4 "EEC").
 pub const EEC: usize = 0x10010;
+/// EEC.SK bit 0: the EEPROM's serial clock, driven by software while it holds GNT (docs/hw/ixgbe.md §17.3).
+pub const EEC_SK: u32 = 1 << 0;
+/// EEC.CS bit 1: the EEPROM's chip select (the line level; low selects).
+pub const EEC_CS: u32 = 1 << 1;
+/// EEC.DI bit 2: data into the EEPROM.
+pub const EEC_DI: u32 = 1 << 2;
+/// EEC.DO bit 3: data out of the EEPROM (read-only).
+pub const EEC_DO: u32 = 1 << 3;
+/// EEC.REQ bit 6: software requests the EEPROM's pins.
+pub const EEC_REQ: u32 = 1 << 6;
+/// EEC.GNT bit 7: the pins are granted to software (read-only).
+pub const EEC_GNT: u32 = 1 << 7;
 /// EEC.PRES bit 8: EEPROM present.
 pub const EEC_PRES: u32 = 1 << 8;
 /// EEC.ARD bit 9: auto-read done.
 pub const EEC_ARD: u32 = 1 << 9;
+/// EEC.ADDR_SIZE bit 10: 0 = a small part addressed with 8 bits (address bit 8 in the opcode), 1 = 16 bits.
+pub const EEC_ADDR_SIZE: u32 = 1 << 10;
 /// EEC.SIZE bits 14:11: the NVM holds 2^(SIZE + 6) 16-bit words (docs/hw/ixgbe.md §17).
 pub const EEC_SIZE_SHIFT: u32 = 11;
 /// EERD, EEPROM read through the MAC (docs/hw/ixgbe.md §17).

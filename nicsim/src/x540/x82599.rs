@@ -4,8 +4,10 @@
 //! - Link: no MDIO PHY. The MAC link is trained by writing AUTOC with AN_RESTART (bit 12); the speed follows
 //!   AUTOC.LMS (bits 15:13) and the partner. The link needs the SFP+ TX laser on (ESDP.SDP3 clear) and AUTOC2's
 //!   LINK_DISABLE bits clear, at both ends of a wire. A laser or LINK_DISABLE change does not retrain by itself.
-//!   The model is stricter than the NVM-driven hardware: after a link reset (or a power-up with the laser off) the
-//!   link stays down until the driver restarts auto-negotiation.
+//!   After CTRL.LNK_RST the link retrains by itself with AUTOC's (reset) mode, as DPDK's ixgbe needs (its port start
+//!   resets the link while the laser is off and restarts auto-negotiation only when AUTOC changes: 82599.c
+//!   `ixgbe_setup_mac_link_82599`, docs/hw/ixgbe.md §5.6). The model is stricter after a power-up with the laser off:
+//!   the link stays down until the driver restarts auto-negotiation.
 //! - SFP+ cage (`sfp`, docs/hw/ixgbe.md §18): ESDP.SDP2 reads the module-present pin; I2CCTL reaches the module's ID
 //!   EEPROM. With the cage empty ([`X540Config::sfp_module`] false) the link never trains.
 //! - Reset: CTRL.RST resets the MAC and keeps the link trained; CTRL.LNK_RST resets the MAC and the link. docs/hw/ixgbe.md §3.2 step 4
@@ -114,7 +116,8 @@ impl Core {
                 self.set_reg(ESDP, esdp);
                 self.link.last_up = self.link_up(shared, now);
                 if link_reset {
-                    self.link.ready_at = None;
+                    // The link goes down now and trains again with AUTOC as the reset left it.
+                    self.restart_an_82599(&shared.config);
                     self.update_time(shared);
                 }
                 self.set_reg(CTRL, value & !(CTRL_RST | CTRL_LNK_RST | CTRL_GIO_DIS));
@@ -149,6 +152,13 @@ impl Core {
             }
             SECRXSTAT | ANLP1 => {} // read-only
             I2CCTL => self.i2c.write(value, self.sfp_eeprom.as_deref()),
+            EEC => {
+                if let Err(what) = self.ee_spi.write(self.reg(EEC), value, &self.nvm) {
+                    shared.io.faults.record(Fault::Protocol { what });
+                }
+                // GNT and DO are the hardware's, ARD the auto-read's (read back in `Core::read`).
+                self.set_reg(EEC, value & !(EEC_GNT | EEC_DO | EEC_ARD));
+            }
             MSCA => {
                 // No MDIO PHY on an SFP+ 82599: the cycle completes and reads all ones.
                 if value & MSCA_MDI_COMMAND != 0 {

@@ -27,8 +27,11 @@ dpdk_judge() {
     if [ -n "$nic1" ]; then
         ports="0 1" allow="$allow -a $bdf1" peer0=$nic1 peer1=$nic0
     fi
+    # Port $1's last link status, printed since the last `port start all` (after it a link that was up goes down
+    # and up again: an answer from before it says nothing).
     link_of() {
-        awk -v p="Infos for port $1 " '/Infos for port/ {f = index($0, p) > 0} f && /Link status:/ {v = $3} END {print v}' $out
+        awk -v p="Infos for port $1 " '/port start all/ {v = ""} /Infos for port/ {f = index($0, p) > 0}
+            f && /Link status:/ {v = $3} END {print v}' $out
     }
     links_up() {
         for p in $ports; do echo "show port info $p"; done
