@@ -337,7 +337,8 @@ impl Core {
             (cap::MSIX, c.msix_vectors.into(), 0, 0),
         ];
         if c.flow_director {
-            caps.push((cap::FLOW_DIRECTOR, 1, 0, 0));
+            // number = guaranteed filters, logical_id = best-effort ones (docs/hw/i40e.md §6.2).
+            caps.push((cap::FLOW_DIRECTOR, c.fd_filters.0, c.fd_filters.1, 0));
         }
         let need = caps.len() * CAP_LEN;
         if buf.len() < need {
