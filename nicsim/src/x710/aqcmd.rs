@@ -45,6 +45,8 @@ pub(super) fn rx_ctl_register(addr: usize) -> bool {
     matches!(addr, PFQF_CTL_0 | GLQF_CTL | PRTQF_CTL_0)
         || addr == pfqf_hena(0)
         || addr == pfqf_hena(1)
+        || (0x24_5400..0x24_5400 + 8 * 128).contains(&addr) // PFQF_HREGION(0..7) (§6.11)
+        || (0x26_9D00..0x26_9D00 + 64 * 4).contains(&addr) // GLQF_HSYM(0..63) (§6.11)
         || (0x26_7200..0x26_7200 + 8 * 64).contains(&addr) // GLQF_FD_MSK (§6.11)
         || (0x26_7600..0x26_7600 + 8 * 64).contains(&addr)
         || (0x26_7A00..0x26_7A00 + 8 * 64).contains(&addr)
