@@ -483,7 +483,7 @@ impl Core {
         let obj = self.read_context(shared, q, true)?;
         let what = format!("TX context of queue {q}");
         let u = hmc::unpack(&obj, hmc::TX_CTX_FIELDS, &what)?;
-        let ctx = hmc::tx_ctx(&u, &what, &self.aq.qs_handles(&shared.config))?;
+        let ctx = hmc::tx_ctx(&u, &what, &self.aq.qs_handles(&shared.config), shared.config.flow_director)?;
         if head >= ctx.qlen {
             return Err(Error::Violation {
                 at: format!("QTX_HEAD({q})"),
