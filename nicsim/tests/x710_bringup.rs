@@ -116,7 +116,8 @@ fn indirect_command_round_trip_and_short_buffer() {
     assert!(caps.contains(&(0x0041, 48, 0, 64)), "RXQ: number 48, phys_id 64: {caps:x?}");
     assert!(caps.contains(&(0x0042, 48, 0, 64)), "TXQ");
     assert!(caps.contains(&(0x0040, 512, 6, 0)), "RSS: 512 entries of 6 bits");
-    assert!(caps.iter().any(|c| c.0 == 0x0045), "flow director");
+    // docs/hw/i40e.md §6.2: number = guaranteed filters, logical_id = best effort; DPDK's pool is their sum.
+    assert!(caps.contains(&(0x0045, 512, 7680, 0)), "flow director with its filter space: {caps:x?}");
     // docs/hw/i40e.md §6.2: DCB with the enabled TC map 0x1 (TC0) and one TC, which DPDK's VSI set-up checks against.
     assert!(caps.contains(&(0x0018, 1, 0x1, 1)), "DCB: TC map 0x1, one TC: {caps:x?}");
     assert!(d.buf[n * 32..].iter().all(|&b| b == 0), "nothing past the elements");

@@ -301,3 +301,63 @@ fn two_pfs_wired_back_to_back() {
     ra.port.assert_no_faults();
     rb.port.assert_no_faults();
 }
+
+#[test]
+fn a_disabled_tx_queue_restarts_at_tail_0() {
+    // docs/hw/i40e.md §9.4: DPDK's port stop / start re-enables a queue with the head at 0 and no QTX_TAIL write.
+    let mut r = Rig::new(X710Config::default());
+    r.bring_up(1);
+    r.setup_tx(0, |_| {});
+    r.enable_tx(0);
+    let f = udp([0x02, 0, 0, 0, 0, 0x99], 1, 2, 50);
+    let i = r.send(&f, 0, 0);
+    poll("sent", || {
+        r.step();
+        r.tx_done(i)
+    });
+    assert_eq!(r.rd(qtx_tail(0)), 1);
+    // Disable (SET_QDIS first), then the same ring again from descriptor 0.
+    let abs = r.learnt.first_queue as usize;
+    let b = gllan_txpre_qdis(abs / 128);
+    let v = r.rd(b) & !0x7FF;
+    r.wr(b, v | (abs % 128) as u32 | 1 << 30);
+    r.wr(qtx_ena(0), 0);
+    poll("TX disabled", || r.rd(qtx_ena(0)) & 0x5 == 0);
+    assert_eq!(r.rd(qtx_tail(0)), 0, "the tail restarts with the head");
+    r.setup_tx(0, |_| {});
+    r.enable_tx(0);
+    r.tx_next = 0;
+    let i = r.send(&f, 0, 0);
+    poll("sent again", || {
+        r.step();
+        r.tx_done(i)
+    });
+    assert_eq!(r.port.take_tx(), vec![f.clone(), f]);
+    r.port.assert_no_faults();
+}
+
+#[test]
+fn fd_ena_is_taken_only_with_the_flow_director_reported() {
+    // docs/hw/i40e.md §8.5: Linux's ATR sets fd_ena (bit 91) on its LAN queues once capability 0x45 is reported.
+    let mut r = Rig::new(X710Config::default());
+    r.bring_up(1);
+    r.setup_tx(0, |c| pack(c, 91, 1, 1));
+    let abs = r.learnt.first_queue as usize;
+    r.wr(gllan_txpre_qdis(abs / 128), (abs % 128) as u32 | 1 << 31);
+    r.wr(qtx_head(0), 0);
+    r.wr(qtx_ena(0), 1);
+    assert_eq!(r.rd(qtx_ena(0)) & 0x4, 0, "refused without the flow director");
+    assert!(protocol_faults(&r.port).iter().any(|f| f.contains("fd_ena")));
+    let mut r = Rig::new(X710Config { flow_director: true, ..Default::default() });
+    r.bring_up(1);
+    r.setup_tx(0, |c| pack(c, 91, 1, 1));
+    r.enable_tx(0);
+    let f = udp([0x02, 0, 0, 0, 0, 0x99], 1, 2, 50);
+    let i = r.send(&f, 0, 0);
+    poll("sent", || {
+        r.step();
+        r.tx_done(i)
+    });
+    assert_eq!(r.port.take_tx(), vec![f]);
+    r.port.assert_no_faults();
+}

@@ -278,8 +278,19 @@ fn vsi_bandwidth_limit_and_flow_director_input_sets() {
     p[12..16].copy_from_slice(&0u32.to_le_bytes());
     r.direct(0x0207, p).ok();
     r.direct(0x0206, p).ok();
+    // PFQF_HREGION(7) and GLQF_HSYM(63): DPDK's queue-region reset and symmetric-hash set-up (docs/hw/i40e.md §6.11).
+    for addr in [0x24_5400u32 + 7 * 128, 0x26_9D00 + 63 * 4] {
+        p[4..8].copy_from_slice(&addr.to_le_bytes());
+        p[12..16].copy_from_slice(&0x5u32.to_le_bytes());
+        r.direct(0x0207, p).ok();
+        p[12..16].fill(0);
+        assert_eq!(r.direct(0x0206, p).p32(12), 0x5, "{addr:#x} reads back");
+    }
+    // Past them: not an RX control register.
+    p[4..8].copy_from_slice(&(0x26_9D00u32 + 64 * 4).to_le_bytes());
+    r.direct(0x0206, p).failed(AqRc::Einval);
     let faults = protocol_faults(&r.port);
-    assert_eq!(faults.len(), 2, "the two refused limits: {faults:?}");
+    assert_eq!(faults.len(), 3, "the two refused limits and the register past GLQF_HSYM: {faults:?}");
 }
 
 #[test]

@@ -45,6 +45,8 @@ pub(super) fn rx_ctl_register(addr: usize) -> bool {
     matches!(addr, PFQF_CTL_0 | GLQF_CTL | PRTQF_CTL_0)
         || addr == pfqf_hena(0)
         || addr == pfqf_hena(1)
+        || (0x24_5400..0x24_5400 + 8 * 128).contains(&addr) // PFQF_HREGION(0..7) (docs/hw/i40e.md §6.11)
+        || (0x26_9D00..0x26_9D00 + 64 * 4).contains(&addr) // GLQF_HSYM(0..63) (docs/hw/i40e.md §6.11)
         || (0x26_7200..0x26_7200 + 8 * 64).contains(&addr) // GLQF_FD_MSK (docs/hw/i40e.md §6.11)
         || (0x26_7600..0x26_7600 + 8 * 64).contains(&addr)
         || (0x26_7A00..0x26_7A00 + 8 * 64).contains(&addr)
@@ -337,7 +339,8 @@ impl Core {
             (cap::MSIX, c.msix_vectors.into(), 0, 0),
         ];
         if c.flow_director {
-            caps.push((cap::FLOW_DIRECTOR, 1, 0, 0));
+            // number = guaranteed filters, logical_id = best-effort ones (docs/hw/i40e.md §6.2).
+            caps.push((cap::FLOW_DIRECTOR, c.fd_filters.0, c.fd_filters.1, 0));
         }
         let need = caps.len() * CAP_LEN;
         if buf.len() < need {

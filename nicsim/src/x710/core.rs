@@ -388,6 +388,9 @@ impl Core {
                     self.txq[q].ena = Enable { req, target: false, at: now + delay };
                     self.txq[q].ctx = None;
                     shared.tx_qlen[q].store(0, Ordering::Release);
+                    // A disabled queue's tail starts again at 0 (docs/hw/i40e.md §9.4): DPDK's and Linux's PMDs
+                    // re-enable a queue without writing QTX_TAIL, with the head at 0.
+                    shared.tx_tail[q].store(0, Ordering::Release);
                     self.txq[q].pending = None;
                 }
             }
@@ -480,7 +483,7 @@ impl Core {
         let obj = self.read_context(shared, q, true)?;
         let what = format!("TX context of queue {q}");
         let u = hmc::unpack(&obj, hmc::TX_CTX_FIELDS, &what)?;
-        let ctx = hmc::tx_ctx(&u, &what, &self.aq.qs_handles(&shared.config))?;
+        let ctx = hmc::tx_ctx(&u, &what, &self.aq.qs_handles(&shared.config), shared.config.flow_director)?;
         if head >= ctx.qlen {
             return Err(Error::Violation {
                 at: format!("QTX_HEAD({q})"),

@@ -254,11 +254,13 @@ pub(crate) struct RxCtx {
 pub(crate) const MAX_FRAME: u64 = 9728;
 
 /// Validates an unpacked TX context (docs/hw/i40e.md §8.5). `handles` are the queue-set handles the firmware handed out.
-pub(crate) fn tx_ctx(u: &Unpacked, what: &str, handles: &[u32]) -> Result<TxCtx, Error> {
+/// `flow_director`: the firmware reports capability 0x45, so fd_ena may be 1 (Linux's ATR sets it on LAN queues).
+pub(crate) fn tx_ctx(u: &Unpacked, what: &str, handles: &[u32], flow_director: bool) -> Result<TxCtx, Error> {
     check_qlen(u.get("qlen"), what)?;
     // timesync_ena only allows TSYN context descriptors (docs/hw/i40e.md §8.5, §10.4); the TX path refuses those.
+    // fd_ena only allows filter-programming descriptors, which the TX path refuses as not modelled.
     for f in ["fc_ena", "fd_ena", "alt_vlan_ena", "rdylist_act"] {
-        if u.get(f) != 0 {
+        if u.get(f) != 0 && !(f == "fd_ena" && flow_director) {
             return Err(Error::Violation {
                 at: what.to_string(),
                 rule: format!("{f} = 1 (the model supports plain LAN queues only; docs/hw/i40e.md §8.5 wants 0)"),

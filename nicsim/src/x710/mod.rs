@@ -126,6 +126,9 @@ pub struct X710Config {
     pub rss_table_size: u16,
     /// Report the flow-director capability (0x45): a DPDK-like driver then keeps PF queue 0 for it.
     pub flow_director: bool,
+    /// The flow-director filters guaranteed to this PF and those it may take best effort from the shared space
+    /// (capability 0x45's number and logical_id, docs/hw/i40e.md §6.2). DPDK sizes its filter pool by their sum.
+    pub fd_filters: (u32, u32),
     /// Firmware version (Get Version fw_major, fw_minor).
     pub fw_version: (u16, u16),
     /// Admin-queue API version (api_major, api_minor).
@@ -154,6 +157,10 @@ pub struct X710Config {
     pub nvm_pause: u8,
 }
 
+/// Flow-director filters (guaranteed, best effort): the device's 8K filter space, 512 of it guaranteed to the PF
+/// (docs/hw/i40e.md §6.2: a real NVM's split is **Unverified**).
+pub const FD_FILTERS: (u32, u32) = (512, 7680);
+
 impl Default for X710Config {
     fn default() -> Self {
         X710Config {
@@ -166,6 +173,7 @@ impl Default for X710Config {
             msix_vectors: 129,
             rss_table_size: 512,
             flow_director: false,
+            fd_filters: FD_FILTERS,
             fw_version: (9, 20),
             api_version: (1, 15),
             fw_build: 0x0001_7710,

@@ -66,7 +66,9 @@ dpdk_judge() {
         if ! poll 60 links_up; then
             say "links not up after 60 s; dpdk-testpmd so far:"
             # The probe (up to the prompt), then the ports' last link states.
-            sed -n '1,/Interactive-mode selected/p' $out | tail -50 > /dev/console
+            # (the polls' own lines left out: before the first link they are all "Invalid port").
+            grep -vE "show port info [01]|Invalid port [01]" $out | sed -n '1,/Interactive-mode selected/p' |
+                tail -60 > /dev/console
             grep -E "Infos for port|Link status" $out | tail -4 > /dev/console
         fi
         echo "start"

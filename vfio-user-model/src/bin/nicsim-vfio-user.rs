@@ -162,7 +162,11 @@ fn main() -> ExitCode {
             serve_model::<X540State>(&args, X540Config { mac: mac(base.mac), ..base })
         }
         "x710" => {
-            serve_model::<X710State>(&args, X710Config { mac: mac(X710Config::default().mac), ..Default::default() })
+            // A real X710's firmware reports the flow director (capability 0x45, docs/hw/i40e.md §6.2), and a PF
+            // has more queue pairs than the 64 of a main VSI: DPDK's PMD wants 64 for it plus one for the flow
+            // director ("Failed to allocate 65 queues" with only 64).
+            let base = X710Config { flow_director: true, num_queues: 128, ..Default::default() };
+            serve_model::<X710State>(&args, X710Config { mac: mac(base.mac), ..base })
         }
         "sp670" => {
             serve_model::<Sp670State>(&args, Sp670Config { mac: mac(Sp670Config::default().mac), ..Default::default() })
