@@ -21,6 +21,7 @@ pub mod conformance;
 pub mod driver;
 pub mod forward;
 pub mod frames;
+pub mod intr;
 pub mod netns;
 pub mod pcap;
 pub mod redis;
