@@ -413,3 +413,30 @@ pub fn statistics(counters: &[Arc<LcoreCounters>], nb_ports: usize) -> String {
     s.push_str("====================================================\n");
     s
 }
+
+/// The whole of a binary's `main` (l3fwd, l3fwd-power): EAL arguments, then the application's, parsed by `parse`;
+/// errors printed as DPDK's samples print them (`Invalid WHAT parameters`), exit status 1.
+pub fn main_of(default_name: &str, parse: fn(&[String]) -> crate::Result<crate::params::Parsed>, what: &str) {
+    use crate::params::{self, Parsed};
+    let mut args: Vec<String> = std::env::args().collect();
+    let program = if args.is_empty() { default_name.to_string() } else { args.remove(0) };
+    let (eal, app_args) = eal::init_with_or_exit(&program, &pmds::registry(), args);
+    let params = match parse(&app_args) {
+        Ok(Parsed::Run(p)) => *p,
+        Ok(Parsed::Help) => {
+            println!("{}", params::usage(&program));
+            std::process::exit(0);
+        }
+        Err(e) => {
+            eprintln!(
+                "{}\nEAL: Error - exiting with code: 1\n  Cause: Invalid {what} parameters: {e}",
+                params::usage(&program)
+            );
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = App::new(eal, params).and_then(App::run) {
+        eprintln!("EAL: Error - exiting with code: 1\n  Cause: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,30 +1,5 @@
 //! The l3fwd binary: EAL arguments, then l3fwd's (see the library's documentation).
 
-#![deny(clippy::undocumented_unsafe_blocks)]
-
-use l3fwd::app::App;
-use l3fwd::params::{self, Parsed};
-
 fn main() {
-    let mut args: Vec<String> = std::env::args().collect();
-    let program = if args.is_empty() { "l3fwd".to_string() } else { args.remove(0) };
-    let (eal, app_args) = eal::init_with_or_exit(&program, &pmds::registry(), args);
-    let params = match params::parse(&app_args) {
-        Ok(Parsed::Run(p)) => *p,
-        Ok(Parsed::Help) => {
-            println!("{}", params::usage(&program));
-            std::process::exit(0);
-        }
-        Err(e) => {
-            eprintln!(
-                "{}\nEAL: Error - exiting with code: 1\n  Cause: Invalid L3FWD parameters: {e}",
-                params::usage(&program)
-            );
-            std::process::exit(1);
-        }
-    };
-    if let Err(e) = App::new(eal, params).and_then(App::run) {
-        eprintln!("EAL: Error - exiting with code: 1\n  Cause: {e}");
-        std::process::exit(1);
-    }
+    l3fwd::app::main_of("l3fwd", l3fwd::params::parse, "L3FWD");
 }
