@@ -43,5 +43,7 @@ impl<R: RegisterSpace> RqIntr<R> {
     /// Auto-mask off, mask, resend timer cleared.
     pub fn disarm(&self) {
         self.op(msi_clr::CLR_AUTO_MASK | msi_clr::SET_MASK | msi_clr::CLR_RESEND);
+        // A read flushes the posted write: disarmed means no signal for the next frame.
+        let _ = self.regs.read(crate::regs::FUNC_ATTR0);
     }
 }

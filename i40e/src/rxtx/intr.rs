@@ -35,8 +35,10 @@ impl RxIntr {
         Ok(())
     }
 
-    /// INTENA 0 (DPDK's `rx_queue_intr_disable`).
+    /// INTENA 0 (DPDK's `rx_queue_intr_disable`), then a read to flush the posted write (docs/hw/i40e.md: "flush
+    /// (read any register)"): once this returns the queue no longer signals, even for a frame arriving next.
     pub fn disarm<R: RegisterSpace>(&self, regs: &Regs<R>) {
         regs.write(self.dyn_ctl, pfint_dyn_ctl::ITR_INDX.val(pfint_dyn_ctl::ITR_NONE));
+        let _ = regs.read(self.dyn_ctl);
     }
 }

@@ -222,6 +222,8 @@ impl<R: RegisterSpace, F: Family> RxQueue for RxRing<R, F> {
     fn intr_disable(&mut self) -> Result<()> {
         let Some(intr) = &self.intr else { return Err(self.no_intr()) };
         self.regs.write(intr.mask.0, intr.mask.1);
+        // Flush the posted write (docs/hw/ixgbe.md: a read of STATUS): disarmed means no signal for the next frame.
+        let _ = self.regs.read(crate::regs::STATUS);
         Ok(())
     }
 }
