@@ -47,6 +47,70 @@ fn link_flap_posts_events_on_aeq0_and_takes_acks() {
     r.port.assert_no_faults();
 }
 
+/// A function has one mailbox window, and DPDK acknowledges events from another thread than the one sending requests
+/// (docs/hw/hinic3.md §6.5): an event goes out with the answer to a request, which waits for the acknowledgement, or
+/// once the mailbox has been quiet for `event_quiet`, never while a request may be being written.
+#[test]
+fn link_events_go_out_with_a_held_answer_or_after_a_quiet_mailbox() {
+    // Quiet for a minute: only the held-answer path can post during this part.
+    let port = Sp670::new(Sp670Config { event_quiet: Duration::from_secs(60), ..Default::default() });
+    let mut r = Rig::with(port);
+    r.ack_events_while_waiting = true;
+    // The port enable brings the link up; the next request's answer (MAG 7 in init_and_start) comes only after the
+    // link-up event it went out with is acknowledged.
+    r.init_and_start(1);
+    let states: Vec<u8> = r.events_seen.iter().map(|(_, b)| b[9]).collect();
+    assert_eq!(states, [1], "the link-up event, acknowledged before the answer came");
+    assert!(r.port.unacked_events().is_empty());
+    // A flap with the mailbox idle: both changes wait for the next request, in order.
+    r.port.link_flap(Duration::from_millis(20));
+    r.step();
+    poll("link back", Duration::from_secs(5), || {
+        r.step();
+        r.port.link_up()
+    });
+    r.step();
+    assert!(r.aeq_message(0).is_none(), "no event while a request may be being written");
+    let mut ls = vec![0u8; 12];
+    ls[8] = r.port.config().port_id;
+    assert_eq!(r.ok(module::MAG, 7, &ls)[9], 1);
+    let states: Vec<u8> = r.events_seen.iter().map(|(_, b)| b[9]).collect();
+    assert_eq!(states, [1, 0, 1], "down and up, acknowledged before the answer");
+    // A driver that never acknowledges still gets its answer, HOLD_AT_MOST (2 s) later.
+    r.ack_events_while_waiting = false;
+    r.port.link_flap(Duration::from_millis(20));
+    r.step();
+    let sent = Instant::now();
+    assert_eq!(r.send_dma(module::MAG, 7, &ls) & 0xFF, 0xFF);
+    let (h, _) = r.aeq_message(0).expect("the link-down event, with the request");
+    poll("the held answer", Duration::from_secs(10), || {
+        r.step();
+        r.aeq_ready(1)
+    });
+    assert!(sent.elapsed() >= Duration::from_secs(2), "held until HOLD_AT_MOST");
+    r.answer(module::MAG, 7);
+    assert_eq!(r.port.unacked_events().len(), 1, "{h:#x} never acknowledged");
+    r.port.assert_no_faults();
+
+    // Quiet for 50 ms: an event goes out on its own once nothing was sent for that long.
+    let port = Sp670::new(Sp670Config { event_quiet: Duration::from_millis(50), ..Default::default() });
+    let mut r = Rig::with(port);
+    r.ack_events_while_waiting = true;
+    r.init_and_start(1);
+    let last_request = Instant::now();
+    r.port.link_flap(Duration::from_secs(30));
+    poll("the link-down event of a quiet mailbox", Duration::from_secs(5), || {
+        r.step();
+        r.aeq_ready(0)
+    });
+    assert!(last_request.elapsed() >= Duration::from_millis(50), "not before the mailbox was quiet");
+    let (h, body) = r.aeq_message(0).expect("the event");
+    assert_eq!(body[9], 0);
+    r.ack(h, &body);
+    assert!(r.port.unacked_events().is_empty());
+    r.port.assert_no_faults();
+}
+
 #[test]
 fn injected_faults_are_observable() {
     let mut r = Rig::new(Sp670Config::default());

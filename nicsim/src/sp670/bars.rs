@@ -89,6 +89,7 @@ impl Sp670CfgBar {
                     c.pf_status = st;
                     if st != PF_STATUS_ACTIVE {
                         c.reported_link = false;
+                        c.events.drop_due();
                     }
                 }
             }

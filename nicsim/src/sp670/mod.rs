@@ -36,6 +36,7 @@ mod aeq;
 mod bars;
 mod cmdq;
 pub mod ctx;
+mod events;
 pub mod intr;
 mod mbox;
 mod mgmt;
@@ -61,7 +62,7 @@ use crate::fault::{Fault, FaultLog};
 use aeq::{Aeq, MAX_AEQS};
 use cmdq::{Cmdq, MAX_CMDQS};
 use ctx::{RqCtx, SqCtx};
-use mbox::{Mailbox, Message, Segment};
+use mbox::{Mailbox, Segment};
 use regs::*;
 use rx::{Rq, Rss};
 use stats::Stats;
@@ -144,6 +145,11 @@ pub struct Sp670Config {
     pub cable: bool,
     /// Panic at the first fault instead of only recording it.
     pub panic_on_fault: bool,
+    /// How long the mailbox must be idle before an event goes out on its own; until then it waits for a request to
+    /// go out with (`events`). Zero (the default) posts at once, as the firmware does: a driver that sends requests
+    /// and acknowledgements from one thread cannot tear its own mailbox window. The vfio-user server sets it for
+    /// DPDK's PMD, which acknowledges from its interrupt thread (docs/hw/hinic3.md §6.5).
+    pub event_quiet: Duration,
 }
 
 impl Default for Sp670Config {
@@ -164,6 +170,7 @@ impl Default for Sp670Config {
             fw_ready_delay: Duration::ZERO,
             cable: true,
             panic_on_fault: false,
+            event_quiet: Duration::ZERO,
         }
     }
 }
@@ -256,15 +263,6 @@ pub(crate) struct Inject {
     pub tx_hang: Vec<bool>,
 }
 
-/// An event posted to the driver and not acknowledged yet.
-#[derive(Debug, Clone)]
-pub(crate) struct PendingEvent {
-    module: u8,
-    cmd: u16,
-    msg_id: u8,
-    body: Vec<u8>,
-}
-
 /// The device state behind the model lock.
 pub(crate) struct Core {
     pub config: Sp670Config,
@@ -292,8 +290,7 @@ pub(crate) struct Core {
     pub cable: bool,
     pub down_until: Option<Instant>,
     pub reported_link: bool,
-    pub events: Vec<PendingEvent>,
-    pub event_msg_id: u8,
+    pub events: events::Events,
     pub mgmt_log: Vec<(u8, u16, u8)>,
     pub cmdq_log: Vec<(u8, u32)>,
     /// Set by a function reset: doorbells rung before it are forgotten.
@@ -334,8 +331,7 @@ impl Core {
             inject: Inject { tx_hang: vec![false; n], ..Default::default() },
             down_until: None,
             reported_link: false,
-            events: Vec::new(),
-            event_msg_id: 0,
+            events: events::Events::default(),
             mgmt_log: Vec::new(),
             cmdq_log: Vec::new(),
             drop_doorbells: false,
@@ -541,75 +537,5 @@ impl Core {
             Segment::Complete(m) => m,
         };
         self.handle_message(msg);
-    }
-
-    fn handle_message(&mut self, m: Message) {
-        let h = m.header;
-        if H_DIRECTION.get(h) == 1 {
-            // The acknowledgement of an event (docs/hw/hinic3.md §6.5): same module, command, MSG_ID, body echoed.
-            match self.events.iter().position(|e| e.module == m.module() && e.cmd == m.cmd() && e.msg_id == m.msg_id())
-            {
-                Some(i) => {
-                    let e = self.events.remove(i);
-                    // The body is the event's own (DPDK's mgmt path) or, for HILINK, the acknowledging driver's whole
-                    // 2048-byte output buffer (DPDK's function-mailbox path acks those first): the firmware reads
-                    // neither, so only the form is checked (docs/hw/hinic3.md §6.5).
-                    let hilink_first_ack = e.module == mgmt::module::MAG && m.body.len() == MSG_MAX;
-                    if (e.body != m.body && !hilink_first_ack) || H_NO_ACK.get(h) != 1 {
-                        self.fault(format!(
-                            "acknowledgement of event module {} cmd {}: NO_ACK must be 1 and the body the event's own",
-                            e.module, e.cmd
-                        ));
-                    }
-                }
-                None => self.fault(format!(
-                    "an answer (DIRECTION 1) for module {} cmd {} MSG_ID {} matches no event the model sent",
-                    m.module(),
-                    m.cmd(),
-                    m.msg_id()
-                )),
-            }
-            return;
-        }
-        if H_SOURCE.get(h) != 1 || H_SRC.get(h) != u64::from(self.config.func_id) && H_DATA_TYPE.get(h) == 1 {
-            self.fault(format!(
-                "mailbox header {h:#018x}: SOURCE must be 1 and SRC_GLB_FUNC_IDX this function ({})",
-                self.config.func_id
-            ));
-        }
-        let (module, cmd) = (m.module(), m.cmd());
-        let (status, mut resp) = self.mgmt_command(module, cmd, &m.body);
-        resp[0] = status;
-        self.mgmt_log.push((module, cmd, status));
-        self.counters.mgmt_commands += 1;
-        if H_NO_ACK.get(h) == 1 || (module == mgmt::module::COMM && cmd == 3) || self.inject.mbox_stalled {
-            return;
-        }
-        let aeq = H_AEQ_ID.get(h) as usize;
-        let header = mbox::mgmt_header(module, cmd, m.msg_id(), aeq as u32, resp.len(), 1, false);
-        self.post_message(aeq, header, &resp);
-    }
-
-    /// Posts a link event (HILINK 7, docs/hw/hinic3.md §6.5) on AEQ 0 when the link state changed and the PF
-    /// status lets events through.
-    fn link_events(&mut self) {
-        if let Some(t) = self.down_until {
-            if Instant::now() >= t {
-                self.down_until = None;
-            }
-        }
-        let up = self.link_up();
-        if up == self.reported_link || self.pf_status != PF_STATUS_ACTIVE || self.aeqs[0].len() == 0 {
-            return;
-        }
-        self.reported_link = up;
-        let mut body = vec![0u8; 12];
-        body[8] = self.config.port_id;
-        body[9] = u8::from(up);
-        self.event_msg_id = (self.event_msg_id + 1) & 0xF;
-        let id = self.event_msg_id;
-        let header = mbox::mgmt_header(mgmt::module::MAG, 7, id, 0, body.len(), 0, false);
-        self.events.push(PendingEvent { module: mgmt::module::MAG, cmd: 7, msg_id: id, body: body.clone() });
-        self.post_message(0, header, &body);
     }
 }

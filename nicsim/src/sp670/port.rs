@@ -412,6 +412,6 @@ impl ModelPort<Sp670State> {
     }
     /// Events posted and not acknowledged: (module, cmd, MSG_ID).
     pub fn unacked_events(&self) -> Vec<(u8, u16, u8)> {
-        self.shared.lock().events.iter().map(|e| (e.module, e.cmd, e.msg_id)).collect()
+        self.shared.lock().events.unacked()
     }
 }

@@ -76,6 +76,12 @@ pub struct Rig {
     pub rq_ci: Vec<u32>,
     /// `init_and_start` without L2NIC 13, 14, 26 and 27 (a driver that leaves LRO and VLAN offloads unset).
     pub leave_offloads_unset: bool,
+    /// While waiting for an answer, acknowledge events from AEQ 0 as a driver must (a model holds an answer posted
+    /// with an event until then, docs/hw/hinic3.md §6.5) and keep them in `events_seen`; unset, an event there fails
+    /// the wait.
+    pub ack_events_while_waiting: bool,
+    /// Events acknowledged by [`Rig::answer`]: (header, body).
+    pub events_seen: Vec<(u64, Vec<u8>)>,
 }
 
 pub fn poll(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
@@ -148,6 +154,8 @@ impl Rig {
             rq_pi: vec![0; n],
             rq_ci: vec![0; n],
             leave_offloads_unset: false,
+            ack_events_while_waiting: false,
+            events_seen: Vec::new(),
         }
     }
 
@@ -256,6 +264,12 @@ impl Rig {
     }
 
     /// The next new element of AEQ `q` (docs/hw/hinic3.md §5.4): (descriptor, header, segment bytes).
+    /// An element waits on AEQ `q` (its wrap bit differs from the consumer's), left in place.
+    pub fn aeq_ready(&self, q: usize) -> bool {
+        let raw = self.read_mem(AEQ_MEM + q * 4096 + self.aeq_ci[q] as usize * 64 + 60, 4);
+        (u32::from_be_bytes(raw[..4].try_into().unwrap()) >> 31 != 0) != self.aeq_wrapped[q]
+    }
+
     pub fn aeq_take(&mut self, q: usize) -> Option<(u32, u64, Vec<u8>)> {
         let at = AEQ_MEM + q * 4096 + self.aeq_ci[q] as usize * 64;
         let raw = self.read_mem(at, 64);
@@ -297,7 +311,15 @@ impl Rig {
     /// The answer to the last request on AEQ 1, checked against it (docs/hw/hinic3.md §6.4).
     pub fn answer(&mut self, module: u8, cmd: u16) -> Vec<u8> {
         self.step();
-        let (h, body) = self.aeq_message(1).expect("an answer on AEQ 1");
+        let (h, body) = loop {
+            if let Some(m) = self.aeq_message(1) {
+                break m;
+            }
+            let event = self.aeq_message(0).filter(|_| self.ack_events_while_waiting).expect("an answer on AEQ 1");
+            self.ack(event.0, &event.1);
+            self.events_seen.push(event);
+            self.step();
+        };
         assert_eq!(h >> 63, 1, "DIRECTION answer");
         assert_eq!(h & 0x1FFF, 0x1FFF, "from the management CPU");
         assert_eq!((h >> 18) & 0xF, self.msg_id, "MSG_ID");

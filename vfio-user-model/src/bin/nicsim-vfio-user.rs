@@ -169,7 +169,14 @@ fn main() -> ExitCode {
             serve_model::<X710State>(&args, X710Config { mac: mac(base.mac), ..base })
         }
         "sp670" => {
-            serve_model::<Sp670State>(&args, Sp670Config { mac: mac(Sp670Config::default().mac), ..Default::default() })
+            // DPDK's PMD acknowledges events from its interrupt thread into the mailbox window its main thread
+            // writes requests to, unserialised; guest MMIO is slow enough for the two to meet. Events therefore go
+            // out with a request's answer, or after 200 ms without requests (docs/hw/hinic3.md §6.5).
+            let quiet = Duration::from_millis(200);
+            serve_model::<Sp670State>(
+                &args,
+                Sp670Config { mac: mac(Sp670Config::default().mac), event_quiet: quiet, ..Default::default() },
+            )
         }
         other => {
             eprintln!("nicsim-vfio-user: unknown model {other} (x540, 82599, x710, sp670)\n{USAGE}");
