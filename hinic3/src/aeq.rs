@@ -1,4 +1,5 @@
-//! The asynchronous event queues (docs/hw/hinic3.md §5): set up in host memory and polled, never interrupting. Elements
+//! The asynchronous event queues (docs/hw/hinic3.md §5): set up in host memory and polled; AEQ 0 can be armed to
+//! signal its MSI-X vector at the next element (the link-event descriptor, dev/intr.rs). Elements
 //! are 64 bytes, big-endian per dword (docs/hw/hinic3.md §0.1); [`Aeq::poll`] hands out each new element with its
 //! dwords swapped, i.e. the 60 data bytes as the little-endian byte stream they carry and the descriptor in CPU order.
 
@@ -52,6 +53,8 @@ pub struct Aeq<R: RegisterSpace> {
     q: u32,
     ci: usize,
     wrapped: u32,
+    /// Every CI write arms the queue's interrupt (docs/hw/hinic3.md §5.2 bit 21: one element per arming).
+    armed: bool,
 }
 
 impl<R: RegisterSpace> Aeq<R> {
@@ -82,7 +85,7 @@ impl<R: RegisterSpace> Aeq<R> {
             regs::AEQ_CTRL_1,
             aeq_ctrl1::LEN.val(AEQ_LEN as u32) | aeq_ctrl1::ELEM_SIZE.val(1) | aeq_ctrl1::PAGE_SIZE.val(0),
         );
-        let aeq = Aeq { regs: regs.clone(), mem, q, ci: 0, wrapped: 0 };
+        let aeq = Aeq { regs: regs.clone(), mem, q, ci: 0, wrapped: 0, armed: false };
         aeq.write_ci();
         Ok(aeq)
     }
@@ -94,18 +97,36 @@ impl<R: RegisterSpace> Aeq<R> {
 
     fn write_ci(&self) {
         let ci = (self.ci as u32) | self.wrapped << aeq_ci::WRAP_SHIFT;
-        self.regs.write(regs::AEQ_CI_SIMPLE_INDIR, aeq_ci::CI.val(ci) | aeq_ci::AEQ_IDX.val(self.q));
+        let arm = aeq_ci::ARMED.val(u32::from(self.armed));
+        self.regs.write(regs::AEQ_CI_SIMPLE_INDIR, aeq_ci::CI.val(ci) | arm | aeq_ci::AEQ_IDX.val(self.q));
+    }
+
+    /// Arms (or stops arming) the interrupt: from now on each CI write asks for one at the next element. Arming
+    /// serves one element, so this writes the CI at once. True when an element is already waiting: it came before
+    /// the arming and will not signal, so the caller must wake its waiter itself.
+    pub fn arm(&mut self, on: bool) -> bool {
+        self.armed = on;
+        self.write_ci();
+        mb();
+        self.has_new()
+    }
+
+    /// An element the consumer has not taken yet.
+    fn has_new(&self) -> bool {
+        let mut raw = [0u8; 4];
+        self.mem.read(self.ci * AEQE_SIZE + 60, &mut raw);
+        desc::WRAP.get(u32::from_be_bytes(raw)) != self.wrapped
     }
 
     /// The next new element, if any (docs/hw/hinic3.md §5.4); the CI register is written after every element taken.
     pub fn poll(&mut self) -> Option<AeqElem> {
         let base = self.ci * AEQE_SIZE;
+        if !self.has_new() {
+            return None;
+        }
         let mut raw = [0u8; 4];
         self.mem.read(base + 60, &mut raw);
         let d = u32::from_be_bytes(raw);
-        if desc::WRAP.get(d) == self.wrapped {
-            return None;
-        }
         dma_rmb();
         let mut bytes = [0u8; 60];
         self.mem.read(base, &mut bytes);

@@ -537,6 +537,12 @@ impl<R: RegisterSpace> Mbox<R> {
         }
     }
 
+    /// Arms AEQ 0's interrupt for the next event (or stops arming it); true when an event is already waiting
+    /// (it will not signal: see [`crate::aeq::Aeq::arm`]).
+    pub fn arm_events(&mut self, on: bool) -> bool {
+        self.events.arm(on)
+    }
+
     /// The events collected so far.
     pub fn take_events(&mut self) -> Vec<Event> {
         std::mem::take(&mut self.pending)

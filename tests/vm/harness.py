@@ -25,6 +25,7 @@ Guest markers (console lines):
   @@vmtest model-mark MODEL                host notes the model's counters: the next model-stats counts from there
   @@vmtest model-stats MODEL RX TX [polled]  host checks the model's own counters and that it recorded no fault
   @@vmtest model-fault MODEL KIND LO HI    host waits for the model's fault KIND (e.g. Dma) at an IOVA in [LO, HI)
+  @@vmtest model-cable MODEL 0|1          host pulls (0) or plugs in (1) the model's cable, waits for its link
 Frame format (both ways): dst, src, ethertype 0x88b5, b"VMT1", tag (16 bytes, NUL padded), seq (u32 BE), then
 padding byte i = (7 i + 13 seq) mod 256 (vmtest/src/frames.rs: pad_byte).
 
@@ -49,8 +50,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hostchecks import (IP_PROTO_TEST, MODEL_STATS, ip_frame, model_fault, model_mark,  # noqa: E402
-                        model_stats)
+from hostchecks import (IP_PROTO_TEST, MODEL_STATS, ip_frame, model_cable, model_fault,  # noqa: E402
+                        model_mark, model_stats)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -757,9 +758,11 @@ def boot(cmd, peer, timeout, results, logf, boot_timeout=None):
 
 def serve(args, peer, res):
     try:
-        if args[0] in ("model-stats", "model-fault", "model-mark"):
+        if args[0] in ("model-stats", "model-fault", "model-mark", "model-cable"):
             if args[0] == "model-mark":
                 ok, msg = model_mark(args[1])
+            elif args[0] == "model-cable":
+                ok, msg = model_cable(args[1], args[2] == "1")
             elif args[0] == "model-stats":
                 ok, msg = model_stats(args[1], int(args[2]), int(args[3]), polled=args[4:5] == ["polled"])
             else:
@@ -848,13 +851,14 @@ def start_models(server, names, cache, address=True):
             run(["ip", "addr", "add", f"{host}/24", "dev", tap])
         sock = os.path.join(cache, f"vfio-user-{name}.sock")
         stats = os.path.join(cache, f"model-{name}.stats")
-        for f in (sock, stats):
+        control = os.path.join(cache, f"model-{name}.control")
+        for f in (sock, stats, control):
             if os.path.exists(f):
                 os.unlink(f)
         MODEL_STATS[name] = stats
         logf = open(os.path.join(cache, f"model-{name}.log"), "w")
         procs.append(subprocess.Popen([server, "--model", model, "--socket", sock, "--tap", tap, "--mac", mac,
-                                       "--stats", stats], stdin=subprocess.DEVNULL, stdout=logf,
+                                       "--stats", stats, "--control", control], stdin=subprocess.DEVNULL, stdout=logf,
                                       stderr=subprocess.STDOUT, preexec_fn=set_pdeathsig))
         deadline = time.time() + 30
         while not os.path.exists(sock):

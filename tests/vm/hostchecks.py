@@ -1,5 +1,5 @@
 """Host-side checks of the VM harness (tests/vm/harness.py) that concern the vfio-user model servers and the
-routed IPv4 frames: the `model-stats`, `model-mark` and `model-fault` markers, and the frames of `inject-ip` /
+routed IPv4 frames: the `model-stats`, `model-mark`, `model-fault` and `model-cable` markers, and the frames of `inject-ip` /
 `expect-routed`. Kept apart so that the harness stays readable; the harness imports it."""
 
 import re
@@ -111,3 +111,26 @@ def model_fault(name, kind, lo, hi):
     msg = (f"model {name}: {'recorded' if hits else 'no'} {kind} fault in [{lo:#x}, {hi:#x})"
            + (f": {hits[0]}" if hits else f" (its faults: {faults[:5]})"))
     return bool(hits), msg
+
+
+def model_cable(name, plugged):
+    """Host action of `@@vmtest model-cable NAME 0|1`: pulls (0) or plugs in (1) the cable of the model behind NAME
+    through its server's control file (nicsim-vfio-user --control: the stats path with .control), then waits up to
+    10 s for its stats to show the link that way; the guest's driver sees the change as the card would."""
+    path = MODEL_STATS.get(name)
+    if path is None:
+        return False, f"model-cable {name}: no such model server"
+    with open(path[: -len(".stats")] + ".control", "w") as f:
+        f.write(f"cable {int(plugged)}\n")
+    want = "1" if plugged else "0"
+    deadline = time.time() + 10
+    while True:
+        try:
+            st, _ = read_model_stats(name)
+        except OSError:
+            st = {}
+        if st.get("link_up") == want or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    ok = st.get("link_up") == want
+    return ok, f"model {name}: cable {'in' if plugged else 'out'}, link_up={st.get('link_up')} (want {want})"

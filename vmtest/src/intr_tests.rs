@@ -22,18 +22,16 @@ const WAKE: Duration = Duration::from_secs(20);
 /// How long a descriptor is watched for a wake-up that must not come.
 const QUIET: Duration = Duration::from_millis(500);
 
-/// One model under test: its PCI IDs, its NIC name for the host peer, the PMD that must probe it, and whether
-/// that PMD has link-state interrupts (hinic3's refuses `intr_conf.lsc`).
+/// One model under test: its PCI IDs, its NIC name for the host peer, the PMD that must probe it.
 struct Model {
     id: (u16, u16),
     nic: &'static str,
     driver: &'static str,
-    lsc: bool,
 }
 
-const X540: Model = Model { id: (0x8086, 0x1528), nic: "x540", driver: "net_ixgbe", lsc: true };
-const X710: Model = Model { id: (0x8086, 0x1572), nic: "x710", driver: "net_i40e", lsc: true };
-const SP670: Model = Model { id: (0x19e5, 0x0222), nic: "sp670", driver: "net_hinic3", lsc: false };
+const X540: Model = Model { id: (0x8086, 0x1528), nic: "x540", driver: "net_ixgbe" };
+const X710: Model = Model { id: (0x8086, 0x1572), nic: "x710", driver: "net_i40e" };
+const SP670: Model = Model { id: (0x19e5, 0x0222), nic: "sp670", driver: "net_hinic3" };
 
 /// `x540-rx-intr`: ixgbe's RX interrupt on the X540 model (EIMS/EIAM, IVAR, the MSI-X vector of queue 0).
 pub fn x540() -> R {
@@ -48,6 +46,35 @@ pub fn x710() -> R {
 /// `sp670-rx-intr`: hinic3's RX interrupt on the SP670 model (its MSI-X table in BAR2).
 pub fn sp670() -> R {
     rx_intr(&SP670)
+}
+
+/// The host pulls the cable: the link-event descriptor wakes, `link()` reads the link down and the descriptor is
+/// quiet again; the cable back in wakes it and the link comes up.
+fn cable_out_and_in(dev: &mut dyn pktio::EthDev, lfd: RawFd, nic: &str) -> R {
+    host(&format!("model-cable {nic} 0"));
+    let t = Instant::now();
+    if !readable(lfd, WAKE)? {
+        return Err(format!("cable out: the link-event descriptor did not wake within {WAKE:?}"));
+    }
+    println!("cable out: link-event descriptor {lfd} woke after {:?}", t.elapsed());
+    let t = Instant::now();
+    while dev.link().up {
+        if t.elapsed() > WAKE {
+            return Err("cable out: link() still says up".into());
+        }
+        std::thread::yield_now();
+    }
+    if readable(lfd, QUIET)? {
+        return Err("the link-event descriptor stays readable after link() read the change".into());
+    }
+    host(&format!("model-cable {nic} 1"));
+    let t = Instant::now();
+    if !readable(lfd, WAKE)? {
+        return Err(format!("cable in: the link-event descriptor did not wake within {WAKE:?}"));
+    }
+    let up = wait_link(dev)?;
+    println!("cable in: woke after {:?}, link up after {up:?}", t.elapsed());
+    Ok(())
 }
 
 fn readable(fd: RawFd, within: Duration) -> R<bool> {
@@ -84,8 +111,9 @@ fn receive_one(rx: &mut dyn RxQueue, mac: MacAddr, tag: &str) -> R {
     Ok(())
 }
 
-/// The test for one model: EAL probe by `-a BDF`, configure with `intr_conf.rxq` (and `lsc` where the driver has
-/// it), start, link up. Armed with nothing sent, queue 0's descriptor stays quiet; a frame the host injects makes
+/// The test for one model: EAL probe by `-a BDF`, configure with `intr_conf.rxq` and `intr_conf.lsc`, start, link
+/// up. The link-event descriptor is quiet after `link()`; the host pulls the model's cable: it wakes, `link()` reads
+/// the link down and it is quiet again; the cable back in wakes it again and the link comes up. Armed with nothing sent, queue 0's descriptor stays quiet; a frame the host injects makes
 /// it readable (within a deadline) and rx_burst returns it byte for byte. Re-arming drains the signal; disarmed, a
 /// second injected frame arrives on rx_burst while the descriptor stays quiet. The pool is full after stop.
 fn rx_intr(model: &Model) -> R {
@@ -109,20 +137,20 @@ fn rx_intr(model: &Model) -> R {
     if driver != model.driver {
         return Err(format!("{bdf} was probed by {driver}, not {}", model.driver));
     }
-    let intr_conf = IntrConf { rxq: true, lsc: model.lsc };
+    let intr_conf = IntrConf { rxq: true, lsc: true };
     let cfg = PortConfig { rx_desc: 256, tx_desc: 256, intr_conf, ..Default::default() };
     dev.configure(&cfg).map_err(|e| format!("configure with {intr_conf:?}: {e}"))?;
     dev.start(&pool).map_err(|e| format!("start: {e}"))?;
     let up = wait_link(dev)?;
     println!("link up after {up:?}");
-    if model.lsc {
-        let lfd = dev.link_event_fd().map_err(|e| format!("link_event_fd with intr_conf.lsc: {e}"))?;
-        let _ = dev.link(); // acknowledges the bring-up's change
-        if readable(lfd, QUIET)? {
-            return Err("the link-event descriptor is readable with no change since the last link()".into());
-        }
-        println!("link-event descriptor {lfd}: quiet after link() (no host link flap over vfio-user to test more)");
+    let lfd = dev.link_event_fd().map_err(|e| format!("link_event_fd with intr_conf.lsc: {e}"))?;
+    let _ = dev.link(); // acknowledges the bring-up's change
+    if readable(lfd, QUIET)? {
+        return Err("the link-event descriptor is readable with no change since the last link()".into());
     }
+    let flap = cable_out_and_in(dev, lfd, model.nic);
+    host(&format!("model-cable {} 1", model.nic)); // in again whatever happened, for the tests after this one
+    flap?;
 
     let mut rx = dev.rx_queue(0).map_err(|e| format!("rx queue: {e}"))?;
     let fd = rx.wait_fd().ok_or("queue 0 has no wait_fd with intr_conf.rxq")?;

@@ -145,6 +145,7 @@ pub(super) fn open<R: RegisterSpace>(
         keep_alive: None,
         irq: None,
         vectors: Vec::new(),
+        lsc: None,
     };
     // From here a failure drops `dev`, whose close undoes what was done.
     dev.init_functions()?;

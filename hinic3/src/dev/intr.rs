@@ -1,8 +1,9 @@
 //! RX queue interrupts (docs/hw/hinic3.md §5.5), on a port configured with `intr_conf.rxq`: RQ k signals MSI-X
 //! vector k + 1 (vector 0 stays the AEQs'), named in its context; each vector gets DPDK's RX attributes through
 //! COMM 23 (pending 2, coalescing 2, resend 7). The vectors come from the port's [`IrqSource`]: VFIO's MSI-X on PCI,
-//! the model's eventfds in-process. Not done: link changes as an interrupt (they arrive on AEQ 0, which the port
-//! polls; `intr_conf.lsc` is refused).
+//! the model's eventfds in-process. With `intr_conf.lsc`, vector 0 is the link-event descriptor: AEQ 0 (where link
+//! events arrive, docs/hw/hinic3.md §6.5) is armed at every CI write (docs/hw/hinic3.md §5.2 bit 21, one element per
+//! arming), so an event signals vector 0; `link()` takes the events and arms again.
 
 use std::sync::Arc;
 
@@ -24,13 +25,14 @@ impl<R: RegisterSpace> Hinic3<R> {
     /// Where this port's interrupt vectors are delivered; from then on it offers `intr_conf.rxq`.
     pub fn set_irq_source(&mut self, source: Arc<dyn IrqSource>) {
         self.irq = Some(source);
-        self.state.intr_capa.rxq = true;
+        self.state.intr_capa = pktio::IntrConf { rxq: true, lsc: true };
     }
 
     /// At start, with the RX rings made and their contexts not yet written: vectors 0..=N, each ring its own.
     pub(super) fn intr_start(&mut self) -> Result<()> {
-        let Some(source) = self.irq.clone().filter(|_| self.state.config.intr_conf.rxq) else { return Ok(()) };
-        let n = self.rx.len() as u32;
+        let conf = self.state.config.intr_conf;
+        let Some(source) = self.irq.clone().filter(|_| conf.rxq || conf.lsc) else { return Ok(()) };
+        let n = if conf.rxq { self.rx.len() as u32 } else { 0 };
         let irqs = crate::regs::attr2::IRQS.get(self.regs.read(crate::regs::FUNC_ATTR2));
         let has = source.max_vectors().min(irqs);
         if n + 1 > has {
@@ -50,14 +52,54 @@ impl<R: RegisterSpace> Hinic3<R> {
                 ring.set_intr(Some(intr));
             }
         }
+        if conf.lsc {
+            let v0 = RqIntr { fd: vectors[0].clone(), regs: self.regs.clone(), vector: 0 };
+            v0.arm(self.state.name())?;
+            self.lsc = Some(v0);
+            self.arm_link_event(true);
+        }
         self.vectors = vectors;
         Ok(())
+    }
+
+    /// Arms AEQ 0 for the next link event (or stops arming it). An event already waiting would not signal, so
+    /// the descriptor is signalled here for it.
+    fn arm_link_event(&self, on: bool) {
+        let mut c = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
+        let waiting = c.as_mut().is_some_and(|c| c.mbox.arm_events(on));
+        if let (true, Some(v0)) = (on && waiting, &self.lsc) {
+            let _ = v0.fd.signal();
+        }
+    }
+
+    /// After `link()` took AEQ 0's events: drains the link-event descriptor, unmasks vector 0 (auto-masked when it
+    /// signalled) and arms AEQ 0 again; an event that came meanwhile signals or is signalled for.
+    pub(super) fn ack_link_event(&self) {
+        if let Some(v0) = &self.lsc {
+            let _ = v0.arm(self.state.name());
+            self.arm_link_event(true);
+        }
+    }
+
+    /// The link-event descriptor of a started port configured with `intr_conf.lsc`.
+    pub(super) fn lsc_raw_fd(&self) -> Result<std::os::fd::RawFd> {
+        match &self.lsc {
+            Some(v0) => Ok(v0.raw_fd()),
+            None if !self.state.config.intr_conf.lsc => {
+                Err(self.state.unsupported("link-state events on a port configured without intr_conf.lsc"))
+            }
+            None => Err(pktio::Error::NotStarted { port: self.state.name().to_string() }),
+        }
     }
 
     /// At stop: every RQ vector masked, the vectors disabled.
     pub(super) fn intr_stop(&mut self) {
         if self.vectors.is_empty() {
             return;
+        }
+        if let Some(v0) = self.lsc.take() {
+            self.arm_link_event(false);
+            v0.disarm();
         }
         for r in &self.rx {
             if let Some(ring) = lock(r).as_mut() {

@@ -208,6 +208,8 @@ pub struct Hinic3<R: RegisterSpace> {
     irq: Option<Arc<dyn drvkit::irq::IrqSource>>,
     /// The vectors enabled while started (vector i at i).
     vectors: drvkit::irq::IrqVectors,
+    /// Vector 0 as the link-event descriptor, while started with `intr_conf.lsc` (dev/intr.rs).
+    lsc: Option<crate::rxtx::RqIntr<R>>,
 }
 
 impl<R: RegisterSpace> Hinic3<R> {
@@ -452,7 +454,12 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
     fn link(&self) -> LinkStatus {
         self.watch_tx_hangs();
         self.poll_events();
+        self.ack_link_event();
         *self.link.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn link_event_fd(&self) -> Result<std::os::fd::RawFd> {
+        self.lsc_raw_fd()
     }
 
     fn set_mac_addr(&mut self, mac: MacAddr) -> Result<()> {

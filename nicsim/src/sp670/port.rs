@@ -402,6 +402,10 @@ impl ModelPort<Sp670State> {
     pub fn rq_context(&self, q: usize) -> Option<super::ctx::RqCtx> {
         self.shared.lock().rq_ctx[q]
     }
+    /// Messages signalled so far on each MSI-X vector, whether or not a sink was connected.
+    pub fn irq_counts(&self) -> Vec<u64> {
+        self.shared.lock().msix.vectors.iter().map(|v| v.sent).collect()
+    }
     /// Length in elements of AEQ `q` (0 while it is off, docs/hw/hinic3.md §5.2).
     pub fn aeq_len(&self, q: usize) -> u32 {
         self.shared.lock().aeqs.get(q).map_or(0, |a| a.len())

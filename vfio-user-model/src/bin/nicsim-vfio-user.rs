@@ -1,4 +1,5 @@
-//! `nicsim-vfio-user --model x540|82599|x710|sp670 --socket PATH [--tap NAME] [--mac 02:..] [--stats FILE] [--once]`: serves one
+//! `nicsim-vfio-user --model x540|82599|x710|sp670 --socket PATH [--tap NAME] [--mac 02:..] [--stats FILE]
+//! [--control FILE] [--once]`: serves one
 //! model port over vfio-user to QEMU (`-device vfio-user-pci,socket=PATH`), one client after another (the device
 //! reset in between), or only the first with `--once`.
 //!
@@ -6,7 +7,9 @@
 //! exists and is persistent). `--stats FILE` rewrites FILE every 100 ms with the model's counters, interrupt
 //! messages, fault count and each fault (`fault=...`) as `key=value` lines (the counters are the model's own, by
 //! name: `rx_delivered` and `tx_sent` for every model); every fault the model records is printed on stderr as it happens
-//! (`nicsim-vfio-user: FAULT ...`), so a driver's misuse names its register.
+//! (`nicsim-vfio-user: FAULT ...`), so a driver's misuse names its register. `--control FILE`: a file written there
+//! (checked every 100 ms, then removed) holds commands for the model's wire, one per line: `cable 0` pulls the
+//! cable, `cable 1` plugs it in (the guest sees a link change, and its link-state interrupt where it has one).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,6 +26,7 @@ struct Args {
     tap: Option<String>,
     mac: Option<[u8; 6]>,
     stats: Option<PathBuf>,
+    control: Option<PathBuf>,
     once: bool,
 }
 
@@ -32,7 +36,15 @@ fn parse_mac(s: &str) -> Option<[u8; 6]> {
 }
 
 fn parse() -> Result<Args, String> {
-    let mut a = Args { model: "x540".into(), socket: PathBuf::new(), tap: None, mac: None, stats: None, once: false };
+    let mut a = Args {
+        model: "x540".into(),
+        socket: PathBuf::new(),
+        tap: None,
+        mac: None,
+        stats: None,
+        control: None,
+        once: false,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{k} needs a value"));
@@ -45,6 +57,7 @@ fn parse() -> Result<Args, String> {
                 a.mac = Some(parse_mac(&v).ok_or_else(|| format!("--mac {v}: want six hex bytes with colons"))?);
             }
             "--stats" => a.stats = Some(val()?.into()),
+            "--control" => a.control = Some(val()?.into()),
             "--once" => a.once = true,
             _ => return Err(format!("unknown argument {k}")),
         }
@@ -73,9 +86,23 @@ fn report<S: Model>(port: &ModelPort<S>, sent: [u64; 3], faults: &[nicsim::Fault
     text
 }
 
-/// Serves `device` (one client after another, see the crate docs) while a reporter thread prints faults and
-/// rewrites the stats file.
+/// Runs the commands of a control file (see the crate docs) and removes it; a bad line is reported and skipped.
+fn control<S: Model>(port: &ModelPort<S>, path: &std::path::Path) {
+    let Ok(text) = std::fs::read_to_string(path) else { return };
+    let _ = std::fs::remove_file(path);
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        match line.split_whitespace().collect::<Vec<_>>()[..] {
+            ["cable", "0"] => port.set_cable(false),
+            ["cable", "1"] => port.set_cable(true),
+            _ => eprintln!("nicsim-vfio-user: control {}: unknown command {line:?} (cable 0|1)", path.display()),
+        }
+    }
+}
+
+/// Serves `device` (one client after another, see the crate docs) while a reporter thread prints faults, runs the
+/// control file's commands and rewrites the stats file.
 fn run<S: Model>(args: &Args, device: &mut ModelDevice<S>, stats: Option<PathBuf>) -> Result<(), Error> {
+    let control_file = args.control.clone();
     let routes = device.irqs();
     let port = device.model().clone();
     let stop = Arc::new(AtomicBool::new(false));
@@ -89,6 +116,9 @@ fn run<S: Model>(args: &Args, device: &mut ModelDevice<S>, stats: Option<PathBuf
                 eprintln!("nicsim-vfio-user: FAULT {f:?}");
             }
             seen = faults.len();
+            if let Some(path) = &control_file {
+                control(&p2, path);
+            }
             if let Some(path) = &stats {
                 let tmp = path.with_extension("tmp");
                 let text = report(&p2, routes.sent(), &faults);
@@ -142,7 +172,7 @@ fn serve_model<S: Model>(args: &Args, config: S::Config) -> ExitCode {
 }
 
 const USAGE: &str =
-    "usage: nicsim-vfio-user --model x540|82599|x710|sp670 --socket PATH [--tap NAME] [--mac MAC] [--stats FILE] [--once]";
+    "usage: nicsim-vfio-user --model x540|82599|x710|sp670 --socket PATH [--tap NAME] [--mac MAC] [--stats FILE] [--control FILE] [--once]";
 
 fn main() -> ExitCode {
     let args = match parse() {
