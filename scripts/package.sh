@@ -15,7 +15,7 @@
 # and libgcc-s1 when the unwinder is linked; any other library stops the build, naming it. Binaries are stripped.
 #
 # Usage: bash scripts/package.sh [--arch amd64|arm64|all] [--out DIR] [--profile PROFILE] [--lintian]
-#   --profile: cargo profile (default release; the tests use package-check, the same code with a quicker build)
+#   --profile: cargo profile (default release; the tests use dev for the host, package-check for the other arch)
 #   --lintian: run lintian on each package and print its tags (errors fail the build)
 # Prints the path of each package built.
 set -euo pipefail
@@ -58,6 +58,19 @@ triple_of() {
   esac
 }
 multiarch_of() { case "$1" in amd64) echo x86_64-linux-gnu ;; arm64) echo aarch64-linux-gnu ;; esac; }
+HOST_TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
+# The host's own architecture is built without --target, into the same directory as every other build of the
+# workspace (target/PROFILE_DIR): a build that is already there is reused. Others go to target/TRIPLE/PROFILE_DIR.
+target_args() { [ "$(triple_of "$1")" = "$HOST_TRIPLE" ] || echo "--target $(triple_of "$1")"; }
+out_dir() {
+  local sub=$PROFILE
+  [ "$PROFILE" = dev ] && sub=debug
+  if [ "$(triple_of "$1")" = "$HOST_TRIPLE" ]; then
+    echo "${CARGO_TARGET_DIR:-target}/$sub"
+  else
+    echo "${CARGO_TARGET_DIR:-target}/$(triple_of "$1")/$sub"
+  fi
+}
 strip_of() { case "$1" in amd64) echo strip ;; arm64) echo aarch64-linux-gnu-strip ;; esac; }
 
 # Runs a program of architecture $1 on this host (arm64 through qemu-user with the cross C library).
@@ -81,8 +94,10 @@ build() {
   local crates=()
   for c in "${BIN_CRATES[@]}"; do crates+=(-p "$c"); done
   say "building $arch ($triple, profile $PROFILE)"
-  "$CARGO" build --quiet --profile "$PROFILE" --target "$triple" "${crates[@]}" --bins
-  "$CARGO" build --quiet --profile "$PROFILE" --target "$triple" -p netstack-preload --lib
+  # shellcheck disable=SC2046 # target_args is empty or two words
+  "$CARGO" build --quiet --profile "$PROFILE" $(target_args "$arch") "${crates[@]}" --bins
+  # shellcheck disable=SC2046
+  "$CARGO" build --quiet --profile "$PROFILE" $(target_args "$arch") -p netstack-preload --lib
 }
 
 # Depends from the ELF files in $1 (a staging tree): the libraries they load mapped to the packages providing them.
@@ -150,9 +165,9 @@ help_of() {
 }
 
 stage() {
-  local arch=$1 root=$2 triple multiarch dir
-  triple=$(triple_of "$arch"); multiarch=$(multiarch_of "$arch")
-  dir="${CARGO_TARGET_DIR:-target}/$triple/$PROFILE"
+  local arch=$1 root=$2 multiarch dir
+  multiarch=$(multiarch_of "$arch")
+  dir=$(out_dir "$arch")
   rm -rf "$root"
   install -d "$root/DEBIAN" "$root/usr/bin" "$root/usr/lib/$multiarch/$PKG" "$root/usr/share/man/man1" \
     "$root/usr/share/doc/$PKG/examples" "$root/etc/$PKG" "$root/lib/systemd/system"

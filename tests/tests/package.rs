@@ -4,8 +4,10 @@
 //! then purged, leaving nothing behind. Under `PACKAGE_TESTS_REQUIRED=1` (set by scripts/test.sh) a missing tool is
 //! a failure.
 //!
-//! The packages are built with the `package-check` cargo profile (the release code, a quicker link); the packaging
-//! path is the one users run with `bash scripts/package.sh`.
+//! The host's package is built with the `dev` profile, which the test command has built already (package.sh builds
+//! the host's architecture into the workspace's own target directory); the other architecture's with
+//! `package-check` (dev without debug info: the quickest cross build). What is tested is the package, not the
+//! code's speed. The packaging path is the one users run with `bash scripts/package.sh`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -58,6 +60,16 @@ fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
+/// The cargo profile of `arch`'s package (see the module docs).
+fn profile_for(arch: &str) -> &'static str {
+    let host = if cfg!(target_arch = "x86_64") { "amd64" } else { "arm64" };
+    if arch == host {
+        "dev"
+    } else {
+        "package-check"
+    }
+}
+
 /// Builds the package for `arch` into `out` with lintian, returning the .deb's path and lintian's tags.
 fn build(arch: &str, out: &TempDir) -> (PathBuf, String) {
     let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
@@ -69,7 +81,7 @@ fn build(arch: &str, out: &TempDir) -> (PathBuf, String) {
         "--out",
         &out.path("debs"),
         "--profile",
-        "package-check",
+        profile_for(arch),
         "--lintian",
     ]));
     let deb = String::from_utf8_lossy(&result.stdout).lines().last().expect("package.sh printed the .deb").to_string();
