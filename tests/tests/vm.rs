@@ -331,10 +331,8 @@ fn vm_hinic3_rx_interrupt_wakes_through_vfio_msix_on_the_sp670_model() {
 
 /// A TX buffer our ixgbe driver never mapped: the X540 model (behind QEMU's vIOMMU, which only passes on what the
 /// guest mapped) records a DMA fault at its IOVA and nothing reaches the wire; a mapped frame gets through before
-/// and after a stop/start. Known failure, 2 of ~8 runs: the frame after the recovery stop/start (or the stray one)
-/// never reaches the wire (tests/vm/README.md, "What this boot found"); run it with `--ignored` until it is fixed.
+/// and after a stop/start.
 #[test]
-#[ignore = "known intermittent failure: the X540's frame after recovering from the DMA fault is lost (tests/vm/README.md)"]
 fn vm_x540_model_refuses_a_buffer_never_mapped() {
     check_in(models_run(), "x540-unmapped");
 }

@@ -351,8 +351,17 @@ impl<R: RegisterSpace, F: Family> TxQueue for TxRing<R, F> {
     }
 }
 
+/// How long a stopping TX queue waits for the NIC to fetch what it was given (docs/hw/ixgbe.md §6.3; DPDK's 10 ms,
+/// longer for an emulated NIC's slower fetch). A hung queue costs this once, at stop.
+const TX_DRAIN: std::time::Duration = std::time::Duration::from_millis(50);
+
 impl<R: RegisterSpace, F: Family> Drop for TxRing<R, F> {
     fn drop(&mut self) {
+        // Let the NIC fetch what it was given (TDH reaches TDT), so frames queued just before a stop still leave.
+        let deadline = std::time::Instant::now() + TX_DRAIN;
+        while self.regs.read(F::tdh(self.queue)) != self.regs.read(self.tdt) && std::time::Instant::now() < deadline {
+            std::hint::spin_loop();
+        }
         // Stop the device reading our buffers; the core then frees whatever it had not confirmed.
         disable_queue(
             &self.regs,
