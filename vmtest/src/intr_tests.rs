@@ -2,6 +2,10 @@
 //! vIOMMU: the driver's queue vector is a VFIO MSI-X eventfd of the guest's kernel (VFIO_DEVICE_SET_IRQS), which
 //! QEMU's vfio-user client signals when the model server writes the model's MSI-X message. So a wake-up here is
 //! the whole chain: the model's cause and mask logic, the server, QEMU's MSI-X table, the guest's vfio-pci.
+//!
+//! `virtio-rx-intr` runs the same sequence on QEMU's own virtio-net-pci (vnet0, frames from the host peer on its
+//! TAP): the vector is mapped through `queue_msix_vector`, the suppression is the available ring's (NO_INTERRUPT or
+//! `used_event`), and QEMU's virtio-pci sends the MSI-X message.
 
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -34,6 +38,8 @@ struct Model {
 const X540: Model = Model { id: (0x8086, 0x1528), nic: "x540", driver: "net_ixgbe", lsc: true };
 const X710: Model = Model { id: (0x8086, 0x1572), nic: "x710", driver: "net_i40e", lsc: true };
 const SP670: Model = Model { id: (0x19e5, 0x0222), nic: "sp670", driver: "net_hinic3", lsc: false };
+/// QEMU's virtio-net-pci vnet0 (the first virtio-net function); link changes are polled (no `intr_conf.lsc`).
+const VNET0: Model = Model { id: crate::probe::VIRTIO_NET, nic: "vnet0", driver: "net_virtio", lsc: false };
 
 /// `x540-rx-intr`: ixgbe's RX interrupt on the X540 model (EIMS/EIAM, IVAR, the MSI-X vector of queue 0).
 pub fn x540() -> R {
@@ -48,6 +54,11 @@ pub fn x710() -> R {
 /// `sp670-rx-intr`: hinic3's RX interrupt on the SP670 model (its MSI-X table in BAR2).
 pub fn sp670() -> R {
     rx_intr(&SP670)
+}
+
+/// `virtio-rx-intr`: our virtio PMD's RX interrupt on QEMU's virtio-net-pci (queue 0 on MSI-X vector 1).
+pub fn virtio() -> R {
+    rx_intr(&VNET0)
 }
 
 fn readable(fd: RawFd, within: Duration) -> R<bool> {
