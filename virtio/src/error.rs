@@ -65,6 +65,20 @@ pub enum Error {
         /// What the device read back.
         answer: u16,
     },
+    /// The device did not take the MSI-X vector written to `config_msix_vector`.
+    #[error(
+        "{dev}: config_msix_vector reads back {answer:#06x} after MSI-X vector {vector} was written (0xffff is \
+         NO_VECTOR: the device could not map it), so link changes cannot interrupt; configure the port without \
+         intr_conf.lsc and poll link()"
+    )]
+    ConfigVector {
+        /// Device name.
+        dev: String,
+        /// The vector written.
+        vector: u16,
+        /// What the device read back.
+        answer: u16,
+    },
     /// A control queue command failed.
     #[error("{dev}: control command class {class} cmd {cmd}: {what}")]
     Control {
@@ -107,6 +121,7 @@ impl Error {
             | Error::Device { dev, .. }
             | Error::Control { dev, .. }
             | Error::Vector { dev, .. }
+            | Error::ConfigVector { dev, .. }
             | Error::Config { dev, .. } => Some(dev),
             Error::Vfio(_) | Error::Dma(_) | Error::Memory(_) => None,
         }

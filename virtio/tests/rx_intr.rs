@@ -2,7 +2,7 @@
 //! eventfds as VFIO's MSI-X delivers them: RX queue 0 mapped to vector 1 (read back), TX and configuration changes
 //! unmapped; an armed queue wakes on a frame, a disarmed one does not, a frame that came just before arming still
 //! wakes (testkit::intr), with and without EVENT_IDX; a device that answers NO_VECTOR, or has too few vectors, is
-//! refused with the reason; a polled port takes no interrupt.
+//! refused with the reason; a polled port takes no interrupt. And link changes (`intr_conf.lsc`) on vector 0.
 
 mod model;
 
@@ -12,6 +12,7 @@ use hugepage::Allocator;
 use mempool::{Mempool, PacketBatch, PoolConfig};
 use model::{bits, ModelConfig, ModelIrqs, VirtioNetModel, NO_VECTOR};
 use pktio::{EthDev, IntrConf, PortConfig, RxQueue, TypedQueues};
+use testkit::driver::wait_for;
 use testkit::intr::{armed_disarmed_and_arrive_before_arm, readable, Wire, QUIET, WAKE};
 use virtio::{Transport, VirtioNet};
 
@@ -184,5 +185,64 @@ fn a_polled_port_has_no_vectors_and_takes_no_interrupt() {
     assert_eq!((0..3).map(|v| model.interrupts(v)).sum::<u64>(), 0);
     drop(rx);
     dev.stop().unwrap();
+    model.assert_clean();
+}
+
+#[test]
+fn a_link_change_wakes_the_link_descriptor_and_link_reads_it() {
+    let model = VirtioNetModel::new(ModelConfig::default());
+    let p = pool("vn-lsc");
+    let mut dev = open(&model);
+    assert!(dev.link_event_fd().is_err(), "no descriptor before start");
+    let conf = PortConfig { intr_conf: IntrConf { rxq: true, lsc: true }, ..rxq_conf() };
+    dev.configure(&conf).unwrap();
+    dev.start(&p).unwrap();
+    assert_eq!((model.config_vector(), model.queue_vector(0)), (0, 1), "config on vector 0, RX queue 0 on 1");
+    let fd = dev.link_event_fd().expect("a link descriptor with intr_conf.lsc");
+    assert!(dev.link().up);
+    assert!(!readable(fd, QUIET), "no link change yet");
+    model.set_link(false);
+    assert!(readable(fd, WAKE), "cable out wakes the link descriptor");
+    assert!(!dev.link().up, "link() reads the change");
+    assert!(!readable(fd, QUIET), "link() drained the descriptor");
+    model.set_link(true);
+    assert!(readable(fd, WAKE), "cable in wakes it");
+    wait_for(5, "link up", || dev.link().up);
+    assert_eq!(model.interrupts(0), 2);
+    assert_eq!(model.interrupts(1), 0, "no frame, no RX interrupt");
+    dev.stop().unwrap();
+    assert!(dev.link_event_fd().is_err(), "no descriptor after stop");
+
+    // LSC alone: one vector, RX queues unmapped; a device without STATUS offers no LSC.
+    dev.configure(&PortConfig { intr_conf: IntrConf { rxq: false, lsc: true }, ..rxq_conf() }).unwrap();
+    dev.start(&p).unwrap();
+    assert_eq!((model.config_vector(), model.queue_vector(0)), (0, NO_VECTOR));
+    let rx = dev.rx_queue_typed(0).unwrap();
+    assert_eq!(rx.wait_fd(), None);
+    drop(rx);
+    dev.stop().unwrap();
+    model.assert_clean();
+
+    let model =
+        VirtioNetModel::new(ModelConfig { features: bits::VERSION_1 | bits::ACCESS_PLATFORM, ..Default::default() });
+    let mut dev = open(&model);
+    let err = dev.configure(&conf).expect_err("no STATUS, no link events").to_string();
+    assert!(err.contains("intr_conf.lsc"), "{err}");
+}
+
+#[test]
+fn a_device_that_cannot_map_the_config_vector_is_refused_for_lsc() {
+    let model = VirtioNetModel::new(ModelConfig { refuse_vectors: true, ..Default::default() });
+    let p = pool("vn-lsc-novec");
+    let mut dev = open(&model);
+    dev.configure(&PortConfig { intr_conf: IntrConf { rxq: false, lsc: true }, ..rxq_conf() }).unwrap();
+    let err = dev.start(&p).expect_err("no config vector");
+    assert!(
+        matches!(err.driver_error::<virtio::Error>(), Some(virtio::Error::ConfigVector { answer: NO_VECTOR, .. })),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("config_msix_vector") && text.contains("without intr_conf.lsc"), "{text}");
+    assert!(p.is_full());
     model.assert_clean();
 }

@@ -210,6 +210,8 @@ struct State {
     /// Every value written to `device_status`, in order.
     status_writes: Vec<u8>,
     config_msix: u16,
+    /// `config_generation`: bumped at every device-configuration change.
+    generation: u8,
     queue_select: u16,
     queues: Vec<Queue>,
     /// TX frames the device consumed (headers stripped), in order.
@@ -256,6 +258,7 @@ impl VirtioNetModel {
                 status: 0,
                 status_writes: Vec::new(),
                 config_msix: NO_VECTOR,
+                generation: 0,
                 queue_select: 0,
                 queues,
                 sent: Vec::new(),
@@ -415,12 +418,34 @@ impl VirtioNetModel {
             }
             flags & ring::AVAIL_F_NO_INTERRUPT == 0
         };
-        if !wanted || queue.msix == NO_VECTOR {
+        if wanted {
+            Self::msi(s, queue.msix);
+        }
+    }
+
+    /// Sends MSI-X vector `v`'s message (nothing for NO_VECTOR).
+    fn msi(s: &mut State, v: u16) {
+        if v == NO_VECTOR {
             return;
         }
-        s.interrupts[queue.msix as usize] += 1;
+        s.interrupts[v as usize] += 1;
         if let Some(sink) = &s.sink.0 {
-            sink(queue.msix);
+            sink(v);
+        }
+    }
+
+    /// The cable: the link status in the device configuration changes, `config_generation` moves, and a live
+    /// device signals the configuration-change vector (docs/hw/virtio.md §4.1.5.1.2), which has no suppression.
+    pub fn set_link(&self, up: bool) {
+        let mut s = self.st();
+        if s.cfg.link_up == up {
+            return;
+        }
+        s.cfg.link_up = up;
+        s.generation = s.generation.wrapping_add(1);
+        if Self::live(&s) {
+            let v = s.config_msix;
+            Self::msi(&mut s, v);
         }
     }
 
@@ -674,7 +699,7 @@ impl VirtioNetModel {
             (common::CONFIG_MSIX_VECTOR, 2) => s.config_msix as u32,
             (common::NUM_QUEUES, 2) => s.queues.len() as u32,
             (common::DEVICE_STATUS, 1) => s.status as u32,
-            (common::CONFIG_GENERATION, 1) => 0,
+            (common::CONFIG_GENERATION, 1) => s.generation as u32,
             (common::QUEUE_SELECT, 2) => s.queue_select as u32,
             // A queue that does not exist reads as size 0.
             (common::QUEUE_SIZE, 2) => queue.size as u32,

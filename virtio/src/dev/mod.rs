@@ -1,10 +1,9 @@
 //! Bring-up and the control plane of a virtio-net device: capabilities, feature negotiation, virtqueues, the
 //! control queue, and [`EthDev`].
 //!
-//! Interrupts (`intr_conf.rxq`): MSI-X vectors from the port's [`IrqSource`] (VFIO's MSI-X eventfds on PCI, a
-//! model's in-process), laid out as DPDK's virtio PMD does: vector 0 for configuration changes (kept unmapped,
-//! NO_VECTOR: link changes are polled), vector 1 + q for RX queue q, written to its `queue_msix_vector` and read
-//! back (docs/hw/virtio.md §4.1.5.1.2); TX and control queues have none. Arming is per queue ([`crate::rxtx`]).
+//! Interrupts: [`intr`].
+
+mod intr;
 
 use pktio::driver::open_pci;
 use pktio::TypedQueues;
@@ -139,8 +138,7 @@ struct CtrlQueue {
 // only the port touches it.
 unsafe impl Send for CtrlQueue {}
 
-/// RX queue q's MSI-X vector is this plus q; vector 0 stays for configuration changes (DPDK's layout).
-pub const RX_VECTOR_BASE: u16 = 1;
+pub use intr::{CONFIG_VECTOR, RX_VECTOR_BASE};
 
 const CTRL_SIZE: u16 = 16;
 const CTRL_BUF: usize = 256;
@@ -162,8 +160,10 @@ pub struct VirtioNet<B: RegisterSpace> {
     ctrl_errors: u64,
     /// Where the interrupt vectors are delivered (VFIO's MSI-X, or a model's); `None`: the port only polls.
     irq: Option<Arc<dyn IrqSource>>,
-    /// The vectors enabled while started with `intr_conf.rxq`.
+    /// The vectors enabled while started with `intr_conf.rxq` or `lsc`.
     vectors: IrqVectors,
+    /// The configuration-change vector's eventfd, while started with `intr_conf.lsc`.
+    lsc_fd: Option<Arc<drvkit::vfio::EventFd>>,
     /// Keeps the device (VFIO fds, BAR mappings) alive as long as the port.
     _owner: Option<Box<dyn Any + Send + Sync>>,
 }
@@ -220,6 +220,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             ctrl_errors: 0,
             irq: None,
             vectors: IrqVectors::new(),
+            lsc_fd: None,
             _owner: owner,
         };
         dev.state.promiscuous = true;
@@ -394,29 +395,6 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
         }
     }
 
-    /// Where this port's interrupt vectors are delivered; from then on it offers `intr_conf.rxq`.
-    pub fn set_irq_source(&mut self, source: Arc<dyn IrqSource>) {
-        self.irq = Some(source);
-        self.state.intr_capa.rxq = true;
-    }
-
-    /// MSI-X vectors `intr_conf.rxq` needs for `rx_queues` queues, checked against what the source has.
-    fn check_vectors(&self, config: &PortConfig) -> pktio::Result<()> {
-        let Some(source) = self.irq.as_ref().filter(|_| config.intr_conf.rxq) else { return Ok(()) };
-        let need = u32::from(RX_VECTOR_BASE) + u32::from(config.rx_queues);
-        let has = source.max_vectors();
-        if need > has {
-            return Err(self.state.invalid(format!(
-                "RX interrupts on {} queues need {need} MSI-X vectors (vector 0 for configuration changes, one \
-                 per RX queue), the device has {has}; configure at most {} RX queues with intr_conf.rxq, or give \
-                 the device more vectors (QEMU: virtio-net-pci,vectors={need})",
-                config.rx_queues,
-                has.saturating_sub(u32::from(RX_VECTOR_BASE))
-            )));
-        }
-        Ok(())
-    }
-
     /// Sets up queue `index` in the device from `vq`, its interrupts on MSI-X `vector` (or [`NO_VECTOR`]); returns
     /// its notification offset in the notify window.
     fn setup_queue(&self, index: u16, vq: &SplitQueue, vector: u16) -> VResult<usize> {
@@ -503,10 +481,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             (std::ptr::NonNull::new(p).expect("mapped memory"), mem.iova_at(offsets[i]).expect("inside the region"))
         };
         let event_idx = self.has(feature::RING_EVENT_IDX);
-        if cfg.intr_conf.rxq {
-            let source = self.irq.clone().ok_or_else(|| self.dev_err("intr_conf.rxq without interrupt vectors"))?;
-            self.vectors = source.enable(u32::from(RX_VECTOR_BASE) + u32::from(cfg.rx_queues))?;
-        }
+        self.enable_vectors(&cfg)?;
         let mut next = 0;
         let mut rx_states = Vec::new();
         for q in 0..cfg.rx_queues {
@@ -565,8 +540,8 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
         } else {
             None
         };
+        self.map_config_vector(&cfg)?;
         let c = &self.t.common;
-        c.set_config_msix_vector(NO_VECTOR);
         c.set_status(status::ACKNOWLEDGE | status::DRIVER | status::FEATURES_OK | status::DRIVER_OK);
         let st = c.status();
         if st & status::DEVICE_NEEDS_RESET != 0 || st & status::DRIVER_OK == 0 {
@@ -657,6 +632,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             }
             self.vectors.clear();
         }
+        self.lsc_fd = None;
         for h in self.rx_homes.drain(..) {
             if let Some(mut s) = h.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 s.release();
@@ -763,7 +739,10 @@ impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
         BurstMode { rx, tx: "Scalar split" }
     }
 
+    /// Also acknowledges a link event on a port started with `intr_conf.lsc`: drains the configuration-change
+    /// eventfd before reading the status, so a change after this read signals it again.
     fn link(&self) -> LinkStatus {
+        self.ack_link_event();
         if !self.state.started || self.t.common.status() & status::DEVICE_NEEDS_RESET != 0 {
             return LinkStatus::default();
         }
@@ -779,6 +758,10 @@ impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
             }
         }
         LinkStatus { up: true, speed_mbps: speed, full_duplex: true, autoneg: false }
+    }
+
+    fn link_event_fd(&self) -> pktio::Result<std::os::fd::RawFd> {
+        self.lsc_raw_fd()
     }
 
     fn set_mac_addr(&mut self, mac: MacAddr) -> pktio::Result<()> {
