@@ -213,7 +213,8 @@ fn vm_virtio_two_queue_pairs() {
 }
 
 /// RX interrupts of our virtio PMD on QEMU's virtio-net-pci through the guest's VFIO MSI-X: `intr_conf.rxq`
-/// (queue 0 on vector 1 through `queue_msix_vector`, read back), armed it stays quiet with nothing sent and wakes
+/// and `lsc` (queue 0 on vector 1 through `queue_msix_vector`, configuration changes on vector 0, both read back;
+/// the link descriptor quiet after `link()`), armed it stays quiet with nothing sent and wakes
 /// on a frame the host injects (the frame byte for byte on rx_burst); disarmed, the next frame is on rx_burst and
 /// no wake-up; pool full.
 #[test]

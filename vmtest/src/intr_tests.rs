@@ -45,9 +45,9 @@ const X710: Model =
     Model { id: (0x8086, 0x1572), nic: "x710", driver: "net_i40e", lsc: true, first_used_interrupts: false };
 const SP670: Model =
     Model { id: (0x19e5, 0x0222), nic: "sp670", driver: "net_hinic3", lsc: false, first_used_interrupts: false };
-/// QEMU's virtio-net-pci vnet0 (the first virtio-net function); link changes are polled (no `intr_conf.lsc`).
+/// QEMU's virtio-net-pci vnet0 (the first virtio-net function); `intr_conf.lsc` on the configuration vector.
 const VNET0: Model =
-    Model { id: crate::probe::VIRTIO_NET, nic: "vnet0", driver: "net_virtio", lsc: false, first_used_interrupts: true };
+    Model { id: crate::probe::VIRTIO_NET, nic: "vnet0", driver: "net_virtio", lsc: true, first_used_interrupts: true };
 
 /// `x540-rx-intr`: ixgbe's RX interrupt on the X540 model (EIMS/EIAM, IVAR, the MSI-X vector of queue 0).
 pub fn x540() -> R {
@@ -140,7 +140,7 @@ fn rx_intr(model: &Model) -> R {
         if readable(lfd, QUIET)? {
             return Err("the link-event descriptor is readable with no change since the last link()".into());
         }
-        println!("link-event descriptor {lfd}: quiet after link() (no host link flap over vfio-user to test more)");
+        println!("link-event descriptor {lfd}: quiet after link() (the host has no marker to flap the link)");
     }
 
     let mut rx = dev.rx_queue(0).map_err(|e| format!("rx queue: {e}"))?;
