@@ -4,6 +4,7 @@
 //! Interrupts: [`intr`].
 
 mod intr;
+pub use intr::{CONFIG_VECTOR, RX_VECTOR_BASE};
 
 use pktio::driver::open_pci;
 use pktio::TypedQueues;
@@ -68,7 +69,7 @@ pub struct Transport<B> {
     pub notify_mult: u32,
     /// Device-specific configuration.
     pub device: Window<B>,
-    /// ISR status (unused while polling; read to acknowledge).
+    /// ISR status (unused: interrupts are MSI-X messages, which leave it alone; read to acknowledge).
     pub isr: Option<Window<B>>,
 }
 
@@ -137,8 +138,6 @@ struct CtrlQueue {
 // SAFETY: the control queue's memory is part of the ring memory `Running::_ring_map` owns (and keeps mapped);
 // only the port touches it.
 unsafe impl Send for CtrlQueue {}
-
-pub use intr::{CONFIG_VECTOR, RX_VECTOR_BASE};
 
 const CTRL_SIZE: u16 = 16;
 const CTRL_BUF: usize = 256;
