@@ -49,6 +49,36 @@ pub enum Error {
         /// What happened.
         what: String,
     },
+    /// The device did not take the MSI-X vector written to a queue's `queue_msix_vector`.
+    #[error(
+        "{dev}: virtqueue {queue}: queue_msix_vector reads back {answer:#06x} after MSI-X vector {vector} was \
+         written (0xffff is NO_VECTOR: the device could not map it), so the queue cannot interrupt; configure the \
+         port without intr_conf.rxq and poll, or give the device more MSI-X vectors (QEMU: virtio-net-pci,vectors=N)"
+    )]
+    Vector {
+        /// Device name.
+        dev: String,
+        /// The virtqueue.
+        queue: u16,
+        /// The vector written.
+        vector: u16,
+        /// What the device read back.
+        answer: u16,
+    },
+    /// The device did not take the MSI-X vector written to `config_msix_vector`.
+    #[error(
+        "{dev}: config_msix_vector reads back {answer:#06x} after MSI-X vector {vector} was written (0xffff is \
+         NO_VECTOR: the device could not map it), so link changes cannot interrupt; configure the port without \
+         intr_conf.lsc and poll link()"
+    )]
+    ConfigVector {
+        /// Device name.
+        dev: String,
+        /// The vector written.
+        vector: u16,
+        /// What the device read back.
+        answer: u16,
+    },
     /// A control queue command failed.
     #[error("{dev}: control command class {class} cmd {cmd}: {what}")]
     Control {
@@ -90,6 +120,8 @@ impl Error {
             | Error::Timeout { dev, .. }
             | Error::Device { dev, .. }
             | Error::Control { dev, .. }
+            | Error::Vector { dev, .. }
+            | Error::ConfigVector { dev, .. }
             | Error::Config { dev, .. } => Some(dev),
             Error::Vfio(_) | Error::Dma(_) | Error::Memory(_) => None,
         }

@@ -6,8 +6,14 @@
 //! - [`virtqueue`]: the driver side of a split virtqueue (and a device side for tests and models).
 //! - [`PCI_DRIVERS`]: `net_virtio`, for an application's [`pktio::driver::Registry`].
 //!
-//! Not supported: legacy (0.9.5) and transitional I/O-port devices, packed virtqueues, interrupts (the driver
-//! polls), TSO/GSO, RSS (VIRTIO_NET_F_RSS), VLAN filtering.
+//! Interrupts, vectors from VFIO (`open_vfio`) or [`VirtioNet::set_irq_source`]: RX queue interrupts
+//! (`intr_conf.rxq`, DPDK's RX-interrupt API), RX queue q on MSI-X vector 1 + q through `queue_msix_vector`, armed
+//! and disarmed through the available ring's suppression ([`rxtx`]); link changes (`intr_conf.lsc`, with
+//! VIRTIO_NET_F_STATUS) on vector 0 through `config_msix_vector`. Each mapping is read back: a device answering
+//! NO_VECTOR is refused.
+//!
+//! Not supported: legacy (0.9.5) and transitional I/O-port devices, packed virtqueues, TX and control queue
+//! interrupts, INTx, TSO/GSO, RSS (VIRTIO_NET_F_RSS), VLAN filtering.
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 

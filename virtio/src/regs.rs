@@ -104,7 +104,8 @@ pub mod cfg_type {
     pub const PCI: u8 = 5;
 }
 
-/// `queue_msix_vector` / `config_msix_vector` value for "no interrupt".
+/// `queue_msix_vector` / `config_msix_vector` value for "no interrupt", and what the device reads back when it could
+/// not map a vector (docs/hw/virtio.md §4.1.5.1.2).
 pub const NO_VECTOR: u16 = 0xffff;
 
 /// Offsets in `struct virtio_pci_common_cfg` (docs/hw/virtio.md §4.1.4.3), each accessed at its natural width.
@@ -301,9 +302,19 @@ impl<B: RegisterSpace> CommonCfg<B> {
         self.0.write16(common::QUEUE_MSIX_VECTOR, v)
     }
 
+    /// The MSI-X vector the device mapped to the selected queue ([`NO_VECTOR`]: none, or the mapping failed).
+    pub fn queue_msix_vector(&self) -> u16 {
+        self.0.read16(common::QUEUE_MSIX_VECTOR)
+    }
+
     /// Sets the MSI-X vector of configuration changes.
     pub fn set_config_msix_vector(&self, v: u16) {
         self.0.write16(common::CONFIG_MSIX_VECTOR, v)
+    }
+
+    /// The MSI-X vector the device mapped to configuration changes ([`NO_VECTOR`]: none).
+    pub fn config_msix_vector(&self) -> u16 {
+        self.0.read16(common::CONFIG_MSIX_VECTOR)
     }
 
     /// Notification offset of the selected queue.

@@ -8,13 +8,23 @@
 //! TX: the header is pushed into the first segment's headroom (or, without headroom, taken from a per-descriptor
 //! header slot in DMA memory), each segment gets a descriptor, chained; completions are reclaimed lazily when the
 //! ring runs short.
+//!
+//! RX interrupts (on a port configured with `intr_conf.rxq`): each RX queue has its MSI-X vector's eventfd
+//! ([`RxIntr`]). Disarmed, the default, the queue's interrupts are suppressed in its available ring, so a polled
+//! queue never takes one; [`RxQueue::intr_enable`] drains the eventfd, lifts the suppression and, after a full
+//! barrier, signals the eventfd itself when a used entry is already there (the device wrote it while suppressed and
+//! will not interrupt for it): no lost wake-up. [`RxQueue::intr_disable`] suppresses again. Without EVENT_IDX an
+//! armed queue interrupts for every used entry until disarmed; with it, for the next one after each burst.
 
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex};
+
+use drvkit::vfio::EventFd;
 
 use hugepage::DmaMemory;
 use mempool::{ol_flags, Mbuf, Mempool, PacketBatch};
 use pktio::stats::{RxQueueStats, TxQueueStats};
-use pktio::{RxQueue, TxQueue};
+use pktio::{Error, RxQueue, TxQueue};
 
 use crate::desc::{NetHdr, VirtqDesc};
 use crate::regs::{RegisterSpace, Window};
@@ -39,6 +49,15 @@ impl<B: RegisterSpace> Notifier<B> {
     }
 }
 
+/// An RX queue's interrupt: the eventfd its MSI-X vector signals.
+#[derive(Debug)]
+pub struct RxIntr {
+    /// What the vector writes (VFIO's eventfd, or a model's).
+    pub fd: Arc<EventFd>,
+    /// The MSI-X vector, as written to the queue's `queue_msix_vector`.
+    pub vector: u16,
+}
+
 /// Everything an RX queue owns. Lives in the port while no handle is out.
 #[derive(Debug)]
 pub struct RxState<B> {
@@ -55,10 +74,32 @@ pub struct RxState<B> {
     pub(crate) refill_threshold: usize,
     /// Frame being assembled from several buffers (MRG_RXBUF): head, buffers still to come.
     pub(crate) partial: Option<(Mbuf, u16)>,
+    /// The queue's interrupt, on a port configured with `intr_conf.rxq`.
+    pub(crate) intr: Option<RxIntr>,
     pub(crate) _mem: Arc<DmaMemory>,
 }
 
 impl<B: RegisterSpace> RxState<B> {
+    /// Arms the interrupt: drains the eventfd, asks for an interrupt at the next used entry, and signals the
+    /// eventfd itself if an entry is already there.
+    fn intr_enable(&mut self) -> pktio::Result<()> {
+        let Some(intr) = &self.intr else { return Err(no_intr()) };
+        intr.fd.read().map_err(|e| Error::os("net_virtio: draining an RX interrupt's eventfd", e))?;
+        if self.vq.intr_enable() {
+            intr.fd.signal().map_err(|e| Error::os("net_virtio: signalling an RX interrupt's eventfd", e))?;
+        }
+        Ok(())
+    }
+
+    /// Disarms the interrupt: suppressed again in the available ring.
+    fn intr_disable(&mut self) -> pktio::Result<()> {
+        if self.intr.is_none() {
+            return Err(no_intr());
+        }
+        self.vq.intr_disable();
+        Ok(())
+    }
+
     /// Posts fresh buffers for every free descriptor (in bulks from the pool); returns how many.
     pub(crate) fn refill(&mut self) -> usize {
         let mut posted = 0;
@@ -92,6 +133,7 @@ impl<B: RegisterSpace> RxState<B> {
     #[inline]
     fn receive(&mut self, batch: &mut PacketBatch) -> usize {
         let start = batch.len();
+        let first_used = self.vq.last_used();
         let mut pending = self.vq.used_pending() as usize;
         let mut bytes = 0u64;
         let mut errors = 0u64;
@@ -140,6 +182,10 @@ impl<B: RegisterSpace> RxState<B> {
             }
             bytes += len as u64 - NetHdr::LEN as u64;
             let _ = batch.push(m);
+        }
+        if self.intr.is_some() && self.vq.last_used() != first_used {
+            // Keep `used_event` in step with what was taken (EVENT_IDX; nothing otherwise).
+            self.vq.sync_used_event();
         }
         if self.vq.num_free() >= self.refill_threshold {
             self.refill();
@@ -297,6 +343,35 @@ impl<B: RegisterSpace> RxQueue for VirtioRxQueue<B> {
             Some(s) => s.receive(batch),
             None => 0,
         }
+    }
+
+    /// The queue's MSI-X eventfd, on a port configured with `intr_conf.rxq`.
+    fn wait_fd(&self) -> Option<RawFd> {
+        self.state.as_ref()?.intr.as_ref().map(|i| i.fd.as_raw_fd())
+    }
+
+    fn intr_enable(&mut self) -> pktio::Result<()> {
+        self.state.as_mut().ok_or_else(no_intr)?.intr_enable()
+    }
+
+    fn intr_disable(&mut self) -> pktio::Result<()> {
+        self.state.as_mut().ok_or_else(no_intr)?.intr_disable()
+    }
+}
+
+impl<B: RegisterSpace> VirtioRxQueue<B> {
+    /// The queue's MSI-X vector, when it has an interrupt.
+    pub fn intr_vector(&self) -> Option<u16> {
+        self.state.as_ref()?.intr.as_ref().map(|i| i.vector)
+    }
+}
+
+/// What a queue without an interrupt says when asked to arm or disarm one.
+fn no_intr() -> Error {
+    Error::NotSupported {
+        port: "(a virtio-net RX queue)".to_string(),
+        driver: crate::DRIVER_NAME,
+        what: "RX queue interrupts on a port not configured with intr_conf.rxq",
     }
 }
 

@@ -5,6 +5,10 @@
 //! never through Rust references. Ordering: descriptors and ring entries are written before the available index
 //! is published ([`dma_wmb`]); the used index is read before the used elements it covers ([`dma_rmb`]); the
 //! published index is ordered before reading the device's notification suppression fields ([`mb`]).
+//!
+//! Interrupt suppression (docs/hw/virtio.md §2.7.7): a queue starts, and stays while polled, with its interrupts
+//! suppressed; [`SplitQueue::intr_enable`] asks for one at the next used entry and reports an entry that is already
+//! there (the device wrote it while suppressed, so no interrupt comes for it).
 
 use std::ptr::NonNull;
 
@@ -63,6 +67,8 @@ pub struct SplitQueue {
     /// Next used slot to read (free-running).
     last_used: u16,
     event_idx: bool,
+    /// The driver asked for an interrupt at the next used entry ([`SplitQueue::intr_enable`]).
+    intr_armed: bool,
 }
 
 // SAFETY: the queue is the only driver-side user of its ring memory; it moves between threads as a whole.
@@ -83,7 +89,7 @@ impl SplitQueue {
         // SAFETY: offsets inside the region (Layout), alignment from the 64-byte aligned base.
         let (desc, avail, used) =
             unsafe { (base.add(layout.desc).cast(), base.add(layout.avail), base.add(layout.used)) };
-        let q = SplitQueue {
+        let mut q = SplitQueue {
             size,
             desc,
             avail,
@@ -95,8 +101,9 @@ impl SplitQueue {
             kicked_idx: 0,
             last_used: 0,
             event_idx,
+            intr_armed: true,
         };
-        q.write_avail_u16(avail::FLAGS, avail::F_NO_INTERRUPT);
+        q.intr_disable();
         q
     }
 
@@ -226,9 +233,53 @@ impl SplitQueue {
         }
     }
 
-    /// With EVENT_IDX: asks the device to interrupt only after used index `idx` (polling drivers push it ahead).
+    /// With EVENT_IDX: asks the device to interrupt when it writes the used entry at index `idx`.
+    #[inline(always)]
     pub fn set_used_event(&mut self, idx: u16) {
         self.write_avail_u16(avail::RING + 2 * self.size as usize, idx);
+    }
+
+    /// Asks the device not to interrupt for this queue (docs/hw/virtio.md §2.7.7). Without EVENT_IDX: the available
+    /// ring's NO_INTERRUPT flag. With it the flags must stay 0, so `used_event` goes one behind the next used entry:
+    /// the device would reach it only after 65535 more entries, more than a ring holds while the driver keeps
+    /// taking them ([`SplitQueue::sync_used_event`] keeps it behind).
+    pub fn intr_disable(&mut self) {
+        self.intr_armed = false;
+        if self.event_idx {
+            self.write_avail_u16(avail::FLAGS, 0);
+            self.set_used_event(self.last_used.wrapping_sub(1));
+        } else {
+            self.write_avail_u16(avail::FLAGS, avail::F_NO_INTERRUPT);
+        }
+    }
+
+    /// Asks the device to interrupt when it writes the next used entry (flags 0, or `used_event` = that entry's
+    /// index); then, after a full barrier (the request is visible before the used index is read), whether an entry
+    /// is already there: one the device wrote while interrupts were suppressed, which no interrupt will announce.
+    pub fn intr_enable(&mut self) -> bool {
+        self.intr_armed = true;
+        if self.event_idx {
+            self.set_used_event(self.last_used);
+        } else {
+            self.write_avail_u16(avail::FLAGS, 0);
+        }
+        mb();
+        self.used_pending() > 0
+    }
+
+    /// Whether [`SplitQueue::intr_enable`] was the last word.
+    pub fn intr_armed(&self) -> bool {
+        self.intr_armed
+    }
+
+    /// With EVENT_IDX, after taking used entries: moves `used_event` with them, to the next entry when armed (so
+    /// the next frame interrupts too), one behind it when suppressed. Nothing to do without EVENT_IDX.
+    #[inline(always)]
+    pub fn sync_used_event(&mut self) {
+        if self.event_idx {
+            let e = if self.intr_armed { self.last_used } else { self.last_used.wrapping_sub(1) };
+            self.set_used_event(e);
+        }
     }
 
     /// Used elements the device has returned and the driver not yet taken.
@@ -323,6 +374,28 @@ pub mod device {
         /// The driver's available-ring flags.
         pub fn avail_flags(&self) -> u16 {
             self.rd16(self.layout.avail + avail::FLAGS)
+        }
+
+        /// The driver's `used_event` (meaningful with EVENT_IDX).
+        pub fn used_event(&self) -> u16 {
+            self.rd16(self.layout.avail + avail::RING + 2 * self.size as usize)
+        }
+
+        /// The next used index the device will write.
+        pub fn used_idx(&self) -> u16 {
+            self.used_idx
+        }
+
+        /// After the used index moved from `old` to [`DeviceQueue::used_idx`]: whether the driver's suppression
+        /// allows an interrupt (docs/hw/virtio.md §2.7.7): with EVENT_IDX, if the move wrote the entry at
+        /// `used_event`; without, unless NO_INTERRUPT is set. The index store is ordered before the read.
+        pub fn needs_interrupt(&self, event_idx: bool, old: u16) -> bool {
+            mb();
+            if event_idx {
+                need_event(self.used_event(), self.used_idx, old)
+            } else {
+                self.avail_flags() & avail::F_NO_INTERRUPT == 0
+            }
         }
 
         /// Takes the next available chain: its head and descriptors (following `F_NEXT`); `Err` for a chain that
@@ -545,6 +618,56 @@ mod tests {
             q.push_avail(id);
             q.publish();
             assert_eq!(q.needs_notify(), expect);
+        }
+    }
+
+    /// Posts one buffer, has the device return it, and tells whether the device may interrupt for it; the driver
+    /// takes it (keeping `used_event` in step) when `take`.
+    fn round(q: &mut SplitQueue, d: &mut DeviceQueue, event_idx: bool, take: bool) -> bool {
+        let id = q.alloc().unwrap();
+        q.set_desc(id, 0x1000, 64, VirtqDesc::F_WRITE, 0);
+        q.push_avail(id);
+        q.publish();
+        let (head, _) = d.pop_avail().unwrap().unwrap();
+        let old = d.used_idx();
+        d.push_used(head, 64);
+        let irq = d.needs_interrupt(event_idx, old);
+        if take {
+            let u = q.pop_used().unwrap();
+            q.free(u.id as u16);
+            q.sync_used_event();
+        }
+        irq
+    }
+
+    #[test]
+    fn interrupts_are_suppressed_until_armed_with_flags_and_with_event_idx() {
+        for event_idx in [false, true] {
+            let mut mem = Mem::new(8);
+            let (mut q, mut d) = pair(&mut mem, 8, event_idx);
+            if event_idx {
+                assert_eq!(
+                    d.avail_flags(),
+                    0,
+                    "with EVENT_IDX the driver keeps the flags 0 (docs/hw/virtio.md §2.7.7)"
+                );
+            }
+            assert!(!q.intr_armed());
+            // Polled: no entry may interrupt, across many ring wraps and past the 16-bit index wrap.
+            for i in 0..70_000u32 {
+                assert!(
+                    !round(&mut q, &mut d, event_idx, true),
+                    "event_idx {event_idx}: entry {i} interrupts while suppressed"
+                );
+            }
+            // Armed: the next entry interrupts; taken while armed, the following one does too.
+            assert!(!q.intr_enable(), "nothing pending");
+            assert!(round(&mut q, &mut d, event_idx, true), "event_idx {event_idx}: armed, no interrupt");
+            assert!(round(&mut q, &mut d, event_idx, false), "event_idx {event_idx}: still armed after a take");
+            // Disarmed with an entry untaken: quiet; the entry is reported at the next arm.
+            q.intr_disable();
+            assert!(!round(&mut q, &mut d, event_idx, false), "event_idx {event_idx}: disarmed but interrupts");
+            assert!(q.intr_enable(), "event_idx {event_idx}: arming must report the entries already there");
         }
     }
 

@@ -30,6 +30,11 @@ const TESTS: &[(&str, &str, TestFn)] = &[
         virtio_tests::unmapped,
     ),
     (
+        "virtio-rx-intr",
+        "virtio-net vnet0: queue 0's RX interrupt through VFIO MSI-X wakes when armed, not when disarmed",
+        intr_tests::virtio,
+    ),
+    (
         "igb-exchange",
         "igb (net_igb via the EAL PCI probe): link, MAC, frames both ways checked byte for byte, counters",
         igb_tests::exchange,

@@ -15,11 +15,22 @@
 //! recorded in [`VirtioNetModel::errors`] (the spec requires natural-width accesses, 64-bit fields as two 32-bit
 //! halves allowed). Processing is synchronous: it runs inside the driver's notify write or the test's `inject`, so
 //! tests need no threads and no waiting.
+//!
+//! Interrupts: MSI-X vectors are mapped through `queue_msix_vector` / `config_msix_vector` (any vector below
+//! [`ModelConfig::msix_vectors`], unless [`ModelConfig::refuse_vectors`]; a failed mapping reads back NO_VECTOR,
+//! docs/hw/virtio.md §4.1.5.1.2). After writing a used entry the model interrupts the queue's vector only when the
+//! driver's suppression allows (docs/hw/virtio.md §2.7.7): with EVENT_IDX when the entry's index equals
+//! `used_event`, without it when the available ring's NO_INTERRUPT flag is clear. [`ModelIrqs`] delivers the
+//! vectors to eventfds, as VFIO's MSI-X does.
 
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
+use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use drvkit::irq::{IrqSource, IrqVectors};
+use drvkit::vfio::{EventFd, VfioError};
 
 use nicsim::{FaultLog, IovaMap};
 use virtio::regs::{RegisterSpace, VirtioCap};
@@ -31,6 +42,7 @@ pub mod bits {
     pub const NET_MRG_RXBUF: u64 = 1 << 15;
     pub const NET_STATUS: u64 = 1 << 16;
     pub const NET_CTRL_VQ: u64 = 1 << 17;
+    pub const RING_EVENT_IDX: u64 = 1 << 29;
     pub const VERSION_1: u64 = 1 << 32;
     pub const ACCESS_PLATFORM: u64 = 1 << 33;
 }
@@ -59,6 +71,9 @@ pub mod bar {
     /// `notify_off_multiplier`: queue q is notified at `NOTIFY + q * NOTIFY_MULT` (its `queue_notify_off` is q).
     pub const NOTIFY_MULT: u32 = 4;
 }
+
+/// `queue_msix_vector` / `config_msix_vector`: no vector (docs/hw/virtio.md §4.1.4.3).
+pub const NO_VECTOR: u16 = 0xffff;
 
 /// `struct virtio_pci_common_cfg` (docs/hw/virtio.md §4.1.4.3): offset and width of each field.
 mod common {
@@ -97,6 +112,8 @@ mod ring {
     pub const DESC_F_WRITE: u16 = 2;
     pub const DESC_F_INDIRECT: u16 = 4;
     /// `struct virtq_avail { le16 flags; le16 idx; le16 ring[size]; le16 used_event; }`.
+    pub const AVAIL_FLAGS: u64 = 0;
+    pub const AVAIL_F_NO_INTERRUPT: u16 = 1;
     pub const AVAIL_IDX: u64 = 2;
     pub const AVAIL_RING: u64 = 4;
     /// `struct virtq_used { le16 flags; le16 idx; struct { le32 id; le32 len; } ring[size]; le16 avail_event; }`.
@@ -119,6 +136,10 @@ pub struct ModelConfig {
     pub queue_size: u16,
     /// Refuse FEATURES_OK whatever the driver accepts.
     pub refuse_features: bool,
+    /// MSI-X table size (QEMU's virtio-net-pci without MQ has 3).
+    pub msix_vectors: u16,
+    /// Fail every vector mapping (read back NO_VECTOR), as a device out of interrupt resources.
+    pub refuse_vectors: bool,
 }
 
 impl Default for ModelConfig {
@@ -129,12 +150,14 @@ impl Default for ModelConfig {
             link_up: true,
             queue_size: 64,
             refuse_features: false,
+            msix_vectors: 3,
+            refuse_vectors: false,
         }
     }
 }
 
 /// The device side of one virtqueue.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Queue {
     size: u16,
     msix: u16,
@@ -149,6 +172,34 @@ struct Queue {
     notifies: u64,
 }
 
+impl Queue {
+    /// A queue as after reset: unmapped from any vector (docs/hw/virtio.md §4.1.5.1.2).
+    fn fresh(size: u16) -> Queue {
+        Queue {
+            size,
+            msix: NO_VECTOR,
+            enabled: false,
+            desc: 0,
+            driver: 0,
+            device: 0,
+            last_avail: 0,
+            used_idx: 0,
+            notifies: 0,
+        }
+    }
+}
+
+/// Where the model's MSI-X messages go (set by [`ModelIrqs::enable`]).
+type IrqSink = Arc<dyn Fn(u16) + Send + Sync>;
+
+struct Sink(Option<IrqSink>);
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Sink(connected)" } else { "Sink(none)" })
+    }
+}
+
 #[derive(Debug)]
 struct State {
     cfg: ModelConfig,
@@ -159,6 +210,8 @@ struct State {
     /// Every value written to `device_status`, in order.
     status_writes: Vec<u8>,
     config_msix: u16,
+    /// `config_generation`: bumped at every device-configuration change.
+    generation: u8,
     queue_select: u16,
     queues: Vec<Queue>,
     /// TX frames the device consumed (headers stripped), in order.
@@ -168,6 +221,9 @@ struct State {
     rx_delivered: u64,
     /// Frames dropped because the RX chain was too small.
     rx_too_big: u64,
+    /// MSI-X messages sent, per vector.
+    interrupts: Vec<u64>,
+    sink: Sink,
     errors: Vec<String>,
 }
 
@@ -191,7 +247,8 @@ impl VirtioNetModel {
     /// A model with one queue pair (RX queue 0, TX queue 1).
     pub fn new(cfg: ModelConfig) -> Arc<VirtioNetModel> {
         let faults = Arc::new(FaultLog::new(false));
-        let queues = vec![Queue { size: cfg.queue_size, ..Default::default() }; 2];
+        let queues = vec![Queue::fresh(cfg.queue_size); 2];
+        let interrupts = vec![0; cfg.msix_vectors as usize];
         Arc::new(VirtioNetModel {
             state: Mutex::new(State {
                 cfg,
@@ -200,13 +257,16 @@ impl VirtioNetModel {
                 driver_features: 0,
                 status: 0,
                 status_writes: Vec::new(),
-                config_msix: 0,
+                config_msix: NO_VECTOR,
+                generation: 0,
                 queue_select: 0,
                 queues,
                 sent: Vec::new(),
                 rx_pending: VecDeque::new(),
                 rx_delivered: 0,
                 rx_too_big: 0,
+                interrupts,
+                sink: Sink(None),
                 errors: Vec::new(),
             }),
             iova: Arc::new(IovaMap::new(faults.clone())),
@@ -302,6 +362,93 @@ impl VirtioNetModel {
         (q.size, q.enabled, q.desc, q.driver, q.device)
     }
 
+    /// MSI-X messages the model sent on vector `v`.
+    pub fn interrupts(&self, v: u16) -> u64 {
+        self.st().interrupts.get(v as usize).copied().unwrap_or(0)
+    }
+
+    /// The vector queue `q` is mapped to (NO_VECTOR: none).
+    pub fn queue_vector(&self, q: u16) -> u16 {
+        self.st().queues[q as usize].msix
+    }
+
+    /// The vector configuration changes are mapped to.
+    pub fn config_vector(&self) -> u16 {
+        self.st().config_msix
+    }
+
+    fn set_sink(&self, sink: Option<IrqSink>) -> bool {
+        let mut s = self.st();
+        let was = s.sink.0.is_some();
+        s.sink = Sink(sink);
+        was
+    }
+
+    /// A vector mapping as the device takes it: refused (NO_VECTOR) outside the MSI-X table or when the model
+    /// refuses all.
+    fn map_vector(s: &State, v: u16) -> u16 {
+        if v == NO_VECTOR || s.cfg.refuse_vectors || v >= s.cfg.msix_vectors {
+            NO_VECTOR
+        } else {
+            v
+        }
+    }
+
+    /// After the used entry at index `old` of queue `q` was written: interrupts its vector if the driver's
+    /// suppression allows (docs/hw/virtio.md §2.7.7), and checks the suppression fields are as the spec says.
+    fn used_notification(&self, s: &mut State, q: usize, old: u16) {
+        let queue = s.queues[q].clone();
+        // The used index is visible before the driver's suppression is read.
+        fence(Ordering::SeqCst);
+        let Some(flags) = self.read_u16(queue.driver + ring::AVAIL_FLAGS, "avail flags") else {
+            return Self::dma_failed(s, format!("queue {q}: available ring flags not mapped"));
+        };
+        let wanted = if s.driver_features & bits::RING_EVENT_IDX != 0 {
+            if flags != 0 {
+                Self::error(s, format!("queue {q}: available ring flags {flags:#x} with EVENT_IDX (must be 0)"));
+            }
+            let at = queue.driver + ring::AVAIL_RING + 2 * queue.size as u64;
+            let Some(used_event) = self.read_u16(at, "used_event") else {
+                return Self::dma_failed(s, format!("queue {q}: used_event not mapped"));
+            };
+            old == used_event
+        } else {
+            if flags & !ring::AVAIL_F_NO_INTERRUPT != 0 {
+                Self::error(s, format!("queue {q}: available ring flags {flags:#x} (0 or 1 only)"));
+            }
+            flags & ring::AVAIL_F_NO_INTERRUPT == 0
+        };
+        if wanted {
+            Self::msi(s, queue.msix);
+        }
+    }
+
+    /// Sends MSI-X vector `v`'s message (nothing for NO_VECTOR).
+    fn msi(s: &mut State, v: u16) {
+        if v == NO_VECTOR {
+            return;
+        }
+        s.interrupts[v as usize] += 1;
+        if let Some(sink) = &s.sink.0 {
+            sink(v);
+        }
+    }
+
+    /// The cable: the link status in the device configuration changes, `config_generation` moves, and a live
+    /// device signals the configuration-change vector (docs/hw/virtio.md §4.1.5.1.2), which has no suppression.
+    pub fn set_link(&self, up: bool) {
+        let mut s = self.st();
+        if s.cfg.link_up == up {
+            return;
+        }
+        s.cfg.link_up = up;
+        s.generation = s.generation.wrapping_add(1);
+        if Self::live(&s) {
+            let v = s.config_msix;
+            Self::msi(&mut s, v);
+        }
+    }
+
     /// A frame arrives from the wire: delivered at once if RX buffers are available, else when some are posted.
     pub fn inject(&self, frame: &[u8]) {
         let mut s = self.st();
@@ -316,14 +463,14 @@ impl VirtioNetModel {
     fn reset(s: &mut State) {
         let size = s.cfg.queue_size;
         for q in s.queues.iter_mut() {
-            *q = Queue { size, ..Default::default() };
+            *q = Queue::fresh(size);
         }
         s.status = 0;
         s.driver_features = 0;
         s.device_feature_select = 0;
         s.driver_feature_select = 0;
         s.queue_select = 0;
-        s.config_msix = 0;
+        s.config_msix = NO_VECTOR;
     }
 
     fn live(s: &State) -> bool {
@@ -424,6 +571,7 @@ impl VirtioNetModel {
             return;
         }
         s.queues[q].used_idx = new_idx;
+        self.used_notification(s, q, queue.used_idx);
     }
 
     fn process_tx(&self, s: &mut State, q: usize) {
@@ -538,7 +686,7 @@ impl VirtioNetModel {
 
     fn common_read(&self, s: &mut State, off: usize, width: usize) -> u32 {
         let q = s.queue_select as usize;
-        let queue = s.queues.get(q).cloned().unwrap_or_default();
+        let queue = s.queues.get(q).cloned().unwrap_or_else(|| Queue::fresh(0));
         let v = match (off, width) {
             (common::DEVICE_FEATURE_SELECT, 4) => s.device_feature_select,
             (common::DEVICE_FEATURE, 4) => match s.device_feature_select {
@@ -551,7 +699,7 @@ impl VirtioNetModel {
             (common::CONFIG_MSIX_VECTOR, 2) => s.config_msix as u32,
             (common::NUM_QUEUES, 2) => s.queues.len() as u32,
             (common::DEVICE_STATUS, 1) => s.status as u32,
-            (common::CONFIG_GENERATION, 1) => 0,
+            (common::CONFIG_GENERATION, 1) => s.generation as u32,
             (common::QUEUE_SELECT, 2) => s.queue_select as u32,
             // A queue that does not exist reads as size 0.
             (common::QUEUE_SIZE, 2) => queue.size as u32,
@@ -598,7 +746,7 @@ impl VirtioNetModel {
                     n => Self::error(s, format!("driver feature select {n}")),
                 }
             }
-            (common::CONFIG_MSIX_VECTOR, 2) => s.config_msix = v as u16,
+            (common::CONFIG_MSIX_VECTOR, 2) => s.config_msix = Self::map_vector(s, v as u16),
             (common::DEVICE_STATUS, 1) => self.write_status(s, v as u8),
             (common::QUEUE_SELECT, 2) => s.queue_select = v as u16,
             (common::QUEUE_SIZE, 2) => {
@@ -608,7 +756,7 @@ impl VirtioNetModel {
                 }
                 s.queues[q].size = v;
             }
-            (common::QUEUE_MSIX_VECTOR, 2) => s.queues[q].msix = v as u16,
+            (common::QUEUE_MSIX_VECTOR, 2) => s.queues[q].msix = Self::map_vector(s, v as u16),
             (common::QUEUE_ENABLE, 2) => {
                 if v != 1 {
                     return Self::error(s, format!("queue {q} enable written with {v}"));
@@ -664,7 +812,8 @@ impl VirtioNetModel {
             o if (bar::DEVICE..bar::DEVICE + bar::DEVICE_LEN).contains(&o) => {
                 self.device_read(&mut s, o - bar::DEVICE, width)
             }
-            // ISR: read-to-clear, and nothing is ever pending (no interrupts).
+            // ISR: read-to-clear, and nothing is ever pending: interrupts are MSI-X messages, which leave the ISR
+            // unused (docs/hw/virtio.md §4.1.5.1.2).
             o if o == bar::ISR && width == 1 => 0,
             o => {
                 Self::error(&mut s, format!("BAR read of {width} bytes at {o:#x}"));
@@ -714,5 +863,44 @@ impl RegisterSpace for VirtioNetModel {
     }
     fn modify32(&self, offset: usize, _clear: u32, _set: u32) {
         self.st().errors.push(format!("read-modify-write at {offset:#x}: virtio registers are written whole"));
+    }
+}
+
+/// The model's MSI-X vectors delivered to eventfds, as VFIO's MSI-X delivers a device's: the driver's
+/// [`IrqSource`]. Like VFIO it refuses to enable vectors twice without a disable between.
+#[derive(Debug)]
+pub struct ModelIrqs(pub Arc<VirtioNetModel>);
+
+impl IrqSource for ModelIrqs {
+    fn max_vectors(&self) -> u32 {
+        self.0.st().cfg.msix_vectors as u32
+    }
+
+    fn enable(&self, count: u32) -> drvkit::vfio::Result<IrqVectors> {
+        let has = self.max_vectors();
+        if count == 0 || count > has {
+            return Err(VfioError::IrqVectors { device: "a virtio-net model".into(), asked: count, has });
+        }
+        let fds = (0..count)
+            .map(|_| EventFd::new().map(Arc::new))
+            .collect::<std::io::Result<IrqVectors>>()
+            .map_err(|e| VfioError::os("eventfd for a model's vector", e))?;
+        let to = fds.clone();
+        let sink: IrqSink = Arc::new(move |v| {
+            if let Some(fd) = to.get(v as usize) {
+                let _ = fd.signal();
+            }
+        });
+        if self.0.set_sink(Some(sink)) {
+            self.0.st().errors.push("MSI-X vectors enabled twice without a disable".into());
+        }
+        Ok(fds)
+    }
+
+    fn disable(&self) -> drvkit::vfio::Result<()> {
+        if !self.0.set_sink(None) {
+            self.0.st().errors.push("MSI-X vectors disabled while not enabled".into());
+        }
+        Ok(())
     }
 }

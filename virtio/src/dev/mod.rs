@@ -1,5 +1,10 @@
 //! Bring-up and the control plane of a virtio-net device: capabilities, feature negotiation, virtqueues, the
 //! control queue, and [`EthDev`].
+//!
+//! Interrupts: [`intr`].
+
+mod intr;
+pub use intr::{CONFIG_VECTOR, RX_VECTOR_BASE};
 
 use pktio::driver::open_pci;
 use pktio::TypedQueues;
@@ -8,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use drvkit::dma::{DmaMapper, DmaMapping};
+use drvkit::irq::{IrqSource, IrqVectors};
 use drvkit::pci::PciAddress;
 use drvkit::vfio::{Vfio, VfioBar};
 use hugepage::{Allocator, IovaMode};
@@ -22,7 +28,7 @@ use crate::error::Error;
 use crate::regs::{
     cfg_type, feature, netcfg, status, virtio_caps, CommonCfg, RegisterSpace, VirtioCap, Window, NO_VECTOR,
 };
-use crate::rxtx::{Notifier, RxState, TxState, VirtioRxQueue, VirtioTxQueue};
+use crate::rxtx::{Notifier, RxIntr, RxState, TxState, VirtioRxQueue, VirtioTxQueue};
 use crate::virtqueue::{Layout, SplitQueue};
 
 /// Driver name.
@@ -63,7 +69,7 @@ pub struct Transport<B> {
     pub notify_mult: u32,
     /// Device-specific configuration.
     pub device: Window<B>,
-    /// ISR status (unused while polling; read to acknowledge).
+    /// ISR status (unused: interrupts are MSI-X messages, which leave it alone; read to acknowledge).
     pub isr: Option<Window<B>>,
 }
 
@@ -151,6 +157,12 @@ pub struct VirtioNet<B: RegisterSpace> {
     rx_homes: Vec<Arc<Mutex<Option<RxState<B>>>>>,
     tx_homes: Vec<Arc<Mutex<Option<TxState<B>>>>>,
     ctrl_errors: u64,
+    /// Where the interrupt vectors are delivered (VFIO's MSI-X, or a model's); `None`: the port only polls.
+    irq: Option<Arc<dyn IrqSource>>,
+    /// The vectors enabled while started with `intr_conf.rxq` or `lsc`.
+    vectors: IrqVectors,
+    /// The configuration-change vector's eventfd, while started with `intr_conf.lsc`.
+    lsc_fd: Option<Arc<drvkit::vfio::EventFd>>,
     /// Keeps the device (VFIO fds, BAR mappings) alive as long as the port.
     _owner: Option<Box<dyn Any + Send + Sync>>,
 }
@@ -205,6 +217,9 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             rx_homes: Vec::new(),
             tx_homes: Vec::new(),
             ctrl_errors: 0,
+            irq: None,
+            vectors: IrqVectors::new(),
+            lsc_fd: None,
             _owner: owner,
         };
         dev.state.promiscuous = true;
@@ -379,8 +394,9 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
         }
     }
 
-    /// Sets up queue `index` in the device from `vq`; returns its notification offset in the notify window.
-    fn setup_queue(&self, index: u16, vq: &SplitQueue) -> VResult<usize> {
+    /// Sets up queue `index` in the device from `vq`, its interrupts on MSI-X `vector` (or [`NO_VECTOR`]); returns
+    /// its notification offset in the notify window.
+    fn setup_queue(&self, index: u16, vq: &SplitQueue, vector: u16) -> VResult<usize> {
         let c = &self.t.common;
         c.select_queue(index);
         let max = c.queue_size();
@@ -391,7 +407,14 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             return Err(self.dev_err(format!("virtqueue {index}: {} entries, the device allows {max}", vq.size())));
         }
         c.set_queue_size(vq.size());
-        c.set_queue_msix_vector(NO_VECTOR);
+        c.set_queue_msix_vector(vector);
+        if vector != NO_VECTOR {
+            // The device says NO_VECTOR when it could not map the vector (docs/hw/virtio.md §4.1.5.1.2).
+            let answer = c.queue_msix_vector();
+            if answer != vector {
+                return Err(Error::Vector { dev: self.name(), queue: index, vector, answer });
+            }
+        }
         let (d, a, u) = vq.addrs();
         c.set_queue_addrs(d, a, u);
         let off = c.queue_notify_off() as usize * self.t.notify_mult as usize;
@@ -457,6 +480,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             (std::ptr::NonNull::new(p).expect("mapped memory"), mem.iova_at(offsets[i]).expect("inside the region"))
         };
         let event_idx = self.has(feature::RING_EVENT_IDX);
+        self.enable_vectors(&cfg)?;
         let mut next = 0;
         let mut rx_states = Vec::new();
         for q in 0..cfg.rx_queues {
@@ -464,7 +488,9 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             next += 1;
             // SAFETY: a fresh piece of `mem`, 64-byte aligned, large enough, kept alive by the state's Arc.
             let vq = unsafe { SplitQueue::new(p, iova, rx_size, event_idx) };
-            let off = self.setup_queue(2 * q, &vq)?;
+            let vector = RX_VECTOR_BASE + q;
+            let intr = self.vectors.get(usize::from(vector)).map(|fd| RxIntr { fd: fd.clone(), vector });
+            let off = self.setup_queue(2 * q, &vq, intr.as_ref().map_or(NO_VECTOR, |i| i.vector))?;
             let stats = self.state.rx_stats(q).expect("configured queue").clone();
             rx_states.push(RxState {
                 shadow: (0..rx_size).map(|_| None).collect(),
@@ -478,6 +504,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
                 hdr_off: pool.headroom() - crate::desc::NetHdr::LEN as u16,
                 refill_threshold: (rx_size as usize / 4).clamp(1, 64),
                 partial: None,
+                intr,
                 _mem: mem.clone(),
             });
         }
@@ -488,7 +515,7 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             next += 2;
             // SAFETY: as for RX.
             let vq = unsafe { SplitQueue::new(p, iova, tx_size, event_idx) };
-            let off = self.setup_queue(2 * q + 1, &vq)?;
+            let off = self.setup_queue(2 * q + 1, &vq, NO_VECTOR)?;
             let stats = self.state.tx_stats(q).expect("configured queue").clone();
             tx_states.push(TxState {
                 shadow: (0..tx_size).map(|_| None).collect(),
@@ -507,13 +534,13 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
             let index = if self.has(feature::NET_MQ) { 2 * self.max_pairs } else { 2 };
             // SAFETY: as for RX.
             let vq = unsafe { SplitQueue::new(p, iova, CTRL_SIZE, event_idx) };
-            let notify_off = self.setup_queue(index, &vq)?;
+            let notify_off = self.setup_queue(index, &vq, NO_VECTOR)?;
             Some(CtrlQueue { vq, buf: (bp.as_ptr(), biova), notify_off, index })
         } else {
             None
         };
+        self.map_config_vector(&cfg)?;
         let c = &self.t.common;
-        c.set_config_msix_vector(NO_VECTOR);
         c.set_status(status::ACKNOWLEDGE | status::DRIVER | status::FEATURES_OK | status::DRIVER_OK);
         let st = c.status();
         if st & status::DEVICE_NEEDS_RESET != 0 || st & status::DRIVER_OK == 0 {
@@ -595,7 +622,16 @@ impl<B: RegisterSpace + 'static> VirtioNet<B> {
     }
 
     fn teardown(&mut self) {
+        // The reset unmaps every queue's vector; then the vectors go (their eventfds stay valid, and silent).
         let _ = self.reset();
+        if !self.vectors.is_empty() {
+            if let Some(source) = &self.irq {
+                // Fails only if the device went away; nothing is left to undo.
+                let _ = source.disable();
+            }
+            self.vectors.clear();
+        }
+        self.lsc_fd = None;
         for h in self.rx_homes.drain(..) {
             if let Some(mut s) = h.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 s.release();
@@ -655,6 +691,7 @@ impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
     }
 
     fn configure(&mut self, config: &PortConfig) -> pktio::Result<()> {
+        self.check_vectors(config)?;
         let c = PortConfig {
             rx_desc: config.rx_desc.min(self.max_queue_size),
             tx_desc: config.tx_desc.min(self.max_queue_size),
@@ -701,7 +738,10 @@ impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
         BurstMode { rx, tx: "Scalar split" }
     }
 
+    /// Also acknowledges a link event on a port started with `intr_conf.lsc`: drains the configuration-change
+    /// eventfd before reading the status, so a change after this read signals it again.
     fn link(&self) -> LinkStatus {
+        self.ack_link_event();
         if !self.state.started || self.t.common.status() & status::DEVICE_NEEDS_RESET != 0 {
             return LinkStatus::default();
         }
@@ -717,6 +757,10 @@ impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
             }
         }
         LinkStatus { up: true, speed_mbps: speed, full_duplex: true, autoneg: false }
+    }
+
+    fn link_event_fd(&self) -> pktio::Result<std::os::fd::RawFd> {
+        self.lsc_raw_fd()
     }
 
     fn set_mac_addr(&mut self, mac: MacAddr) -> pktio::Result<()> {
@@ -760,5 +804,9 @@ pub fn open_vfio(vfio: &Vfio, addr: PciAddress, allocator: Allocator) -> pktio::
     let pci = open_pci(vfio, addr, &crate::VIRTIO_DRIVER)?;
     let caps = virtio_caps(&pci.device).map_err(|source| Error::Config { dev: name.clone(), source })?;
     let t = Transport::new(&name, &caps, |n| Ok(Arc::new(pci.device.map_bar(n as u32)?)))?;
-    Ok(VirtioNet::new(&name, t, allocator, pci.mapper, Some(Box::new(pci.device)))?)
+    // MSI-X through VFIO (VFIO_DEVICE_SET_IRQS) for `intr_conf.rxq`.
+    let device = Arc::new(pci.device);
+    let mut port = VirtioNet::new(&name, t, allocator, pci.mapper, Some(Box::new(device.clone())))?;
+    port.set_irq_source(device);
+    Ok(port)
 }
