@@ -52,7 +52,7 @@ from hostside import (GNU, HERE, MODEL_IDS, MODULES, MQ_QUEUES, MUSL, NICS, REPO
                       VENDOR_MODULES, Peer, Skip, enter_private_netns, log, make_tap, out, run, set_pdeathsig)
 
 EXCERPT_LINES = 80  # console lines of a failed test repeated in the summary
-DEFAULT_TESTS = "vfio-probe,virtio-exchange,virtio-fwd,virtio-mq,virtio-unmapped,testpmd-fwd,igb-exchange,testpmd-igb,testpmd-noargs"
+DEFAULT_TESTS = "vfio-probe,virtio-exchange,virtio-fwd,virtio-mq,virtio-rx-intr,virtio-unmapped,testpmd-fwd,igb-exchange,testpmd-igb,testpmd-noargs"
 
 
 # ---------------------------------------------------------------------------------------------- packages
