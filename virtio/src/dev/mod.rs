@@ -1,7 +1,7 @@
 //! Bring-up and the control plane of a virtio-net device: capabilities, feature negotiation, virtqueues, the
 //! control queue, and [`EthDev`].
 //!
-//! Interrupts: [`intr`].
+//! Interrupts: the `intr` module (RX queue and link vectors).
 
 mod intr;
 pub use intr::{CONFIG_VECTOR, RX_VECTOR_BASE};
