@@ -113,20 +113,23 @@ impl<R: RegisterSpace> Aeq<R> {
 
     /// An element the consumer has not taken yet.
     fn has_new(&self) -> bool {
+        desc::WRAP.get(self.desc_at_ci()) != self.wrapped
+    }
+
+    /// The descriptor of the element at the consumer index, in CPU order.
+    fn desc_at_ci(&self) -> u32 {
         let mut raw = [0u8; 4];
         self.mem.read(self.ci * AEQE_SIZE + 60, &mut raw);
-        desc::WRAP.get(u32::from_be_bytes(raw)) != self.wrapped
+        u32::from_be_bytes(raw)
     }
 
     /// The next new element, if any (docs/hw/hinic3.md §5.4); the CI register is written after every element taken.
     pub fn poll(&mut self) -> Option<AeqElem> {
         let base = self.ci * AEQE_SIZE;
-        if !self.has_new() {
+        let d = self.desc_at_ci();
+        if desc::WRAP.get(d) == self.wrapped {
             return None;
         }
-        let mut raw = [0u8; 4];
-        self.mem.read(base + 60, &mut raw);
-        let d = u32::from_be_bytes(raw);
         dma_rmb();
         let mut bytes = [0u8; 60];
         self.mem.read(base, &mut bytes);

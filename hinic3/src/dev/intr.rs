@@ -22,7 +22,7 @@ const RX_COALESCE: u8 = 2;
 const RX_RESEND: u8 = 7;
 
 impl<R: RegisterSpace> Hinic3<R> {
-    /// Where this port's interrupt vectors are delivered; from then on it offers `intr_conf.rxq`.
+    /// Where this port's interrupt vectors are delivered; from then on it offers `intr_conf.rxq` and `intr_conf.lsc`.
     pub fn set_irq_source(&mut self, source: Arc<dyn IrqSource>) {
         self.irq = Some(source);
         self.state.intr_capa = pktio::IntrConf { rxq: true, lsc: true };
