@@ -20,10 +20,6 @@ fn send(tx: &mut impl TxQueue, pool: &mempool::Mempool, frames: &[Vec<u8>]) {
 }
 
 #[test]
-#[cfg_attr(
-    target_arch = "aarch64",
-    ignore = "fails 9 of 12 runs under qemu-aarch64 (also at 29ebb61): frames sent after a per-queue stop are never counted; an ordering bug between the driver and the SP670 model not found yet"
-)]
 fn one_queue_stops_and_starts_while_the_port_runs() {
     let pool = pool("model-queues", 2047);
     let (mut a, mut b) = open_pair(Sp670Config::default());
@@ -79,10 +75,6 @@ fn one_queue_stops_and_starts_while_the_port_runs() {
 }
 
 #[test]
-#[cfg_attr(
-    target_arch = "aarch64",
-    ignore = "fails 9 of 12 runs under qemu-aarch64 (also at 29ebb61): frames sent after a per-queue stop are never counted; an ordering bug between the driver and the SP670 model not found yet"
-)]
 fn a_stopped_rss_queue_leaves_the_indirection_table_and_returns() {
     let pool = pool("model-queues-rss", 4095);
     let (mut a, mut b) = open_pair(Sp670Config::default());

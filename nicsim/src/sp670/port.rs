@@ -38,6 +38,12 @@ pub struct Sp670State {
     pub(super) io: Plumbing<Sp670State>,
 }
 
+/// Clears a doorbell's pending bit and returns what it held at that instant: a doorbell the driver rang after the
+/// caller saw it pending is taken too, not wiped by the clear (its producer index would be lost until the next one).
+fn take_doorbell(db: &AtomicU32) -> u32 {
+    db.fetch_and(!DB_PENDING, Ordering::AcqRel)
+}
+
 impl Sp670State {
     pub(super) fn lock(&self) -> MutexGuard<'_, Core> {
         self.core.lock().unwrap_or_else(|e| e.into_inner())
@@ -74,23 +80,21 @@ impl Sp670State {
                 }
             }
             for q in 0..MAX_CMDQS {
-                let v = self.cmdq_db[q].load(Ordering::Acquire);
-                if v & DB_PENDING != 0 && !core.inject.cmdq_stalled {
-                    self.cmdq_db[q].fetch_and(!DB_PENDING, Ordering::AcqRel);
+                if self.cmdq_db[q].load(Ordering::Acquire) & DB_PENDING != 0 && !core.inject.cmdq_stalled {
+                    let v = take_doorbell(&self.cmdq_db[q]);
                     work += core.run_cmdq(q, v & 0xFFFF);
                 }
             }
             for q in 0..self.sq_db.len() {
-                let v = self.sq_db[q].load(Ordering::Acquire);
-                if v & DB_PENDING != 0 && !core.inject.tx_hang[q] && core.start_sq(q) {
-                    self.sq_db[q].fetch_and(!DB_PENDING, Ordering::AcqRel);
+                let pending = self.sq_db[q].load(Ordering::Acquire) & DB_PENDING != 0;
+                if pending && !core.inject.tx_hang[q] && core.start_sq(q) {
+                    let v = take_doorbell(&self.sq_db[q]);
                     work += core.run_sq(q, v & 0xFFFF, &mut out);
                 }
             }
             for q in 0..self.rq_db.len() {
-                let v = self.rq_db[q].load(Ordering::Acquire);
-                if v & DB_PENDING != 0 && core.start_rq(q) {
-                    self.rq_db[q].fetch_and(!DB_PENDING, Ordering::AcqRel);
+                if self.rq_db[q].load(Ordering::Acquire) & DB_PENDING != 0 && core.start_rq(q) {
+                    let v = take_doorbell(&self.rq_db[q]);
                     let rq = core.rqs[q].as_mut().expect("started");
                     // The RQ doorbell counts 8-byte units: entry << 1 for the 16-byte WQE (docs/hw/hinic3.md §10.1).
                     rq.pi = ((v & 0xFFFF) >> 1) % rq.depth;
