@@ -4,6 +4,7 @@ use mempool::{Mempool, PacketBatch};
 use pkthdr::MacAddr;
 
 use crate::port_state::PortState;
+use crate::queue_info::{QueueBurstMode, RxQueueInfo, TxQueueInfo};
 use crate::stats::{PortStats, XStat};
 use crate::{Error, Result};
 
@@ -429,6 +430,34 @@ pub trait EthDev: Send {
         BurstMode::SCALAR
     }
 
+    /// The burst code RX queue `queue` runs (DPDK's `rte_eth_rx_burst_mode_get`). The default: the port-level
+    /// [`EthDev::burst_mode`] name, not flagged per queue, for a queue of the configuration in force
+    /// ([`Error::InvalidQueue`] otherwise, DPDK's `-EINVAL`). A driver whose queues can run different paths
+    /// overrides it with each queue's own and `per_queue` set.
+    fn rx_burst_mode(&self, queue: u16) -> Result<QueueBurstMode> {
+        self.state().check_queue(true, queue)?;
+        Ok(QueueBurstMode { name: self.burst_mode().rx, per_queue: false })
+    }
+
+    /// The burst code TX queue `queue` runs (DPDK's `rte_eth_tx_burst_mode_get`), as [`EthDev::rx_burst_mode`].
+    fn tx_burst_mode(&self, queue: u16) -> Result<QueueBurstMode> {
+        self.state().check_queue(false, queue)?;
+        Ok(QueueBurstMode { name: self.burst_mode().tx, per_queue: false })
+    }
+
+    /// What RX queue `queue` is set up with (DPDK's `rte_eth_rx_queue_info_get`). The default reads the
+    /// configuration in force and the pool recorded at start ([`PortState::rx_queue_info`]); a bad queue is
+    /// [`Error::InvalidQueue`]. A driver that programs thresholds of its own overrides it; one that cannot tell
+    /// says [`Error::NotSupported`], and a queue not set up yet is [`Error::NotConfigured`].
+    fn rx_queue_info(&self, queue: u16) -> Result<RxQueueInfo> {
+        self.state().rx_queue_info(queue)
+    }
+
+    /// What TX queue `queue` is set up with (DPDK's `rte_eth_tx_queue_info_get`), as [`EthDev::rx_queue_info`].
+    fn tx_queue_info(&self, queue: u16) -> Result<TxQueueInfo> {
+        self.state().tx_queue_info(queue)
+    }
+
     /// Sets the administrative link state where the device has one.
     fn set_link_up(&mut self, up: bool) -> Result<()> {
         let _ = up;
@@ -613,6 +642,55 @@ mod tests {
         fn wait_fd(&self) -> Option<std::os::fd::RawFd> {
             self.0
         }
+    }
+
+    /// A port that answers only what every port must: the burst-mode getters are the defaults.
+    struct Port(PortState, BurstMode);
+
+    impl EthDev for Port {
+        fn state(&self) -> &PortState {
+            &self.0
+        }
+        fn state_mut(&mut self) -> &mut PortState {
+            &mut self.0
+        }
+        fn start(&mut self, _pool: &Mempool) -> Result<()> {
+            self.0.start()
+        }
+        fn stop(&mut self) -> Result<()> {
+            self.0.stop()
+        }
+        fn rx_queue(&mut self, _queue: u16) -> Result<Box<dyn RxQueue>> {
+            Err(self.0.unsupported("queues"))
+        }
+        fn tx_queue(&mut self, _queue: u16) -> Result<Box<dyn TxQueue>> {
+            Err(self.0.unsupported("queues"))
+        }
+        fn link(&self) -> LinkStatus {
+            self.0.virtual_link()
+        }
+        fn burst_mode(&self) -> BurstMode {
+            self.1
+        }
+    }
+
+    #[test]
+    fn per_queue_burst_modes_default_to_the_port_level_names_for_configured_queues() {
+        let info = DevInfo::software("net_test", "test0", 4);
+        let mut dev = Port(
+            PortState::new(info, MacAddr::local_from(1), PortConfig::default()),
+            BurstMode { rx: "Vector AVX2", tx: "Scalar simple" },
+        );
+        dev.configure(&PortConfig { rx_queues: 2, tx_queues: 3, ..Default::default() }).unwrap();
+        assert_eq!(dev.rx_burst_mode(1).unwrap(), QueueBurstMode { name: "Vector AVX2", per_queue: false });
+        assert_eq!(dev.tx_burst_mode(2).unwrap(), QueueBurstMode { name: "Scalar simple", per_queue: false });
+        let e = dev.rx_burst_mode(2).unwrap_err();
+        assert!(matches!(e, Error::InvalidQueue { kind: "rx", queue: 2, count: 2, .. }), "{e}");
+        let e = dev.tx_burst_mode(3).unwrap_err();
+        assert!(matches!(e, Error::InvalidQueue { kind: "tx", queue: 3, count: 3, .. }), "{e}");
+        assert_eq!(dev.burst_mode().rx, "Vector AVX2", "the port-level getter still answers");
+        assert_eq!(dev.rx_queue_info(1).unwrap().nb_desc, 1024);
+        assert!(matches!(dev.tx_queue_info(3), Err(Error::InvalidQueue { .. })));
     }
 
     #[test]

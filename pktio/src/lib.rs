@@ -10,6 +10,10 @@
 //! what is its own. A device's own failures (a register that never settles) come as [`Error::Driver`] carrying the
 //! driver's error type, distinct from the argument errors.
 //!
+//! Per queue, as DPDK's `rte_eth_rx_queue_info_get` and `rte_eth_rx_burst_mode_get` (and their TX twins): what
+//! the queue is set up with ([`EthDev::rx_queue_info`]: descriptors, thresholds, offloads, pool, state) and which
+//! burst code it runs ([`EthDev::rx_burst_mode`], flagged when the port's queues may differ).
+//!
 //! Also here: the driver registry ([`driver`]) through which driver crates make themselves known to the EAL,
 //! DPDK-style device arguments ([`devargs`]), port and queue counters with DPDK's names ([`stats`]), and live
 //! pcapng capture of running queues ([`capture`]: the application wraps the queues it polls; a capture started and
@@ -38,6 +42,7 @@ pub mod devargs;
 pub mod driver;
 mod error;
 mod port_state;
+mod queue_info;
 pub mod stats;
 
 pub use dev::{
@@ -48,4 +53,5 @@ pub use error::{Error, Result};
 pub use mempool::{self, Mbuf, Mempool, PacketBatch, PoolConfig};
 pub use pkthdr::{MacAddr, MacParseError};
 pub use port_state::PortState;
+pub use queue_info::{PoolInfo, QueueBurstMode, QueueState, QueueThresh, RxQueueInfo, TxQueueInfo};
 pub use stats::{PortStats, XStat};

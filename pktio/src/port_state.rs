@@ -82,6 +82,9 @@ pub struct PortState {
     /// The interrupts the port can deliver (none unless the driver says so): [`PortState::configure`] refuses
     /// the others.
     pub intr_capa: IntrConf,
+    /// The pool the RX queues fill from, recorded by [`PortState::start_with_pool`] and kept after a stop (the
+    /// queues stay set up, as in DPDK); `None` for a port whose driver starts with [`PortState::start`].
+    pub rx_pool: Option<crate::queue_info::PoolInfo>,
     rx: Claims<RxQueueStats>,
     tx: Claims<TxQueueStats>,
     base: PortStats,
@@ -101,6 +104,7 @@ impl PortState {
             extra_macs: Vec::new(),
             vlan_filter: false,
             intr_capa: IntrConf::default(),
+            rx_pool: None,
             rx: Claims::new(),
             tx: Claims::new(),
             base: PortStats::default(),
