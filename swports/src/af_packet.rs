@@ -511,7 +511,7 @@ impl EthDev for AfPacketPort {
         for s in &self.sockets {
             s.flush_rx();
         }
-        self.state.start()?;
+        self.state.start_with_pool(pool)?;
         self.pool = Some(pool.clone());
         Ok(())
     }

@@ -102,7 +102,7 @@ impl EthDev for NullPort {
     }
 
     fn start(&mut self, pool: &Mempool) -> Result<()> {
-        self.state.start()?;
+        self.state.start_with_pool(pool)?;
         self.pool = Some(pool.clone());
         Ok(())
     }

@@ -315,7 +315,7 @@ impl EthDev for PcapPort {
                 }
             })
             .collect::<Result<Vec<_>>>()?;
-        self.state.start()?;
+        self.state.start_with_pool(pool)?;
         self.sources = sources;
         self.pool = Some(pool.clone());
         Ok(())

@@ -226,8 +226,8 @@ impl EthDev for RingPort {
         &mut self.state
     }
 
-    fn start(&mut self, _pool: &Mempool) -> Result<()> {
-        self.state.start()
+    fn start(&mut self, pool: &Mempool) -> Result<()> {
+        self.state.start_with_pool(pool)
     }
 
     fn stop(&mut self) -> Result<()> {

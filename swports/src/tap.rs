@@ -230,7 +230,7 @@ impl EthDev for TapPort {
     }
 
     fn start(&mut self, pool: &Mempool) -> Result<()> {
-        self.state.start()?;
+        self.state.start_with_pool(pool)?;
         if let Err(e) = self.ctl.change_flags(libc::IFF_UP, true) {
             self.state.started = false;
             return Err(e);

@@ -123,6 +123,18 @@ impl<D: EthDev, S: Model> EthDev for SimPort<D, S> {
     fn burst_mode(&self) -> pktio::BurstMode {
         self.dev.burst_mode()
     }
+    fn rx_burst_mode(&self, queue: u16) -> Result<pktio::QueueBurstMode> {
+        self.dev.rx_burst_mode(queue)
+    }
+    fn tx_burst_mode(&self, queue: u16) -> Result<pktio::QueueBurstMode> {
+        self.dev.tx_burst_mode(queue)
+    }
+    fn rx_queue_info(&self, queue: u16) -> Result<pktio::RxQueueInfo> {
+        self.dev.rx_queue_info(queue)
+    }
+    fn tx_queue_info(&self, queue: u16) -> Result<pktio::TxQueueInfo> {
+        self.dev.tx_queue_info(queue)
+    }
     fn vlan_filter(&mut self, vlan_id: u16, on: bool) -> Result<()> {
         self.dev.vlan_filter(vlan_id, on)
     }

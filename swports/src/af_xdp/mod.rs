@@ -439,7 +439,7 @@ impl EthDev for AfXdpPort {
             })?;
         }
         self.ctl.change_flags(libc::IFF_UP, true)?;
-        self.state.start()?;
+        self.state.start_with_pool(pool)?;
         self.pool = Some(pool.clone());
         Ok(())
     }
