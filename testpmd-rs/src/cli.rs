@@ -49,6 +49,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("display", "show device info all", "devices probed"),
     ("display", "clear port stats all|<port>", "zero the NIC statistics"),
     ("display", "clear port xstats all|<port>", "zero the extended statistics"),
+    ("display", "show rxq|txq info <port> <queue>", "information for a configured RX/TX queue"),
     ("display", "show fwd stats all", "forward statistics since forwarding started"),
     ("display", "clear fwd stats all", "restart the forward statistics"),
     ("display", "show config fwd|rxtx|cores|txpkts|rxpkts|rxoffs", "forwarding configuration"),
@@ -190,6 +191,7 @@ pub fn run(app: &mut App, cmd: Command<'_>) -> CmdResult {
             app.show_device_info();
             Ok(())
         }
+        C::ShowQueueInfo { rx, port, queue } => app.show_queue_info(rx, port, queue),
         C::ClearPort { view, ports } => {
             let ids = app.ports_arg(ports)?;
             if view == PortView::Xstats {
@@ -582,6 +584,8 @@ mod tests {
         assert_eq!(completions("set fwd mac").1, ["mac", "macswap"]);
         assert_eq!(completions("show port stats ").1, ["all"]);
         assert_eq!(completions("start ").1, ["tx_first"]);
+        assert_eq!(completions("show rx").1, ["rxq"]);
+        assert_eq!(completions("show txq ").1, ["info"]);
         assert!(completions("bogus ").1.is_empty());
     }
 }

@@ -75,6 +75,8 @@ pub enum Command<'a> {
     ShowEeprom { port: &'a str },
     /// `show device info all`.
     ShowDeviceInfo,
+    /// `show rxq|txq info PORT QUEUE` (numbers, as dpdk-testpmd's tokens; the port is checked when run).
+    ShowQueueInfo { rx: bool, port: u16, queue: u16 },
     /// `clear port stats|xstats all|N`.
     ClearPort { view: PortView, ports: &'a str },
     /// `show fwd stats all`.
@@ -189,6 +191,9 @@ pub fn parse(line: &str) -> Result<Command<'_>, String> {
         ["show", "port", port, "module_eeprom" | "eeprom"] => C::ShowEeprom { port },
         ["show", "port", port, "macs"] => C::ShowMacs { port },
         ["show", "device", "info", "all"] => C::ShowDeviceInfo,
+        ["show", which @ ("rxq" | "txq"), "info", port, queue] => {
+            C::ShowQueueInfo { rx: which == "rxq", port: num("port", port)?, queue: num("queue", queue)? }
+        }
         ["show" | "clear", "port", what, ports] => {
             let view = match what {
                 "stats" => PortView::Stats,
@@ -297,6 +302,8 @@ mod tests {
         assert_eq!(parse("set burst tx delay 5 retry 9").unwrap(), C::SetTxRetry { delay_us: 5, n: 9 });
         assert_eq!(parse("set coremask 0x6").unwrap(), C::SetCoremask(6));
         assert_eq!(parse("set link-down port 1").unwrap(), C::SetLink { port: "1", up: false });
+        assert_eq!(parse("show txq info 1 3").unwrap(), C::ShowQueueInfo { rx: false, port: 1, queue: 3 });
+        assert_eq!(parse("show rxq info 0 0").unwrap(), C::ShowQueueInfo { rx: true, port: 0, queue: 0 });
     }
 
     #[test]
@@ -312,6 +319,10 @@ mod tests {
             ("set eth-peer 0 zz", "Invalid ethernet address"),
             ("port config 0 what", "port config all"),
             ("set coremask zz", "Bad arguments: coremask"),
+            ("show rxq info 0", "Bad arguments"),
+            ("show rxq info 0 70000", "Bad arguments: queue"),
+            ("show txq info x 0", "Bad arguments: port"),
+            ("show rxq stats 0 0", "Bad arguments"),
         ] {
             let e = parse(line).unwrap_err();
             assert!(e.contains(needle), "{line}: {e}");
