@@ -187,7 +187,7 @@ impl PortState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{DevInfo, MacAddr, PortConfig, PoolConfig};
+    use crate::{DevInfo, MacAddr, PoolConfig, PortConfig};
 
     fn state() -> PortState {
         let info = DevInfo::software("net_test", "test0", 4);

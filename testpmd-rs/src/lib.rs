@@ -20,7 +20,7 @@ pub mod lines;
 pub mod noisy;
 pub mod params;
 pub mod pkt;
-pub mod queue_info;
 pub mod port_cmds;
+pub mod queue_info;
 pub mod settings;
 pub mod show;

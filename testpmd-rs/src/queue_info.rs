@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use pktio::{EthDev, Error, QueueBurstMode};
+use pktio::{Error, EthDev, QueueBurstMode};
 
 use crate::app::{App, CmdResult};
 
@@ -42,7 +42,8 @@ fn failure(port_id: u16, rx: bool, queue: u16, e: Option<&Error>) -> String {
         Some(e) => (None, format!("Input/output error(-5)\n  {e}")),
     };
     let mut out = log.map(|l| l + "\n").unwrap_or_default();
-    let _ = write!(out, "Failed to retrieve information for port: {port_id}, {kind} queue: {queue}\nerror desc: {desc}");
+    let _ =
+        write!(out, "Failed to retrieve information for port: {port_id}, {kind} queue: {queue}\nerror desc: {desc}");
     out
 }
 
@@ -100,8 +101,7 @@ impl App {
 mod tests {
     use super::*;
     use pktio::{
-        BurstMode, DevInfo, LinkStatus, MacAddr, Mempool, PortConfig, PortState, Result, RxQueue, RxQueueInfo,
-        TxQueue,
+        BurstMode, DevInfo, LinkStatus, MacAddr, Mempool, PortConfig, PortState, Result, RxQueue, RxQueueInfo, TxQueue,
     };
 
     /// A port whose driver reports per-queue burst modes (queue 1 runs another path than queue 0), or fails the
