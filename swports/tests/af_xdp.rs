@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use hugepage::Allocator;
-use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig};
+use pktio::{EthDev, Mempool, PacketBatch, PoolConfig, PortConfig, QueueBurstMode};
 use swports::open_vdev;
 
 use testkit::veth::{assert_wait_fd_wakes, frame, seq_of, VethPair, PEER};
@@ -52,7 +52,15 @@ fn exchange(mode: &str, umem: &str) {
     assert_eq!(shown.contains(" xdpgeneric "), mode == "skb", "attached in {mode} mode: {shown}");
     let mac = port.mac_addr();
     port.configure(&PortConfig::default()).unwrap();
+    // Each queue's path is its socket's (force_copy: copy mode), flagged per queue; a pool UMEM's socket exists
+    // only once started, the port-level name stands for it before.
+    let copy = QueueBurstMode { name: "AF_XDP copy", per_queue: true };
+    let before = if umem == "pool" { QueueBurstMode { name: "Scalar", per_queue: false } } else { copy };
+    assert_eq!(port.rx_burst_mode(0).unwrap(), before);
     port.start(&pool).unwrap();
+    assert_eq!(port.rx_burst_mode(0).unwrap(), copy);
+    assert_eq!(port.tx_burst_mode(0).unwrap(), copy);
+    assert!(matches!(port.rx_burst_mode(1), Err(pktio::Error::InvalidQueue { queue: 1, .. })));
     // A pool UMEM hands the kernel the pool's own buffers to receive into (a full ring where the pool has room);
     // an own UMEM takes none.
     let posted = if umem == "pool" { 4096 / 3 } else { 0 };

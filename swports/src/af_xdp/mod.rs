@@ -49,7 +49,7 @@ use pktio::devargs::Devargs;
 use pktio::stats::{RxQueueStats, TxQueueStats, XStat};
 use pktio::MacAddr;
 use pktio::PortState;
-use pktio::{DevInfo, EthDev, LinkStatus, PortConfig, RxQueue, TxQueue};
+use pktio::{DevInfo, EthDev, LinkStatus, PortConfig, QueueBurstMode, RxQueue, TxQueue};
 use pktio::{Error, Result};
 
 pub use pool_queue::{AfXdpPoolRxQueue, AfXdpPoolTxQueue};
@@ -387,6 +387,21 @@ impl AfXdpPort {
         !self.socks.is_empty() && self.socks.iter().all(|s| s.zerocopy)
     }
 
+    /// Queue `queue`'s path: its socket's kernel side, zero-copy or copy, which the kernel settles per socket at
+    /// bind, so it is flagged per queue. Before its socket exists (`umem=pool`, not started) the port-level name.
+    fn queue_burst_mode(&self, rx: bool, queue: u16) -> Result<QueueBurstMode> {
+        self.state.check_queue(rx, queue)?;
+        Ok(match self.socks.get(queue as usize) {
+            Some(s) => {
+                QueueBurstMode { name: if s.zerocopy { "AF_XDP zero-copy" } else { "AF_XDP copy" }, per_queue: true }
+            }
+            None => {
+                let port = self.burst_mode();
+                QueueBurstMode { name: if rx { port.rx } else { port.tx }, per_queue: false }
+            }
+        })
+    }
+
     /// What the sockets' UMEM is.
     pub fn umem(&self) -> UmemMode {
         self.cfg.umem
@@ -482,6 +497,14 @@ impl EthDev for AfXdpPort {
 
     fn link(&self) -> LinkStatus {
         self.ctl.link(10_000)
+    }
+
+    fn rx_burst_mode(&self, queue: u16) -> Result<QueueBurstMode> {
+        self.queue_burst_mode(true, queue)
+    }
+
+    fn tx_burst_mode(&self, queue: u16) -> Result<QueueBurstMode> {
+        self.queue_burst_mode(false, queue)
     }
 
     fn set_link_up(&mut self, up: bool) -> Result<()> {
