@@ -1,9 +1,11 @@
 //! `show rxq info` and `show txq info` at the prompt: dpdk-testpmd 22.11's block on null and ring ports (what the
-//! configuration in force holds, the pool, the state), its error lines for a bad port or queue, and side by side
-//! with Debian's dpdk-testpmd 22.11 on net_null.
+//! configuration in force holds, the pool, the state), its error lines for a bad port or queue, the " (per queue)"
+//! flag on a port whose driver reports each queue's path (net_af_xdp), and side by side with Debian's dpdk-testpmd
+//! 22.11 on net_null.
 //!
 //! The side-by-side part needs `dpdk-testpmd` (apt-get install dpdk). Without it the test says so and passes,
-//! unless DPDK_TESTS_REQUIRED=1 (set by scripts/test.sh, whose setup installs the package), where it fails.
+//! unless DPDK_TESTS_REQUIRED=1 (set by scripts/test.sh, whose setup installs the package), where it fails. The
+//! af_xdp part needs root and `ip` (NETNS_TESTS_REQUIRED likewise).
 
 mod common;
 
@@ -100,6 +102,33 @@ fn queue_info_on_ring_ports_while_forwarding() {
     s.cmd("port stop all");
     assert_eq!(s.cmd("show rxq info 1 1"), rx_block(1, 1, "stopped", 128));
     assert_eq!(s.cmd("show rxq info 1 2"), bad_queue(true, 1, 2));
+    quit(s);
+}
+
+/// A port whose driver reports each queue's own path: net_af_xdp, whose sockets are bound zero-copy or copy each
+/// (force_copy: copy), on one end of a veth pair in a namespace made here. Needs root and `ip`; without them the
+/// test says so and passes, or fails when NETNS_TESTS_REQUIRED=1.
+#[test]
+fn the_per_queue_flag_shows_on_an_af_xdp_port() {
+    if !testkit::netns::usable(&["ip"]) {
+        return;
+    }
+    let ns = testkit::netns::Netns::new(&["tpmd-qinfo"]);
+    let n = ns.name(0);
+    testkit::netns::ip(&["-n", n, "link", "add", "qa", "type", "veth", "peer", "name", "qb"]);
+    testkit::netns::ip(&["-n", n, "link", "set", "qb", "up"]);
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", n, BIN, "-l", "0-1", "--no-huge", "--vdev"]).args([
+        "net_af_xdp0,iface=qa,xdp_mode=skb,force_copy=1",
+        "--",
+        "-i",
+    ]);
+    let mut s = Session::spawn(c);
+    s.wait_for("testpmd> ", Duration::from_secs(30));
+    let per_queue = |block: String| block.replace("Burst mode: Scalar\n", "Burst mode: AF_XDP copy (per queue)\n");
+    assert_eq!(s.cmd("show rxq info 0 0"), per_queue(rx_block(0, 0, "started", 1024)));
+    assert_eq!(s.cmd("show txq info 0 0"), per_queue(tx_block(0, 0, "started", 1024)));
+    assert_eq!(s.cmd("show rxq info 0 1"), bad_queue(true, 0, 1));
     quit(s);
 }
 
