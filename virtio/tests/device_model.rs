@@ -123,6 +123,10 @@ fn bring_up_negotiates_version_1_and_programs_the_queues() {
             "queue {q} layout {desc:#x} {driver:#x} {device:#x}"
         );
     }
+    // The queues report what they were set up with: the ring size and the pool given at start.
+    let q = dev.rx_queue_info(0).unwrap();
+    assert_eq!((q.nb_desc, q.pool.map(|p| p.name)), (64, Some("vn-up".to_string())));
+    assert_eq!(dev.tx_queue_info(0).unwrap().nb_desc, 64);
     // RX buffers were posted at start: the model can deliver at once.
     model.inject(&frame(1, 60));
     assert_eq!(model.rx_delivered(), 1);

@@ -708,7 +708,7 @@ impl<B: RegisterSpace + 'static> EthDev for VirtioNet<B> {
             self.teardown();
             return Err(e.into());
         }
-        self.state.start()
+        self.state.start_with_pool(pool)
     }
 
     fn stop(&mut self) -> pktio::Result<()> {
