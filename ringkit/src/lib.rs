@@ -23,7 +23,7 @@ mod tx;
 pub mod watchdog;
 
 pub use rx::{RxBuffers, RxDescriptor, RxEngine, RxFormat};
-pub use tx::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
+pub use tx::{TxCore, TxDescriptor, TxPath, RS_CHECK, RS_HOLES};
 pub use watchdog::{TxHang, TxHangState, TxRestart, TxWatchdog, DEFAULT_TX_HANG_TIMEOUT};
 
 /// Whether the CPU has AVX: the RX fast runs then take their AVX builds (three-operand forms of the same SSE2
@@ -44,11 +44,17 @@ pub fn cpu_has_avx2() -> bool {
     return false;
 }
 
-/// The burst paths every ring on the shared engine and core runs on this CPU: RX takes runs of common frames
-/// through the format's SIMD groups ([`rx::IsaLevel::rx_name`]), TX places plain packets in groups of four and
-/// offloads or chains one by one, both in the same routine.
+/// The burst paths every ring on the shared engine and core runs on this CPU with the full TX path: RX takes runs
+/// of common frames through the format's SIMD groups ([`rx::IsaLevel::rx_name`]), TX places plain packets in
+/// groups of four and offloads or chains one by one, both in the same routine. A port whose TX queues run
+/// another path names it with [`burst_mode_for`].
 pub fn burst_mode() -> pktio::BurstMode {
-    pktio::BurstMode { rx: rx::IsaLevel::detect().rx_name(), tx: "Scalar (plain packets by 4, offloads one by one)" }
+    burst_mode_for(TxPath::Full)
+}
+
+/// The burst paths of a port whose TX queues run `tx` ([`TxPath::for_offloads`] of its configuration).
+pub fn burst_mode_for(tx: TxPath) -> pktio::BurstMode {
+    pktio::BurstMode { rx: rx::IsaLevel::detect().rx_name(), tx: tx.name() }
 }
 
 /// Ring index arithmetic. Ring sizes need not be powers of two (a multiple of 8 or of 32, as the hardware wants).
