@@ -28,6 +28,10 @@ use std::sync::Arc;
 
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
 
+#[cfg(test)]
+#[path = "tx_tests.rs"]
+mod tests;
+
 use crate::idx;
 use crate::watchdog::{TxRestart, TxWatchdog};
 use drvkit::barrier::dma_wmb;
@@ -527,6 +531,15 @@ impl<D: TxDescriptor> TxCore<D> {
         while n < pkts.len() {
             // Hot state in locals: the descriptor stores go through raw pointers the compiler cannot tell apart
             // from `self`. since_rs < rs_thresh between packets.
+            if self.nb_free == 0 {
+                // A full ring: reclaim a group before the next packet, so that a plain one is still placed as
+                // plain (never handed to the general path, which would honour its flags on the plain path).
+                if self.clean_one() {
+                    continue;
+                }
+                full = true;
+                break;
+            }
             let tail = self.tail;
             let room = (rs_thresh - self.since_rs).min(self.nb_free).min(size - tail).min(pkts.len() - n);
             let shadow = self.shadow.as_mut_ptr();
