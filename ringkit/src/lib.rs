@@ -1,7 +1,8 @@
 //! The descriptor-ring kit that poll-mode drivers share: ring index arithmetic, the RX ring engine ([`rx`]:
 //! [`RxEngine`], the burst with its fast run and general path, chains and counters, over [`RxBuffers`], the mbuf
 //! shadow ring with its bulk refill) and the TX ring core ([`TxCore`]: the mbuf shadow ring, the four-at-a-time
-//! placement of plain packets in runs, RS groups and their bulk cleanup) and the TX hang watchdog ([`watchdog`]: a
+//! placement of plain packets in runs, RS groups and their bulk cleanup, on the burst path the queue's
+//! configuration chose, [`TxPath`]) and the TX hang watchdog ([`watchdog`]: a
 //! queue whose completion point stands still with work outstanding, checked on the slow path). A driver keeps what is its own
 //! (descriptor layout and encode, the write-back decode, status bits, registers and doorbells, offload and context
 //! descriptors) and plugs it in through [`RxFormat`], [`RxDescriptor`] and [`TxDescriptor`], traits of

@@ -517,7 +517,13 @@ impl<D: TxDescriptor> TxCore<D> {
     /// The rest of [`TxCore::tx_from`] from packet `n` (those before it placed, with `bytes`): runs bounded by
     /// the ring's end, the RS point and the free room, packets one at a time, the driver's general path.
     #[inline(never)]
-    fn tx_from_general<const PLAIN: bool, Q>(&mut self, pkts: &[NonNull<MbufHeader>], n: usize, bytes: u64, mut queue_packet: Q) -> usize
+    fn tx_from_general<const PLAIN: bool, Q>(
+        &mut self,
+        pkts: &[NonNull<MbufHeader>],
+        n: usize,
+        bytes: u64,
+        mut queue_packet: Q,
+    ) -> usize
     where
         Q: FnMut(&mut Self, &Mbuf, NonNull<MbufHeader>) -> Result<bool, ()>,
     {
