@@ -18,6 +18,20 @@ use pktio::{RxQueue, TxQueue};
 /// Descriptors per ring.
 pub const RING: u16 = 1024;
 
+/// The TX offloads the benchmarks configure: none, so the queues run the plain TX path
+/// ([`ringkit::TxPath::Plain`], offload flags not read) that a forwarding loop without offloads gets.
+pub const TX_OFFLOADS: u64 = 0;
+
+/// The port configuration of the benchmarks: one queue pair of [`RING`] descriptors, [`TX_OFFLOADS`].
+pub fn port_config() -> pktio::PortConfig {
+    pktio::PortConfig { rx_desc: RING, tx_desc: RING, tx_offloads: TX_OFFLOADS, ..Default::default() }
+}
+
+/// The TX path the benchmarks measure (what [`TX_OFFLOADS`] chooses); each program checks its port runs it.
+pub fn tx_path() -> ringkit::TxPath {
+    ringkit::TxPath::for_offloads(TX_OFFLOADS)
+}
+
 /// Burst pairs run before the measurement (caches, the steady state of refills and cleanups).
 const WARM_UP: u64 = 10_000;
 

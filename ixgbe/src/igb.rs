@@ -292,6 +292,8 @@ pub struct Igb<R: RegisterSpace> {
     state: PortState,
     rx: Option<IgbRxQueue<R>>,
     tx: Option<IgbTxQueue<R>>,
+    /// The burst the TX queue was set up with at the last start (what `burst_mode` reports while started).
+    tx_path: Option<ringkit::TxPath>,
     hw: Mutex<Vec<u64>>,
     keep_alive: Vec<Box<dyn std::any::Any + Send>>,
 }
@@ -339,6 +341,7 @@ impl<R: RegisterSpace> Igb<R> {
             state: PortState::new(info, MacAddr::ZERO, PortConfig { rx_desc: 256, tx_desc: 256, ..Default::default() }),
             rx: None,
             tx: None,
+            tx_path: None,
             hw: Mutex::new(vec![0; regs::STATS.len()]),
             keep_alive: Vec::new(),
         };
@@ -466,9 +469,11 @@ impl<R: RegisterSpace> Igb<R> {
                 stats: self.state.tx_stats(0).expect("one configured queue").clone(),
                 hang: Default::default(),
                 port: &name,
+                path: ringkit::TxPath::for_offloads(self.state.config.tx_offloads),
             },
             tx_cfg,
         )?;
+        self.tx_path = Some(tx.path());
         let budget = self.timing.queue_enable;
         tx.enable().map_err(|t| self.device_error(error::timeout("TX queue 0 enable", "TXDCTL", t.last, budget)))?;
         self.regs.write(regs::TCTL, regs::TCTL_EN | regs::TCTL_PSP);
@@ -567,8 +572,10 @@ impl<R: RegisterSpace + 'static> EthDev for Igb<R> {
         Ok(Box::new(self.tx_queue_typed(queue)?))
     }
 
+    /// TX: the path the queue runs when started, else the one the configuration's TX offloads choose.
     fn burst_mode(&self) -> pktio::BurstMode {
-        ringkit::burst_mode()
+        let chosen = self.tx_path.filter(|_| self.state.started);
+        ringkit::burst_mode_for(chosen.unwrap_or(ringkit::TxPath::for_offloads(self.state.config.tx_offloads)))
     }
 
     fn link(&self) -> LinkStatus {

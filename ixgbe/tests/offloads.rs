@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use mempool::{ol_flags, PacketBatch, TxOffload};
+use mempool::{ol_flags, PacketBatch};
 use nicsim::X540Config;
 use pktio::TypedQueues;
 use pktio::{EthDev, PortConfig, RxQueue, TxQueue};
@@ -52,37 +52,47 @@ fn rx_checksum_flags_good_and_bad() {
     port.assert_no_faults();
 }
 
+/// A port configured with TX checksum offload runs the full TX path: the flags are honoured, the model computes
+/// both checksums.
 #[test]
 fn tx_checksum_offload_inserts_ip_and_l4_checksums() {
     let (mut dev, port) = single(X540Config::default());
     let pool = pool(1024, 2048);
-    start(&mut dev, &PortConfig { rx_desc: 64, tx_desc: 128, ..Default::default() }, &pool);
+    let tx_offloads = pktio::offload::TX_CKSUM;
+    start(&mut dev, &PortConfig { rx_desc: 64, tx_desc: 128, tx_offloads, ..Default::default() }, &pool);
+    assert_eq!(dev.burst_mode().tx, ringkit::TxPath::Full.name());
     let mut tx = dev.tx_queue_typed(0).unwrap();
-    let ips = ([10, 2, 2, 1], [10, 2, 2, 2]);
-    let mut want = Vec::new();
-    let mut b = PacketBatch::new();
-    for (i, proto) in [17u8, 6, 17, 6, 17].into_iter().enumerate() {
-        let len = 90 + i * 40;
-        let good = if proto == 17 {
-            udp_frame([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1], ips, (7, 8 + i as u16), len)
-        } else {
-            tcp_frame([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1], ips, (7, 8 + i as u16), len)
-        };
-        // As rte_net_intel_cksum_prepare leaves it: IP checksum zero, L4 checksum = pseudo-header sum.
-        let mut f = good.clone();
-        f[24] = 0;
-        f[25] = 0;
-        let off = if proto == 17 { 40 } else { 50 };
-        let seed = !checksum(&[], pseudo(&ips, proto, len - 34));
-        f[off..off + 2].copy_from_slice(&seed.to_be_bytes());
-        let mut m = mbuf_from(&pool, &f);
-        let l4 = if proto == 17 { ol_flags::TX_UDP_CKSUM } else { ol_flags::TX_TCP_CKSUM };
-        m.set_ol_flags(ol_flags::TX_IPV4 | ol_flags::TX_IP_CKSUM | l4);
-        m.set_tx_offload(TxOffload { l2_len: 14, l3_len: 20, ..Default::default() });
-        b.push(m).unwrap();
-        want.push(good);
-    }
-    assert_eq!(tx.tx_burst(&mut b), 5);
+    let testkit::ChecksumBatch { batch: mut b, done: want, .. } =
+        testkit::checksum_batch(&pool, [2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1], 9);
+    assert_eq!(tx.tx_burst(&mut b), 9);
+    port.step();
+    assert_eq!(port.take_tx(), want);
+    drop(tx);
+    dev.stop().unwrap();
+    assert!(pool.is_full());
+    port.assert_no_faults();
+}
+
+/// A port configured without TX offloads runs the plain TX path, which ignores the offload flags as DPDK's
+/// simple TX does: the same packets leave byte for byte as given (checksums not done), in groups of four and one
+/// at a time, and a chain still takes the general path.
+#[test]
+fn a_port_without_tx_offloads_runs_the_plain_path_and_ignores_offload_flags() {
+    let (mut dev, port) = single(X540Config::default());
+    let pool = pool(1024, 2048);
+    let config = PortConfig { rx_desc: 64, tx_desc: 128, ..Default::default() };
+    assert_eq!(dev.burst_mode().tx, ringkit::TxPath::Plain.name(), "what the configuration would choose");
+    start(&mut dev, &config, &pool);
+    assert_eq!(dev.burst_mode().tx, ringkit::TxPath::Plain.name());
+    let mut tx = dev.tx_queue_typed(0).unwrap();
+    let testkit::ChecksumBatch { batch: mut b, prepared: mut want, .. } =
+        testkit::checksum_batch(&pool, [2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1], 9);
+    let chain_frame: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+    let mut chain = mbuf_from(&pool, &chain_frame[..100]);
+    chain.chain(mbuf_from(&pool, &chain_frame[100..]));
+    b.push(chain).unwrap();
+    want.push(chain_frame);
+    assert_eq!(tx.tx_burst(&mut b), 10);
     port.step();
     assert_eq!(port.take_tx(), want);
     drop(tx);

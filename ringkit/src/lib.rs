@@ -1,7 +1,8 @@
 //! The descriptor-ring kit that poll-mode drivers share: ring index arithmetic, the RX ring engine ([`rx`]:
 //! [`RxEngine`], the burst with its fast run and general path, chains and counters, over [`RxBuffers`], the mbuf
 //! shadow ring with its bulk refill) and the TX ring core ([`TxCore`]: the mbuf shadow ring, the four-at-a-time
-//! placement of plain packets in runs, RS groups and their bulk cleanup) and the TX hang watchdog ([`watchdog`]: a
+//! placement of plain packets in runs, RS groups and their bulk cleanup, on the burst path the queue's
+//! configuration chose, [`TxPath`]) and the TX hang watchdog ([`watchdog`]: a
 //! queue whose completion point stands still with work outstanding, checked on the slow path). A driver keeps what is its own
 //! (descriptor layout and encode, the write-back decode, status bits, registers and doorbells, offload and context
 //! descriptors) and plugs it in through [`RxFormat`], [`RxDescriptor`] and [`TxDescriptor`], traits of
@@ -23,7 +24,7 @@ mod tx;
 pub mod watchdog;
 
 pub use rx::{RxBuffers, RxDescriptor, RxEngine, RxFormat};
-pub use tx::{TxCore, TxDescriptor, RS_CHECK, RS_HOLES};
+pub use tx::{TxCore, TxDescriptor, TxPath, RS_CHECK, RS_HOLES};
 pub use watchdog::{TxHang, TxHangState, TxRestart, TxWatchdog, DEFAULT_TX_HANG_TIMEOUT};
 
 /// Whether the CPU has AVX: the RX fast runs then take their AVX builds (three-operand forms of the same SSE2
@@ -44,11 +45,17 @@ pub fn cpu_has_avx2() -> bool {
     return false;
 }
 
-/// The burst paths every ring on the shared engine and core runs on this CPU: RX takes runs of common frames
-/// through the format's SIMD groups ([`rx::IsaLevel::rx_name`]), TX places plain packets in groups of four and
-/// offloads or chains one by one, both in the same routine.
+/// The burst paths every ring on the shared engine and core runs on this CPU with the full TX path: RX takes runs
+/// of common frames through the format's SIMD groups ([`rx::IsaLevel::rx_name`]), TX places plain packets in
+/// groups of four and offloads or chains one by one, both in the same routine. A port whose TX queues run
+/// another path names it with [`burst_mode_for`].
 pub fn burst_mode() -> pktio::BurstMode {
-    pktio::BurstMode { rx: rx::IsaLevel::detect().rx_name(), tx: "Scalar (plain packets by 4, offloads one by one)" }
+    burst_mode_for(TxPath::Full)
+}
+
+/// The burst paths of a port whose TX queues run `tx` ([`TxPath::for_offloads`] of its configuration).
+pub fn burst_mode_for(tx: TxPath) -> pktio::BurstMode {
+    pktio::BurstMode { rx: rx::IsaLevel::detect().rx_name(), tx: tx.name() }
 }
 
 /// Ring index arithmetic. Ring sizes need not be powers of two (a multiple of 8 or of 32, as the hardware wants).

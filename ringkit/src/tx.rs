@@ -10,6 +10,13 @@
 //! are not live until `tail` passes them). Anything else goes through the driver's `queue_packet`, which places
 //! descriptors with [`TxCore::put`] and ends the packet with [`TxCore::finish`].
 //!
+//! Which packets count as plain depends on the queue's [`TxPath`], chosen from its configuration: on the full path
+//! a packet with an offload flag is not plain; on the plain path (a queue configured with no TX offload, as DPDK's
+//! "simple" TX) the flags are never read, and a packet is plain when it is a single segment of the port's pool
+//! with a length the device takes. Both tests matter for memory safety and the device, not for the offloads, so
+//! the plain path keeps them: a chain, a packet of another pool or a bad length still goes through
+//! `queue_packet` (which then applies what its flags ask). The burst is monomorphised per path.
+//!
 //! Cleanup checks the done bit of the oldest RS descriptor only when fewer than `free_thresh` slots are free,
 //! one group at a time (so a forwarding loop frees about what it receives per burst and buffers cycle through
 //! the lcore cache), and frees a group of single segments of the port's pool with one bulk put and no test per
@@ -21,9 +28,14 @@ use std::sync::Arc;
 
 use mempool::{Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
 
+#[cfg(test)]
+#[path = "tx_tests.rs"]
+mod tests;
+
 use crate::idx;
 use crate::watchdog::{TxRestart, TxWatchdog};
 use drvkit::barrier::dma_wmb;
+use pktio::offload;
 use pktio::stats::TxQueueStats;
 
 /// In an RS record: the group ending at this RS has slots without a packet (context descriptors, segments
@@ -33,6 +45,38 @@ pub const RS_HOLES: u32 = 1 << 31;
 /// packet; without this bit a hole-free group goes back to the port's pool in one put).
 pub const RS_CHECK: u32 = 1 << 30;
 const RS_FLAGS: u32 = RS_HOLES | RS_CHECK;
+
+/// Which TX burst a queue runs, chosen once from its configuration (as DPDK picks a TX burst function per queue).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TxPath {
+    /// Offload flags are honoured: a packet with one takes the driver's general path.
+    #[default]
+    Full,
+    /// The queue asked for no TX offload (but fast free): offload flags are ignored, as DPDK's simple TX does;
+    /// the pool, chain and length tests stay.
+    Plain,
+}
+
+impl TxPath {
+    /// The path for a queue configured with `tx_offloads` ([`pktio::offload`] bits): plain when nothing but
+    /// [`offload::TX_MBUF_FAST_FREE`] is asked (DPDK's condition for ixgbe's simple and i40e's vector TX; fast
+    /// free is what the cores do anyway for groups of the port's pool).
+    pub const fn for_offloads(tx_offloads: u64) -> TxPath {
+        if tx_offloads & !offload::TX_MBUF_FAST_FREE == 0 {
+            TxPath::Plain
+        } else {
+            TxPath::Full
+        }
+    }
+
+    /// A short name for burst-mode reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TxPath::Full => "Scalar (plain packets by 4, offloads one by one)",
+            TxPath::Plain => "Scalar plain (no offloads, by 4)",
+        }
+    }
+}
 
 /// What the core needs from a driver's TX descriptor. Every function is called on the hot path and should be
 /// `#[inline(always)]`; the core is monomorphised over the implementing type.
@@ -98,6 +142,8 @@ pub struct TxCore<D: TxDescriptor> {
     watchdog: Option<(TxWatchdog, Box<dyn TxRestart>)>,
     /// Restarts so far: a driver that keeps device state per ring (a context slot) notes it with this.
     generation: u32,
+    /// The burst this ring runs.
+    path: TxPath,
 }
 
 // SAFETY: the core owns the packets in `shadow`; `ring` points into memory its owner keeps alive and uses from
@@ -138,7 +184,24 @@ impl<D: TxDescriptor> TxCore<D> {
             stats,
             watchdog: None,
             generation: 0,
+            path: TxPath::Full,
         }
+    }
+
+    /// Runs the `path` burst from now on (the driver's TX setup passes [`TxPath::for_offloads`] of the queue's
+    /// configuration). A new core runs [`TxPath::Full`].
+    pub fn set_path(&mut self, path: TxPath) {
+        self.path = path;
+    }
+
+    /// The burst this ring runs.
+    pub fn path(&self) -> TxPath {
+        self.path
+    }
+
+    /// The burst paths a port with this ring as its queue 0 runs (RX as [`crate::burst_mode`]).
+    pub fn burst_mode(&self) -> pktio::BurstMode {
+        crate::burst_mode_for(self.path)
     }
 
     /// Watches this ring for hangs with `w`, restarting it through `restart` when it is hung (see
@@ -369,8 +432,8 @@ impl<D: TxDescriptor> TxCore<D> {
         true
     }
 
-    /// One TX burst: cleanup when free slots run short, then the packets placed from the front of `batch`
-    /// (plain ones in runs, others through `queue_packet`). Returns how many packets the ring took (sent, or
+    /// One TX burst on the ring's [`TxPath`]: cleanup when free slots run short, then the packets placed from the
+    /// front of `batch` (plain ones in runs, others through `queue_packet`). Returns how many packets the ring took (sent, or
     /// dropped as bad; the counters move here) and, when the tail moved, its new value, for the caller to write to
     /// the tail register (the store fence is done).
     ///
@@ -386,7 +449,12 @@ impl<D: TxDescriptor> TxCore<D> {
         let start_tail = self.tail;
         // SAFETY: tx_from takes ownership of exactly the first `n` chains it reports: queued ones move into the
         // shadow ring, bad ones are freed; it keeps nothing else.
-        let taken = unsafe { batch.drain_raw(|pkts| self.tx_from(pkts, queue_packet)) };
+        let taken = unsafe {
+            match self.path {
+                TxPath::Full => batch.drain_raw(|pkts| self.tx_from::<false, Q>(pkts, queue_packet)),
+                TxPath::Plain => batch.drain_raw(|pkts| self.tx_from::<true, Q>(pkts, queue_packet)),
+            }
+        };
         if self.tail == start_tail {
             return (taken, None);
         }
@@ -396,9 +464,10 @@ impl<D: TxDescriptor> TxCore<D> {
 
     /// Places packets from the front of `pkts` (owned by the caller's batch) and returns how many it took
     /// ownership of. The common burst (it fits before the ring's end, the next RS point and the free room) is one
-    /// call of [`tx_groups`]; whatever that leaves continues out of line in [`TxCore::tx_from_general`].
+    /// call of [`tx_groups`]; whatever that leaves continues out of line in [`TxCore::tx_from_general`]. `PLAIN`:
+    /// the [`TxPath::Plain`] burst (offload flags not read).
     #[inline(always)]
-    fn tx_from<Q>(&mut self, pkts: &[NonNull<MbufHeader>], queue_packet: Q) -> usize
+    fn tx_from<const PLAIN: bool, Q>(&mut self, pkts: &[NonNull<MbufHeader>], queue_packet: Q) -> usize
     where
         Q: FnMut(&mut Self, &Mbuf, NonNull<MbufHeader>) -> Result<bool, ()>,
     {
@@ -408,7 +477,7 @@ impl<D: TxDescriptor> TxCore<D> {
         if len <= (self.rs_thresh - self.since_rs).min(self.nb_free).min(self.size - tail) {
             // SAFETY: len <= size - tail and len <= nb_free: free slots of the ring and the shadow array.
             let (k, b) = unsafe {
-                tx_groups(
+                tx_groups::<D, PLAIN>(
                     pkts.as_ptr(),
                     self.ring.as_ptr().add(tail),
                     self.shadow.as_mut_ptr().add(tail),
@@ -426,7 +495,7 @@ impl<D: TxDescriptor> TxCore<D> {
                 (n, bytes) = (k, b);
             }
         }
-        self.tx_from_general(pkts, n, bytes, queue_packet)
+        self.tx_from_general::<PLAIN, Q>(pkts, n, bytes, queue_packet)
     }
 
     /// Hands on the `k` descriptors written from slot `tail` (`tail + k <= size`, within the current RS group):
@@ -448,7 +517,13 @@ impl<D: TxDescriptor> TxCore<D> {
     /// The rest of [`TxCore::tx_from`] from packet `n` (those before it placed, with `bytes`): runs bounded by
     /// the ring's end, the RS point and the free room, packets one at a time, the driver's general path.
     #[inline(never)]
-    fn tx_from_general<Q>(&mut self, pkts: &[NonNull<MbufHeader>], n: usize, bytes: u64, mut queue_packet: Q) -> usize
+    fn tx_from_general<const PLAIN: bool, Q>(
+        &mut self,
+        pkts: &[NonNull<MbufHeader>],
+        n: usize,
+        bytes: u64,
+        mut queue_packet: Q,
+    ) -> usize
     where
         Q: FnMut(&mut Self, &Mbuf, NonNull<MbufHeader>) -> Result<bool, ()>,
     {
@@ -462,12 +537,21 @@ impl<D: TxDescriptor> TxCore<D> {
         while n < pkts.len() {
             // Hot state in locals: the descriptor stores go through raw pointers the compiler cannot tell apart
             // from `self`. since_rs < rs_thresh between packets.
+            if self.nb_free == 0 {
+                // A full ring: reclaim a group before the next packet, so that a plain one is still placed as
+                // plain (never handed to the general path, which would honour its flags on the plain path).
+                if self.clean_one() {
+                    continue;
+                }
+                full = true;
+                break;
+            }
             let tail = self.tail;
             let room = (rs_thresh - self.since_rs).min(self.nb_free).min(size - tail).min(pkts.len() - n);
             let shadow = self.shadow.as_mut_ptr();
             // SAFETY: n + room <= pkts.len(); tail + room <= size and those slots are free (room <= nb_free).
             let (mut k, group_bytes) =
-                unsafe { tx_groups(pkts.as_ptr().add(n), ring.add(tail), shadow.add(tail), room, pool_id) };
+                unsafe { tx_groups::<D, PLAIN>(pkts.as_ptr().add(n), ring.add(tail), shadow.add(tail), room, pool_id) };
             bytes += group_bytes;
             let mut other = 0;
             while k < room {
@@ -476,7 +560,8 @@ impl<D: TxDescriptor> TxCore<D> {
                 // SAFETY: a borrowed view of a live packet still owned by the batch (never dropped through it).
                 let m = ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
                 let len = m.data_len();
-                if !D::is_plain((m.nb_segs() != 1) as usize, m.ol_flags(), D::len_key(len)) {
+                let flags = if PLAIN { 0 } else { m.ol_flags() };
+                if !D::is_plain((m.nb_segs() != 1) as usize, flags, D::len_key(len)) {
                     break;
                 }
                 other |= m.single_of(pool_id);
@@ -551,7 +636,8 @@ impl<D: TxDescriptor> Drop for TxCore<D> {
 }
 
 /// Writes the data descriptors and shadow slots of up to `room` packets, four at a time, each group tested after
-/// it was written (all plain and of the port's pool); stops at the first group that fails. Returns how many it
+/// it was written (all plain and of the port's pool; with `PLAIN` the offload flags are not read); stops at the
+/// first group that fails. Returns how many it
 /// placed (a multiple of four) and their bytes. A failed group's slots are rewritten by whatever places those
 /// packets: the device reads nothing before the tail moves, and a shadow slot is live only once `tail` passes it.
 ///
@@ -561,7 +647,7 @@ impl<D: TxDescriptor> Drop for TxCore<D> {
 /// `pkts` must hold `room` live packets owned by the caller's batch (ownership of those placed moves to the shadow
 /// slots); `d` and `shadow` must be `room` free slots of the ring and its shadow array.
 #[inline(never)]
-unsafe fn tx_groups<D: TxDescriptor>(
+unsafe fn tx_groups<D: TxDescriptor, const PLAIN: bool>(
     pkts: *const NonNull<MbufHeader>,
     d: *mut D,
     shadow: *mut Option<NonNull<MbufHeader>>,
@@ -580,7 +666,9 @@ unsafe fn tx_groups<D: TxDescriptor>(
             let m = ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
             let len = m.data_len();
             other |= m.single_of(pool_id);
-            flags |= m.ol_flags();
+            if !PLAIN {
+                flags |= m.ol_flags();
+            }
             len_keys |= D::len_key(len);
             group_bytes += len as u64;
             // SAFETY: k + j < room: a free slot (caller's contract); the shadow slot becomes live only if the

@@ -77,3 +77,43 @@ pub fn cross<T: TxQueue + ?Sized, R: RxQueue + ?Sized>(
     assert_eq!(bytes(got.iter().next().unwrap()), frame, "{}-byte frame", frame.len());
     got
 }
+
+/// What [`checksum_batch`] builds: the packets, and each frame as given and with its checksums done.
+pub struct ChecksumBatch {
+    /// The packets, with the checksum offload flags and lengths set; room for one more.
+    pub batch: PacketBatch,
+    /// The frames as the packets hold them (IP checksum zero, L4 checksum the pseudo-header sum).
+    pub prepared: Vec<Vec<u8>>,
+    /// The frames with both checksums done (what a device that did the offload sends).
+    pub done: Vec<Vec<u8>>,
+}
+
+/// `n` UDP and TCP frames (alternating, 90 bytes and up) from `src` to `dst`, prepared for TX checksum offload as
+/// rte_net_intel_cksum_prepare leaves them, with the IPv4, IP and L4 checksum flags: for the TX path tests, which
+/// tell by the bytes on the wire whether the flags were honoured.
+pub fn checksum_batch(pool: &Mempool, dst: [u8; 6], src: [u8; 6], n: usize) -> ChecksumBatch {
+    use crate::frames::{checksum, pseudo, tcp_frame, udp_frame};
+    use mempool::{ol_flags, TxOffload};
+    let ips = ([10, 2, 2, 1], [10, 2, 2, 2]);
+    let mut b = ChecksumBatch { batch: PacketBatch::with_capacity(n + 1), prepared: Vec::new(), done: Vec::new() };
+    for i in 0..n {
+        let udp = i % 2 == 0;
+        let len = 90 + i * 40;
+        let ports = (7, 8 + i as u16);
+        let good = if udp { udp_frame(dst, src, ips, ports, len) } else { tcp_frame(dst, src, ips, ports, len) };
+        let mut f = good.clone();
+        f[24] = 0;
+        f[25] = 0;
+        let (off, proto) = if udp { (40, 17) } else { (50, 6) };
+        let seed = !checksum(&[], pseudo(&ips, proto, len - 34));
+        f[off..off + 2].copy_from_slice(&seed.to_be_bytes());
+        let mut m = mbuf_from(pool, &f);
+        let l4 = if udp { ol_flags::TX_UDP_CKSUM } else { ol_flags::TX_TCP_CKSUM };
+        m.set_ol_flags(ol_flags::TX_IPV4 | ol_flags::TX_IP_CKSUM | l4);
+        m.set_tx_offload(TxOffload { l2_len: 14, l3_len: 20, ..Default::default() });
+        assert!(b.batch.push(m).is_ok());
+        b.prepared.push(f);
+        b.done.push(good);
+    }
+    b
+}

@@ -122,6 +122,7 @@ fn main() {
         hang: Default::default(),
         hang_timeout: std::time::Duration::from_secs(2),
         port: "bench0",
+        path: driver::tx_path(),
     })
     .expect("tx ring");
     rxq.ring_doorbell();

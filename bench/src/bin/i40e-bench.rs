@@ -5,14 +5,14 @@
 
 use std::sync::Arc;
 
-use bench::driver::{self, Device, Head, RING};
+use bench::driver::{self, Device, Head};
 use drvkit::dma::IdentityMapper;
 use hugepage::Allocator;
 use i40e::desc::{tx, RxDesc, TxDesc};
 use i40e::regs;
 use i40e::testing::FakeRegs;
 use i40e::{I40e, Options, Timing};
-use pktio::{EthDev, PortConfig, TypedQueues};
+use pktio::{EthDev, TypedQueues};
 
 /// The device side.
 struct FakeDevice {
@@ -53,8 +53,9 @@ fn main() {
     let options = Options { timing: Timing::fast(), ..Options::new("bench0") };
     let mut dev = I40e::new(fake.clone(), Arc::new(IdentityMapper), Allocator::no_huge(), options).expect("probe");
     let pool = driver::pool("bench");
-    dev.configure(&PortConfig { rx_desc: RING, tx_desc: RING, ..Default::default() }).unwrap();
+    dev.configure(&driver::port_config()).unwrap();
     dev.start(&pool).unwrap();
+    assert_eq!(dev.burst_mode().tx, driver::tx_path().name(), "the TX path measured");
     let mut rxq = dev.rx_queue_typed(0).unwrap();
     let mut txq = dev.tx_queue_typed(0).unwrap();
     let mut device = FakeDevice {

@@ -5,14 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bench::driver::{self, Device, Head, RING};
+use bench::driver::{self, Device, Head};
 use drvkit::dma::IdentityMapper;
 use hugepage::Allocator;
 use ixgbe::desc::{rx, tx, RxDesc, RxWriteback, TxDesc};
 use ixgbe::regs;
 use ixgbe::testing::FakeRegs;
 use ixgbe::{Ixgbe, MacType, Options, Timing};
-use pktio::{EthDev, PortConfig, TypedQueues};
+use pktio::{EthDev, TypedQueues};
 
 /// The device side.
 struct FakeDevice {
@@ -60,8 +60,9 @@ fn main() {
     let options = Options { timing, ..Options::new("bench0", MacType::X540) };
     let mut dev = Ixgbe::new(fake.clone(), Arc::new(IdentityMapper), Allocator::no_huge(), options).expect("probe");
     let pool = driver::pool("bench");
-    dev.configure(&PortConfig { rx_desc: RING, tx_desc: RING, ..Default::default() }).unwrap();
+    dev.configure(&driver::port_config()).unwrap();
     dev.start(&pool).unwrap();
+    assert_eq!(dev.burst_mode().tx, driver::tx_path().name(), "the TX path measured");
     let mut rxq = dev.rx_queue_typed(0).unwrap();
     let mut txq = dev.tx_queue_typed(0).unwrap();
     let mut device = FakeDevice {

@@ -128,6 +128,7 @@ pub(super) fn open<R: RegisterSpace>(
         link: Mutex::new(LinkStatus::default()),
         rx: Vec::new(),
         tx: Vec::new(),
+        tx_path: None,
         rss_key: DEFAULT_RSS_KEY,
         reta: vec![0; 256],
         rss_on: false,

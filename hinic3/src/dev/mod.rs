@@ -179,6 +179,8 @@ pub struct Hinic3<R: RegisterSpace> {
     /// The rings, here while no handle holds them; a dropped handle puts its ring back.
     rx: Vec<Slot<RxRing<R>>>,
     tx: Vec<Slot<TxRing<R>>>,
+    /// The burst TX queue 0 was set up with at the last start (what `burst_mode` reports while started).
+    tx_path: Option<ringkit::TxPath>,
     rss_key: [u8; 40],
     reta: Vec<u16>,
     rss_on: bool,
@@ -410,8 +412,10 @@ impl<R: RegisterSpace + 'static> EthDev for Hinic3<R> {
         &self.state
     }
 
+    /// TX: the path queue 0 runs when started, else the one the configuration's TX offloads choose.
     fn burst_mode(&self) -> pktio::BurstMode {
-        ringkit::burst_mode()
+        let chosen = self.tx_path.filter(|_| self.state.started);
+        ringkit::burst_mode_for(chosen.unwrap_or(ringkit::TxPath::for_offloads(self.state.config.tx_offloads)))
     }
 
     fn state_mut(&mut self) -> &mut PortState {

@@ -79,7 +79,11 @@ fn hw_start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Result<()>
             hang: dev.tx_hang[q as usize].clone(),
             hang_timeout: dev.options.timing.tx_hang,
             port: &name,
+            path: ringkit::TxPath::for_offloads(cfg.tx_offloads),
         })?;
+        if q == 0 {
+            dev.tx_path = Some(ring.path());
+        }
         let watch = ringkit::TxWatchdog::new(&name, q, dev.options.timing.tx_hang, dev.tx_hang[q as usize].clone());
         dev.tx_watch.push((watch, ring.progress().clone()));
         dev.tx.push(slot(ring));

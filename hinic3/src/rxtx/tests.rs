@@ -61,6 +61,7 @@ fn tx_ring(db: &Arc<FakeDb>, pool: &Mempool) -> TxRing<FakeDb> {
         hang: Default::default(),
         hang_timeout: ringkit::DEFAULT_TX_HANG_TIMEOUT,
         port: "t",
+        path: ringkit::TxPath::Full,
     })
     .unwrap()
 }

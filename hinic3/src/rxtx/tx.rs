@@ -4,6 +4,10 @@
 //! end, as Linux sets it. Frames shorter than 32 bytes are padded with zeros to 32 first (docs/hw/hinic3.md §18).
 //! Completions come from the consumer index the hardware writes into the 64-byte CI slot
 //! (registered with L2NIC 8). One SQ doorbell per burst, after a store barrier.
+//!
+//! The burst is monomorphised per [`TxPath`] (chosen from the queue's configuration, as for the rings on
+//! [`ringkit::TxCore`]): on [`TxPath::Plain`] the compact-WQE tests never read the offload flags, only the pool,
+//! chain and length tests stay; whatever fails them takes the extended WQE, which honours the flags.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,7 +21,7 @@ use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch, PoolId};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
-use ringkit::{TxHangState, TxWatchdog};
+use ringkit::{TxHangState, TxPath, TxWatchdog};
 
 use crate::desc::{ctrl, queue_info, task, SqWqebb};
 use crate::doorbell::{self, DbKind};
@@ -68,6 +72,8 @@ pub struct TxSetup<'a, D> {
     pub hang_timeout: std::time::Duration,
     /// Port name for errors.
     pub port: &'a str,
+    /// The burst the queue runs: [`TxPath::for_offloads`] of its configuration.
+    pub path: TxPath,
 }
 
 /// What the port's control plane reads of an SQ for the hang watchdog (docs/hw/hinic3.md §10.2): the consumer
@@ -124,6 +130,8 @@ pub struct TxRing<D: RegisterSpace> {
     watchdog: TxWatchdog,
     mem: WqMem,
     progress: Arc<SqProgress>,
+    /// The burst this ring runs.
+    path: TxPath,
 }
 
 // SAFETY: the ring owns its WQE memory, its CI slot and the packets in flight; used only by the owning thread.
@@ -162,6 +170,7 @@ impl<D: RegisterSpace> TxRing<D> {
             burst_drops: (0, 0),
             watchdog: TxWatchdog::new(setup.port, setup.queue, setup.hang_timeout, setup.hang),
             mem,
+            path: setup.path,
         })
     }
 
@@ -173,6 +182,11 @@ impl<D: RegisterSpace> TxRing<D> {
     /// Function-local queue index.
     pub fn queue(&self) -> u16 {
         self.queue
+    }
+
+    /// The burst this ring runs.
+    pub fn path(&self) -> TxPath {
+        self.path
     }
 
     /// The watchdog found this SQ hung (its consumer index stood still with the ring full) and the hardware's
@@ -300,14 +314,14 @@ impl<D: RegisterSpace> TxRing<D> {
     }
 
     /// Places one packet; `false` when it does not fit (the burst ends there). Bad packets are dropped (freed, counted)
-    /// and reported as placed.
+    /// and reported as placed. `PLAIN`: the offload flags do not keep a packet from the compact WQE.
     #[inline(always)]
-    fn place(&mut self, p: NonNull<MbufHeader>, free: &mut usize) -> bool {
+    fn place<const PLAIN: bool>(&mut self, p: NonNull<MbufHeader>, free: &mut usize) -> bool {
         // SAFETY: the batch owns the packet; the view is not dropped here.
         let mut m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
         let len = m.data_len() as u32;
         if m.single_of(self.pool_id) == 0
-            && m.ol_flags() & OFFLOADS == 0
+            && (PLAIN || m.ol_flags() & OFFLOADS == 0)
             && len.wrapping_sub(MIN_TX_LEN) <= COMPACT_SPAN
         {
             if *free == 0 {
@@ -458,9 +472,10 @@ impl<D: RegisterSpace> TxRing<D> {
 
     /// The common run: up to `n` packets from `pkts` into WQEBBs from `pi` (no wrap inside), each one plain segment of
     /// the port's pool without offloads. Four packets per test (all tested before any WQE is written: the device may
-    /// prefetch WQEBBs by their owner bit), then one at a time. Returns (count, bytes).
+    /// prefetch WQEBBs by their owner bit), then one at a time. Returns (count, bytes). `PLAIN`: the offload flags are
+    /// not read.
     #[inline(always)]
-    fn fast_run(&mut self, pkts: &[NonNull<MbufHeader>], n: usize) -> (usize, u64) {
+    fn fast_run<const PLAIN: bool>(&mut self, pkts: &[NonNull<MbufHeader>], n: usize) -> (usize, u64) {
         if self.fast_off != 0 {
             return (0, 0);
         }
@@ -473,7 +488,7 @@ impl<D: RegisterSpace> TxRing<D> {
         let pkts = unsafe { pkts.get_unchecked(..n) };
         let (mut k, mut bytes) = if n >= 4 {
             // SAFETY: n packets of the batch, n free WQEBBs and shadow slots from pi (the caller's run).
-            unsafe { tx_groups(pkts.as_ptr(), ring, shadow, n, pool_id, owner) }
+            unsafe { tx_groups::<PLAIN>(pkts.as_ptr(), ring, shadow, n, pool_id, owner) }
         } else {
             (0, 0)
         };
@@ -484,7 +499,8 @@ impl<D: RegisterSpace> TxRing<D> {
             let m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) });
             let len = m.data_len() as u32;
             // As for a group.
-            let odd = m.single_of(pool_id) | (m.ol_flags() & OFFLOADS) as usize | (len < MIN_TX_LEN) as usize;
+            let flags = if PLAIN { 0 } else { m.ol_flags() & OFFLOADS };
+            let odd = m.single_of(pool_id) | flags as usize | (len < MIN_TX_LEN) as usize;
             if odd != 0 {
                 break;
             }
@@ -502,14 +518,14 @@ impl<D: RegisterSpace> TxRing<D> {
     }
 
     #[inline(always)]
-    fn tx_from(&mut self, pkts: &[NonNull<MbufHeader>]) -> usize {
+    fn tx_from<const PLAIN: bool>(&mut self, pkts: &[NonNull<MbufHeader>]) -> usize {
         let mut free = self.free();
         let mut n = 0;
         let mut bytes = 0u64;
         while n < pkts.len() && free > 0 {
             let run = (pkts.len() - n).min(free).min(self.mask + 1 - self.pi);
             // SAFETY: n < pkts.len().
-            let (k, b) = self.fast_run(unsafe { pkts.get_unchecked(n..) }, run);
+            let (k, b) = self.fast_run::<PLAIN>(unsafe { pkts.get_unchecked(n..) }, run);
             n += k;
             free -= k;
             bytes += b;
@@ -520,7 +536,7 @@ impl<D: RegisterSpace> TxRing<D> {
             let p = unsafe { *pkts.get_unchecked(n) };
             // SAFETY: a live packet of the batch; the view is not dropped.
             let len = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(p) }).pkt_len();
-            if !self.place(p, &mut free) {
+            if !self.place::<PLAIN>(p, &mut free) {
                 break;
             }
             bytes += len as u64;
@@ -553,7 +569,10 @@ unsafe fn put(
     len: u32,
     owner: u32,
 ) {
-    let [a, b] = SqWqebb::control(ctrl::BD0_LEN.val(len) | owner, 0, m.data_iova()).qwords();
+    // The length field (bits 16:0) and the owner bit (31) are disjoint, so adding them is OR-ing them: one `lea`
+    // instead of a copy and an OR.
+    const _: () = assert!(ctrl::BD0_LEN.mask() < 1 << ctrl::OWNER_SHIFT);
+    let [a, b] = SqWqebb::control(ctrl::BD0_LEN.val(len) + owner, 0, m.data_iova()).qwords();
     // SAFETY: the caller's contract.
     unsafe {
         ring.add(2 * k).write_volatile(a);
@@ -565,12 +584,13 @@ unsafe fn put(
 /// The four-at-a-time part of the TX fast run: groups of four plain packets of the pool (one segment, no offload, at
 /// least MIN_TX_LEN bytes), all four tested before any WQE is written (the device may prefetch WQEBBs by their owner bit). Returns how
 /// many it placed (a multiple of four) and their bytes. Kept out of line so that its loop has the registers to itself.
+/// `PLAIN`: the offload flags are not read.
 ///
 /// # Safety
 /// `pkts` must hold `n` live packets of the caller's batch; `ring` (two qwords per WQEBB) and `shadow` must be `n` free
 /// WQEBBs and shadow slots; `owner` is the owner bit in place.
 #[inline(never)]
-unsafe fn tx_groups(
+unsafe fn tx_groups<const PLAIN: bool>(
     pkts: *const NonNull<MbufHeader>,
     ring: *mut u64,
     shadow: *mut *mut MbufHeader,
@@ -591,7 +611,10 @@ unsafe fn tx_groups(
         // One segment of the port's pool (so at most its data room, which fits a compact WQE: `fast_off`), no
         // offload; a length below MIN_TX_LEN (it needs padding) turns its length − MIN_TX_LEN past the compact
         // limit: one branch for the four.
-        let odd = m.iter().fold(0, |o, m| o | m.single_of(pool_id) | (m.ol_flags() & OFFLOADS) as usize);
+        let odd = m.iter().fold(0, |o, m| {
+            let flags = if PLAIN { 0 } else { m.ol_flags() & OFFLOADS };
+            o | m.single_of(pool_id) | flags as usize
+        });
         let len_keys = lens.iter().fold(0, |o, l| o | l.wrapping_sub(MIN_TX_LEN));
         if odd != 0 || len_keys > ctrl::COMPACT_MAX_LEN {
             break;
@@ -613,7 +636,12 @@ impl<D: RegisterSpace> TxQueue for TxRing<D> {
             self.clean();
         }
         // SAFETY: tx_from takes ownership of exactly the first `n` packets it returns (placed or dropped).
-        let n = unsafe { batch.drain_raw(|pkts| self.tx_from(pkts)) };
+        let n = unsafe {
+            match self.path {
+                TxPath::Full => batch.drain_raw(|pkts| self.tx_from::<false>(pkts)),
+                TxPath::Plain => batch.drain_raw(|pkts| self.tx_from::<true>(pkts)),
+            }
+        };
         // The slow path: the SQ took less than asked. Is the device still consuming?
         if !batch.is_empty() {
             self.check_hang();
@@ -670,6 +698,7 @@ mod tests {
             hang: Default::default(),
             hang_timeout: ringkit::DEFAULT_TX_HANG_TIMEOUT,
             port: "t",
+            path: TxPath::Full,
         })
         .unwrap();
         let mut b = PacketBatch::with_capacity(14);

@@ -226,6 +226,8 @@ pub struct I40e<R: RegisterSpace> {
     lut: Vec<u8>,
     rx: Vec<Option<I40eRxQueue<R>>>,
     tx: Vec<Option<I40eTxQueue<R>>>,
+    /// The burst TX queue 0 was set up with at the last start (what `burst_mode` reports while started).
+    tx_path: Option<ringkit::TxPath>,
     /// What each TX queue's hang watchdog found since the port started.
     tx_hang: Vec<Arc<ringkit::TxHangState>>,
     /// The control plane's watchdog of each TX queue (over the same states), looked at from the stats, xstats,
@@ -278,6 +280,7 @@ impl<R: RegisterSpace> I40e<R> {
             lut: Vec::new(),
             rx: Vec::new(),
             tx: Vec::new(),
+            tx_path: None,
             tx_hang: Vec::new(),
             tx_watch: Vec::new(),
             link: Mutex::new(LinkStatus::default()),
@@ -438,10 +441,12 @@ impl<R: RegisterSpace> I40e<R> {
                     stats: self.state.tx_stats(k).expect("a configured queue").clone(),
                     hang: self.tx_hang[k as usize].clone(),
                     port: &name,
+                    path: ringkit::TxPath::for_offloads(self.state.config.tx_offloads),
                 },
                 tx_cfg,
             )?));
         }
+        self.tx_path = tx.first().and_then(Option::as_ref).map(TxRing::path);
         let mut rx = Vec::new();
         for k in 0..self.state.config.rx_queues {
             rx.push(Some(RxRing::new(
@@ -545,8 +550,10 @@ impl<R: RegisterSpace + 'static> TypedQueues for I40e<R> {
 }
 
 impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
+    /// TX: the path queue 0 runs when started, else the one the configuration's TX offloads choose.
     fn burst_mode(&self) -> pktio::BurstMode {
-        ringkit::burst_mode()
+        let chosen = self.tx_path.filter(|_| self.state.started);
+        ringkit::burst_mode_for(chosen.unwrap_or(ringkit::TxPath::for_offloads(self.state.config.tx_offloads)))
     }
 
     fn state(&self) -> &PortState {

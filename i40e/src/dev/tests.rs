@@ -345,7 +345,9 @@ fn a_jumbo_frame_arrives_as_a_chain() {
 fn tx_enforces_the_mdd_limits_and_encodes_checksum_offloads() {
     let (_, mut dev) = open();
     let p = pool("mdd");
-    dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, ..Default::default() }).unwrap();
+    // The checksum offloads asked (they run on the full TX path only); chains besides.
+    let tx_offloads = pktio::offload::TX_CKSUM | pktio::offload::TX_MULTI_SEGS;
+    dev.configure(&PortConfig { rx_desc: 128, tx_desc: 128, tx_offloads, ..Default::default() }).unwrap();
     dev.start(&p).unwrap();
     let mut txq = dev.tx_queue_typed(0).unwrap();
     let mut batch = PacketBatch::with_capacity(32);

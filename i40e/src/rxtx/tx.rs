@@ -18,7 +18,7 @@ use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
-use ringkit::{TxCore, TxDescriptor, TxHangState, TxRestart, TxWatchdog, RS_CHECK, RS_HOLES};
+use ringkit::{TxCore, TxDescriptor, TxHangState, TxPath, TxRestart, TxWatchdog, RS_CHECK, RS_HOLES};
 
 use super::ring::RingConfig;
 use crate::desc::{tx, TxDesc};
@@ -151,6 +151,9 @@ pub struct TxSetup<'a, R> {
     pub hang: Arc<TxHangState>,
     /// Port name for errors.
     pub port: &'a str,
+    /// The burst the queue runs: [`TxPath::for_offloads`] of its configuration (offload flags are ignored on
+    /// [`TxPath::Plain`]).
+    pub path: TxPath,
 }
 
 impl<R: RegisterSpace> TxRing<R> {
@@ -207,6 +210,7 @@ impl<R: RegisterSpace> TxRing<R> {
         regs.write(regs::qtx_tail(q), 0);
         // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
         let mut core = unsafe { TxCore::new(ring, size, rs, free, setup.pool, setup.stats) };
+        core.set_path(setup.path);
         let restart = QueueRestart { regs: regs.clone(), queue: q, abs_queue: setup.abs_queue, timing: config.timing };
         core.set_watchdog(TxWatchdog::new(setup.port, q, config.tx_hang, setup.hang), Box::new(restart));
         Ok(TxRing {
@@ -229,6 +233,11 @@ impl<R: RegisterSpace> TxRing<R> {
     /// PF queue number.
     pub fn queue(&self) -> u16 {
         self.queue
+    }
+
+    /// The burst this queue runs.
+    pub fn path(&self) -> TxPath {
+        self.core.path()
     }
 
     /// IOVA of the ring (for tests playing the device).

@@ -99,8 +99,10 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
         Ok(Box::new(self.tx_queue_typed(queue)?))
     }
 
+    /// TX: the path queue 0 runs when started, else the one the configuration's TX offloads choose.
     fn burst_mode(&self) -> pktio::BurstMode {
-        ringkit::burst_mode()
+        let chosen = self.tx_path.filter(|_| self.state.started);
+        ringkit::burst_mode_for(chosen.unwrap_or(ringkit::TxPath::for_offloads(self.state.config.tx_offloads)))
     }
 
     fn link(&self) -> LinkStatus {

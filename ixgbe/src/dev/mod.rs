@@ -258,6 +258,8 @@ pub struct Ixgbe<R: RegisterSpace> {
     fresh: bool,
     rx: Vec<Option<IxgbeRxQueue<R>>>,
     tx: Vec<Option<IxgbeTxQueue<R>>>,
+    /// The burst TX queue 0 was set up with at the last start (what `burst_mode` reports while started).
+    tx_path: Option<ringkit::TxPath>,
     /// What each TX queue's hang watchdog found since the port started.
     tx_hang: Vec<Arc<ringkit::TxHangState>>,
     /// The control plane's watchdog of each TX queue (over the same states), looked at from the stats, xstats,
@@ -341,6 +343,7 @@ impl<R: RegisterSpace> Ixgbe<R> {
             fresh: false,
             rx: Vec::new(),
             tx: Vec::new(),
+            tx_path: None,
             tx_hang: Vec::new(),
             tx_watch: Vec::new(),
             hw: Mutex::new(HwStats { values: vec![0; STATS.len()], sets: QueueSets::default() }),

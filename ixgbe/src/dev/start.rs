@@ -196,11 +196,13 @@ impl<R: RegisterSpace> Ixgbe<R> {
                     stats: self.state.tx_stats(q).expect("a configured queue").clone(),
                     hang: self.tx_hang[q as usize].clone(),
                     port: &name,
+                    path: ringkit::TxPath::for_offloads(self.state.config.tx_offloads),
                 },
                 tx_cfg,
             )?;
             self.tx.push(Some(ring));
         }
+        self.tx_path = self.tx.first().and_then(Option::as_ref).map(TxRing::path);
         self.regs.set_bits(DMATXCTL, dmatxctl::TE);
 
         // Vectors before the queues run: a frame's write-back then finds its IVAR entry.

@@ -13,7 +13,7 @@ use hugepage::Allocator;
 use mempool::{ol_flags, Mbuf, MbufHeader, Mempool, PacketBatch};
 use pktio::stats::TxQueueStats;
 use pktio::{Error, Result, TxQueue};
-use ringkit::{TxCore, TxDescriptor, TxHangState, TxRestart, TxWatchdog, RS_CHECK, RS_HOLES};
+use ringkit::{TxCore, TxDescriptor, TxHangState, TxPath, TxRestart, TxWatchdog, RS_CHECK, RS_HOLES};
 
 use super::ring::{disable_queue, split_iova, RingConfig};
 use super::Family;
@@ -149,6 +149,9 @@ pub struct TxSetup<'a, R> {
     pub hang: Arc<TxHangState>,
     /// Port name for errors.
     pub port: &'a str,
+    /// The burst the queue runs: [`TxPath::for_offloads`] of its configuration (offload flags are ignored on
+    /// [`TxPath::Plain`]).
+    pub path: TxPath,
 }
 
 impl<R: RegisterSpace, F: Family> TxRing<R, F> {
@@ -183,6 +186,7 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
         regs.write(F::txdctl(q), F::TXDCTL_INIT);
         // SAFETY: `ring` is `size` descriptors of `mem`, which the ring keeps until after the core drops.
         let mut core = unsafe { TxCore::new(ring, size, rs_thresh, free_thresh, setup.pool, setup.stats) };
+        core.set_path(setup.path);
         let restart =
             QueueRestart::<R, F> { regs: regs.clone(), queue: q, timeout: config.enable_timeout, family: PhantomData };
         core.set_watchdog(TxWatchdog::new(setup.port, q, config.tx_hang, setup.hang), Box::new(restart));
@@ -208,6 +212,11 @@ impl<R: RegisterSpace, F: Family> TxRing<R, F> {
     /// Queue index.
     pub fn queue(&self) -> u16 {
         self.queue
+    }
+
+    /// The burst this queue runs.
+    pub fn path(&self) -> TxPath {
+        self.core.path()
     }
 
     /// Free descriptor slots.
@@ -400,6 +409,7 @@ mod tests {
             stats: stats.clone(),
             hang: Default::default(),
             port: "test",
+            path: TxPath::Full,
         };
         let mut ring = TxRing::<FakeRegs, IxgbeFamily>::new(setup, RingConfig::new(64)).unwrap();
         let tdt = IxgbeFamily::tdt(0);
