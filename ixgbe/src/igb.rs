@@ -549,7 +549,7 @@ impl<R: RegisterSpace + 'static> EthDev for Igb<R> {
             self.regs.clear_bits(regs::RCTL, regs::RCTL_EN);
             return Err(e);
         }
-        self.state.start()
+        self.state.start_with_pool(pool)
     }
 
     fn stop(&mut self) -> Result<()> {

@@ -28,6 +28,12 @@ fn forwards_on(vdev: &str, driver: &str, speed: &str) {
     assert!(info.contains(speed), "{vdev}: {info}");
     let fwd = s.cmd("show config fwd");
     assert!(fwd.contains("io packet forwarding - ports=2"), "{fwd}");
+    // The driver records the pool its rings fill from, and the TX queue of a port configured without TX offloads
+    // runs the plain path.
+    let rxq = s.cmd("show rxq info 0 0");
+    assert!(rxq.contains("\nMempool: mb_pool_0\n") && rxq.contains("\nRx queue state: started\n"), "{vdev}: {rxq}");
+    let txq = s.cmd("show txq info 1 0");
+    assert!(txq.contains("\nBurst mode: Scalar plain (no offloads, by 4)\n"), "{vdev}: {txq}");
 
     s.cmd("start tx_first");
     let (forwarded, _) = wait_port_rx(&mut s, 0, 5000);

@@ -35,7 +35,7 @@ pub(super) fn start<R: RegisterSpace>(dev: &mut Hinic3<R>, pool: &Mempool) -> Re
         return Err(Error::Started { port: dev.options.name.clone() });
     }
     match hw_start(dev, pool) {
-        Ok(()) => dev.state.start(),
+        Ok(()) => dev.state.start_with_pool(pool),
         Err(e) => {
             let _ = hw_stop(dev);
             Err(e)

@@ -589,7 +589,7 @@ impl<R: RegisterSpace + 'static> EthDev for I40e<R> {
             return Err(Error::Started { port: self.name().to_string() });
         }
         match self.hw_start(pool) {
-            Ok(()) => self.state.start(),
+            Ok(()) => self.state.start_with_pool(pool),
             Err(e) => {
                 // Rings made so far disable themselves and give their buffers back as they drop.
                 self.tx.clear();

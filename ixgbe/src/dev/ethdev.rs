@@ -66,7 +66,7 @@ impl<R: RegisterSpace + 'static> EthDev for Ixgbe<R> {
         }
         self.fresh = false;
         match self.hw_start(pool) {
-            Ok(()) => self.state.start(),
+            Ok(()) => self.state.start_with_pool(pool),
             Err(e) => {
                 // Rings made so far disable themselves and give their buffers back as they drop.
                 self.rx.clear();
