@@ -25,7 +25,9 @@ export BENCH_MEM
 [ "$(id -u)" = 0 ] || die "run as root (network namespace, veth pairs, XDP programs)"
 bench_setup
 DPDK_VERSION=$(dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo unknown)
+dpdk25_env
 bench_setup_memory
+read -r -a D25_PMDS <<<"$(dpdk25_pmds bus_vdev mempool_ring net_af_xdp net_af_packet)"
 
 say "building testpmd-rs and pktgen (release)"
 cargo build --release -p testpmd-rs -p bench --quiet
@@ -54,9 +56,10 @@ fwd_run() {
   mpps "$pps"
 }
 
-tp() { # $1: binary, rest: vdevs
+tp() { # $1: binary (d25: DPDK 25.11's dpdk-testpmd), rest: vdevs
   local bin=$1
   shift
+  [ "$bin" = d25 ] && bin="${D25_RUN[*]} $D25_BIN/dpdk-testpmd ${D25_PMDS[*]}"
   echo "$bin" -l 0,1 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" "$@" -- -i --forward-mode=io --burst=32
 }
 XDP_ARGS="start_queue=0,queue_count=1"
@@ -72,7 +75,7 @@ PKT_VDEVS=(--vdev "net_af_packet0,iface=pa,$PKT_ARGS" --vdev "net_af_packet1,ifa
 # The forwarders, in the order each round runs them: name and command line.
 # BENCH_AFXDP_ONLY="pool-drv own-drv" runs a subset (the table then shows n/a for the others).
 # shellcheck disable=SC2206
-NAMES=(${BENCH_AFXDP_ONLY:-pool-drv own-drv dpdk-xdp pool-skb own-skb pkt-ours pkt-dpdk})
+NAMES=(${BENCH_AFXDP_ONLY:-pool-drv own-drv dpdk-xdp d25-xdp pool-skb own-skb pkt-ours pkt-dpdk pkt-d25})
 # shellcheck disable=SC2046 # word splitting of our_xdp_vdevs is intended (no spaces in devargs)
 cmd_of() {
   case $1 in
@@ -81,8 +84,10 @@ cmd_of() {
     pool-skb) tp "$BIN/testpmd-rs" $(our_xdp_vdevs umem=pool,xdp_mode=skb) ;;
     own-skb) tp "$BIN/testpmd-rs" $(our_xdp_vdevs umem=own,xdp_mode=skb) ;;
     dpdk-xdp) tp dpdk-testpmd "${XDP_VDEVS[@]}" ;;
+    d25-xdp) tp d25 "${XDP_VDEVS[@]}" ;;
     pkt-ours) tp "$BIN/testpmd-rs" "${PKT_VDEVS[@]}" ;;
     pkt-dpdk) tp dpdk-testpmd "${PKT_VDEVS[@]}" ;;
+    pkt-d25) tp d25 "${PKT_VDEVS[@]}" ;;
   esac
 }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -102,10 +107,10 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 LOAD_AFTER=$(loadavg)
 declare -A M
-for n in pool-drv own-drv dpdk-xdp pool-skb own-skb pkt-ours pkt-dpdk; do M[$n]=$(echo "${R[$n]:-}" | median); done
+for n in pool-drv own-drv dpdk-xdp d25-xdp pool-skb own-skb pkt-ours pkt-dpdk pkt-d25; do M[$n]=$(echo "${R[$n]:-}" | median); done
 
 echo
-echo "AF_XDP io forwarding over veth, testpmd-rs vs dpdk-testpmd $DPDK_VERSION ($(grep -m1 'model name' /proc/cpuinfo |
+echo "AF_XDP io forwarding over veth, testpmd-rs vs dpdk-testpmd $DPDK_VERSION and $D25_VERSION ($(grep -m1 'model name' /proc/cpuinfo |
   cut -d: -f2 | sed 's/^ *//'), $(nproc) CPUs, kernel $(uname -r)); load average $LOAD_BEFORE before, $LOAD_AFTER after"
 row() { # $1 label, $2 ours, $3 reference
   printf '%-40s | %8s | %8s | %6s | %s\n' "$1" "$(fmt "${M[$2]}" 3)" "$(fmt "${M[$3]}" 3)" \
@@ -113,13 +118,16 @@ row() { # $1 label, $2 ours, $3 reference
 }
 printf '%-40s | %8s | %8s | %6s | %s\n' "2 veth ports, 1 core, Rx Mpps sum" ours ref ratio "rounds ours / ref"
 printf '%s\n' "-----------------------------------------+----------+----------+--------+-------------------"
-row "net_af_xdp umem=pool, native / DPDK" pool-drv dpdk-xdp
-row "net_af_xdp umem=own, native / DPDK" own-drv dpdk-xdp
-row "net_af_xdp umem=pool, skb / DPDK" pool-skb dpdk-xdp
-row "net_af_xdp umem=own, skb / DPDK" own-skb dpdk-xdp
+row "net_af_xdp umem=pool, native / DPDK 22.11" pool-drv dpdk-xdp
+row "net_af_xdp umem=pool, native / DPDK 25.11" pool-drv d25-xdp
+row "net_af_xdp umem=own, native / DPDK 22.11" own-drv dpdk-xdp
+row "net_af_xdp umem=own, native / DPDK 25.11" own-drv d25-xdp
+row "net_af_xdp umem=pool, skb / DPDK 22.11" pool-skb dpdk-xdp
+row "net_af_xdp umem=own, skb / DPDK 22.11" own-skb dpdk-xdp
 row "umem=pool / umem=own, native" pool-drv own-drv
 row "umem=pool / umem=own, skb" pool-skb own-skb
-row "net_af_packet / DPDK net_af_packet" pkt-ours pkt-dpdk
+row "net_af_packet / DPDK 22.11 net_af_packet" pkt-ours pkt-dpdk
+row "net_af_packet / DPDK 25.11 net_af_packet" pkt-ours pkt-d25
 row "net_af_xdp umem=pool native / our af_packet" pool-drv pkt-ours
 row "net_af_xdp umem=pool skb / our af_packet" pool-skb pkt-ours
 row "DPDK net_af_xdp / DPDK net_af_packet" dpdk-xdp pkt-dpdk

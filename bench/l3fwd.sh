@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# l3fwd (this project's) against DPDK 22.11's l3fwd built from Debian's example sources, side by side: one lcore,
+# l3fwd (this project's) against DPDK's l3fwd built from its example sources, side by side, twice: 22.11 (Debian's
+# package, shared libraries) and 25.11 (the newest LTS: sid's libraries linked statically, the example's code for
+# this CPU; bench/lib.sh dpdk25_make). One lcore,
 # one net_pcap port replaying (infinite_rx=1) 64-byte IPv4/UDP frames of many flows, frames sent back out and
 # dropped by the port (no tx_pcap), --parse-ptype; one table row per lookup mode (lpm, fib, em).
 # Also runs for l2fwd (bench/l2fwd.sh sets L2L3_APPS=l2fwd): both l2fwds on the same pcap port, and on a
@@ -11,8 +13,8 @@
 # (-T 1; l3fwd's -T is an extension); DPDK's l3fwd prints none, so its port counters are read through DPDK's
 # telemetry socket (/var/run/dpdk/PREFIX/dpdk_telemetry.v2) at the same two moments; DPDK's l2fwd prints its
 # screen with -T 1 like ours. The reference l3fwd requests RX checksum offload, which pcap ports lack: that one
-# line is changed to request none (sed below); nothing else is patched. Builds go to $LOG/dpdk-ref, never into the
-# repository. Instructions per packet are not measured here: the VMs this runs on expose no PMU (perf stat shows
+# line is changed to request none (sed below, in both versions); nothing else is patched. Builds go to $LOG/dpdk-ref
+# and the 25.11 root's /tmp, never into the repository. Instructions per packet are not measured here: the VMs this runs on expose no PMU (perf stat shows
 # instructions as <not supported>).
 #
 # Environment knobs (shared with run.sh): BENCH_SECONDS=5, BENCH_WARMUP=2, BENCH_ROUNDS=3, BENCH_MEM=huge|nohuge,
@@ -33,6 +35,7 @@ LCORE=${L2L3_LCORE:-1}
 [ "$(id -u)" = 0 ] || die "run as root (hugepages, scripts/setup.sh)"
 bench_setup
 DPDK_VERSION=$(pkg-config --modversion libdpdk)
+dpdk25_env
 bench_setup_memory
 
 # --- the reference binaries, out of tree --------------------------------------------------------------------------
@@ -48,6 +51,15 @@ for app in l3fwd l2fwd; do
   (cd "$REF/$app" && CFLAGS="-I/usr/share/dpdk/examples/common" make -j"$(nproc)" >"$REF/$app.build.log" 2>&1) ||
     die "building DPDK's $app failed; see $REF/$app.build.log"
 done
+# DPDK 25.11's, with the same one-line change.
+D25_L3=$(dpdk25_example l3fwd)
+sed -i 's/\.offloads = RTE_ETH_RX_OFFLOAD_CHECKSUM,/.offloads = 0,/' "$D25_L3/main.c"
+grep -q '\.offloads = 0,' "$D25_L3/main.c" || die "could not remove the checksum offload request from 25.11's l3fwd"
+dpdk25_example l2fwd >/dev/null
+say "building DPDK's l3fwd and l2fwd $D25_VERSION (static)"
+declare -A D25_APP
+D25_APP[l3fwd]=$(dpdk25_make l3fwd)
+D25_APP[l2fwd]=$(dpdk25_make l2fwd)
 
 say "building l3fwd and l2fwd (release)"
 cargo build --release -p l3fwd -p l2fwd --quiet
@@ -117,7 +129,7 @@ measure() {
 # l3fwd's cumulative "Total RX-packets: N TX-packets: M" line: print N last for measure().
 ours_l3_total="Total   RX-packets:"
 rows=()
-row() { rows+=("$(printf '%-6s | %-4s | %8s | %8s | %6s | %6s | %s' "$@")"); }
+row() { rows+=("$(printf '%-6s | %-4s | %8s | %10s | %6s | %10s | %6s | %6s | %s' "$@")"); }
 anchor() { case $1 in lpm) echo 77.6 ;; fib) echo 70.1 ;; em) echo 41.2 ;; *) echo "" ;; esac; }
 
 for app in $APPS; do
@@ -126,45 +138,50 @@ for app in $APPS; do
   for m in $cases; do
     ours=()
     dpdk=()
+    d25=()
     for r in $(seq 1 "$ROUNDS"); do
-      for who in $( ((r % 2)) && echo "rs dpdk" || echo "dpdk rs"); do
+      # Rotate the order, so that no program always follows the same one.
+      case $((r % 3)) in 1) order="rs dpdk d25" ;; 2) order="dpdk d25 rs" ;; *) order="d25 rs dpdk" ;; esac
+      for who in $order; do
         log=$LOG/${app}_${m}_${who}_$r.txt
+        case $who in
+          rs) cmd=("$BIN/$app") ;;
+          dpdk) cmd=("$REF/$app/build/$app") ;;
+          d25) cmd=("${D25_RUN[@]}" "${D25_APP[$app]}") ;;
+        esac
         if [ "$app" = l3fwd ]; then
           APPARGS=(-p 1 --config="(0,0,$LCORE)" --parse-ptype --lookup="$m")
           if [ "$who" = rs ]; then
-            # Our -T line ends with TX-packets: take RX from it via a sed in measure's grep: print field 3.
-            v=$(measure "$log" "$ours_l3_total" "$BIN/l3fwd" "${EAL[@]}" -- "${APPARGS[@]}" -T 1)
-            # measure() read the last field (TX); TX == RX here (nothing dropped), so it is the same count.
-            ours+=("$v")
+            # measure() reads the last field of our -T line (TX); TX == RX here (nothing dropped).
+            v=$(measure "$log" "$ours_l3_total" "${cmd[@]}" "${EAL[@]}" -- "${APPARGS[@]}" -T 1)
           else
-            dpdk+=("$(measure "$log" telemetry "$REF/l3fwd/build/l3fwd" "${EAL[@]}" -- "${APPARGS[@]}")")
+            v=$(measure "$log" telemetry "${cmd[@]}" "${EAL[@]}" -- "${APPARGS[@]}")
           fi
         else
           APPARGS=(-p 1 -T 1)
           E=("${EAL[@]}")
           [ "$m" = null ] && E=("${EAL_NULL[@]}")
-          if [ "$who" = rs ]; then
-            ours+=("$(measure "$log" "Total packets received:" "$BIN/l2fwd" "${E[@]}" -- "${APPARGS[@]}")")
-          else
-            dpdk+=("$(measure "$log" "Total packets received:" "$REF/l2fwd/build/l2fwd" "${E[@]}" -- "${APPARGS[@]}")")
-          fi
+          v=$(measure "$log" "Total packets received:" "${cmd[@]}" "${E[@]}" -- "${APPARGS[@]}")
         fi
+        case $who in rs) ours+=("$v") ;; dpdk) dpdk+=("$v") ;; d25) d25+=("$v") ;; esac
       done
-      say "  $app $m round $r: ours ${ours[-1]} Mpps, DPDK ${dpdk[-1]} Mpps"
+      say "  $app $m round $r: ours ${ours[-1]}, DPDK 22.11 ${dpdk[-1]}, 25.11 ${d25[-1]} Mpps"
     done
     o=$(echo "${ours[*]}" | median)
     d=$(echo "${dpdk[*]}" | median)
-    row "$app" "$m" "$(fmt "$o" 2)" "$(fmt "$d" 2)" "$(ratio "$o" "$d")" "$([ "$app" = l3fwd ] && anchor "$m")" \
-      "${ours[*]} / ${dpdk[*]}"
+    e=$(echo "${d25[*]}" | median)
+    row "$app" "$m" "$(fmt "$o" 2)" "$(fmt "$d" 2)" "$(ratio "$o" "$d")" "$(fmt "$e" 2)" "$(ratio "$o" "$e")" \
+      "$([ "$app" = l3fwd ] && anchor "$m")" "${ours[*]} / ${dpdk[*]} / ${d25[*]}"
   done
 done
 
 echo
-echo "l2fwd/l3fwd vs DPDK $DPDK_VERSION's samples ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')," \
+echo "l2fwd/l3fwd vs DPDK $DPDK_VERSION's and $D25_VERSION's samples ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')," \
   "$(nproc) CPUs, memory: $([ "$MEM" = nohuge ] && echo 4K pages || echo 2M hugepages)); net_pcap infinite_rx," \
   "64-byte IPv4/UDP, $FLOWS flows, lcore $LCORE, median of $ROUNDS x ${SECS} s"
-printf '%-6s | %-4s | %8s | %8s | %6s | %6s | %s\n' app mode "ours" "DPDK" ratio anchor "rounds (Mpps): ours / DPDK"
-echo "-------+------+----------+----------+--------+--------+----------------------------"
+printf '%-6s | %-4s | %8s | %10s | %6s | %10s | %6s | %6s | %s\n' app mode "ours" "dpdk 22.11" ratio "dpdk 25.11" \
+  ratio anchor "rounds (Mpps): ours / 22.11 / 25.11"
+echo "-------+------+----------+------------+--------+------------+--------+--------+----------------------------"
 printf '%s\n' "${rows[@]}"
-echo "Mpps: packets received per second over the window; ratio = ours / DPDK; anchor: the issue's DPDK l3fwd figure" \
+echo "Mpps: packets received per second over the window; ratio = ours / the DPDK on its left; anchor: the issue's DPDK 22.11 l3fwd figure" \
   "(quiet machine, not this run)."

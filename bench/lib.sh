@@ -18,8 +18,51 @@ die() {
 
 # Everything the benchmarks run beside ours (Debian's dpdk, redis-server, nginx, wrk, valgrind, ...) comes from the
 # one prepare step, scripts/setup.sh: quick when it is all there, and it waits for a set-up already running.
+# --bench adds DPDK 25.11 (sid's build in a root of its own) for the second reference column.
 bench_setup() {
-  bash "$ROOT/scripts/setup.sh" >&2 || die "scripts/setup.sh failed: the benchmarks need what it installs"
+  bash "$ROOT/scripts/setup.sh" --bench >&2 || die "scripts/setup.sh failed: the benchmarks need what it installs"
+}
+
+# DPDK 25.11, the newest LTS, beside Debian's 22.11 package: sid's build (its source is not served here; see
+# scripts/lib/setup-lib.sh, setup_dpdk_bench_root) in a root of its own, run outside it through the root's loader
+# and libraries. dpdk25_env sets D25_VERSION, D25_RUN (the loader command to put before a program of the root)
+# and D25_BIN (the root's /usr/bin); dpdk25_pmds NAME... prints the EAL arguments loading those plugins (its
+# dpdk-testpmd and dpdk-test are shared builds; only the PMDs a run needs are loaded, which only shortens DPDK's
+# start-up).
+dpdk25_env() {
+  D25_ROOT=${PKTIO_CACHE:-/var/cache/pktio}/dpdk-25.11-root
+  [ -f "$D25_ROOT/.complete" ] || die "DPDK 25.11 is not set up in $D25_ROOT: run bash scripts/setup.sh --bench"
+  D25_VERSION=$(cat "$D25_ROOT/.version")
+  D25_LIB=$D25_ROOT/usr/lib/x86_64-linux-gnu
+  D25_RUN=("$D25_ROOT/lib64/ld-linux-x86-64.so.2" --library-path "$D25_LIB:$D25_ROOT/lib/x86_64-linux-gnu")
+  D25_BIN=$D25_ROOT/usr/bin
+}
+dpdk25_pmds() {
+  local p
+  for p; do printf -- '-d %s ' "$D25_LIB/dpdk/pmds-26.0/librte_$p.so.26.0"; done
+}
+
+# Copies DPDK 25.11's example $1 into the root's /tmp/pktbench-ref (fresh) and prints that directory as seen from
+# outside, for the caller's one-line changes before dpdk25_make.
+dpdk25_example() {
+  rm -rf "$D25_ROOT/tmp/pktbench-ref/$1"
+  mkdir -p "$D25_ROOT/tmp/pktbench-ref"
+  cp -r "$D25_ROOT/usr/share/dpdk/examples/$1" "$D25_ROOT/tmp/pktbench-ref/"
+  echo "$D25_ROOT/tmp/pktbench-ref/$1"
+}
+# Builds the example $1 copied by dpdk25_example as DPDK's Makefile does for `make static` (DPDK's static
+# libraries linked in), its own code compiled for this CPU: libdpdk-libs.pc's -march=corei7 (Debian's baseline,
+# placed after any CFLAGS of ours) is replaced by -march=native in a copy the build's pkg-config reads first. The
+# libraries themselves are Debian's baseline build. Prints the binary; the log is beside it.
+dpdk25_make() {
+  local app=$1 pc=$D25_ROOT/tmp/pktbench-ref/pc
+  mkdir -p "$pc"
+  sed 's/-march=corei7/-march=native/' "$D25_LIB/pkgconfig/libdpdk-libs.pc" >"$pc/libdpdk-libs.pc"
+  grep -q -- '-march=native' "$pc/libdpdk-libs.pc" || die "libdpdk-libs.pc of DPDK 25.11 names no -march=corei7"
+  chroot "$D25_ROOT" env PKG_CONFIG_PATH=/tmp/pktbench-ref/pc CFLAGS="-I/usr/share/dpdk/examples/common" \
+    make -C "/tmp/pktbench-ref/$app" static -j"$(nproc)" >"$D25_ROOT/tmp/pktbench-ref/$app.build.log" 2>&1 ||
+    die "building DPDK 25.11's $app failed; see $D25_ROOT/tmp/pktbench-ref/$app.build.log"
+  echo "$D25_ROOT/tmp/pktbench-ref/$app/build/$app-static"
 }
 
 # Memory for both sides: sets EAL_MEM (extra EAL arguments) from MEM (huge | nohuge); for hugepages, reserves

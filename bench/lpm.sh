@@ -38,7 +38,11 @@ REPORT_ONLY=${BENCH_LPM_REPORT_ONLY:-0}
 [ "$(id -u)" = 0 ] || die "run as root (hugepages, scripts/setup.sh)"
 bench_setup
 DPDK_VERSION=$(dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo unknown)
+dpdk25_env
 bench_setup_memory
+# DPDK 25.11's dpdk-test (shared build; rte_lpm is in its libraries, no plugin needed beyond the mempool's).
+read -r -a D25_TEST <<<"$(dpdk25_pmds mempool_ring)"
+D25_TEST=("${D25_RUN[@]}" "$D25_BIN/dpdk-test" "${D25_TEST[@]}")
 
 say "building lpm-bench (release)"
 cargo build --release -p lpm --bin lpm-bench --quiet
@@ -49,11 +53,12 @@ BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
 # deleting) the 1M-route table takes minutes at normal priority; the lookups come between the two, so the run is
 # raised to RT priority once the build is reported ("Unique added entries", a few ms before the first lookup) and
 # stopped as soon as the last lookup line is in the log.
-run_dpdk() {
+run_dpdk() { # $1: log, the rest: the dpdk-test command
   local log=$1
+  shift
   : >"$log"
   echo lpm_perf_autotest |
-    stdbuf -oL dpdk-test -l 1 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" --log-level=lib.eal:error >"$log" 2>&1 &
+    stdbuf -oL "$@" -l 1 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" --log-level=lib.eal:error >"$log" 2>&1 &
   local pid=$! # dpdk-test itself: stdbuf execs it
   if [ "$RT" = 1 ]; then
     # tail -f wakes on each write (inotify), so the priority change lands before the lookups start.
@@ -77,16 +82,23 @@ dpdk_cycles() { sed -n "s/^$2: \([0-9.]*\) cycles.*/\1/p" "$1" | head -1; }
 # Ours: key $3 of the RESULT line of test $2 in log $1.
 ours() { grep "RESULT test=$2 " "$1" | field "$3"; }
 
-declare -A D O
+declare -A D E O
+# $1: log, $2: the array (D or E) the figures go to.
+dpdk_figures() {
+  local -n A=$2
+  A[single]+=" $(dpdk_cycles "$1" 'Average LPM Lookup')"
+  A[bulk]+=" $(dpdk_cycles "$1" 'BULK LPM Lookup')"
+  A[x4]+=" $(dpdk_cycles "$1" 'LPM LookupX4')"
+  A[add]+=" $(sed -n 's/^Average LPM Add: \([0-9.e+]*\) cycles.*/\1/p' "$1")"
+  A[fails]+=" $(sed -n 's/^BULK LPM Lookup: .*fails = \([0-9.]*\)%.*/\1/p' "$1")"
+}
 for r in $(seq 1 $((ROUNDS > DPDK_ROUNDS ? ROUNDS : DPDK_ROUNDS))); do
   if [ "$r" -le "$DPDK_ROUNDS" ]; then
-    say "round $r: dpdk-test lpm_perf_autotest (building its table takes minutes)"
-    [ "$REPORT_ONLY" = 1 ] || run_dpdk "$LOG/lpm-dpdk-$r.log"
-    D[single]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'Average LPM Lookup')"
-    D[bulk]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'BULK LPM Lookup')"
-    D[x4]+=" $(dpdk_cycles "$LOG/lpm-dpdk-$r.log" 'LPM LookupX4')"
-    D[add]+=" $(sed -n 's/^Average LPM Add: \([0-9.e+]*\) cycles.*/\1/p' "$LOG/lpm-dpdk-$r.log")"
-    D[fails]+=" $(sed -n 's/^BULK LPM Lookup: .*fails = \([0-9.]*\)%.*/\1/p' "$LOG/lpm-dpdk-$r.log")"
+    say "round $r: dpdk-test lpm_perf_autotest, 22.11 then 25.11 (building its table takes minutes)"
+    [ "$REPORT_ONLY" = 1 ] || run_dpdk "$LOG/lpm-dpdk-$r.log" dpdk-test
+    [ "$REPORT_ONLY" = 1 ] || run_dpdk "$LOG/lpm-dpdk25-$r.log" "${D25_TEST[@]}"
+    dpdk_figures "$LOG/lpm-dpdk-$r.log" D
+    dpdk_figures "$LOG/lpm-dpdk25-$r.log" E
   fi
   [ "$r" -le "$ROUNDS" ] || continue
   say "round $r: lpm-bench"
@@ -110,15 +122,16 @@ med() { echo "$1" | median; }
 TSC_GHZ=$(med "${O[tsc]}")
 
 echo
-echo "LPM IPv4 lookups, one core, uniformly random addresses (dpdk $DPDK_VERSION, memory: $MEM, medians of $ROUNDS lpm-bench / $DPDK_ROUNDS dpdk-test runs, RT=$RT, TSC $(fmt "$TSC_GHZ" 2) GHz)"
+echo "LPM IPv4 lookups, one core, uniformly random addresses (dpdk $DPDK_VERSION and $D25_VERSION, memory: $MEM, medians of $ROUNDS lpm-bench / $DPDK_ROUNDS dpdk-test runs, RT=$RT, TSC $(fmt "$TSC_GHZ" 2) GHz)"
 grep "RESULT test=lpm4_build" "$LOG/lpm-ours-$ROUNDS.log" | sed 's/^RESULT test=lpm4_build /lpm-bench table: /'
 grep "RESULT test=lpm4_single " "$LOG/lpm-ours-$ROUNDS.log" | sed 's/.*\(addrs=.*\)/lpm-bench lookups: \1/'
 echo "dpdk-test table: $(sed -n 's/^No. routes = //p' "$LOG/lpm-dpdk-$DPDK_ROUNDS.log") routes, $(sed -n 's/^Unique added entries = //p' "$LOG/lpm-dpdk-$DPDK_ROUNDS.log") added (2048 tbl8 groups), lookups miss $(med "${D[fails]}")%"
 echo "like for like: lpm_perf_autotest's loop (4096 fresh random addresses per timed batch, a miss counted per lookup)"
-printf '%-20s %12s %12s %8s\n' "lookup" "lpm cyc" "rte_lpm cyc" "ratio"
+printf '%-20s %12s %12s %8s %12s %8s\n' "lookup" "lpm cyc" "22.11 cyc" "ratio" "25.11 cyc" "ratio"
 for k in single bulk x4; do
-  o=$(med "${O[$k]}") d=$(med "${D[$k]}")
-  printf '%-20s %12s %12s %8s\n' "$k$([ $k = bulk ] && echo ' (32)')" "$(fmt "$o")" "$(fmt "$d")" "$(ratio "$d" "$o")"
+  o=$(med "${O[$k]}") d=$(med "${D[$k]}") e=$(med "${E[$k]}")
+  printf '%-20s %12s %12s %8s %12s %8s\n' "$k$([ $k = bulk ] && echo ' (32)')" "$(fmt "$o")" "$(fmt "$d")" \
+    "$(ratio "$d" "$o")" "$(fmt "$e")" "$(ratio "$e" "$o")"
 done
 echo "misses: lpm $(med "${O[fails]}")% of uniformly random addresses, rte_lpm $(med "${D[fails]}")% (different tables)"
 echo
@@ -131,5 +144,5 @@ for k in single x8 bulk32 bulk256; do
   printf '%-20s %12s %12s\n' "$k" "$(fmt "$v" 1)" "$(ratio "$v" "$f")"
 done
 printf '%-20s %12s\n' "floor" "$(fmt "$f" 1)"
-echo "rte_lpm add: $(fmt "$(med "${D[add]}")" 0) cycles/route"
+echo "rte_lpm add: $(fmt "$(med "${D[add]}")" 0) cycles/route (22.11), $(fmt "$(med "${E[add]}")" 0) (25.11)"
 echo "lpm6 x8 (100k routes, routed addresses): $(fmt "$(med "${O[v6]}")") Mlookup/s; exact match v4 bulk32 (1M flows): $(fmt "$(med "${O[em]}")") Mlookup/s"

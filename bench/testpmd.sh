@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# testpmd-rs against Debian's dpdk-testpmd 22.11, side by side: one forwarding core (lcore 1), two net_null ports
-# (64-byte packets), burst 32, every forwarding mode; then the start-up time (launch to first forwarded packet).
-# Prints one table per part: testpmd-rs Mpps, dpdk-testpmd Mpps, ratio (> 1.0 means testpmd-rs is faster).
+# testpmd-rs against two dpdk-testpmds side by side, Debian's 22.11 package and DPDK 25.11 (the newest LTS; sid's
+# build, bench/lib.sh dpdk25_env): one forwarding core (lcore 1), two net_null ports (64-byte packets), burst 32,
+# every forwarding mode; then the start-up time (launch to first forwarded packet). Prints one table per part:
+# testpmd-rs Mpps, each dpdk-testpmd's Mpps and the ratio to it (> 1.0 means testpmd-rs is faster).
 #
 # Usage (as root, on a Debian machine): bash bench/testpmd.sh   (or BENCH_ONLY=testpmd bash bench/run.sh; run.sh
 # runs it at its end unless BENCH_SKIP_TESTPMD=1)
 #
 # Environment knobs (shared with run.sh):
 #   BENCH_SECONDS=5          measurement window of each run (after BENCH_WARMUP=1 s of warm-up)
-#   BENCH_ROUNDS=3           runs per side and mode, alternating the two programs; the table shows the median
+#   BENCH_ROUNDS=3           runs per program and mode, the three programs' order rotating each round; the table
+#                            shows the medians
 #   BENCH_TESTPMD_MODES      the cases to run (default: io mac macswap rxonly txonly 5tswap csum flowgen
 #                            5tswap-udp csum-udp)
 #   BENCH_STARTUP_ROUNDS=5   start-up measurements per configuration (median shown)
@@ -27,7 +29,11 @@ SU_ROUNDS=${BENCH_STARTUP_ROUNDS:-5}
 
 bench_setup
 DPDK_VERSION=$(dpkg-query -W -f='${Version}' dpdk 2>/dev/null || echo unknown)
+dpdk25_env
 bench_setup_memory
+# DPDK 25.11's dpdk-testpmd with the plugins a net_null run needs.
+read -r -a D25_PMDS <<<"$(dpdk25_pmds bus_vdev mempool_ring net_null)"
+DPDK25=("${D25_RUN[@]}" "$D25_BIN/dpdk-testpmd" "${D25_PMDS[@]}")
 
 say "building testpmd-rs and the start-up probe (release)"
 cargo build --release -p testpmd-rs -p bench --quiet
@@ -48,7 +54,7 @@ anchor() {
 }
 
 rows=()
-row() { rows+=("$(printf '%-10s | %-6s | %10s | %12s | %6s | %6s | %7s | %s' "$@")"); }
+row() { rows+=("$(printf '%-10s | %-6s | %10s | %10s | %6s | %10s | %6s | %6s | %11s | %s' "$@")"); }
 
 # Bytes per packet over the measured window of a log: the second show's bps / pps / 8, both ports ($1: log,
 # $2: Rx or Tx), so that the table shows both programs moved packets of the same length.
@@ -60,7 +66,8 @@ pkt_bytes() {
 # A case is a forwarding mode, or MODE-udp: MODE on buffers that hold UDP/IPv4 frames (a 0.5 s txonly run in the
 # same process first writes them; net_null RX hands the same buffers out again without touching their data), so
 # that 5tswap and csum parse down to UDP instead of stopping at EtherType 0.
-say "modes: $CASES; $ROUNDS rounds x (testpmd-rs, dpdk-testpmd) each, ${SECS} s after ${WARMUP} s warm-up"
+say "modes: $CASES; $ROUNDS rounds x (testpmd-rs, dpdk-testpmd $DPDK_VERSION, $D25_VERSION) each, ${SECS} s after" \
+  "${WARMUP} s warm-up"
 for c in $CASES; do
   mode=$c
   hook=
@@ -73,24 +80,34 @@ for c in $CASES; do
   read -r -a args <<<"$(tp_args "$mode")"
   ours=()
   dpdk=()
+  d25=()
   for r in $(seq 1 "$ROUNDS"); do
-    # Alternate which program goes first, so that neither always follows the other.
-    for who in $( ((r % 2)) && echo "rs dpdk" || echo "dpdk rs"); do
-      if [ "$who" = rs ]; then
-        pps=$(PPS_FIELD=$field_ testpmd_run "$LOG/testpmd_${c}_rs_$r.txt" "$hook" "$BIN/testpmd-rs" "${args[@]}")
-        ours+=("$(mpps "$pps")")
-      else
-        pps=$(PPS_FIELD=$field_ testpmd_run "$LOG/testpmd_${c}_dpdk_$r.txt" "$hook" dpdk-testpmd "${args[@]}")
-        dpdk+=("$(mpps "$pps")")
-      fi
+    # Rotate the order, so that no program always follows the same one.
+    case $((r % 3)) in 1) order="rs dpdk d25" ;; 2) order="dpdk d25 rs" ;; *) order="d25 rs dpdk" ;; esac
+    for who in $order; do
+      log=$LOG/testpmd_${c}_${who}_$r.txt
+      case $who in
+        rs) cmd=("$BIN/testpmd-rs") ;;
+        dpdk) cmd=(dpdk-testpmd) ;;
+        d25) cmd=("${DPDK25[@]}") ;;
+      esac
+      pps=$(PPS_FIELD=$field_ testpmd_run "$log" "$hook" "${cmd[@]}" "${args[@]}")
+      case $who in
+        rs) ours+=("$(mpps "$pps")") ;;
+        dpdk) dpdk+=("$(mpps "$pps")") ;;
+        d25) d25+=("$(mpps "$pps")") ;;
+      esac
     done
-    say "  $c round $r: testpmd-rs ${ours[-1]} Mpps, dpdk-testpmd ${dpdk[-1]} Mpps"
+    say "  $c round $r: testpmd-rs ${ours[-1]}, dpdk-testpmd 22.11 ${dpdk[-1]}, 25.11 ${d25[-1]} Mpps"
   done
   o=$(echo "${ours[*]}" | median)
   d=$(echo "${dpdk[*]}" | median)
-  len="$(pkt_bytes "$LOG/testpmd_${c}_rs_1.txt" "${field_%-pps}")/$(pkt_bytes "$LOG/testpmd_${c}_dpdk_1.txt" "${field_%-pps}")"
-  row "$c" "$field_" "$(fmt "$o" 1)" "$(fmt "$d" 1)" "$(ratio "$o" "$d")" "$(anchor "$c")" "$len" \
-    "${ours[*]} / ${dpdk[*]}"
+  e=$(echo "${d25[*]}" | median)
+  f=${field_%-pps}
+  len="$(pkt_bytes "$LOG/testpmd_${c}_rs_1.txt" "$f")/$(pkt_bytes "$LOG/testpmd_${c}_dpdk_1.txt" "$f")/$(pkt_bytes \
+    "$LOG/testpmd_${c}_d25_1.txt" "$f")"
+  row "$c" "$field_" "$(fmt "$o" 1)" "$(fmt "$d" 1)" "$(ratio "$o" "$d")" "$(fmt "$e" 1)" "$(ratio "$o" "$e")" \
+    "$(anchor "$c")" "$len" "${ours[*]} / ${dpdk[*]} / ${d25[*]}"
 done
 
 # --- 2. start-up: launch to first forwarded packet (io mode), through the prompt -----------------------------------
@@ -114,25 +131,30 @@ su_case() { # $1: label, rest: command line
 : >"$LOG/startup.txt"
 SU_TAIL=(--no-pci "${VDEVS[@]}" -- -i --forward-mode=io --burst=32)
 su_case "testpmd-rs --no-huge" "$BIN/testpmd-rs" -l 0,1 --no-huge -m 1024 --file-prefix "${PREFIX}s" "${SU_TAIL[@]}"
-su_case "dpdk-testpmd --no-huge -m 1024" stdbuf -oL dpdk-testpmd -l 0,1 --no-huge -m 1024 --file-prefix "${PREFIX}s" \
-  "${SU_TAIL[@]}"
+su_case "dpdk-testpmd 22.11 --no-huge -m 1024" stdbuf -oL dpdk-testpmd -l 0,1 --no-huge -m 1024 \
+  --file-prefix "${PREFIX}s" "${SU_TAIL[@]}"
+su_case "dpdk-testpmd 25.11 --no-huge -m 1024" stdbuf -oL "${DPDK25[@]}" -l 0,1 --no-huge -m 1024 \
+  --file-prefix "${PREFIX}s" "${SU_TAIL[@]}"
 if [ "$MEM" != nohuge ]; then
   su_case "testpmd-rs (2 MiB hugepages)" "$BIN/testpmd-rs" -l 0,1 --file-prefix "${PREFIX}s" "${SU_TAIL[@]}"
-  su_case "dpdk-testpmd (2 MiB hugepages)" stdbuf -oL dpdk-testpmd -l 0,1 --file-prefix "${PREFIX}s" "${SU_TAIL[@]}"
+  su_case "dpdk-testpmd 22.11 (2 MiB hugepages)" stdbuf -oL dpdk-testpmd -l 0,1 --file-prefix "${PREFIX}s" \
+    "${SU_TAIL[@]}"
+  su_case "dpdk-testpmd 25.11 (2 MiB hugepages)" stdbuf -oL "${DPDK25[@]}" -l 0,1 --file-prefix "${PREFIX}s" \
+    "${SU_TAIL[@]}"
 fi
 
 # --- 3. the tables -------------------------------------------------------------------------------------------------
 echo
-echo "testpmd-rs vs dpdk-testpmd $DPDK_VERSION ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')," \
+echo "testpmd-rs vs dpdk-testpmd $DPDK_VERSION (Debian 12) and $D25_VERSION (sid's build) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')," \
   "$(nproc) CPUs, memory: $([ "$MEM" = nohuge ] && echo 4K pages || echo 2M hugepages)); 2 x net_null size=64," \
   "1 forwarding lcore, burst 32, median of $ROUNDS x ${SECS} s"
-printf '%-10s | %-6s | %10s | %12s | %6s | %6s | %7s | %s\n' mode pps "testpmd-rs" "dpdk-testpmd" ratio anchor \
-  "bytes" "rounds (Mpps): testpmd-rs / dpdk-testpmd"
-echo "-----------+--------+------------+--------------+--------+--------+---------+----------------------------------"
+printf '%-10s | %-6s | %10s | %10s | %6s | %10s | %6s | %6s | %11s | %s\n' mode pps "testpmd-rs" "dpdk 22.11" ratio \
+  "dpdk 25.11" ratio anchor "bytes" "rounds (Mpps): testpmd-rs / 22.11 / 25.11"
+echo "-----------+--------+------------+------------+--------+------------+--------+--------+-------------+-----------"
 printf '%s\n' "${rows[@]}"
-echo "Mpps: the 'pps' field of both ports' 'Throughput (since last show)' summed; ratio = testpmd-rs / dpdk-testpmd;" \
-  "anchor: the issue's dpdk-testpmd figure (quiet machine, not this run); bytes: bytes per packet measured" \
-  "(bps / pps / 8, testpmd-rs/dpdk-testpmd, round 1)."
+echo "Mpps: the 'pps' field of both ports' 'Throughput (since last show)' summed; ratio = testpmd-rs / the dpdk-testpmd on its left;" \
+  "anchor: the issue's dpdk-testpmd 22.11 figure (quiet machine, not this run); bytes: bytes per packet measured" \
+  "(bps / pps / 8, testpmd-rs/22.11/25.11, round 1)."
 echo
 echo "start-up, seconds from launch (median of $SU_ROUNDS; io mode, 2 net_null ports, driven through stdin)"
 printf '%-40s | %9s | %9s | %11s\n' "program" "prompt" "start done" "first fwd"

@@ -19,9 +19,10 @@
 # apt itself waits up to PKTIO_APT_LOCK_TIMEOUT seconds (600) for a dpkg lock held by someone else
 # (unattended-upgrades, another apt) instead of failing.
 #
-# Usage: bash scripts/setup.sh [--check | --list]
+# Usage: bash scripts/setup.sh [--check | --list | --bench]
 #   --check   install nothing: list what is missing and exit 1 if anything is (no root needed)
 #   --list    print the package names of the table (scripts/check-setup.sh compares the tree against it)
+#   --bench   also DPDK 25.11 for the benchmarks' second reference (a sid root, ~1 GB; bench/ asks for it)
 # Environment: PKTIO_CACHE (default /var/cache/pktio) holds the apt state, the QEMU build and the guest downloads.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -92,11 +93,13 @@ EOF
 )
 
 CHECK=0
+BENCH=0
 for a in "$@"; do
   case $a in
     --check) CHECK=1 ;;
+    --bench) BENCH=1 ;;
     --list) sed -e 's/#.*//' <<<"$PACKAGES" | awk 'NF >= 3 { print $1 }'; exit 0 ;;
-    *) echo "usage: bash scripts/setup.sh [--check | --list]" >&2; exit 2 ;;
+    *) echo "usage: bash scripts/setup.sh [--check | --list | --bench]" >&2; exit 2 ;;
   esac
 done
 # shellcheck source=scripts/lib/setup-lib.sh
@@ -135,6 +138,7 @@ setup_vfio_user_qemu
 setup_guest_downloads
 setup_dpdk_source
 setup_dpdk_judge
+if [ $BENCH = 1 ]; then setup_dpdk_bench_root; fi
 setup_hugepages
 missing=$(setup_missing)
 if [ -n "$missing" ]; then

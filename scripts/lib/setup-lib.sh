@@ -429,6 +429,45 @@ setup_dpdk_judge() {
   say "the DPDK judge (sid's $v, $(du -sh "$DPDK_JUDGE_DIR" | cut -f1)) in $DPDK_JUDGE_DIR, in $((SECONDS - t0)) s"
 }
 
+# DPDK 25.11 for the benchmarks' second reference column (issue 27), set up only by `scripts/setup.sh --bench`
+# (bench/lib.sh's bench_setup asks for it; the test command does not need it). Debian's source of 25.11 is not served
+# by this machine's mirror (every file 404s), so it is sid's binary build: a sid root by debootstrap holding dpdk,
+# dpdk-dev (dpdk-testpmd, dpdk-test), libdpdk-dev (static libraries) and dpdk-doc (the example sources), with gcc
+# and make to build l3fwd and l2fwd in it. Its programs run outside the root through its own loader and libraries
+# (bench/lib.sh: dpdk25_env). Kept, not deleted: ~0.9 GB; cold ~1.5-3 min.
+DPDK_BENCH_ROOT=$CACHE/dpdk-$DPDK_SRC_SERIES-root
+dpdk_bench_root_ok() {
+  [ -f "$DPDK_BENCH_ROOT/.complete" ] && [ -x "$DPDK_BENCH_ROOT/usr/bin/dpdk-testpmd" ] &&
+    [ -x "$DPDK_BENCH_ROOT/usr/bin/dpdk-test" ] && [ -f "$DPDK_BENCH_ROOT/usr/share/dpdk/examples/l3fwd/main.c" ]
+}
+
+setup_dpdk_bench_root() {
+  dpdk_bench_root_ok && return 0
+  command -v debootstrap >/dev/null || { say "debootstrap is missing (its package is in the table)"; exit 1; }
+  local src uri key keyring=() root=$DPDK_BENCH_ROOT t0=$SECONDS v
+  src=$(derive_debian_source) || { say "no Debian archive entry to fetch sid's DPDK from"; exit 1; }
+  read -r uri key <<<"$src"
+  [ "$key" != - ] && keyring=(--keyring="$key")
+  say "DPDK $DPDK_SRC_SERIES for the benchmarks: a sid root with its binaries, static libraries and examples," \
+    "by debootstrap into $root (~2 min, ~0.9 GB)"
+  rm -rf "$root"
+  # The root's own sources.list names the same archive; nothing of the machine's apt configuration changes.
+  if ! debootstrap --variant=minbase --include="dpdk,dpdk-dev,libdpdk-dev,dpdk-doc,gcc,make,pkgconf,libc6-dev" \
+    "${keyring[@]}" sid "$root" "$uri" >"$CACHE/dpdk-bench-root.log" 2>&1; then
+    tail -20 "$CACHE/dpdk-bench-root.log" >&2
+    say "debootstrap of sid failed (log: $CACHE/dpdk-bench-root.log)"
+    exit 1
+  fi
+  v=$(chroot "$root" dpkg-query -W -f='${Version}' dpdk)
+  case ${v#*:} in
+    "$DPDK_SRC_SERIES".*) ;;
+    *) say "sid's dpdk is $v, not $DPDK_SRC_SERIES.x"; exit 1 ;;
+  esac
+  echo "$v" >"$root/.version"
+  touch "$root/.complete"
+  say "DPDK $v for the benchmarks in $root ($(du -sh "$root" | cut -f1)), in $((SECONDS - t0)) s"
+}
+
 # 2 MiB hugepages for the EAL's default (tests that need more reserve their own; --no-huge runs without).
 setup_hugepages() {
   local nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
