@@ -74,14 +74,20 @@ fn writeback(kind: u8, len: u16, hash: u32, junk: u64, max_len: u16) -> RxDesc {
 }
 
 /// A ring of write-backs from the generator's tuples: a leading run of `common` frames of kind `first` (as bursts
-/// mostly are), then the mix. Lengths of common frames are clamped to `max_len` (so `max_len` itself comes up).
-fn ring_of(descs: &[(u8, u16, u32, u64)], common: usize, first: u8, max_len: u16) -> Vec<RxDesc> {
+/// mostly are), then the mix. Lengths of common frames are clamped to `max_len` (so `max_len` itself comes up); the
+/// frame at `over`, if it is in the leading run, is one byte longer than the buffer (its flag bits are the run's,
+/// so only the length test of the groups refuses it).
+fn ring_of(descs: &[(u8, u16, u32, u64)], common: usize, first: u8, over: Option<usize>, max_len: u16) -> Vec<RxDesc> {
     descs
         .iter()
         .enumerate()
         .map(|(i, &(kind, len, hash, junk))| {
             let kind = if i < common { first } else { kind };
-            writeback(kind, len.min(max_len), hash, junk, max_len)
+            let mut d = writeback(kind, len.min(max_len), hash, junk, max_len);
+            if over == Some(i) && i < common {
+                d.qw1 = rx::LENGTH_PBUF.set(d.qw1, max_len as u64 + 1);
+            }
+            d
         })
         .collect()
 }
@@ -145,9 +151,27 @@ fn run(shadow: &[NonNull<MbufHeader>], ring: &[RxDesc], memo: RxMemo, max_len: u
     (taken, bytes, out, shadow.iter().map(|&p| header(p)).collect(), memo)
 }
 
+/// Buffers the test owns, freed when it drops (also when an assertion returns early: the pool then drops full, and
+/// the assertion's message is the failure).
+struct Posted(Vec<NonNull<MbufHeader>>);
+
+impl std::ops::Deref for Posted {
+    type Target = [NonNull<MbufHeader>];
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl Drop for Posted {
+    fn drop(&mut self) {
+        // SAFETY: every buffer is still the test's (the runs only copy pointers into their output).
+        unsafe { mempool::free_raw_bulk(&self.0) };
+    }
+}
+
 /// `n` buffers of `pool` posted with its rearm word, their RX fields (and the TX offload word the RX path must
 /// zero) set to values no decode gives, so that a field a build forgets to write shows.
-fn posted(pool: &Mempool, n: usize) -> Vec<NonNull<MbufHeader>> {
+fn posted(pool: &Mempool, n: usize) -> Posted {
     let mut shadow = vec![NonNull::dangling(); n];
     assert!(pool.alloc_raw_bulk(&mut shadow));
     let rearm = pool.rx_rearm(3);
@@ -161,7 +185,7 @@ fn posted(pool: &Mempool, n: usize) -> Vec<NonNull<MbufHeader>> {
         m.set_vlan_tci(0x0fff);
         m.set_tx_offload(TxOffload { l2_len: 14, l3_len: 20, l4_len: 8, tso_segsz: 1000 });
     }
-    shadow
+    Posted(shadow)
 }
 
 proptest! {
@@ -176,13 +200,14 @@ proptest! {
         descs in prop::collection::vec((0..KINDS, 0u16..4000, any::<u32>(), any::<u64>()), 0..70),
         common in 0usize..70,
         first in 0u8..4,
+        over in prop::option::of(0usize..70),
         prime_kind in 0u8..4,
     ) {
         let pool =
             Mempool::new("i40e-rx-builds", &PoolConfig { size: 255, ..Default::default() }, &Allocator::no_huge())
                 .unwrap();
         let max_len = pool.data_room();
-        let ring = ring_of(&descs, common, first, max_len);
+        let ring = ring_of(&descs, common, first, over, max_len);
         // The memo as an earlier burst leaves it: mostly the leading run's, sometimes another (the groups then take
         // nothing until the one-at-a-time path moved it).
         let memo = RxMemo::of(writeback(prime_kind, 60, 0, 0, max_len).qw1);
@@ -210,8 +235,7 @@ proptest! {
         } else {
             (0, 0)
         };
-        // SAFETY: every buffer is still the test's (the runs only moved pointers into `out`).
-        unsafe { mempool::free_raw_bulk(&shadow) };
+        drop(shadow);
         prop_assert!(pool.is_full());
         prop_assert!(taken >= lead && taken % 4 == 0, "{} taken by the groups, {} to take", taken, lead);
     }
@@ -229,8 +253,8 @@ fn base_groups(shadow: &[NonNull<MbufHeader>], ring: &[RxDesc], memo: RxMemo, ma
     unsafe { Desc32.groups::<Base>(run, &memo) }.0
 }
 
-/// The fast run of every build takes the leading common frames and writes their fields; it stops at a frame error
-/// and follows a packet-type change through the memo.
+/// The fast run of every build takes the leading common frames (its groups, then one at a time) and writes their
+/// fields; it stops at a frame error and follows a packet-type change through the memo.
 #[test]
 fn the_fast_run_builds_agree_and_stop_where_they_must() {
     let pool = Mempool::new("rx-fast", &PoolConfig { size: 255, ..Default::default() }, &Allocator::no_huge()).unwrap();
@@ -247,7 +271,8 @@ fn the_fast_run_builds_agree_and_stop_where_they_must() {
         for (&p, h) in shadow.iter().zip(&fresh) {
             restore(p, h);
         }
-        let (n, bytes, out, ..) = run(&shadow, &ring, RxMemo::of(0), pool.data_room(), Some(isa));
+        // The memo of the first frames (the groups take 0..8; the type changes in the group from 8).
+        let (n, bytes, out, ..) = run(&shadow, &ring, RxMemo::of(ring[0].qw1), pool.data_room(), Some(isa));
         assert_eq!(n, 13, "build {isa:?} stops at the frame error of descriptor 13");
         assert_eq!(bytes, (60..73).sum::<u64>());
         let fields: Vec<(u32, u16, u64, u32, u32, u16)> = out
@@ -259,12 +284,14 @@ fn the_fast_run_builds_agree_and_stop_where_they_must() {
             })
             .collect();
         assert_eq!(fields[0], (60, 60, udp, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_UDP, 0x100, 0));
-        assert_eq!(fields[5], (65, 65, udp, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_UDP, 0x105, 0));
+        for (j, f) in fields[..9].iter().enumerate() {
+            let len = 60 + j as u16;
+            assert_eq!(*f, (len as u32, len, udp, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_UDP, 0x100 + j as u32, 0));
+        }
         assert_eq!(fields[12].3, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_TCP, "the memo follows the type change");
         assert_eq!(fields[12].4, 0x10c);
     }
-    // SAFETY: every buffer is still the test's.
-    unsafe { mempool::free_raw_bulk(&shadow) };
+    drop(shadow);
     assert!(pool.is_full());
 }
 
@@ -374,13 +401,14 @@ proptest! {
         descs in prop::collection::vec((0..KINDS, 0u16..4000, any::<u32>(), any::<u64>()), 0..SIZE),
         common in 0usize..SIZE,
         first in 0u8..4,
+        over in prop::option::of(0usize..SIZE),
         cap in 1usize..=64,
     ) {
         let pool =
             Mempool::new("i40e-rx-bursts", &PoolConfig { size: 511, ..Default::default() }, &Allocator::no_huge())
                 .unwrap();
         let max_len = pool.data_room();
-        let seq = ring_of(&descs, common, first, max_len);
+        let seq = ring_of(&descs, common, first, over, max_len);
         for isa in IsaLevel::supported() {
             let (seq, packets, [npackets, bytes, errors]) = bursts(&pool, isa, skip, &seq, cap);
             let (want, want_errors) = expected(&seq, max_len);
