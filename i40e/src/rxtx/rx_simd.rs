@@ -1,7 +1,7 @@
 //! The groups of the RX fast run on x86-64 (docs/hw/i40e.md §10.2): four common frames per test (one descriptor, DD
 //! and EOF, no frame error, a length within the buffer) while they repeat the memo's flag bits, the Mbuf RX fields
 //! built with SSE2 shuffles (the engine builds this once for SSE2, once for AVX and once for AVX2; the 32-byte
-//! descriptors keep groups of four in all of them). The aarch64 groups are in [`super::rx_neon`].
+//! descriptors keep groups of four in all of them). The aarch64 groups are in `rx_neon`.
 
 use drvkit::barrier::dma_rmb;
 use drvkit::reg::Field64;
