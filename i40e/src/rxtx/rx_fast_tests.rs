@@ -420,3 +420,14 @@ proptest! {
         prop_assert!(pool.is_full());
     }
 }
+
+/// The port's RX burst mode (the shared one, `ringkit::burst_mode`) names the groups this target runs.
+#[test]
+fn the_burst_mode_names_the_groups() {
+    let rx = ringkit::burst_mode().rx;
+    if cfg!(target_arch = "aarch64") {
+        assert_eq!(rx, "Vector NEON (4 per step)");
+    } else {
+        assert!(rx.starts_with("Vector SSE2") || rx.starts_with("Vector AVX2"), "{rx}");
+    }
+}
