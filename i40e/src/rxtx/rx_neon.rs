@@ -1,7 +1,7 @@
 //! The groups of the RX fast run on aarch64 (docs/hw/i40e.md §10.2, §10.5): four 32-byte write-backs per test with
 //! NEON (part of every aarch64 CPU, so the base build has it), the same test as one descriptor at a time in
 //! [`super::rx_decode`] (DD and EOF, no frame error, the memo's flag bits, a length within the buffer), the Mbuf
-//! fields from the vector lanes.
+//! fields built in vector registers from the lanes.
 
 use std::mem::{offset_of, ManuallyDrop};
 
@@ -25,8 +25,8 @@ const _: () = assert!(rx::RSS_HASH.lo == 32 && rx::RSS_HASH.width == 32);
 /// [`dma_rmb`]) are the descriptors read, two per load (`LD4`: one 64-byte line de-interleaved, so that one register
 /// holds the two qword 0s and another the two qword 1s), and tested together in vector registers: DD, EOF, no
 /// frame error and the memo's key bits in each qword 1, the largest of the four lengths within `max_len`. Each
-/// buffer then gets the memo's flags and type, and its length and hash from the lanes (the lengths' sum is the
-/// group's bytes).
+/// buffer's two RX blocks are then built from the memo's flags and type and the length and hash lanes (zips), and
+/// stored whole ([`Mbuf::set_rx_blocks`]); the lengths' sum is the group's bytes.
 ///
 /// # Safety
 /// As [`ringkit::RxFormat::groups`].
@@ -34,7 +34,8 @@ const _: () = assert!(rx::RSS_HASH.lo == 32 && rx::RSS_HASH.width == 32);
 pub(super) unsafe fn rx_groups_neon(run: RxRun<RxDesc>, m0: &RxMemo) -> (usize, u64) {
     use std::arch::aarch64::{
         uint64x2_t, vaddvq_u32, vandq_u32, vandq_u64, vdupq_n_u32, vdupq_n_u64, veorq_u64, vld4q_u64, vmaxvq_u32,
-        vorrq_u64, vreinterpretq_u32_u64, vshrq_n_u32, vst1q_u32, vuzp2q_u32,
+        vorrq_u64, vreinterpretq_u32_u64, vreinterpretq_u64_u32, vshrq_n_u32, vuzp2q_u32, vzip1q_u32, vzip1q_u64,
+        vzip2q_u32, vzip2q_u64,
     };
     const { assert!(size_of::<RxDesc>() == 32 && offset_of!(RxDesc, qw0) == 0 && offset_of!(RxDesc, qw1) == 8) };
     const LEN_SHIFT: i32 = LEN_HI.lo as i32;
@@ -45,7 +46,16 @@ pub(super) unsafe fn rx_groups_neon(run: RxRun<RxDesc>, m0: &RxMemo) -> (usize, 
     let d = wb.cast_const();
     #[allow(unused_unsafe)]
     // SAFETY: no memory operands (NEON is part of the aarch64 target).
-    let (want_v, mask_v, len_v) = unsafe { (vdupq_n_u64(want), vdupq_n_u64(MASK), vdupq_n_u32(LEN_HI.mask())) };
+    let (want_v, mask_v, len_v, flags_v, ptype_v, zero) = unsafe {
+        (
+            vdupq_n_u64(want),
+            vdupq_n_u64(MASK),
+            vdupq_n_u32(LEN_HI.mask()),
+            vdupq_n_u64(m0.flags),
+            vdupq_n_u32(m0.ptype),
+            vdupq_n_u64(0),
+        )
+    };
     let (mut k, mut bytes) = (0, 0u64);
     let end = n & !3;
     while k != end {
@@ -77,20 +87,38 @@ pub(super) unsafe fn rx_groups_neon(run: RxRun<RxDesc>, m0: &RxMemo) -> (usize, 
         if odd != 0 || longest > max_len as u32 {
             break;
         }
-        let (mut len, mut hash) = ([0u32; 4], [0u32; 4]);
+        // Each buffer's two RX blocks from the lanes: [ol_flags, packet_type | pkt_len << 32] and [data_len |
+        // vlan_tci 0 << 16 | rss_hash << 32, tx_offload 0] (a length of 14 bits leaves the VLAN half zero).
         #[allow(unused_unsafe)]
-        // SAFETY: stores of four lanes each into local arrays of four dwords; no memory operands otherwise.
-        let group_bytes = unsafe {
-            vst1q_u32(len.as_mut_ptr(), lens);
-            vst1q_u32(hash.as_mut_ptr(), rss);
-            vaddvq_u32(lens)
+        // SAFETY: no memory operands.
+        let (blocks, group_bytes) = unsafe {
+            let type_len = |lo: bool| {
+                let v = if lo { vzip1q_u32(ptype_v, lens) } else { vzip2q_u32(ptype_v, lens) };
+                vreinterpretq_u64_u32(v)
+            };
+            let len_rss = |lo: bool| {
+                let v = if lo { vzip1q_u32(lens, rss) } else { vzip2q_u32(lens, rss) };
+                vreinterpretq_u64_u32(v)
+            };
+            // Frames 0 and 1 in the low pair, 2 and 3 in the high one.
+            let (tl, lr) = ([type_len(true), type_len(false)], [len_rss(true), len_rss(false)]);
+            let blocks: [(uint64x2_t, uint64x2_t); 4] = std::array::from_fn(|j| {
+                let (t, l) = (tl[j / 2], lr[j / 2]);
+                if j % 2 == 0 {
+                    (vzip1q_u64(flags_v, t), vzip1q_u64(l, zero))
+                } else {
+                    (vzip2q_u64(flags_v, t), vzip2q_u64(l, zero))
+                }
+            });
+            (blocks, vaddvq_u32(lens))
         };
-        for j in 0..4 {
+        for (j, &(b1, b2)) in blocks.iter().enumerate() {
             // SAFETY: k + j < n: an owned buffer posted with the rearm word (the caller's contract), whose ownership
-            // moves to out[k + j]; len[j] <= max_len, within its data room, one segment.
+            // moves to out[k + j]; its length is at most max_len (tested above), within its data room, one segment,
+            // pkt_len = data_len (both from the length lane).
             unsafe {
                 let p = *shadow.add(k + j);
-                ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_unchecked(len[j] as u16, m0.flags, m0.ptype, hash[j]);
+                ManuallyDrop::new(Mbuf::from_raw(p)).set_rx_blocks(b1, b2);
                 out.add(k + j).write(p);
             }
         }
