@@ -53,6 +53,10 @@ pub mod rx {
     pub const PTYPE: Field64 = Field64::new(37, 30);
     /// qw1: bytes in the data buffer.
     pub const LENGTH_PBUF: Field64 = Field64::new(51, 38);
+    /// qw1: bytes in the header buffer (header split only).
+    pub const LENGTH_HBUF: Field64 = Field64::new(62, 52);
+    /// qw1: split header (header split only).
+    pub const SPH: u64 = 1 << 63;
     /// qw0: the RSS hash.
     pub const RSS_HASH: Field64 = Field64::new(63, 32);
     /// qw0: the stripped VLAN.

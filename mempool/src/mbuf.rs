@@ -452,6 +452,40 @@ impl Mbuf {
         debug_assert!(h.next.is_null());
     }
 
+    /// [`Mbuf::set_rx_unchecked`] with the fields given as the two 16-byte blocks they occupy in the header, as NEON
+    /// registers, for drivers that build them from a descriptor's lanes (aarch64):
+    ///
+    /// - `flags_type_len`: `ol_flags` (u64), then `packet_type` (u32), then `pkt_len` (u32);
+    /// - `len_vlan_rss_tx`: `data_len` (u16), `vlan_tci` (u16), `rss_hash` (u32), then the TX offload word (u64).
+    ///
+    /// (Little-endian lanes, lowest address first.)
+    ///
+    /// # Safety
+    /// As [`Mbuf::set_rx_unchecked`]: `data_len` must fit in the buffer after the data start (for a buffer posted
+    /// with [`RxRearm::apply`], the pool's data room) and this must be a single segment; `pkt_len` must equal
+    /// `data_len`.
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    pub unsafe fn set_rx_blocks(
+        &mut self,
+        flags_type_len: std::arch::aarch64::uint64x2_t,
+        len_vlan_rss_tx: std::arch::aarch64::uint64x2_t,
+    ) {
+        use std::arch::aarch64::vst1q_u64;
+        let h = self.hdr_mut() as *mut MbufHeader as *mut u8;
+        // SAFETY: the two blocks are the header fields from `ol_flags` to `tx_offload` (RxBlock, offsets checked at
+        // compile time), 16-byte aligned (the header is 64-byte aligned), plain integers, in a header we own. The
+        // caller vouches for the values.
+        unsafe {
+            let at = h.add(std::mem::offset_of!(MbufHeader, ol_flags));
+            vst1q_u64(at.cast(), flags_type_len);
+            vst1q_u64(at.add(16).cast(), len_vlan_rss_tx);
+        }
+        let h = self.hdr();
+        debug_assert!(h.data_len as u32 == h.pkt_len && h.data_len <= h.rearm.buf_len - h.rearm.data_off);
+        debug_assert!(h.next.is_null());
+    }
+
     /// Sets the total packet length kept in the first segment.
     #[inline(always)]
     pub fn set_pkt_len(&mut self, len: u32) {

@@ -1,13 +1,15 @@
 //! The 32-byte RX write-back for the shared engine ([`ringkit::RxFormat`], docs/hw/i40e.md §10.2): what a completed
 //! descriptor says about its frame (offload flags, packet type, from qword 1), the memo the fast run keeps of the
 //! last combination, the common frame one at a time and any completion for the general path. The groups of four
-//! are in [`super::rx_simd`].
+//! are in `rx_simd` (x86-64) and `rx_neon` (aarch64).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use drvkit::barrier::dma_rmb;
 use mempool::{ol_flags, ptype as pt};
-use ringkit::rx::{FastFrame, Isa, RxEntry, RxMeta, RxRun};
+use ringkit::rx::{FastFrame, RxEntry, RxMeta};
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+use ringkit::rx::{Isa, RxRun};
 use ringkit::{RxDescriptor, RxFormat};
 
 use crate::desc::{ptype, rx, RxDesc};
@@ -52,10 +54,18 @@ unsafe impl RxFormat for Desc32 {
     type Wb = RxDesc;
     type Memo = RxMemo;
 
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn groups<I: Isa>(&self, run: RxRun<RxDesc>, memo: &RxMemo) -> (usize, u64) {
         // SAFETY: the trait's contract, passed on.
         unsafe { super::rx_simd::rx_groups::<I>(run, memo) }
+    }
+
+    #[cfg(target_arch = "aarch64")]
+    #[inline(always)]
+    unsafe fn groups<I: Isa>(&self, run: RxRun<RxDesc>, memo: &RxMemo) -> (usize, u64) {
+        // SAFETY: the trait's contract, passed on.
+        unsafe { super::rx_neon::rx_groups_neon(run, memo) }
     }
 
     /// One descriptor, DD and EOF, no frame error, a length within `max_len`.

@@ -75,13 +75,11 @@ impl IsaLevel {
 
     /// The RX burst mode's name of this build. Every format of this workspace has SSE2 groups of four on x86-64; in
     /// the AVX2 build the formats of 16-byte write-backs (ixgbe) take groups of eight, two per register, and those
-    /// of 32-byte entries (i40e, hinic3) keep their groups of four. On aarch64 ixgbe's and hinic3's formats have
-    /// NEON groups of four and i40e's plain-code groups of four.
+    /// of 32-byte entries (i40e, hinic3) keep their groups of four. On aarch64 every format of this workspace has
+    /// NEON groups of four.
     pub fn rx_name(self) -> &'static str {
         match self {
-            _ if cfg!(target_arch = "aarch64") => {
-                "Vector NEON (4 per step where the format has NEON groups; else groups of 4 in plain code)"
-            }
+            _ if cfg!(target_arch = "aarch64") => "Vector NEON (4 per step)",
             _ if cfg!(not(target_arch = "x86_64")) => "Scalar",
             IsaLevel::Base => "Vector SSE2",
             IsaLevel::Avx => "Vector SSE2 (AVX build)",
