@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use hugepage::{Allocator, DmaMemory, IovaMode};
 
 use crate::lcore::{self, MAX_LCORES};
-use crate::mbuf::{MbufHeader, Rearm, RxRearm, STATE_FREE, STATE_IN_USE};
+use crate::mbuf::{MbufHeader, Rearm, ResetBlock, RxRearm, STATE_FREE, STATE_IN_USE};
 use crate::ring::Ring;
 use crate::{Error, Mbuf, Result};
 
@@ -614,6 +614,39 @@ impl Mempool {
         RxRearm { bits: rearm.to_bits(), pool: self.inner() as *const PoolInner }
     }
 
+    /// Takes exactly `out.len()` buffers (or none, returning false) and sets each as a frame of `len` bytes received
+    /// whole on the port `rearm` was made for: one 40-byte block store per buffer ([`crate::PacketBatch::alloc_rx`]).
+    ///
+    /// # Panics
+    /// When `rearm` was made by another pool or `len` exceeds the data room (a caller's bug, checked per call).
+    #[inline(always)]
+    pub(crate) fn alloc_received(&self, out: &mut [NonNull<MbufHeader>], rearm: RxRearm, len: u16) -> bool {
+        let pool = self.inner();
+        assert!(
+            std::ptr::eq(rearm.pool, pool) && len <= pool.data_room,
+            "mempool {}: a received length of {len} needs this pool's rearm word and at most {} bytes",
+            pool.name,
+            pool.data_room
+        );
+        if !self.alloc_raw_bulk(out) {
+            return false;
+        }
+        let block = ResetBlock::received(rearm.bits, len);
+        // Four at a time: the loop's own count and branch would otherwise be a third of its instructions.
+        let mut quads = out.chunks_exact(4);
+        for quad in &mut quads {
+            for hdr in quad {
+                // SAFETY: just taken from this pool; nobody else holds it.
+                unsafe { (*hdr.as_ptr()).write_block(block) };
+            }
+        }
+        for hdr in quads.remainder() {
+            // SAFETY: as above.
+            unsafe { (*hdr.as_ptr()).write_block(block) };
+        }
+        true
+    }
+
     /// Debug bookkeeping and the metadata reset of the user-facing allocations: every per-packet field back to its
     /// allocation state (data start at the headroom, no data, one segment, no port, no flags).
     #[inline(always)]
@@ -705,13 +738,85 @@ fn check_and_mark_free(pool: &PoolInner, h: &mut MbufHeader) {
 
 /// Frees many single-or-chained packets, grouping runs of single segments from the same pool into one bulk put.
 ///
-/// A single segment is already in the free state (`next` null), so nothing is written into it: the run is checked
-/// (same pool, no chain; four buffers per test) and its pointers go to the pool as they are.
+/// A single segment is already in the free state (`next` null), so nothing is written into it. The common case,
+/// a whole burst of single segments from one pool, is told by one pass over the burst with no branch per buffer
+/// and goes back in one put; any other burst takes [`free_mixed`].
 ///
 /// # Safety
 /// The caller owns every chain in `hdrs` and uses none of them afterwards.
 #[inline]
 pub(crate) unsafe fn free_bulk(hdrs: &[NonNull<MbufHeader>]) {
+    // SAFETY: the caller's contract.
+    unsafe { free_bulk_with::<false>(hdrs) };
+}
+
+/// [`free_bulk`], also returning the packets' total length (the sum of their `pkt_len`), read in the same pass.
+///
+/// # Safety
+/// As [`free_bulk`].
+#[inline]
+pub(crate) unsafe fn free_bulk_counting_bytes(hdrs: &[NonNull<MbufHeader>]) -> u64 {
+    // SAFETY: the caller's contract.
+    unsafe { free_bulk_with::<true>(hdrs) }
+}
+
+/// The pass behind [`free_bulk`]: the burst is single segments of one pool exactly when the OR and the AND of the
+/// pool pointers agree (every bit the same in all) and the OR of the `next` pointers is zero. Each test is one
+/// instruction with the header field as operand; the byte sum (`BYTES`) is added four packets at a time.
+///
+/// # Safety
+/// As [`free_bulk`].
+#[inline(always)]
+unsafe fn free_bulk_with<const BYTES: bool>(hdrs: &[NonNull<MbufHeader>]) -> u64 {
+    if hdrs.is_empty() {
+        return 0;
+    }
+    let (mut any_pool, mut all_pool, mut any_next, mut bytes) = (0usize, usize::MAX, 0usize, 0u64);
+    let mut quads = hdrs.chunks_exact(4);
+    for quad in &mut quads {
+        // SAFETY: owned by the caller; a chunk of exactly four.
+        let [a, b, c, d] = [0, 1, 2, 3].map(|k| unsafe { &*quad.get_unchecked(k).as_ptr() });
+        any_pool |= (a.pool as usize | b.pool as usize) | (c.pool as usize | d.pool as usize);
+        all_pool &= (a.pool as usize & b.pool as usize) & (c.pool as usize & d.pool as usize);
+        any_next |= (a.next as usize | b.next as usize) | (c.next as usize | d.next as usize);
+        if BYTES {
+            bytes += (a.pkt_len as u64 + b.pkt_len as u64) + (c.pkt_len as u64 + d.pkt_len as u64);
+        }
+    }
+    for hdr in quads.remainder() {
+        // SAFETY: owned by the caller.
+        let h = unsafe { &*hdr.as_ptr() };
+        any_pool |= h.pool as usize;
+        all_pool &= h.pool as usize;
+        any_next |= h.next as usize;
+        if BYTES {
+            bytes += h.pkt_len as u64;
+        }
+    }
+    if any_pool != all_pool || any_next != 0 {
+        // SAFETY: the caller's contract.
+        unsafe { free_mixed(hdrs) };
+        return bytes;
+    }
+    // SAFETY: every buffer's pool pointer (all equal); the pool is alive while it has elements out.
+    let pool = unsafe { &*(any_pool as *const PoolInner) };
+    if pool.checks() {
+        for hdr in hdrs {
+            // SAFETY: owned by the caller.
+            check_and_mark_free(pool, unsafe { &mut *hdr.as_ptr() });
+        }
+    }
+    pool.put_bulk(hdrs);
+    bytes
+}
+
+/// [`free_bulk`] of a burst with chains or buffers of several pools: runs of single segments from one pool still
+/// go back with one put each (checked four buffers per test), chains segment by segment.
+///
+/// # Safety
+/// As [`free_bulk`].
+#[inline(never)]
+unsafe fn free_mixed(hdrs: &[NonNull<MbufHeader>]) {
     let n = hdrs.len();
     let mut i = 0;
     while i < n {
