@@ -163,7 +163,7 @@ impl PacketBatch {
         }
         self.len = kept;
         // SAFETY: each dropped chain is owned here and used no more.
-        unsafe { crate::pool::free_bulk(&dropped[..n_dropped]) };
+        unsafe { crate::free::free_bulk(&dropped[..n_dropped]) };
     }
 
     /// Lets `fill` write raw owned buffers into the free slots (`remaining()` of them); it returns how many it
@@ -212,7 +212,7 @@ impl PacketBatch {
         self.len = 0;
         // SAFETY: Mbuf is a transparent NonNull<MbufHeader>; the first `len` slots were initialised and are now
         // outside the live range, so each chain is freed exactly once.
-        unsafe { crate::pool::free_bulk(std::slice::from_raw_parts(self.slots.as_ptr().cast(), len)) };
+        unsafe { crate::free::free_bulk(std::slice::from_raw_parts(self.slots.as_ptr().cast(), len)) };
     }
 
     /// Frees every packet (in bulk) and empties the batch, as [`PacketBatch::clear`], returning their total length
@@ -223,7 +223,7 @@ impl PacketBatch {
         let len = self.len;
         self.len = 0;
         // SAFETY: as in `clear`.
-        unsafe { crate::pool::free_bulk_counting_bytes(std::slice::from_raw_parts(self.slots.as_ptr().cast(), len)) }
+        unsafe { crate::free::free_bulk_counting_bytes(std::slice::from_raw_parts(self.slots.as_ptr().cast(), len)) }
     }
 
     /// Appends `n` fresh buffers from `pool`, metadata reset (all or none; false when the pool or the batch lacks

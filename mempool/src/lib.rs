@@ -20,14 +20,16 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod batch;
+mod free;
 pub mod lcore;
 mod mbuf;
 mod pool;
 pub mod ring;
 
 pub use batch::{PacketBatch, DEFAULT_BURST, MAX_BURST};
+pub use free::free_raw_bulk;
 pub use mbuf::{ol_flags, ptype, Mbuf, MbufHeader, RxRearm, Segment, TxOffload, NO_PORT};
-pub use pool::{free_raw_bulk, Mempool, PoolConfig, PoolId, DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, MAX_CACHE_SIZE};
+pub use pool::{Mempool, PoolConfig, PoolId, DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, MAX_CACHE_SIZE};
 
 /// Errors from creating pools.
 #[derive(Debug, thiserror::Error)]

@@ -785,7 +785,7 @@ impl Drop for Mbuf {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: we own the chain; it goes back to its pool exactly once.
-        unsafe { crate::pool::free_chain(self.hdr) };
+        unsafe { crate::free::free_chain(self.hdr) };
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use hugepage::{Allocator, DmaMemory, IovaMode};
 
+use crate::free::check_and_mark_free;
 use crate::lcore::{self, MAX_LCORES};
 use crate::mbuf::{MbufHeader, Rearm, ResetBlock, RxRearm, STATE_FREE, STATE_IN_USE};
 use crate::ring::Ring;
@@ -66,7 +67,7 @@ struct LocalCache {
 }
 
 pub(crate) struct PoolInner {
-    name: String,
+    pub(crate) name: String,
     size: u32,
     cache_size: usize,
     flush_threshold: usize,
@@ -172,7 +173,7 @@ impl PoolInner {
 
     /// Returns free elements (in the free state: `next` null).
     #[inline(always)]
-    fn put_bulk(&self, objs_in: &[NonNull<MbufHeader>]) {
+    pub(crate) fn put_bulk(&self, objs_in: &[NonNull<MbufHeader>]) {
         let n = objs_in.len();
         let Some(cache) = self.cache().filter(|_| n <= MAX_CACHED_BULK) else {
             let ok = self.ring.enqueue_bulk(objs_in);
@@ -208,7 +209,7 @@ impl PoolInner {
     }
 
     #[inline(always)]
-    fn checks(&self) -> bool {
+    pub(crate) fn checks(&self) -> bool {
         cfg!(debug_assertions) || self.debug
     }
 
@@ -705,169 +706,4 @@ impl Mempool {
     pub unsafe fn put_raw(&self, objs: &[NonNull<MbufHeader>]) {
         self.inner().put_bulk(objs)
     }
-}
-
-/// Returns one segment chain to its pools (segments may come from different pools).
-///
-/// # Safety
-/// The caller owns the whole chain starting at `hdr`, and nothing uses it afterwards.
-#[inline]
-pub(crate) unsafe fn free_chain(hdr: NonNull<MbufHeader>) {
-    let mut cur = hdr.as_ptr();
-    while !cur.is_null() {
-        // SAFETY: owned by the caller; initialised at pool creation.
-        let h = unsafe { &mut *cur };
-        let next = h.next;
-        h.next = std::ptr::null_mut();
-        // SAFETY: every element points at its live pool (a pool with elements out is never freed).
-        let pool = unsafe { &*h.pool };
-        if pool.checks() {
-            check_and_mark_free(pool, h);
-        }
-        // SAFETY: cur is non-null.
-        pool.put_bulk(&[unsafe { NonNull::new_unchecked(cur) }]);
-        cur = next;
-    }
-}
-
-#[cold]
-fn check_and_mark_free(pool: &PoolInner, h: &mut MbufHeader) {
-    assert_eq!(h.state, STATE_IN_USE, "mempool {}: double free of buffer {}", pool.name, h.index);
-    h.state = STATE_FREE;
-}
-
-/// Frees many single-or-chained packets, grouping runs of single segments from the same pool into one bulk put.
-///
-/// A single segment is already in the free state (`next` null), so nothing is written into it. The common case,
-/// a whole burst of single segments from one pool, is told by one pass over the burst with no branch per buffer
-/// and goes back in one put; any other burst takes [`free_mixed`].
-///
-/// # Safety
-/// The caller owns every chain in `hdrs` and uses none of them afterwards.
-#[inline]
-pub(crate) unsafe fn free_bulk(hdrs: &[NonNull<MbufHeader>]) {
-    // SAFETY: the caller's contract.
-    unsafe { free_bulk_with::<false>(hdrs) };
-}
-
-/// [`free_bulk`], also returning the packets' total length (the sum of their `pkt_len`), read in the same pass.
-///
-/// # Safety
-/// As [`free_bulk`].
-#[inline]
-pub(crate) unsafe fn free_bulk_counting_bytes(hdrs: &[NonNull<MbufHeader>]) -> u64 {
-    // SAFETY: the caller's contract.
-    unsafe { free_bulk_with::<true>(hdrs) }
-}
-
-/// The pass behind [`free_bulk`]: the burst is single segments of one pool exactly when the OR and the AND of the
-/// pool pointers agree (every bit the same in all) and the OR of the `next` pointers is zero. Each test is one
-/// instruction with the header field as operand; the byte sum (`BYTES`) is added four packets at a time.
-///
-/// # Safety
-/// As [`free_bulk`].
-#[inline(always)]
-unsafe fn free_bulk_with<const BYTES: bool>(hdrs: &[NonNull<MbufHeader>]) -> u64 {
-    if hdrs.is_empty() {
-        return 0;
-    }
-    let (mut any_pool, mut all_pool, mut any_next, mut bytes) = (0usize, usize::MAX, 0usize, 0u64);
-    let mut quads = hdrs.chunks_exact(4);
-    for quad in &mut quads {
-        // SAFETY: owned by the caller; a chunk of exactly four.
-        let [a, b, c, d] = [0, 1, 2, 3].map(|k| unsafe { &*quad.get_unchecked(k).as_ptr() });
-        any_pool |= (a.pool as usize | b.pool as usize) | (c.pool as usize | d.pool as usize);
-        all_pool &= (a.pool as usize & b.pool as usize) & (c.pool as usize & d.pool as usize);
-        any_next |= (a.next as usize | b.next as usize) | (c.next as usize | d.next as usize);
-        if BYTES {
-            bytes += (a.pkt_len as u64 + b.pkt_len as u64) + (c.pkt_len as u64 + d.pkt_len as u64);
-        }
-    }
-    for hdr in quads.remainder() {
-        // SAFETY: owned by the caller.
-        let h = unsafe { &*hdr.as_ptr() };
-        any_pool |= h.pool as usize;
-        all_pool &= h.pool as usize;
-        any_next |= h.next as usize;
-        if BYTES {
-            bytes += h.pkt_len as u64;
-        }
-    }
-    if any_pool != all_pool || any_next != 0 {
-        // SAFETY: the caller's contract.
-        unsafe { free_mixed(hdrs) };
-        return bytes;
-    }
-    // SAFETY: every buffer's pool pointer (all equal); the pool is alive while it has elements out.
-    let pool = unsafe { &*(any_pool as *const PoolInner) };
-    if pool.checks() {
-        for hdr in hdrs {
-            // SAFETY: owned by the caller.
-            check_and_mark_free(pool, unsafe { &mut *hdr.as_ptr() });
-        }
-    }
-    pool.put_bulk(hdrs);
-    bytes
-}
-
-/// [`free_bulk`] of a burst with chains or buffers of several pools: runs of single segments from one pool still
-/// go back with one put each (checked four buffers per test), chains segment by segment.
-///
-/// # Safety
-/// As [`free_bulk`].
-#[inline(never)]
-unsafe fn free_mixed(hdrs: &[NonNull<MbufHeader>]) {
-    let n = hdrs.len();
-    let mut i = 0;
-    while i < n {
-        // SAFETY: i < n; owned by the caller; its pool is alive while it has elements out.
-        let pool_ptr = unsafe { (*hdrs.get_unchecked(i).as_ptr()).pool };
-        // SAFETY: as above.
-        let pool = unsafe { &*pool_ptr };
-        let start = i;
-        // Zero exactly for a single segment of this pool.
-        let other = |k: usize| {
-            // SAFETY: callers pass k < n; owned by the caller.
-            let h = unsafe { &*hdrs.get_unchecked(k).as_ptr() };
-            (h.pool as usize ^ pool_ptr as usize) | h.next as usize
-        };
-        if pool.checks() {
-            while i < n && other(i) == 0 {
-                // SAFETY: i < n; owned by the caller.
-                check_and_mark_free(pool, unsafe { &mut *hdrs.get_unchecked(i).as_ptr() });
-                i += 1;
-            }
-        } else {
-            while i + 4 <= n && other(i) | other(i + 1) | other(i + 2) | other(i + 3) == 0 {
-                i += 4;
-            }
-            while i < n && other(i) == 0 {
-                i += 1;
-            }
-        }
-        if start < i {
-            // SAFETY: start < i <= n.
-            pool.put_bulk(unsafe { hdrs.get_unchecked(start..i) });
-        }
-        // SAFETY: i < n; owned by the caller.
-        if i < n && unsafe { !(*hdrs.get_unchecked(i).as_ptr()).next.is_null() } {
-            // SAFETY: a chain owned by the caller, freed once.
-            unsafe { free_chain(*hdrs.get_unchecked(i)) };
-            i += 1;
-        }
-    }
-}
-
-/// Frees packets held as raw pointers (drivers keep sent packets this way): the same as dropping each as an
-/// [`Mbuf`], but in bulk. Runs of single segments from one pool go back as they are (nothing is reset on free) with
-/// one bulk put into the calling lcore's cache (DPDK's `rte_pktmbuf_free_bulk`); chains and mixed pools take the
-/// general path.
-///
-/// # Safety
-/// Every entry must be an owned packet (from [`Mbuf::into_raw`] or a pool's raw allocation), each listed once, and
-/// none may be used afterwards.
-#[inline]
-pub unsafe fn free_raw_bulk(hdrs: &[NonNull<MbufHeader>]) {
-    // SAFETY: the caller's contract is free_bulk's.
-    unsafe { free_bulk(hdrs) }
 }

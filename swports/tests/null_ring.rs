@@ -156,6 +156,19 @@ fn null_tx_frees_chains_and_foreign_buffers_home_and_counts_their_bytes() {
     assert_eq!(tx.tx_burst(&mut batch), 9);
     assert_eq!(dev.stats().obytes, want);
     assert!(p.is_full() && q.is_full(), "p {} q {} in use", p.in_use(), q.in_use());
+    // One pool only, one packet a chain: its tail must go back too.
+    for i in 0..6u16 {
+        let mut m = p.alloc().unwrap();
+        assert!(m.set_len(300 + i));
+        if i == 3 {
+            m.chain(p.alloc().unwrap());
+        }
+        want += m.pkt_len() as u64;
+        batch.push(m).unwrap();
+    }
+    assert_eq!(tx.tx_burst(&mut batch), 6);
+    assert_eq!(dev.stats().obytes, want);
+    assert!(p.is_full(), "p {} in use", p.in_use());
     drop(tx);
     dev.stop().unwrap();
 }
