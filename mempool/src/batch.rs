@@ -4,7 +4,7 @@ use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
 use crate::mbuf::MbufHeader;
-use crate::{Mbuf, Mempool};
+use crate::{Mbuf, Mempool, RxRearm};
 
 /// The largest burst a batch can hold (DPDK testpmd's MAX_PKT_BURST).
 pub const MAX_BURST: usize = 512;
@@ -163,7 +163,7 @@ impl PacketBatch {
         }
         self.len = kept;
         // SAFETY: each dropped chain is owned here and used no more.
-        unsafe { crate::pool::free_bulk(&dropped[..n_dropped]) };
+        unsafe { crate::free::free_bulk(&dropped[..n_dropped]) };
     }
 
     /// Lets `fill` write raw owned buffers into the free slots (`remaining()` of them); it returns how many it
@@ -212,7 +212,18 @@ impl PacketBatch {
         self.len = 0;
         // SAFETY: Mbuf is a transparent NonNull<MbufHeader>; the first `len` slots were initialised and are now
         // outside the live range, so each chain is freed exactly once.
-        unsafe { crate::pool::free_bulk(std::slice::from_raw_parts(self.slots.as_ptr().cast(), len)) };
+        unsafe { crate::free::free_bulk(std::slice::from_raw_parts(self.slots.as_ptr().cast(), len)) };
+    }
+
+    /// Frees every packet (in bulk) and empties the batch, as [`PacketBatch::clear`], returning their total length
+    /// in bytes (the sum of [`Mbuf::pkt_len`]). The lengths are read in the same pass over the headers that checks
+    /// the burst for the one-put bulk free: for a TX path that counts what it frees (net_null).
+    #[inline]
+    pub fn clear_counting_bytes(&mut self) -> u64 {
+        let len = self.len;
+        self.len = 0;
+        // SAFETY: as in `clear`.
+        unsafe { crate::free::free_bulk_counting_bytes(std::slice::from_raw_parts(self.slots.as_ptr().cast(), len)) }
     }
 
     /// Appends `n` fresh buffers from `pool`, metadata reset (all or none; false when the pool or the batch lacks
@@ -233,6 +244,32 @@ impl PacketBatch {
             return false;
         }
         pool.prepare_alloc(spare);
+        self.len += n;
+        true
+    }
+
+    /// Appends `n` fresh buffers from `pool` as a port receives them (all or none; false when the pool or the batch
+    /// lacks room): each a single segment of `len` bytes received on the port `rearm` was made for
+    /// ([`Mempool::rx_rearm`]), no flags, type, hash, VLAN or TX offload. Exactly what [`PacketBatch::alloc_from`]
+    /// and then [`Mbuf::set_len`] and [`Mbuf::set_port`] on each leave, but written as one block per buffer: the
+    /// fast path of a software port that makes its packets (net_null).
+    ///
+    /// # Panics
+    /// When `rearm` was made by another pool, or `len` is over the pool's data room.
+    #[inline]
+    pub fn alloc_rx(&mut self, pool: &Mempool, n: usize, rearm: RxRearm, len: u16) -> bool {
+        if n > self.remaining() {
+            return false;
+        }
+        let start = self.len;
+        // SAFETY: as in `alloc_from`: the spare slots take raw pointers, all `n` written or none, each uniquely
+        // ours and fully set (every per-packet field) before it counts as an Mbuf.
+        let spare = unsafe {
+            std::slice::from_raw_parts_mut(self.slots.as_mut_ptr().add(start).cast::<NonNull<MbufHeader>>(), n)
+        };
+        if !pool.alloc_received(spare, rearm, len) {
+            return false;
+        }
         self.len += n;
         true
     }

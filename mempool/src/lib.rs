@@ -20,14 +20,18 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod batch;
+mod free;
 pub mod lcore;
 mod mbuf;
+mod offload;
 mod pool;
 pub mod ring;
 
 pub use batch::{PacketBatch, DEFAULT_BURST, MAX_BURST};
-pub use mbuf::{ol_flags, ptype, Mbuf, MbufHeader, RxRearm, Segment, TxOffload, NO_PORT};
-pub use pool::{free_raw_bulk, Mempool, PoolConfig, PoolId, DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, MAX_CACHE_SIZE};
+pub use free::free_raw_bulk;
+pub use mbuf::{Mbuf, MbufHeader, RxRearm, Segment, NO_PORT};
+pub use offload::{ol_flags, ptype, TxOffload};
+pub use pool::{Mempool, PoolConfig, PoolId, DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, MAX_CACHE_SIZE};
 
 /// Errors from creating pools.
 #[derive(Debug, thiserror::Error)]

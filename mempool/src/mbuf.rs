@@ -3,56 +3,7 @@
 use std::ptr::NonNull;
 
 use crate::pool::PoolInner;
-
-/// Offload and status flags carried in [`Mbuf::ol_flags`] (values are ours; names follow DPDK's RTE_MBUF_F_*).
-pub mod ol_flags {
-    /// RX: the NIC computed the RSS hash in `rss_hash`.
-    pub const RX_RSS_HASH: u64 = 1 << 1;
-    /// RX: a VLAN tag was stripped into `vlan_tci`.
-    pub const RX_VLAN_STRIPPED: u64 = 1 << 6;
-    /// RX: the IPv4 header checksum is good.
-    pub const RX_IP_CKSUM_GOOD: u64 = 1 << 7;
-    /// RX: the IPv4 header checksum is bad.
-    pub const RX_IP_CKSUM_BAD: u64 = 1 << 4;
-    /// RX: the L4 (TCP/UDP) checksum is good.
-    pub const RX_L4_CKSUM_GOOD: u64 = 1 << 8;
-    /// RX: the L4 (TCP/UDP) checksum is bad.
-    pub const RX_L4_CKSUM_BAD: u64 = 1 << 3;
-    /// TX: insert the VLAN tag from `vlan_tci`.
-    pub const TX_VLAN: u64 = 1 << 57;
-    /// TX: the packet is IPv4.
-    pub const TX_IPV4: u64 = 1 << 55;
-    /// TX: the packet is IPv6.
-    pub const TX_IPV6: u64 = 1 << 56;
-    /// TX: compute the IPv4 header checksum.
-    pub const TX_IP_CKSUM: u64 = 1 << 54;
-    /// TX: compute the TCP checksum.
-    pub const TX_TCP_CKSUM: u64 = 1 << 52;
-    /// TX: compute the UDP checksum.
-    pub const TX_UDP_CKSUM: u64 = 3 << 52;
-    /// TX: TCP segmentation offload (`tso_segsz`).
-    pub const TX_TCP_SEG: u64 = 1 << 50;
-}
-
-/// Packet type bits in [`Mbuf::packet_type`] (layout after DPDK's RTE_PTYPE_*: L2 in bits 0-3, L3 4-7, L4 8-11).
-pub mod ptype {
-    /// Ethernet.
-    pub const L2_ETHER: u32 = 0x1;
-    /// IPv4 (any options).
-    pub const L3_IPV4: u32 = 0x10;
-    /// IPv6.
-    pub const L3_IPV6: u32 = 0x40;
-    /// TCP.
-    pub const L4_TCP: u32 = 0x100;
-    /// UDP.
-    pub const L4_UDP: u32 = 0x200;
-    /// ICMP.
-    pub const L4_ICMP: u32 = 0x500;
-    /// Mask of the L3 field.
-    pub const L3_MASK: u32 = 0xf0;
-    /// Mask of the L4 field.
-    pub const L4_MASK: u32 = 0xf00;
-}
+use crate::TxOffload;
 
 /// "Not received on any port".
 pub const NO_PORT: u16 = u16::MAX;
@@ -202,29 +153,75 @@ impl MbufHeader {
     /// wide stores rather than eight narrow ones.
     #[inline(always)]
     pub(crate) fn reset(&mut self, rearm: Rearm) {
-        let block = ResetBlock { rearm, ol_flags: 0, type_len: 0, len_vlan_rss: 0, tx_offload: 0 };
+        self.write_block(ResetBlock {
+            rearm: rearm.to_bits(),
+            ol_flags: 0,
+            type_len: 0,
+            len_vlan_rss: 0,
+            tx_offload: 0,
+        });
+    }
+
+    /// Writes every per-packet field (`rearm` through `tx_offload`) at once: on x86-64 one 8-byte and two aligned
+    /// 16-byte stores (the compiler otherwise emits five 8-byte ones, and this runs once per buffer allocated).
+    #[inline(always)]
+    pub(crate) fn write_block(&mut self, block: ResetBlock) {
+        let h = (self as *mut MbufHeader).cast::<u8>();
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_set_epi64x, _mm_store_si128};
+            use std::mem::offset_of;
+            // SAFETY: the three stores cover exactly the fields from `rearm` to `tx_offload` (offsets checked
+            // below: rearm, then ol_flags + packet_type + pkt_len, then data_len + vlan_tci + rss_hash +
+            // tx_offload), plain integers inside `self`, which we borrow mutably; the two 16-byte ones are aligned
+            // (16-byte offsets in a 64-byte aligned header). `_mm_set_epi64x` puts its second argument first in
+            // memory.
+            unsafe {
+                h.add(offset_of!(MbufHeader, rearm)).cast::<u64>().write(block.rearm);
+                let flags_type_len = _mm_set_epi64x(block.type_len as i64, block.ol_flags as i64);
+                _mm_store_si128(h.add(offset_of!(MbufHeader, ol_flags)).cast(), flags_type_len);
+                let len_vlan_rss_tx = _mm_set_epi64x(block.tx_offload as i64, block.len_vlan_rss as i64);
+                _mm_store_si128(h.add(offset_of!(MbufHeader, data_len)).cast(), len_vlan_rss_tx);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
         // SAFETY: ResetBlock mirrors the header fields from `rearm` to `tx_offload` (offsets checked below), all
         // plain integers, inside `self`, which we borrow mutably.
         unsafe {
-            (self as *mut MbufHeader)
-                .cast::<u8>()
-                .add(std::mem::offset_of!(MbufHeader, rearm))
-                .cast::<ResetBlock>()
-                .write(block)
+            h.add(std::mem::offset_of!(MbufHeader, rearm)).cast::<ResetBlock>().write(block)
         };
     }
 }
 
-/// The header fields `reset` restores, as one block.
+/// The per-packet header fields (`rearm` to `tx_offload`) as one block: what `reset` restores, or what a fresh
+/// buffer received whole holds ([`ResetBlock::received`]).
 #[repr(C)]
-struct ResetBlock {
-    rearm: Rearm,
+#[derive(Clone, Copy)]
+pub(crate) struct ResetBlock {
+    /// The rearm word ([`Rearm::to_bits`]).
+    rearm: u64,
     ol_flags: u64,
     /// packet_type, pkt_len.
     type_len: u64,
     /// data_len, vlan_tci, rss_hash.
     len_vlan_rss: u64,
     tx_offload: u64,
+}
+
+impl ResetBlock {
+    /// A fresh buffer holding a frame of `len` bytes received whole: the rearm word `rearm` (data start, one
+    /// segment, port, buffer length), data and packet length `len`, every other field 0. Exactly what a reset
+    /// followed by [`Mbuf::set_len`] and [`Mbuf::set_port`] leaves.
+    #[inline(always)]
+    pub(crate) fn received(rearm: u64, len: u16) -> ResetBlock {
+        ResetBlock {
+            rearm,
+            ol_flags: 0,
+            type_len: pack32(0, len as u32),
+            len_vlan_rss: pack32(pack16(len, 0), 0),
+            tx_offload: 0,
+        }
+    }
 }
 
 /// The header fields a receive sets ([`Mbuf::set_rx_unchecked`]): `ResetBlock` without the rearm word.
@@ -240,7 +237,9 @@ const _: () = {
     use std::mem::offset_of;
     assert!(offset_of!(ResetBlock, ol_flags) + std::mem::size_of::<RxBlock>() == std::mem::size_of::<ResetBlock>());
     assert!(
-        offset_of!(MbufHeader, ol_flags).is_multiple_of(16) && std::mem::align_of::<MbufHeader>().is_multiple_of(16)
+        offset_of!(MbufHeader, ol_flags).is_multiple_of(16)
+            && offset_of!(MbufHeader, data_len).is_multiple_of(16)
+            && std::mem::align_of::<MbufHeader>().is_multiple_of(16)
     );
     let base = offset_of!(MbufHeader, rearm);
     assert!(offset_of!(MbufHeader, ol_flags) - base == offset_of!(ResetBlock, ol_flags));
@@ -597,7 +596,7 @@ impl Mbuf {
         self.hdr_mut().rearm.port = port;
     }
 
-    /// Offload flags ([`ol_flags`]).
+    /// Offload flags ([`ol_flags`](crate::ol_flags)).
     #[inline(always)]
     pub fn ol_flags(&self) -> u64 {
         self.hdr().ol_flags
@@ -609,7 +608,7 @@ impl Mbuf {
         self.hdr_mut().ol_flags = flags;
     }
 
-    /// Packet type ([`ptype`]).
+    /// Packet type ([`ptype`](crate::ptype)).
     #[inline(always)]
     pub fn packet_type(&self) -> u32 {
         self.hdr().packet_type
@@ -621,7 +620,7 @@ impl Mbuf {
         self.hdr_mut().packet_type = ptype;
     }
 
-    /// RSS hash (valid with [`ol_flags::RX_RSS_HASH`]).
+    /// RSS hash (valid with [`ol_flags::RX_RSS_HASH`](crate::ol_flags::RX_RSS_HASH)).
     #[inline(always)]
     pub fn rss_hash(&self) -> u32 {
         self.hdr().rss_hash
@@ -771,37 +770,6 @@ impl Drop for Mbuf {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: we own the chain; it goes back to its pool exactly once.
-        unsafe { crate::pool::free_chain(self.hdr) };
-    }
-}
-
-/// Header lengths for TX offloads, packed into one word like DPDK's `tx_offload`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TxOffload {
-    /// L2 header length (7 bits).
-    pub l2_len: u8,
-    /// L3 header length (9 bits).
-    pub l3_len: u16,
-    /// L4 header length (8 bits).
-    pub l4_len: u8,
-    /// TSO segment size (16 bits).
-    pub tso_segsz: u16,
-}
-
-impl TxOffload {
-    fn to_bits(self) -> u64 {
-        (self.l2_len as u64 & 0x7f)
-            | ((self.l3_len as u64 & 0x1ff) << 7)
-            | ((self.l4_len as u64) << 16)
-            | ((self.tso_segsz as u64) << 24)
-    }
-
-    fn from_bits(bits: u64) -> Self {
-        TxOffload {
-            l2_len: (bits & 0x7f) as u8,
-            l3_len: ((bits >> 7) & 0x1ff) as u16,
-            l4_len: (bits >> 16) as u8,
-            tso_segsz: (bits >> 24) as u16,
-        }
+        unsafe { crate::free::free_chain(self.hdr) };
     }
 }

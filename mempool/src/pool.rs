@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use hugepage::{Allocator, DmaMemory, IovaMode};
 
+use crate::free::check_and_mark_free;
 use crate::lcore::{self, MAX_LCORES};
-use crate::mbuf::{MbufHeader, Rearm, RxRearm, STATE_FREE, STATE_IN_USE};
+use crate::mbuf::{MbufHeader, Rearm, ResetBlock, RxRearm, STATE_FREE, STATE_IN_USE};
 use crate::ring::Ring;
 use crate::{Error, Mbuf, Result};
 
@@ -66,7 +67,7 @@ struct LocalCache {
 }
 
 pub(crate) struct PoolInner {
-    name: String,
+    pub(crate) name: String,
     size: u32,
     cache_size: usize,
     flush_threshold: usize,
@@ -172,7 +173,7 @@ impl PoolInner {
 
     /// Returns free elements (in the free state: `next` null).
     #[inline(always)]
-    fn put_bulk(&self, objs_in: &[NonNull<MbufHeader>]) {
+    pub(crate) fn put_bulk(&self, objs_in: &[NonNull<MbufHeader>]) {
         let n = objs_in.len();
         let Some(cache) = self.cache().filter(|_| n <= MAX_CACHED_BULK) else {
             let ok = self.ring.enqueue_bulk(objs_in);
@@ -208,7 +209,7 @@ impl PoolInner {
     }
 
     #[inline(always)]
-    fn checks(&self) -> bool {
+    pub(crate) fn checks(&self) -> bool {
         cfg!(debug_assertions) || self.debug
     }
 
@@ -614,6 +615,39 @@ impl Mempool {
         RxRearm { bits: rearm.to_bits(), pool: self.inner() as *const PoolInner }
     }
 
+    /// Takes exactly `out.len()` buffers (or none, returning false) and sets each as a frame of `len` bytes received
+    /// whole on the port `rearm` was made for: one 40-byte block store per buffer ([`crate::PacketBatch::alloc_rx`]).
+    ///
+    /// # Panics
+    /// When `rearm` was made by another pool or `len` exceeds the data room (a caller's bug, checked per call).
+    #[inline(always)]
+    pub(crate) fn alloc_received(&self, out: &mut [NonNull<MbufHeader>], rearm: RxRearm, len: u16) -> bool {
+        let pool = self.inner();
+        assert!(
+            std::ptr::eq(rearm.pool, pool) && len <= pool.data_room,
+            "mempool {}: a received length of {len} needs this pool's rearm word and at most {} bytes",
+            pool.name,
+            pool.data_room
+        );
+        if !self.alloc_raw_bulk(out) {
+            return false;
+        }
+        let block = ResetBlock::received(rearm.bits, len);
+        // Four at a time: the loop's own count and branch would otherwise be a third of its instructions.
+        let mut quads = out.chunks_exact(4);
+        for quad in &mut quads {
+            for hdr in quad {
+                // SAFETY: just taken from this pool; nobody else holds it.
+                unsafe { (*hdr.as_ptr()).write_block(block) };
+            }
+        }
+        for hdr in quads.remainder() {
+            // SAFETY: as above.
+            unsafe { (*hdr.as_ptr()).write_block(block) };
+        }
+        true
+    }
+
     /// Debug bookkeeping and the metadata reset of the user-facing allocations: every per-packet field back to its
     /// allocation state (data start at the headroom, no data, one segment, no port, no flags).
     #[inline(always)]
@@ -672,97 +706,4 @@ impl Mempool {
     pub unsafe fn put_raw(&self, objs: &[NonNull<MbufHeader>]) {
         self.inner().put_bulk(objs)
     }
-}
-
-/// Returns one segment chain to its pools (segments may come from different pools).
-///
-/// # Safety
-/// The caller owns the whole chain starting at `hdr`, and nothing uses it afterwards.
-#[inline]
-pub(crate) unsafe fn free_chain(hdr: NonNull<MbufHeader>) {
-    let mut cur = hdr.as_ptr();
-    while !cur.is_null() {
-        // SAFETY: owned by the caller; initialised at pool creation.
-        let h = unsafe { &mut *cur };
-        let next = h.next;
-        h.next = std::ptr::null_mut();
-        // SAFETY: every element points at its live pool (a pool with elements out is never freed).
-        let pool = unsafe { &*h.pool };
-        if pool.checks() {
-            check_and_mark_free(pool, h);
-        }
-        // SAFETY: cur is non-null.
-        pool.put_bulk(&[unsafe { NonNull::new_unchecked(cur) }]);
-        cur = next;
-    }
-}
-
-#[cold]
-fn check_and_mark_free(pool: &PoolInner, h: &mut MbufHeader) {
-    assert_eq!(h.state, STATE_IN_USE, "mempool {}: double free of buffer {}", pool.name, h.index);
-    h.state = STATE_FREE;
-}
-
-/// Frees many single-or-chained packets, grouping runs of single segments from the same pool into one bulk put.
-///
-/// A single segment is already in the free state (`next` null), so nothing is written into it: the run is checked
-/// (same pool, no chain; four buffers per test) and its pointers go to the pool as they are.
-///
-/// # Safety
-/// The caller owns every chain in `hdrs` and uses none of them afterwards.
-#[inline]
-pub(crate) unsafe fn free_bulk(hdrs: &[NonNull<MbufHeader>]) {
-    let n = hdrs.len();
-    let mut i = 0;
-    while i < n {
-        // SAFETY: i < n; owned by the caller; its pool is alive while it has elements out.
-        let pool_ptr = unsafe { (*hdrs.get_unchecked(i).as_ptr()).pool };
-        // SAFETY: as above.
-        let pool = unsafe { &*pool_ptr };
-        let start = i;
-        // Zero exactly for a single segment of this pool.
-        let other = |k: usize| {
-            // SAFETY: callers pass k < n; owned by the caller.
-            let h = unsafe { &*hdrs.get_unchecked(k).as_ptr() };
-            (h.pool as usize ^ pool_ptr as usize) | h.next as usize
-        };
-        if pool.checks() {
-            while i < n && other(i) == 0 {
-                // SAFETY: i < n; owned by the caller.
-                check_and_mark_free(pool, unsafe { &mut *hdrs.get_unchecked(i).as_ptr() });
-                i += 1;
-            }
-        } else {
-            while i + 4 <= n && other(i) | other(i + 1) | other(i + 2) | other(i + 3) == 0 {
-                i += 4;
-            }
-            while i < n && other(i) == 0 {
-                i += 1;
-            }
-        }
-        if start < i {
-            // SAFETY: start < i <= n.
-            pool.put_bulk(unsafe { hdrs.get_unchecked(start..i) });
-        }
-        // SAFETY: i < n; owned by the caller.
-        if i < n && unsafe { !(*hdrs.get_unchecked(i).as_ptr()).next.is_null() } {
-            // SAFETY: a chain owned by the caller, freed once.
-            unsafe { free_chain(*hdrs.get_unchecked(i)) };
-            i += 1;
-        }
-    }
-}
-
-/// Frees packets held as raw pointers (drivers keep sent packets this way): the same as dropping each as an
-/// [`Mbuf`], but in bulk. Runs of single segments from one pool go back as they are (nothing is reset on free) with
-/// one bulk put into the calling lcore's cache (DPDK's `rte_pktmbuf_free_bulk`); chains and mixed pools take the
-/// general path.
-///
-/// # Safety
-/// Every entry must be an owned packet (from [`Mbuf::into_raw`] or a pool's raw allocation), each listed once, and
-/// none may be used afterwards.
-#[inline]
-pub unsafe fn free_raw_bulk(hdrs: &[NonNull<MbufHeader>]) {
-    // SAFETY: the caller's contract is free_bulk's.
-    unsafe { free_bulk(hdrs) }
 }

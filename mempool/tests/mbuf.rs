@@ -323,6 +323,56 @@ fn fresh_allocation_has_clean_metadata() {
 }
 
 #[test]
+fn alloc_rx_is_alloc_from_then_set_len_and_port() {
+    // A pool of one: each allocation gets the buffer the previous user dirtied.
+    let p = pool("mbuf-alloc-rx", 1);
+    let mut batch = PacketBatch::with_capacity(4);
+    for (port, len) in [(9u16, 60u16), (0, 1), (NO_PORT - 1, ROOM)] {
+        assert!(batch.alloc_from(&p, 1));
+        dirty(&mut batch.as_mut_slice()[0]);
+        batch.clear();
+        assert!(batch.alloc_rx(&p, 1, p.rx_rearm(port), len));
+        let m = &batch.as_slice()[0];
+        assert_eq!((m.headroom(), m.data_len(), m.pkt_len(), m.nb_segs()), (HEAD, len, len as u32, 1));
+        assert_eq!((m.port(), m.ol_flags(), m.packet_type(), m.rss_hash(), m.vlan_tci()), (port, 0, 0, 0, 0));
+        assert_eq!((m.tx_offload(), m.buf_len(), m.tailroom()), (TxOffload::default(), HEAD + ROOM, ROOM - len));
+        // The same as the slow path gives.
+        dirty(&mut batch.as_mut_slice()[0]);
+        batch.clear();
+        assert!(batch.alloc_from(&p, 1));
+        let s = &mut batch.as_mut_slice()[0];
+        assert!(s.set_len(len));
+        s.set_port(port);
+        assert_eq!((s.headroom(), s.data_len(), s.pkt_len(), s.nb_segs(), s.port()), (HEAD, len, len as u32, 1, port));
+        batch.clear();
+    }
+    // All or nothing: the pool (or the batch) lacks room, nothing changes.
+    assert!(batch.alloc_rx(&p, 1, p.rx_rearm(1), 64));
+    assert!(!batch.alloc_rx(&p, 1, p.rx_rearm(1), 64), "pool empty");
+    assert!(!batch.alloc_rx(&p, 4, p.rx_rearm(1), 64), "batch has room for 3");
+    assert_eq!(batch.len(), 1);
+    batch.clear();
+    assert!(p.is_full());
+}
+
+#[test]
+#[should_panic(expected = "rearm word")]
+fn alloc_rx_refuses_another_pools_rearm() {
+    let p = pool("mbuf-alloc-rx-foreign", 2);
+    let q = pool("mbuf-alloc-rx-other", 2);
+    let mut batch = PacketBatch::with_capacity(4);
+    batch.alloc_rx(&p, 1, q.rx_rearm(0), 64);
+}
+
+#[test]
+#[should_panic(expected = "at most 2048 bytes")]
+fn alloc_rx_refuses_a_length_over_the_data_room() {
+    let p = pool("mbuf-alloc-rx-long", 2);
+    let mut batch = PacketBatch::with_capacity(4);
+    batch.alloc_rx(&p, 1, p.rx_rearm(0), ROOM + 1);
+}
+
+#[test]
 fn tx_offload_fields_are_masked_to_their_widths() {
     let p = pool("mbuf-txoff", 1);
     let mut m = p.alloc().unwrap();

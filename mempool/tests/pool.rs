@@ -349,3 +349,48 @@ fn element_of_maps_every_byte_of_an_element_back_to_it() {
     assert!(p.element_of(base.wrapping_sub(1)).is_none(), "before the memory");
     assert!(p.element_of(base.wrapping_add(64 * p.element_size())).is_none(), "past the last element");
 }
+
+/// A batch freed in bulk (`clear`) sends every segment to its own pool, whatever the mix: a burst of single
+/// segments of one pool (the one-put fast path), and bursts where a chain or a foreign buffer sits first, in the
+/// middle or last (the general path). Run with and without an lcore cache.
+#[test]
+fn batch_clear_sends_every_segment_home_in_any_mix() {
+    let a = new_pool("pool-free-mix-a", PoolConfig { size: 200, cache_size: 32, ..Default::default() });
+    let b = new_pool("pool-free-mix-b", PoolConfig { size: 200, cache_size: 32, ..Default::default() });
+    let check = || {
+        // (pool of each packet, segments of each packet)
+        let patterns: [&[(bool, usize)]; 6] = [
+            &[(false, 1); 32],
+            &[(true, 1), (false, 1), (false, 1), (false, 1), (false, 1)],
+            &[(false, 1), (false, 1), (false, 1), (false, 1), (false, 1), (true, 1)],
+            &[(false, 2), (false, 1), (false, 1), (false, 1), (false, 1)],
+            &[(false, 1), (false, 1), (false, 1), (false, 1), (false, 1), (false, 1), (false, 3)],
+            &[(false, 1), (true, 1), (false, 2), (true, 1), (false, 1), (false, 1), (false, 1), (false, 1), (true, 2)],
+        ];
+        let mut batch = PacketBatch::with_capacity(32);
+        for pattern in patterns {
+            for &(in_b, segs) in pattern {
+                let home = if in_b { &b } else { &a };
+                let mut m = home.alloc().unwrap();
+                for s in 1..segs {
+                    // Tails from the other pool: each segment goes back to where it came from.
+                    let tail = if s % 2 == 1 { &b } else { &a };
+                    m.chain(tail.alloc().unwrap());
+                }
+                batch.push(m).unwrap();
+            }
+            assert!(a.in_use() + b.in_use() > 0);
+            batch.clear();
+            assert!(batch.is_empty());
+            assert!(a.is_full() && b.is_full(), "{pattern:?}: a {} b {} in use", a.in_use(), b.in_use());
+        }
+    };
+    check();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _g = lcore::bind_current_thread(23).unwrap();
+            check();
+        });
+    });
+    assert!(a.is_full() && b.is_full());
+}

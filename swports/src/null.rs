@@ -7,7 +7,7 @@
 use pktio::TypedQueues;
 use std::sync::Arc;
 
-use mempool::{Mempool, PacketBatch};
+use mempool::{Mempool, PacketBatch, RxRearm};
 
 use pktio::devargs::Devargs;
 use pktio::stats::{RxQueueStats, TxQueueStats};
@@ -82,7 +82,8 @@ impl TypedQueues for NullPort {
         }
         let stats = self.state.claim_rx(queue, Some)?;
         let template = vec![0u8; self.settings.size as usize];
-        Ok(NullRxQueue { pool, stats, settings: self.settings, template, port_id: self.state.port_id })
+        let rearm = pool.rx_rearm(self.state.port_id);
+        Ok(NullRxQueue { pool, stats, settings: self.settings, template, rearm })
     }
 
     /// Typed TX queue.
@@ -133,7 +134,8 @@ pub struct NullRxQueue {
     stats: Arc<RxQueueStats>,
     settings: NullConfig,
     template: Vec<u8>,
-    port_id: u16,
+    /// The pool's rearm word with this port: what every buffer handed out starts with.
+    rearm: RxRearm,
 }
 
 impl RxQueue for NullRxQueue {
@@ -147,15 +149,14 @@ impl RxQueue for NullRxQueue {
         if n == 0 {
             return 0;
         }
-        if !batch.alloc_from(&self.pool, n) {
+        let size = self.settings.size;
+        // Every header field in one block store per buffer (size fits the data room: checked at queue setup).
+        if !batch.alloc_rx(&self.pool, n, self.rearm, size) {
             self.stats.nombuf.add(n as u64);
             return 0;
         }
-        let size = self.settings.size;
-        for m in &mut batch.as_mut_slice()[start..] {
-            m.set_len(size);
-            m.set_port(self.port_id);
-            if self.settings.copy {
+        if self.settings.copy {
+            for m in &mut batch.as_mut_slice()[start..] {
                 m.data_mut().copy_from_slice(&self.template);
             }
         }
@@ -177,14 +178,13 @@ impl TxQueue for NullTxQueue {
     #[inline]
     fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
         let n = batch.len();
-        let mut bytes = 0u64;
-        for m in batch.iter() {
-            bytes += m.pkt_len() as u64;
-            if self.copy {
+        if self.copy {
+            for m in batch.iter() {
                 m.copy_to(&mut self.sink);
             }
         }
-        batch.clear();
+        // The bytes are summed in the free's own pass over the headers.
+        let bytes = batch.clear_counting_bytes();
         self.stats.packets.add(n as u64);
         self.stats.bytes.add(bytes);
         n

@@ -269,11 +269,11 @@ impl RxQueue for RingRxQueue {
     fn rx_burst(&mut self, batch: &mut PacketBatch) -> usize {
         let start = batch.len();
         let n = self.ring.dequeue(batch);
-        let mut bytes = 0u64;
-        for m in &mut batch.as_mut_slice()[start..] {
+        let got = &mut batch.as_mut_slice()[start..];
+        for m in got.iter_mut() {
             m.set_port(self.port_id);
-            bytes += m.pkt_len() as u64;
         }
+        let bytes = crate::total_len(got);
         self.stats.packets.add(n as u64);
         self.stats.bytes.add(bytes);
         n
@@ -291,7 +291,7 @@ impl TxQueue for RingTxQueue {
     #[inline]
     fn tx_burst(&mut self, batch: &mut PacketBatch) -> usize {
         let fits = batch.len().min(self.ring.ring.capacity() - self.ring.len());
-        let bytes: u64 = batch.as_slice()[..fits].iter().map(|m| m.pkt_len() as u64).sum();
+        let bytes = crate::total_len(&batch.as_slice()[..fits]);
         // Only what was counted: the receiver may free more room meanwhile, but this queue is the ring's only
         // producer, so the room seen above cannot shrink.
         let n = self.ring.enqueue_at_most(batch, fits);

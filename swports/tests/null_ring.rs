@@ -81,6 +81,99 @@ fn null_rx_gives_sized_packets_with_port_id_and_tx_frees() {
 }
 
 #[test]
+fn null_rx_packets_are_as_fresh_allocations_whatever_the_buffers_held() {
+    // A pool of 32 and bursts of 32: every RX gets every buffer, each dirtied by its previous user.
+    let p = pool("nr-null-fresh", 32);
+    let mut dev = open("net_null8,size=70");
+    dev.configure(&PortConfig::default()).unwrap();
+    dev.set_port_id(5);
+    dev.start(&p).unwrap();
+    let (mut rx, mut tx) = (dev.rx_queue(0).unwrap(), dev.tx_queue(0).unwrap());
+    let mut batch = PacketBatch::with_capacity(32);
+    for round in 0..3 {
+        assert!(batch.alloc_from(&p, 32));
+        for m in batch.iter_mut() {
+            m.prepend(6).unwrap();
+            assert!(m.set_len(900));
+            m.set_port(2);
+            m.set_ol_flags(pktio::mempool::ol_flags::RX_RSS_HASH);
+            m.set_packet_type(0x211);
+            m.set_rss_hash(0xdead_beef);
+            m.set_vlan_tci(42);
+            m.set_tx_offload(pktio::mempool::TxOffload { l2_len: 14, l3_len: 20, l4_len: 8, tso_segsz: 1400 });
+        }
+        // Free them through the TX path too (its bulk free).
+        assert_eq!(tx.tx_burst(&mut batch), 32);
+        assert_eq!(rx.rx_burst(&mut batch), 32, "round {round}");
+        for m in batch.iter() {
+            assert_eq!((m.headroom(), m.data_len(), m.pkt_len(), m.nb_segs(), m.port()), (128, 70, 70, 1, 5));
+            assert_eq!((m.ol_flags(), m.packet_type(), m.rss_hash(), m.vlan_tci()), (0, 0, 0, 0));
+            assert_eq!((m.tx_offload(), m.tailroom()), (pktio::mempool::TxOffload::default(), p.data_room() - 70));
+        }
+        assert_eq!(tx.tx_burst(&mut batch), 32);
+        assert!(p.is_full());
+    }
+    let s = dev.stats();
+    assert_eq!((s.ipackets, s.ibytes, s.opackets, s.obytes), (96, 96 * 70, 192, 96 * 900 + 96 * 70));
+    drop((rx, tx));
+    dev.stop().unwrap();
+    assert!(p.is_full());
+}
+
+#[test]
+fn null_tx_frees_chains_and_foreign_buffers_home_and_counts_their_bytes() {
+    let p = pool("nr-null-txmix", 64);
+    let q = pool("nr-null-txmix-q", 64);
+    let mut dev = open("net_null9");
+    dev.configure(&PortConfig::default()).unwrap();
+    dev.start(&p).unwrap();
+    let mut tx = dev.tx_queue(0).unwrap();
+    let mut batch = PacketBatch::with_capacity(32);
+    let mut want = 0;
+    for i in 0..7u16 {
+        let home = if i % 3 == 1 { &q } else { &p };
+        let mut m = home.alloc().unwrap();
+        assert!(m.set_len(10 + i));
+        if i % 2 == 0 {
+            let mut tail = q.alloc().unwrap();
+            assert!(tail.set_len(100));
+            m.chain(tail);
+        }
+        want += m.pkt_len() as u64;
+        batch.push(m).unwrap();
+    }
+    assert!(q.in_use() > 0);
+    assert_eq!(tx.tx_burst(&mut batch), 7);
+    assert_eq!(dev.stats().obytes, want);
+    assert!(p.is_full() && q.is_full());
+    // Single segments only, one of them foreign (last, so the run before it is all of one pool).
+    for i in 0..9u16 {
+        let mut m = if i == 8 { &q } else { &p }.alloc().unwrap();
+        assert!(m.set_len(200 + i));
+        want += m.pkt_len() as u64;
+        batch.push(m).unwrap();
+    }
+    assert_eq!(tx.tx_burst(&mut batch), 9);
+    assert_eq!(dev.stats().obytes, want);
+    assert!(p.is_full() && q.is_full(), "p {} q {} in use", p.in_use(), q.in_use());
+    // One pool only, one packet a chain: its tail must go back too.
+    for i in 0..6u16 {
+        let mut m = p.alloc().unwrap();
+        assert!(m.set_len(300 + i));
+        if i == 3 {
+            m.chain(p.alloc().unwrap());
+        }
+        want += m.pkt_len() as u64;
+        batch.push(m).unwrap();
+    }
+    assert_eq!(tx.tx_burst(&mut batch), 6);
+    assert_eq!(dev.stats().obytes, want);
+    assert!(p.is_full(), "p {} in use", p.in_use());
+    drop(tx);
+    dev.stop().unwrap();
+}
+
+#[test]
 fn null_stats_are_exact_and_reset() {
     let p = pool("nr-null-stats", 512);
     let mut dev = open("net_null3,size=64");
