@@ -68,10 +68,11 @@ ours_ring=$(grep 'test=raw_nocache_bulk32' "$LOG/mempool_ours.txt" | field cycle
 # 5-"second" cases lasts 5/SPEED s: the EAL calibrates the TSC against the (faked) clock, so it believes the TSC runs
 # at H = tsc_hz/SPEED, and each case runs for 5*H real TSC cycles. Its rate_persec is then objects per 5*H cycles / 5,
 # so cycles per object = H / rate_persec exactly, whatever H is. We stop it once the case we compare has printed.
-# $1: log; the rest: the dpdk-test command. Sets dpdk_raw and dpdk_ring (cycles/object).
+# $1: log, $2 / $3: the lines (grep patterns) of the cached and the uncached case, the rest: the dpdk-test command.
+# Sets dpdk_raw and dpdk_ring (cycles/object).
 dpdk_mempool() {
-  local mp_log=$1 mp_fifo mp_pid dpdk_h
-  shift
+  local mp_log=$1 MP_TARGET=$2 mp_ring=$3 mp_fifo mp_pid dpdk_h
+  shift 3
   mp_fifo=$(mktemp -u /tmp/pktbench-fifo.XXXXXX)
   mkfifo "$mp_fifo"
   env LD_PRELOAD="$STDBUF_LIB $FAKETIME_LIB" _STDBUF_O=L FAKETIME="+0 x$SPEED" \
@@ -90,19 +91,24 @@ dpdk_mempool() {
   exec 8>&-
   rm -f "$mp_fifo"
   dpdk_h=$(sed -n 's/.*TSC frequency is ~\([0-9]*\) KHz.*/\1/p' "$mp_log" | head -1)
-  dpdk_rate() { grep "$1" "$mp_log" | head -1 | sed -n 's/.*rate_persec=\([0-9]*\).*/\1/p'; }
+  dpdk_rate() { grep "$1" "$mp_log" | head -1 | sed -n 's/.*rate_persec= *\([0-9]*\).*/\1/p'; }
   cyc_of() { awk -v h="$dpdk_h" -v r="$1" 'BEGIN { if (h == "" || r == "" || r == 0) print "nan"; else printf "%.3f\n", h * 1000 / r }'; }
   dpdk_raw=$(cyc_of "$(dpdk_rate "$MP_TARGET")")
-  dpdk_ring=$(cyc_of "$(dpdk_rate 'mempool_autotest cache=0 cores=1 n_get_bulk=32 n_put_bulk=32 n_keep=32 constant_n=1 ')")
+  dpdk_ring=$(cyc_of "$(dpdk_rate "$mp_ring")")
 }
-MP_TARGET='mempool_autotest cache=512 cores=1 n_get_bulk=32 n_put_bulk=32 n_keep=32 constant_n=1 '
+# The same cases in both versions' words: 25.11 prints n_keep first and pads the numbers. The first line of each is
+# taken: the "with cache" part (not the later "user-owned cache" one).
+MP22='cores=1 n_get_bulk=32 n_put_bulk=32 n_keep=32 constant_n=1 '
+MP25='cores=1 n_keep= *32 n_get_bulk= *32 n_put_bulk= *32 constant_n=1 '
 say "mempool: DPDK 22.11 mempool_perf_autotest subset (time scaled x$SPEED; about a minute)"
-dpdk_mempool "$LOG/mempool_dpdk.txt" dpdk-test
+dpdk_mempool "$LOG/mempool_dpdk.txt" "mempool_autotest cache=512 $MP22" "mempool_autotest cache=0 $MP22" \
+  dpdk-test
 d22_raw=$dpdk_raw
 d22_ring=$dpdk_ring
 say "mempool: DPDK 25.11 mempool_perf_autotest subset (the same)"
 read -r -a D25_MP_PMDS <<<"$(dpdk25_pmds mempool_ring)"
-dpdk_mempool "$LOG/mempool_dpdk25.txt" "${D25_RUN[@]}" "$D25_BIN/dpdk-test" "${D25_MP_PMDS[@]}"
+dpdk_mempool "$LOG/mempool_dpdk25.txt" "mempool_autotest cache=512 $MP25" "mempool_autotest cache=0 $MP25" \
+  "${D25_RUN[@]}" "$D25_BIN/dpdk-test" "${D25_MP_PMDS[@]}"
 d25_raw=$dpdk_raw
 d25_ring=$dpdk_ring
 ANCHOR_PKT=7.7
