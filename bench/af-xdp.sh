@@ -59,7 +59,9 @@ fwd_run() {
 tp() { # $1: binary (d25: DPDK 25.11's dpdk-testpmd), rest: vdevs
   local bin=$1
   shift
-  [ "$bin" = d25 ] && bin="${D25_RUN[*]} $D25_BIN/dpdk-testpmd ${D25_PMDS[*]}"
+  # sid's libxdp cannot load its multi-program dispatcher on this kernel ("Failed to set rodata for object file
+  # 'xdp-dispatcher.o'", the port then fails to start): it is told to attach the PMD's program alone, as 22.11's does.
+  [ "$bin" = d25 ] && bin="env LIBXDP_SKIP_DISPATCHER=1 ${D25_RUN[*]} $D25_BIN/dpdk-testpmd ${D25_PMDS[*]}"
   echo "$bin" -l 0,1 --no-pci "${EAL_MEM[@]}" --file-prefix "$PREFIX" "$@" -- -i --forward-mode=io --burst=32
 }
 XDP_ARGS="start_queue=0,queue_count=1"
