@@ -341,6 +341,29 @@ setup_dpdk_source() {
   dpdk_source_ok || say "DPDK's source $picked has no usertools/dpdk-telemetry-exporter.py"
 }
 
+# A fresh Debian sid root $1 by debootstrap (minbase, with the packages $2, log $3) whose dpdk is of the series
+# DPDK_SRC_SERIES (its ABI is what the judge and the benchmarks expect); its version goes to $1/.version. The
+# root's own sources.list names the machine's archive: apt runs inside it, never with the machine's sources.
+sid_dpdk_root() {
+  local root=$1 include=$2 log=$3 src uri key keyring=() v
+  command -v debootstrap >/dev/null || { say "debootstrap is missing (its package is in the table)"; exit 1; }
+  src=$(derive_debian_source) || { say "no Debian archive entry to fetch sid's DPDK from"; exit 1; }
+  read -r uri key <<<"$src"
+  [ "$key" != - ] && keyring=(--keyring="$key")
+  rm -rf "$root"
+  if ! debootstrap --variant=minbase --include="$include" "${keyring[@]}" sid "$root" "$uri" >"$log" 2>&1; then
+    tail -20 "$log" >&2
+    say "debootstrap of sid failed (log: $log)"
+    exit 1
+  fi
+  v=$(chroot "$root" dpkg-query -W -f='${Version}' dpdk)
+  case ${v#*:} in
+    "$DPDK_SRC_SERIES".*) ;;
+    *) say "sid's dpdk is $v, not $DPDK_SRC_SERIES.x: its ABI would not match"; exit 1 ;;
+  esac
+  echo "$v" >"$root/.version"
+}
+
 # The DPDK judge of the VM tests (issue 23): DPDK 25.11's own dpdk-testpmd with the PMDs that judge our models
 # (net/hinic3, net/i40e, net/ixgbe; net/virtio, bus/pci, bus/vdev, mempool/ring beside them), run in the busybox
 # guest as `lib/ld-linux-x86-64.so.2 --library-path lib bin/dpdk-testpmd -d pmds ...`. Never linked into the
@@ -391,26 +414,12 @@ dpdk_judge_copy() {
 
 setup_dpdk_judge() {
   dpdk_judge_ok && return 0
-  command -v debootstrap >/dev/null || { say "debootstrap is missing (its package is in the table)"; exit 1; }
-  local src uri key keyring=() root=$CACHE/dpdk-judge-root t0=$SECONDS v deps
-  src=$(derive_debian_source) || { say "no Debian archive entry to fetch sid's DPDK from"; exit 1; }
-  read -r uri key <<<"$src"
-  [ "$key" != - ] && keyring=(--keyring="$key")
+  local root=$CACHE/dpdk-judge-root t0=$SECONDS v deps
   say "the DPDK $DPDK_SRC_SERIES judge for the VM guest: Debian's source of dpdk $DPDK_SRC_SERIES is not built here" \
     "(this mirror serves none of its files), so sid's binaries: a sid root by debootstrap into $root (~3 min)"
-  rm -rf "$root" "$DPDK_JUDGE_DIR.tmp"
-  # The root's own sources.list names the same archive; apt runs inside it, never with the machine's sources.
-  if ! debootstrap --variant=minbase --include="dpdk,librte-net-hinic3-$DPDK_JUDGE_ABI" "${keyring[@]}" sid "$root" \
-    "$uri" >"$CACHE/dpdk-judge-build.log" 2>&1; then
-    tail -20 "$CACHE/dpdk-judge-build.log" >&2
-    say "debootstrap of sid failed (log: $CACHE/dpdk-judge-build.log)"
-    exit 1
-  fi
-  v=$(chroot "$root" dpkg-query -W -f='${Version}' dpdk)
-  case ${v#*:} in
-    "$DPDK_SRC_SERIES".*) ;;
-    *) say "sid's dpdk is $v, not $DPDK_SRC_SERIES.x: the judge's ABI ($DPDK_JUDGE_ABI) would not match"; exit 1 ;;
-  esac
+  rm -rf "$DPDK_JUDGE_DIR.tmp"
+  sid_dpdk_root "$root" "dpdk,librte-net-hinic3-$DPDK_JUDGE_ABI" "$CACHE/dpdk-judge-build.log"
+  v=$(cat "$root/.version")
   # dpdk-testpmd is in dpdk-dev; its libraries (not the -dev packages) are the Depends of that package.
   if ! (chroot "$root" sh -c "cd /tmp && apt-get download -qq dpdk-dev=$v" >/dev/null &&
     deps=$(dpkg-deb -f "$root"/tmp/dpdk-dev_*.deb Depends | tr ',' '\n' | sed 's/(.*//; s/|.*//; s/ //g' |
@@ -443,27 +452,11 @@ dpdk_bench_root_ok() {
 
 setup_dpdk_bench_root() {
   dpdk_bench_root_ok && return 0
-  command -v debootstrap >/dev/null || { say "debootstrap is missing (its package is in the table)"; exit 1; }
-  local src uri key keyring=() root=$DPDK_BENCH_ROOT t0=$SECONDS v
-  src=$(derive_debian_source) || { say "no Debian archive entry to fetch sid's DPDK from"; exit 1; }
-  read -r uri key <<<"$src"
-  [ "$key" != - ] && keyring=(--keyring="$key")
+  local root=$DPDK_BENCH_ROOT t0=$SECONDS v
   say "DPDK $DPDK_SRC_SERIES for the benchmarks: a sid root with its binaries, static libraries and examples," \
     "by debootstrap into $root (~2 min, ~0.9 GB)"
-  rm -rf "$root"
-  # The root's own sources.list names the same archive; nothing of the machine's apt configuration changes.
-  if ! debootstrap --variant=minbase --include="dpdk,dpdk-dev,libdpdk-dev,dpdk-doc,gcc,make,pkgconf,libc6-dev" \
-    "${keyring[@]}" sid "$root" "$uri" >"$CACHE/dpdk-bench-root.log" 2>&1; then
-    tail -20 "$CACHE/dpdk-bench-root.log" >&2
-    say "debootstrap of sid failed (log: $CACHE/dpdk-bench-root.log)"
-    exit 1
-  fi
-  v=$(chroot "$root" dpkg-query -W -f='${Version}' dpdk)
-  case ${v#*:} in
-    "$DPDK_SRC_SERIES".*) ;;
-    *) say "sid's dpdk is $v, not $DPDK_SRC_SERIES.x"; exit 1 ;;
-  esac
-  echo "$v" >"$root/.version"
+  sid_dpdk_root "$root" "dpdk,dpdk-dev,libdpdk-dev,dpdk-doc,gcc,make,pkgconf,libc6-dev" "$CACHE/dpdk-bench-root.log"
+  v=$(cat "$root/.version")
   touch "$root/.complete"
   say "DPDK $v for the benchmarks in $root ($(du -sh "$root" | cut -f1)), in $((SECONDS - t0)) s"
 }
