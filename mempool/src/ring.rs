@@ -8,6 +8,8 @@ use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::pool::copy_burst;
+
 #[repr(align(128))]
 struct HeadTail {
     head: AtomicU32,
@@ -103,6 +105,12 @@ impl<T: Copy> Ring<T> {
     unsafe fn copy_in(&self, head: u32, items: &[T]) {
         let start = (head & self.mask) as usize;
         let first = items.len().min(self.capacity() - start);
+        if first == items.len() {
+            // SAFETY: start + len <= capacity; the caller reserved these slots. (No wrap, the usual case: a burst
+            // of 32 is then vector moves instead of a memcpy call.)
+            unsafe { copy_burst(self.slot_ptr().add(start), items.as_ptr(), first) };
+            return;
+        }
         // SAFETY: start + first <= capacity and the rest wraps to 0..; the caller reserved these slots.
         unsafe {
             std::ptr::copy_nonoverlapping(items.as_ptr(), self.slot_ptr().add(start), first);
@@ -118,6 +126,11 @@ impl<T: Copy> Ring<T> {
     unsafe fn copy_out(&self, head: u32, out: &mut [T]) {
         let start = (head & self.mask) as usize;
         let first = out.len().min(self.capacity() - start);
+        if first == out.len() {
+            // SAFETY: as in copy_in; the slots are initialised by their producers.
+            unsafe { copy_burst(out.as_mut_ptr(), self.slot_ptr().add(start), first) };
+            return;
+        }
         // SAFETY: as in copy_in; the slots are initialised by their producers.
         unsafe {
             std::ptr::copy_nonoverlapping(self.slot_ptr().add(start), out.as_mut_ptr(), first);
