@@ -42,27 +42,30 @@ dpdk25_pmds() {
   for p; do printf -- '-d %s ' "$D25_LIB/dpdk/pmds-26.0/librte_$p.so.26.0"; done
 }
 
-# Copies DPDK 25.11's example $1 into the root's /tmp/pktbench-ref (fresh) and prints that directory as seen from
-# outside, for the caller's one-line changes before dpdk25_make.
+# Copies DPDK 25.11's example $1 into the root's /tmp/pktbench-ref/${2:-$1} (fresh) and prints that directory as
+# seen from outside, for the caller's one-line changes before dpdk25_make.
 dpdk25_example() {
-  rm -rf "$D25_ROOT/tmp/pktbench-ref/$1"
+  local dir=${2:-$1}
+  rm -rf "$D25_ROOT/tmp/pktbench-ref/$dir"
   mkdir -p "$D25_ROOT/tmp/pktbench-ref"
-  cp -r "$D25_ROOT/usr/share/dpdk/examples/$1" "$D25_ROOT/tmp/pktbench-ref/"
-  echo "$D25_ROOT/tmp/pktbench-ref/$1"
+  cp -r "$D25_ROOT/usr/share/dpdk/examples/$1" "$D25_ROOT/tmp/pktbench-ref/$dir"
+  echo "$D25_ROOT/tmp/pktbench-ref/$dir"
 }
-# Builds the example $1 copied by dpdk25_example as DPDK's Makefile does for `make static` (DPDK's static
-# libraries linked in), its own code compiled for this CPU: libdpdk-libs.pc's -march=corei7 (Debian's baseline,
-# placed after any CFLAGS of ours) is replaced by -march=native in a copy the build's pkg-config reads first. The
-# libraries themselves are Debian's baseline build. Prints the binary; the log is beside it.
+# Builds the example $1 copied by dpdk25_example (into ${2:-$1}) as DPDK's Makefile does for `make static` (DPDK's
+# static libraries linked in), its own code compiled for ${3:-native}: libdpdk-libs.pc's -march=corei7 (Debian's
+# baseline, placed after any CFLAGS of ours) is replaced in a copy the build's pkg-config reads first (corei7 keeps
+# the baseline: valgrind cannot run this CPU's AVX-512). The libraries themselves are Debian's baseline build.
+# Prints the binary; the log is beside it.
 dpdk25_make() {
-  local app=$1 pc=$D25_ROOT/tmp/pktbench-ref/pc
+  local app=$1 dir=${2:-$1} march=${3:-native} pc
+  pc=$D25_ROOT/tmp/pktbench-ref/pc-$march
   mkdir -p "$pc"
-  sed 's/-march=corei7/-march=native/' "$D25_LIB/pkgconfig/libdpdk-libs.pc" >"$pc/libdpdk-libs.pc"
-  grep -q -- '-march=native' "$pc/libdpdk-libs.pc" || die "libdpdk-libs.pc of DPDK 25.11 names no -march=corei7"
-  chroot "$D25_ROOT" env PKG_CONFIG_PATH=/tmp/pktbench-ref/pc CFLAGS="-I/usr/share/dpdk/examples/common" \
-    make -C "/tmp/pktbench-ref/$app" static -j"$(nproc)" >"$D25_ROOT/tmp/pktbench-ref/$app.build.log" 2>&1 ||
-    die "building DPDK 25.11's $app failed; see $D25_ROOT/tmp/pktbench-ref/$app.build.log"
-  echo "$D25_ROOT/tmp/pktbench-ref/$app/build/$app-static"
+  sed "s/-march=corei7/-march=$march/" "$D25_LIB/pkgconfig/libdpdk-libs.pc" >"$pc/libdpdk-libs.pc"
+  grep -q -- "-march=$march" "$pc/libdpdk-libs.pc" || die "libdpdk-libs.pc of DPDK 25.11 names no -march=corei7"
+  chroot "$D25_ROOT" env PKG_CONFIG_PATH="/tmp/pktbench-ref/pc-$march" CFLAGS="-I/usr/share/dpdk/examples/common" \
+    make -C "/tmp/pktbench-ref/$dir" static -j"$(nproc)" >"$D25_ROOT/tmp/pktbench-ref/$dir.build.log" 2>&1 ||
+    die "building DPDK 25.11's $app failed; see $D25_ROOT/tmp/pktbench-ref/$dir.build.log"
+  echo "$D25_ROOT/tmp/pktbench-ref/$dir/build/$app-static"
 }
 
 # Memory for both sides: sets EAL_MEM (extra EAL arguments) from MEM (huge | nohuge); for hugepages, reserves
