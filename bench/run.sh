@@ -9,6 +9,7 @@
 #   BENCH_SECONDS=5          measurement window of each forwarding run (after BENCH_WARMUP=1 s of warm-up)
 #   BENCH_ROUNDS=3           forwarding runs per program, in turn; the table shows the median
 #   BENCH_MEMPOOL_SECONDS=2  measurement time of each of our mempool tests
+#   BENCH_MEMPOOL_ROUNDS=3   mempool rounds (ours, DPDK 22.11, DPDK 25.11 in turn); the table shows the medians
 #   BENCH_HUGEPAGES=1024     2 MiB hugepages to reserve (left reserved afterwards; a hugetlbfs is mounted on
 #                            /dev/hugepages if none is); BENCH_MEM=nohuge runs both sides on ordinary pages
 #   BENCH_FAKETIME_SPEED=50  time-scaling factor for the DPDK mempool_perf_autotest subset (see BENCHMARKS.md)
@@ -25,6 +26,7 @@ fi
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 MP_SECS=${BENCH_MEMPOOL_SECONDS:-2}
+MP_ROUNDS=${BENCH_MEMPOOL_ROUNDS:-3}
 SPEED=${BENCH_FAKETIME_SPEED:-50}
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
@@ -55,15 +57,7 @@ row() { # label, ours, DPDK 22.11, ratio, DPDK 25.11, ratio
 }
 
 # --- 4. mempool -------------------------------------------------------------------------------------------------
-say "mempool: ours (${MP_SECS} s per test)"
-BENCH_MEMPOOL_SECONDS=$MP_SECS "$BIN/mempool_perf" >"$LOG/mempool_ours.txt" || say "mempool_perf failed"
-TSC_HZ=$(grep '^INFO' "$LOG/mempool_ours.txt" | field tsc_hz)
-ours_pkt=$(grep 'test=pktmbuf_bulk32' "$LOG/mempool_ours.txt" | field cycles_per_obj)
-ours_pkt_rate=$(grep 'test=pktmbuf_bulk32' "$LOG/mempool_ours.txt" | field objs_per_sec)
-ours_raw=$(grep 'test=raw_cache_bulk32' "$LOG/mempool_ours.txt" | field cycles_per_obj)
-ours_raw_rate=$(grep 'test=raw_cache_bulk32' "$LOG/mempool_ours.txt" | field objs_per_sec)
-ours_ring=$(grep 'test=raw_nocache_bulk32' "$LOG/mempool_ours.txt" | field cycles_per_obj)
-
+# MP_ROUNDS rounds of (ours, DPDK 22.11, DPDK 25.11); the table shows each side's median and every round's figure.
 # DPDK: dpdk-test's mempool_perf_autotest, unmodified, but with time scaled by libfaketime so that each of its
 # 5-"second" cases lasts 5/SPEED s: the EAL calibrates the TSC against the (faked) clock, so it believes the TSC runs
 # at H = tsc_hz/SPEED, and each case runs for 5*H real TSC cycles. Its rate_persec is then objects per 5*H cycles / 5,
@@ -100,29 +94,48 @@ dpdk_mempool() {
 # taken: the "with cache" part (not the later "user-owned cache" one).
 MP22='cores=1 n_get_bulk=32 n_put_bulk=32 n_keep=32 constant_n=1 '
 MP25='cores=1 n_keep= *32 n_get_bulk= *32 n_put_bulk= *32 constant_n=1 '
-say "mempool: DPDK 22.11 mempool_perf_autotest subset (time scaled x$SPEED; about a minute)"
-dpdk_mempool "$LOG/mempool_dpdk.txt" "mempool_autotest cache=512 $MP22" "mempool_autotest cache=0 $MP22" \
-  dpdk-test
-d22_raw=$dpdk_raw
-d22_ring=$dpdk_ring
-say "mempool: DPDK 25.11 mempool_perf_autotest subset (the same)"
 read -r -a D25_MP_PMDS <<<"$(dpdk25_pmds mempool_ring)"
-dpdk_mempool "$LOG/mempool_dpdk25.txt" "mempool_autotest cache=512 $MP25" "mempool_autotest cache=0 $MP25" \
-  "${D25_RUN[@]}" "$D25_BIN/dpdk-test" "${D25_MP_PMDS[@]}"
-d25_raw=$dpdk_raw
-d25_ring=$dpdk_ring
+mp_ours_raw=() mp_ours_ring=() mp_d22_raw=() mp_d22_ring=() mp_d25_raw=() mp_d25_ring=() mp_ours_pkt=()
+for r in $(seq 1 "$MP_ROUNDS"); do
+  say "mempool round $r/$MP_ROUNDS: ours (${MP_SECS} s per test), then DPDK 22.11's and 25.11's mempool_perf_autotest subset (time scaled x$SPEED; about a minute each)"
+  BENCH_MEMPOOL_SECONDS=$MP_SECS "$BIN/mempool_perf" >"$LOG/mempool_ours_$r.txt" || say "mempool_perf failed"
+  TSC_HZ=$(grep '^INFO' "$LOG/mempool_ours_$r.txt" | field tsc_hz)
+  mp_ours_pkt+=("$(grep 'test=pktmbuf_bulk32' "$LOG/mempool_ours_$r.txt" | field cycles_per_obj)")
+  mp_ours_raw+=("$(grep 'test=raw_cache_bulk32' "$LOG/mempool_ours_$r.txt" | field cycles_per_obj)")
+  mp_ours_ring+=("$(grep 'test=raw_nocache_bulk32' "$LOG/mempool_ours_$r.txt" | field cycles_per_obj)")
+  dpdk_mempool "$LOG/mempool_dpdk_$r.txt" "mempool_autotest cache=512 $MP22" "mempool_autotest cache=0 $MP22" \
+    dpdk-test
+  mp_d22_raw+=("$dpdk_raw")
+  mp_d22_ring+=("$dpdk_ring")
+  dpdk_mempool "$LOG/mempool_dpdk25_$r.txt" "mempool_autotest cache=512 $MP25" "mempool_autotest cache=0 $MP25" \
+    "${D25_RUN[@]}" "$D25_BIN/dpdk-test" "${D25_MP_PMDS[@]}"
+  mp_d25_raw+=("$dpdk_raw")
+  mp_d25_ring+=("$dpdk_ring")
+  say "  round $r: cache ours ${mp_ours_raw[-1]}, 22.11 ${mp_d22_raw[-1]}, 25.11 ${mp_d25_raw[-1]}; no cache ours ${mp_ours_ring[-1]}, 22.11 ${mp_d22_ring[-1]}, 25.11 ${mp_d25_ring[-1]} cycles/object"
+done
+ours_pkt=$(echo "${mp_ours_pkt[*]}" | median)
+ours_pkt_rate=$(awk -v h="$TSC_HZ" -v c="$ours_pkt" 'BEGIN { if (c > 0) print h / c; else print 0 }')
+ours_raw=$(echo "${mp_ours_raw[*]}" | median)
+ours_raw_rate=$(awk -v h="$TSC_HZ" -v c="$ours_raw" 'BEGIN { if (c > 0) print h / c; else print 0 }')
+ours_ring=$(echo "${mp_ours_ring[*]}" | median)
+d22_raw=$(echo "${mp_d22_raw[*]}" | median)
+d22_ring=$(echo "${mp_d22_ring[*]}" | median)
+d25_raw=$(echo "${mp_d25_raw[*]}" | median)
+d25_ring=$(echo "${mp_d25_ring[*]}" | median)
 ANCHOR_PKT=7.7
 ANCHOR_RAW=0.63
 
 row "mempool: pktmbuf alloc+free bulk 32, cache (cycles/mbuf)" "$(fmt "$ours_pkt")" "$ANCHOR_PKT (anchor)" "$(ratio "$ANCHOR_PKT" "$ours_pkt")"
 row "  same, buffers/s (ours; DPDK = anchor at TSC Hz)" "$(fmt "$(awk -v r="$ours_pkt_rate" 'BEGIN{print r/1e6}')" 1)M" \
   "$(fmt "$(awk -v h="$TSC_HZ" -v c=$ANCHOR_PKT 'BEGIN{print h/c/1e6}')" 1)M" ""
-row "mempool: raw get+put bulk 32, cache 512 (cycles/object)" "$(fmt "$ours_raw" 3)" "$(fmt "$d22_raw" 3)" \
+row "mempool: raw get+put bulk 32, cache 512 (cycles/object, median)" "$(fmt "$ours_raw" 3)" "$(fmt "$d22_raw" 3)" \
   "$(ratio "$d22_raw" "$ours_raw")" "$(fmt "$d25_raw" 3)" "$(ratio "$d25_raw" "$ours_raw")"
 row "  same vs the issue's anchor" "$(fmt "$ours_raw" 3)" "$ANCHOR_RAW (anchor)" "$(ratio "$ANCHOR_RAW" "$ours_raw")"
 row "  same, objects/s (ours)" "$(fmt "$(awk -v r="$ours_raw_rate" 'BEGIN{print r/1e6}')" 1)M" "" ""
-row "mempool: raw get+put bulk 32, no cache (cycles/object)" "$(fmt "$ours_ring" 3)" "$(fmt "$d22_ring" 3)" \
+row "mempool: raw get+put bulk 32, no cache (cycles/object, median)" "$(fmt "$ours_ring" 3)" "$(fmt "$d22_ring" 3)" \
   "$(ratio "$d22_ring" "$ours_ring")" "$(fmt "$d25_ring" 3)" "$(ratio "$d25_ring" "$ours_ring")"
+row "  rounds, cache 512: ours | 22.11 | 25.11" "${mp_ours_raw[*]}" "${mp_d22_raw[*]}" "" "${mp_d25_raw[*]}" ""
+row "  rounds, no cache: ours | 22.11 | 25.11" "${mp_ours_ring[*]}" "${mp_d22_ring[*]}" "" "${mp_d25_ring[*]}" ""
 
 # --- 5. io forwarding between two null ports, one forwarding core (CPU 1), 64 B, burst 32 ------------------------
 say "null io forwarding: $ROUNDS rounds x (ours, DPDK 22.11, 25.11), ${SECS} s each after ${WARMUP} s warm-up"
