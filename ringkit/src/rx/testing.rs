@@ -68,9 +68,10 @@ impl Posted {
         self.bufs.iter().map(|&p| header(p)).collect()
     }
 
-    /// A run over the buffers, of `ring` copied into `wb` and `out` as long: checks what the fast run's contract
-    /// asks of them.
+    /// A run over the buffers, reset first, of the completions `wb` (a copy of the test's) into `out`: checks what
+    /// the fast run's contract asks of them.
     fn run<W>(&self, wb: &mut [W], out: &mut [NonNull<MbufHeader>], max_len: u16) -> RxRun<W> {
+        self.reset();
         assert_eq!(wb.len(), self.len(), "one buffer per completion");
         assert_eq!(out.len(), self.len());
         assert!(max_len <= self.room, "max_len {max_len} past the data room {}", self.room);
@@ -136,7 +137,6 @@ pub fn run<F: RxFormat>(
 where
     F::Wb: Clone,
 {
-    posted.reset();
     let mut ring = ring.to_vec();
     let mut out = vec![NonNull::dangling(); ring.len()];
     let run = posted.run(&mut ring, &mut out, max_len);
@@ -203,7 +203,6 @@ pub fn base_groups<F: RxFormat>(fmt: &F, posted: &Posted, ring: &[F::Wb], memo: 
 where
     F::Wb: Clone,
 {
-    posted.reset();
     let mut ring = ring.to_vec();
     let mut out = vec![NonNull::dangling(); ring.len()];
     let run = posted.run(&mut ring, &mut out, max_len);
