@@ -34,7 +34,7 @@ impl RxDescriptor for RqWqe {
 /// compared whole: a memo's status is DONE plus checksum bits, so a match also says "done, not flushed, no LRO". A
 /// checksum-error or VLAN-stripped completion never becomes the memo (the first is counted, the second has a tag of
 /// its own, on the general path).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Memo {
     pub(crate) status: u32,
     pub(crate) offload: u32,

@@ -1,5 +1,5 @@
 //! The RX fast run of every build this CPU runs (the SSE2, AVX and AVX2 builds of the x86-64 groups; the NEON groups
-//! on aarch64) against the one-at-a-time path, byte for byte in the buffers' headers; and bursts through the shared
+//! on aarch64) against the one-at-a-time path, byte for byte in the buffers' headers (ringkit's `rx::testing`); and bursts through the shared
 //! engine (the fast run, the general path behind it, the ring's end) against what the descriptors say.
 
 use std::ptr::NonNull;
@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use drvkit::reg::Field64;
 use hugepage::Allocator;
-use mempool::{ol_flags, ptype as pt, Mbuf, MbufHeader, Mempool, PacketBatch, PoolConfig, TxOffload};
+use mempool::{ol_flags, ptype as pt, Mbuf, Mempool, PacketBatch, PoolConfig};
 use pktio::stats::RxQueueStats;
 use proptest::prelude::*;
-use ringkit::rx::{fast_run, Base, IsaLevel, RxFormat, RxRun};
+use ringkit::rx::testing::{base_groups, every_build_matches_the_reference, run, Posted};
+use ringkit::rx::IsaLevel;
 use ringkit::{RxBuffers, RxEngine};
 
 use super::rx_decode::{rx_flags, Desc32, RxMemo};
@@ -92,102 +93,6 @@ fn ring_of(descs: &[(u8, u16, u32, u64)], common: usize, first: u8, over: Option
         .collect()
 }
 
-/// A buffer header's bytes.
-type Header = [u8; size_of::<MbufHeader>()];
-
-/// The header of `p`, as bytes (copied untyped, so that its pointers can be written back as they were).
-fn header(p: NonNull<MbufHeader>) -> Header {
-    let mut h = [0u8; size_of::<MbufHeader>()];
-    // SAFETY: a header of a buffer the test owns, initialised (every field written at pool creation, no padding:
-    // 128 bytes of integers and pointers); copied into a local array of its size.
-    unsafe { std::ptr::copy_nonoverlapping(p.as_ptr().cast::<u8>(), h.as_mut_ptr(), h.len()) };
-    h
-}
-
-/// Puts back a header saved by [`header`].
-fn restore(p: NonNull<MbufHeader>, h: &Header) {
-    // SAFETY: the bytes of this same header taken by `header` (an untyped copy), written back into a buffer the test
-    // owns, with nothing borrowed from it.
-    unsafe { std::ptr::copy_nonoverlapping(h.as_ptr(), p.as_ptr().cast::<u8>(), h.len()) };
-}
-
-/// What a fast run did: frames taken, their bytes, where they went, every slot's buffer header afterwards, the memo.
-type Outcome = (usize, u64, Vec<NonNull<MbufHeader>>, Vec<Header>, RxMemo);
-
-/// The fast run of build `isa` over a copy of `ring` with the buffers `shadow` in its slots and the memo `memo` (as
-/// an earlier burst leaves it); with `None` the reference instead: the format's one-at-a-time test and fields alone
-/// ([`RxFormat::fast_one`], which the engine's fast run falls back to).
-fn run(shadow: &[NonNull<MbufHeader>], ring: &[RxDesc], memo: RxMemo, max_len: u16, isa: Option<IsaLevel>) -> Outcome {
-    let n = ring.len();
-    let mut ring = ring.to_vec();
-    let mut out = vec![NonNull::dangling(); n];
-    let mut memo = memo;
-    let (taken, bytes) = match isa {
-        Some(isa) => {
-            let run = RxRun { wb: ring.as_mut_ptr(), shadow: shadow.as_ptr(), out: out.as_mut_ptr(), n, max_len };
-            // SAFETY: n descriptors, buffers and output slots; the buffers are posted with the rearm word and their
-            // data room is max_len; a build the CPU runs (IsaLevel::supported).
-            unsafe { fast_run(&Desc32, isa, run, &mut memo) }
-        }
-        None => {
-            let (mut k, mut bytes) = (0, 0);
-            while k < n {
-                // SAFETY: k < n: a descriptor of the ring.
-                let Some(f) = (unsafe { Desc32.fast_one(ring.as_mut_ptr().add(k), max_len, &mut memo) }) else {
-                    break;
-                };
-                // SAFETY: the buffer of slot k, owned, posted with the rearm word (a view: the test keeps it).
-                let mut m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(shadow[k]) });
-                // SAFETY: one segment; f.len <= max_len, within its data room.
-                unsafe { m.set_rx_unchecked(f.len, f.flags, f.ptype, f.rss) };
-                out[k] = shadow[k];
-                bytes += f.len as u64;
-                k += 1;
-            }
-            (k, bytes)
-        }
-    };
-    out.truncate(taken);
-    (taken, bytes, out, shadow.iter().map(|&p| header(p)).collect(), memo)
-}
-
-/// Buffers the test owns, freed when it drops (also when an assertion returns early: the pool then drops full, and
-/// the assertion's message is the failure).
-struct Posted(Vec<NonNull<MbufHeader>>);
-
-impl std::ops::Deref for Posted {
-    type Target = [NonNull<MbufHeader>];
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
-
-impl Drop for Posted {
-    fn drop(&mut self) {
-        // SAFETY: every buffer is still the test's (the runs only copy pointers into their output).
-        unsafe { mempool::free_raw_bulk(&self.0) };
-    }
-}
-
-/// `n` buffers of `pool` posted with its rearm word, their RX fields (and the TX offload word the RX path must
-/// zero) set to values no decode gives, so that a field a build forgets to write shows.
-fn posted(pool: &Mempool, n: usize) -> Posted {
-    let mut shadow = vec![NonNull::dangling(); n];
-    assert!(pool.alloc_raw_bulk(&mut shadow));
-    let rearm = pool.rx_rearm(3);
-    for &h in &shadow {
-        // SAFETY: fresh buffers of this pool that `shadow` owns.
-        unsafe { rearm.apply(h) };
-        // SAFETY: as above (a view: `shadow` keeps it).
-        let mut m = std::mem::ManuallyDrop::new(unsafe { Mbuf::from_raw(h) });
-        // SAFETY: one segment; a length of 1 fits any buffer.
-        unsafe { m.set_rx_unchecked(1, 0xdead_beef_0bad_f00d, 0x5a5a_5a5a, 0xa5a5_a5a5) };
-        m.set_vlan_tci(0x0fff);
-        m.set_tx_offload(TxOffload { l2_len: 14, l3_len: 20, l4_len: 8, tso_segsz: 1000 });
-    }
-    Posted(shadow)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
     /// Every build takes exactly what the one-at-a-time reference takes, into the same output slots, with the same
@@ -211,46 +116,23 @@ proptest! {
         // The memo as an earlier burst leaves it: mostly the leading run's, sometimes another (the groups then take
         // nothing until the one-at-a-time path moved it).
         let memo = RxMemo::of(writeback(prime_kind, 60, 0, 0, max_len).qw1);
-        let shadow = posted(&pool, ring.len());
-        let fresh: Vec<Header> = shadow.iter().map(|&p| header(p)).collect();
-        let reference = run(&shadow, &ring, memo, max_len, None);
-        for isa in IsaLevel::supported() {
-            for (&p, h) in shadow.iter().zip(&fresh) {
-                restore(p, h);
-            }
-            let got = run(&shadow, &ring, memo, max_len, Some(isa));
-            prop_assert_eq!(&got, &reference, "build {:?}", isa);
-        }
+        let posted = Posted::new(&pool, ring.len());
+        every_build_matches_the_reference(&Desc32, &posted, &ring, memo, max_len)?;
         // The groups themselves (not only the one-at-a-time path behind them) take the leading run when it repeats
         // the memo: its whole groups of four, up to one whose lengths ORed exceed the buffer (the x86-64 groups
         // bound the four lengths by their OR, so such a group may go one at a time).
         let (lead, taken) = if prime_kind == first {
-            for (&p, h) in shadow.iter().zip(&fresh) {
-                restore(p, h);
-            }
             let or = |g: &[RxDesc]| g.iter().fold(0, |a, d| a | rx::LENGTH_PBUF.get(d.qw1));
             let whole = ring[..common.min(ring.len())].chunks_exact(4);
             let lead = 4 * whole.take_while(|g| or(g) <= max_len as u64).count();
-            (lead, base_groups(&shadow, &ring, memo, max_len))
+            (lead, base_groups(&Desc32, &posted, &ring, memo, max_len))
         } else {
             (0, 0)
         };
-        drop(shadow);
+        drop(posted);
         prop_assert!(pool.is_full());
         prop_assert!(taken >= lead && taken % 4 == 0, "{} taken by the groups, {} to take", taken, lead);
     }
-}
-
-/// The format's groups alone, of the base build (SSE2 on x86-64, NEON on aarch64), over a copy of `ring`: how many
-/// they take.
-fn base_groups(shadow: &[NonNull<MbufHeader>], ring: &[RxDesc], memo: RxMemo, max_len: u16) -> usize {
-    let n = ring.len();
-    let mut ring = ring.to_vec();
-    let mut out = vec![NonNull::dangling(); n];
-    let run = RxRun { wb: ring.as_mut_ptr(), shadow: shadow.as_ptr(), out: out.as_mut_ptr(), n, max_len };
-    // SAFETY: n descriptors, buffers and output slots; the buffers are posted with the rearm word and their data
-    // room is max_len; the base build runs on every CPU of the target.
-    unsafe { Desc32.groups::<Base>(run, &memo) }.0
 }
 
 /// The fast run of every build takes the leading common frames (its groups, then one at a time) and writes their
@@ -264,18 +146,15 @@ fn the_fast_run_builds_agree_and_stop_where_they_must() {
         *d = RxDesc::writeback(60 + i as u16, ptype, Some(0x100 + i as u32), true, 0);
     }
     ring[13].qw1 |= rx::ERR_RXE;
-    let shadow = posted(&pool, 16);
-    let fresh: Vec<Header> = shadow.iter().map(|&p| header(p)).collect();
+    let posted = Posted::new(&pool, 16);
     let udp = ol_flags::RX_RSS_HASH | ol_flags::RX_IP_CKSUM_GOOD | ol_flags::RX_L4_CKSUM_GOOD;
     for isa in IsaLevel::supported() {
-        for (&p, h) in shadow.iter().zip(&fresh) {
-            restore(p, h);
-        }
         // The memo of the first frames (the groups take 0..8; the type changes in the group from 8).
-        let (n, bytes, out, ..) = run(&shadow, &ring, RxMemo::of(ring[0].qw1), pool.data_room(), Some(isa));
-        assert_eq!(n, 13, "build {isa:?} stops at the frame error of descriptor 13");
-        assert_eq!(bytes, (60..73).sum::<u64>());
-        let fields: Vec<(u32, u16, u64, u32, u32, u16)> = out
+        let got = run(&Desc32, &posted, &ring, RxMemo::of(ring[0].qw1), pool.data_room(), Some(isa));
+        assert_eq!(got.taken, 13, "build {isa:?} stops at the frame error of descriptor 13");
+        assert_eq!(got.bytes, (60..73).sum::<u64>());
+        let fields: Vec<(u32, u16, u64, u32, u32, u16)> = got
+            .out
             .iter()
             .map(|&p| {
                 // SAFETY: taken by the run (a view: the test keeps it).
@@ -291,7 +170,7 @@ fn the_fast_run_builds_agree_and_stop_where_they_must() {
         assert_eq!(fields[12].3, pt::L2_ETHER | pt::L3_IPV4 | pt::L4_TCP, "the memo follows the type change");
         assert_eq!(fields[12].4, 0x10c);
     }
-    drop(shadow);
+    drop(posted);
     assert!(pool.is_full());
 }
 

@@ -223,7 +223,7 @@ pub(super) fn rx_flags<F: Family>(pkt_info: u32, status_error: u32, udp_csum_zer
 /// bits and the packet-info bits, and a burst mostly repeats one combination. Starts as key 0 (no packet-info
 /// bits, no checksum bits) with its flags, so it is always a valid entry. Never a key of
 /// `udp_zero_csum_error`: the fast run leaves those frames to the slow path, whose flags depend on the queue.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RxMemo {
     /// [`RxMemo::key`] of the frame these flags are for.
     key: u64,

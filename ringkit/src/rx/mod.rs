@@ -9,11 +9,15 @@
 //!   chains across bursts, the counters, the refill), monomorphised over the format: no dynamic call per packet.
 //! - `fast`: the fast run's skeleton, built once per [`IsaLevel`] and chosen per ring, and the skeleton of the
 //!   formats' SIMD groups ([`RxRun::simd_groups`]).
+//! - `testing` (cargo feature `testing`): the drivers' test of a format's fast run, every build against the
+//!   one-at-a-time reference.
 
 mod buffers;
 mod engine;
 mod fast;
 mod format;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 

@@ -14,16 +14,16 @@ use super::{FastFrame, RxBuffers, RxDescriptor, RxEngine, RxEntry, RxFormat, RxM
 
 /// A slot: the buffer address, then the write-back word.
 #[repr(C, align(16))]
-#[derive(Debug, Clone, Copy, Default)]
-struct Toy {
-    addr: u64,
-    wb: u64,
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Toy {
+    pub(super) addr: u64,
+    pub(super) wb: u64,
 }
 
-const DONE: u64 = bit64(0);
-const LAST: u64 = bit64(1);
-const BAD: u64 = bit64(2);
-const LEN: Field64 = Field64::new(31, 16);
+pub(super) const DONE: u64 = bit64(0);
+pub(super) const LAST: u64 = bit64(1);
+pub(super) const BAD: u64 = bit64(2);
+pub(super) const LEN: Field64 = Field64::new(31, 16);
 /// The flags a toy frame gets (any value the engine must copy through).
 const FLAGS: u64 = 0x40;
 
