@@ -4,7 +4,7 @@ use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
 use crate::mbuf::MbufHeader;
-use crate::{Mbuf, Mempool, RxRearm};
+use crate::{Mbuf, Mempool, RxFrame, RxRearm};
 
 /// The largest burst a batch can hold (DPDK testpmd's MAX_PKT_BURST).
 pub const MAX_BURST: usize = 512;
@@ -271,6 +271,41 @@ impl PacketBatch {
             return false;
         }
         self.len += n;
+        true
+    }
+
+    /// Appends one fresh buffer per item of `items` (all buffers taken in one bulk get, or none: false when the
+    /// pool or the batch lacks room for `items.len()`), each holding a frame written by `fill` and received on the
+    /// port `rearm` was made for ([`Mempool::rx_rearm`]). `fill` gets the item and the buffer's whole data room
+    /// ([`Mempool::data_room`] bytes from the data start), writes the frame at its start and returns its length
+    /// and timestamp; bytes after the length may be written too (a fixed-size copy) and are not part of the packet.
+    /// The packets are what [`PacketBatch::alloc_rx`] with that length, then [`Mbuf::set_timestamp`], leave, but
+    /// each header is written once, after its data: a software port's RX copying from memory (net_pcap's replay).
+    /// Should `items` end early, the buffers left over go back and the batch holds those filled.
+    ///
+    /// # Panics
+    /// When `rearm` was made by another pool, or `fill` returns a length over the data room. A panic in `fill`
+    /// leaks the burst's buffers (never frees one twice).
+    #[inline]
+    pub fn alloc_rx_with<I: ExactSizeIterator>(
+        &mut self,
+        pool: &Mempool,
+        rearm: RxRearm,
+        items: I,
+        fill: impl FnMut(I::Item, &mut [u8]) -> RxFrame,
+    ) -> bool {
+        let n = items.len();
+        if n > self.remaining() {
+            return false;
+        }
+        let start = self.len;
+        // SAFETY: as in `alloc_from`: the spare slots take raw pointers; only the first `filled` (returned) are
+        // counted as Mbufs, each uniquely ours with every per-packet field set.
+        let spare = unsafe {
+            std::slice::from_raw_parts_mut(self.slots.as_mut_ptr().add(start).cast::<NonNull<MbufHeader>>(), n)
+        };
+        let Some(filled) = pool.alloc_received_with(spare, rearm, items, fill) else { return false };
+        self.len += filled;
         true
     }
 }

@@ -29,7 +29,7 @@ pub mod ring;
 
 pub use batch::{PacketBatch, DEFAULT_BURST, MAX_BURST};
 pub use free::free_raw_bulk;
-pub use mbuf::{Mbuf, MbufHeader, RxRearm, Segment, NO_PORT};
+pub use mbuf::{Mbuf, MbufHeader, RxFrame, RxRearm, Segment, NO_PORT};
 pub use offload::{ol_flags, ptype, TxOffload};
 pub use pool::{Mempool, PoolConfig, PoolId, DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, MAX_CACHE_SIZE};
 

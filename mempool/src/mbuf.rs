@@ -82,6 +82,16 @@ impl RxRearm {
     }
 }
 
+/// What the fill of [`crate::PacketBatch::alloc_rx_with`] reports of the frame it wrote at the start of a fresh
+/// buffer's data room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RxFrame {
+    /// Bytes written (data and packet length); at most the pool's data room.
+    pub len: u16,
+    /// Receive timestamp ([`Mbuf::timestamp`]).
+    pub timestamp: u64,
+}
+
 /// Metadata at the start of every pool element, 128 bytes (two cache lines). Everything the RX, TX and free paths
 /// touch is in the first line. The buffer itself starts right after the header (its address is derived, not
 /// stored).

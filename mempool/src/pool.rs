@@ -10,7 +10,7 @@ use hugepage::{Allocator, DmaMemory, IovaMode};
 
 use crate::free::check_and_mark_free;
 use crate::lcore::{self, MAX_LCORES};
-use crate::mbuf::{MbufHeader, Rearm, ResetBlock, RxRearm, STATE_FREE, STATE_IN_USE};
+use crate::mbuf::{MbufHeader, Rearm, ResetBlock, RxFrame, RxRearm, STATE_FREE, STATE_IN_USE};
 use crate::ring::Ring;
 use crate::{Error, Mbuf, Result};
 
@@ -671,6 +671,57 @@ impl Mempool {
             unsafe { (*hdr.as_ptr()).write_block(block) };
         }
         true
+    }
+
+    /// Takes `out.len()` buffers (or none, returning false) and has `fill` write one frame of `items` into each, in
+    /// order: `fill` gets the item and the buffer's whole data room (from the headroom on) and returns the frame's
+    /// length and receive timestamp, which are written with the rearm word `rearm` as one block per buffer
+    /// ([`crate::PacketBatch::alloc_rx_with`]). Returns how many buffers were filled: `items` may yield fewer than
+    /// `out.len()` (the rest go back to the pool at once).
+    ///
+    /// # Panics
+    /// When `rearm` was made by another pool, or `fill` returns a length over the data room.
+    #[inline(always)]
+    pub(crate) fn alloc_received_with<I: Iterator>(
+        &self,
+        out: &mut [NonNull<MbufHeader>],
+        rearm: RxRearm,
+        items: I,
+        mut fill: impl FnMut(I::Item, &mut [u8]) -> RxFrame,
+    ) -> Option<usize> {
+        let pool = self.inner();
+        assert!(std::ptr::eq(rearm.pool, pool), "mempool {}: a received frame needs this pool's rearm word", pool.name);
+        if !self.alloc_raw_bulk(out) {
+            return None;
+        }
+        let room = pool.data_room as usize;
+        // The data start of every buffer rearm writes (its data_off is the pool's headroom).
+        let start = std::mem::size_of::<MbufHeader>() + pool.headroom as usize;
+        let mut filled = 0;
+        for (hdr, item) in out.iter().zip(items) {
+            let h = hdr.as_ptr();
+            // SAFETY: just taken from this pool, nobody else holds it; the data room follows the header and the
+            // headroom inside the element.
+            let data = unsafe { std::slice::from_raw_parts_mut(h.cast::<u8>().add(start), room) };
+            let frame = fill(item, data);
+            assert!(
+                frame.len as usize <= room,
+                "mempool {}: a received frame of {} bytes is over the data room",
+                pool.name,
+                frame.len
+            );
+            // SAFETY: as above; every per-packet field is set here (block and timestamp).
+            unsafe {
+                (*h).write_block(ResetBlock::received(rearm.bits, frame.len));
+                (*h).timestamp = frame.timestamp;
+            }
+            filled += 1;
+        }
+        if filled < out.len() {
+            // SAFETY: ours (taken above), single segments (`next` null), never handed out.
+            unsafe { crate::free::free_bulk(&out[filled..]) };
+        }
+        Some(filled)
     }
 
     /// Debug bookkeeping and the metadata reset of the user-facing allocations: every per-packet field back to its

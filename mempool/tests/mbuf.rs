@@ -3,7 +3,7 @@
 
 use hugepage::Allocator;
 use mempool::{
-    ol_flags, Mbuf, Mempool, PacketBatch, PoolConfig, TxOffload, DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, NO_PORT,
+    ol_flags, Mbuf, Mempool, PacketBatch, PoolConfig, RxFrame, TxOffload, DEFAULT_DATA_ROOM, DEFAULT_HEADROOM, NO_PORT,
 };
 
 fn pool(name: &str, size: u32) -> Mempool {
@@ -370,6 +370,89 @@ fn alloc_rx_refuses_a_length_over_the_data_room() {
     let p = pool("mbuf-alloc-rx-long", 2);
     let mut batch = PacketBatch::with_capacity(4);
     batch.alloc_rx(&p, 1, p.rx_rearm(0), ROOM + 1);
+}
+
+#[test]
+fn alloc_rx_with_fills_each_buffer_as_alloc_rx_then_timestamp() {
+    // A pool of two: the buffers are dirtied first, so every field must be written.
+    let p = pool("mbuf-alloc-rx-with", 2);
+    let mut batch = PacketBatch::with_capacity(4);
+    assert!(batch.alloc_from(&p, 2));
+    for m in batch.iter_mut() {
+        dirty(m);
+        m.set_timestamp(99);
+    }
+    batch.clear();
+    let frames = [(pattern(60, 7), 1_000u64), (pattern(ROOM as usize, 9), 2_000)];
+    let mut rooms = Vec::new();
+    assert!(batch.alloc_rx_with(&p, p.rx_rearm(5), frames.iter(), |(data, ts), room| {
+        rooms.push(room.len());
+        room[..data.len()].copy_from_slice(data);
+        // Bytes past the frame are scratch (a rounded copy), not part of the packet.
+        if let Some(tail) = room.get_mut(data.len()..data.len() + 4) {
+            tail.fill(0xee);
+        }
+        RxFrame { len: data.len() as u16, timestamp: *ts }
+    }));
+    assert_eq!(rooms, [ROOM as usize; 2], "fill sees the whole data room");
+    assert_eq!(batch.len(), 2);
+    for (m, (data, ts)) in batch.iter().zip(&frames) {
+        let len = data.len() as u16;
+        assert_eq!((m.headroom(), m.data_len(), m.pkt_len(), m.nb_segs()), (HEAD, len, len as u32, 1));
+        assert_eq!((m.port(), m.ol_flags(), m.packet_type(), m.rss_hash(), m.vlan_tci()), (5, 0, 0, 0, 0));
+        assert_eq!((m.tx_offload(), m.buf_len(), m.timestamp()), (TxOffload::default(), HEAD + ROOM, *ts));
+        assert_eq!(m.data(), &data[..]);
+    }
+    // All or nothing: the pool is empty, the batch unchanged; a batch without room takes nothing either.
+    assert!(!batch.alloc_rx_with(&p, p.rx_rearm(5), frames.iter(), |_, _| RxFrame::default()));
+    assert_eq!(batch.len(), 2);
+    batch.clear();
+    let mut small = PacketBatch::with_capacity(1);
+    assert!(!small.alloc_rx_with(&p, p.rx_rearm(5), frames.iter(), |_, _| RxFrame::default()));
+    assert!(small.is_empty() && p.is_full());
+}
+
+/// An iterator that claims more items than it yields: the buffers left over go back at once.
+#[test]
+fn alloc_rx_with_returns_the_buffers_an_iterator_does_not_fill() {
+    struct Liar(u32);
+    impl Iterator for Liar {
+        type Item = u32;
+        fn next(&mut self) -> Option<u32> {
+            self.0 = self.0.checked_sub(1)?;
+            Some(self.0)
+        }
+    }
+    impl ExactSizeIterator for Liar {
+        fn len(&self) -> usize {
+            3
+        }
+    }
+    let p = pool("mbuf-alloc-rx-with-short", 4);
+    let mut batch = PacketBatch::with_capacity(4);
+    assert!(batch.alloc_rx_with(&p, p.rx_rearm(0), Liar(1), |_, _| RxFrame { len: 8, timestamp: 0 }));
+    assert_eq!(batch.len(), 1);
+    assert_eq!(p.in_use(), 1);
+    batch.clear();
+    assert!(p.is_full());
+}
+
+#[test]
+#[should_panic(expected = "over the data room")]
+fn alloc_rx_with_refuses_a_length_over_the_data_room() {
+    let p = pool("mbuf-alloc-rx-with-long", 2);
+    p.allow_leak_on_drop();
+    let mut batch = PacketBatch::with_capacity(4);
+    batch.alloc_rx_with(&p, p.rx_rearm(0), 0..1, |_, _| RxFrame { len: ROOM + 1, timestamp: 0 });
+}
+
+#[test]
+#[should_panic(expected = "rearm word")]
+fn alloc_rx_with_refuses_another_pools_rearm() {
+    let p = pool("mbuf-alloc-rx-with-foreign", 2);
+    let q = pool("mbuf-alloc-rx-with-other", 2);
+    let mut batch = PacketBatch::with_capacity(4);
+    batch.alloc_rx_with(&p, q.rx_rearm(0), 0..1, |_, _| RxFrame::default());
 }
 
 #[test]

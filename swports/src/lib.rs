@@ -21,6 +21,7 @@ pub(crate) mod netif;
 pub mod null;
 pub mod pcap;
 mod pcap_claims;
+mod pcap_replay;
 pub mod pcap_file;
 pub mod ring;
 pub mod tap;

@@ -11,8 +11,9 @@
 //!   this or another open pcap port replays it (`rx_pcap` and `tx_pcap` naming one file would truncate the input)
 //!   or writes it (two writers lose each other's records): as DPDK, the second open fails.
 //! - `infinite_rx=1`: when a file ends, start it again (the file must hold at least one packet). As DPDK's pcap PMD
-//!   does, the file is read once at start into memory (one buffer, records by offset) and replayed from there, each
-//!   record copied into fresh buffers per burst; without `infinite_rx` files are streamed, since they can be large.
+//!   does, the file is read once at start into memory and replayed from there, each record copied into fresh
+//!   buffers per burst (records on 64-byte boundaries, copied as whole chunks: `pcap_replay`); without
+//!   `infinite_rx` files are streamed, since they can be large.
 //!
 //! Repeat `rx_pcap`/`tx_pcap` for more queues: the n-th of each is queue n. With `rx_pcap` alone, TX queues count
 //! and drop what they are given (DPDK's behaviour); with `tx_pcap` alone, RX queues receive nothing.
@@ -39,6 +40,7 @@ use mempool::{Mempool, PacketBatch};
 
 use crate::netif::mbuf_from_bytes;
 use crate::pcap_claims::Claim;
+use crate::pcap_replay::{fits_pool, Replay, ReplayRx};
 use crate::pcap_file::{self, PcapError, PcapReader, PcapWriter, RecordHeader, LINKTYPE_ETHERNET};
 use pktio::devargs::Devargs;
 use pktio::stats::{RxQueueStats, TxQueueStats};
@@ -201,51 +203,12 @@ enum RxSource {
     Memory(Replay),
 }
 
-/// A capture held in memory: every record's bytes back to back in one buffer.
-#[derive(Debug)]
-struct Replay {
-    data: Vec<u8>,
-    records: Vec<ReplayRecord>,
-    /// The file ended in a corrupt or truncated record (counted as one ierror at the first wrap).
-    corrupt_tail: bool,
-    /// The longest record: when one buffer holds it, a burst takes its buffers from the pool in bulk.
-    max_len: usize,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct ReplayRecord {
-    start: usize,
-    end: usize,
-    timestamp_ns: u64,
-}
-
 /// Reads the whole of `path` into memory; refuses a file with no readable record (nothing to loop over).
 fn load_replay(port: &str, path: &PathBuf) -> Result<Replay> {
-    let mut reader = open_reader(port, path)?;
-    let mut replay = Replay { data: Vec::new(), records: Vec::new(), corrupt_tail: false, max_len: 0 };
-    let mut buf = Vec::with_capacity(2048);
-    loop {
-        match reader.next_into(&mut buf) {
-            Ok(Some(h)) => {
-                let start = replay.data.len();
-                replay.max_len = replay.max_len.max(buf.len());
-                replay.data.extend_from_slice(&buf);
-                replay.records.push(ReplayRecord { start, end: replay.data.len(), timestamp_ns: h.timestamp_ns });
-            }
-            Ok(None) => break,
-            Err(_) => {
-                replay.corrupt_tail = true;
-                break;
-            }
-        }
-    }
-    if replay.records.is_empty() {
-        return Err(Error::InvalidConfig {
-            port: port.to_string(),
-            reason: format!("infinite_rx=1 needs packets, and rx_pcap={} has none that can be read", path.display()),
-        });
-    }
-    Ok(replay)
+    Replay::load(open_reader(port, path)?).ok_or_else(|| Error::InvalidConfig {
+        port: port.to_string(),
+        reason: format!("infinite_rx=1 needs packets, and rx_pcap={} has none that can be read", path.display()),
+    })
 }
 
 fn pcap_error(port: &str, e: PcapError) -> Error {
@@ -269,13 +232,13 @@ impl TypedQueues for PcapPort {
             Some(RxSource::Memory(m)) => (None, Some(m)),
             None => (None, None),
         };
+        let port_id = self.state.port_id;
         Ok(PcapRxQueue {
             reader,
-            replay,
-            next: 0,
+            replay: replay.map(|r| ReplayRx::new(r, pool.clone(), port_id)),
             pool,
             stats,
-            port_id: self.state.port_id,
+            port_id,
             buf: Vec::with_capacity(2048),
             pending: None,
             error_counted: false,
@@ -352,19 +315,13 @@ impl Drop for PcapPort {
     }
 }
 
-/// True when a record of `len` bytes fits the buffers `pool` has in all (a chain of data-room-sized segments).
-fn fits_pool(pool: &Mempool, len: usize) -> bool {
-    len.div_ceil((pool.data_room() as usize).max(1)).max(1) <= pool.size() as usize
-}
-
 /// RX side of a pcap port: replays one file.
 #[derive(Debug)]
 pub struct PcapRxQueue {
     /// Single pass over the file.
     reader: Option<FileReader>,
-    /// Endless replay from memory (`infinite_rx=1`); `next` is the record the next burst starts with.
-    replay: Option<Replay>,
-    next: usize,
+    /// Endless replay from memory (`infinite_rx=1`).
+    replay: Option<ReplayRx>,
     pool: Mempool,
     stats: Arc<RxQueueStats>,
     port_id: u16,
@@ -400,76 +357,23 @@ impl PcapRxQueue {
         }
     }
 
-    /// `rx_burst` for `infinite_rx=1`: copies records from memory, wrapping at the end. When every record fits
-    /// one buffer the burst's buffers come from the pool in one bulk get (as DPDK's pcap PMD does), else one by one.
+    /// `rx_burst` for `infinite_rx=1`: copies records from memory, wrapping at the end ([`ReplayRx::burst`]).
+    #[inline]
     fn replay_burst(&mut self, batch: &mut PacketBatch) -> usize {
-        let Some(replay) = self.replay.as_ref() else { return 0 };
-        let (mut n, mut bytes, mut wrapped, mut nombuf) = (0usize, 0u64, false, false);
-        let mut next = self.next;
-        let first = batch.len();
-        let want = batch.remaining();
-        if replay.max_len <= self.pool.data_room() as usize && batch.alloc_from(&self.pool, want) {
-            for m in &mut batch.as_mut_slice()[first..] {
-                let rec = replay.records[next];
-                let len = rec.end - rec.start;
-                // Cannot fail: a fresh buffer's tailroom is the data room, which holds the longest record.
-                if let Some(room) = m.append(len as u16) {
-                    room.copy_from_slice(&replay.data[rec.start..rec.end]);
-                }
-                m.set_port(self.port_id);
-                m.set_timestamp(rec.timestamp_ns);
-                bytes += len as u64;
-                next += 1;
-                if next == replay.records.len() {
-                    next = 0;
-                    wrapped = true;
-                }
-            }
-            n = want;
-        }
-        // One by one: jumbo records (chained buffers), or a pool too low for the whole burst. A record the pool
-        // can never hold is skipped and counted (at most once round the file per burst, should all be such).
-        let mut skipped = 0u64;
-        while !batch.is_full() && skipped < replay.records.len() as u64 {
-            let rec = replay.records[next];
-            if !fits_pool(&self.pool, rec.end - rec.start) {
-                skipped += 1;
-                next += 1;
-                if next == replay.records.len() {
-                    next = 0;
-                    wrapped = true;
-                }
-                continue;
-            }
-            let Some(mut m) = mbuf_from_bytes(&self.pool, &replay.data[rec.start..rec.end]) else {
-                // The record stays next: it is delivered on a later burst.
-                nombuf = true;
-                break;
-            };
-            m.set_port(self.port_id);
-            m.set_timestamp(rec.timestamp_ns);
-            bytes += (rec.end - rec.start) as u64;
-            // Cannot fail: the batch is not full.
-            let _ = batch.push(m);
-            n += 1;
-            next += 1;
-            if next == replay.records.len() {
-                next = 0;
-                wrapped = true;
-            }
-        }
-        let corrupt_tail = replay.corrupt_tail;
-        self.next = next;
-        if wrapped && corrupt_tail {
+        let Some(replay) = self.replay.as_mut() else { return 0 };
+        let count = replay.burst(batch);
+        if count.wrapped && replay.corrupt_tail() {
             self.count_error_once();
         }
-        if nombuf {
+        if count.nombuf {
             self.stats.nombuf.add(1);
         }
-        self.stats.errors.add(skipped);
-        self.stats.packets.add(n as u64);
-        self.stats.bytes.add(bytes);
-        n
+        if count.skipped > 0 {
+            self.stats.errors.add(count.skipped);
+        }
+        self.stats.packets.add(count.packets);
+        self.stats.bytes.add(count.bytes);
+        count.packets as usize
     }
 }
 

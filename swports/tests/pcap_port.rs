@@ -255,6 +255,54 @@ fn infinite_rx_bulk_bursts_keep_order_when_the_pool_runs_low() {
     assert!(pool.is_full());
 }
 
+/// Each way a replay copies its records gives the file's bytes, lengths and timestamps, wrapping: every record one
+/// 64-byte chunk, records of several chunks in a roomy pool, a data room that holds every record but not rounded
+/// up to chunks (exact copies), and records that need chains.
+#[test]
+fn infinite_rx_every_copy_mode_replays_the_file() {
+    let dir = TempDir::new("infmodes");
+    let cases: [(&str, Vec<usize>, u16); 4] = [
+        ("single", vec![60, 64, 1, 63, 60], 2048),
+        ("chunks", vec![60, 65, 128, 129, 1514, 64], 2048),
+        ("exact", vec![60, 97, 100, 64, 99], 100),
+        ("chains", vec![60, 300, 100, 101, 64], 100),
+    ];
+    for (k, (name, sizes, data_room)) in cases.into_iter().enumerate() {
+        let input = dir.file(&format!("{name}.pcap"));
+        let frames: Vec<_> = sizes.iter().enumerate().map(|(i, &len)| frame(len.max(18), i as u32)).collect();
+        let frames: Vec<_> = frames.into_iter().zip(&sizes).map(|(f, &len)| f[..len].to_vec()).collect();
+        write_capture(&input, &frames);
+        let pool = Mempool::new(
+            &format!("pcap-infmodes-{name}-{}", std::process::id()),
+            &PoolConfig { size: 256, data_room, ..PoolConfig::default() },
+            &Allocator::no_huge(),
+        )
+        .unwrap();
+        let mut port = open_vdev(&format!("net_pcap{},rx_pcap={},infinite_rx=1", 20 + k, input.display())).unwrap();
+        port.start(&pool).unwrap();
+        let mut rx = port.rx_queue(0).unwrap();
+        let mut batch = PacketBatch::with_capacity(32);
+        let mut seen = 0usize;
+        for _ in 0..4 {
+            assert_eq!(rx.rx_burst(&mut batch), 32, "{name}: an endless replay fills the burst");
+            for m in batch.iter() {
+                let i = seen % frames.len();
+                let data: Vec<u8> = m.segments().flat_map(|s| s.data.iter().copied()).collect();
+                assert_eq!(data, frames[i], "{name}: record {i}");
+                assert_eq!(m.pkt_len() as usize, frames[i].len(), "{name}: record {i}");
+                assert_eq!(m.timestamp(), 1_700_000_000_000_000_000 + i as u64 * 1000, "{name}: record {i}");
+                seen += 1;
+            }
+            batch.clear();
+        }
+        drop(rx);
+        port.stop().unwrap();
+        let want: u64 = (0..seen).map(|i| frames[i % frames.len()].len() as u64).sum();
+        assert_eq!((port.stats().ipackets, port.stats().ibytes, port.stats().ierrors), (128, want, 0), "{name}");
+        assert!(pool.is_full(), "{name}");
+    }
+}
+
 /// With the pool dry, the record waits (counted as rx_nombuf) and no packet is lost.
 #[test]
 fn pool_exhaustion_loses_nothing() {
