@@ -13,7 +13,7 @@ use pktio::capture::QueueTap;
 use pktio::stats::Counter;
 use pktio::{RxQueue, TxQueue};
 
-use crate::lookup::{Router, NO_ROUTE};
+use crate::lookup::{Router, FIXED_LEN, NO_ROUTE};
 
 /// Packets per RX burst and per TX batch (DPDK's MAX_PKT_BURST).
 pub const MAX_PKT_BURST: usize = 32;
@@ -205,25 +205,30 @@ fn validate_chained(frame: &mut [u8], pkt_len: usize) -> Result<Class, Drop> {
 #[inline(always)]
 pub fn fast_v4(frame: &mut [u8], pkt_len: usize) -> bool {
     let len = pkt_len.max(frame.len());
-    let Some(h) = frame.first_chunk_mut::<{ IP_AT + V4_HEADER_LEN }>() else {
-        return false;
-    };
-    // EtherType 0x0800 then version/IHL 0x45 (the DSCP byte after them is free).
-    let type_ver = u32::from_be_bytes([h[12], h[13], h[14], h[15]]) >> 8;
+    match frame.first_chunk_mut::<{ IP_AT + V4_HEADER_LEN }>() {
+        Some(h) => fast_v4_header(h, len),
+        None => false,
+    }
+}
+
+/// [`fast_v4`] on the frame's first 34 bytes, `len` the packet's whole length (at least 34: the caller has the
+/// header). Three 8-byte loads cover the EtherType and the IP header; one 8-byte store writes TTL and checksum.
+#[inline(always)]
+fn fast_v4_header(h: &mut [u8; IP_AT + V4_HEADER_LEN], len: usize) -> bool {
+    // Little-endian words of bytes 12..20 (EtherType, version/IHL, DSCP, total length, id), 20..28 (fragment,
+    // TTL, protocol, checksum, source address's first half) and 26..34 (source and destination addresses).
+    let x = u64::from_le_bytes(*h[12..].first_chunk().expect("in header"));
+    let y = u64::from_le_bytes(*h[v4_word::Y_AT..].first_chunk().expect("in header"));
+    let z = u64::from_le_bytes(*h[26..].first_chunk().expect("in header"));
     let total = u16::from_be_bytes([h[IP_AT + v4_at::TOTAL_LEN], h[IP_AT + v4_at::TOTAL_LEN + 1]]) as usize;
     let ttl = h[IP_AT + v4_at::TTL];
-    let c = u16::from_be_bytes([h[IP_AT + v4_at::CHECKSUM], h[IP_AT + v4_at::CHECKSUM + 1]]);
-    let ip: &[u8; V4_HEADER_LEN] = h[IP_AT..].try_into().expect("34 - 14 bytes");
-    // Five 32-bit words summed in 64 bits cannot carry out; folding to 16 bits keeps the one's complement sum.
-    let mut sum = 0u64;
-    for w in ip.chunks_exact(4) {
-        sum += u32::from_le_bytes([w[0], w[1], w[2], w[3]]) as u64;
-    }
-    let sum = (sum & 0xffff_ffff) + (sum >> 32);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let ok = (type_ver == 0x08_0045)
+    // The checksum field's little-endian view: its 0xffff is the same in either order.
+    let c = (y >> v4_word::CHECKSUM_SHIFT) as u16;
+    // The one's complement sum of the ten header words (14..34): x without the EtherType, y's first six bytes,
+    // all of z, each a run of whole 16-bit words (in swapped byte order, which the sum's 0xffff test ignores).
+    let sum = ones_complement_add((x >> 16) + (y & 0xffff_ffff_ffff), z);
+    let sum = ones_complement_fold16(sum);
+    let ok = (x & 0xff_ffff == v4_word::ETHERTYPE_VERSION)
         & (total >= V4_HEADER_LEN)
         & (total <= len - IP_AT)
         & (ttl > 1)
@@ -232,10 +237,41 @@ pub fn fast_v4(frame: &mut [u8], pkt_len: usize) -> bool {
     if !ok {
         return false;
     }
-    h[IP_AT + v4_at::TTL] = ttl - 1;
-    h[IP_AT + v4_at::CHECKSUM..IP_AT + v4_at::CHECKSUM + 2]
-        .copy_from_slice(&checksum_after_ttl_decrement(c).to_be_bytes());
+    // One TTL less and one more on the checksum's little-endian view: that is `checksum_after_ttl_decrement` on
+    // the big-endian field (its 0x0100 carries into the low byte exactly when the LE view's +1 carries into the
+    // high byte), with no end-around carry to fold because the field is not 0xffff. The TTL is above 1, so the
+    // decrement borrows nothing either.
+    let y = y.wrapping_add(v4_word::TTL_DECREMENT);
+    h[v4_word::Y_AT..v4_word::Y_AT + 8].copy_from_slice(&y.to_le_bytes());
     true
+}
+
+/// The fast path's 8-byte words of a frame (little-endian loads).
+mod v4_word {
+    /// The word with fragment, TTL, protocol and checksum starts at frame byte 20.
+    pub const Y_AT: usize = 20;
+    /// Bytes 12, 13, 14 of the first word (from frame byte 12): EtherType 0x0800, then version/IHL 0x45.
+    pub const ETHERTYPE_VERSION: u64 = 0x45_00_08;
+    /// The checksum field's place in word y.
+    pub const CHECKSUM_SHIFT: u32 = 32;
+    /// Added to word y: TTL (bits 16..24) minus one, the checksum's little-endian view (bits 32..48) plus one.
+    pub const TTL_DECREMENT: u64 = (1 << CHECKSUM_SHIFT) - (1 << 16);
+}
+
+/// `a + b` in 64-bit one's complement (the carry out comes back in at the bottom).
+#[inline(always)]
+fn ones_complement_add(a: u64, b: u64) -> u64 {
+    let (s, carry) = a.overflowing_add(b);
+    s + carry as u64
+}
+
+/// A 64-bit one's complement sum folded to 16 bits, each fold an add with end-around carry.
+#[inline(always)]
+fn ones_complement_fold16(s: u64) -> u16 {
+    let (s, c) = (s as u32).overflowing_add((s >> 32) as u32);
+    let s = s + c as u32;
+    let (s, c) = (s as u16).overflowing_add((s >> 16) as u16);
+    s + c as u16
 }
 
 /// An IPv4 header without options.
@@ -315,7 +351,11 @@ impl<R: Router> BurstRouter<R> {
             let class = if fast_v4(frame, pkt_len) { Ok(Class::V4) } else { validate(frame, pkt_len) };
             match class {
                 Ok(Class::V4) => {
-                    self.keys4[n4] = router.key4(&frame[IP_AT..]);
+                    // Fixed offsets when the frame holds the key's bytes: no per-field length checks.
+                    self.keys4[n4] = match frame.first_chunk::<FIXED_LEN>() {
+                        Some(f) => router.key4_fixed(f),
+                        None => router.key4(&frame[IP_AT..]),
+                    };
                     self.at4[n4] = i as u8;
                     n4 += 1;
                 }

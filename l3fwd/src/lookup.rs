@@ -1,7 +1,7 @@
 //! Route lookup for the forwarding loop, on the `lpm` crate's tables: [`LpmRouter`] (LPM and FIB modes) and
 //! [`EmRouter`] (exact match on the 5-tuple). Keys are read from the packet as DPDK's l3fwd reads them.
 
-use lpm::{ExactMatch, Ipv4Tuple, Ipv6Tuple, Lpm4, Lpm4Config, Lpm6, Lpm6Config};
+use lpm::{ExactMatch, Ipv4Tuple, Ipv6Tuple, Lpm4, Lpm4Config, Lpm6, Lpm6Config, WordKey};
 
 use crate::routes::{EmRoute, LpmRoute};
 use crate::Result;
@@ -22,6 +22,12 @@ pub trait Router: Send + Sync + 'static {
 
     /// The lookup key of an IPv4 header (at least 20 bytes, checked).
     fn key4(&self, ip: &[u8]) -> Self::Key4;
+    /// [`Router::key4`] of a frame's IPv4 header (at [`FIXED_IP_AT`]) when the frame has a 20-byte header and
+    /// at least [`FIXED_LEN`] bytes: the forwarding loop's fast path, reading fixed offsets with no length checks.
+    #[inline(always)]
+    fn key4_fixed(&self, frame: &[u8; FIXED_LEN]) -> Self::Key4 {
+        self.key4(&frame[FIXED_IP_AT..])
+    }
     /// The lookup key of an IPv6 header (at least 40 bytes, checked).
     fn key6(&self, ip: &[u8]) -> Self::Key6;
     /// Next hops of a burst of IPv4 keys, [`NO_ROUTE`] where there is none (`hops` as long as `keys`).
@@ -33,6 +39,18 @@ pub trait Router: Send + Sync + 'static {
     fn route4(&self, ip: &[u8]) -> Option<u16>;
     /// IPv6 (header at least 40 bytes, checked).
     fn route6(&self, ip: &[u8]) -> Option<u16>;
+}
+
+/// Bytes of a frame [`Router::key4_fixed`] reads: Ethernet, a 20-byte IPv4 header and the L4 ports.
+pub const FIXED_LEN: usize = FIXED_IP_AT + 20 + 4;
+
+/// Where the IPv4 header starts in [`Router::key4_fixed`]'s frame.
+pub const FIXED_IP_AT: usize = 14;
+
+/// A big-endian word at a fixed offset of a fixed-size header: one load (and a byte swap).
+#[inline(always)]
+fn be32_at<const AT: usize, const N: usize>(h: &[u8; N]) -> u32 {
+    u32::from_be_bytes(*h[AT..].first_chunk().expect("offset inside the header"))
 }
 
 /// Longest prefix match on the destination address.
@@ -97,6 +115,11 @@ impl Router for LpmRouter {
     }
 
     #[inline(always)]
+    fn key4_fixed(&self, frame: &[u8; FIXED_LEN]) -> u32 {
+        be32_at::<{ FIXED_IP_AT + v4_at::DST_ADDR }, FIXED_LEN>(frame)
+    }
+
+    #[inline(always)]
     fn key6(&self, ip: &[u8]) -> u128 {
         be128(ip, v6_at::DST_ADDR)
     }
@@ -123,8 +146,11 @@ impl Router for LpmRouter {
 }
 
 /// Exact match on (source, destination, source port, destination port, protocol).
+///
+/// IPv4 keys are stored as the words [`lpm::FlowKey::words`] gives for an [`Ipv4Tuple`] (addresses, then ports
+/// and protocol), so the fast path builds one from two byte-swapped loads and a shifted protocol byte.
 pub struct EmRouter {
-    v4: ExactMatch<Ipv4Tuple>,
+    v4: ExactMatch<WordKey<2>>,
     v6: ExactMatch<Ipv6Tuple>,
 }
 
@@ -144,7 +170,7 @@ impl EmRouter {
         for r in v4 {
             let key =
                 Ipv4Tuple { src_ip: r.src, dst_ip: r.dst, src_port: r.src_port, dst_port: r.dst_port, proto: r.proto };
-            t4.add(key, r.port as u32)?;
+            t4.add(WordKey::from(key), r.port as u32)?;
         }
         let mut t6 = ExactMatch::with_capacity(capacity.max(v6.len()))?;
         for r in v6 {
@@ -157,19 +183,28 @@ impl EmRouter {
 }
 
 impl Router for EmRouter {
-    type Key4 = Ipv4Tuple;
+    type Key4 = WordKey<2>;
     type Key6 = Ipv6Tuple;
 
     #[inline(always)]
-    fn key4(&self, ip: &[u8]) -> Ipv4Tuple {
+    fn key4(&self, ip: &[u8]) -> WordKey<2> {
         let (src_port, dst_port) = ports(ip, v4_at::PORTS);
-        Ipv4Tuple {
+        WordKey::from(Ipv4Tuple {
             src_ip: be32(ip, v4_at::SRC_ADDR),
             dst_ip: be32(ip, v4_at::DST_ADDR),
             src_port,
             dst_port,
             proto: ip[v4_at::PROTOCOL],
-        }
+        })
+    }
+
+    #[inline(always)]
+    fn key4_fixed(&self, frame: &[u8; FIXED_LEN]) -> WordKey<2> {
+        // The addresses are adjacent (source first): one 8-byte big-endian load is (source << 32 | destination);
+        // the ports likewise, with the protocol below them, as `Ipv4Tuple::words` lays them out.
+        let addrs = u64::from_be_bytes(*frame[FIXED_IP_AT + v4_at::SRC_ADDR..].first_chunk().expect("in header"));
+        let ports = be32_at::<{ FIXED_IP_AT + v4_at::PORTS }, FIXED_LEN>(frame);
+        WordKey([addrs, u64::from(ports) << 8 | u64::from(frame[FIXED_IP_AT + v4_at::PROTOCOL])])
     }
 
     #[inline(always)]
@@ -244,5 +279,33 @@ mod tests {
         assert_eq!(r.route6(&ip6), None, "protocol is part of the key");
         // A packet ending before its ports reads them as zeros: no match, no panic.
         assert_eq!(r.route6(&ip6[..40]), None);
+    }
+
+    /// The fast path's fixed-offset keys are the checked ones, for any bytes: both routers, many frames.
+    #[test]
+    fn fixed_offset_keys_equal_the_checked_keys() {
+        let lpm = LpmRouter::new(&routes::default_lpm4(), &routes::default_lpm6()).unwrap();
+        let em = EmRouter::new(&routes::default_em4(), &routes::default_em6(), 1024).unwrap();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..10_000 {
+            let mut frame = [0u8; FIXED_LEN];
+            for b in frame.iter_mut() {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                *b = seed as u8;
+            }
+            assert_eq!(lpm.key4_fixed(&frame), lpm.key4(&frame[FIXED_IP_AT..]));
+            assert_eq!(em.key4_fixed(&frame), em.key4(&frame[FIXED_IP_AT..]));
+        }
+        // A flow of the table found through either key.
+        let mut frame = [0u8; FIXED_LEN];
+        frame[FIXED_IP_AT + 9] = 17;
+        frame[FIXED_IP_AT + 12..FIXED_IP_AT + 16].copy_from_slice(&[198, 18, 2, 1]);
+        frame[FIXED_IP_AT + 16..FIXED_IP_AT + 20].copy_from_slice(&[198, 18, 2, 0]);
+        frame[FIXED_IP_AT + 20..FIXED_IP_AT + 24].copy_from_slice(&[0, 9, 0, 9]);
+        let mut hops = [NO_ROUTE; 1];
+        em.lookup4_bulk(&[em.key4_fixed(&frame)], &mut hops);
+        assert_eq!(hops, [2]);
     }
 }

@@ -202,25 +202,8 @@ impl<K: FlowKey> ExactMatch<K> {
     #[inline]
     pub fn lookup_x8(&self, keys: &[K; 8], miss: u32) -> [u32; 8] {
         let mut out = [miss; 8];
-        self.lookup8_into(keys, &mut out);
+        self.lookup_bulk(keys, &mut out, miss);
         out
-    }
-
-    /// Writes the values of the 8 keys found into `out` (others untouched); returns how many were found.
-    #[inline(always)]
-    fn lookup8_into(&self, keys: &[K; 8], out: &mut [u32; 8]) -> usize {
-        let mut sigs = [0u32; 8];
-        for (s, k) in sigs.iter_mut().zip(keys) {
-            *s = self.sig(k);
-        }
-        let mut hits = 0;
-        for i in 0..8 {
-            if let Some(slot) = self.find(&keys[i], sigs[i]) {
-                out[i] = self.slots[slot].value;
-                hits += 1;
-            }
-        }
-        hits
     }
 
     /// Looks up a burst: `values[i]` gets the value of `keys[i]`, or `miss`; returns the number of hits.
@@ -230,19 +213,82 @@ impl<K: FlowKey> ExactMatch<K> {
     #[inline]
     pub fn lookup_bulk(&self, keys: &[K], values: &mut [u32], miss: u32) -> usize {
         assert_eq!(keys.len(), values.len(), "lookup_bulk: one value slot per key");
-        values.fill(miss);
-        let mut hits = 0;
-        let mut key_chunks = keys.chunks_exact(8);
-        let mut val_chunks = values.chunks_exact_mut(8);
-        for (k8, v8) in (&mut key_chunks).zip(&mut val_chunks) {
-            hits += self.lookup8_into(k8.try_into().expect("chunks of 8"), v8.try_into().expect("chunks of 8"));
+        #[cfg(target_arch = "x86_64")]
+        if self.hash == HashKind::Crc32c {
+            // SAFETY: `Crc32c` is only chosen by `HashKind::detect` after the CPU reported SSE4.2.
+            return unsafe { self.lookup_bulk_sse42(keys, values, miss) };
         }
-        for (k, v) in key_chunks.remainder().iter().zip(val_chunks.into_remainder()) {
-            if let Some(found) = self.lookup(k) {
-                *v = found;
-                hits += 1;
+        self.lookup_bulk_with(HashKind::Mix, keys, values, miss)
+    }
+
+    /// [`ExactMatch::lookup_bulk`] compiled with SSE4.2, so the CRC32-C hash is inlined into the loop rather than
+    /// called per key.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "sse4.2")]
+    fn lookup_bulk_sse42(&self, keys: &[K], values: &mut [u32], miss: u32) -> usize {
+        self.lookup_bulk_with(HashKind::Crc32c, keys, values, miss)
+    }
+
+    /// The bulk lookup with the hash `kind` (a constant at each call, so the match on it folds away): per chunk
+    /// of [`BULK_CHUNK`] keys, every signature first, then the probes, so the first-slot cache misses overlap.
+    #[inline(always)]
+    fn lookup_bulk_with(&self, kind: HashKind, keys: &[K], values: &mut [u32], miss: u32) -> usize {
+        let mut hits = 0;
+        let mut sigs = [0u32; BULK_CHUNK];
+        for (kc, vc) in keys.chunks(BULK_CHUNK).zip(values.chunks_mut(BULK_CHUNK)) {
+            for (s, k) in sigs.iter_mut().zip(kc) {
+                *s = kind.hash(k.words().as_ref()) | USED;
+            }
+            for ((k, &sig), v) in kc.iter().zip(&sigs).zip(vc.iter_mut()) {
+                let found = self.find(k, sig);
+                hits += found.is_some() as usize;
+                *v = found.map_or(miss, |i| self.slots[i].value);
             }
         }
         hits
+    }
+}
+
+/// Keys per round of [`ExactMatch::lookup_bulk`]: a burst's worth (DPDK's MAX_PKT_BURST).
+const BULK_CHUNK: usize = 32;
+
+/// A key that is already its hashed words: what a caller that reads its 5-tuple straight from a packet header
+/// (fixed offsets, one load and a mask) stores, so that building, hashing and comparing it are a few word
+/// operations. `WordKey::from(tuple)` gives the words [`FlowKey::words`] of that tuple gives.
+///
+/// ```
+/// use lpm::{ExactMatch, Ipv4Tuple, WordKey};
+/// let flow = Ipv4Tuple { src_ip: 0x0a00_0001, dst_ip: 0x0a00_0002, src_port: 1234, dst_port: 80, proto: 6 };
+/// let mut em = ExactMatch::with_capacity(16)?;
+/// em.add(WordKey::from(flow), 7)?;
+/// assert_eq!(em.lookup(&WordKey([0x0a00_0001_0a00_0002, 1234 << 24 | 80 << 8 | 6])), Some(7));
+/// # Ok::<(), lpm::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WordKey<const N: usize>(pub [u64; N]);
+
+impl<const N: usize> Default for WordKey<N> {
+    fn default() -> Self {
+        WordKey([0; N])
+    }
+}
+
+impl<const N: usize> FlowKey for WordKey<N> {
+    type Words = [u64; N];
+    #[inline(always)]
+    fn words(&self) -> [u64; N] {
+        self.0
+    }
+}
+
+impl From<Ipv4Tuple> for WordKey<2> {
+    fn from(t: Ipv4Tuple) -> Self {
+        WordKey(t.words())
+    }
+}
+
+impl From<Ipv6Tuple> for WordKey<5> {
+    fn from(t: Ipv6Tuple) -> Self {
+        WordKey(t.words())
     }
 }

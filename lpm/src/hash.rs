@@ -35,6 +35,7 @@ impl HashKind {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.2")]
+#[inline] // into callers compiled with SSE4.2 too (`ExactMatch::lookup_bulk`'s loop), where it is two instructions
 fn crc32c(words: &[u64]) -> u32 {
     use std::arch::x86_64::_mm_crc32_u64;
     let mut crc = u64::from(u32::MAX);
@@ -44,6 +45,7 @@ fn crc32c(words: &[u64]) -> u32 {
     crc as u32
 }
 
+#[inline(always)]
 fn mix(words: &[u64]) -> u32 {
     // Odd 64-bit constant from the golden ratio: multiplication spreads every input bit into the high half.
     const K: u64 = 0x9e37_79b9_7f4a_7c15;

@@ -35,6 +35,6 @@ mod mem;
 mod trie;
 
 pub use error::{Error, Result};
-pub use exact::{ExactMatch, FlowKey, Ipv4Tuple, Ipv6Tuple};
+pub use exact::{ExactMatch, FlowKey, Ipv4Tuple, Ipv6Tuple, WordKey};
 pub use lpm4::{Lpm4, Lpm4Config};
 pub use lpm6::{Lpm6, Lpm6Config};
