@@ -220,7 +220,7 @@ impl Router for EmRouter {
     }
 
     #[inline(always)]
-    fn lookup4_bulk(&self, keys: &[Ipv4Tuple], hops: &mut [u32]) {
+    fn lookup4_bulk(&self, keys: &[WordKey<2>], hops: &mut [u32]) {
         self.v4.lookup_bulk(keys, hops, NO_ROUTE);
     }
 

@@ -21,8 +21,8 @@ pub(crate) mod netif;
 pub mod null;
 pub mod pcap;
 mod pcap_claims;
-mod pcap_replay;
 pub mod pcap_file;
+mod pcap_replay;
 pub mod ring;
 pub mod tap;
 

@@ -40,8 +40,8 @@ use mempool::{Mempool, PacketBatch};
 
 use crate::netif::mbuf_from_bytes;
 use crate::pcap_claims::Claim;
-use crate::pcap_replay::{fits_pool, Replay, ReplayRx};
 use crate::pcap_file::{self, PcapError, PcapReader, PcapWriter, RecordHeader, LINKTYPE_ETHERNET};
+use crate::pcap_replay::{fits_pool, Replay, ReplayRx};
 use pktio::devargs::Devargs;
 use pktio::stats::{RxQueueStats, TxQueueStats};
 use pktio::MacAddr;
