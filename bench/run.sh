@@ -128,11 +128,11 @@ ANCHOR_RAW=0.63
 row "mempool: pktmbuf alloc+free bulk 32, cache (cycles/mbuf)" "$(fmt "$ours_pkt")" "$ANCHOR_PKT (anchor)" "$(ratio "$ANCHOR_PKT" "$ours_pkt")"
 row "  same, buffers/s (ours; DPDK = anchor at TSC Hz)" "$(fmt "$(awk -v r="$ours_pkt_rate" 'BEGIN{print r/1e6}')" 1)M" \
   "$(fmt "$(awk -v h="$TSC_HZ" -v c=$ANCHOR_PKT 'BEGIN{print h/c/1e6}')" 1)M" ""
-row "mempool: raw get+put bulk 32, cache 512 (cycles/object, median)" "$(fmt "$ours_raw" 3)" "$(fmt "$d22_raw" 3)" \
+row "mempool: raw get+put bulk 32, cache 512 (cyc/obj, median)" "$(fmt "$ours_raw" 3)" "$(fmt "$d22_raw" 3)" \
   "$(ratio "$d22_raw" "$ours_raw")" "$(fmt "$d25_raw" 3)" "$(ratio "$d25_raw" "$ours_raw")"
 row "  same vs the issue's anchor" "$(fmt "$ours_raw" 3)" "$ANCHOR_RAW (anchor)" "$(ratio "$ANCHOR_RAW" "$ours_raw")"
 row "  same, objects/s (ours)" "$(fmt "$(awk -v r="$ours_raw_rate" 'BEGIN{print r/1e6}')" 1)M" "" ""
-row "mempool: raw get+put bulk 32, no cache (cycles/object, median)" "$(fmt "$ours_ring" 3)" "$(fmt "$d22_ring" 3)" \
+row "mempool: raw get+put bulk 32, no cache (cyc/obj, median)" "$(fmt "$ours_ring" 3)" "$(fmt "$d22_ring" 3)" \
   "$(ratio "$d22_ring" "$ours_ring")" "$(fmt "$d25_ring" 3)" "$(ratio "$d25_ring" "$ours_ring")"
 row "  rounds, cache 512: ours | 22.11 | 25.11" "${mp_ours_raw[*]}" "${mp_d22_raw[*]}" "" "${mp_d25_raw[*]}" ""
 row "  rounds, no cache: ours | 22.11 | 25.11" "${mp_ours_ring[*]}" "${mp_d22_ring[*]}" "" "${mp_d25_ring[*]}" ""
