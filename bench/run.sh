@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark of this project against two DPDKs (run beside it, never linked): Debian's 22.11 package and
 # 25.11, the newest LTS (sid's build in a root of its own; bench/lib.sh dpdk25_env). Prints one table: our figure,
-# each DPDK's figure and the ratio to it (> 1.0 means ours is faster).
+# each DPDK's figure and the ratio to it (> 1.0 means ours is faster); then runs bench/testpmd.sh, l3fwd.sh, lpm.sh
+# and af-xdp.sh, each printing its own table with both references.
 #
 # Usage (as root, on a Debian machine): bash bench/run.sh
 #
@@ -16,7 +17,12 @@
 #   BENCH_SKIP_AFPACKET=1    skip the af_packet/veth benchmark
 #   BENCH_LOG_DIR            where raw outputs go (default: target/bench-logs)
 #   BENCH_ONLY=testpmd       run only the testpmd-rs vs dpdk-testpmd part (bench/testpmd.sh, its own knobs there)
-#   BENCH_SKIP_TESTPMD=1     skip that part
+#   BENCH_SKIP_TESTPMD=1     skip that part (about 16 minutes)
+#   BENCH_SKIP_L3FWD=1       skip bench/l3fwd.sh (l3fwd lpm/fib/em and l2fwd against both samples; about 8 minutes)
+#   BENCH_SKIP_LPM=1         skip bench/lpm.sh (lpm crate against rte_lpm; DPDK's table build takes many minutes)
+#   BENCH_SKIP_AF_XDP=1      skip bench/af-xdp.sh (net_af_xdp over veth against DPDK's)
+# With nothing skipped, one run prints every table of BENCHMARKS.md's "At a glance" with both references (over an
+# hour on 2 vCPUs); the instruction counts are separate (bench/l3fwd-callgrind.sh, bench/driver-callgrind.sh).
 set -eu
 
 if [ "${BENCH_ONLY:-}" = testpmd ]; then
@@ -244,5 +250,17 @@ echo "ratio > 1.0: ours is faster (DPDK cycles / our cycles, or our Mpps / DPDK 
 # --- 8. testpmd-rs vs dpdk-testpmd: every forwarding mode, and the start-up time ----------------------------------
 if [ "${BENCH_SKIP_TESTPMD:-0}" != 1 ]; then
   echo
-  bash "$ROOT/bench/testpmd.sh"
+  bash "$ROOT/bench/testpmd.sh" || say "bench/testpmd.sh failed (its log above)"
 fi
+
+# --- 9-11. the samples, the LPM lookups and AF_XDP, each with both references (their own scripts and tables) ------
+# A part that fails is reported and the next one still runs, so one run prints every table it can.
+for part in l3fwd lpm af-xdp; do
+  var=BENCH_SKIP_$(echo "$part" | tr 'a-z-' 'A-Z_')
+  if [ "${!var:-0}" = 1 ]; then
+    say "$part: skipped ($var=1)"
+    continue
+  fi
+  echo
+  bash "$ROOT/bench/$part.sh" || say "bench/$part.sh failed (its log above)"
+done
