@@ -166,6 +166,16 @@ impl PacketBatch {
         unsafe { crate::free::free_bulk(&dropped[..n_dropped]) };
     }
 
+    /// The first `n` free slots (`n` at most [`PacketBatch::remaining`]) as raw buffer pointers, for a bulk get or a
+    /// software ring to write; they become packets only when the caller then adds them to `len`.
+    #[inline(always)]
+    fn spare_raw(&mut self, n: usize) -> &mut [NonNull<MbufHeader>] {
+        debug_assert!(n <= self.remaining());
+        // SAFETY: Mbuf is a transparent NonNull, so the spare slots (inside the capacity, uninitialised) can be seen
+        // as raw pointers; they are only written through this view.
+        unsafe { std::slice::from_raw_parts_mut(self.slots.as_mut_ptr().add(self.len).cast(), n) }
+    }
+
     /// Lets `fill` write raw owned buffers into the free slots (`remaining()` of them); it returns how many it
     /// wrote, which become the batch's last packets. For zero-copy software rings.
     ///
@@ -174,13 +184,8 @@ impl PacketBatch {
     /// frees, and `n` must not exceed the slice length.
     #[inline]
     pub unsafe fn fill_raw(&mut self, fill: impl FnOnce(&mut [NonNull<MbufHeader>]) -> usize) -> usize {
-        let free = self.capacity - self.len;
-        // SAFETY: Mbuf is a transparent NonNull, so the spare slots can be seen as raw pointers; they are
-        // uninitialised and only written.
-        let spare = unsafe {
-            std::slice::from_raw_parts_mut(self.slots.as_mut_ptr().add(self.len).cast::<NonNull<MbufHeader>>(), free)
-        };
-        let n = fill(spare);
+        let free = self.remaining();
+        let n = fill(self.spare_raw(free));
         debug_assert!(n <= free);
         self.len += n.min(free);
         n
@@ -233,12 +238,8 @@ impl PacketBatch {
         if n > self.remaining() {
             return false;
         }
-        let start = self.len;
-        // SAFETY: Mbuf is a transparent NonNull, so the spare slots can take raw pointers; get_raw writes all `n`
-        // of them or none, and each written element is uniquely ours.
-        let spare = unsafe {
-            std::slice::from_raw_parts_mut(self.slots.as_mut_ptr().add(start).cast::<NonNull<MbufHeader>>(), n)
-        };
+        // get_raw writes all `n` spare slots or none, and each written element is uniquely ours.
+        let spare = self.spare_raw(n);
         // SAFETY: on success every element is adopted as an Mbuf in place (below).
         if !unsafe { pool.get_raw(spare) } {
             return false;
@@ -261,13 +262,8 @@ impl PacketBatch {
         if n > self.remaining() {
             return false;
         }
-        let start = self.len;
-        // SAFETY: as in `alloc_from`: the spare slots take raw pointers, all `n` written or none, each uniquely
-        // ours and fully set (every per-packet field) before it counts as an Mbuf.
-        let spare = unsafe {
-            std::slice::from_raw_parts_mut(self.slots.as_mut_ptr().add(start).cast::<NonNull<MbufHeader>>(), n)
-        };
-        if !pool.alloc_received(spare, rearm, len) {
+        // All `n` written or none, each uniquely ours and fully set (every per-packet field) before it counts.
+        if !pool.alloc_received(self.spare_raw(n), rearm, len) {
             return false;
         }
         self.len += n;
@@ -298,13 +294,8 @@ impl PacketBatch {
         if n > self.remaining() {
             return false;
         }
-        let start = self.len;
-        // SAFETY: as in `alloc_from`: the spare slots take raw pointers; only the first `filled` (returned) are
-        // counted as Mbufs, each uniquely ours with every per-packet field set.
-        let spare = unsafe {
-            std::slice::from_raw_parts_mut(self.slots.as_mut_ptr().add(start).cast::<NonNull<MbufHeader>>(), n)
-        };
-        let Some(filled) = pool.alloc_received_with(spare, rearm, items, fill) else { return false };
+        // Only the first `filled` (returned) count, each uniquely ours with every per-packet field set.
+        let Some(filled) = pool.alloc_received_with(self.spare_raw(n), rearm, items, fill) else { return false };
         self.len += filled;
         true
     }

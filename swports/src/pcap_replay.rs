@@ -16,6 +16,12 @@ use crate::pcap_file::PcapReader;
 /// The copy unit: records are stored and copied in chunks of this many bytes (a 60-byte frame is one chunk).
 pub(crate) const CHUNK: usize = 64;
 
+/// [`ReplayRx::bulk`]'s copies: [`CopyMode::Chunks`] with every record one chunk, with records of several, and
+/// [`CopyMode::Exact`].
+const SINGLE_CHUNK: u8 = 0;
+const CHUNKS: u8 = 1;
+const EXACT: u8 = 2;
+
 /// One record: where its chunks start, its length, its timestamp.
 #[derive(Debug, Clone, Copy)]
 struct Record {
@@ -83,7 +89,7 @@ pub(crate) fn fits_pool(pool: &Mempool, len: usize) -> bool {
 
 /// How a burst's records reach their buffers, decided once per queue from the pool's data room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Copy {
+enum CopyMode {
     /// The data room holds every record rounded up to chunks: bulk get, whole chunks, one header store.
     Chunks {
         /// Every record is one chunk (then record i is chunk i).
@@ -116,7 +122,7 @@ pub(crate) struct ReplayRx {
     pool: Mempool,
     rearm: RxRearm,
     port_id: u16,
-    copy: Copy,
+    copy: CopyMode,
 }
 
 impl ReplayRx {
@@ -124,11 +130,11 @@ impl ReplayRx {
         let room = pool.data_room() as usize;
         let rounded = replay.records.iter().map(|r| r.chunks() * CHUNK).max().unwrap_or(0);
         let copy = if rounded <= room {
-            Copy::Chunks { single: replay.chunks.len() == replay.records.len() }
+            CopyMode::Chunks { single: replay.chunks.len() == replay.records.len() }
         } else if replay.max_len <= room {
-            Copy::Exact
+            CopyMode::Exact
         } else {
-            Copy::OneByOne
+            CopyMode::OneByOne
         };
         let rearm = pool.rx_rearm(port_id);
         ReplayRx { replay, next: 0, pool, rearm, port_id, copy }
@@ -144,10 +150,10 @@ impl ReplayRx {
     pub(crate) fn burst(&mut self, batch: &mut PacketBatch) -> BurstCount {
         let mut count = BurstCount::default();
         match self.copy {
-            Copy::Chunks { single: true } => self.bulk_chunks::<true>(batch, &mut count),
-            Copy::Chunks { single: false } => self.bulk_chunks::<false>(batch, &mut count),
-            Copy::Exact => self.bulk_exact(batch, &mut count),
-            Copy::OneByOne => {}
+            CopyMode::Chunks { single: true } => self.bulk::<{ SINGLE_CHUNK }>(batch, &mut count),
+            CopyMode::Chunks { single: false } => self.bulk::<{ CHUNKS }>(batch, &mut count),
+            CopyMode::Exact => self.bulk::<{ EXACT }>(batch, &mut count),
+            CopyMode::OneByOne => {}
         }
         if !batch.is_full() {
             self.one_by_one(batch, &mut count);
@@ -165,33 +171,47 @@ impl ReplayRx {
         }
     }
 
-    /// Runs of records up to the end of the capture, each in one bulk get, until the batch is full or the pool
-    /// cannot serve a run whole (the rest then go one by one). `SINGLE`: record i is chunk i.
+    /// Runs of records up to the end of the capture, each in one bulk get with each header written once after its
+    /// data, until the batch is full or the pool cannot serve a run whole (the rest then go one by one). `HOW`
+    /// ([`SINGLE_CHUNK`], [`CHUNKS`], [`EXACT`]) is the queue's [`CopyMode`], a constant so each copy is straight
+    /// code.
     #[inline(always)]
-    fn bulk_chunks<const SINGLE: bool>(&mut self, batch: &mut PacketBatch, count: &mut BurstCount) {
+    fn bulk<const HOW: u8>(&mut self, batch: &mut PacketBatch, count: &mut BurstCount) {
         while !batch.is_full() {
             let next = self.next;
             let run = batch.remaining().min(self.replay.records.len() - next);
-            let records = &self.replay.records[next..next + run];
-            let chunks = &self.replay.chunks;
+            let replay = &self.replay;
+            let records = &replay.records[next..next + run];
+            let chunks = &replay.chunks;
             let mut bytes = 0u64;
-            let ok = if SINGLE {
-                let items = records.iter().zip(&chunks[next..next + run]);
-                batch.alloc_rx_with(&self.pool, self.rearm, items, |(rec, chunk), room| {
-                    // The room holds a chunk: every record's rounded length fits the data room (Copy::Chunks).
-                    room[..CHUNK].copy_from_slice(chunk);
-                    bytes += rec.len as u64;
-                    RxFrame { len: rec.len as u16, timestamp: rec.timestamp_ns }
-                })
-            } else {
-                batch.alloc_rx_with(&self.pool, self.rearm, records.iter(), |rec, room| {
+            let mut frame = |rec: &Record| {
+                bytes += rec.len as u64;
+                RxFrame { len: rec.len as u16, timestamp: rec.timestamp_ns }
+            };
+            let ok = match HOW {
+                // Record i is chunk i; the data room holds a chunk (every record's rounded length fits it).
+                SINGLE_CHUNK => batch.alloc_rx_with(
+                    &self.pool,
+                    self.rearm,
+                    records.iter().zip(&chunks[next..next + run]),
+                    |(rec, chunk), room| {
+                        room[..CHUNK].copy_from_slice(chunk);
+                        frame(rec)
+                    },
+                ),
+                CHUNKS => batch.alloc_rx_with(&self.pool, self.rearm, records.iter(), |rec, room| {
                     let src = &chunks[rec.first as usize..][..rec.chunks()];
                     for (to, from) in room.chunks_exact_mut(CHUNK).zip(src) {
                         to.copy_from_slice(from);
                     }
-                    bytes += rec.len as u64;
-                    RxFrame { len: rec.len as u16, timestamp: rec.timestamp_ns }
-                })
+                    frame(rec)
+                }),
+                _ => batch.alloc_rx_with(&self.pool, self.rearm, records.iter(), |rec, room| {
+                    // The data room holds every record, not rounded up to chunks: the exact length.
+                    let data = replay.data(*rec);
+                    room[..data.len()].copy_from_slice(data);
+                    frame(rec)
+                }),
             };
             if !ok {
                 return;
@@ -200,37 +220,6 @@ impl ReplayRx {
             count.bytes += bytes;
             self.advance(run, count);
         }
-    }
-
-    /// One bulk get for the burst, each record copied at its exact length (the data room holds every record, but
-    /// not rounded up to chunks).
-    fn bulk_exact(&mut self, batch: &mut PacketBatch, count: &mut BurstCount) {
-        let first = batch.len();
-        let want = batch.remaining();
-        if !batch.alloc_from(&self.pool, want) {
-            return;
-        }
-        let rearm_port = self.port_id;
-        let mut next = self.next;
-        let records = &self.replay.records;
-        for m in &mut batch.as_mut_slice()[first..] {
-            let rec = records[next];
-            let data = self.replay.data(rec);
-            // Cannot fail: a fresh buffer's tailroom is the data room, which holds the longest record.
-            if let Some(room) = m.append(data.len() as u16) {
-                room.copy_from_slice(data);
-            }
-            m.set_port(rearm_port);
-            m.set_timestamp(rec.timestamp_ns);
-            count.bytes += data.len() as u64;
-            next += 1;
-            if next == records.len() {
-                next = 0;
-                count.wrapped = true;
-            }
-        }
-        self.next = next;
-        count.packets += want as u64;
     }
 
     /// One by one: jumbo records (chained buffers), or a pool too low for a bulk get. A record the pool can never
@@ -282,5 +271,36 @@ mod tests {
         assert_eq!(r.data(r.records[2]), &[] as &[u8]);
         assert!(r.chunks[0][60..].iter().all(|&b| b == 0) && r.chunks[3][2..].iter().all(|&b| b == 0));
         assert_eq!(r.max_len, 130);
+    }
+
+    /// Each queue picks the copy its pool's data room allows (the replay test in tests/pcap_port.rs checks the
+    /// bytes of each; this that each is the one taken).
+    #[test]
+    fn the_copy_mode_follows_the_data_room() {
+        use hugepage::Allocator;
+        use mempool::PoolConfig;
+        let replay = |sizes: &[usize]| {
+            let mut r = Replay { chunks: Vec::new(), records: Vec::new(), corrupt_tail: false, max_len: 0 };
+            for (i, &len) in sizes.iter().enumerate() {
+                r.push(i as u64, &vec![i as u8; len]);
+            }
+            r
+        };
+        let cases: [(&[usize], u16, CopyMode); 5] = [
+            (&[60, 64, 1], 2048, CopyMode::Chunks { single: true }),
+            (&[60, 65], 2048, CopyMode::Chunks { single: false }),
+            (&[60, 64], 64, CopyMode::Chunks { single: true }),
+            (&[60, 97, 100], 100, CopyMode::Exact),
+            (&[60, 101], 100, CopyMode::OneByOne),
+        ];
+        for (k, (sizes, data_room, want)) in cases.into_iter().enumerate() {
+            let pool = Mempool::new(
+                &format!("replay-mode-{k}-{}", std::process::id()),
+                &PoolConfig { size: 8, data_room, ..PoolConfig::default() },
+                &Allocator::no_huge(),
+            )
+            .unwrap();
+            assert_eq!(ReplayRx::new(replay(sizes), pool, 0).copy, want, "{sizes:?} in a data room of {data_room}");
+        }
     }
 }
