@@ -28,8 +28,7 @@ dpdk25_env
 # 25.11's l3fwd as bench/l3fwd.sh builds it (the same one-line change), but its own code at Debian's baseline
 # (-march=corei7) like the libraries: valgrind cannot decode the AVX-512 that -march=native emits here.
 D25_L3=$(dpdk25_example l3fwd l3fwd-baseline)
-sed -i 's/\.offloads = RTE_ETH_RX_OFFLOAD_CHECKSUM,/.offloads = 0,/' "$D25_L3/main.c"
-grep -q '\.offloads = 0,' "$D25_L3/main.c" || die "could not remove the checksum offload request from 25.11's l3fwd"
+l3fwd_without_rx_csum "$D25_L3/main.c"
 say "building DPDK $D25_VERSION's l3fwd (static, baseline)"
 REF25=$(dpdk25_make l3fwd l3fwd-baseline corei7)
 cargo build --release -p l3fwd --quiet

@@ -44,8 +44,7 @@ rm -rf "$REF"
 mkdir -p "$REF"
 cp -r /usr/share/dpdk/examples/l3fwd /usr/share/dpdk/examples/l2fwd "$REF/"
 # The one-line change: no RX checksum offload request (software ports cannot honour it).
-sed -i 's/\.offloads = RTE_ETH_RX_OFFLOAD_CHECKSUM,/.offloads = 0,/' "$REF/l3fwd/main.c"
-grep -q '\.offloads = 0,' "$REF/l3fwd/main.c" || die "could not remove the checksum offload request from l3fwd"
+l3fwd_without_rx_csum "$REF/l3fwd/main.c"
 for app in l3fwd l2fwd; do
   say "building DPDK's $app $DPDK_VERSION"
   (cd "$REF/$app" && CFLAGS="-I/usr/share/dpdk/examples/common" make -j"$(nproc)" >"$REF/$app.build.log" 2>&1) ||
@@ -53,8 +52,7 @@ for app in l3fwd l2fwd; do
 done
 # DPDK 25.11's, with the same one-line change.
 D25_L3=$(dpdk25_example l3fwd)
-sed -i 's/\.offloads = RTE_ETH_RX_OFFLOAD_CHECKSUM,/.offloads = 0,/' "$D25_L3/main.c"
-grep -q '\.offloads = 0,' "$D25_L3/main.c" || die "could not remove the checksum offload request from 25.11's l3fwd"
+l3fwd_without_rx_csum "$D25_L3/main.c"
 dpdk25_example l2fwd >/dev/null
 say "building DPDK's l3fwd and l2fwd $D25_VERSION (static)"
 declare -A D25_APP

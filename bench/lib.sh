@@ -42,6 +42,13 @@ dpdk25_pmds() {
   for p; do printf -- '-d %s ' "$D25_LIB/dpdk/pmds-26.0/librte_$p.so.26.0"; done
 }
 
+# The one line the benchmarks change in a DPDK l3fwd's main.c ($1): no RX checksum offload request, which a pcap
+# port cannot honour (l3fwd would refuse to start).
+l3fwd_without_rx_csum() {
+  sed -i 's/\.offloads = RTE_ETH_RX_OFFLOAD_CHECKSUM,/.offloads = 0,/' "$1"
+  grep -q '\.offloads = 0,' "$1" || die "could not remove the checksum offload request from $1"
+}
+
 # Copies DPDK 25.11's example $1 into the root's /tmp/pktbench-ref/${2:-$1} (fresh) and prints that directory as
 # seen from outside, for the caller's one-line changes before dpdk25_make.
 dpdk25_example() {
