@@ -218,6 +218,8 @@ impl<K: FlowKey> ExactMatch<K> {
             // SAFETY: `Crc32c` is only chosen by `HashKind::detect` after the CPU reported SSE4.2.
             return unsafe { self.lookup_bulk_sse42(keys, values, miss) };
         }
+        // Any other table hashes with the portable mix (a constant here, so the loop has no per-key match).
+        debug_assert_eq!(self.hash, HashKind::Mix);
         self.lookup_bulk_with(HashKind::Mix, keys, values, miss)
     }
 
@@ -290,5 +292,29 @@ impl From<Ipv4Tuple> for WordKey<2> {
 impl From<Ipv6Tuple> for WordKey<5> {
     fn from(t: Ipv6Tuple) -> Self {
         WordKey(t.words())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The portable hash's bulk lookup (what CPUs without SSE4.2 and aarch64 run; an x86-64 host with SSE4.2 never
+    /// takes it otherwise) finds exactly what the single lookup finds, across bursts and their remainder.
+    #[test]
+    fn bulk_lookup_with_the_portable_hash_agrees_with_single_lookups() {
+        let mut em = ExactMatch::<WordKey<2>>::with_capacity(64).unwrap();
+        em.hash = HashKind::Mix;
+        for i in 0..64u64 {
+            em.add(WordKey([i * 0x9e37_79b9, i]), i as u32 * 3).unwrap();
+        }
+        let keys: Vec<WordKey<2>> = (0..100u64).map(|i| WordKey([i * 0x9e37_79b9, i + (i / 64) * 1000])).collect();
+        let mut values = vec![0; keys.len()];
+        let hits = em.lookup_bulk(&keys, &mut values, u32::MAX);
+        assert_eq!(hits, 64);
+        for (k, &v) in keys.iter().zip(&values) {
+            assert_eq!(Some(v).filter(|&v| v != u32::MAX), em.lookup(k), "{k:?}");
+        }
+        assert_eq!(values[..64], (0..64).map(|i| i * 3).collect::<Vec<u32>>()[..]);
     }
 }
